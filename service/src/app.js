@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import express from 'express';
+import { pinoHttp } from 'pino-http';
+import { HttpError } from './errors.js';
+import { errorHandler } from './http/error-handler.js';
+import { userRoutes } from './users/user-routes.js';
+
+/** A client's X-Request-Id is kept when it is a sane token, so logs join across services. */
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/**
+ * Builds the Express app without listening, so tests drive it on port 0.
+ *
+ * @param {{
+ *   config: import('./config.js').Config,
+ *   db: import('./db.js').Database,
+ *   logger: import('pino').Logger,
+ *   metrics: import('./metrics.js').Metrics,
+ *   renderMetrics?: () => Promise<string>,
+ * }} deps  renderMetrics: how /metrics is rendered (the cluster aggregates across workers)
+ */
+export function createApp({ config, db, logger, metrics, renderMetrics = () => metrics.registry.metrics() }) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', false);
+
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId(req, res) {
+        const given = req.headers['x-request-id'];
+        const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+        res.setHeader('X-Request-Id', id);
+        return id;
+      },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+      // Only what helps operate the service: never headers or bodies (user data, the token).
+      serializers: {
+        req: (req) => ({ id: req.id, method: req.method, url: req.url }),
+        res: (res) => ({ statusCode: res.statusCode }),
+      },
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
+    }),
+  );
+
+  app.use((req, res, next) => {
+    const end = metrics.httpDuration.startTimer();
+    res.on('finish', () => {
+      const route = req.route?.path ?? 'unmatched';
+      end({ method: req.method, route });
+      metrics.httpRequests.inc({ method: req.method, route, status: res.statusCode });
+    });
+    next();
+  });
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok', pid: process.pid });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const ready = await db.isReady();
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready' });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await renderMetrics());
+  });
+
+  app.use(userRoutes({ config, db, metrics }));
+
+  app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)));
+  app.use(errorHandler);
+  return app;
+}

@@ -1,0 +1,72 @@
+import os from 'node:os';
+import { ConfigError } from './errors.js';
+
+/**
+ * @typedef {object} Config
+ * @property {string | undefined} databaseUrl
+ * @property {number} port
+ * @property {string} host
+ * @property {string | undefined} ingestToken
+ * @property {number} dbPoolMax
+ * @property {number} dbConnectTimeoutMs  how long a request waits for a pool connection before 503
+ * @property {number} dbStatementTimeoutMs
+ * @property {number} maxBatchItems
+ * @property {number} maxBodyBytes
+ * @property {number} insertChunkRows
+ * @property {'format' | 'unnest' | 'copy'} insertStrategy
+ * @property {number} workers             0: no cluster, this process serves
+ * @property {number} shutdownTimeoutMs
+ * @property {string} logLevel
+ */
+
+export const INSERT_STRATEGIES = /** @type {const} */ (['format', 'unnest', 'copy']);
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * Reads and checks every variable the service uses, once. A bad value stops start-up with a
+ * message naming the variable, rather than failing later on the first request.
+ *
+ * @param {NodeJS.ProcessEnv} [env]
+ * @returns {Config}
+ */
+export function loadConfig(env = process.env) {
+  const int = (/** @type {string} */ name, /** @type {number} */ fallback, min = 1, max = Number.MAX_SAFE_INTEGER) => {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === '') return fallback;
+    if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(raw)}`);
+    const value = Number(raw);
+    if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+    return value;
+  };
+  const oneOf = (/** @type {string} */ name, /** @type {readonly string[]} */ allowed, /** @type {string} */ fallback) => {
+    const raw = (env[name] ?? '').trim() || fallback;
+    if (!allowed.includes(raw)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
+    return raw;
+  };
+
+  const databaseUrl = env.DATABASE_URL?.trim() || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
+  }
+  const ingestToken = env.INGEST_TOKEN || undefined;
+
+  const rawWorkers = (env.WORKERS ?? '').trim();
+  const workers = rawWorkers === 'auto' ? os.availableParallelism() : int('WORKERS', 0, 0, 256);
+
+  return {
+    databaseUrl,
+    port: int('PORT', 3000, 0, 65535),
+    host: env.HOST?.trim() || '0.0.0.0',
+    ingestToken,
+    dbPoolMax: int('DB_POOL_MAX', 10, 1, 1000),
+    dbConnectTimeoutMs: int('DB_CONNECT_TIMEOUT_MS', 2000, 1, 600_000),
+    dbStatementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    maxBatchItems: int('MAX_BATCH_ITEMS', 10_000, 1, 1_000_000),
+    maxBodyBytes: int('MAX_BODY_BYTES', 10 * 1024 * 1024, 2, 1024 * 1024 * 1024),
+    insertChunkRows: int('INSERT_CHUNK_ROWS', 1000, 1, 100_000),
+    insertStrategy: /** @type {Config['insertStrategy']} */ (oneOf('INSERT_STRATEGY', INSERT_STRATEGIES, 'format')),
+    workers,
+    shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000),
+    logLevel: oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
+  };
+}

@@ -1,0 +1,65 @@
+import { Writable } from 'node:stream';
+import { createApp } from '../../service/src/app.js';
+import { loadConfig } from '../../service/src/config.js';
+import { createDatabase } from '../../service/src/db.js';
+import { createLogger } from '../../service/src/logger.js';
+import { createMetrics } from '../../service/src/metrics.js';
+
+/**
+ * The service's app on 127.0.0.1, port 0, in this process, with its log lines kept for assertions.
+ * @param {{ databaseUrl: string, env?: Record<string, string> }} options
+ */
+export async function startTestApp({ databaseUrl, env = {} }) {
+  const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', ...env });
+  /** @type {any[]} */
+  const logs = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line));
+      done();
+    },
+  });
+  const logger = createLogger(config, sink);
+  const db = createDatabase({ ...config, databaseUrl }, logger);
+  const metrics = createMetrics(db);
+  const app = createApp({ config, db, logger, metrics });
+  const server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const { port } = server.address();
+  const baseUrl = `http://127.0.0.1:${port}`;
+
+  return {
+    baseUrl,
+    logs,
+    config,
+    /**
+     * @param {unknown} body  serialised as JSON unless a string
+     * @param {{ token?: string, contentType?: string, headers?: Record<string, string> }} [options]
+     */
+    async postUsers(body, { token, contentType = 'application/json', headers = {} } = {}) {
+      const res = await fetch(`${baseUrl}/users`, {
+        method: 'POST',
+        headers: {
+          'content-type': contentType,
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...headers,
+        },
+        body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
+      });
+      const text = await res.text();
+      let json;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status: res.status, headers: res.headers, body: json, text };
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await db.close();
+    },
+  };
+}
