@@ -64,6 +64,8 @@ export function runPrimary(config, logger) {
 /** In a worker: lets the primary's AggregatorRegistry read this worker's registry. */
 export function shareWorkerMetrics(/** @type {client.Registry} */ registry) {
   client.AggregatorRegistry.setRegistries([registry]);
+  // Constructing one is what installs prom-client's worker-side listener for the primary's requests.
+  new client.AggregatorRegistry();
 }
 
 /**
