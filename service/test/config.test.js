@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { loadConfig } from '../src/config.js';
+import { ConfigError } from '../src/errors.js';
+
+describe('configuration (unit)', () => {
+  test('defaults follow the contract', () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 3000);
+    assert.equal(c.maxBatchItems, 10_000);
+    assert.equal(c.maxBodyBytes, 10 * 1024 * 1024);
+    assert.equal(c.insertChunkRows, 1000);
+    assert.equal(c.insertStrategy, 'format');
+    assert.equal(c.workers, 0);
+    assert.equal(c.databaseUrl, undefined);
+    assert.equal(c.ingestToken, undefined);
+  });
+
+  test('WORKERS=auto means one per core', () => {
+    assert.ok(loadConfig({ WORKERS: 'auto' }).workers >= 1);
+  });
+
+  for (const [variable, value] of [
+    ['PORT', 'eighty'], ['PORT', '70000'], ['MAX_BATCH_ITEMS', '0'], ['MAX_BODY_BYTES', '-5'],
+    ['INSERT_CHUNK_ROWS', '1.5'], ['INSERT_STRATEGY', 'magic'], ['WORKERS', 'many'], ['DB_POOL_MAX', ''.padEnd(3, 'x')],
+    ['DATABASE_URL', 'mysql://x'], ['LOG_LEVEL', 'loud'],
+  ]) {
+    test(`a bad ${variable} (${value}) stops start-up with a message naming it`, () => {
+      assert.throws(() => loadConfig({ [variable]: value }), (err) => err instanceof ConfigError && err.message.startsWith(variable));
+    });
+  }
+});
