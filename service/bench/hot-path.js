@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+// `npm run bench:hot-path`: what POST /users spends in this process for one 1000-user batch (JSON
+// parsing, validation, SQL building) next to the database round trip for the same batch.
+// Needs a database for the round trip: DATABASE_URL, or an embedded throwaway one.
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { migrate } from '@sluice/db/migrate';
+import { makeUsers } from '../../test/support/users.js';
+import { buildInsertSql } from '../src/users/user-repository.js';
+import { parseUserBatch } from '../src/users/user-schema.js';
+
+const BATCH = 1000;
+const ROUNDS = 300;
+
+/** Median milliseconds of fn over ROUNDS runs, after a warm-up. @param {(i: number) => unknown} fn */
+async function median(fn, rounds = ROUNDS) {
+  for (let i = 0; i < 30; i++) await fn(-1 - i);
+  const times = [];
+  for (let i = 0; i < rounds; i++) {
+    const t = performance.now();
+    await fn(i);
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
+}
+
+const body = JSON.stringify(makeUsers(BATCH, 'hot'));
+const parsed = JSON.parse(body);
+const rows = parseUserBatch(parsed);
+const results = {
+  jsonParseMs: await median(() => JSON.parse(body)),
+  validateMs: await median(() => parseUserBatch(parsed)),
+  buildSqlMs: await median(() => buildInsertSql(rows)),
+};
+
+let local;
+let url = process.env.DATABASE_URL;
+if (!url) {
+  const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
+  local = await startLocalPostgres({ dataDir: await tempDataDir(), persistent: false });
+  url = local.url;
+}
+await migrate(url);
+const client = new pg.Client(url);
+await client.connect();
+const rounds = 100;
+results.databaseInsertMs = await median(async (i) => {
+  const fresh = parseUserBatch(makeUsers(BATCH, `hot-${i}-${Date.now()}`));
+  await client.query(buildInsertSql(fresh));
+}, rounds);
+await client.end();
+await local?.stop();
+
+const inProcess = results.jsonParseMs + results.validateMs + results.buildSqlMs;
+console.log(`bytes per 1000-user body: ${body.length}`);
+for (const [k, v] of Object.entries(results)) console.log(`${k.padEnd(18)} ${v.toFixed(3)} ms (median)`);
+console.log(`in-process total    ${inProcess.toFixed(3)} ms = ${((inProcess / results.databaseInsertMs) * 100).toFixed(1)}% of the insert round trip`);
