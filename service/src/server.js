@@ -23,7 +23,8 @@ function serve(config, logger) {
   if (inCluster) shareWorkerMetrics(metrics.registry);
   const app = createApp({ config, db, logger, metrics, renderMetrics: inCluster ? askPrimaryForMetrics : undefined });
 
-  const server = app.listen(config.port, config.host, () => {
+  // A deeper accept queue than Node's 511, for bursts of new connections (thousands of load-test VUs).
+  const server = app.listen({ port: config.port, host: config.host, backlog: 4096 }, () => {
     const address = /** @type {import('node:net').AddressInfo} */ (server.address());
     logger.info({ host: config.host, port: address.port, strategy: config.insertStrategy }, 'listening');
   });

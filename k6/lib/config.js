@@ -1,0 +1,23 @@
+// What both load tests read from the environment (k6 run -e NAME=value, or the shell's).
+
+export const BASE_URL = (__ENV.BASE_URL || 'http://127.0.0.1:3000').replace(/\/$/, '');
+export const TOKEN = __ENV.TOKEN || '';
+/** closed: each VU sleeps 1 s between iterations (the reference experiment); capacity: no sleep. */
+export const MODE = __ENV.MODE === 'capacity' ? 'capacity' : 'closed';
+/** Keeps emails unique across runs against the same database, so replays never hide behind ON CONFLICT. */
+export const RUN_ID = __ENV.RUN_ID || `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+/** Where handleSummary writes its JSON; the bench sets it. */
+export const SUMMARY_FILE = __ENV.SUMMARY_FILE || '';
+
+/**
+ * The scenario: the defaults mirror the reference experiment, VUS and DURATION change them.
+ * @param {{ vus: number, duration: string, rampUp: boolean }} defaults
+ */
+export function scenario(defaults) {
+  const vus = Number(__ENV.VUS || defaults.vus);
+  const duration = __ENV.DURATION || defaults.duration;
+  if (defaults.rampUp && MODE !== 'capacity') {
+    return { executor: 'ramping-vus', startVUs: 0, stages: [{ duration, target: vus }], gracefulRampDown: '30s', gracefulStop: '30s' };
+  }
+  return { executor: 'constant-vus', vus, duration, gracefulStop: '30s' };
+}
