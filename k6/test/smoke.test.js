@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { findK6, runK6 } from '../../bench/lib/k6-binary.js';
+import { startTestApp } from '../../test/support/app.js';
+import { createTestDatabase } from '../../test/support/database.js';
+
+const K6_DIR = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const TOKEN = 'smoke-test-token-0123456789';
+
+describe('k6 smoke runs (a few seconds, 3 VUs)', () => {
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
+  /** @type {string} */ let k6;
+  /** @type {string} */ let outDir;
+  before(async () => {
+    // No silent skip: without k6 (and without Go to build it) this fails, saying how to get it.
+    k6 = await findK6();
+    db = await createTestDatabase();
+    app = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKEN: TOKEN, LOG_LEVEL: 'warn' } });
+    outDir = await mkdtemp(path.join(os.tmpdir(), 'sluice-k6-'));
+  });
+  after(async () => {
+    await app?.close();
+    await db?.drop();
+    if (outDir) await rm(outDir, { recursive: true, force: true });
+  });
+
+  for (const script of ['stress-test-one.js', 'stress-test-batch.js']) {
+    test(`${script}: exits 0, writes its JSON summary, and inserted_items equals the new rows`, async () => {
+      const before = await db.countUsers();
+      const summaryFile = path.join(outDir, `${script}.json`);
+      const code = await runK6(k6, path.join(K6_DIR, script), {
+        BASE_URL: app.baseUrl, TOKEN, VUS: '3', DURATION: '2s', SUMMARY_FILE: summaryFile,
+      }, { quiet: true });
+      assert.equal(code, 0);
+      const summary = JSON.parse(await readFile(summaryFile, 'utf8'));
+      const inserted = summary.metrics.inserted_items.values.count;
+      assert.ok(inserted > 0);
+      assert.equal(await db.countUsers(), before + inserted);
+      assert.equal(summary.metrics.successful_requests.values.rate, 1);
+    });
+  }
+
+  test('a wrong token makes k6 exit non-zero (the thresholds catch a misbehaving service)', async () => {
+    const code = await runK6(k6, path.join(K6_DIR, 'stress-test-batch.js'), {
+      BASE_URL: app.baseUrl, TOKEN: 'wrong-token', VUS: '1', DURATION: '1s', SUMMARY_FILE: path.join(outDir, 'refused.json'),
+    }, { quiet: true });
+    assert.notEqual(code, 0);
+  });
+});
