@@ -6,7 +6,7 @@ import { summaryHandler } from './lib/summary.js';
 
 export const options = {
   scenarios: { batch: scenario({ vus: 100, duration: '10s', rampUp: false }) },
-  thresholds: thresholds('5000'),
+  thresholds: thresholds(5_000),
   summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
 };
 

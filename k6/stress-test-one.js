@@ -6,7 +6,10 @@ import { summaryHandler } from './lib/summary.js';
 
 export const options = {
   scenarios: { one: scenario({ vus: 5000, duration: '10s', rampUp: true }) },
-  thresholds: thresholds('2000'),
+  // 5000 VUs at one request a second is more than a 2-core machine running k6, the service and
+  // PostgreSQL can serve, by design: latency grows while every request still succeeds. The bound
+  // catches a service that stalls, not one that is merely saturated.
+  thresholds: thresholds(10_000),
   summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
 };
 

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { access, constants, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { reapedChildrenCpuSeconds } from './process-stats.js';
 
 export const K6_VERSION = 'v1.8.1';
 // Outside the repository: the binary is 70 MB and is built once per machine, not per clone.
@@ -51,19 +52,24 @@ export async function findK6({ log = (m) => console.error(m) } = {}) {
 }
 
 /**
- * Runs one k6 script; resolves with its exit code.
+ * Runs one k6 script; resolves with its exit code and the CPU seconds k6 itself used (the load
+ * generator shares the machine with the service and the database).
  * @param {string} k6
  * @param {string} script
  * @param {Record<string, string>} env
  * @param {{ quiet?: boolean }} [options]
+ * @returns {Promise<{ code: number, cpuSeconds: number }>}
  */
-export function runK6(k6, script, env, { quiet = false } = {}) {
-  return new Promise((resolve, reject) => {
+export async function runK6(k6, script, env, { quiet = false } = {}) {
+  // k6 is the only child that ends in this window, so the growth of our reaped children's CPU is its.
+  const before = await reapedChildrenCpuSeconds();
+  const code = await new Promise((resolve, reject) => {
     const child = spawn(k6, ['run', '--quiet', '--no-usage-report', script], {
       env: { ...process.env, ...env },
       stdio: ['ignore', quiet ? 'ignore' : 'inherit', 'inherit'],
     });
     child.on('error', reject);
-    child.on('exit', (code) => resolve(code ?? 1));
+    child.on('exit', (c) => resolve(c ?? 1));
   });
+  return { code, cpuSeconds: (await reapedChildrenCpuSeconds()) - before };
 }

