@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+// `npm run feeder`: the local SQS event-source runner feeding the real handler.
+// SQS_ENDPOINT, QUEUE_URL, SERVICE_URL, BATCH_SIZE, BATCH_WINDOW_MS, RECEIVERS, RUNNER_CONCURRENCY,
+// FUNCTION_TIMEOUT_MS, and the handler's own variables (INGEST_TOKEN, POST_CHUNK_ITEMS, ...).
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { loadFeederConfig, loadRunnerConfig } from '../src/config.js';
+import { ConfigError } from '../src/errors.js';
+import { handler } from '../src/handler.js';
+import { LocalEventSource } from '../src/local-runner.js';
+
+let config;
+try {
+  config = loadRunnerConfig();
+  loadFeederConfig(); // checked now, so a bad SERVICE_URL stops start-up rather than the first batch
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  console.error(`feeder: bad configuration: ${err.message}`);
+  process.exit(1);
+}
+
+const sqs = new SQSClient({ endpoint: config.endpoint, region: config.region, credentials: config.credentials });
+const runner = new LocalEventSource({ sqs, handler, ...config });
+await runner.start();
+console.log(JSON.stringify({ level: 'info', msg: 'feeder polling', queueUrl: config.queueUrl, batchSize: config.batchSize, batchWindowMs: config.batchWindowMs }));
+
+let stopping = false;
+/** @param {NodeJS.Signals} signal */
+async function stop(signal) {
+  if (stopping) return;
+  stopping = true;
+  console.log(JSON.stringify({ level: 'info', msg: 'feeder stopping: finishing the batches in hand', signal }));
+  const totals = await runner.stop();
+  console.log(JSON.stringify({ level: 'info', msg: 'feeder stopped', totals }));
+  sqs.destroy();
+  process.exit(0);
+}
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);

@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+// `npm run produce -- --count N [--per-message K] [--file users.ndjson] [--concurrency C]`
+// Generates N users (or reads them from NDJSON) and sends them to QUEUE_URL, K users per message.
+import { createReadStream } from 'node:fs';
+import readline from 'node:readline';
+import { parseArgs } from 'node:util';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { loadSqsConfig } from '../src/config.js';
+import { packMessages, sendMessages } from '../src/producer.js';
+
+const USAGE = 'usage: npm run produce -- --count N [--per-message K] [--file users.ndjson] [--concurrency C]';
+let args;
+try {
+  ({ values: args } = parseArgs({
+    options: {
+      count: { type: 'string' },
+      'per-message': { type: 'string', default: '100' },
+      file: { type: 'string' },
+      concurrency: { type: 'string', default: '8' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  }));
+} catch (err) {
+  console.error(`${/** @type {Error} */ (err).message}\n${USAGE}`);
+  process.exit(2);
+}
+if (args.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const positive = (/** @type {string | undefined} */ v, /** @type {string} */ name) => {
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v) || Number(v) < 1) {
+    console.error(`--${name} must be a whole number of at least 1\n${USAGE}`);
+    process.exit(2);
+  }
+  return Number(v);
+};
+const count = positive(args.count, 'count');
+const perMessage = /** @type {number} */ (positive(args['per-message'], 'per-message'));
+const concurrency = /** @type {number} */ (positive(args.concurrency, 'concurrency'));
+if (!count && !args.file) {
+  console.error(`say how many users to generate (--count) or which file to send (--file)\n${USAGE}`);
+  process.exit(2);
+}
+
+let config;
+try {
+  config = loadSqsConfig();
+} catch (err) {
+  console.error(`produce: bad configuration: ${/** @type {Error} */ (err).message}`);
+  process.exit(1);
+}
+
+const runId = Date.now().toString(36);
+/** @returns {AsyncGenerator<object>} */
+async function* users() {
+  if (args.file) {
+    let line = 0;
+    for await (const text of readline.createInterface({ input: createReadStream(args.file) })) {
+      line++;
+      if (!text.trim()) continue;
+      try {
+        yield JSON.parse(text);
+      } catch {
+        throw new Error(`${args.file}:${line} is not JSON`);
+      }
+      if (count && line >= count) return;
+    }
+    return;
+  }
+  for (let i = 0; i < /** @type {number} */ (count); i++) yield { email: `produced-${runId}-${i}@example.com`, name: `Produced User ${i}` };
+}
+
+// The progress bar: redrawn in place on a terminal, a line every 10% otherwise.
+const started = Date.now();
+let sentUsers = 0;
+let lastDecile = -1;
+const tty = process.stderr.isTTY;
+function progress(done = false) {
+  const rate = Math.round(sentUsers / Math.max(0.001, (Date.now() - started) / 1000));
+  if (count) {
+    const share = Math.min(1, sentUsers / count);
+    const bar = '#'.repeat(Math.round(share * 30)).padEnd(30, '-');
+    const line = `[${bar}] ${(share * 100).toFixed(0).padStart(3)}% ${sentUsers}/${count} users, ${rate}/s`;
+    if (tty) process.stderr.write(`\r${line}${done ? '\n' : ''}`);
+    else if (Math.floor(share * 10) > lastDecile || done) {
+      lastDecile = Math.floor(share * 10);
+      process.stderr.write(`${line}\n`);
+    }
+  } else if (tty) process.stderr.write(`\r${sentUsers} users, ${rate}/s${done ? '\n' : ''}`);
+}
+const ticker = setInterval(progress, 250);
+
+const sqs = new SQSClient({ endpoint: config.endpoint, region: config.region, credentials: config.credentials });
+try {
+  const totals = await sendMessages({
+    sqs,
+    queueUrl: config.queueUrl,
+    messages: packMessages(users(), perMessage),
+    concurrency,
+    onSent: (n) => (sentUsers += n),
+  });
+  clearInterval(ticker);
+  progress(true);
+  const seconds = (Date.now() - started) / 1000;
+  console.log(JSON.stringify({ msg: 'produced', users: totals.users, messages: totals.messages, retries: totals.retries, seconds: Number(seconds.toFixed(2)) }));
+} catch (err) {
+  clearInterval(ticker);
+  console.error(`\nproduce failed after ${sentUsers} users: ${/** @type {Error} */ (err).message}`);
+  process.exitCode = 1;
+} finally {
+  sqs.destroy();
+}

@@ -1,0 +1,88 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const ELASTICMQ_VERSION = '1.7.1';
+// Outside the repository, once per machine: about 40 jars from Maven Central.
+const LIB = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'sluice', `elasticmq-${ELASTICMQ_VERSION}`, 'lib');
+
+/** The ElasticMQ jars, fetched with Maven the first time (lambda/elasticmq/pom.xml). */
+export function ensureElasticMQ({ log = (/** @type {string} */ m) => console.error(m) } = {}) {
+  if (existsSync(LIB) && readdirSync(LIB).some((f) => f.startsWith('elasticmq-server'))) return LIB;
+  log(`fetching ElasticMQ ${ELASTICMQ_VERSION} from Maven Central into ${LIB} (once)...`);
+  const mvn = spawnSync('mvn', ['-q', '-B', '-f', path.join(HERE, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${LIB}`], { stdio: 'inherit' });
+  if (mvn.error || mvn.status !== 0) {
+    throw new Error(`could not fetch ElasticMQ with Maven (${mvn.error?.message ?? `exit ${mvn.status}`}); install Maven and Java 17, or point SQS_ENDPOINT at another SQS`);
+  }
+  return LIB;
+}
+
+/**
+ * @typedef {{ name: string, visibilityTimeoutSeconds?: number, deadLetter?: { name: string, maxReceiveCount: number } }} QueueSpec
+ */
+
+/** @param {QueueSpec[]} queues @param {number} port */
+function configFor(queues, port) {
+  const queueLines = queues.map((q) => {
+    const parts = [];
+    if (q.visibilityTimeoutSeconds) parts.push(`defaultVisibilityTimeout = ${q.visibilityTimeoutSeconds} seconds`);
+    if (q.deadLetter) parts.push(`deadLettersQueue { name = "${q.deadLetter.name}", maxReceiveCount = ${q.deadLetter.maxReceiveCount} }`);
+    return `  "${q.name}" { ${parts.join('\n    ')} }`;
+  });
+  return `include classpath("application.conf")
+node-address { protocol = http, host = 127.0.0.1, port = ${port}, context-path = "" }
+rest-sqs { enabled = true, bind-port = ${port}, bind-hostname = "127.0.0.1", sqs-limits = strict }
+rest-stats { enabled = false }
+queues {
+${queueLines.join('\n')}
+}
+`;
+}
+
+/** The queue pair sluice uses by default; the same as docker-compose's and the SAM template's shape. */
+export const DEFAULT_QUEUES = /** @type {QueueSpec[]} */ ([
+  { name: 'sluice-users-dlq' },
+  { name: 'sluice-users', visibilityTimeoutSeconds: 60, deadLetter: { name: 'sluice-users-dlq', maxReceiveCount: 5 } },
+]);
+
+/**
+ * Starts ElasticMQ on 127.0.0.1 with these queues and waits until it answers.
+ * @param {{ port: number, queues?: QueueSpec[], log?: (m: string) => void }} options
+ */
+export async function startElasticMQ({ port, queues = DEFAULT_QUEUES, log }) {
+  const lib = ensureElasticMQ({ log });
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-elasticmq-'));
+  const configFile = path.join(dir, 'elasticmq.conf');
+  await writeFile(configFile, configFor(queues, port));
+  const child = spawn('java', ['-Xmx512m', `-Dconfig.file=${configFile}`, '-cp', `${lib}/*`, 'org.elasticmq.server.Main'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
+  const endpoint = `http://127.0.0.1:${port}`;
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`ElasticMQ exited at start: ${stderr}`);
+    const ok = await fetch(`${endpoint}/?Action=ListQueues`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`ElasticMQ did not answer on ${endpoint} within 60 s: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    endpoint,
+    /** @param {string} name */
+    queueUrl: (name) => `${endpoint}/000000000000/${name}`,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

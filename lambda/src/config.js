@@ -1,0 +1,87 @@
+import { ConfigError } from './errors.js';
+
+/**
+ * @typedef {object} FeederConfig
+ * @property {string} serviceUrl          base URL of the sluice service
+ * @property {string | undefined} ingestToken
+ * @property {number} postChunkItems      users per POST /users (default 1000)
+ * @property {number} postConcurrency     POSTs in flight at once (default 4)
+ * @property {number} requestTimeoutMs    one POST's limit (default 30000)
+ * @property {number} retryBaseMs         first backoff step (default 200)
+ * @property {number} retryMaxMs          backoff cap (default 5000)
+ * @property {number} safetyMarginMs      time kept back from the invocation's deadline (default 3000)
+ */
+
+/**
+ * @param {NodeJS.ProcessEnv} env
+ * @param {string} name @param {number} fallback @param {number} min @param {number} max
+ */
+export function intVar(env, name, fallback, min = 1, max = Number.MAX_SAFE_INTEGER) {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(raw)}`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+/** @param {NodeJS.ProcessEnv} env @param {string} name */
+export function urlVar(env, name) {
+  const raw = env[name]?.trim();
+  if (!raw) throw new ConfigError(name, 'is required');
+  try {
+    const url = new URL(raw);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
+  } catch {
+    throw new ConfigError(name, `must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+/**
+ * Every variable the handler reads, parsed and checked once; a bad one fails the cold start with
+ * the variable's name.
+ * @param {NodeJS.ProcessEnv} [env]
+ * @returns {FeederConfig}
+ */
+export function loadFeederConfig(env = process.env) {
+  return {
+    serviceUrl: urlVar(env, 'SERVICE_URL'),
+    ingestToken: env.INGEST_TOKEN || undefined,
+    postChunkItems: intVar(env, 'POST_CHUNK_ITEMS', 1000, 1, 10_000),
+    postConcurrency: intVar(env, 'POST_CONCURRENCY', 4, 1, 64),
+    requestTimeoutMs: intVar(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 900_000),
+    retryBaseMs: intVar(env, 'RETRY_BASE_MS', 200, 1, 60_000),
+    retryMaxMs: intVar(env, 'RETRY_MAX_MS', 5_000, 1, 300_000),
+    safetyMarginMs: intVar(env, 'SAFETY_MARGIN_MS', 3_000, 0, 300_000),
+  };
+}
+
+/**
+ * Where the local runner and the producer find SQS. With SQS_ENDPOINT set (ElasticMQ), any
+ * credentials do: local stand-ins are used when none are configured.
+ * @param {NodeJS.ProcessEnv} [env]
+ */
+export function loadSqsConfig(env = process.env) {
+  const endpoint = env.SQS_ENDPOINT?.trim() || undefined;
+  if (endpoint) urlVar(env, 'SQS_ENDPOINT');
+  const queueUrl = urlVar(env, 'QUEUE_URL');
+  const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || 'us-east-1';
+  const credentials = endpoint && !env.AWS_ACCESS_KEY_ID ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined;
+  return { endpoint, queueUrl, region, credentials };
+}
+
+/**
+ * The local event-source runner's settings, with Lambda's meaning and the SAM template's defaults.
+ * @param {NodeJS.ProcessEnv} [env]
+ */
+export function loadRunnerConfig(env = process.env) {
+  return {
+    ...loadSqsConfig(env),
+    batchSize: intVar(env, 'BATCH_SIZE', 1000, 1, 10_000),
+    batchWindowMs: intVar(env, 'BATCH_WINDOW_MS', 1000, 0, 300_000),
+    receivers: intVar(env, 'RECEIVERS', 4, 1, 64),
+    concurrency: intVar(env, 'RUNNER_CONCURRENCY', 2, 1, 64),
+    functionTimeoutMs: intVar(env, 'FUNCTION_TIMEOUT_MS', 60_000, 1000, 900_000),
+  };
+}

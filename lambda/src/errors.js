@@ -1,0 +1,32 @@
+// The feeder's failures, by name. Each tells the handler whether retrying later can help.
+
+export class ConfigError extends Error {
+  /** @param {string} variable @param {string} problem */
+  constructor(variable, problem) {
+    super(`${variable} ${problem}`);
+    this.name = 'ConfigError';
+    this.variable = variable;
+  }
+}
+
+/** A message that can never be stored as it is: bad JSON, or a user the service refuses. */
+export class PoisonMessageError extends Error {
+  /** @param {string} reason */
+  constructor(reason) {
+    super(reason);
+    this.name = 'PoisonMessageError';
+  }
+}
+
+/**
+ * Thrown by the handler when every message of the batch failed because the service could not be
+ * reached: Lambda then retries the whole batch later and slows its polling, instead of counting
+ * the failures as partial batch failures.
+ */
+export class ServiceUnavailableError extends Error {
+  /** @param {string} message */
+  constructor(message) {
+    super(message);
+    this.name = 'ServiceUnavailableError';
+  }
+}

@@ -1,0 +1,169 @@
+import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { lambdaContext, toLambdaRecord } from './sqs-event.js';
+
+/** @typedef {import('@aws-sdk/client-sqs').Message} Message */
+/**
+ * @typedef {object} RunnerOptions
+ * @property {import('@aws-sdk/client-sqs').SQSClient} sqs
+ * @property {string} queueUrl
+ * @property {(event: { Records: any[] }, context: ReturnType<typeof lambdaContext>) => Promise<{ batchItemFailures?: { itemIdentifier: string }[] } | void>} handler
+ * @property {string} region
+ * @property {number} batchSize          messages per invocation, at most
+ * @property {number} batchWindowMs      how long a batch may wait to fill up
+ * @property {number} receivers          concurrent long polls
+ * @property {number} concurrency        invocations at once
+ * @property {number} functionTimeoutMs  what getRemainingTimeInMillis counts down from
+ * @property {number} [waitTimeSeconds]  long-poll wait (default 20)
+ * @property {(line: object) => void} [log]
+ */
+
+/**
+ * Plays Lambda's SQS event-source mapping against any SQS endpoint: long-polling receivers fill
+ * batches of up to `batchSize` messages, cut at `batchWindowMs`; each batch goes to the handler in
+ * Lambda's event shape; only the messages it did not report as failed are deleted, so the rest
+ * reappear after their visibility timeout (and reach the dead-letter queue after maxReceiveCount).
+ */
+export class LocalEventSource {
+  /** @param {RunnerOptions} options */
+  constructor(options) {
+    this.options = options;
+    this.log = options.log ?? ((line) => console.log(JSON.stringify(line)));
+    /** @type {Message[]} */
+    this.buffer = [];
+    /** @type {NodeJS.Timeout | undefined} */
+    this.windowTimer = undefined;
+    /** @type {Set<Promise<void>>} */
+    this.inFlight = new Set();
+    this.stopping = false;
+    this.abort = new AbortController();
+    this.totals = { batches: 0, messages: 0, deleted: 0, failed: 0, handlerErrors: 0 };
+    /** @type {(() => void)[]} */
+    this.capacityWaiters = [];
+    this.bufferSince = 0;
+  }
+
+  async start() {
+    const { sqs, queueUrl } = this.options;
+    const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    this.queueArn = attrs.Attributes?.QueueArn ?? `arn:aws:sqs:${this.options.region}:000000000000:${queueUrl.split('/').pop()}`;
+    this.receiving = Promise.all(Array.from({ length: this.options.receivers }, () => this.receiveLoop()));
+  }
+
+  /** Stops polling, hands what was received to the handler, waits for every invocation and delete. */
+  async stop() {
+    this.stopping = true;
+    this.abort.abort();
+    await this.receiving?.catch(() => {});
+    while (this.buffer.length > 0 || this.inFlight.size > 0) {
+      this.flush();
+      await Promise.race(this.inFlight);
+    }
+    return this.totals;
+  }
+
+  async receiveLoop() {
+    const { sqs, queueUrl, waitTimeSeconds = 20 } = this.options;
+    while (!this.stopping) {
+      // Back-pressure: hold no more than the invocations in flight can take, so that received
+      // messages do not sit until their visibility runs out.
+      await this.waitForCapacity();
+      if (this.stopping) return;
+      let messages;
+      try {
+        const out = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: waitTimeSeconds,
+            MessageSystemAttributeNames: ['All'],
+            MessageAttributeNames: ['All'],
+          }),
+          { abortSignal: this.abort.signal },
+        );
+        messages = out.Messages ?? [];
+      } catch (err) {
+        if (this.stopping) return;
+        this.log({ level: 'warn', msg: 'receive failed; retrying', error: /** @type {Error} */ (err).message });
+        await new Promise((r) => setTimeout(r, 1000));
+        continue;
+      }
+      if (messages.length === 0) continue;
+      if (this.buffer.length === 0) this.bufferSince = Date.now();
+      this.buffer.push(...messages);
+      this.maybeFlush();
+    }
+  }
+
+  waitForCapacity() {
+    const full = () => this.inFlight.size >= this.options.concurrency && this.buffer.length >= this.options.batchSize;
+    if (!full()) return Promise.resolve();
+    return new Promise((resolve) => this.capacityWaiters.push(() => resolve(undefined)));
+  }
+
+  /** Sends the buffer on when a batch is full, its window has passed, or the runner is stopping. */
+  maybeFlush() {
+    if (this.buffer.length === 0) return;
+    const waited = Date.now() - this.bufferSince;
+    if (this.buffer.length >= this.options.batchSize || waited >= this.options.batchWindowMs || this.stopping) return this.flush();
+    this.windowTimer ??= setTimeout(() => {
+      this.windowTimer = undefined;
+      this.maybeFlush();
+    }, this.options.batchWindowMs - waited);
+  }
+
+  /** Starts invocations while there are messages and free slots; a full house waits for a slot. */
+  flush() {
+    clearTimeout(this.windowTimer);
+    this.windowTimer = undefined;
+    while (this.buffer.length > 0 && this.inFlight.size < this.options.concurrency) {
+      const batch = this.buffer.splice(0, this.options.batchSize);
+      const run = this.invoke(batch).finally(() => {
+        this.inFlight.delete(run);
+        for (const wake of this.capacityWaiters.splice(0)) wake();
+        this.maybeFlush();
+      });
+      this.inFlight.add(run);
+    }
+  }
+
+  /** @param {Message[]} batch */
+  async invoke(batch) {
+    const { queueArn = '', options } = this;
+    const event = { Records: batch.map((m) => toLambdaRecord(m, { queueArn, region: options.region })) };
+    /** @type {Set<string>} */
+    let failed;
+    try {
+      const result = await options.handler(event, lambdaContext(options.functionTimeoutMs));
+      failed = new Set((result?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
+    } catch (err) {
+      // As Lambda does: a thrown error returns the whole batch to the queue.
+      this.totals.handlerErrors++;
+      this.log({ level: 'warn', msg: 'handler failed; the batch returns to the queue', error: /** @type {Error} */ (err).message, messages: batch.length });
+      failed = new Set(batch.map((m) => /** @type {string} */ (m.MessageId)));
+    }
+    const done = batch.filter((m) => !failed.has(/** @type {string} */ (m.MessageId)));
+    await this.deleteMessages(done);
+    this.totals.batches++;
+    this.totals.messages += batch.length;
+    this.totals.deleted += done.length;
+    this.totals.failed += batch.length - done.length;
+    this.log({ level: 'info', msg: 'batch done', messages: batch.length, deleted: done.length, failed: batch.length - done.length, totals: this.totals });
+  }
+
+  /** @param {Message[]} messages */
+  async deleteMessages(messages) {
+    for (let i = 0; i < messages.length; i += 10) {
+      let entries = messages.slice(i, i + 10).map((m, n) => ({ Id: String(n), ReceiptHandle: /** @type {string} */ (m.ReceiptHandle) }));
+      for (let attempt = 0; entries.length > 0 && attempt < 5; attempt++) {
+        const out = await this.options.sqs
+          .send(new DeleteMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: entries }))
+          .catch((err) => ({ Failed: entries.map((e) => ({ Id: e.Id, Message: err.message })) }));
+        const failedIds = new Set((out.Failed ?? []).map((f) => f.Id));
+        entries = entries.filter((e) => failedIds.has(e.Id));
+        if (entries.length) await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
+      }
+      // A message whose delete kept failing reappears and is stored again harmlessly (idempotent on email).
+      if (entries.length) this.log({ level: 'warn', msg: 'delete failed; the messages will reappear', count: entries.length });
+    }
+  }
+}

@@ -1,0 +1,88 @@
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { backoffMs, sleep } from './retry.js';
+
+// SQS's limit for one message, and for the sum of one SendMessageBatch's messages.
+export const MAX_MESSAGE_BYTES = 262_144;
+const MAX_BATCH_ENTRIES = 10;
+
+/**
+ * Packs users into message bodies of up to `perMessage` users, closing a body early when one more
+ * user would pass SQS's size limit.
+ * @param {AsyncIterable<object> | Iterable<object>} users
+ * @param {number} perMessage
+ * @returns {AsyncGenerator<{ body: string, users: number }>}
+ */
+export async function* packMessages(users, perMessage) {
+  /** @type {string[]} */
+  let parts = [];
+  let bytes = 2;
+  for await (const user of users) {
+    const json = JSON.stringify(user);
+    const size = Buffer.byteLength(json) + 1;
+    if (size + 2 > MAX_MESSAGE_BYTES) throw new Error(`one user is ${size} bytes, over SQS's ${MAX_MESSAGE_BYTES}-byte message limit`);
+    if (parts.length > 0 && (parts.length >= perMessage || bytes + size > MAX_MESSAGE_BYTES)) {
+      yield { body: perMessage === 1 ? parts[0] : `[${parts.join(',')}]`, users: parts.length };
+      parts = [];
+      bytes = 2;
+    }
+    parts.push(json);
+    bytes += size;
+  }
+  if (parts.length > 0) yield { body: perMessage === 1 ? parts[0] : `[${parts.join(',')}]`, users: parts.length };
+}
+
+/**
+ * Sends messages with SendMessageBatch (10 entries, within the batch size limit), `concurrency`
+ * calls in flight; failed entries are retried with backoff, and a message that still fails after
+ * `maxAttempts` stops the run with an error.
+ *
+ * @param {{ sqs: import('@aws-sdk/client-sqs').SQSClient, queueUrl: string, messages: AsyncIterable<{ body: string, users: number }>,
+ *   concurrency?: number, maxAttempts?: number, onSent?: (users: number, messages: number) => void }} options
+ */
+export async function sendMessages({ sqs, queueUrl, messages, concurrency = 8, maxAttempts = 8, onSent = () => {} }) {
+  const totals = { messages: 0, users: 0, retries: 0 };
+  /** @type {Set<Promise<void>>} */
+  const inFlight = new Set();
+
+  /** @param {{ body: string, users: number }[]} batch */
+  async function send(batch) {
+    let entries = batch.map((m, i) => ({ Id: String(i), MessageBody: m.body, users: m.users }));
+    for (let attempt = 0; entries.length > 0; attempt++) {
+      if (attempt >= maxAttempts) throw new Error(`${entries.length} messages still failed after ${maxAttempts} attempts`);
+      if (attempt > 0) {
+        totals.retries++;
+        await sleep(backoffMs(attempt - 1, { baseMs: 100, maxMs: 5000 }));
+      }
+      const out = await sqs
+        .send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries.map(({ Id, MessageBody }) => ({ Id, MessageBody })) }))
+        .catch((err) => ({ Successful: [], Failed: entries.map((e) => ({ Id: e.Id, Message: err.message })) }));
+      const failed = new Set((out.Failed ?? []).map((f) => f.Id));
+      const sent = entries.filter((e) => !failed.has(e.Id));
+      const users = sent.reduce((n, e) => n + e.users, 0);
+      totals.messages += sent.length;
+      totals.users += users;
+      onSent(users, sent.length);
+      entries = entries.filter((e) => failed.has(e.Id));
+    }
+  }
+
+  /** @type {{ body: string, users: number }[]} */
+  let batch = [];
+  let batchBytes = 0;
+  const dispatch = async () => {
+    const run = send(batch).finally(() => inFlight.delete(run));
+    inFlight.add(run);
+    batch = [];
+    batchBytes = 0;
+    if (inFlight.size >= concurrency) await Promise.race(inFlight);
+  };
+  for await (const message of messages) {
+    const size = Buffer.byteLength(message.body);
+    if (batch.length > 0 && (batch.length >= MAX_BATCH_ENTRIES || batchBytes + size > MAX_MESSAGE_BYTES)) await dispatch();
+    batch.push(message);
+    batchBytes += size;
+  }
+  if (batch.length > 0) await dispatch();
+  await Promise.all(inFlight);
+  return totals;
+}

@@ -1,0 +1,25 @@
+/**
+ * Exponential backoff with full jitter (a random wait between 0 and base × 2^attempt, capped), so
+ * that many invocations retrying at once spread out instead of hitting the service in waves.
+ * @param {number} attempt  0 for the first retry
+ * @param {{ baseMs: number, maxMs: number }} options
+ * @param {() => number} [random]
+ */
+export function backoffMs(attempt, { baseMs, maxMs }, random = Math.random) {
+  return random() * Math.min(maxMs, baseMs * 2 ** attempt);
+}
+
+/**
+ * Retry-After as milliseconds: delta-seconds or an HTTP date; undefined when absent or unreadable.
+ * @param {string | null} header
+ * @param {number} [now]
+ */
+export function parseRetryAfter(header, now = Date.now()) {
+  if (!header) return undefined;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** @param {number} ms */
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
