@@ -10,7 +10,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** @param {string} msg */
 const say = (msg) => console.error(`[test] ${msg}`);
 
-const TEST_DIRS = ['db/test', 'service/test', 'k6/test'];
+const TEST_DIRS = ['db/test', 'service/test', 'lambda/test', 'k6/test'];
 
 /** @param {string} dir @returns {Promise<string[]>} */
 async function findTests(dir) {
@@ -39,10 +39,21 @@ if (adminUrl) {
   say(`throwaway PostgreSQL on 127.0.0.1:${localPostgres.port}`);
 }
 
+// The SQS emulator for the queue-path tests; each test file creates queues of its own in it.
+let sqsEndpoint = process.env.SQS_ENDPOINT;
+/** @type {{ stop: () => Promise<void> } | undefined} */
+let elasticmq;
+if (!sqsEndpoint) {
+  const [{ startElasticMQ }, { freePort }] = await Promise.all([import('@sluice/lambda/elasticmq'), import('@sluice/db/local-postgres')]);
+  elasticmq = await startElasticMQ({ port: await freePort(), queues: [], log: say });
+  sqsEndpoint = /** @type {any} */ (elasticmq).endpoint;
+  say(`ElasticMQ on ${sqsEndpoint}`);
+}
+
 const started = Date.now();
 const runner = spawn(process.execPath, ['--test', '--test-reporter=spec', ...files], {
   cwd: root,
-  env: { ...process.env, SLUICE_TEST_ADMIN_URL: adminUrl },
+  env: { ...process.env, SLUICE_TEST_ADMIN_URL: adminUrl, SLUICE_TEST_SQS_ENDPOINT: sqsEndpoint },
   stdio: 'inherit',
 });
 const stopAll = () => runner.kill('SIGTERM');
@@ -51,5 +62,5 @@ process.on('SIGTERM', stopAll);
 
 const code = await new Promise((resolve) => runner.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
 say(`tests took ${((Date.now() - started) / 1000).toFixed(1)} s`);
-await localPostgres?.stop();
+await Promise.all([localPostgres?.stop(), elasticmq?.stop()]);
 process.exit(code);

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startTestApp } from '../../test/support/app.js';
+import { createTestDatabase } from '../../test/support/database.js';
+import { packMessages, sendMessages } from '../src/producer.js';
+import { startFeeder } from './support/pipeline.js';
+import { createQueuePair, makeSqsClient, waitUntil } from './support/queues.js';
+
+describe('end to end: producer → queue → runner → handler → service → table', () => {
+  const sqs = makeSqsClient();
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
+  before(async () => {
+    db = await createTestDatabase();
+    app = await startTestApp({ databaseUrl: db.url, env: { LOG_LEVEL: 'warn' } });
+  });
+  after(async () => {
+    await app.close();
+    await db.drop();
+    sqs.destroy();
+  });
+
+  test('100,000 users, 100 per message: exactly 100,000 rows, no duplicate, queue and DLQ empty', async () => {
+    const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 60, maxReceiveCount: 5 });
+    const users = function* () {
+      for (let i = 0; i < 100_000; i++) yield { email: `e2e-${i}@example.com`, name: `E2E ${i}` };
+    };
+    const sent = await sendMessages({ sqs, queueUrl: queues.queueUrl, messages: packMessages(users(), 100), concurrency: 8 });
+    assert.deepEqual({ users: sent.users, messages: sent.messages }, { users: 100_000, messages: 1000 });
+
+    const { runner, logs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: app.baseUrl });
+    await waitUntil(async () => (await db.countUsers()) >= 100_000 && (await queues.depth(queues.queueUrl)) === 0, '100,000 rows and an empty queue', 120_000);
+    const totals = await runner.stop();
+
+    assert.equal(await db.countUsers(), 100_000);
+    assert.equal(await db.duplicateEmails(), 0);
+    assert.equal(await queues.depth(queues.queueUrl), 0);
+    assert.equal(await queues.depth(queues.dlqUrl), 0);
+    assert.equal(totals.failed, 0);
+    assert.equal(totals.deleted, 1000);
+    assert.ok(logs.some((l) => l.msg === 'batch done'));
+    await queues.delete();
+  });
+});
