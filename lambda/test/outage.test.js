@@ -20,8 +20,8 @@ describe('the service stops for a while mid-drain', () => {
 
   test('every user is stored exactly once and no message reaches the DLQ', async () => {
     const port = String(await freePort());
-    const env = { DATABASE_URL: db.url, PORT: port, LOG_LEVEL: 'warn' };
-    let service = await startServerProcess({ ...env, LOG_LEVEL: 'info' });
+    const env = { DATABASE_URL: db.url, PORT: port };
+    let service = await startServerProcess(env);
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 5, maxReceiveCount: 5 });
     const users = function* () {
       for (let i = 0; i < 30_000; i++) yield { email: `outage-${i}@example.com`, name: `Outage ${i}` };
@@ -36,7 +36,7 @@ describe('the service stops for a while mid-drain', () => {
     const atOutage = await db.countUsers();
     await new Promise((r) => setTimeout(r, 3_000));
     assert.ok((await db.countUsers()) === atOutage, 'nothing is written while the service is down');
-    service = await startServerProcess({ ...env, LOG_LEVEL: 'info' });
+    service = await startServerProcess(env);
 
     await waitUntil(async () => (await db.countUsers()) >= 30_000 && (await queues.depth(queues.queueUrl)) === 0, 'the rest of the drain', 120_000);
     await runner.stop();

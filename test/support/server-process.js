@@ -11,7 +11,8 @@ const SERVER = fileURLToPath(new URL('../../service/src/server.js', import.meta.
  */
 export async function startServerProcess(env) {
   const child = spawn(process.execPath, [SERVER], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    // At least info: the port is read from the `listening` line.
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env, LOG_LEVEL: env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace' ? env.LOG_LEVEL : 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   /** @type {any[]} */
