@@ -45,7 +45,7 @@ export async function startTestApp({ databaseUrl, env = {} }) {
           ...(token ? { authorization: `Bearer ${token}` } : {}),
           ...headers,
         },
-        body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
+        body: typeof body === 'string' ? body : JSON.stringify(body),
       });
       const text = await res.text();
       let json;
