@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, test } from 'node:test';
-import { startTestApp } from '../../test/support/app.js';
-import { createTestDatabase } from '../../test/support/database.js';
+import { after, describe, test } from 'node:test';
+import { useAppAndDatabase } from '../../test/support/fixture.js';
 import { createQueuePair, makeSqsClient, sqsEndpoint, waitUntil } from './support/queues.js';
 
 const bin = (/** @type {string} */ name) => fileURLToPath(new URL(`../bin/${name}`, import.meta.url));
@@ -21,21 +20,12 @@ function run(script, args, env) {
 
 describe('the producer and feeder commands', () => {
   const sqs = makeSqsClient();
-  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
-  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
-  before(async () => {
-    db = await createTestDatabase();
-    app = await startTestApp({ databaseUrl: db.url, env: { LOG_LEVEL: 'warn' } });
-  });
-  after(async () => {
-    await app.close();
-    await db.drop();
-    sqs.destroy();
-  });
+  const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn' });
+  after(() => sqs.destroy());
 
   test('produce packs users per message, shows progress and a final count; the feeder stops on SIGTERM without losing a message', async () => {
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 30, maxReceiveCount: 5 });
-    const env = { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: queues.queueUrl, SERVICE_URL: app.baseUrl };
+    const env = { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: queues.queueUrl, SERVICE_URL: ctx.app.baseUrl };
 
     const producer = run('produce.js', ['--count', '20000', '--per-message', '50'], env);
     assert.equal(await producer.exited, 0, producer.err());
@@ -46,16 +36,16 @@ describe('the producer and feeder commands', () => {
     assert.equal(await queues.depth(queues.queueUrl), 400);
 
     const feeder = run('feeder.js', [], { ...env, BATCH_SIZE: '10', BATCH_WINDOW_MS: '100', RECEIVERS: '2', RUNNER_CONCURRENCY: '1' });
-    await waitUntil(async () => (await db.countUsers()) >= 2_000, 'the feeder to store users');
+    await waitUntil(async () => (await ctx.db.countUsers()) >= 2_000, 'the feeder to store users');
     feeder.child.kill('SIGTERM');
     assert.equal(await feeder.exited, 0, feeder.err());
     assert.match(feeder.out(), /feeder stopped/);
 
     // Nothing lost: every user is stored or still waits in the queue, and a second run finishes the job.
-    const stored = await db.countUsers();
+    const stored = await ctx.db.countUsers();
     assert.ok(stored < 20_000, 'stopped mid-drain');
     const again = run('feeder.js', [], { ...env, BATCH_SIZE: '100', BATCH_WINDOW_MS: '100' });
-    await waitUntil(async () => (await db.countUsers()) === 20_000 && (await queues.depth(queues.queueUrl)) === 0, 'the second run to drain the rest', 90_000);
+    await waitUntil(async () => (await ctx.db.countUsers()) === 20_000 && (await queues.depth(queues.queueUrl)) === 0, 'the second run to drain the rest', 90_000);
     again.child.kill('SIGINT');
     assert.equal(await again.exited, 0);
     assert.equal(await queues.depth(queues.dlqUrl), 0);

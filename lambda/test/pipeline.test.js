@@ -1,24 +1,14 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { startTestApp } from '../../test/support/app.js';
-import { createTestDatabase } from '../../test/support/database.js';
+import { after, describe, test } from 'node:test';
+import { useAppAndDatabase } from '../../test/support/fixture.js';
 import { packMessages, sendMessages } from '../src/producer.js';
 import { startFeeder } from './support/pipeline.js';
 import { createQueuePair, makeSqsClient, waitUntil } from './support/queues.js';
 
 describe('end to end: producer → queue → runner → handler → service → table', () => {
   const sqs = makeSqsClient();
-  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
-  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
-  before(async () => {
-    db = await createTestDatabase();
-    app = await startTestApp({ databaseUrl: db.url, env: { LOG_LEVEL: 'warn' } });
-  });
-  after(async () => {
-    await app.close();
-    await db.drop();
-    sqs.destroy();
-  });
+  const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn' });
+  after(() => sqs.destroy());
 
   test('100,000 users, 100 per message: exactly 100,000 rows, no duplicate, queue and DLQ empty', async () => {
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 60, maxReceiveCount: 5 });
@@ -28,12 +18,12 @@ describe('end to end: producer → queue → runner → handler → service → 
     const sent = await sendMessages({ sqs, queueUrl: queues.queueUrl, messages: packMessages(users(), 100), concurrency: 8 });
     assert.deepEqual({ users: sent.users, messages: sent.messages }, { users: 100_000, messages: 1000 });
 
-    const { runner, logs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: app.baseUrl });
-    await waitUntil(async () => (await db.countUsers()) >= 100_000 && (await queues.depth(queues.queueUrl)) === 0, '100,000 rows and an empty queue', 120_000);
+    const { runner, logs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl });
+    await waitUntil(async () => (await ctx.db.countUsers()) >= 100_000 && (await queues.depth(queues.queueUrl)) === 0, '100,000 rows and an empty queue', 120_000);
     const totals = await runner.stop();
 
-    assert.equal(await db.countUsers(), 100_000);
-    assert.equal(await db.duplicateEmails(), 0);
+    assert.equal(await ctx.db.countUsers(), 100_000);
+    assert.equal(await ctx.db.duplicateEmails(), 0);
     assert.equal(await queues.depth(queues.queueUrl), 0);
     assert.equal(await queues.depth(queues.dlqUrl), 0);
     assert.equal(totals.failed, 0);

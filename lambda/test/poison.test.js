@@ -1,24 +1,14 @@
 import assert from 'node:assert/strict';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { after, before, describe, test } from 'node:test';
-import { startTestApp } from '../../test/support/app.js';
-import { createTestDatabase } from '../../test/support/database.js';
+import { after, describe, test } from 'node:test';
+import { useAppAndDatabase } from '../../test/support/fixture.js';
 import { startFeeder } from './support/pipeline.js';
 import { createQueuePair, makeSqsClient, waitUntil } from './support/queues.js';
 
 describe('poison messages', () => {
   const sqs = makeSqsClient();
-  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
-  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
-  before(async () => {
-    db = await createTestDatabase();
-    app = await startTestApp({ databaseUrl: db.url, env: { LOG_LEVEL: 'warn' } });
-  });
-  after(async () => {
-    await app.close();
-    await db.drop();
-    sqs.destroy();
-  });
+  const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn' });
+  after(() => sqs.destroy());
 
   test('10 malformed messages among 10,000 good ones: every good user stored, only the 10 in the DLQ', async () => {
     // A short visibility timeout, so the poison reappears (and reaches maxReceiveCount) quickly.
@@ -32,11 +22,11 @@ describe('poison messages', () => {
     poison.forEach((p, i) => bodies.splice((i + 1) * 900, 0, p));
     await queues.send(bodies);
 
-    const { runner } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: app.baseUrl });
+    const { runner } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl });
     await waitUntil(async () => (await queues.depth(queues.dlqUrl)) === 10 && (await queues.depth(queues.queueUrl)) === 0, 'the 10 poison messages in the DLQ', 120_000);
     await runner.stop();
 
-    assert.equal(await db.countUsers(), 10_000, 'every good user, and no user of a poison message');
+    assert.equal(await ctx.db.countUsers(), 10_000, 'every good user, and no user of a poison message');
     const inDlq = [];
     for (let i = 0; i < 5 && inDlq.length < 10; i++) {
       const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));

@@ -1,27 +1,17 @@
 import assert from 'node:assert/strict';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { after, before, describe, test } from 'node:test';
-import { startTestApp } from '../../test/support/app.js';
-import { createTestDatabase } from '../../test/support/database.js';
+import { after, describe, test } from 'node:test';
+import { useAppAndDatabase } from '../../test/support/fixture.js';
 import { lambdaContext, toLambdaRecord } from '../src/sqs-event.js';
 import { createQueuePair, makeSqsClient } from './support/queues.js';
 
 describe('redelivery', () => {
   const sqs = makeSqsClient();
-  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
-  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
-  before(async () => {
-    db = await createTestDatabase();
-    app = await startTestApp({ databaseUrl: db.url, env: { LOG_LEVEL: 'warn' } });
-  });
-  after(async () => {
-    await app.close();
-    await db.drop();
-    sqs.destroy();
-  });
+  const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn' });
+  after(() => sqs.destroy());
 
   test('a message delivered twice (its visibility ran out mid-processing) stores its users once', async () => {
-    process.env.SERVICE_URL = app.baseUrl;
+    process.env.SERVICE_URL = ctx.app.baseUrl;
     const { handler } = await import('../src/handler.js');
     console.log = () => {};
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 });
@@ -42,8 +32,8 @@ describe('redelivery', () => {
     const source = { queueArn: 'arn:aws:sqs:us-east-1:000000000000:q', region: 'us-east-1' };
     const results = await Promise.all([first, second].map((m) => handler({ Records: [toLambdaRecord(m, source)] }, lambdaContext(10_000))));
     assert.deepEqual(results, [{ batchItemFailures: [] }, { batchItemFailures: [] }]);
-    assert.equal(await db.countUsers(), 50);
-    assert.equal(await db.duplicateEmails(), 0);
+    assert.equal(await ctx.db.countUsers(), 50);
+    assert.equal(await ctx.db.duplicateEmails(), 0);
     await sqs.send(new DeleteMessageCommand({ QueueUrl: queues.queueUrl, ReceiptHandle: second.ReceiptHandle }));
     await queues.delete();
   });

@@ -1,33 +1,23 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { startTestApp } from '../../test/support/app.js';
-import { createTestDatabase } from '../../test/support/database.js';
+import { describe, test } from 'node:test';
+import { useAppAndDatabase } from '../../test/support/fixture.js';
 import { STRATEGIES } from '../src/users/user-repository.js';
 import { makeUsers, SAMPLE_HASH } from '../../test/support/users.js';
 
 for (const strategy of Object.keys(STRATEGIES)) {
 
   describe(`POST /users writes each user exactly once (INSERT_STRATEGY=${strategy})`, () => {
-    /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
-    /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
-    before(async () => {
-      db = await createTestDatabase();
-      app = await startTestApp({ databaseUrl: db.url, env: { INSERT_STRATEGY: strategy } });
-    });
-    after(async () => {
-      await app.close();
-      await db.drop();
-    });
+    const ctx = useAppAndDatabase({ INSERT_STRATEGY: strategy });
 
     for (const count of [1, 1000, 10_000]) {
       test(`${count} users land once and the counts match the table`, async () => {
-        const before = await db.countUsers();
+        const before = await ctx.db.countUsers();
         const users = makeUsers(count);
-        const res = await app.postUsers(users);
+        const res = await ctx.app.postUsers(users);
         assert.equal(res.status, 201);
         assert.deepEqual(res.body, { received: count, inserted: count, duplicates: 0 });
-        assert.equal(await db.countUsers(), before + count);
-        const stored = await db.usersByEmail([users[0].email, users[count - 1].email]);
+        assert.equal(await ctx.db.countUsers(), before + count);
+        const stored = await ctx.db.usersByEmail([users[0].email, users[count - 1].email]);
         assert.deepEqual(stored.get(users[count - 1].email), {
           email: users[count - 1].email, name: users[count - 1].name, phone: users[count - 1].phone, password_hash: SAMPLE_HASH,
         });
@@ -36,18 +26,18 @@ for (const strategy of Object.keys(STRATEGIES)) {
 
     test('a replayed batch inserts nothing and answers 200 with every user a duplicate', async () => {
       const users = makeUsers(1500); // two chunks: the transaction path
-      assert.equal((await app.postUsers(users)).status, 201);
-      const before = await db.countUsers();
-      const res = await app.postUsers(users);
+      assert.equal((await ctx.app.postUsers(users)).status, 201);
+      const before = await ctx.db.countUsers();
+      const res = await ctx.app.postUsers(users);
       assert.equal(res.status, 200);
       assert.deepEqual(res.body, { received: 1500, inserted: 0, duplicates: 1500 });
-      assert.equal(await db.countUsers(), before);
+      assert.equal(await ctx.db.countUsers(), before);
     });
 
     test('a partly known batch inserts only the new users', async () => {
       const users = makeUsers(10);
-      await app.postUsers(users.slice(0, 4));
-      const res = await app.postUsers(users);
+      await ctx.app.postUsers(users.slice(0, 4));
+      const res = await ctx.app.postUsers(users);
       assert.equal(res.status, 201);
       assert.deepEqual(res.body, { received: 10, inserted: 6, duplicates: 4 });
     });
@@ -55,31 +45,31 @@ for (const strategy of Object.keys(STRATEGIES)) {
     test('the same email twice in a batch, or in another case, is one user stored lower-cased', async () => {
       const [u] = makeUsers(1);
       const shouting = { ...u, email: u.email.toUpperCase(), name: 'Second' };
-      const before = await db.countUsers();
-      const res = await app.postUsers([u, { ...u }, shouting]);
+      const before = await ctx.db.countUsers();
+      const res = await ctx.app.postUsers([u, { ...u }, shouting]);
       assert.equal(res.status, 201);
       assert.deepEqual(res.body, { received: 3, inserted: 1, duplicates: 2 });
-      assert.equal(await db.countUsers(), before + 1);
-      const stored = await db.usersByEmail([u.email.toLowerCase()]);
+      assert.equal(await ctx.db.countUsers(), before + 1);
+      const stored = await ctx.db.usersByEmail([u.email.toLowerCase()]);
       assert.equal(stored.get(u.email.toLowerCase())?.name, u.name, 'the first occurrence wins');
 
-      const replay = await app.postUsers([shouting]);
+      const replay = await ctx.app.postUsers([shouting]);
       assert.deepEqual(replay.body, { received: 1, inserted: 0, duplicates: 1 });
     });
 
     test('optional fields may be left out and are stored as NULL', async () => {
       const email = `minimal-${Date.now()}@example.org`;
-      const res = await app.postUsers([{ email, name: 'Min' }]);
+      const res = await ctx.app.postUsers([{ email, name: 'Min' }]);
       assert.equal(res.status, 201);
-      const row = (await db.usersByEmail([email])).get(email);
+      const row = (await ctx.db.usersByEmail([email])).get(email);
       assert.deepEqual(row, { email, name: 'Min', phone: null, password_hash: null });
     });
 
     test('no user data and no token reach the log', async () => {
       const users = makeUsers(3);
-      await app.postUsers(users, { headers: { authorization: 'Bearer not-a-real-secret-token' } });
-      const text = JSON.stringify(app.logs);
-      assert.ok(app.logs.some((l) => l.msg === 'request completed' && l.req?.url === '/users'), 'requests are logged');
+      await ctx.app.postUsers(users, { headers: { authorization: 'Bearer not-a-real-secret-token' } });
+      const text = JSON.stringify(ctx.app.logs);
+      assert.ok(ctx.app.logs.some((l) => l.msg === 'request completed' && l.req?.url === '/users'), 'requests are logged');
       assert.ok(!text.includes(users[0].email), 'no email in the log');
       assert.ok(!text.includes('not-a-real-secret-token'), 'no token in the log');
     });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { startTestApp } from '../../test/support/app.js';
-import { createTestDatabase } from '../../test/support/database.js';
+import { describe, test } from 'node:test';
+import { useAppAndDatabase } from '../../test/support/fixture.js';
 import { STRATEGIES } from '../src/users/user-repository.js';
 import { uniqueTag } from '../../test/support/users.js';
 
@@ -20,40 +19,31 @@ const TRICKY_NAMES = [
 for (const strategy of Object.keys(STRATEGIES)) {
 
   describe(`strings are stored byte for byte (INSERT_STRATEGY=${strategy})`, () => {
-    /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
-    /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
-    before(async () => {
-      db = await createTestDatabase();
-      app = await startTestApp({ databaseUrl: db.url, env: { INSERT_STRATEGY: strategy } });
-    });
-    after(async () => {
-      await app.close();
-      await db.drop();
-    });
+    const ctx = useAppAndDatabase({ INSERT_STRATEGY: strategy });
 
     for (const strategyChunk of [1000, 3]) {
       test(`SQL-looking, escaped and non-Latin names survive (chunks of ${strategyChunk})`, async () => {
         const tag = uniqueTag();
         const users = TRICKY_NAMES.map((name, i) => ({ email: `tricky-${tag}-${i}@example.com`, name, passwordHash: `$2b$12$${"'%L\\".repeat(3)}` }));
-        const res = await app.postUsers(users);
+        const res = await ctx.app.postUsers(users);
         assert.equal(res.status, 201, res.text);
         assert.equal(res.body.inserted, users.length);
-        const stored = await db.usersByEmail(users.map((u) => u.email));
+        const stored = await ctx.db.usersByEmail(users.map((u) => u.email));
         for (const u of users) {
           const row = stored.get(u.email);
           assert.equal(Buffer.compare(Buffer.from(row.name), Buffer.from(u.name)), 0, `name ${JSON.stringify(u.name)}`);
           assert.equal(row.password_hash, u.passwordHash);
         }
-        const { rows } = await db.pool.query("SELECT to_regclass('public.users') IS NOT NULL AS still_there");
+        const { rows } = await ctx.db.pool.query("SELECT to_regclass('public.users') IS NOT NULL AS still_there");
         assert.equal(rows[0].still_there, true);
       });
     }
 
     test('an email with a quote and a plus is stored lower-cased and intact', async () => {
       const email = `O'Neil+${uniqueTag()}@Example.COM`;
-      const res = await app.postUsers([{ email, name: 'Q' }]);
+      const res = await ctx.app.postUsers([{ email, name: 'Q' }]);
       assert.equal(res.status, 201);
-      assert.ok((await db.usersByEmail([email.toLowerCase()])).has(email.toLowerCase()));
+      assert.ok((await ctx.db.usersByEmail([email.toLowerCase()])).has(email.toLowerCase()));
     });
   });
 }
