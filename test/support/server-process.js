@@ -53,7 +53,11 @@ export async function startServerProcess(env) {
     });
   }
 
-  const listening = await waitForLog((l) => l.msg === 'listening');
+  // A server that never says it listens is not left running behind a failed test or bench.
+  const listening = await waitForLog((l) => l.msg === 'listening').catch((err) => {
+    child.kill('SIGKILL');
+    throw err;
+  });
   return {
     child,
     logs,
