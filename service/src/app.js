@@ -22,7 +22,6 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 export function createApp({ config, db, logger, metrics, renderMetrics = () => metrics.registry.metrics() }) {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', false);
 
   app.use(
     pinoHttp({

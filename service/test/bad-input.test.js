@@ -1,38 +1,28 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { startTestApp } from '../../test/support/app.js';
-import { createTestDatabase } from '../../test/support/database.js';
+import { describe, test } from 'node:test';
+import { useAppAndDatabase } from '../../test/support/fixture.js';
 import { makeUsers, uniqueTag } from '../../test/support/users.js';
 
 const TOKEN = 'test-ingest-token-0123456789';
 
 describe('every bad input gets its status and message, and writes nothing', () => {
-  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
-  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
-  before(async () => {
-    db = await createTestDatabase();
-    // A small body limit keeps the over-the-limit case quick; 10,001 items still fit under it.
-    app = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKEN: TOKEN, MAX_BODY_BYTES: String(2 * 1024 * 1024) } });
-  });
-  after(async () => {
-    await app.close();
-    await db.drop();
-  });
+  // A small body limit keeps the over-the-limit case quick; 10,001 items still fit under it.
+  const ctx = useAppAndDatabase({ INGEST_TOKEN: TOKEN, MAX_BODY_BYTES: String(2 * 1024 * 1024) });
 
   /**
    * Posts, checks status and error code, and that the table did not change.
    * @param {unknown} body
    * @param {number} status
    * @param {string} error
-   * @param {Parameters<typeof app.postUsers>[1]} [options]
+   * @param {Parameters<typeof ctx.app.postUsers>[1]} [options]
    */
   async function expectRefused(body, status, error, options = { token: TOKEN }) {
-    const before = await db.countUsers();
-    const res = await app.postUsers(body, options);
+    const before = await ctx.db.countUsers();
+    const res = await ctx.app.postUsers(body, options);
     assert.equal(res.status, status, res.text);
     assert.equal(res.body?.error, error, res.text);
     assert.equal(typeof res.body?.message, 'string');
-    assert.equal(await db.countUsers(), before, 'nothing written');
+    assert.equal(await ctx.db.countUsers(), before, 'nothing written');
     return res;
   }
 
@@ -109,12 +99,12 @@ describe('every bad input gets its status and message, and writes nothing', () =
 
   test('the same batch, fixed, is then accepted', async () => {
     const users = makeUsers(5, uniqueTag());
-    const res = await app.postUsers(users, { token: TOKEN });
+    const res = await ctx.app.postUsers(users, { token: TOKEN });
     assert.equal(res.status, 201);
   });
 
   test('an unknown route: 404 in JSON', async () => {
-    const res = await fetch(`${app.baseUrl}/nope`);
+    const res = await fetch(`${ctx.app.baseUrl}/nope`);
     assert.equal(res.status, 404);
     assert.equal((await res.json()).error, 'not_found');
   });
