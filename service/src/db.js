@@ -63,15 +63,24 @@ export function createDatabase(config, logger) {
     } catch (err) {
       throw classify(err);
     }
+    // pg-pool removes its own 'error' listener from a client it lends out. A connection that dies
+    // while we hold the client between two queries (PostgreSQL crashed, a failover, a cut network)
+    // would then emit an unhandled 'error' and take the whole process down. So we listen for as
+    // long as we hold it, and a client that failed this way is destroyed, never reused.
     /** @type {unknown} */
     let failure;
+    /** @param {Error} err */
+    const onError = (err) => {
+      failure ??= err;
+    };
+    client.on('error', onError);
     try {
       return await fn(client);
     } catch (err) {
-      failure = err;
+      failure ??= err;
       throw classify(err);
     } finally {
-      // A client that failed at the connection level is destroyed rather than returned to the pool.
+      client.off('error', onError);
       client.release(failure !== undefined && isUnavailable(failure) ? /** @type {Error} */ (failure) : undefined);
     }
   }
