@@ -14,6 +14,9 @@ import { ConfigError } from './errors.js';
  * @property {number} maxBodyBytes
  * @property {number} insertChunkRows
  * @property {'format' | 'unnest' | 'copy'} insertStrategy
+ * @property {boolean} groupCommit        small concurrent requests share one INSERT and one commit
+ * @property {number} groupCommitMaxRows  rows in one group's statement at most
+ * @property {number} groupCommitSmallRows  a request of at most this many users is grouped
  * @property {number} workers             0: no cluster, this process serves
  * @property {number} shutdownTimeoutMs
  * @property {string} logLevel
@@ -44,6 +47,14 @@ export function loadConfig(env = process.env) {
     return raw;
   };
 
+  const onOff = (/** @type {string} */ name, /** @type {boolean} */ fallback) => {
+    const raw = (env[name] ?? '').trim().toLowerCase();
+    if (raw === '') return fallback;
+    if (['on', 'true', '1'].includes(raw)) return true;
+    if (['off', 'false', '0'].includes(raw)) return false;
+    throw new ConfigError(name, `must be on or off, got ${JSON.stringify(env[name])}`);
+  };
+
   const databaseUrl = env.DATABASE_URL?.trim() || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
@@ -65,6 +76,9 @@ export function loadConfig(env = process.env) {
     maxBodyBytes: int('MAX_BODY_BYTES', 10 * 1024 * 1024, 2, 1024 * 1024 * 1024),
     insertChunkRows: int('INSERT_CHUNK_ROWS', 1000, 1, 100_000),
     insertStrategy: /** @type {Config['insertStrategy']} */ (oneOf('INSERT_STRATEGY', INSERT_STRATEGIES, 'format')),
+    groupCommit: onOff('GROUP_COMMIT', true),
+    groupCommitMaxRows: int('GROUP_COMMIT_MAX_ROWS', 1000, 1, 100_000),
+    groupCommitSmallRows: int('GROUP_COMMIT_SMALL_ROWS', 100, 1, 100_000),
     workers,
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000),
     logLevel: oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),

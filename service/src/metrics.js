@@ -23,6 +23,12 @@ export function createMetrics(db) {
       name: 'sluice_db_insert_duration_seconds', help: 'Time to write one batch, transaction included', registers,
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     }),
+    groupRequests: new client.Histogram({ name: 'sluice_group_commit_requests', help: 'Requests written together by one group-commit statement', registers, buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500] }),
+    groupRows: new client.Histogram({ name: 'sluice_group_commit_rows', help: 'Rows in one group-commit statement', registers, buckets: [1, 10, 50, 100, 250, 500, 1000] }),
+    groupWait: new client.Histogram({
+      name: 'sluice_group_commit_wait_seconds', help: 'Time a small request waited for its group to be written', registers,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    }),
   };
   if (db) {
     const { pool } = db;

@@ -2,7 +2,8 @@ import express from 'express';
 import { HttpError } from '../errors.js';
 import { requireToken } from '../http/require-token.js';
 import { parseUserBatch } from './user-schema.js';
-import { insertUsers } from './user-repository.js';
+import { createGroupCommit } from './group-commit.js';
+import { createUserWriter } from './user-repository.js';
 
 /**
  * POST /users: authenticate, read the JSON array, validate every item, write all or nothing.
@@ -11,6 +12,22 @@ import { insertUsers } from './user-repository.js';
  */
 export function userRoutes({ config, db, metrics }) {
   const router = express.Router();
+  const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy });
+  const groupCommit = config.groupCommit
+    ? createGroupCommit({
+        db,
+        replays: writer.replays,
+        writeAlone: writer.insertUsers,
+        maxRows: config.groupCommitMaxRows,
+        observe({ requests, rows, waitedSeconds }) {
+          metrics.groupRequests.observe(requests);
+          metrics.groupRows.observe(rows);
+          for (const s of waitedSeconds) metrics.groupWait.observe(s);
+        },
+      })
+    : undefined;
+  /** Small requests are written in groups, large ones straight. @param {import('./user-schema.js').UserRow[]} rows */
+  const insertUsers = (rows) => (groupCommit && rows.length <= config.groupCommitSmallRows ? groupCommit.insertUsers(rows) : writer.insertUsers(rows));
   const readJson = express.json({ limit: config.maxBodyBytes, strict: false, type: () => true });
 
   router.post(
@@ -31,8 +48,9 @@ export function userRoutes({ config, db, metrics }) {
       }
 
       const rows = parseUserBatch(items);
+      req.body = undefined; // the rows are all that is needed now: let the parsed objects go
       const endTimer = metrics.insertDuration.startTimer();
-      const inserted = await insertUsers(db, rows, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy });
+      const inserted = await insertUsers(rows);
       endTimer();
 
       metrics.batchSize.observe(items.length);
