@@ -1,103 +1,170 @@
 #!/usr/bin/env node
-// `npm run bench`: on a fresh PostgreSQL, the service under k6's single-item and 1000-item tests,
-// one after the other, then the COPY ceiling on the same database; a report, a JSON file and a chart
-// in bench/results/. `-- --strategies` also runs the batch test under every INSERT_STRATEGY.
-// `-- --publish` copies the chart to docs/bench.svg for the README.
-import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+// `npm run bench`: on one fresh, production-like PostgreSQL (en-US ICU default collation, fsync and
+// synchronous commit on), two experiments, each service process started fresh for each run:
+// - reference: the service under k6's own profiles (one: ramp to 5000 VUs; batch: 100 VUs; 1 s
+//   sleeps), then the COPY ceiling. `--strategies` adds the batch profile under every INSERT_STRATEGY.
+// - capacity: closed loop (no sleep) at each load of bench/lib/capacity.js, the naive endpoint it
+//   replaces (bench/naive/) and sluice's variants interleaved, the sluice/naive ratio per round.
+// Either alone with `--reference` or `--capacity`; subsets with `--loads=1x100,1000x8`,
+// `--variants=default,copy`, `--rounds=2`, `--duration=10s`. A report, a JSON file and charts land
+// in bench/results/; `--publish` copies the charts to docs/.
+import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { migrate } from '@sluice/db/migrate';
 import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
 import { startServerProcess } from '../test/support/server-process.js';
+import { LOADS, VARIANTS, pickList, planRuns, summarise } from './lib/capacity.js';
 import { measureCopyCeiling } from './lib/copy-ceiling.js';
-import { findK6, runK6 } from './lib/k6-binary.js';
-import { postgresCpuSeconds, postmasterPid, processCpuSeconds, sampleRss } from './lib/process-stats.js';
-import { markdownTable, svgChart } from './lib/report.js';
+import { findK6 } from './lib/k6-binary.js';
+import { measureRun, openTable } from './lib/measure.js';
+import { postgresCpuSeconds, postmasterPid } from './lib/process-stats.js';
+import { capacityTable, markdownTable, ratioChart, runsTable, svgChart } from './lib/report.js';
+import { createNaiveDatabase } from './naive/schema.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const args = new Set(process.argv.slice(2));
+const NAIVE_SERVER = path.join(root, 'bench', 'naive', 'server.js');
+const { values: opts } = parseArgs({
+  options: {
+    reference: { type: 'boolean', default: false },
+    capacity: { type: 'boolean', default: false },
+    strategies: { type: 'boolean', default: false },
+    publish: { type: 'boolean', default: false },
+    loads: { type: 'string' },
+    variants: { type: 'string' },
+    rounds: { type: 'string', default: '2' },
+    duration: { type: 'string', default: '10s' },
+  },
+});
+const runReference = opts.reference || !opts.capacity;
+const runCapacity = opts.capacity || !opts.reference;
+const loads = pickList(opts.loads, LOADS.map((l) => l.id), '--loads').map((id) => /** @type {import('./lib/capacity.js').Load} */ (LOADS.find((l) => l.id === id)));
+const variants = pickList(opts.variants, Object.keys(VARIANTS), '--variants');
+const rounds = Number(opts.rounds);
+if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds: a whole number from 1, got ${opts.rounds}`);
+if (!/^\d+(ms|s|m)$/.test(opts.duration)) throw new Error(`--duration: a k6 duration such as 10s, got ${opts.duration}`);
+
 const POOL = Number(process.env.DB_POOL_MAX || 10);
 /** @param {string} msg */
 const say = (msg) => console.error(`[bench] ${msg}`);
 
 const k6 = await findK6({ log: say });
 const dataDir = await tempDataDir('sluice-bench-');
-// Durable, like a real deployment: fsync and synchronous commit stay on.
-const pg = await startLocalPostgres({ dataDir, persistent: false, durable: true });
-await migrate(pg.url);
-const pgPid = await postmasterPid(pg.dataDir);
+// Production-like: the en-US linguistic collation managed services default to, and durable.
+const pg0 = await startLocalPostgres({ dataDir, persistent: false, durable: true, locale: 'icu-en-US' });
+const started = Date.now();
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const outDir = path.join(root, 'bench', 'results');
 await mkdir(outDir, { recursive: true });
-say(`PostgreSQL on 127.0.0.1:${pg.port}; results in ${path.relative(root, outDir)}`);
 
-/**
- * One k6 script against a freshly started service; CPU and memory read from /proc around it.
- * @param {string} name @param {string} script @param {Record<string, string>} serviceEnv
- */
-async function measure(name, script, serviceEnv = {}) {
-  const service = await startServerProcess({ DATABASE_URL: pg.url, DB_POOL_MAX: String(POOL), ...serviceEnv });
-  const pid = /** @type {number} */ (service.child.pid);
-  const summaryFile = path.join(outDir, `${stamp}-${name}-k6.json`);
-  const [svc0, db0] = [await processCpuSeconds(pid), await postgresCpuSeconds(pgPid)];
-  const stopRss = sampleRss(pid);
-  say(`${name}: k6 run k6/${script}`);
-  const { code, cpuSeconds: k6CpuSeconds } = await runK6(k6, path.join(root, 'k6', script), { BASE_URL: service.baseUrl, SUMMARY_FILE: summaryFile });
-  const [svc1, db1, peakRss] = [await processCpuSeconds(pid), await postgresCpuSeconds(pgPid), await stopRss()];
-  service.child.kill('SIGTERM');
-  await service.exited;
-
-  const summary = JSON.parse(await readFile(summaryFile, 'utf8'));
-  const m = summary.metrics;
-  const seconds = summary.state.testRunDurationMs / 1000;
-  const d = m.http_req_duration.values;
-  return {
-    name,
-    k6ExitCode: code,
-    items: m.inserted_items?.values.count ?? 0,
-    seconds,
-    itemsPerSec: (m.inserted_items?.values.count ?? 0) / seconds,
-    requests: m.http_reqs.values.count,
-    requestsPerSec: m.http_reqs.values.rate,
-    p50: d.med, p95: d['p(95)'], p99: d['p(99)'],
-    errors: m.http_req_failed.values.passes,
-    serviceCpuSeconds: svc1 - svc0,
-    dbCpuSeconds: db1 - db0,
-    servicePeakRssMiB: peakRss,
-    k6CpuSeconds,
-  };
+/** The settings that make the database production-like, read back from the server, not assumed. */
+async function databaseSettings() {
+  const c = new pg.Client(pg0.url);
+  await c.connect();
+  try {
+    const { rows: [db] } = await c.query("SELECT datlocprovider, datcollate, datlocale FROM pg_database WHERE datname = current_database()");
+    const { rows: [s] } = await c.query("SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS synchronous_commit, current_setting('server_version') AS version");
+    if (db.datlocprovider !== 'i' || db.datlocale !== 'en-US' || s.fsync !== 'on' || s.synchronous_commit !== 'on') {
+      throw new Error(`the database is not the production-like one asked for: ${JSON.stringify({ ...db, ...s })}`);
+    }
+    return { provider: 'icu', collation: db.datlocale, libcLocale: db.datcollate, fsync: s.fsync, synchronousCommit: s.synchronous_commit, version: s.version };
+  } finally {
+    await c.end();
+  }
 }
 
+let exitCode = 0;
 try {
-  const rows = [await measure('one', 'stress-test-one.js'), await measure('batch', 'stress-test-batch.js')];
-  if (args.has('--strategies')) {
-    for (const strategy of ['unnest', 'copy']) rows.push(await measure(`batch (${strategy})`, 'stress-test-batch.js', { INSERT_STRATEGY: strategy }));
-  }
-  const batch = /** @type {typeof rows[number]} */ (rows.find((r) => r.name === 'batch'));
-  say(`ceiling: COPY ${batch.items} rows over ${POOL} connections`);
-  const db0 = await postgresCpuSeconds(pgPid);
-  const copy = await measureCopyCeiling(pg.url, { rows: batch.items, concurrency: POOL, tag: stamp });
-  const ceiling = { name: 'COPY ceiling', items: copy.items, seconds: copy.seconds, itemsPerSec: copy.items / copy.seconds, dbCpuSeconds: (await postgresCpuSeconds(pgPid)) - db0 };
+  const settings = await databaseSettings();
+  await migrate(pg0.url);
+  const naiveUrl = await createNaiveDatabase(pg0.url);
+  const pgPid = await postmasterPid(pg0.dataDir);
+  const sluiceTable = await openTable(pg0.url);
+  const naiveTable = await openTable(naiveUrl);
+  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL ${settings.version.split(' ')[0]} (embedded; ICU ${settings.collation} default collation; fsync and synchronous commit on)`;
+  say(`PostgreSQL on 127.0.0.1:${pg0.port}, ${settings.provider} ${settings.collation}; results in ${path.relative(root, outDir)}`);
 
-  const all = [...rows, ceiling];
-  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL 17 (embedded, fsync on)`;
-  const table = markdownTable(all, ceiling.itemsPerSec);
-  const ratio = batch.itemsPerSec / rows[0].itemsPerSec;
-  const report = `${table}\n\nbatch/one: ${ratio.toFixed(1)}×; batch is ${((batch.itemsPerSec / ceiling.itemsPerSec) * 100).toFixed(1)}% of the COPY ceiling.\nMachine: ${machine}.\n`;
-  await writeFile(path.join(outDir, `${stamp}.json`), JSON.stringify({ machine, pool: POOL, rows: all }, null, 2));
+  const startSluice = (/** @type {Record<string, string>} */ env) => () => startServerProcess({ DATABASE_URL: pg0.url, DB_POOL_MAX: String(POOL), ...env });
+  const startNaive = () => startServerProcess({ DATABASE_URL: naiveUrl }, { script: NAIVE_SERVER });
+  /** @type {Record<string, unknown>} */
+  const json = { machine, database: settings, pool: POOL, started: stamp };
+  let report = '';
+  /** @type {string[]} */
+  const failedK6 = [];
+
+  if (runReference) {
+    /** @param {string} name @param {string} script @param {Record<string, string>} [serviceEnv] */
+    const reference = async (name, script, serviceEnv = {}) => {
+      say(`reference ${name}: k6 run k6/${script}`);
+      const r = await measureRun({
+        k6, script: path.join(root, 'k6', script), k6Env: {}, summaryFile: path.join(outDir, `${stamp}-${name.replace(/\W+/g, '-')}-k6.json`),
+        start: startSluice(serviceEnv), pgPid, table: sluiceTable,
+      });
+      if (r.k6ExitCode !== 0) failedK6.push(name);
+      return { name, ...r };
+    };
+    const rows = [await reference('one', 'stress-test-one.js'), await reference('batch', 'stress-test-batch.js')];
+    if (opts.strategies) {
+      for (const strategy of ['unnest', 'copy']) rows.push(await reference(`batch (${strategy})`, 'stress-test-batch.js', { INSERT_STRATEGY: strategy }));
+    }
+    const batch = /** @type {typeof rows[number]} */ (rows.find((r) => r.name === 'batch'));
+    say(`ceiling: COPY ${batch.items} rows over ${POOL} connections`);
+    const db0 = await postgresCpuSeconds(pgPid);
+    const copy = await measureCopyCeiling(pg0.url, { rows: batch.items, concurrency: POOL, tag: stamp });
+    const ceiling = { name: 'COPY ceiling', items: copy.items, seconds: copy.seconds, itemsPerSec: copy.items / copy.seconds, dbCpuSeconds: (await postgresCpuSeconds(pgPid)) - db0 };
+    const all = [...rows, ceiling];
+    const ratio = batch.itemsPerSec / rows[0].itemsPerSec;
+    report += `## Reference profiles (k6's defaults, 1 s sleeps)\n\n${markdownTable(all, ceiling.itemsPerSec)}\n\nbatch/one: ${ratio.toFixed(1)}×; batch is ${((batch.itemsPerSec / ceiling.itemsPerSec) * 100).toFixed(1)}% of the COPY ceiling.\n\n`;
+    json.reference = all;
+    await writeFile(path.join(outDir, `${stamp}.svg`), svgChart(all, `sluice, ${stamp.slice(0, 10)}: ${machine}`));
+  }
+
+  if (runCapacity) {
+    const plan = planRuns(loads, variants, rounds);
+    say(`capacity: ${plan.length} runs of ${opts.duration} (loads ${loads.map((l) => l.id).join(', ')}; variants ${variants.join(', ')}; ${rounds} rounds)`);
+    const runs = [];
+    for (const [i, p] of plan.entries()) {
+      const name = `${p.load.id} ${p.variant} #${p.round + 1}`;
+      say(`capacity ${i + 1}/${plan.length}: ${name}`);
+      const r = await measureRun({
+        k6,
+        script: path.join(root, 'k6', p.load.script),
+        k6Env: { MODE: 'capacity', VUS: String(p.load.vus), DURATION: opts.duration, ...(p.load.replay ? { REPLAY: '1' } : {}) },
+        summaryFile: path.join(outDir, `${stamp}-capacity-${i}-k6.json`),
+        start: p.target === 'naive' ? startNaive : startSluice(VARIANTS[p.variant]),
+        pgPid,
+        table: p.target === 'naive' ? naiveTable : sluiceTable,
+      });
+      if (r.k6ExitCode !== 0) failedK6.push(name);
+      if (r.rows !== r.k6Items) say(`  ${name}: k6 counted ${r.k6Items} inserted, the table holds ${r.rows}`);
+      runs.push({ load: p.load.id, variant: p.variant, round: p.round, env: p.target === 'naive' ? {} : VARIANTS[p.variant], ...r, rows: /** @type {number} */ (r.rows), usersPerSec: r.itemsPerSec });
+    }
+    const lines = summarise(runs);
+    report += `## Capacity (closed loop, no sleep, ${opts.duration} a run, ${rounds} rounds; sluice/naive per round, median quoted)\n\n${capacityTable(lines)}\n\n### Every run\n\n${runsTable(runs)}\n\n`;
+    json.capacity = { duration: opts.duration, rounds, variants: Object.fromEntries(variants.map((v) => [v, VARIANTS[v]])), summary: lines, runs };
+    await writeFile(path.join(outDir, `${stamp}-capacity.svg`), ratioChart(lines, `${stamp.slice(0, 10)}: ${machine}`));
+  }
+
+  const minutes = (Date.now() - started) / 60_000;
+  report += `Machine: ${machine}. Took ${minutes.toFixed(1)} min.\n`;
+  json.minutes = minutes;
+  await writeFile(path.join(outDir, `${stamp}.json`), JSON.stringify(json, null, 2));
   await writeFile(path.join(outDir, `${stamp}.md`), report);
-  const chart = svgChart(all, `sluice, ${stamp.slice(0, 10)}: ${machine}`);
-  await writeFile(path.join(outDir, `${stamp}.svg`), chart);
-  if (args.has('--publish')) {
+  if (opts.publish) {
     await mkdir(path.join(root, 'docs'), { recursive: true });
-    await copyFile(path.join(outDir, `${stamp}.svg`), path.join(root, 'docs', 'bench.svg'));
+    if (runReference) await copyFile(path.join(outDir, `${stamp}.svg`), path.join(root, 'docs', 'bench.svg'));
+    if (runCapacity) await copyFile(path.join(outDir, `${stamp}-capacity.svg`), path.join(root, 'docs', 'bench-capacity.svg'));
   }
   console.log(`\n${report}`);
-  const failedK6 = rows.filter((r) => r.k6ExitCode !== 0).map((r) => r.name);
+  say(`report: ${path.relative(root, path.join(outDir, `${stamp}.md`))}`);
   if (failedK6.length) say(`k6 thresholds failed for: ${failedK6.join(', ')}`);
-  process.exitCode = failedK6.length ? 1 : 0;
+  exitCode = failedK6.length ? 1 : 0;
+  await Promise.all([sluiceTable.close(), naiveTable.close()]);
 } finally {
-  await pg.stop();
+  await pg0.stop();
   await rm(path.dirname(dataDir), { recursive: true, force: true });
 }
+process.exitCode = exitCode;

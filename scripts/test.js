@@ -10,7 +10,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** @param {string} msg */
 const say = (msg) => console.error(`[test] ${msg}`);
 
-const TEST_DIRS = ['db/test', 'service/test', 'lambda/test', 'k6/test', 'test'];
+const TEST_DIRS = ['db/test', 'service/test', 'lambda/test', 'k6/test', 'bench/test', 'test'];
 
 /** @param {string} dir @returns {Promise<string[]>} */
 async function findTests(dir) {

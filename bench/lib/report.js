@@ -63,3 +63,77 @@ ${panel(470, 'p95 latency (ms)', (r) => r.p95, (v) => v.toFixed(0))}
 </svg>
 `;
 }
+
+const ratioText = (/** @type {number | undefined} */ v) => (v === undefined ? '–' : `${v.toFixed(2)}×`);
+
+/**
+ * The capacity table: per load and sluice variant, medians over rounds beside the naive endpoint's,
+ * and the sluice/naive ratio (median of the rounds' ratios, with their range).
+ * @param {import('./capacity.js').CapacityLine[]} lines
+ */
+export function capacityTable(lines) {
+  const head = '| load | variant | × naive | users/s | naive users/s | p99 ms | naive p99 ms | service CPU s | naive CPU s | service RSS MiB | naive RSS MiB | DB CPU s | naive DB CPU s | errors (naive) |';
+  const out = [head, head.replace(/[^|]+/g, ' --- ')];
+  for (const l of lines) {
+    const range = l.ratios.length > 1 ? ` (${Math.min(...l.ratios).toFixed(2)}–${Math.max(...l.ratios).toFixed(2)})` : '';
+    const users = l.sentPerSec !== undefined && Math.abs(l.sentPerSec - l.usersPerSec) > 0.5 ? `${n0(l.usersPerSec)} new of ${n0(l.sentPerSec)} sent` : n0(l.usersPerSec);
+    out.push(`| ${l.load} | ${l.variant} | ${ratioText(l.ratio)}${range} | ${users} | ${n0(l.naive?.usersPerSec)} | ${n1(l.p99)} | ${n1(l.naive?.p99)} | ${n1(l.serviceCpuSeconds)} | ${n1(l.naive?.serviceCpuSeconds)} | ${n0(l.servicePeakRssMiB)} | ${n0(l.naive?.servicePeakRssMiB)} | ${n1(l.dbCpuSeconds)} | ${n1(l.naive?.dbCpuSeconds)} | ${l.errors} (${l.naive?.errors ?? '–'}) |`);
+  }
+  return out.join('\n');
+}
+
+/**
+ * Every capacity run in the order it ran, for checking a median against what it came from.
+ * @param {Array<{ load: string, variant: string, round: number, usersPerSec: number, sentPerSec?: number, k6Items: number, rows: number, requestsPerSec: number, p50: number, p95: number, p99: number, errors: number, serviceCpuSeconds: number, servicePeakRssMiB: number, dbCpuSeconds: number, k6CpuSeconds: number }>} runs
+ */
+export function runsTable(runs) {
+  const head = '| load | variant | round | users/s | rows | k6 inserted | requests/s | p50 ms | p95 ms | p99 ms | errors | service CPU s | service RSS MiB | DB CPU s | k6 CPU s |';
+  const out = [head, head.replace(/[^|]+/g, ' --- ')];
+  for (const r of runs) {
+    out.push(`| ${r.load} | ${r.variant} | ${r.round + 1} | ${n0(r.usersPerSec)} | ${n0(r.rows)} | ${n0(r.k6Items)} | ${n1(r.requestsPerSec)} | ${n1(r.p50)} | ${n1(r.p95)} | ${n1(r.p99)} | ${r.errors} | ${n1(r.serviceCpuSeconds)} | ${n0(r.servicePeakRssMiB)} | ${n1(r.dbCpuSeconds)} | ${n1(r.k6CpuSeconds)} |`);
+  }
+  return out.join('\n');
+}
+
+/**
+ * Grouped bars of sluice/naive per load (one bar per variant), with the naive endpoint at 1×.
+ * Loads without a baseline (replays) have no ratio and are left out.
+ * @param {import('./capacity.js').CapacityLine[]} lines
+ * @param {string} caption
+ */
+export function ratioChart(lines, caption) {
+  const withRatio = lines.filter((l) => l.ratio !== undefined);
+  const loads = [...new Set(withRatio.map((l) => l.load))];
+  const variants = [...new Set(withRatio.map((l) => l.variant))];
+  const colours = ['#2563eb', '#16a34a', '#d97706', '#9333ea', '#dc2626', '#0891b2'];
+  const W = 900, H = 400, left = 60, right = 880, top = 60, bottom = 320;
+  const max = Math.max(2, ...withRatio.map((l) => /** @type {number} */ (l.ratio))) * 1.1;
+  const y = (/** @type {number} */ v) => bottom - ((bottom - top) * v) / max;
+  const gw = (right - left) / Math.max(loads.length, 1);
+  let out = `<text x="${W / 2}" y="28" text-anchor="middle" font-weight="bold">sluice users/s ÷ naive endpoint users/s (median of rounds)</text>`;
+  out += `<line x1="${left}" y1="${bottom}" x2="${right}" y2="${bottom}" stroke="#111"/>`;
+  out += `<line x1="${left}" y1="${y(1)}" x2="${right}" y2="${y(1)}" stroke="#6b7280" stroke-dasharray="6 4"/>`;
+  out += `<text x="${left - 6}" y="${y(1) + 4}" text-anchor="end" fill="#6b7280">naive 1×</text>`;
+  loads.forEach((load, g) => {
+    const bw = (gw * 0.8) / variants.length;
+    variants.forEach((variant, i) => {
+      const l = withRatio.find((x) => x.load === load && x.variant === variant);
+      if (!l || l.ratio === undefined) return;
+      const x = left + g * gw + gw * 0.1 + i * bw;
+      out += `<rect x="${x + bw * 0.1}" y="${y(l.ratio)}" width="${bw * 0.8}" height="${bottom - y(l.ratio)}" fill="${colours[i % colours.length]}"/>`;
+      out += `<text x="${x + bw / 2}" y="${y(l.ratio) - 6}" text-anchor="middle">${l.ratio.toFixed(2)}×</text>`;
+    });
+    const [size, vus] = load.split('x');
+    out += `<text x="${left + g * gw + gw / 2}" y="${bottom + 20}" text-anchor="middle">${esc(`${size} user${size === '1' ? '' : 's'}/request × ${vus} VUs`)}</text>`;
+  });
+  variants.forEach((variant, i) => {
+    const x = left + i * 170;
+    out += `<rect x="${x}" y="${bottom + 36}" width="12" height="12" fill="${colours[i % colours.length]}"/><text x="${x + 18}" y="${bottom + 47}">${esc(variant)}</text>`;
+  });
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="13">
+<rect width="100%" height="100%" fill="#fff"/>
+${out}
+<text x="${W / 2}" y="${H - 10}" text-anchor="middle" fill="#444">${esc(caption)}</text>
+</svg>
+`;
+}

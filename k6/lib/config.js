@@ -6,6 +6,11 @@ export const TOKEN = __ENV.TOKEN || '';
 export const MODE = __ENV.MODE === 'capacity' ? 'capacity' : 'closed';
 /** Keeps emails unique across runs against the same database, so replays never hide behind ON CONFLICT. */
 export const RUN_ID = __ENV.RUN_ID || `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+/**
+ * 1: a replay-heavy load. Every odd iteration resends the users of the VU's previous iteration,
+ * all already stored, so half the requests are replays that should insert nothing (answered 200).
+ */
+export const REPLAY = __ENV.REPLAY === '1';
 /** Where handleSummary writes its JSON; the bench sets it. */
 export const SUMMARY_FILE = __ENV.SUMMARY_FILE || '';
 

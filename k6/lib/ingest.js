@@ -1,9 +1,10 @@
 import { check, sleep } from 'k6';
 import http from 'k6/http';
 import { Counter, Rate } from 'k6/metrics';
-import { BASE_URL, MODE, RUN_ID, TOKEN } from './config.js';
+import { BASE_URL, MODE, REPLAY, RUN_ID, TOKEN } from './config.js';
 
 export const insertedItems = new Counter('inserted_items');
+export const sentItems = new Counter('sent_items');
 export const successfulRequests = new Rate('successful_requests');
 
 const params = {
@@ -21,8 +22,9 @@ const templates = {};
  * JSON is built once per VU with a marker where the iteration goes; each iteration is then one
  * native replaceAll, so the load generator does not eat the CPU the service and database need.
  * @param {number} size
+ * @param {number} [iteration]  whose users: this iteration's unless a replay asks for an earlier one
  */
-export function makeBatch(size) {
+export function makeBatch(size, iteration = __ITER) {
   if (!templates[size]) {
     const users = new Array(size);
     for (let i = 0; i < size; i++) {
@@ -30,16 +32,19 @@ export function makeBatch(size) {
     }
     templates[size] = JSON.stringify(users);
   }
-  return templates[size].replaceAll(ITER_MARK, String(__ITER));
+  return templates[size].replaceAll(ITER_MARK, String(iteration));
 }
 
 /**
  * One iteration: POST a batch of `size` users, count what the service says it inserted, then
- * (in the default closed mode) sleep 1 s like the reference experiment.
+ * (in the default closed mode) sleep 1 s like the reference experiment. Under REPLAY every odd
+ * iteration resends the previous one's users and expects `200` with nothing inserted.
  * @param {number} size
  */
 export function postBatch(size) {
-  const res = http.post(`${BASE_URL}/users`, makeBatch(size), params);
+  const replay = REPLAY && __ITER % 2 === 1;
+  const expected = replay ? 0 : size;
+  const res = http.post(`${BASE_URL}/users`, makeBatch(size, replay ? __ITER - 1 : __ITER), params);
   let inserted = 0;
   if (res.status === 201 || res.status === 200) {
     try {
@@ -49,11 +54,12 @@ export function postBatch(size) {
     }
   }
   const ok = check(res, {
-    'status is 201': (r) => r.status === 201,
-    'every user inserted': () => inserted === size,
+    'status is 201 (200 for a replay)': (r) => r.status === (replay ? 200 : 201),
+    'every new user inserted, no replayed one': () => inserted === expected,
   });
   successfulRequests.add(ok);
   insertedItems.add(inserted);
+  sentItems.add(size);
   if (MODE !== 'capacity') sleep(1);
 }
 

@@ -45,6 +45,23 @@ describe('k6 smoke runs (a few seconds, 3 VUs)', () => {
     });
   }
 
+  test('REPLAY=1 (capacity mode): every other request resends stored users; k6 passes and counts only the new rows', async () => {
+    const before = await db.countUsers();
+    const summaryFile = path.join(outDir, 'replay.json');
+    const { code } = await runK6(k6, path.join(K6_DIR, 'stress-test-batch.js'), {
+      BASE_URL: app.baseUrl, TOKEN, VUS: '2', DURATION: '2s', MODE: 'capacity', REPLAY: '1', SUMMARY_FILE: summaryFile,
+    }, { quiet: true });
+    assert.equal(code, 0);
+    const m = JSON.parse(await readFile(summaryFile, 'utf8')).metrics;
+    const inserted = m.inserted_items.values.count;
+    const sent = m.sent_items.values.count;
+    assert.ok(inserted >= 2000);
+    // Each VU's replays are at most one fewer than its fresh requests.
+    assert.ok(sent >= 2 * inserted - 2000 && sent <= 2 * inserted, `sent ${sent}, inserted ${inserted}`);
+    assert.equal(await db.countUsers(), before + inserted);
+    assert.equal(m.successful_requests.values.rate, 1);
+  });
+
   test('a wrong token makes k6 exit non-zero (the thresholds catch a misbehaving service)', async () => {
     const { code } = await runK6(k6, path.join(K6_DIR, 'stress-test-batch.js'), {
       BASE_URL: app.baseUrl, TOKEN: 'wrong-token', VUS: '1', DURATION: '1s', SUMMARY_FILE: path.join(outDir, 'refused.json'),

@@ -1,0 +1,82 @@
+import { readFile } from 'node:fs/promises';
+import pg from 'pg';
+import { runK6 } from './k6-binary.js';
+import { postgresCpuSeconds, processCpuSeconds, sampleRss } from './process-stats.js';
+
+/**
+ * A table the bench empties before a run and counts after it: the ground truth of users written.
+ * @param {string} databaseUrl
+ */
+export async function openTable(databaseUrl) {
+  const client = new pg.Client(databaseUrl);
+  await client.connect();
+  return {
+    /**
+     * Empty, and checkpointed so that no run pays for the previous run's dirty pages; every run
+     * then starts from the same small index.
+     */
+    async reset() {
+      await client.query('TRUNCATE users RESTART IDENTITY');
+      await client.query('CHECKPOINT');
+    },
+    /** @returns {Promise<number>} */
+    async count() {
+      const { rows } = await client.query('SELECT count(*)::int AS n FROM users');
+      return rows[0].n;
+    },
+    close: () => client.end(),
+  };
+}
+
+/**
+ * One k6 script against a freshly started server process; CPU and memory read from /proc around
+ * it, rows counted in the table afterwards.
+ * @param {{
+ *   k6: string, script: string, k6Env: Record<string, string>, summaryFile: string,
+ *   start: () => Promise<{ child: import('node:child_process').ChildProcess, baseUrl: string, exited: Promise<unknown> }>,
+ *   pgPid: number, table?: Awaited<ReturnType<typeof openTable>>,
+ * }} options
+ */
+export async function measureRun({ k6, script, k6Env, summaryFile, start, pgPid, table }) {
+  await table?.reset();
+  const server = await start();
+  const pid = /** @type {number} */ (server.child.pid);
+  let measured;
+  try {
+    const [svc0, db0] = [await processCpuSeconds(pid), await postgresCpuSeconds(pgPid)];
+    const stopRss = sampleRss(pid);
+    const { code, cpuSeconds: k6CpuSeconds } = await runK6(k6, script, { ...k6Env, BASE_URL: server.baseUrl, SUMMARY_FILE: summaryFile });
+    const [svc1, db1, peakRss] = [await processCpuSeconds(pid), await postgresCpuSeconds(pgPid), await stopRss()];
+    measured = { code, k6CpuSeconds, serviceCpuSeconds: svc1 - svc0, dbCpuSeconds: db1 - db0, servicePeakRssMiB: peakRss };
+  } finally {
+    // Never left running behind a failed run.
+    server.child.kill('SIGTERM');
+    await server.exited;
+  }
+  const rows = table ? await table.count() : undefined;
+
+  const summary = JSON.parse(await readFile(summaryFile, 'utf8'));
+  const m = summary.metrics;
+  const seconds = summary.state.testRunDurationMs / 1000;
+  const d = m.http_req_duration.values;
+  const k6Items = m.inserted_items?.values.count ?? 0;
+  const sent = m.sent_items?.values.count ?? k6Items;
+  const items = rows ?? k6Items;
+  return {
+    k6ExitCode: measured.code,
+    seconds,
+    rows,
+    k6Items,
+    items,
+    itemsPerSec: items / seconds,
+    sentPerSec: sent / seconds,
+    requests: m.http_reqs.values.count,
+    requestsPerSec: m.http_reqs.values.rate,
+    p50: d.med, p95: d['p(95)'], p99: d['p(99)'],
+    errors: m.http_req_failed.values.passes,
+    serviceCpuSeconds: measured.serviceCpuSeconds,
+    dbCpuSeconds: measured.dbCpuSeconds,
+    servicePeakRssMiB: measured.servicePeakRssMiB,
+    k6CpuSeconds: measured.k6CpuSeconds,
+  };
+}
