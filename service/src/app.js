@@ -1,12 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import express from 'express';
-import { pinoHttp } from 'pino-http';
 import { HttpError } from './errors.js';
 import { errorHandler } from './http/error-handler.js';
+import { requestLog } from './http/request-log.js';
 import { userRoutes } from './users/user-routes.js';
-
-/** A client's X-Request-Id is kept when it is a sane token, so logs join across services. */
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /**
  * Builds the Express app without listening, so tests drive it on port 0.
@@ -22,25 +18,10 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 export function createApp({ config, db, logger, metrics, renderMetrics = () => metrics.registry.metrics() }) {
   const app = express();
   app.disable('x-powered-by');
+  // No ETag: every answer is to a POST or a probe, so hashing each body for one is wasted CPU.
+  app.set('etag', false);
 
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId(req, res) {
-        const given = req.headers['x-request-id'];
-        const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-      // Only what helps operate the service: never headers or bodies (user data, the token).
-      serializers: {
-        req: (req) => ({ id: req.id, method: req.method, url: req.url }),
-        res: (res) => ({ statusCode: res.statusCode }),
-      },
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
-    }),
-  );
+  app.use(requestLog(logger, { quiet: (req) => req.url === '/healthz' || req.url === '/metrics' }));
 
   app.use((req, res, next) => {
     const end = metrics.httpDuration.startTimer();

@@ -2,7 +2,7 @@ import pino from 'pino';
 
 /**
  * JSON logs on stdout. Secrets never reach a line: the Authorization header is censored wherever
- * pino-http would print it.
+ * a request's log would print it.
  *
  * @param {{ logLevel: string }} config
  * @param {pino.DestinationStream} [destination]

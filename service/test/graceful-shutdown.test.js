@@ -12,7 +12,8 @@ describe('SIGTERM while 1000-user requests are in flight', () => {
   after(() => db.drop());
 
   test('every request answered 2xx is in the table, and the process exits 0', async () => {
-    const server = await startServerProcess({ DATABASE_URL: db.url, DB_POOL_MAX: '4', DB_CONNECT_TIMEOUT_MS: '20000' });
+    // debug: successful requests are logged, and the first one says the others are in flight.
+    const server = await startServerProcess({ DATABASE_URL: db.url, DB_POOL_MAX: '4', DB_CONNECT_TIMEOUT_MS: '20000', LOG_LEVEL: 'debug' });
     try {
       const batches = Array.from({ length: 12 }, () => makeUsers(1000));
       const answers = batches.map((users) =>

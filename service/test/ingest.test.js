@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { useAppAndDatabase } from '../../test/support/fixture.js';
-import { STRATEGIES } from '../src/users/user-repository.js';
+import { WRITE_VARIANTS } from '../../test/support/write-variants.js';
 import { makeUsers, SAMPLE_HASH } from '../../test/support/users.js';
 
-for (const strategy of Object.keys(STRATEGIES)) {
+for (const { label, env } of WRITE_VARIANTS) {
 
-  describe(`POST /users writes each user exactly once (INSERT_STRATEGY=${strategy})`, () => {
-    const ctx = useAppAndDatabase({ INSERT_STRATEGY: strategy });
+  describe(`POST /users writes each user exactly once (${label})`, () => {
+    const ctx = useAppAndDatabase({ ...env });
 
     for (const count of [1, 1000, 10_000]) {
       test(`${count} users land once and the counts match the table`, async () => {
@@ -65,11 +65,18 @@ for (const strategy of Object.keys(STRATEGIES)) {
       assert.deepEqual(row, { email, name: 'Min', phone: null, password_hash: null });
     });
 
-    test('no user data and no token reach the log', async () => {
+    test('refusals are logged with their request id, successes are not at info; no user data, no token', async () => {
       const users = makeUsers(3);
-      await ctx.app.postUsers(users, { headers: { authorization: 'Bearer not-a-real-secret-token' } });
-      const text = JSON.stringify(ctx.app.logs);
-      assert.ok(ctx.app.logs.some((l) => l.msg === 'request completed' && l.req?.url === '/users'), 'requests are logged');
+      const from = ctx.app.logs.length;
+      const ok = await ctx.app.postUsers(users, { headers: { authorization: 'Bearer not-a-real-secret-token', 'x-request-id': 'ok-1' } });
+      const bad = await ctx.app.postUsers([{ ...users[0], email: 'not an email' }], { headers: { 'x-request-id': 'bad-1' } });
+      assert.deepEqual([ok.status, bad.status], [201, 400]);
+      const lines = ctx.app.logs.slice(from);
+      assert.ok(!lines.some((l) => l.reqId === 'ok-1'), 'a success costs no log line at info (metrics count it)');
+      const refused = lines.find((l) => l.reqId === 'bad-1');
+      assert.equal(refused?.msg, 'request completed');
+      assert.deepEqual([refused?.level, refused?.req?.url, refused?.res?.statusCode], [40, '/users', 400]);
+      const text = JSON.stringify(lines);
       assert.ok(!text.includes(users[0].email), 'no email in the log');
       assert.ok(!text.includes('not-a-real-secret-token'), 'no token in the log');
     });
