@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { useAppAndDatabase } from '../../test/support/fixture.js';
-import { STRATEGIES } from '../src/users/user-repository.js';
+import { WRITE_VARIANTS } from '../../test/support/write-variants.js';
 import { makeUsers } from '../../test/support/users.js';
 
-for (const strategy of Object.keys(STRATEGIES)) {
+for (const { label, env } of WRITE_VARIANTS) {
 
-  describe(`concurrent overlapping batches (INSERT_STRATEGY=${strategy})`, () => {
-    const ctx = useAppAndDatabase({ INSERT_STRATEGY: strategy, DB_POOL_MAX: '10', DB_CONNECT_TIMEOUT_MS: '20000', INSERT_CHUNK_ROWS: '250' });
+  describe(`concurrent overlapping batches (${label})`, () => {
+    const ctx = useAppAndDatabase({ ...env, DB_POOL_MAX: '10', DB_CONNECT_TIMEOUT_MS: '20000', INSERT_CHUNK_ROWS: '250' });
 
     test('20 requests sharing emails: no error, no duplicate, inserted adds up to the new rows', async () => {
       const pool = makeUsers(3000);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { useAppAndDatabase } from '../../test/support/fixture.js';
-import { STRATEGIES } from '../src/users/user-repository.js';
+import { WRITE_VARIANTS } from '../../test/support/write-variants.js';
 import { uniqueTag } from '../../test/support/users.js';
 
 // Names that would break naive quoting, or a format string, or a client encoding.
@@ -16,10 +16,10 @@ const TRICKY_NAMES = [
   'ñandú Ωmega 漢字 ひらがな',
 ];
 
-for (const strategy of Object.keys(STRATEGIES)) {
+for (const { label, env } of WRITE_VARIANTS) {
 
-  describe(`strings are stored byte for byte (INSERT_STRATEGY=${strategy})`, () => {
-    const ctx = useAppAndDatabase({ INSERT_STRATEGY: strategy });
+  describe(`strings are stored byte for byte (${label})`, () => {
+    const ctx = useAppAndDatabase({ ...env });
 
     for (const strategyChunk of [1000, 3]) {
       test(`SQL-looking, escaped and non-Latin names survive (chunks of ${strategyChunk})`, async () => {
