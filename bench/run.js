@@ -145,7 +145,7 @@ try {
     const lines = summarise(runs);
     report += `## Capacity (closed loop, no sleep, ${opts.duration} a run, ${rounds} rounds; sluice/naive per round, median quoted)\n\n${capacityTable(lines)}\n\n### Every run\n\n${runsTable(runs)}\n\n`;
     json.capacity = { duration: opts.duration, rounds, variants: Object.fromEntries(variants.map((v) => [v, VARIANTS[v]])), summary: lines, runs };
-    await writeFile(path.join(outDir, `${stamp}-capacity.svg`), ratioChart(lines, `${stamp.slice(0, 10)}: ${machine}`));
+    await writeFile(path.join(outDir, `${stamp}-capacity.svg`), ratioChart(lines, `${stamp.slice(0, 10)}, ${os.cpus().length} cores, PostgreSQL ${settings.version.split(' ')[0]} with ICU ${settings.collation}, fsync on; closed loop, ${rounds} × ${opts.duration} a variant`));
   }
 
   const minutes = (Date.now() - started) / 60_000;

@@ -106,12 +106,15 @@ export function ratioChart(lines, caption) {
   const loads = [...new Set(withRatio.map((l) => l.load))];
   const variants = [...new Set(withRatio.map((l) => l.variant))];
   const colours = ['#2563eb', '#16a34a', '#d97706', '#9333ea', '#dc2626', '#0891b2'];
-  const W = 900, H = 400, left = 60, right = 880, top = 60, bottom = 320;
+  const W = 900, H = 400, left = 90, right = 880, top = 60, bottom = 320;
   const max = Math.max(2, ...withRatio.map((l) => /** @type {number} */ (l.ratio))) * 1.1;
   const y = (/** @type {number} */ v) => bottom - ((bottom - top) * v) / max;
   const gw = (right - left) / Math.max(loads.length, 1);
   let out = `<text x="${W / 2}" y="28" text-anchor="middle" font-weight="bold">sluice users/s ÷ naive endpoint users/s (median of rounds)</text>`;
   out += `<line x1="${left}" y1="${bottom}" x2="${right}" y2="${bottom}" stroke="#111"/>`;
+  for (let t = 0.5; t < max; t += 0.5) {
+    if (t !== 1) out += `<line x1="${left}" y1="${y(t)}" x2="${right}" y2="${y(t)}" stroke="#e5e7eb"/><text x="${left - 6}" y="${y(t) + 4}" text-anchor="end" fill="#9ca3af">${t}×</text>`;
+  }
   out += `<line x1="${left}" y1="${y(1)}" x2="${right}" y2="${y(1)}" stroke="#6b7280" stroke-dasharray="6 4"/>`;
   out += `<text x="${left - 6}" y="${y(1) + 4}" text-anchor="end" fill="#6b7280">naive 1×</text>`;
   loads.forEach((load, g) => {
