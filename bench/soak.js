@@ -63,6 +63,7 @@ say(`${MINUTES} min, a sample every ${SAMPLE_S} s, PostgreSQL down for ${OUTAGE_
 
 let stoppingService = false;
 let serviceDied = /** @type {string | undefined} */ (undefined);
+const serviceGone = new AbortController();
 /** Log lines of the service by level, kept as counts: every request logs one line. */
 const logCounts = { warn: 0, error: 0, fatal: 0 };
 const errorMessages = new Set();
@@ -83,14 +84,15 @@ service.exited.then(({ code, signal }) => {
   if (stoppingService) return;
   serviceDied = `the service exited during the run (code ${code}, signal ${signal})`;
   say(serviceDied);
+  serviceGone.abort();
   traffic.stop({ now: true });
 });
 
 /** PostgreSQL stopped (a fast shutdown: its backends are terminated) in the middle, then started again. */
 const outageWindow = { fromS: 0, toS: 0 };
 const outageDone = (async () => {
-  await sleep(DURATION_S * 500);
-  if (serviceDied) return;
+  const died = await sleep(DURATION_S * 500, false, { signal: serviceGone.signal }).catch(() => true);
+  if (died) return;
   say('stopping PostgreSQL');
   outageWindow.fromS = (Date.now() - t0) / 1000;
   traffic.markDatabase(true);
@@ -123,9 +125,10 @@ for (let k = 1; k * SAMPLE_S <= DURATION_S + 1e-9 && !serviceDied; k++) {
 }
 
 say('traffic stopping; retries in hand get up to 60 s');
-await outageDone;
+const stoppedAt = Date.now();
 await traffic.stop();
-const drainedS = (Date.now() - t0) / 1000 - DURATION_S;
+const drainedS = (Date.now() - stoppedAt) / 1000;
+await outageDone;
 drainLogs();
 
 const db = new pg.Pool({ connectionString: pgServer.url, max: 1 });
