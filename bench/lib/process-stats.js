@@ -61,3 +61,22 @@ export function sampleRss(pid, everyMs = 100) {
     return peakKb / 1024;
   };
 }
+
+/** @param {number} pid @returns {Promise<number>} resident memory in kB, 0 when the process is gone */
+async function rssKb(pid) {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+}
+
+/**
+ * Resident memory now, in MiB, of a process and its direct children (a cluster's workers).
+ * @param {number} pid
+ */
+export async function treeRssMiB(pid) {
+  let kb = await rssKb(pid);
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    if ((await stat(Number(entry)))?.ppid === pid) kb += await rssKb(Number(entry));
+  }
+  return kb / 1024;
+}
