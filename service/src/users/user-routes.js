@@ -1,5 +1,6 @@
 import express from 'express';
 import { HttpError } from '../errors.js';
+import { readJsonBody } from '../http/json-body.js';
 import { requireToken } from '../http/require-token.js';
 import { parseUserBatch } from './user-schema.js';
 import { insertUsers } from './user-repository.js';
@@ -11,7 +12,7 @@ import { insertUsers } from './user-repository.js';
  */
 export function userRoutes({ config, db, metrics }) {
   const router = express.Router();
-  const readJson = express.json({ limit: config.maxBodyBytes, strict: false, type: () => true });
+  const readJson = readJsonBody(config);
 
   router.post(
     '/users',
