@@ -222,6 +222,14 @@ describe('hostile bodies and headers are refused cleanly, and nothing is written
         const body = JSON.stringify(oneUser());
         s.write(`${postHead([['Authorization', AUTH], ['Content-Type', 'application/json'], ['Content-Length', body.length], ['Transfer-Encoding', 'chunked']])}${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
       }, 400, null));
+    test('Transfer-Encoding: gzip, chunked (a transfer coding Node would not decode): 501', () =>
+      expectRawRefused((s) => {
+        const body = zlib.gzipSync(JSON.stringify(oneUser()));
+        s.write(postHead([['Authorization', AUTH], ['Content-Type', 'application/json'], ['Transfer-Encoding', 'gzip, chunked'], ['Connection', 'close']]));
+        s.write(`${body.length.toString(16)}\r\n`);
+        s.write(body);
+        s.write('\r\n0\r\n\r\n');
+      }, 501, 'unsupported_transfer_encoding'));
     test('two different Content-Lengths: 400 from the HTTP parser', () =>
       expectRawRefused((s) => {
         const body = JSON.stringify(oneUser());

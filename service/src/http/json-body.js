@@ -34,6 +34,14 @@ export function checkJsonHeaders(req, maxBodyBytes) {
     return { error: new HttpError(415, 'unsupported_charset', `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`) };
   }
 
+  // Node decodes chunked and nothing else: the bytes of "Transfer-Encoding: gzip, chunked" would
+  // arrive compressed. RFC 9112 (6.1) answers a transfer coding not understood with 501.
+  const transfer = (req.headers['transfer-encoding'] ?? '').split(',').map((c) => c.trim().toLowerCase());
+  const unknownTransfer = transfer.find((c) => c !== '' && c !== 'chunked');
+  if (unknownTransfer !== undefined) {
+    return { error: new HttpError(501, 'unsupported_transfer_encoding', `Transfer-Encoding ${unknownTransfer} is not supported; send chunked alone (compress with Content-Encoding)`) };
+  }
+
   const codings = (req.headers['content-encoding'] ?? '')
     .split(',')
     .map((c) => c.trim().toLowerCase())
