@@ -12,6 +12,7 @@ import { ConfigError } from './errors.js';
  * @property {number} dbStatementTimeoutMs
  * @property {number} maxBatchItems
  * @property {number} maxBodyBytes
+ * @property {number} bodyReadTimeoutMs   how long a request body may take to arrive before 408
  * @property {number} insertChunkRows
  * @property {'format' | 'unnest' | 'copy'} insertStrategy
  * @property {boolean} groupCommit        small concurrent requests share one INSERT and one commit
@@ -74,6 +75,7 @@ export function loadConfig(env = process.env) {
     dbStatementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 30_000, 1, 3_600_000),
     maxBatchItems: int('MAX_BATCH_ITEMS', 10_000, 1, 1_000_000),
     maxBodyBytes: int('MAX_BODY_BYTES', 10 * 1024 * 1024, 2, 1024 * 1024 * 1024),
+    bodyReadTimeoutMs: int('BODY_READ_TIMEOUT_MS', 30_000, 1, 3_600_000),
     insertChunkRows: int('INSERT_CHUNK_ROWS', 1000, 1, 100_000),
     insertStrategy: /** @type {Config['insertStrategy']} */ (oneOf('INSERT_STRATEGY', INSERT_STRATEGIES, 'format')),
     groupCommit: onOff('GROUP_COMMIT', true),

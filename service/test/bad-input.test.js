@@ -74,6 +74,56 @@ describe('every bad input gets its status and message, and writes nothing', () =
   test('a passwordHash that is no hash', () => expectInvalidUser({ passwordHash: 'hunter2' }, 'passwordHash', /\$id\$/));
   test('a phone without +', () => expectInvalidUser({ phone: '5551234567' }, 'phone', /6 to 15 digits/));
   test('a phone with 16 digits', () => expectInvalidUser({ phone: `+${'1'.repeat(16)}` }, 'phone', /6 to 15 digits/));
+  test('a number, a boolean, null or an array where a string goes', async () => {
+    await expectInvalidUser({ email: 42 }, 'email', /string/);
+    await expectInvalidUser({ email: true }, 'email', /string/);
+    await expectInvalidUser({ email: ['a@example.com'] }, 'email', /string/);
+    await expectInvalidUser({ name: null }, 'name', /string/);
+    await expectInvalidUser({ phone: 5551234567 }, 'phone', /string/);
+    await expectInvalidUser({ phone: null }, 'phone', /leave the field out/);
+    await expectInvalidUser({ passwordHash: null }, 'passwordHash', /leave the field out/);
+  });
+
+  // 'İ' (U+0130) lower-cases to 'i' and U+0307: two characters where one was sent.
+  test('an email of 254 characters that lower-cases to 255 (İ): 400 naming email, not 500', async () => {
+    const email = `İ${'a'.repeat(241)}@example.com`;
+    assert.equal([...email].length, 254);
+    assert.equal([...email.toLowerCase()].length, 255);
+    await expectInvalidUser({ email }, 'email', /lower-cased/);
+  });
+  test('an email with İ that still fits once lower-cased is stored lower-cased', async () => {
+    const email = `İnci-${uniqueTag()}@Example.com`;
+    const res = await ctx.app.postUsers([{ email, name: 'İnci' }], { token: TOKEN });
+    assert.equal(res.status, 201, res.text);
+    const stored = await ctx.db.usersByEmail([email.toLowerCase()]);
+    assert.equal(stored.get(email.toLowerCase())?.name, 'İnci');
+  });
+
+  // JSON.stringify writes a lone surrogate as the escape "\ud800", which JSON.parse turns back into
+  // one; PostgreSQL would store U+FFFD in its place.
+  for (const field of ['email', 'name', 'passwordHash']) {
+    test(`a lone UTF-16 surrogate in ${field}: 400 naming ${field}`, async () => {
+      const value = { email: 'a\ud800b@example.com', name: 'a\ud800b', passwordHash: '$argon2id$\udc00' }[field];
+      await expectInvalidUser({ [field]: value }, field, /lone UTF-16 surrogate/);
+    });
+  }
+  test('a lone surrogate in phone: 400 naming phone, once (its pattern already says digits)', () =>
+    expectInvalidUser({ phone: '+1555\udc001234' }, 'phone', /6 to 15 digits/));
+  test('a surrogate pair (an emoji written as two escapes) is a character, stored as sent', async () => {
+    const email = `pair-${uniqueTag()}@example.com`;
+    const res = await ctx.app.postUsers(`[{"email": "${email}", "name": "smile \\ud83d\\ude00"}]`, { token: TOKEN });
+    assert.equal(res.status, 201, res.text);
+    assert.equal((await ctx.db.usersByEmail([email])).get(email)?.name, 'smile 😀');
+  });
+
+  test('__proto__ and constructor keys are unknown fields, and pollute nothing', async () => {
+    const [user] = makeUsers(1);
+    const body = `[${JSON.stringify(user).slice(0, -1)}, "__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}}]`;
+    const res = await expectRefused(body, 400, 'invalid_batch');
+    assert.deepEqual(res.body.errors.map((/** @type {any} */ e) => e.field).sort(), ['__proto__', 'constructor']);
+    assert.equal(/** @type {any} */ ({}).polluted, undefined);
+  });
+
   test('a null item', async () => {
     const res = await expectRefused([makeUsers(1)[0], null], 400, 'invalid_batch');
     assert.deepEqual(res.body.errors, [{ index: 1, field: null, message: 'each item must be a user object' }]);

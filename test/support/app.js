@@ -34,7 +34,7 @@ export async function startTestApp({ databaseUrl, env = {} }) {
     logs,
     config,
     /**
-     * @param {unknown} body  serialised as JSON unless a string
+     * @param {unknown} body  serialised as JSON unless a string or bytes (sent as they are)
      * @param {{ token?: string, contentType?: string, headers?: Record<string, string> }} [options]
      */
     async postUsers(body, { token, contentType = 'application/json', headers = {} } = {}) {
@@ -45,7 +45,7 @@ export async function startTestApp({ databaseUrl, env = {} }) {
           ...(token ? { authorization: `Bearer ${token}` } : {}),
           ...headers,
         },
-        body: typeof body === 'string' ? body : JSON.stringify(body),
+        body: typeof body === 'string' || body instanceof Uint8Array ? /** @type {any} */ (body) : JSON.stringify(body),
       });
       const text = await res.text();
       let json;

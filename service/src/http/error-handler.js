@@ -3,13 +3,11 @@ import { DatabaseUnavailableError, HttpError, InvalidBatchError } from '../error
 
 const RETRY_AFTER_SECONDS = '2';
 
-// body-parser signals its failures with `type`; each is the client's to fix.
+// raw-body (which reads bodies in http/json-body.js) signals its failures with `type`; each is the
+// client's to fix. The body reader's own refusals are HttpErrors.
 /** @type {Record<string, [number, string, string]>} */
 const BODY_ERRORS = {
-  'entity.too.large': [413, 'payload_too_large', 'the body is larger than MAX_BODY_BYTES'],
-  'entity.parse.failed': [400, 'malformed_json', 'the body is not valid JSON'],
-  'encoding.unsupported': [415, 'unsupported_encoding', 'unsupported Content-Encoding'],
-  'charset.unsupported': [415, 'unsupported_charset', 'the body must be UTF-8 JSON'],
+  'entity.too.large': [413, 'payload_too_large', 'the body (decompressed) is larger than MAX_BODY_BYTES; nothing was written'],
   'request.aborted': [400, 'request_aborted', 'the request was aborted'],
   'request.size.invalid': [400, 'request_size_invalid', 'the body does not match its Content-Length'],
 };

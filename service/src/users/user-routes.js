@@ -1,5 +1,6 @@
 import express from 'express';
 import { HttpError } from '../errors.js';
+import { readJsonBody } from '../http/json-body.js';
 import { requireToken } from '../http/require-token.js';
 import { parseUserBatch } from './user-schema.js';
 import { createGroupCommit } from './group-commit.js';
@@ -28,16 +29,11 @@ export function userRoutes({ config, db, metrics }) {
     : undefined;
   /** Small requests are written in groups, large ones straight. @param {import('./user-schema.js').UserRow[]} rows */
   const insertUsers = (rows) => (groupCommit && rows.length <= config.groupCommitSmallRows ? groupCommit.insertUsers(rows) : writer.insertUsers(rows));
-  const readJson = express.json({ limit: config.maxBodyBytes, strict: false, type: () => true });
+  const readJson = readJsonBody(config);
 
   router.post(
     '/users',
     requireToken(config.ingestToken),
-    (req, _res, next) => {
-      // Checked before reading the body, so a wrong type costs nothing.
-      if (!req.is('application/json')) return next(new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json'));
-      next();
-    },
     readJson,
     async (req, res) => {
       const items = req.body;

@@ -28,10 +28,14 @@ const userSchema = {
 const MESSAGES = {
   email: { type: 'must be a string', maxLength: 'must be at most 254 characters', pattern: 'must be a plausible email address (local@domain.tld)' },
   name: { type: 'must be a string', minLength: 'must not be empty', maxLength: 'must be at most 200 characters', pattern: 'must not contain control characters (NUL included)' },
-  phone: { type: 'must be a string', pattern: 'must be + followed by 6 to 15 digits' },
-  passwordHash: { type: 'must be a string', maxLength: 'must be at most 255 characters', pattern: 'must be a PHC / modular-crypt hash starting with $id$ (e.g. $argon2id$...)' },
+  phone: { type: 'must be a string (leave the field out when there is none)', pattern: 'must be + followed by 6 to 15 digits' },
+  passwordHash: { type: 'must be a string (leave the field out when there is none)', maxLength: 'must be at most 255 characters', pattern: 'must be a PHC / modular-crypt hash starting with $id$ (e.g. $argon2id$...)' },
 };
 const PASSWORD_REFUSED = 'plaintext passwords are never accepted: hash it (argon2id, bcrypt, scrypt) and send passwordHash';
+const LONE_SURROGATE = 'contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which cannot be stored as sent';
+const FIELDS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash']);
+const MAX_EMAIL_LENGTH = userSchema.properties.email.maxLength;
+const EMAIL_PATTERN = new RegExp(EMAIL, 'u');
 
 // Compiled once: the compiled function is plain JavaScript, about a microsecond a user.
 const validateUser = new Ajv({ allErrors: true, strict: true, unicodeRegExp: true }).compile(userSchema);
@@ -61,6 +65,56 @@ function describe(index, errors) {
 }
 
 /**
+ * The rules apply to the value as stored, which is not always the value as sent: a lone surrogate
+ * would be stored as U+FFFD, and an email is stored lower-cased, which can lengthen it ('İ' becomes
+ * 'i' and a combining dot). Cheap when nothing is wrong: isWellFormed is constant time on one-byte
+ * strings, and an email is checked again only when lower-casing changed it.
+ * @param {number} index
+ * @param {Record<string, unknown>} item
+ * @returns {ItemError[] | null}  null: nothing wrong
+ */
+function storageProblems(index, item) {
+  /** @type {ItemError[] | null} */
+  let found = null;
+  for (const field of FIELDS) {
+    const value = item[field];
+    if (typeof value === 'string' && !isWellFormed(value)) (found ??= []).push({ index, field, message: LONE_SURROGATE });
+  }
+  const email = item.email;
+  if (found !== null || typeof email !== 'string') return found;
+  const stored = email.toLowerCase();
+  if (stored === email) return null;
+  // Reported only when the value as sent passed, so one problem is not said twice.
+  if (stored.length > MAX_EMAIL_LENGTH && codePoints(stored) > MAX_EMAIL_LENGTH && codePoints(email) <= MAX_EMAIL_LENGTH) {
+    return [{ index, field: 'email', message: `must be at most ${MAX_EMAIL_LENGTH} characters once lower-cased, as it is stored (some letters lower-case to two characters)` }];
+  }
+  if (!EMAIL_PATTERN.test(stored) && EMAIL_PATTERN.test(email)) {
+    return [{ index, field: 'email', message: 'must be a plausible email address once lower-cased, as it is stored' }];
+  }
+  return null;
+}
+
+/** @param {User} u  already valid by the schema */
+function wellFormed(u) {
+  return isWellFormed(u.email) && isWellFormed(u.name) && (u.phone === undefined || isWellFormed(u.phone)) && (u.passwordHash === undefined || isWellFormed(u.passwordHash));
+}
+
+/** String.prototype.isWellFormed (Node 20), which TypeScript's ES2022 library does not declare. @param {string} s */
+const isWellFormed = (s) => /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
+
+/** @param {string} stored  a lower-cased email whose sent form passed the schema */
+function emailStillFits(stored) {
+  return (stored.length <= MAX_EMAIL_LENGTH || codePoints(stored) <= MAX_EMAIL_LENGTH) && EMAIL_PATTERN.test(stored);
+}
+
+/** @param {string} s  characters as the contract and PostgreSQL count them (code points) */
+function codePoints(s) {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/**
  * Checks every item of a batch against the contract and, when all pass, returns the rows to write:
  * emails lower-cased, duplicates within the batch dropped, sorted by email so that concurrent
  * overlapping batches take their row locks in the same order and cannot deadlock.
@@ -73,19 +127,32 @@ export function parseUserBatch(items) {
   /** @type {ItemError[]} */
   const problems = [];
   let invalidItems = 0;
+  /** @type {UserRow[]} */
+  const rows = [];
   for (let i = 0; i < items.length; i++) {
-    if (validateUser(items[i])) continue;
+    const item = items[i];
+    if (validateUser(item)) {
+      // The common case, kept to a few property reads: stored as sent, and the email fits lower-cased.
+      const u = /** @type {User} */ (item);
+      const email = u.email.toLowerCase();
+      if (wellFormed(u) && (email === u.email || emailStillFits(email))) {
+        rows.push([email, u.name, u.phone ?? null, u.passwordHash ?? null]);
+        continue;
+      }
+    }
     invalidItems++;
-    if (problems.length < MAX_REPORTED_ERRORS) problems.push(...describe(i, validateUser.errors ?? []));
+    if (problems.length >= MAX_REPORTED_ERRORS) continue;
+    const schemaErrors = validateUser(item) ? [] : describe(i, validateUser.errors ?? []);
+    const storeErrors = item !== null && typeof item === 'object' ? storageProblems(i, /** @type {Record<string, unknown>} */ (item)) : null;
+    // One message a field: a rule of the schema it breaks already says what to fix.
+    const notYetSaid = (storeErrors ?? []).filter((e) => !schemaErrors.some((s) => s.field === e.field));
+    problems.push(...schemaErrors, ...notYetSaid);
   }
   if (invalidItems > 0) {
     const errors = problems.slice(0, MAX_REPORTED_ERRORS);
     throw new InvalidBatchError(`${invalidItems} of ${items.length} users are invalid; nothing was written`, errors);
   }
 
-  const rows = /** @type {User[]} */ (items).map(
-    (u) => /** @type {UserRow} */ ([u.email.toLowerCase(), u.name, u.phone ?? null, u.passwordHash ?? null]),
-  );
   rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   // Sorted, so a repeated email sits next to its first occurrence; the first one wins.
   return rows.filter((row, i) => i === 0 || row[0] !== rows[i - 1][0]);

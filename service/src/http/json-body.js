@@ -1,0 +1,164 @@
+import { isUtf8 } from 'node:buffer';
+import zlib from 'node:zlib';
+import getRawBody from 'raw-body';
+import { HttpError, InvalidBatchError } from '../errors.js';
+import { findDuplicateKeys } from './json-keys.js';
+import { parseMediaType } from './media-type.js';
+import { repeatedHeaders } from './repeated-headers.js';
+
+// Reads a JSON body strictly: what is parsed is exactly what was sent, or the request is refused
+// with a status and a message that names the problem. Headers are checked before a byte of the body
+// is read, so a wrong type, charset, encoding or size costs nothing.
+
+/** Content-Encodings taken, with their decoders. Others (br, zstd, compress, stacked) are 415. */
+const DECODERS = /** @type {const} */ ({ gzip: zlib.createGunzip, 'x-gzip': zlib.createGunzip, deflate: zlib.createInflate });
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/**
+ * What is wrong with a request's headers for a JSON body, or the decoder its body needs.
+ * @param {import('node:http').IncomingMessage} req
+ * @param {number} maxBodyBytes
+ * @returns {{ error: HttpError } | { decoder: (() => import('node:stream').Transform) | null }}
+ */
+export function checkJsonHeaders(req, maxBodyBytes) {
+  const [repeated] = repeatedHeaders(req, ['content-type']);
+  if (repeated) return { error: new HttpError(400, 'duplicate_header', 'Content-Type is given more than once; send it once') };
+
+  const header = req.headers['content-type'];
+  if (!header) return { error: new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json (it is missing)') };
+  const type = parseMediaType(header);
+  if (!type) return { error: new HttpError(415, 'unsupported_media_type', 'Content-Type is malformed (RFC 9110); send application/json') };
+  if (type.type !== 'application/json') return { error: new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json') };
+  const charset = type.parameters.get('charset')?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    return { error: new HttpError(415, 'unsupported_charset', `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`) };
+  }
+
+  // Node decodes chunked and nothing else: the bytes of "Transfer-Encoding: gzip, chunked" would
+  // arrive compressed. RFC 9112 (6.1) answers a transfer coding not understood with 501.
+  const transfer = (req.headers['transfer-encoding'] ?? '').split(',').map((c) => c.trim().toLowerCase());
+  const unknownTransfer = transfer.find((c) => c !== '' && c !== 'chunked');
+  if (unknownTransfer !== undefined) {
+    return { error: new HttpError(501, 'unsupported_transfer_encoding', `Transfer-Encoding ${unknownTransfer} is not supported; send chunked alone (compress with Content-Encoding)`) };
+  }
+
+  const codings = (req.headers['content-encoding'] ?? '')
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
+  if (codings.length > 1) {
+    return { error: new HttpError(415, 'unsupported_encoding', `Content-Encoding ${codings.join(', ')} stacks encodings; send one of gzip or deflate, or none`) };
+  }
+  const coding = codings[0];
+  if (coding !== undefined && !Object.hasOwn(DECODERS, coding)) {
+    return { error: new HttpError(415, 'unsupported_encoding', `Content-Encoding ${coding} is not supported; send gzip or deflate, or none`) };
+  }
+
+  // Node has already refused a Content-Length that is not a number, or one given twice with two
+  // values, or one beside Transfer-Encoding. One over the limit is refused before it is read, even
+  // compressed: a compressed JSON body is smaller than the JSON.
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > maxBodyBytes) {
+    return { error: new HttpError(413, 'payload_too_large', `Content-Length ${declared} is over MAX_BODY_BYTES (${maxBodyBytes})`) };
+  }
+  return { decoder: coding === undefined ? null : DECODERS[/** @type {keyof typeof DECODERS} */ (coding)] };
+}
+
+/**
+ * The parsed value of a body read in full, or an error saying why it cannot be taken as sent.
+ * @param {Buffer} buffer  the decoded body
+ * @returns {unknown}
+ */
+export function parseJsonBody(buffer) {
+  // Decoding would replace bad bytes with U+FFFD, which would then be stored as if sent.
+  if (!isUtf8(buffer)) throw new HttpError(400, 'invalid_utf8', 'the body is not valid UTF-8; nothing was written');
+  // A byte-order mark is no part of the JSON text; RFC 8259 lets a parser ignore it, and sluice does.
+  const start = buffer.subarray(0, 3).equals(UTF8_BOM) ? 3 : 0;
+  const text = buffer.toString('utf8', start);
+  if (text === '') return undefined;
+
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'malformed_json', 'the body is not valid JSON');
+  }
+
+  const duplicates = findDuplicateKeys(text, value);
+  if (duplicates.length === 0) return value;
+  if (duplicates.every((d) => d.index !== null)) {
+    const errors = duplicates.map((d) => ({ index: /** @type {number} */ (d.index), field: d.key, message: 'is given more than once in this object; send each field once' }));
+    const items = new Set(errors.map((e) => e.index)).size;
+    throw new InvalidBatchError(`${items} of the users have a field given twice; nothing was written`, errors);
+  }
+  throw new HttpError(400, 'duplicate_key', `the key ${JSON.stringify(duplicates[0].key)} is given more than once in one object; send each key once`);
+}
+
+/**
+ * Middleware: checks the headers, reads the body (decompressed, at most `maxBodyBytes` of it, within
+ * `bodyReadTimeoutMs`), parses it strictly and puts the value on req.body.
+ *
+ * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} options
+ * @returns {import('express').RequestHandler}
+ */
+export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
+  return (req, res, next) => {
+    const checked = checkJsonHeaders(req, maxBodyBytes);
+    if ('error' in checked) {
+      // The body is not read: close the connection after the answer rather than drain it.
+      res.set('Connection', 'close');
+      return next(checked.error);
+    }
+
+    const decoder = checked.decoder?.();
+    if (decoder) req.pipe(decoder);
+    /** @type {import('node:stream').Readable} */
+    const source = decoder ?? req;
+
+    let settled = false;
+    /** @param {unknown} err @param {Buffer} [buffer] */
+    const settle = (err, buffer) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (decoder) {
+        req.unpipe(decoder);
+        decoder.destroy();
+      }
+      if (err) {
+        // Whatever is left of the body is not worth reading: answer, then close.
+        res.set('Connection', 'close');
+        return next(describeReadError(err, decoder !== undefined));
+      }
+      if (decoder) req.resume(); // anything after the compressed stream, so the request ends
+      try {
+        req.body = parseJsonBody(/** @type {Buffer} */ (buffer));
+      } catch (parseError) {
+        return next(parseError);
+      }
+      next();
+    };
+
+    // A body that trickles or stalls would otherwise hold its socket (and whatever it has sent) for
+    // as long as the client likes.
+    const timer = setTimeout(() => {
+      settle(new HttpError(408, 'body_timeout', `the body did not arrive within BODY_READ_TIMEOUT_MS (${bodyReadTimeoutMs} ms); nothing was written`));
+    }, bodyReadTimeoutMs);
+
+    getRawBody(source, { limit: maxBodyBytes, length: decoder ? undefined : req.headers['content-length'] }, settle);
+  };
+}
+
+/**
+ * raw-body's own errors carry a `type` the error handler knows; a decoder's error means the body
+ * was not the compressed data its Content-Encoding said.
+ * @param {unknown} err
+ * @param {boolean} compressed
+ */
+function describeReadError(err, compressed) {
+  const known = err instanceof HttpError || typeof (/** @type {{ type?: unknown }} */ (err)?.type) === 'string';
+  if (compressed && !known) {
+    return new HttpError(400, 'malformed_encoding', 'the body is not valid data for its Content-Encoding; nothing was written');
+  }
+  return err;
+}

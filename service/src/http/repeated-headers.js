@@ -1,0 +1,21 @@
+/**
+ * The names among `names` that a request carries more than once. Node keeps the first Content-Type
+ * or Authorization and drops the rest without a word; two of them are ambiguous, so callers refuse
+ * them rather than guess.
+ * @param {import('node:http').IncomingMessage} req
+ * @param {string[]} names  lower-case
+ * @returns {string[]}
+ */
+export function repeatedHeaders(req, names) {
+  /** @type {Set<string>} */
+  const seen = new Set();
+  /** @type {string[]} */
+  const repeated = [];
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i].toLowerCase();
+    if (!names.includes(name)) continue;
+    if (seen.has(name) && !repeated.includes(name)) repeated.push(name);
+    seen.add(name);
+  }
+  return repeated;
+}
