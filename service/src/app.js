@@ -3,6 +3,7 @@ import express from 'express';
 import { pinoHttp } from 'pino-http';
 import { HttpError } from './errors.js';
 import { errorHandler } from './http/error-handler.js';
+import { createOpenApiDocument } from './openapi.js';
 import { userRoutes } from './users/user-routes.js';
 
 /** A client's X-Request-Id is kept when it is a sane token, so logs join across services. */
@@ -61,6 +62,10 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
   });
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await renderMetrics());
+  });
+  const openApiDocument = createOpenApiDocument(config);
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openApiDocument);
   });
 
   app.use(userRoutes({ config, db, metrics }));
