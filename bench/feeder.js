@@ -57,7 +57,8 @@ async function drain(perMessage, n) {
   say(`filling a queue with ${n} users, ${perMessage} per message`);
   await sendMessages({ sqs, queueUrl: queues.queueUrl, messages: packMessages(users(`q${perMessage}`, n), perMessage), concurrency: 16 });
   const before = await countUsers();
-  Object.assign(process.env, { SERVICE_URL: service.baseUrl, POST_CONCURRENCY: String(POST_CONCURRENCY) });
+  // The handler's per-invocation log and EMF lines would drown the report; Powertools' own switches mute them.
+  Object.assign(process.env, { SERVICE_URL: service.baseUrl, POST_CONCURRENCY: String(POST_CONCURRENCY), POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true' });
   const { handler } = await import('../lambda/src/handler.js');
   const log = console.log;
   console.log = () => {};
