@@ -6,7 +6,7 @@ export const TOKEN = __ENV.TOKEN || '';
 export const MODE = __ENV.MODE === 'capacity' ? 'capacity' : 'closed';
 /** Keeps emails unique across runs against the same database, so replays never hide behind ON CONFLICT. */
 export const RUN_ID = __ENV.RUN_ID || `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
-/** Where handleSummary writes its JSON; the bench sets it. */
+/** Where handleSummary writes k6's summary data as JSON; unset, no file (the bench and smoke test set it). */
 export const SUMMARY_FILE = __ENV.SUMMARY_FILE || '';
 
 /**
