@@ -6,6 +6,7 @@
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { migrate } from '@sluice/db/migrate';
 import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
@@ -16,7 +17,7 @@ import { postgresCpuSeconds, postmasterPid, processCpuSeconds, sampleRss } from 
 import { markdownTable, svgChart } from './lib/report.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const args = new Set(process.argv.slice(2));
+const { values: args } = parseArgs({ options: { strategies: { type: 'boolean', default: false }, publish: { type: 'boolean', default: false } } });
 const POOL = Number(process.env.DB_POOL_MAX || 10);
 /** @param {string} msg */
 const say = (msg) => console.error(`[bench] ${msg}`);
@@ -71,7 +72,7 @@ async function measure(name, script, serviceEnv = {}) {
 
 try {
   const rows = [await measure('one', 'stress-test-one.js'), await measure('batch', 'stress-test-batch.js')];
-  if (args.has('--strategies')) {
+  if (args.strategies) {
     for (const strategy of ['unnest', 'copy']) rows.push(await measure(`batch (${strategy})`, 'stress-test-batch.js', { INSERT_STRATEGY: strategy }));
   }
   const batch = /** @type {typeof rows[number]} */ (rows.find((r) => r.name === 'batch'));
@@ -89,7 +90,7 @@ try {
   await writeFile(path.join(outDir, `${stamp}.md`), report);
   const chart = svgChart(all, `sluice, ${stamp.slice(0, 10)}: ${machine}`);
   await writeFile(path.join(outDir, `${stamp}.svg`), chart);
-  if (args.has('--publish')) {
+  if (args.publish) {
     await mkdir(path.join(root, 'docs'), { recursive: true });
     await copyFile(path.join(outDir, `${stamp}.svg`), path.join(root, 'docs', 'bench.svg'));
   }
