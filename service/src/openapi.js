@@ -11,7 +11,7 @@ const FIELD_NOTES = {
   passwordHash: 'A PHC / modular-crypt hash (`$id$...`). A `password` field is refused: plaintext is never stored.',
 };
 
-/** An error body whose `error` is one of `codes`, with headers the status always carries. */
+/** An error body whose `error` is one of `codes`; `extra`: more required properties. */
 const errorBody = (/** @type {string[]} */ codes, extra = {}) => ({
   type: 'object',
   required: ['error', 'message', ...Object.keys(extra)],
@@ -98,7 +98,8 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
         'POST /users writes a JSON array of users in one transaction, all or nothing. Every response carries `X-Request-Id` (a sane one sent by the client is kept).',
       license: { name: 'UNLICENSED', identifier: 'UNLICENSED' },
     },
-    servers: [{ url: 'http://127.0.0.1:3000', description: '`npm start`' }],
+    // Relative: the server that serves this document, wherever it is deployed.
+    servers: [{ url: '/', description: 'the server that serves this document' }],
     tags: [
       { name: 'users', description: 'Ingestion.' },
       { name: 'operations', description: 'Health, readiness, metrics and this document.' },
