@@ -82,6 +82,8 @@ const bar = new SingleBar({
   format: count ? '[{bar}] {percentage}% {value}/{total} users, {rate}/s' : '{value} users, {rate}/s',
   barsize: 30,
   noTTYOutput: true,
+  // Leave the terminal's line wrapping alone, so a Ctrl-C mid-run cannot leave it switched off.
+  linewrap: true,
 }, Presets.legacy);
 bar.start(count ?? 0, 0, { rate: 0 });
 
