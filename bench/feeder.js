@@ -6,6 +6,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { markdownTable } from 'markdown-table';
 import pg from 'pg';
 import { freePort, startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
 import { migrate } from '@sluice/db/migrate';
@@ -57,7 +58,8 @@ async function drain(perMessage, n) {
   say(`filling a queue with ${n} users, ${perMessage} per message`);
   await sendMessages({ sqs, queueUrl: queues.queueUrl, messages: packMessages(users(`q${perMessage}`, n), perMessage), concurrency: 16 });
   const before = await countUsers();
-  Object.assign(process.env, { SERVICE_URL: service.baseUrl, POST_CONCURRENCY: String(POST_CONCURRENCY) });
+  // The handler's per-invocation log and EMF lines would drown the report; Powertools' own switches mute them.
+  Object.assign(process.env, { SERVICE_URL: service.baseUrl, POST_CONCURRENCY: String(POST_CONCURRENCY), POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true' });
   const { handler } = await import('../lambda/src/handler.js');
   const log = console.log;
   console.log = () => {};
@@ -79,13 +81,12 @@ try {
   rows.push(await drain(1, Math.min(USERS, 20_000)));
   rows.push(await drain(100, USERS));
   const directRate = rows[0].users / rows[0].seconds;
-  const lines = [
-    '| path | users | seconds | users/s | % of direct |',
-    '| --- | --- | --- | --- | --- |',
-    ...rows.map((r) => `| ${r.name} | ${r.users.toLocaleString('en-US')} | ${r.seconds.toFixed(1)} | ${Math.round(r.users / r.seconds).toLocaleString('en-US')} | ${((r.users / r.seconds / directRate) * 100).toFixed(0)}% |`),
-  ];
+  const table = markdownTable([
+    ['path', 'users', 'seconds', 'users/s', '% of direct'],
+    ...rows.map((r) => [r.name, r.users.toLocaleString('en-US'), r.seconds.toFixed(1), Math.round(r.users / r.seconds).toLocaleString('en-US'), `${((r.users / r.seconds / directRate) * 100).toFixed(0)}%`]),
+  ], { align: ['l', 'r', 'r', 'r', 'r'] });
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, Node ${process.version}, PostgreSQL 17 (fsync on), ElasticMQ`;
-  const report = `${lines.join('\n')}\n\nRunner: ${JSON.stringify(RUNNER)}, POST_CONCURRENCY ${POST_CONCURRENCY}. Machine: ${machine}.\n`;
+  const report = `${table}\n\nRunner: ${JSON.stringify(RUNNER)}, POST_CONCURRENCY ${POST_CONCURRENCY}. Machine: ${machine}.\n`;
   const outDir = path.join(root, 'bench', 'results');
   await mkdir(outDir, { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');

@@ -25,10 +25,15 @@ if (!databaseUrl) {
 const applied = await migrate(databaseUrl);
 say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'schema is up to date');
 
+// A person at a terminal reads pino-pretty's lines; anywhere else (pipes, files, containers)
+// the service's JSON passes through untouched. pino-pretty is a development dependency, so an
+// install without it simply keeps JSON.
+const pretty = process.stdout.isTTY ? await import('pino-pretty').then((m) => m.default, () => undefined) : undefined;
 const service = spawn(process.execPath, [path.join(root, 'service/src/server.js')], {
   env: { ...process.env, DATABASE_URL: databaseUrl },
-  stdio: 'inherit',
+  stdio: ['inherit', pretty ? 'pipe' : 'inherit', 'inherit'],
 });
+if (pretty) service.stdout?.pipe(pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l' }));
 for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
   process.on(signal, () => service.kill(signal));
 }

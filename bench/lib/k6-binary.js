@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { access, constants, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import which from 'which';
 import { reapedChildrenCpuSeconds } from './process-stats.js';
 
 export const K6_VERSION = 'v1.8.1';
@@ -11,24 +12,16 @@ export const CACHE_BIN = path.join(process.env.XDG_CACHE_HOME || path.join(os.ho
 /** @param {string} file */
 const isExecutable = (file) => access(file, constants.X_OK).then(() => true, () => false);
 
-/** @param {string} name */
-async function onPath(name) {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (dir && (await isExecutable(path.join(dir, name)))) return path.join(dir, name);
-  }
-  return undefined;
-}
-
 /**
  * k6 from PATH, else from the cache, else built once with `go install` into the cache.
  * @param {{ log?: (msg: string) => void }} [options]
  * @returns {Promise<string>} the k6 executable
  */
 export async function findK6({ log = (m) => console.error(m) } = {}) {
-  const found = (await onPath('k6')) ?? ((await isExecutable(path.join(CACHE_BIN, 'k6'))) ? path.join(CACHE_BIN, 'k6') : undefined);
+  const found = (await which('k6', { nothrow: true })) ?? ((await isExecutable(path.join(CACHE_BIN, 'k6'))) ? path.join(CACHE_BIN, 'k6') : undefined);
   if (found) return found;
 
-  const go = await onPath('go');
+  const go = await which('go', { nothrow: true });
   if (!go) {
     throw new Error(
       `k6 is not on PATH and Go is not installed to build it. Install k6 ${K6_VERSION} (a release binary, ` +

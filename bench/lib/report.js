@@ -1,3 +1,5 @@
+import { markdownTable as gfmTable } from 'markdown-table';
+
 /**
  * @typedef {object} Row
  * @property {string} name
@@ -19,12 +21,12 @@ const n1 = (/** @type {number | undefined} */ v) => (v === undefined ? '–' : v
  */
 export function markdownTable(rows, ceiling) {
   const one = rows.find((r) => r.name === 'one');
-  const head = '| test | items/s | requests/s | p50 ms | p95 ms | p99 ms | errors | service CPU s | DB CPU s | service peak RSS MiB | k6 CPU s | × one | % of COPY |';
-  const lines = [head, head.replace(/[^|]+/g, ' --- ')];
-  for (const r of rows) {
-    lines.push(`| ${r.name} | ${n0(r.itemsPerSec)} | ${n1(r.requestsPerSec)} | ${n1(r.p50)} | ${n1(r.p95)} | ${n1(r.p99)} | ${r.errors ?? '–'} | ${n1(r.serviceCpuSeconds)} | ${n1(r.dbCpuSeconds)} | ${n0(r.servicePeakRssMiB)} | ${n1(r.k6CpuSeconds)} | ${one ? n1(r.itemsPerSec / one.itemsPerSec) : '–'} | ${n1((r.itemsPerSec / ceiling) * 100)} |`);
-  }
-  return lines.join('\n');
+  const head = ['test', 'items/s', 'requests/s', 'p50 ms', 'p95 ms', 'p99 ms', 'errors', 'service CPU s', 'DB CPU s', 'service peak RSS MiB', 'k6 CPU s', '× one', '% of COPY'];
+  const body = rows.map((r) => [
+    r.name, n0(r.itemsPerSec), n1(r.requestsPerSec), n1(r.p50), n1(r.p95), n1(r.p99), String(r.errors ?? '–'), n1(r.serviceCpuSeconds),
+    n1(r.dbCpuSeconds), n0(r.servicePeakRssMiB), n1(r.k6CpuSeconds), one ? n1(r.itemsPerSec / one.itemsPerSec) : '–', n1((r.itemsPerSec / ceiling) * 100),
+  ]);
+  return gfmTable([head, ...body], { align: ['l', ...head.slice(1).map(() => 'r')] });
 }
 
 /** @param {string} s */

@@ -11,7 +11,7 @@ export const RUN_ID = __ENV.RUN_ID || `${Date.now().toString(36)}${Math.floor(Ma
  * all already stored, so half the requests are replays that should insert nothing (answered 200).
  */
 export const REPLAY = __ENV.REPLAY === '1';
-/** Where handleSummary writes its JSON; the bench sets it. */
+/** Where handleSummary writes k6's summary data as JSON; unset, no file (the bench and smoke test set it). */
 export const SUMMARY_FILE = __ENV.SUMMARY_FILE || '';
 
 /**

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,6 +61,35 @@ describe('k6 smoke runs (a few seconds, 3 VUs)', () => {
     assert.ok(sent >= 2 * inserted - 2000 && sent <= 2 * inserted, `sent ${sent}, inserted ${inserted}`);
     assert.equal(await db.countUsers(), before + inserted);
     assert.equal(m.successful_requests.values.rate, 1);
+  });
+
+  test('without SUMMARY_FILE: k6\'s standard summary with the test\'s figures, and no file unless --summary-export', async () => {
+    const cwd = path.join(outDir, 'plain');
+    await mkdir(cwd);
+    const run = (/** @type {string[]} */ extra) => new Promise((resolve, reject) => {
+      const child = spawn(k6, ['run', '--no-usage-report', ...extra, path.join(K6_DIR, 'stress-test-one.js')], {
+        cwd, env: { ...process.env, BASE_URL: app.baseUrl, TOKEN, VUS: '2', DURATION: '1s', SUMMARY_FILE: '' }, stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c) => (stdout += c));
+      child.stderr.on('data', (c) => (stderr += c));
+      child.on('error', reject);
+      child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    });
+
+    const plain = /** @type {{ code: number, stdout: string, stderr: string }} */ (await run([]));
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.match(plain.stdout, /TOTAL RESULTS/, 'k6\'s own end-of-test summary');
+    assert.match(plain.stdout, /inserted_items\.*: \d+/);
+    assert.match(plain.stderr, /stress-test-one: \d+ users inserted in [\d.]+ s = \d+ items\/s/, 'the test\'s figures, logged before it');
+    assert.deepEqual(await readdir(cwd), [], 'no file dropped in the working directory');
+
+    const exported = /** @type {{ code: number, stdout: string, stderr: string }} */ (await run(['--summary-export', 'summary.json']));
+    assert.equal(exported.code, 0, exported.stderr);
+    assert.match(exported.stdout, /TOTAL RESULTS/);
+    const summary = JSON.parse(await readFile(path.join(cwd, 'summary.json'), 'utf8'));
+    assert.ok(summary.metrics.inserted_items.count > 0);
   });
 
   test('a wrong token makes k6 exit non-zero (the thresholds catch a misbehaving service)', async () => {

@@ -2,6 +2,7 @@
 // `npm run feeder`: the local SQS event-source runner feeding the real handler.
 // SQS_ENDPOINT, QUEUE_URL, SERVICE_URL, BATCH_SIZE, BATCH_WINDOW_MS, RECEIVERS, RUNNER_CONCURRENCY,
 // FUNCTION_TIMEOUT_MS, and the handler's own variables (INGEST_TOKEN, POST_CHUNK_ITEMS, ...).
+import { Logger } from '@aws-lambda-powertools/logger';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { loadFeederConfig, loadRunnerConfig } from '../src/config.js';
 import { ConfigError } from '../src/errors.js';
@@ -19,18 +20,29 @@ try {
 }
 
 const sqs = new SQSClient({ endpoint: config.endpoint, region: config.region, credentials: config.credentials });
-const runner = new LocalEventSource({ sqs, handler, ...config });
+// The runner's lines go through the same Powertools Logger as the handler's.
+const logger = new Logger({ serviceName: 'sluice-feeder-runner' });
+const runner = new LocalEventSource({
+  sqs,
+  handler,
+  ...config,
+  log: (line) => {
+    const { level, msg, ...fields } = /** @type {{ level: string, msg: string }} */ (line);
+    if (level === 'warn') logger.warn(msg, fields);
+    else logger.info(msg, fields);
+  },
+});
 await runner.start();
-console.log(JSON.stringify({ level: 'info', msg: 'feeder polling', queueUrl: config.queueUrl, batchSize: config.batchSize, batchWindowMs: config.batchWindowMs }));
+logger.info('feeder polling', { queueUrl: config.queueUrl, batchSize: config.batchSize, batchWindowMs: config.batchWindowMs });
 
 let stopping = false;
 /** @param {NodeJS.Signals} signal */
 async function stop(signal) {
   if (stopping) return;
   stopping = true;
-  console.log(JSON.stringify({ level: 'info', msg: 'feeder stopping: finishing the batches in hand', signal }));
+  logger.info('feeder stopping: finishing the batches in hand', { signal });
   const totals = await runner.stop();
-  console.log(JSON.stringify({ level: 'info', msg: 'feeder stopped', totals }));
+  logger.info('feeder stopped', { totals });
   sqs.destroy();
   process.exit(0);
 }

@@ -5,6 +5,7 @@ import { createReadStream } from 'node:fs';
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { Presets, SingleBar } from 'cli-progress';
 import { loadSqsConfig } from '../src/config.js';
 import { packMessages, sendMessages } from '../src/producer.js';
 
@@ -72,25 +73,19 @@ async function* users() {
   for (let i = 0; i < /** @type {number} */ (count); i++) yield { email: `produced-${runId}-${i}@example.com`, name: `Produced User ${i}` };
 }
 
-// The progress bar: redrawn in place on a terminal, a line every 10% otherwise.
+// cli-progress redraws the bar in place on a terminal, and prints a line every 2 s otherwise (logs, CI).
 const started = Date.now();
 let sentUsers = 0;
-let lastDecile = -1;
-const tty = process.stderr.isTTY;
-function progress(done = false) {
-  const rate = Math.round(sentUsers / Math.max(0.001, (Date.now() - started) / 1000));
-  if (count) {
-    const share = Math.min(1, sentUsers / count);
-    const bar = '#'.repeat(Math.round(share * 30)).padEnd(30, '-');
-    const line = `[${bar}] ${(share * 100).toFixed(0).padStart(3)}% ${sentUsers}/${count} users, ${rate}/s`;
-    if (tty) process.stderr.write(`\r${line}${done ? '\n' : ''}`);
-    else if (Math.floor(share * 10) > lastDecile || done) {
-      lastDecile = Math.floor(share * 10);
-      process.stderr.write(`${line}\n`);
-    }
-  } else if (tty) process.stderr.write(`\r${sentUsers} users, ${rate}/s${done ? '\n' : ''}`);
-}
-const ticker = setInterval(progress, 250);
+const rate = () => Math.round(sentUsers / Math.max(0.001, (Date.now() - started) / 1000));
+const bar = new SingleBar({
+  stream: process.stderr,
+  format: count ? '[{bar}] {percentage}% {value}/{total} users, {rate}/s' : '{value} users, {rate}/s',
+  barsize: 30,
+  noTTYOutput: true,
+  // Leave the terminal's line wrapping alone, so a Ctrl-C mid-run cannot leave it switched off.
+  linewrap: true,
+}, Presets.legacy);
+bar.start(count ?? 0, 0, { rate: 0 });
 
 const sqs = new SQSClient({ endpoint: config.endpoint, region: config.region, credentials: config.credentials });
 try {
@@ -99,15 +94,18 @@ try {
     queueUrl: config.queueUrl,
     messages: packMessages(users(), perMessage),
     concurrency,
-    onSent: (n) => (sentUsers += n),
+    onSent: (n) => {
+      sentUsers += n;
+      bar.update(sentUsers, { rate: rate() });
+    },
   });
-  clearInterval(ticker);
-  progress(true);
+  bar.update(sentUsers, { rate: rate() });
+  bar.stop();
   const seconds = (Date.now() - started) / 1000;
   console.log(JSON.stringify({ msg: 'produced', users: totals.users, messages: totals.messages, retries: totals.retries, seconds: Number(seconds.toFixed(2)) }));
 } catch (err) {
-  clearInterval(ticker);
-  console.error(`\nproduce failed after ${sentUsers} users: ${/** @type {Error} */ (err).message}`);
+  bar.stop();
+  console.error(`produce failed after ${sentUsers} users: ${/** @type {Error} */ (err).message}`);
   process.exitCode = 1;
 } finally {
   sqs.destroy();

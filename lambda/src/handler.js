@@ -1,6 +1,7 @@
 import { toBatchItemFailures } from './batch-response.js';
 import { loadFeederConfig } from './config.js';
 import { ServiceUnavailableError } from './errors.js';
+import { reportInvocation } from './observability.js';
 import { unpackRecords } from './records.js';
 import { postUsers } from './service-client.js';
 
@@ -19,7 +20,7 @@ export async function feedRecords(records, config, deadline) {
   const { items, poisoned } = unpackRecords(records);
   /** @type {Map<string, FailureKind>} */
   const failed = new Map([...poisoned.keys()].map((id) => [id, /** @type {FailureKind} */ ('poison')]));
-  const stats = { posts: 0, retries: 0, inserted: 0 };
+  const stats = { posts: 0, retries: 0, inserted: 0, stored: 0 };
   const fail = (/** @type {string} */ id, /** @type {FailureKind} */ kind) => {
     if (failed.get(id) !== 'poison') failed.set(id, kind);
   };
@@ -41,6 +42,7 @@ export async function feedRecords(records, config, deadline) {
       switch (outcome.kind) {
         case 'stored':
           stats.inserted += outcome.inserted;
+          stats.stored += pending.length;
           return;
         case 'invalid':
           // Each refused user fails its message; the rest of the chunk is posted again.
@@ -90,19 +92,18 @@ export async function handler(event, context) {
   const { items, failed, stats } = await feedRecords(records, config, deadline);
 
   const kinds = [...failed.values()];
-  // One line per invocation: counts only, never a user or the token.
-  console.log(JSON.stringify({
-    msg: 'sqs batch fed',
+  reportInvocation({
     requestId: context.awsRequestId,
     records: records.length,
     users: items.length,
+    usersStored: stats.stored,
+    inserted: stats.inserted,
     posts: stats.posts,
     retries: stats.retries,
-    inserted: stats.inserted,
     failedMessages: failed.size,
     poisonMessages: kinds.filter((k) => k === 'poison').length,
     durationMs: Date.now() - started,
-  }));
+  });
 
   if (records.length > 0 && failed.size === records.length && kinds.every((k) => k === 'unavailable')) {
     throw new ServiceUnavailableError(`the service could not take any of ${records.length} messages; the batch goes back to the queue`);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { ServiceUnavailableError } from '../src/errors.js';
 import { handler } from '../src/handler.js';
+import { captureHandlerOutput } from './support/handler-output.js';
 import { lambdaContext, makeEvent, makeRecord } from './support/sqs-events.js';
 import { startStubService } from './support/stub-service.js';
 
@@ -12,14 +13,12 @@ const failures = (/** @type {any} */ result) => result.batchItemFailures.map((/*
 
 describe('handler (unit, scripted service)', () => {
   /** @type {Awaited<ReturnType<typeof startStubService>> | undefined} */ let stub;
-  /** @type {string[]} */ let logLines;
-  const originalLog = console.log;
+  /** @type {ReturnType<typeof captureHandlerOutput>} */ let output;
   beforeEach(() => {
-    logLines = [];
-    console.log = (line) => logLines.push(line);
+    output = captureHandlerOutput();
   });
   afterEach(async () => {
-    console.log = originalLog;
+    output.restore();
     await stub?.close();
     stub = undefined;
   });
@@ -79,7 +78,7 @@ describe('handler (unit, scripted service)', () => {
     assert.deepEqual(result, { batchItemFailures: [] });
     assert.equal(/** @type {any} */ (stub).requests.length, 3);
     assert.ok(answeredAt[1] - answeredAt[0] >= 950, 'waited for Retry-After');
-    const line = JSON.parse(logLines.at(-1) ?? '{}');
+    const line = output.logs.at(-1) ?? {};
     assert.equal(line.retries, 2);
     assert.equal(line.posts, 3);
   });
@@ -106,11 +105,54 @@ describe('handler (unit, scripted service)', () => {
     await assert.rejects(run(makeEvent([user('t')]), lambdaContext(5_000)), ServiceUnavailableError);
   });
 
-  test('the log line has counts and never a user or the token', async () => {
+  test('the log line has counts and the request id as correlation id, never a user or the token', async () => {
     const run = await withService(stored, { INGEST_TOKEN: 'feeder-secret-token-xyz' });
-    await run(makeEvent([user('private-person')]), lambdaContext(5_000));
-    assert.equal(logLines.length, 1);
-    assert.ok(!logLines[0].includes('private-person') && !logLines[0].includes('feeder-secret-token-xyz'));
-    assert.deepEqual(Object.keys(JSON.parse(logLines[0])).sort(), ['durationMs', 'failedMessages', 'inserted', 'msg', 'poisonMessages', 'posts', 'records', 'requestId', 'retries', 'users'].sort());
+    await run(makeEvent([user('private-person')]), lambdaContext(5_000, 'request-id-42'));
+    assert.equal(output.logs.length, 1);
+    const [line] = output.logs;
+    const text = JSON.stringify(line);
+    assert.ok(!text.includes('private-person') && !text.includes('feeder-secret-token-xyz'));
+    assert.equal(line.message, 'sqs batch fed');
+    assert.equal(line.correlation_id, 'request-id-42');
+    assert.equal(line.level, 'INFO');
+    assert.equal(line.service, 'sluice-feeder');
+    assert.deepEqual(
+      { records: line.records, users: line.users, usersStored: line.usersStored, inserted: line.inserted, posts: line.posts, retries: line.retries, failedMessages: line.failedMessages, poisonMessages: line.poisonMessages },
+      { records: 1, users: 1, usersStored: 1, inserted: 1, posts: 1, retries: 0, failedMessages: 0, poisonMessages: 0 },
+    );
+    assert.equal(typeof line.durationMs, 'number');
+  });
+
+  test('one CloudWatch EMF record per invocation: users stored, messages failed, poison, retries, posts, duration', async () => {
+    const run = await withService((users, n) => (n === 1 ? [503, { error: 'database_unavailable' }] : stored(users)));
+    const good = makeRecord([user('m1'), user('m2')]);
+    const poison = makeRecord('{"email": ');
+    await run({ Records: [good, poison] }, lambdaContext(10_000));
+
+    assert.equal(output.metrics.length, 1);
+    const [emf] = output.metrics;
+    const [directive] = emf._aws.CloudWatchMetrics;
+    assert.equal(directive.Namespace, 'sluice');
+    assert.deepEqual(directive.Dimensions, [['service']]);
+    assert.equal(emf.service, 'sluice-feeder');
+    assert.ok(Number.isInteger(emf._aws.Timestamp));
+    assert.deepEqual(
+      Object.fromEntries(directive.Metrics.map((/** @type {any} */ m) => [m.Name, m.Unit])),
+      { usersStored: 'Count', messagesFailed: 'Count', poisonMessages: 'Count', retries: 'Count', posts: 'Count', durationMs: 'Milliseconds' },
+    );
+    assert.deepEqual(
+      { usersStored: emf.usersStored, messagesFailed: emf.messagesFailed, poisonMessages: emf.poisonMessages, retries: emf.retries, posts: emf.posts },
+      { usersStored: 2, messagesFailed: 1, poisonMessages: 1, retries: 1, posts: 2 },
+    );
+    assert.ok(emf.durationMs >= 0);
+  });
+
+  test('an invocation that throws (service down) still emits its figures', async () => {
+    const run = await withService(() => [503, { error: 'database_unavailable' }]);
+    await stub?.close();
+    await assert.rejects(run(makeEvent([user('x')]), lambdaContext(1_500)), ServiceUnavailableError);
+    assert.equal(output.metrics.length, 1);
+    assert.equal(output.metrics[0].messagesFailed, 1);
+    assert.equal(output.metrics[0].usersStored, 0);
   });
 });

@@ -3,6 +3,7 @@ import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs
 import { after, describe, test } from 'node:test';
 import { useAppAndDatabase } from '../../test/support/fixture.js';
 import { lambdaContext, toLambdaRecord } from '../src/sqs-event.js';
+import { captureHandlerOutput } from './support/handler-output.js';
 import { createQueuePair, makeSqsClient } from './support/queues.js';
 
 describe('redelivery', () => {
@@ -13,7 +14,7 @@ describe('redelivery', () => {
   test('a message delivered twice (its visibility ran out mid-processing) stores its users once', async () => {
     process.env.SERVICE_URL = ctx.app.baseUrl;
     const { handler } = await import('../src/handler.js');
-    console.log = () => {};
+    captureHandlerOutput();
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 });
     const users = Array.from({ length: 50 }, (_, i) => ({ email: `twice-${i}@example.com`, name: `Twice ${i}` }));
     await queues.send([JSON.stringify(users)]);

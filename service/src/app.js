@@ -2,6 +2,7 @@ import express from 'express';
 import { HttpError } from './errors.js';
 import { errorHandler } from './http/error-handler.js';
 import { requestLog } from './http/request-log.js';
+import { createOpenApiDocument } from './openapi.js';
 import { userRoutes } from './users/user-routes.js';
 
 /**
@@ -42,6 +43,10 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
   });
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await renderMetrics());
+  });
+  const openApiDocument = createOpenApiDocument(config);
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openApiDocument);
   });
 
   app.use(userRoutes({ config, db, metrics }));

@@ -1,4 +1,5 @@
 import { LocalEventSource } from '../../src/local-runner.js';
+import { captureHandlerOutput } from './handler-output.js';
 
 /**
  * The local runner with the real handler, pointed at a queue. The handler reads its configuration
@@ -11,10 +12,8 @@ export async function startFeeder({ sqs, queueUrl, serviceUrl, env = {}, batchSi
   const { handler } = await import('../../src/handler.js');
   /** @type {any[]} */
   const logs = [];
-  /** @type {any[]} */
-  const handlerLogs = [];
   // The handler's one line per invocation is kept for assertions instead of flooding the output.
-  console.log = (line) => handlerLogs.push(JSON.parse(line));
+  const { logs: handlerLogs } = captureHandlerOutput();
   const runner = new LocalEventSource({
     sqs, queueUrl, handler, region: 'us-east-1', batchSize, batchWindowMs: 200, receivers: 4, concurrency: 2, functionTimeoutMs,
     waitTimeSeconds: 1, log: (line) => logs.push(line),

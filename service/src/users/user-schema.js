@@ -157,3 +157,6 @@ export function parseUserBatch(items) {
   // Sorted, so a repeated email sits next to its first occurrence; the first one wins.
   return rows.filter((row, i) => i === 0 || row[0] !== rows[i - 1][0]);
 }
+
+// For the OpenAPI document (openapi.js), which is generated from the very schema ajv compiles.
+export { userSchema, MESSAGES };

@@ -1,0 +1,19 @@
+#!/usr/bin/env node
+// `npm run bench:feeder-cold-start`: what loading the feeder's handler module costs a Lambda cold
+// start. Each run is a fresh Node process that times `import('lambda/src/handler.js')` alone (the
+// runtime's own start is the same with or without it); RUNS (default 15) processes, median and range.
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const RUNS = Number(process.env.RUNS || 15);
+const handlerUrl = new URL('../lambda/src/handler.js', import.meta.url).href;
+const probe = `const t = performance.now(); await import(${JSON.stringify(handlerUrl)}); console.log(performance.now() - t);`;
+
+const times = [];
+for (let i = 0; i < RUNS; i++) {
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', probe], { env: { ...process.env, SERVICE_URL: 'http://127.0.0.1:1' }, encoding: 'utf8' });
+  times.push(Number(out.trim()));
+}
+times.sort((a, b) => a - b);
+const median = times.length % 2 ? times[(times.length - 1) / 2] : (times[times.length / 2 - 1] + times[times.length / 2]) / 2;
+console.log(`import ${fileURLToPath(handlerUrl)}: median ${median.toFixed(1)} ms over ${RUNS} fresh processes (min ${times[0].toFixed(1)}, max ${times.at(-1)?.toFixed(1)}); Node ${process.version}`);

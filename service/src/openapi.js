@@ -1,0 +1,265 @@
+import { createRequire } from 'node:module';
+import { MAX_REPORTED_ERRORS, MESSAGES, userSchema } from './users/user-schema.js';
+
+const { version } = createRequire(import.meta.url)('../package.json');
+
+// What a field means to a sender; the rules themselves come from the schema ajv compiles.
+const FIELD_NOTES = {
+  email: 'Stored lower-cased; unique: an email already stored is skipped, never duplicated.',
+  name: 'Stored exactly as sent.',
+  phone: '`+` and 6 to 15 digits.',
+  passwordHash: 'A PHC / modular-crypt hash (`$id$...`). A `password` field is refused: plaintext is never stored.',
+};
+
+/** An error body whose `error` is one of `codes`; `extra`: more required properties. */
+const errorBody = (/** @type {string[]} */ codes, extra = {}) => ({
+  type: 'object',
+  required: ['error', 'message', ...Object.keys(extra)],
+  additionalProperties: false,
+  properties: { error: { type: 'string', enum: codes }, message: { type: 'string' }, ...extra },
+});
+
+/**
+ * A JSON media type with named examples, each a plain value or an OpenAPI Example Object ({ value,
+ * description }) when it says which request it answers.
+ * @param {object} schema
+ * @param {Record<string, unknown>} examples
+ */
+const json = (schema, examples) => ({
+  'application/json': {
+    schema,
+    examples: Object.fromEntries(Object.entries(examples).map(([name, e]) => [name, e instanceof Example ? { description: e.description, value: e.value } : { value: e }])),
+  },
+});
+
+class Example {
+  /** @param {unknown} value @param {string} description */
+  constructor(value, description) {
+    this.value = value;
+    this.description = description;
+  }
+}
+
+/**
+ * The README's examples of POST /users: each request with the status and body it gets on an empty
+ * table. The test sends every one to the real service and checks the answers.
+ */
+export const POST_USERS_EXAMPLES = {
+  new: { request: [{ email: 'new@example.com', name: 'New' }], status: 201, response: { received: 1, inserted: 1, duplicates: 0 } },
+  duplicate: { request: [{ email: 'NEW@example.com', name: 'New' }], status: 200, response: { received: 1, inserted: 0, duplicates: 1 } },
+  invalid: {
+    request: [{ email: 'x', name: 'X' }, { email: 'y@example.com', nome: 'Y' }],
+    status: 400,
+    response: {
+      error: 'invalid_batch',
+      message: '2 of 2 users are invalid; nothing was written',
+      errors: [
+        { index: 0, field: 'email', message: MESSAGES.email.pattern },
+        { index: 1, field: 'name', message: 'is required' },
+        { index: 1, field: 'nome', message: 'is not a known field (allowed: email, name, phone, passwordHash)' },
+      ],
+    },
+  },
+  notAnArray: { request: { email: 'a@b.co' }, status: 400, response: { error: 'not_an_array', message: 'the body must be a JSON array of users' } },
+  empty: { request: [], status: 400, response: { error: 'empty_batch', message: 'the array is empty: send 1 to MAX_BATCH_ITEMS users' } },
+};
+
+// The answers of one status, each described by the request that gets it.
+const byStatus = (/** @type {number} */ status) =>
+  Object.fromEntries(
+    Object.entries(POST_USERS_EXAMPLES)
+      .filter(([, e]) => e.status === status)
+      .map(([name, e]) => [name, new Example(e.response, `The answer to \`${JSON.stringify(e.request)}\`${name === 'duplicate' ? ' after `new`' : ''}.`)]),
+  );
+// Only the valid requests are request examples: a request example must match the request schema.
+const validRequests = () =>
+  Object.fromEntries(Object.entries(POST_USERS_EXAMPLES).filter(([, e]) => e.status < 300).map(([name, e]) => [name, e.request]));
+
+/**
+ * The OpenAPI 3.1 document of the service. The user object is the schema ajv validates with, so
+ * the document cannot drift from the rules; the limits are this process's configuration.
+ *
+ * @param {{ maxBatchItems: number, maxBodyBytes: number }} config
+ */
+export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
+  const user = structuredClone(userSchema);
+  for (const [field, note] of Object.entries(FIELD_NOTES)) {
+    /** @type {Record<string, any>} */ (user.properties)[field].description = note;
+  }
+  const retryAfter = { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } };
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'sluice',
+      version,
+      summary: 'Batch ingestion of users over HTTP into PostgreSQL.',
+      description:
+        'POST /users writes a JSON array of users in one transaction, all or nothing. Every response carries `X-Request-Id` (a sane one sent by the client is kept).',
+      license: { name: 'UNLICENSED', identifier: 'UNLICENSED' },
+    },
+    // Relative: the server that serves this document, wherever it is deployed.
+    servers: [{ url: '/', description: 'the server that serves this document' }],
+    tags: [
+      { name: 'users', description: 'Ingestion.' },
+      { name: 'operations', description: 'Health, readiness, metrics and this document.' },
+    ],
+    paths: {
+      '/users': {
+        post: {
+          operationId: 'postUsers',
+          tags: ['users'],
+          summary: 'Write a batch of users, all or nothing',
+          description:
+            `A JSON array of 1 to ${maxBatchItems} users (MAX_BATCH_ITEMS), at most ${maxBodyBytes} bytes decoded (MAX_BODY_BYTES); ` +
+            'UTF-8 JSON only, gzip or deflate `Content-Encoding` accepted. The whole array is written in one transaction; ' +
+            'emails already stored are skipped. A bearer token is required only when the service runs with INGEST_TOKEN set.',
+          security: [{ bearer: [] }, {}],
+          requestBody: {
+            required: true,
+            content: json(
+              { type: 'array', minItems: 1, maxItems: maxBatchItems, items: { $ref: '#/components/schemas/User' } },
+              validRequests(),
+            ),
+          },
+          responses: {
+            201: { description: 'At least one user was inserted.', content: json({ $ref: '#/components/schemas/BatchResult' }, byStatus(201)) },
+            200: { description: 'Every user was already stored: nothing inserted.', content: json({ $ref: '#/components/schemas/BatchResult' }, byStatus(200)) },
+            400: {
+              description: 'Invalid users (every problem, by index), not an array, an empty array, or malformed JSON. Nothing was written.',
+              content: json({ oneOf: [{ $ref: '#/components/schemas/InvalidBatch' }, { $ref: '#/components/schemas/BadRequest' }] }, {
+                ...byStatus(400),
+                malformedJson: { error: 'malformed_json', message: 'the body is not valid JSON' },
+              }),
+            },
+            401: {
+              description: 'Missing or wrong bearer token (only when INGEST_TOKEN is set).',
+              headers: { 'WWW-Authenticate': { schema: { type: 'string', const: 'Bearer' } } },
+              content: json(errorBody(['unauthorized']), { unauthorized: { error: 'unauthorized', message: 'missing or wrong bearer token' } }),
+            },
+            413: {
+              description: 'More than MAX_BATCH_ITEMS users, or a body over MAX_BODY_BYTES.',
+              content: json(errorBody(['too_many_items', 'payload_too_large']), {
+                tooManyItems: { error: 'too_many_items', message: `${maxBatchItems + 1} users is over MAX_BATCH_ITEMS (${maxBatchItems}); split the batch` },
+                payloadTooLarge: { error: 'payload_too_large', message: 'the body is larger than MAX_BODY_BYTES' },
+              }),
+            },
+            415: {
+              description: 'Not `application/json`, not UTF-8, or an unsupported `Content-Encoding`.',
+              content: json(errorBody(['unsupported_media_type', 'unsupported_charset', 'unsupported_encoding']), {
+                unsupportedMediaType: { error: 'unsupported_media_type', message: 'Content-Type must be application/json' },
+              }),
+            },
+            500: {
+              description: 'An unexpected failure; the error id is in the log too. Nothing was written.',
+              content: json(errorBody(['internal'], { errorId: { type: 'string', format: 'uuid' } }), {
+                internal: { error: 'internal', message: 'unexpected error; nothing was written', errorId: '0f8e4c1a-3b5d-4e2f-9a7c-6d1b2e3f4a5b' },
+              }),
+            },
+            503: {
+              description: 'PostgreSQL down or every pooled connection busy. Nothing was written; retry after `Retry-After`.',
+              headers: { 'Retry-After': { required: true, ...retryAfter } },
+              content: json(errorBody(['database_unavailable']), {
+                databaseUnavailable: { error: 'database_unavailable', message: 'the database cannot take writes now; nothing was written, retry later' },
+              }),
+            },
+          },
+        },
+      },
+      '/healthz': {
+        get: {
+          operationId: 'getHealth',
+          tags: ['operations'],
+          summary: 'Liveness',
+          security: [],
+          responses: {
+            200: {
+              description: 'The process serves.',
+              content: json(
+                { type: 'object', required: ['status', 'pid'], additionalProperties: false, properties: { status: { const: 'ok' }, pid: { type: 'integer' } } },
+                { ok: { status: 'ok', pid: 4242 } },
+              ),
+            },
+          },
+        },
+      },
+      '/readyz': {
+        get: {
+          operationId: 'getReadiness',
+          tags: ['operations'],
+          summary: 'Readiness',
+          security: [],
+          responses: {
+            200: { description: 'The database answers and the `users` table exists.', content: json(readiness('ready'), { ready: { status: 'ready' } }) },
+            503: { description: 'The database does not answer, or the schema is missing.', content: json(readiness('not_ready'), { notReady: { status: 'not_ready' } }) },
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          operationId: 'getMetrics',
+          tags: ['operations'],
+          summary: 'Prometheus metrics',
+          description: 'Requests by route and status, durations, users received and inserted, batch sizes, insert time, pool connections. Under WORKERS, the whole cluster.',
+          security: [],
+          responses: {
+            200: {
+              description: 'Prometheus text exposition format.',
+              content: { 'text/plain': { schema: { type: 'string' }, example: 'sluice_users_inserted_total 7\n' } },
+            },
+          },
+        },
+      },
+      '/openapi.json': {
+        get: {
+          operationId: 'getOpenApiDocument',
+          tags: ['operations'],
+          summary: 'This document',
+          security: [],
+          responses: {
+            200: { description: 'The OpenAPI 3.1 document of this API.', content: { 'application/json': { schema: { type: 'object' } } } },
+          },
+        },
+      },
+    },
+    components: {
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'INGEST_TOKEN, compared in constant time.' },
+      },
+      schemas: {
+        User: user,
+        BatchResult: {
+          type: 'object',
+          required: ['received', 'inserted', 'duplicates'],
+          additionalProperties: false,
+          properties: {
+            received: { type: 'integer', minimum: 1, description: 'Users in the request.' },
+            inserted: { type: 'integer', minimum: 0, description: 'Rows written.' },
+            duplicates: { type: 'integer', minimum: 0, description: 'received - inserted: emails already stored, or repeated in the batch.' },
+          },
+        },
+        ItemError: {
+          type: 'object',
+          required: ['index', 'field', 'message'],
+          additionalProperties: false,
+          properties: {
+            index: { type: 'integer', minimum: 0, description: 'Position of the user in the array.' },
+            field: { type: ['string', 'null'], description: 'The field at fault; null when the item is not an object.' },
+            message: { type: 'string' },
+          },
+        },
+        InvalidBatch: {
+          ...errorBody(['invalid_batch'], {
+            errors: { type: 'array', minItems: 1, maxItems: MAX_REPORTED_ERRORS, items: { $ref: '#/components/schemas/ItemError' }, description: 'In index order.' },
+          }),
+        },
+        BadRequest: errorBody(['not_an_array', 'empty_batch', 'malformed_json', 'request_aborted', 'request_size_invalid']),
+      },
+    },
+  };
+}
+
+/** @param {string} status */
+function readiness(status) {
+  return { type: 'object', required: ['status'], additionalProperties: false, properties: { status: { const: status } } };
+}
