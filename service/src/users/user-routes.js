@@ -1,5 +1,6 @@
 import express from 'express';
 import { HttpError } from '../errors.js';
+import { AdmissionBudget, admitRequest } from '../http/admission.js';
 import { requireToken } from '../http/require-token.js';
 import { parseUserBatch } from './user-schema.js';
 import { insertUsers } from './user-repository.js';
@@ -12,6 +13,7 @@ import { insertUsers } from './user-repository.js';
 export function userRoutes({ config, db, metrics }) {
   const router = express.Router();
   const readJson = express.json({ limit: config.maxBodyBytes, strict: false, type: () => true });
+  const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
 
   router.post(
     '/users',
@@ -21,6 +23,7 @@ export function userRoutes({ config, db, metrics }) {
       if (!req.is('application/json')) return next(new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json'));
       next();
     },
+    admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission }),
     readJson,
     async (req, res) => {
       const items = req.body;
@@ -31,14 +34,17 @@ export function userRoutes({ config, db, metrics }) {
       }
 
       const rows = parseUserBatch(items);
+      // The parsed objects are twice the rows' size: let them go before the long wait on the database.
+      const received = items.length;
+      req.body = undefined;
       const endTimer = metrics.insertDuration.startTimer();
       const inserted = await insertUsers(db, rows, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy });
       endTimer();
 
-      metrics.batchSize.observe(items.length);
-      metrics.usersReceived.inc(items.length);
+      metrics.batchSize.observe(received);
+      metrics.usersReceived.inc(received);
       metrics.usersInserted.inc(inserted);
-      res.status(inserted > 0 ? 201 : 200).json({ received: items.length, inserted, duplicates: items.length - inserted });
+      res.status(inserted > 0 ? 201 : 200).json({ received, inserted, duplicates: received - inserted });
     },
   );
   return router;
