@@ -240,6 +240,9 @@ export function admitRequest({ budget, maxBodyBytes, metrics }) {
     } catch (err) {
       res.off('close', onClose);
       if (err instanceof AdmissionRefusedError) metrics?.shed(err.reason);
+      // Closing the connection after the answer spares reading a body nobody will use (a kept-alive
+      // connection must read it to the end first); clients retry on a new connection.
+      res.setHeader('Connection', 'close');
       // A client that left waiting gets no answer; the error handler sees the closed response.
       return next(err);
     } finally {
