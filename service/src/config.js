@@ -22,7 +22,7 @@ import { ConfigError } from './errors.js';
  */
 
 export const INSERT_STRATEGIES = /** @type {const} */ (['format', 'unnest', 'copy']);
-const DEFAULT_ADMISSION_BUDGET_BYTES = 8 * 1024 * 1024;
+const DEFAULT_ADMISSION_BUDGET_BYTES = 4 * 1024 * 1024;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**

@@ -14,7 +14,7 @@ describe('configuration (unit)', () => {
     assert.equal(c.workers, 0);
     assert.equal(c.databaseUrl, undefined);
     assert.equal(c.ingestToken, undefined);
-    assert.equal(c.admissionBudgetBytes, 8 * 1024 * 1024);
+    assert.equal(c.admissionBudgetBytes, 4 * 1024 * 1024);
     assert.equal(c.admissionWaitMs, 2000);
   });
 

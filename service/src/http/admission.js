@@ -277,7 +277,9 @@ function countAsRead(req, budget, grant, metrics) {
     req.off('data', onData);
     budget.release(grant);
     metrics?.shed('overflow');
-    req.emit('error', new AdmissionRefusedError('overflow'));
+    // Nobody reading (a middleware in between answered already): there is no one to tell.
+    if (req.listenerCount('error') > 0) req.emit('error', new AdmissionRefusedError('overflow'));
+    else req.destroy();
   };
   req.on('data', onData);
 }
