@@ -8,9 +8,10 @@ const SERVER = fileURLToPath(new URL('../../service/src/server.js', import.meta.
  * The real service as a child process (node service/src/server.js) on 127.0.0.1 and a free port,
  * with its JSON log lines collected.
  * @param {Record<string, string>} env
+ * @param {{ entry?: string }} [options]  entry: another server.js (a benchmark comparing with another checkout)
  */
-export async function startServerProcess(env) {
-  const child = spawn(process.execPath, [SERVER], {
+export async function startServerProcess(env, { entry = SERVER } = {}) {
+  const child = spawn(process.execPath, [entry], {
     // At least info: the port is read from the `listening` line.
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env, LOG_LEVEL: env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace' ? env.LOG_LEVEL : 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],
