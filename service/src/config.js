@@ -21,9 +21,12 @@ import { ConfigError } from './errors.js';
  * @property {number} workers             0: no cluster, this process serves
  * @property {number} shutdownTimeoutMs
  * @property {string} logLevel
+ * @property {number} admissionBudgetBytes  request body bytes one process serves at once (http/admission.js)
+ * @property {number} admissionWaitMs       how long a request that does not fit waits before 503 (0: never waits)
  */
 
 export const INSERT_STRATEGIES = /** @type {const} */ (['format', 'unnest', 'copy']);
+const DEFAULT_ADMISSION_BUDGET_BYTES = 4 * 1024 * 1024;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
@@ -84,5 +87,9 @@ export function loadConfig(env = process.env) {
     workers,
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000),
     logLevel: oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
+    // Body bytes, not memory: each byte of a large body costs several in the heap while it is
+    // parsed and written (README, "Admission control"). The minimum keeps a reserve for small requests.
+    admissionBudgetBytes: int('ADMISSION_BUDGET_BYTES', DEFAULT_ADMISSION_BUDGET_BYTES, 64 * 1024, 1024 * 1024 * 1024),
+    admissionWaitMs: int('ADMISSION_WAIT_MS', 2000, 0, 600_000),
   };
 }

@@ -11,6 +11,7 @@ export function createMetrics(db) {
 
   const metrics = {
     registry,
+    admission: admissionMetrics(registers),
     httpRequests: new client.Counter({ name: 'sluice_http_requests_total', help: 'HTTP requests answered', labelNames: ['method', 'route', 'status'], registers }),
     httpDuration: new client.Histogram({
       name: 'sluice_http_request_duration_seconds', help: 'Time to answer a request', labelNames: ['method', 'route'], registers,
@@ -41,6 +42,31 @@ export function createMetrics(db) {
     });
   }
   return metrics;
+}
+
+/**
+ * What admission control reports: requests shed and why, bytes held and requests waiting, time waited.
+ * @param {client.Registry[]} registers
+ * @returns {import('./http/admission.js').AdmissionMetrics}
+ */
+function admissionMetrics(registers) {
+  const shed = new client.Counter({ name: 'sluice_admission_shed_total', help: 'Requests refused with 503 by admission control, by reason', labelNames: ['reason'], registers });
+  const wait = new client.Histogram({
+    name: 'sluice_admission_wait_seconds', help: 'Time a request waited to be admitted (admitted or not)', registers,
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
+  });
+  const inFlight = new client.Gauge({ name: 'sluice_admission_in_flight_bytes', help: 'Request body bytes admitted and not yet released, by lane', labelNames: ['lane'], registers });
+  const waiting = new client.Gauge({ name: 'sluice_admission_waiting_requests', help: 'Requests waiting to be admitted', registers });
+  return {
+    shed: (reason) => shed.inc({ reason }),
+    waited: (seconds) => wait.observe(seconds),
+    observe: (budget) => {
+      const usage = budget.usage;
+      inFlight.set({ lane: 'large' }, usage.largeBytes);
+      inFlight.set({ lane: 'small' }, usage.smallBytes);
+      waiting.set(usage.waiting);
+    },
+  };
 }
 
 /** @typedef {ReturnType<typeof createMetrics>} Metrics */

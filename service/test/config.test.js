@@ -14,6 +14,8 @@ describe('configuration (unit)', () => {
     assert.equal(c.workers, 0);
     assert.equal(c.databaseUrl, undefined);
     assert.equal(c.ingestToken, undefined);
+    assert.equal(c.admissionBudgetBytes, 4 * 1024 * 1024);
+    assert.equal(c.admissionWaitMs, 2000);
   });
 
   test('WORKERS=auto means one per core', () => {
@@ -24,6 +26,7 @@ describe('configuration (unit)', () => {
     ['PORT', 'eighty'], ['PORT', '70000'], ['MAX_BATCH_ITEMS', '0'], ['MAX_BODY_BYTES', '-5'],
     ['INSERT_CHUNK_ROWS', '1.5'], ['INSERT_STRATEGY', 'magic'], ['WORKERS', 'many'], ['DB_POOL_MAX', ''.padEnd(3, 'x')],
     ['DATABASE_URL', 'mysql://x'], ['LOG_LEVEL', 'loud'],
+    ['ADMISSION_BUDGET_BYTES', '1000'], ['ADMISSION_BUDGET_BYTES', '8MB'], ['ADMISSION_WAIT_MS', '-1'],
   ]) {
     test(`a bad ${variable} (${value}) stops start-up with a message naming it`, () => {
       assert.throws(() => loadConfig({ [variable]: value }), (err) => err instanceof ConfigError && err.message.startsWith(variable));

@@ -1,5 +1,6 @@
 import express from 'express';
 import { HttpError } from '../errors.js';
+import { AdmissionBudget, admitRequest } from '../http/admission.js';
 import { readJsonBody } from '../http/json-body.js';
 import { requireToken } from '../http/require-token.js';
 import { parseUserBatch } from './user-schema.js';
@@ -30,10 +31,12 @@ export function userRoutes({ config, db, metrics }) {
   /** Small requests are written in groups, large ones straight. @param {import('./user-schema.js').UserRow[]} rows */
   const insertUsers = (rows) => (groupCommit && rows.length <= config.groupCommitSmallRows ? groupCommit.insertUsers(rows) : writer.insertUsers(rows));
   const readJson = readJsonBody(config);
+  const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
 
   router.post(
     '/users',
     requireToken(config.ingestToken),
+    admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission }),
     readJson,
     async (req, res) => {
       const items = req.body;
@@ -44,15 +47,17 @@ export function userRoutes({ config, db, metrics }) {
       }
 
       const rows = parseUserBatch(items);
-      req.body = undefined; // the rows are all that is needed now: let the parsed objects go
+      // The parsed objects are twice the rows' size: let them go before the long wait on the database.
+      const received = items.length;
+      req.body = undefined;
       const endTimer = metrics.insertDuration.startTimer();
       const inserted = await insertUsers(rows);
       endTimer();
 
-      metrics.batchSize.observe(items.length);
-      metrics.usersReceived.inc(items.length);
+      metrics.batchSize.observe(received);
+      metrics.usersReceived.inc(received);
       metrics.usersInserted.inc(inserted);
-      res.status(inserted > 0 ? 201 : 200).json({ received: items.length, inserted, duplicates: items.length - inserted });
+      res.status(inserted > 0 ? 201 : 200).json({ received, inserted, duplicates: received - inserted });
     },
   );
   return router;

@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+// `npm run bench:burst`: the burst of issue 9 against one service process with its default
+// settings: LARGE requests of USERS users at once (default 128 × 10,000, about 1 MB each), then
+// SINGLES single-user requests at once, then every refused batch retried after Retry-After.
+// Reports the service's peak RSS, the answers, what admission control shed, and the time to drain.
+// SERVER=<path to another checkout's service/src/server.js> measures that one instead (before/after).
+import pg from 'pg';
+import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
+import { migrate } from '@sluice/db/migrate';
+import { runBurst } from '../test/support/burst.js';
+import { startServerProcess } from '../test/support/server-process.js';
+import { sampleRss } from './lib/process-stats.js';
+
+const LARGE = Number(process.env.LARGE ?? 128);
+const USERS = Number(process.env.USERS ?? 10_000);
+const SINGLES = Number(process.env.SINGLES ?? 2000);
+/** @param {string} m */
+const say = (m) => console.error(`[bench:burst] ${m}`);
+
+const pgServer = await startLocalPostgres({ dataDir: await tempDataDir('sluice-bench-burst-'), persistent: false, durable: true });
+await migrate(pgServer.url);
+const db = new pg.Pool({ connectionString: pgServer.url, max: 2 });
+// The bench's own connections may see PostgreSQL stop at the end: not a failure of the service.
+db.on('error', () => {});
+const service = await startServerProcess({ DATABASE_URL: pgServer.url, LOG_LEVEL: 'warn' }, process.env.SERVER ? { script: process.env.SERVER } : {});
+try {
+  say(`${LARGE} × ${USERS} users, then ${SINGLES} × 1 user, against ${process.env.SERVER ?? 'this checkout'}`);
+  const stopSampling = sampleRss(/** @type {number} */ (service.child.pid), 50);
+  // Where the memory is: the largest V8 heap and off-heap (Buffer) figures the service reported.
+  /** @type {Record<string, number>} */
+  const peaks = {};
+  const watch = setInterval(async () => {
+    const text = await fetch(`${service.baseUrl}/metrics`).then((r) => r.text(), () => '');
+    for (const name of ['sluice_nodejs_heap_size_total_bytes', 'sluice_nodejs_heap_size_used_bytes', 'sluice_nodejs_external_memory_bytes']) {
+      const value = Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? 0) / 2 ** 20;
+      peaks[name] = Math.max(peaks[name] ?? 0, Math.round(value));
+    }
+  }, 200);
+  const result = await runBurst({
+    baseUrl: service.baseUrl, large: LARGE, usersPerLarge: USERS, singles: SINGLES, retryForMs: 120_000,
+    countStored: async (tag) => (await db.query('SELECT count(*)::int AS n FROM users WHERE email LIKE $1', [`user-${tag}-%`])).rows[0].n,
+  });
+  const peakRssMiB = Math.round(await stopSampling());
+  clearInterval(watch);
+  const stored = (await db.query('SELECT count(*)::int AS n FROM users')).rows[0].n;
+  const metrics = await (await fetch(`${service.baseUrl}/metrics`)).text();
+  const shed = metrics.split('\n').filter((l) => l.startsWith('sluice_admission_shed_total'));
+  console.log(JSON.stringify({ requests: { large: LARGE, usersPerLarge: USERS, singles: SINGLES }, peakRssMiB, peakMiB: peaks, stored, ...result, unacceptable: result.unacceptable.slice(0, 5), shed }, null, 2));
+} finally {
+  await service.stop();
+  await db.end();
+  await pgServer.stop();
+}
