@@ -3,7 +3,7 @@ import { HttpError } from './errors.js';
 import { errorHandler } from './http/error-handler.js';
 import { requestLog } from './http/request-log.js';
 import { createOpenApiDocument } from './openapi.js';
-import { userRoutes } from './users/user-routes.js';
+import { mountUserRoutes } from './users/user-routes.js';
 
 /**
  * Builds the Express app without listening, so tests drive it on port 0.
@@ -34,6 +34,8 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
     next();
   });
 
+  // The hot route first: the others are matched only when it does not match.
+  mountUserRoutes(app, { config, db, metrics });
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok', pid: process.pid });
   });
@@ -49,7 +51,6 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
     res.json(openApiDocument);
   });
 
-  app.use(userRoutes({ config, db, metrics }));
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)));
   app.use(errorHandler);
