@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { DatabaseUrlError, databaseUrlFromEnv } from '@sluice/db/database-url';
 import { ConfigError } from './errors.js';
 
 /**
@@ -44,7 +45,7 @@ export function loadConfig(env = process.env) {
     return raw;
   };
 
-  const databaseUrl = env.DATABASE_URL?.trim() || undefined;
+  const databaseUrl = databaseUrlOrPgVariables(env);
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
   }
@@ -69,4 +70,18 @@ export function loadConfig(env = process.env) {
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000),
     logLevel: oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
   };
+}
+
+/**
+ * DATABASE_URL, or one built from PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and PGSSLMODE
+ * (how ECS hands over the RDS secret); a missing or bad one is named in the error.
+ * @param {NodeJS.ProcessEnv} env
+ */
+function databaseUrlOrPgVariables(env) {
+  try {
+    return databaseUrlFromEnv(env);
+  } catch (err) {
+    if (err instanceof DatabaseUrlError) throw new ConfigError(err.variable, err.problem);
+    throw err;
+  }
 }
