@@ -194,6 +194,10 @@ describe('template.yaml', () => {
     const svc = r.Service.Properties;
     assert.deepEqual(svc.DeploymentConfiguration.DeploymentCircuitBreaker, { Enable: true, Rollback: true });
     assert.equal(svc.NetworkConfiguration.AwsvpcConfiguration.AssignPublicIp, 'DISABLED');
+    // No task may start before its private way to ECR, the logs, the secrets and the database.
+    for (const needed of ['S3GatewayEndpoint', 'EcrApiEndpoint', 'EcrDockerEndpoint', 'LogsEndpoint', 'SecretsManagerEndpoint', 'ServiceToImageLayers', 'ServiceToEndpoints', 'ServiceToDatabase', 'DatabaseFromService']) {
+      assert.ok(r.Service.DependsOn.includes(needed), `the service does not wait for ${needed}`);
+    }
     const td = r.TaskDefinition.Properties;
     assert.equal(td.RuntimePlatform.CpuArchitecture, 'ARM64');
     assert.equal(r.ServiceCpuScaling.Properties.PolicyType, 'TargetTrackingScaling');
