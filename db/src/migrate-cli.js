@@ -1,8 +1,15 @@
 #!/usr/bin/env node
-// `npm run migrate`: applies pending migrations to DATABASE_URL.
+// `npm run migrate`: applies pending migrations to DATABASE_URL (or the database the PG* variables name).
+import { databaseUrlFromEnv } from './database-url.js';
 import { migrate } from './migrate.js';
 
-const url = process.env.DATABASE_URL;
+let url;
+try {
+  url = databaseUrlFromEnv(process.env);
+} catch (err) {
+  console.error(`bad configuration: ${err instanceof Error ? err.message : err}`);
+  process.exit(2);
+}
 if (!url) {
   console.error('DATABASE_URL is not set: say which database to migrate (npm start migrates its embedded one itself).');
   process.exit(2);

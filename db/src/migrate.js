@@ -6,7 +6,9 @@ export const MIGRATIONS_TABLE = 'pgmigrations';
 
 /**
  * Applies every pending migration in one transaction, under node-pg-migrate's advisory lock, so
- * that several processes starting at once (cluster workers, containers) migrate exactly once.
+ * that several processes starting at once (cluster workers, containers) migrate exactly once. A
+ * second process waits for the lock rather than failing: ECS starts many tasks at once, each
+ * migrating first, and a failed start would count against the deployment's circuit breaker.
  *
  * @param {string} databaseUrl
  * @param {{ log?: (msg: string) => void }} [options]
@@ -20,6 +22,7 @@ export async function migrate(databaseUrl, { log = () => {} } = {}) {
     migrationsTable: MIGRATIONS_TABLE,
     singleTransaction: true,
     checkOrder: true,
+    advisoryLockMode: 'wait',
     log,
     logger: { debug() {}, info: log, warn: log, error: log },
   });

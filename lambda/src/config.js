@@ -4,6 +4,7 @@ import { ConfigError } from './errors.js';
  * @typedef {object} FeederConfig
  * @property {string} serviceUrl          base URL of the sluice service
  * @property {string | undefined} ingestToken
+ * @property {string | undefined} ingestTokenSecretArn  Secrets Manager secret holding the token (AWS)
  * @property {number} postChunkItems      users per POST /users (default 1000)
  * @property {number} postConcurrency     POSTs in flight at once (default 4)
  * @property {number} requestTimeoutMs    one POST's limit (default 30000)
@@ -45,9 +46,15 @@ export function urlVar(env, name) {
  * @returns {FeederConfig}
  */
 export function loadFeederConfig(env = process.env) {
+  const ingestTokenSecretArn = env.INGEST_TOKEN_SECRET_ARN?.trim() || undefined;
+  if (ingestTokenSecretArn && env.INGEST_TOKEN) throw new ConfigError('INGEST_TOKEN_SECRET_ARN', 'and INGEST_TOKEN are both set: give the token one way');
+  if (ingestTokenSecretArn && !/^arn:aws[\w-]*:secretsmanager:/.test(ingestTokenSecretArn)) {
+    throw new ConfigError('INGEST_TOKEN_SECRET_ARN', `must be a Secrets Manager secret ARN, got ${JSON.stringify(ingestTokenSecretArn)}`);
+  }
   return {
     serviceUrl: urlVar(env, 'SERVICE_URL'),
     ingestToken: env.INGEST_TOKEN || undefined,
+    ingestTokenSecretArn,
     postChunkItems: intVar(env, 'POST_CHUNK_ITEMS', 1000, 1, 10_000),
     postConcurrency: intVar(env, 'POST_CONCURRENCY', 4, 1, 64),
     requestTimeoutMs: intVar(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 900_000),

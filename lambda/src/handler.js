@@ -1,6 +1,7 @@
 import { toBatchItemFailures } from './batch-response.js';
 import { loadFeederConfig } from './config.js';
 import { ServiceUnavailableError } from './errors.js';
+import { withIngestToken } from './ingest-token.js';
 import { reportInvocation } from './observability.js';
 import { unpackRecords } from './records.js';
 import { postUsers } from './service-client.js';
@@ -85,7 +86,7 @@ let config;
  * @param {{ getRemainingTimeInMillis: () => number, awsRequestId?: string }} context
  */
 export async function handler(event, context) {
-  config ??= loadFeederConfig();
+  config ??= await withIngestToken(loadFeederConfig());
   const started = Date.now();
   const deadline = started + context.getRemainingTimeInMillis() - config.safetyMarginMs;
   const records = event.Records ?? [];

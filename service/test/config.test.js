@@ -22,6 +22,12 @@ describe('configuration (unit)', () => {
     assert.ok(loadConfig({ WORKERS: 'auto' }).workers >= 1);
   });
 
+  test('without DATABASE_URL, the PG* variables that ECS injects from the RDS secret name the database', () => {
+    const c = loadConfig({ PGHOST: 'db.internal', PGUSER: 'sluice', PGPASSWORD: 's3cr@t', PGDATABASE: 'sluice', PGSSLMODE: 'verify-full' });
+    assert.equal(c.databaseUrl, 'postgresql://sluice:s3cr%40t@db.internal:5432/sluice?sslmode=verify-full');
+    assert.throws(() => loadConfig({ PGHOST: 'db.internal', PGUSER: 'sluice' }), (err) => err instanceof ConfigError && err.message.startsWith('PGPASSWORD'));
+  });
+
   for (const [variable, value] of [
     ['PORT', 'eighty'], ['PORT', '70000'], ['MAX_BATCH_ITEMS', '0'], ['MAX_BODY_BYTES', '-5'],
     ['INSERT_CHUNK_ROWS', '1.5'], ['INSERT_STRATEGY', 'magic'], ['WORKERS', 'many'], ['DB_POOL_MAX', ''.padEnd(3, 'x')],
