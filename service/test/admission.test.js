@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { AdmissionBudget, AdmissionRefusedError, SMALL_BODY_BYTES } from '../src/http/admission.js';
+import { AdmissionBudget, AdmissionRefusedError, SMALL_BODY_BYTES, WAITING_BUDGETS } from '../src/http/admission.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -92,13 +92,13 @@ describe('admission budget (unit)', () => {
     assert.ok(budget.tryAcquire(1 * MiB));
   });
 
-  test('refuses at once when a budget of bytes already waits, or when waiting is off', async () => {
+  test('refuses at once when WAITING_BUDGETS budgets of bytes already wait, or when waiting is off', async () => {
     const budget = budgetOf();
     budget.tryAcquire(15 * MiB);
     const controller = new AbortController();
-    const waiters = [budget.acquire(8 * MiB, controller.signal), budget.acquire(8 * MiB, controller.signal)];
+    const waiters = Array.from({ length: 2 * WAITING_BUDGETS }, () => budget.acquire(budget.budgetBytes / 2, controller.signal));
     await assert.rejects(budget.acquire(1 * MiB), refusedFor('queue_full'));
-    assert.equal(budget.usage.waiting, 2);
+    assert.equal(budget.usage.waiting, 2 * WAITING_BUDGETS);
     controller.abort();
     for (const w of waiters) await assert.rejects(w, refusedFor('aborted'));
 

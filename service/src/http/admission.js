@@ -8,6 +8,12 @@ import { HttpError } from '../errors.js';
 export const SMALL_BODY_BYTES = 64 * 1024;
 /** The share of the budget that large requests may never take. */
 export const RESERVED_SHARE = 1 / 16;
+/**
+ * Bytes that may wait, in budgets. A waiting request's body is not read (it stays in the kernel's
+ * socket buffer), so waiting costs a socket, not the body; a closed-loop client of 100 batches in
+ * flight must queue, not be shed, while the time bound still sheds what cannot be served in time.
+ */
+export const WAITING_BUDGETS = 4;
 const RETRY_AFTER_SECONDS = '1';
 
 /**
@@ -39,8 +45,8 @@ export class AdmissionRefusedError extends HttpError {
  * The budget of body bytes in flight in this process. Large requests may hold at most
  * `budgetBytes - reservedBytes`; small ones may use the whole budget while no large request waits,
  * and only the reserve while one does, so neither kind starves the other. Waiting is first come,
- * first served within each kind, bounded in time, and bounded to a budget's worth of bytes waiting
- * (beyond that a request is refused at once: shedding early is what keeps it cheap).
+ * first served within each kind, bounded in time, and bounded to WAITING_BUDGETS budgets' worth of
+ * bytes waiting (beyond that a request is refused at once: shedding early is what keeps it cheap).
  */
 export class AdmissionBudget {
   #total = 0;
@@ -121,7 +127,7 @@ export class AdmissionBudget {
     const now = this.tryAcquire(bodyBytes);
     if (now) return Promise.resolve(now);
     const bytes = this.charge(bodyBytes);
-    if (this.maxWaitMs === 0 || this.#waitingBytes + bytes > this.budgetBytes) return Promise.reject(new AdmissionRefusedError('queue_full'));
+    if (this.maxWaitMs === 0 || this.#waitingBytes + bytes > this.budgetBytes * WAITING_BUDGETS) return Promise.reject(new AdmissionRefusedError('queue_full'));
     if (signal?.aborted) return Promise.reject(new AdmissionRefusedError('aborted'));
 
     return new Promise((resolve, reject) => {
