@@ -52,7 +52,7 @@ export function createMetrics(db) {
 function admissionMetrics(registers) {
   const shed = new client.Counter({ name: 'sluice_admission_shed_total', help: 'Requests refused with 503 by admission control, by reason', labelNames: ['reason'], registers });
   const wait = new client.Histogram({
-    name: 'sluice_admission_wait_seconds', help: 'Time a request waited to be admitted (admitted or not)', registers,
+    name: 'sluice_admission_wait_seconds', help: 'Time a request that did not fit at once waited for admission (admitted or not)', registers,
     buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
   });
   const inFlight = new client.Gauge({ name: 'sluice_admission_in_flight_bytes', help: 'Request body bytes admitted and not yet released, by lane', labelNames: ['lane'], registers });

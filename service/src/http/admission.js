@@ -224,46 +224,67 @@ export class AdmissionBudget {
  * @returns {import('express').RequestHandler}
  */
 export function admitRequest({ budget, maxBodyBytes, metrics }) {
-  return async (req, res, next) => {
+  /** @param {import('express').Request} req @param {import('express').Response} res @param {Grant} grant @param {boolean} countBody */
+  function admitted(req, res, grant, countBody) {
+    res.once('close', () => budget.release(grant));
+    if (countBody) countAsRead(req, budget, grant, metrics);
+  }
+
+  return (req, res, next) => {
     const length = Number(req.headers['content-length']);
     const encoded = (req.headers['content-encoding'] ?? 'identity').toLowerCase() !== 'identity';
     const declared = Number.isSafeInteger(length) && req.headers['content-length'] !== undefined;
-    // Over the limit: body-parser refuses it with 413 without keeping any of it.
+    // Over the limit: the body reader refuses it with 413 without keeping any of it.
     if (declared && length > maxBodyBytes) return next();
 
     // A compressed body decodes to at most maxBodyBytes, and nothing tells how much before it
     // is read: it is charged that bound.
     const upFront = encoded ? maxBodyBytes : declared ? length : 0;
+    const countBody = !declared && !encoded;
+    // The common case, synchronously: under the single-user load every allocation here shows.
+    const now = budget.tryAcquire(upFront);
+    if (now) {
+      admitted(req, res, now, countBody);
+      return next();
+    }
+    waitForBudget(req, res, upFront).then((grant) => {
+      if (!grant) return;
+      admitted(req, res, grant, countBody);
+      next();
+    }, next);
+  };
+
+  /**
+   * Waits for room; resolves undefined when the client left while it waited.
+   * @param {import('express').Request} _req @param {import('express').Response} res @param {number} bytes
+   * @returns {Promise<Grant | undefined>}
+   */
+  async function waitForBudget(_req, res, bytes) {
     const aborted = new AbortController();
     const onClose = () => aborted.abort();
     res.once('close', onClose);
-
     const started = performance.now();
     /** @type {Grant} */
     let grant;
     try {
-      grant = await budget.acquire(upFront, aborted.signal);
+      grant = await budget.acquire(bytes, aborted.signal);
     } catch (err) {
-      res.off('close', onClose);
       if (err instanceof AdmissionRefusedError) metrics?.shed(err.reason);
       // Closing the connection after the answer spares reading a body nobody will use (a kept-alive
       // connection must read it to the end first); clients retry on a new connection.
       res.setHeader('Connection', 'close');
       // A client that left waiting gets no answer; the error handler sees the closed response.
-      return next(err);
+      throw err;
     } finally {
+      res.off('close', onClose);
       metrics?.waited((performance.now() - started) / 1000);
     }
-    res.off('close', onClose);
     if (res.destroyed || res.writableFinished) {
       budget.release(grant);
-      return;
+      return undefined;
     }
-    res.once('close', () => budget.release(grant));
-
-    if (!declared && !encoded) countAsRead(req, budget, grant, metrics);
-    next();
-  };
+    return grant;
+  }
 }
 
 /**
