@@ -54,7 +54,7 @@ describe('group commit against PostgreSQL', () => {
   /** One write slot, so everything submitted while the first group is written forms the second. */
   function oneSlot(observed = /** @type {any[]} */ ([])) {
     const writer = createUserWriter(db, { chunkRows: 1000, strategy: 'format' });
-    const gc = createGroupCommit({ db, replays: writer.replays, writeAlone: writer.insertUsers, maxRows: 1000, maxInFlight: 1, observe: (g) => observed.push(g) });
+    const gc = createGroupCommit({ writer, maxRows: 1000, maxInFlight: 1, observe: (g) => observed.push(g) });
     return { gc, observed };
   }
 
@@ -104,7 +104,7 @@ describe('group commit against PostgreSQL', () => {
     const down = createDatabase({ databaseUrl: 'postgres://postgres:postgres@127.0.0.1:1/none', dbPoolMax: 2, dbConnectTimeoutMs: 500, dbStatementTimeoutMs: 1000 }, silent);
     try {
       const writer = createUserWriter(down, { chunkRows: 1000, strategy: 'format' });
-      const gc = createGroupCommit({ db: down, replays: writer.replays, writeAlone: writer.insertUsers, maxRows: 1000 });
+      const gc = createGroupCommit({ writer, maxRows: 1000 });
       const results = await Promise.allSettled([1, 2, 3].map((i) => gc.insertUsers([row(`down-${i}@x.co`)])));
       for (const r of results) assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseUnavailableError);
     } finally {
@@ -115,7 +115,7 @@ describe('group commit against PostgreSQL', () => {
   test('a group bigger than maxRows is split; no request is cut in two', async () => {
     const writer = createUserWriter(db, { chunkRows: 1000, strategy: 'format' });
     /** @type {any[]} */ const observed = [];
-    const gc = createGroupCommit({ db, replays: writer.replays, writeAlone: writer.insertUsers, maxRows: 10, maxInFlight: 1, observe: (g) => observed.push(g) });
+    const gc = createGroupCommit({ writer, maxRows: 10, maxInFlight: 1, observe: (g) => observed.push(g) });
     const t = tag();
     const counts = await Promise.all(Array.from({ length: 8 }, (_, i) => gc.insertUsers([row(`${t}-${i}a@x.co`), row(`${t}-${i}b@x.co`), row(`${t}-${i}c@x.co`)])));
     assert.deepEqual(counts, Array(8).fill(3));

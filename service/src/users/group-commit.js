@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
 import { DatabaseUnavailableError } from '../errors.js';
-import { buildInsertSql, isUniqueViolation } from './user-repository.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /**
@@ -28,17 +27,15 @@ import { buildInsertSql, isUniqueViolation } from './user-repository.js';
  * another.
  *
  * @param {{
- *   db: import('../db.js').Database,
- *   replays: import('./replay-guess.js').ReplayGuess,
- *   writeAlone: (rows: UserRow[]) => Promise<number>,
+ *   writer: import('./user-repository.js').UserWriter,
  *   maxRows: number,
  *   maxInFlight?: number,
  *   observe?: (group: { requests: number, rows: number, waitedSeconds: number[] }) => void,
  * }} options
- *   writeAlone: how a request is written on its own (the retry after a group failed);
- *   maxInFlight: groups written at once (2: one is written while the next one gathers)
+ *   writer: writes a group (insertReturningEmails) and a request on its own (insertUsers: the
+ *   retry after a group failed); maxInFlight: groups written at once (2: one is written while the next one gathers)
  */
-export function createGroupCommit({ db, replays, writeAlone, maxRows, maxInFlight = 2, observe = () => {} }) {
+export function createGroupCommit({ writer, maxRows, maxInFlight = 2, observe = () => {} }) {
   /** @type {Waiting[]} */
   let waiting = [];
   let inFlight = 0;
@@ -71,37 +68,18 @@ export function createGroupCommit({ db, replays, writeAlone, maxRows, maxInFligh
     observe({ requests: group.length, rows: rows.length, waitedSeconds: group.map((w) => (started - w.since) / 1000) });
     let inserted;
     try {
-      inserted = await insertGroup(rows);
+      inserted = await writer.insertReturningEmails(rows);
     } catch (err) {
       if (err instanceof DatabaseUnavailableError) {
         for (const w of group) w.reject(err);
       } else {
-        for (const w of group) writeAlone(w.rows).then(w.resolve, w.reject);
+        for (const w of group) writer.insertUsers(w.rows).then(w.resolve, w.reject);
       }
       return;
     }
     const counts = new Array(group.length).fill(0);
     for (const [email, i] of owner) if (inserted === 'all' || inserted.has(email)) counts[i]++;
     group.forEach((w, i) => w.resolve(counts[i]));
-  }
-
-  /**
-   * Like the writer's own path: all-new first, skipping stored emails after a unique violation.
-   * @param {UserRow[]} rows
-   * @returns {Promise<'all' | Set<string>>} the emails inserted
-   */
-  async function insertGroup(rows) {
-    if (!replays.likely()) {
-      try {
-        await db.withClient((client) => client.query(buildInsertSql(rows, { skipStored: false })));
-        return 'all';
-      } catch (err) {
-        if (!isUniqueViolation(err)) throw err;
-      }
-    }
-    const result = await db.withClient((client) => client.query(buildInsertSql(rows, { returning: true })));
-    if (result.rows.length < rows.length) replays.seen();
-    return new Set(result.rows.map((r) => r.email));
   }
 
   return {

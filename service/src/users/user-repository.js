@@ -109,26 +109,49 @@ export function createUserWriter(db, { chunkRows, strategy }) {
     });
   }
 
+  /**
+   * All-new first; skipping stored emails after a unique violation, or at once while replays are
+   * likely. Every way in (a request alone, a group) goes through here.
+   * @template T
+   * @param {number} rowCount
+   * @param {() => Promise<T>} asNew  fails with a unique violation when an email is stored
+   * @param {() => Promise<T>} skipping
+   * @param {(result: T) => number} insertedOf
+   * @returns {Promise<T>}
+   */
+  async function allNewFirst(rowCount, asNew, skipping, insertedOf) {
+    if (!replays.likely()) {
+      try {
+        return await asNew();
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+      }
+    }
+    const result = await skipping();
+    if (insertedOf(result) < rowCount) replays.seen();
+    return result;
+  }
+
   return {
-    replays,
     /**
      * @param {UserRow[]} rows  validated, sorted by email, no email twice
      * @returns {Promise<number>} rows actually inserted
      */
-    async insertUsers(rows) {
-      if (replays.likely()) {
-        const inserted = await write(rows, true);
-        if (inserted < rows.length) replays.seen();
-        return inserted;
-      }
-      try {
-        return await write(rows, false);
-      } catch (err) {
-        if (!isUniqueViolation(err)) throw err;
-        replays.seen();
-        return write(rows, true);
-      }
-    },
+    insertUsers: (rows) => allNewFirst(rows.length, () => write(rows, false), () => write(rows, true), (n) => n),
+
+    /**
+     * One pg-format statement whatever the strategy, telling which emails it inserted (group commit
+     * credits each to its request).
+     * @param {UserRow[]} rows  sorted by email, no email twice, at most one statement's worth
+     * @returns {Promise<'all' | Set<string>>}
+     */
+    insertReturningEmails: (rows) =>
+      allNewFirst(
+        rows.length,
+        () => db.withClient((client) => client.query(buildInsertSql(rows, { skipStored: false }))).then(() => /** @type {const} */ ('all')),
+        () => db.withClient((client) => client.query(buildInsertSql(rows, { returning: true }))).then((r) => new Set(r.rows.map((row) => row.email))),
+        (r) => (r === 'all' ? rows.length : r.size),
+      ),
   };
 }
 

@@ -35,9 +35,7 @@ export function mountUserRoutes(app, { config, db, metrics }) {
   const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy });
   const groupCommit = config.groupCommit
     ? createGroupCommit({
-        db,
-        replays: writer.replays,
-        writeAlone: writer.insertUsers,
+        writer,
         maxRows: config.groupCommitMaxRows,
         observe({ requests, rows, waitedSeconds }) {
           metrics.groupRequests.observe(requests);

@@ -85,7 +85,7 @@ function storageProblems(index, item) {
   const stored = email.toLowerCase();
   if (stored === email) return null;
   // Reported only when the value as sent passed, so one problem is not said twice.
-  if (stored.length > MAX_EMAIL_LENGTH && codePoints(stored) > MAX_EMAIL_LENGTH && codePoints(email) <= MAX_EMAIL_LENGTH) {
+  if (!fitsEmailLength(stored) && fitsEmailLength(email)) {
     return [{ index, field: 'email', message: `must be at most ${MAX_EMAIL_LENGTH} characters once lower-cased, as it is stored (some letters lower-case to two characters)` }];
   }
   if (!EMAIL_PATTERN.test(stored) && EMAIL_PATTERN.test(email)) {
@@ -96,7 +96,11 @@ function storageProblems(index, item) {
 
 /** @param {User} u  already valid by the schema */
 function wellFormed(u) {
-  return isWellFormed(u.email) && isWellFormed(u.name) && (u.phone === undefined || isWellFormed(u.phone)) && (u.passwordHash === undefined || isWellFormed(u.passwordHash));
+  for (const field of FIELDS) {
+    const value = u[field];
+    if (value !== undefined && !isWellFormed(value)) return false;
+  }
+  return true;
 }
 
 /** String.prototype.isWellFormed (Node 20), which TypeScript's ES2022 library does not declare. @param {string} s */
@@ -104,7 +108,12 @@ const isWellFormed = (s) => /** @type {{ isWellFormed(): boolean }} */ (/** @typ
 
 /** @param {string} stored  a lower-cased email whose sent form passed the schema */
 function emailStillFits(stored) {
-  return (stored.length <= MAX_EMAIL_LENGTH || codePoints(stored) <= MAX_EMAIL_LENGTH) && EMAIL_PATTERN.test(stored);
+  return fitsEmailLength(stored) && EMAIL_PATTERN.test(stored);
+}
+
+/** At most MAX_EMAIL_LENGTH code points; counted only when the UTF-16 length says it may not. @param {string} s */
+function fitsEmailLength(s) {
+  return s.length <= MAX_EMAIL_LENGTH || codePoints(s) <= MAX_EMAIL_LENGTH;
 }
 
 /** @param {string} s  characters as the contract and PostgreSQL count them (code points) */
