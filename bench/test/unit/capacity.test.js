@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { LOADS, VARIANTS, median, pickList, planRuns, summarise } from '../../lib/capacity.js';
+import { capacityTable, ratioChart } from '../../lib/report.js';
+
+const load = (/** @type {string} */ id) => /** @type {import('../../lib/capacity.js').Load} */ (LOADS.find((l) => l.id === id));
+
+describe('capacity plan and ratios', () => {
+  test('each round of variants sits between two naive runs; replay loads have no naive runs and only their variants', () => {
+    const plan = planRuns([load('1x100'), load('1000x8-replay')], ['default', 'unnest', 'copy'], 2);
+    assert.deepEqual(plan.map((p) => `${p.load.id}:${p.variant}:${p.round}`), [
+      '1x100:naive:0', '1x100:default:0', '1x100:unnest:0', '1x100:copy:0',
+      '1x100:naive:1', '1x100:default:1', '1x100:unnest:1', '1x100:copy:1',
+      '1x100:naive:2',
+      '1000x8-replay:default:0', '1000x8-replay:copy:0', '1000x8-replay:default:1', '1000x8-replay:copy:1',
+    ]);
+  });
+
+  test('a ratio divides by the mean of the naive runs either side; the median of rounds is quoted', () => {
+    const base = { p99: 10, errors: 0, serviceCpuSeconds: 1, servicePeakRssMiB: 100, dbCpuSeconds: 1 };
+    const runs = [
+      { ...base, load: '1x100', variant: 'naive', round: 0, usersPerSec: 1000 },
+      { ...base, load: '1x100', variant: 'default', round: 0, usersPerSec: 1500 },
+      { ...base, load: '1x100', variant: 'naive', round: 1, usersPerSec: 2000 },
+      { ...base, load: '1x100', variant: 'default', round: 1, usersPerSec: 4000 },
+      { ...base, load: '1x100', variant: 'naive', round: 2, usersPerSec: 2000 },
+      { ...base, load: '1x100', variant: 'default', round: 2, usersPerSec: 3000 },
+      { ...base, load: '1x100', variant: 'naive', round: 3, usersPerSec: 1000 },
+    ];
+    const [line] = summarise(runs);
+    assert.deepEqual(line.ratios, [1, 2, 2]);
+    assert.equal(line.ratio, 2);
+    assert.equal(line.usersPerSec, 3000);
+    assert.equal(line.naive?.usersPerSec, 1500);
+    assert.match(capacityTable([line]), /\| 1x100 \| default \| 2\.00× \(1\.00–2\.00\) \| 3,000 \| 1,500 \|/);
+    assert.match(ratioChart([line], 'caption'), /2\.00×/);
+  });
+
+  test('a load without naive runs has no ratio', () => {
+    const [line] = summarise([{ load: '1000x8-replay', variant: 'copy', round: 0, usersPerSec: 5, sentPerSec: 10, p99: 1, errors: 0, serviceCpuSeconds: 1, servicePeakRssMiB: 1, dbCpuSeconds: 1 }]);
+    assert.equal(line.ratio, undefined);
+    assert.match(capacityTable([line]), /5 new of 10 sent/);
+  });
+
+  test('median, and --loads/--variants checked against what exists', () => {
+    assert.equal(median([3, 1, 2]), 2);
+    assert.equal(median([4, 1, 2, 3]), 2.5);
+    assert.deepEqual(pickList(undefined, Object.keys(VARIANTS), '--variants'), Object.keys(VARIANTS));
+    assert.deepEqual(pickList('copy, default', Object.keys(VARIANTS), '--variants'), ['copy', 'default']);
+    assert.throws(() => pickList('defualt', Object.keys(VARIANTS), '--variants'), /--variants: unknown defualt/);
+  });
+});

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { runner } from 'node-pg-migrate';
+import pg from 'pg';
+import { MIGRATIONS_DIR, MIGRATIONS_TABLE, migrate } from '../../src/migrate.js';
+import { createTestDatabase } from '../../../test/support/database.js';
+
+describe('migration 0002 alters a table that already holds users, in place', () => {
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  before(async () => {
+    db = await createTestDatabase({ migrated: false });
+    // 0001 only, as a deployment of the first version has it, with users in it.
+    await runner({ databaseUrl: db.url, dir: MIGRATIONS_DIR, migrationsTable: MIGRATIONS_TABLE, direction: 'up', count: 1, log: () => {} });
+    await db.pool.query(`INSERT INTO users (email, name, phone, password_hash) VALUES
+      ('ada@example.com', 'Ada', '+441234567', NULL), ('alan@example.com', 'Alan', NULL, '$argon2id$v=19$x')`);
+    assert.deepEqual(await migrate(db.url), ['0002_cheaper_users_row']);
+  });
+  after(() => db?.drop());
+
+  test('the users are kept; email is the primary key, in byte order; id is gone', async () => {
+    const { rows } = await db.pool.query('SELECT email, name, phone, password_hash FROM users ORDER BY email');
+    assert.deepEqual(rows, [
+      { email: 'ada@example.com', name: 'Ada', phone: '+441234567', password_hash: null },
+      { email: 'alan@example.com', name: 'Alan', phone: null, password_hash: '$argon2id$v=19$x' },
+    ]);
+    const columns = await db.pool.query("SELECT column_name, collation_name FROM information_schema.columns WHERE table_name = 'users' ORDER BY ordinal_position");
+    assert.deepEqual(columns.rows.map((c) => c.column_name), ['email', 'name', 'phone', 'password_hash', 'created_at']);
+    assert.equal(columns.rows[0].collation_name, 'C');
+    const pk = await db.pool.query("SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'users_pkey'");
+    assert.equal(pk.rows[0].def, 'PRIMARY KEY (email)');
+  });
+
+  test('the CHECKs still refuse what no writer may store', async () => {
+    const client = new pg.Client(db.url);
+    await client.connect();
+    try {
+      for (const [email, name, phone, hash] of [
+        ['Upper@example.com', 'U', null, null],
+        ['no-at-sign', 'N', null, null],
+        ['empty-name@example.com', '', null, null],
+        ['phone@example.com', 'P', '441234567', null],
+        ['hash@example.com', 'H', null, 'hunter2'],
+        [`${'x'.repeat(1010)}@example.com`, 'Long', null, null],
+      ]) {
+        await assert.rejects(client.query('INSERT INTO users (email, name, phone, password_hash) VALUES ($1, $2, $3, $4)', [email, name, phone, hash]), { code: '23514' }, email.slice(0, 40));
+      }
+      await client.query("INSERT INTO users (email, name) VALUES ('fine@example.com', 'Fine')");
+      await assert.rejects(client.query("INSERT INTO users (email, name) VALUES ('fine@example.com', 'Again')"), { code: '23505' });
+    } finally {
+      await client.end();
+    }
+  });
+});

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { after, describe, test } from 'node:test';
+import { useAppAndDatabase } from '../../../test/support/fixture.js';
+import { createQueuePair, makeSqsClient, sqsEndpoint, waitUntil } from '../support/queues.js';
+
+const bin = (/** @type {string} */ name) => fileURLToPath(new URL(`../../bin/${name}`, import.meta.url));
+
+/** @param {string} script @param {string[]} args @param {Record<string, string>} env */
+function run(script, args, env) {
+  const child = spawn(process.execPath, [bin(script), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, exited, out: () => stdout, err: () => stderr };
+}
+
+describe('the producer and feeder commands', () => {
+  const sqs = makeSqsClient();
+  const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn' });
+  after(() => sqs.destroy());
+
+  test('produce packs users per message, shows progress and a final count; the feeder stops on SIGTERM without losing a message', async () => {
+    const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 30, maxReceiveCount: 5 });
+    const env = { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: queues.queueUrl, SERVICE_URL: ctx.app.baseUrl };
+
+    const producer = run('produce.js', ['--count', '20000', '--per-message', '50'], env);
+    assert.equal(await producer.exited, 0, producer.err());
+    const final = JSON.parse(producer.out().trim().split('\n').at(-1) ?? '{}');
+    assert.equal(final.users, 20_000);
+    assert.equal(final.messages, 400);
+    assert.match(producer.err(), /100% 20000\/20000 users/);
+    assert.equal(await queues.depth(queues.queueUrl), 400);
+
+    const feeder = run('feeder.js', [], { ...env, BATCH_SIZE: '10', BATCH_WINDOW_MS: '100', RECEIVERS: '2', RUNNER_CONCURRENCY: '1' });
+    await waitUntil(async () => (await ctx.db.countUsers()) >= 2_000, 'the feeder to store users');
+    feeder.child.kill('SIGTERM');
+    assert.equal(await feeder.exited, 0, feeder.err());
+    assert.match(feeder.out(), /feeder stopped/);
+
+    // Nothing lost: every user is stored or still waits in the queue, and a second run finishes the job.
+    const stored = await ctx.db.countUsers();
+    assert.ok(stored < 20_000, 'stopped mid-drain');
+    const again = run('feeder.js', [], { ...env, BATCH_SIZE: '100', BATCH_WINDOW_MS: '100' });
+    await waitUntil(async () => (await ctx.db.countUsers()) === 20_000 && (await queues.depth(queues.queueUrl)) === 0, 'the second run to drain the rest', 90_000);
+    again.child.kill('SIGINT');
+    assert.equal(await again.exited, 0);
+    assert.equal(await queues.depth(queues.dlqUrl), 0);
+    await queues.delete();
+  });
+
+  test('bad arguments and configuration are refused with a message', async () => {
+    const noCount = run('produce.js', [], { QUEUE_URL: 'http://127.0.0.1:1/q' });
+    assert.equal(await noCount.exited, 2);
+    assert.match(noCount.err(), /--count/);
+    const noService = run('feeder.js', [], { QUEUE_URL: 'http://127.0.0.1:1/q', SERVICE_URL: '' });
+    assert.equal(await noService.exited, 1);
+    assert.match(noService.err(), /SERVICE_URL is required/);
+  });
+});

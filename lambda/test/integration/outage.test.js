@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { freePort } from '@sluice/db/local-postgres';
+import { createTestDatabase } from '../../../test/support/database.js';
+import { startServerProcess } from '../../../test/support/server-process.js';
+import { packMessages, sendMessages } from '../../src/producer.js';
+import { startFeeder } from '../support/pipeline.js';
+import { createQueuePair, makeSqsClient, waitUntil } from '../support/queues.js';
+
+describe('the service stops for a while mid-drain', () => {
+  const sqs = makeSqsClient();
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  before(async () => {
+    db = await createTestDatabase();
+  });
+  after(async () => {
+    await db.drop();
+    sqs.destroy();
+  });
+
+  test('every user is stored exactly once and no message reaches the DLQ', async () => {
+    const port = String(await freePort());
+    const env = { DATABASE_URL: db.url, PORT: port };
+    let service = await startServerProcess(env);
+    const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 5, maxReceiveCount: 5 });
+    const users = function* () {
+      for (let i = 0; i < 30_000; i++) yield { email: `outage-${i}@example.com`, name: `Outage ${i}` };
+    };
+    await sendMessages({ sqs, queueUrl: queues.queueUrl, messages: packMessages(users(), 100) });
+
+    // Small invocations, so the drain is still going when the service goes away.
+    const { runner, handlerLogs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: service.baseUrl, batchSize: 10, functionTimeoutMs: 8_000 });
+    await waitUntil(async () => (await db.countUsers()) >= 3_000, 'the drain to be under way');
+    service.child.kill('SIGKILL');
+    await service.exited;
+    const atOutage = await db.countUsers();
+    await new Promise((r) => setTimeout(r, 3_000));
+    assert.ok((await db.countUsers()) === atOutage, 'nothing is written while the service is down');
+    service = await startServerProcess(env);
+
+    await waitUntil(async () => (await db.countUsers()) >= 30_000 && (await queues.depth(queues.queueUrl)) === 0, 'the rest of the drain', 120_000);
+    await runner.stop();
+    service.child.kill('SIGTERM');
+    await service.exited;
+
+    assert.ok(atOutage < 30_000, 'the outage came mid-drain');
+    assert.equal(await db.countUsers(), 30_000);
+    assert.equal(await db.duplicateEmails(), 0);
+    assert.equal(await queues.depth(queues.dlqUrl), 0);
+    assert.ok(handlerLogs.some((l) => l.retries > 0), 'the handler retried through the outage');
+    await queues.delete();
+  });
+});

@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { after, describe, test } from 'node:test';
+import { useAppAndDatabase } from '../../../test/support/fixture.js';
+import { lambdaContext, toLambdaRecord } from '../../src/sqs-event.js';
+import { captureHandlerOutput } from '../support/handler-output.js';
+import { createQueuePair, makeSqsClient } from '../support/queues.js';
+
+describe('redelivery', () => {
+  const sqs = makeSqsClient();
+  const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn' });
+  after(() => sqs.destroy());
+
+  test('a message delivered twice (its visibility ran out mid-processing) stores its users once', async () => {
+    process.env.SERVICE_URL = ctx.app.baseUrl;
+    const { handler } = await import('../../src/handler.js');
+    captureHandlerOutput();
+    const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 });
+    const users = Array.from({ length: 50 }, (_, i) => ({ email: `twice-${i}@example.com`, name: `Twice ${i}` }));
+    await queues.send([JSON.stringify(users)]);
+
+    const receive = async () => {
+      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 5, MessageSystemAttributeNames: ['All'] }));
+      assert.equal(out.Messages?.length, 1);
+      return /** @type {import('@aws-sdk/client-sqs').Message} */ (out.Messages?.[0]);
+    };
+    const first = await receive();
+    await new Promise((r) => setTimeout(r, 1_500)); // the first invocation is "still working" when the visibility ends
+    const second = await receive();
+    assert.equal(second.MessageId, first.MessageId);
+    assert.equal(second.Attributes?.ApproximateReceiveCount, '2');
+
+    const source = { queueArn: 'arn:aws:sqs:us-east-1:000000000000:q', region: 'us-east-1' };
+    const results = await Promise.all([first, second].map((m) => handler({ Records: [toLambdaRecord(m, source)] }, lambdaContext(10_000))));
+    assert.deepEqual(results, [{ batchItemFailures: [] }, { batchItemFailures: [] }]);
+    assert.equal(await ctx.db.countUsers(), 50);
+    assert.equal(await ctx.db.duplicateEmails(), 0);
+    await sqs.send(new DeleteMessageCommand({ QueueUrl: queues.queueUrl, ReceiptHandle: second.ReceiptHandle }));
+    await queues.delete();
+  });
+});

@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import { ServiceUnavailableError } from '../../src/errors.js';
+import { handler } from '../../src/handler.js';
+import { captureHandlerOutput } from '../support/handler-output.js';
+import { lambdaContext, makeEvent, makeRecord } from '../support/sqs-events.js';
+import { startStubService } from '../support/stub-service.js';
+
+const user = (/** @type {string} */ tag) => ({ email: `${tag}@example.com`, name: tag });
+/** @param {any[]} users */
+const stored = (users) => /** @type {[number, unknown]} */ ([201, { received: users.length, inserted: users.length, duplicates: 0 }]);
+const failures = (/** @type {any} */ result) => result.batchItemFailures.map((/** @type {any} */ f) => f.itemIdentifier).sort();
+
+describe('handler (unit, scripted service)', () => {
+  /** @type {Awaited<ReturnType<typeof startStubService>> | undefined} */ let stub;
+  /** @type {ReturnType<typeof captureHandlerOutput>} */ let output;
+  beforeEach(() => {
+    output = captureHandlerOutput();
+  });
+  afterEach(async () => {
+    output.restore();
+    await stub?.close();
+    stub = undefined;
+  });
+
+  /** @param {Parameters<typeof startStubService>[0]} respond @param {Record<string, string>} [env] */
+  async function withService(respond, env = {}) {
+    stub = await startStubService(respond);
+    Object.assign(process.env, { SERVICE_URL: stub.url, POST_CHUNK_ITEMS: '1000', POST_CONCURRENCY: '4', RETRY_BASE_MS: '20', RETRY_MAX_MS: '200', SAFETY_MARGIN_MS: '100', ...env });
+    // The handler reads its configuration once per cold start: load it afresh for each test.
+    const fresh = await import(`../../src/handler.js?case=${Math.random()}`);
+    return /** @type {typeof handler} */ (fresh.handler);
+  }
+
+  test('single users and arrays from many messages go out in chunks; nothing fails', async () => {
+    const run = await withService(stored, { POST_CHUNK_ITEMS: '3' });
+    const event = makeEvent([user('a'), [user('b'), user('c')], [user('d'), user('e'), user('f'), user('g')]]);
+    const result = await run(event, lambdaContext(10_000));
+    assert.deepEqual(result, { batchItemFailures: [] });
+    const posted = /** @type {NonNullable<typeof stub>} */ (stub).requests;
+    assert.deepEqual(posted.map((r) => r.length), [3, 3, 1]);
+    assert.deepEqual(posted.flat().map((u) => u.name).sort(), ['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+  });
+
+  test('bad JSON and non-user bodies fail alone; the good messages are stored', async () => {
+    const run = await withService(stored);
+    const good = makeRecord([user('g1'), user('g2')]);
+    const badJson = makeRecord('{"email": ');
+    const notUsers = makeRecord([1, 2]);
+    const empty = makeRecord([]);
+    const result = await run({ Records: [good, badJson, notUsers, empty] }, lambdaContext(10_000));
+    assert.deepEqual(failures(result), [badJson.messageId, notUsers.messageId, empty.messageId].sort());
+    assert.deepEqual(/** @type {any} */ (stub).requests.flat().map((/** @type {any} */ u) => u.name), ['g1', 'g2']);
+  });
+
+  test('a 400 naming indexes fails exactly those messages, and the rest is posted again', async () => {
+    const run = await withService((users) => {
+      const bad = users.map((u, index) => (u.email.startsWith('bad') ? { index, field: 'email', message: 'x' } : null)).filter(Boolean);
+      return bad.length ? [400, { error: 'invalid_batch', message: 'no', errors: bad }] : stored(users);
+    });
+    const ok1 = makeRecord([user('ok1'), user('ok2')]);
+    const poisoned = makeRecord([user('fine'), { email: 'bad-one', name: 'B' }]);
+    const ok2 = makeRecord(user('ok3'));
+    const result = await run({ Records: [ok1, poisoned, ok2] }, lambdaContext(10_000));
+    assert.deepEqual(failures(result), [poisoned.messageId]);
+    const [first, second] = /** @type {any} */ (stub).requests;
+    assert.equal(first.length, 5);
+    assert.deepEqual(second.map((/** @type {any} */ u) => u.name), ['ok1', 'ok2', 'ok3'], 'the poisoned message is left out whole');
+  });
+
+  test('503 then success: retried with backoff, honouring Retry-After, and nothing fails', async () => {
+    const answeredAt = /** @type {number[]} */ ([]);
+    const run = await withService((users, n) => {
+      answeredAt.push(Date.now());
+      return n <= 2 ? [503, { error: 'database_unavailable' }, { 'retry-after': '1' }] : stored(users);
+    });
+    const result = await run(makeEvent([user('r1')]), lambdaContext(20_000));
+    assert.deepEqual(result, { batchItemFailures: [] });
+    assert.equal(/** @type {any} */ (stub).requests.length, 3);
+    assert.ok(answeredAt[1] - answeredAt[0] >= 950, 'waited for Retry-After');
+    const line = output.logs.at(-1) ?? {};
+    assert.equal(line.retries, 2);
+    assert.equal(line.posts, 3);
+  });
+
+  test('the time budget is respected: no retry starts past the deadline, the messages fail', async () => {
+    const run = await withService(() => [503, { error: 'database_unavailable' }], { SAFETY_MARGIN_MS: '500' });
+    const good = makeRecord(user('late'));
+    const poison = makeRecord('nope');
+    const started = Date.now();
+    const result = await run({ Records: [good, poison] }, lambdaContext(2_000));
+    const took = Date.now() - started;
+    assert.ok(took < 2_000, `returned within the invocation's time (${took} ms)`);
+    assert.deepEqual(failures(result), [good.messageId, poison.messageId].sort());
+  });
+
+  test('when every message failed because the service is down, it throws so Lambda backs off', async () => {
+    const run = await withService(() => [503, { error: 'database_unavailable' }]);
+    await stub?.close();
+    await assert.rejects(run(makeEvent([user('x'), user('y')]), lambdaContext(1_500)), ServiceUnavailableError);
+  });
+
+  test('a wrong token does not send good messages to the dead-letter queue', async () => {
+    const run = await withService(() => [401, { error: 'unauthorized' }]);
+    await assert.rejects(run(makeEvent([user('t')]), lambdaContext(5_000)), ServiceUnavailableError);
+  });
+
+  test('the log line has counts and the request id as correlation id, never a user or the token', async () => {
+    const run = await withService(stored, { INGEST_TOKEN: 'feeder-secret-token-xyz' });
+    await run(makeEvent([user('private-person')]), lambdaContext(5_000, 'request-id-42'));
+    assert.equal(output.logs.length, 1);
+    const [line] = output.logs;
+    const text = JSON.stringify(line);
+    assert.ok(!text.includes('private-person') && !text.includes('feeder-secret-token-xyz'));
+    assert.equal(line.message, 'sqs batch fed');
+    assert.equal(line.correlation_id, 'request-id-42');
+    assert.equal(line.level, 'INFO');
+    assert.equal(line.service, 'sluice-feeder');
+    assert.deepEqual(
+      { records: line.records, users: line.users, usersStored: line.usersStored, inserted: line.inserted, posts: line.posts, retries: line.retries, failedMessages: line.failedMessages, poisonMessages: line.poisonMessages },
+      { records: 1, users: 1, usersStored: 1, inserted: 1, posts: 1, retries: 0, failedMessages: 0, poisonMessages: 0 },
+    );
+    assert.equal(typeof line.durationMs, 'number');
+  });
+
+  test('one CloudWatch EMF record per invocation: users stored, messages failed, poison, retries, posts, duration', async () => {
+    const run = await withService((users, n) => (n === 1 ? [503, { error: 'database_unavailable' }] : stored(users)));
+    const good = makeRecord([user('m1'), user('m2')]);
+    const poison = makeRecord('{"email": ');
+    await run({ Records: [good, poison] }, lambdaContext(10_000));
+
+    assert.equal(output.metrics.length, 1);
+    const [emf] = output.metrics;
+    const [directive] = emf._aws.CloudWatchMetrics;
+    assert.equal(directive.Namespace, 'sluice');
+    assert.deepEqual(directive.Dimensions, [['service']]);
+    assert.equal(emf.service, 'sluice-feeder');
+    assert.ok(Number.isInteger(emf._aws.Timestamp));
+    assert.deepEqual(
+      Object.fromEntries(directive.Metrics.map((/** @type {any} */ m) => [m.Name, m.Unit])),
+      { usersStored: 'Count', messagesFailed: 'Count', poisonMessages: 'Count', retries: 'Count', posts: 'Count', durationMs: 'Milliseconds' },
+    );
+    assert.deepEqual(
+      { usersStored: emf.usersStored, messagesFailed: emf.messagesFailed, poisonMessages: emf.poisonMessages, retries: emf.retries, posts: emf.posts },
+      { usersStored: 2, messagesFailed: 1, poisonMessages: 1, retries: 1, posts: 2 },
+    );
+    assert.ok(emf.durationMs >= 0);
+  });
+
+  test('an invocation that throws (service down) still emits its figures', async () => {
+    const run = await withService(() => [503, { error: 'database_unavailable' }]);
+    await stub?.close();
+    await assert.rejects(run(makeEvent([user('x')]), lambdaContext(1_500)), ServiceUnavailableError);
+    assert.equal(output.metrics.length, 1);
+    assert.equal(output.metrics[0].messagesFailed, 1);
+    assert.equal(output.metrics[0].usersStored, 0);
+  });
+});

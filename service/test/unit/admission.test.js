@@ -1,0 +1,164 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { AdmissionBudget, AdmissionRefusedError, SMALL_BODY_BYTES, WAITING_BUDGETS } from '../../src/http/admission.js';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+// 16 MiB: a reserve of 1 MiB for small bodies, 15 MiB for large ones.
+const budgetOf = (/** @type {number} */ maxWaitMs = 60_000) => new AdmissionBudget({ budgetBytes: 16 * MiB, maxWaitMs });
+
+/** @param {Promise<unknown>} promise @returns {Promise<boolean>} whether it settled by the next turn of the event loop */
+const settled = async (promise) => {
+  let done = false;
+  promise.then(() => (done = true), () => (done = true));
+  await new Promise((r) => setImmediate(r));
+  return done;
+};
+
+/** @param {string} reason */
+const refusedFor = (reason) => (/** @type {unknown} */ err) => err instanceof AdmissionRefusedError && err.status === 503 && err.reason === reason && err.headers['Retry-After'] === '1';
+
+describe('admission budget (unit)', () => {
+  test('shares: the reserve is 1/16 of the budget and only small bodies may use it', () => {
+    const budget = budgetOf();
+    assert.equal(budget.reservedBytes, 1 * MiB);
+    assert.equal(budget.largeShareBytes, 15 * MiB);
+    assert.equal(budget.smallBodyBytes, SMALL_BODY_BYTES);
+  });
+
+  test('admits at once what fits, and counts it until released', () => {
+    const budget = budgetOf();
+    const a = budget.tryAcquire(5 * MiB);
+    const b = budget.tryAcquire(100);
+    assert.ok(a && b);
+    assert.deepEqual(budget.usage, { totalBytes: 5 * MiB + 100, largeBytes: 5 * MiB, smallBytes: 100, waiting: 0 });
+    budget.release(a);
+    budget.release(b);
+    assert.deepEqual(budget.usage, { totalBytes: 0, largeBytes: 0, smallBytes: 0, waiting: 0 });
+  });
+
+  test('a release counts once, however often it is called', () => {
+    const budget = budgetOf();
+    const a = /** @type {import('../../src/http/admission.js').Grant} */ (budget.tryAcquire(10 * MiB));
+    const b = budget.tryAcquire(4 * MiB);
+    assert.ok(b);
+    budget.release(a);
+    budget.release(a);
+    assert.equal(budget.usage.totalBytes, 4 * MiB);
+  });
+
+  test('large bodies never take the reserve: small ones still get in when the large share is full', () => {
+    const budget = budgetOf();
+    assert.ok(budget.tryAcquire(15 * MiB));
+    assert.equal(budget.tryAcquire(1 * MiB), undefined, 'a large body waits');
+    for (let i = 0; i < 16; i++) assert.ok(budget.tryAcquire(SMALL_BODY_BYTES), `small body ${i} admitted`);
+    assert.equal(budget.tryAcquire(SMALL_BODY_BYTES), undefined, 'the reserve is used up');
+  });
+
+  test('small bodies may use the whole budget while no large one waits, only the reserve while one does', async () => {
+    const budget = budgetOf();
+    const smalls = Array.from({ length: 200 }, () => budget.tryAcquire(SMALL_BODY_BYTES));
+    assert.ok(smalls.every(Boolean), '12.5 MiB of small bodies admitted');
+    const large = budget.acquire(10 * MiB);
+    assert.equal(await settled(large), false, 'the large one waits');
+    assert.equal(budget.tryAcquire(100), undefined, 'new small ones no longer pass it');
+    // Small ones leave until 2.5 MiB remain: the large one fits and goes first.
+    for (const g of smalls.slice(0, 160)) budget.release(/** @type {any} */ (g));
+    const grant = await large;
+    assert.equal(grant.bytes, 10 * MiB);
+    assert.ok(budget.tryAcquire(100), 'no large one waits any more');
+  });
+
+  test('large requests are admitted first come, first served', async () => {
+    const budget = budgetOf();
+    const holder = /** @type {any} */ (budget.tryAcquire(15 * MiB));
+    /** @type {number[]} */
+    const order = [];
+    const waiting = [8 * MiB, 2 * MiB, 5 * MiB].map((bytes, i) => budget.acquire(bytes).then((g) => (order.push(i), g)));
+    assert.equal(budget.tryAcquire(1 * MiB), undefined, 'a newcomer does not pass those waiting');
+    budget.release(holder);
+    await Promise.all(waiting);
+    assert.deepEqual(order, [0, 1, 2]);
+  });
+
+  test('a body larger than the large share is charged the share: it runs alone, rather than never', async () => {
+    const budget = budgetOf();
+    const small = budget.tryAcquire(100);
+    const huge = budget.tryAcquire(40 * MiB);
+    assert.equal(huge?.bytes, 15 * MiB);
+    assert.equal(budget.tryAcquire(1 * MiB), undefined);
+    assert.ok(small && huge);
+    budget.release(huge);
+    assert.ok(budget.tryAcquire(1 * MiB));
+  });
+
+  test('refuses at once when WAITING_BUDGETS budgets of bytes already wait, or when waiting is off', async () => {
+    const budget = budgetOf();
+    budget.tryAcquire(15 * MiB);
+    const controller = new AbortController();
+    const waiters = Array.from({ length: 2 * WAITING_BUDGETS }, () => budget.acquire(budget.budgetBytes / 2, controller.signal));
+    await assert.rejects(budget.acquire(1 * MiB), refusedFor('queue_full'));
+    assert.equal(budget.usage.waiting, 2 * WAITING_BUDGETS);
+    controller.abort();
+    for (const w of waiters) await assert.rejects(w, refusedFor('aborted'));
+
+    const impatient = budgetOf(0);
+    impatient.tryAcquire(15 * MiB);
+    await assert.rejects(impatient.acquire(1 * MiB), refusedFor('queue_full'));
+  });
+
+  test('waits at most maxWaitMs, then refuses and leaves the queue', async () => {
+    const budget = budgetOf(20);
+    budget.tryAcquire(15 * MiB);
+    await assert.rejects(budget.acquire(1 * MiB), refusedFor('timeout'));
+    assert.equal(budget.usage.waiting, 0);
+  });
+
+  test('a client that goes away while waiting leaves the queue and holds nothing', async () => {
+    const budget = budgetOf();
+    const holder = /** @type {any} */ (budget.tryAcquire(15 * MiB));
+    const controller = new AbortController();
+    const waiting = budget.acquire(1 * MiB, controller.signal);
+    controller.abort();
+    await assert.rejects(waiting, refusedFor('aborted'));
+    budget.release(holder);
+    assert.deepEqual(budget.usage, { totalBytes: 0, largeBytes: 0, smallBytes: 0, waiting: 0 });
+  });
+
+  test('a large request that gives up waiting lets the small ones it held back in', async () => {
+    const budget = budgetOf();
+    budget.tryAcquire(10 * MiB);
+    for (let i = 0; i < 40; i++) budget.tryAcquire(SMALL_BODY_BYTES);
+    // 12.5 MiB held: a small one would fit, but a large one waits and small ones are past the reserve.
+    const controller = new AbortController();
+    const large = budget.acquire(5 * MiB, controller.signal);
+    const small = budget.acquire(100);
+    assert.equal(await settled(small), false);
+    controller.abort();
+    await assert.rejects(large, refusedFor('aborted'));
+    assert.equal((await small).bytes, 100);
+  });
+
+  test('a body read without a length grows its grant until it would overflow', () => {
+    const budget = budgetOf();
+    budget.tryAcquire(10 * MiB);
+    const grant = /** @type {any} */ (budget.tryAcquire(0));
+    assert.equal(budget.grow(grant, 10 * KiB), true);
+    assert.equal(grant.large, false);
+    assert.equal(budget.grow(grant, 5 * MiB), true);
+    assert.equal(grant.large, true);
+    assert.deepEqual(budget.usage, { totalBytes: 15 * MiB, largeBytes: 15 * MiB, smallBytes: 0, waiting: 0 });
+    assert.equal(budget.grow(grant, 5 * MiB + 1), false);
+    budget.release(grant);
+    assert.equal(budget.usage.totalBytes, 10 * MiB);
+  });
+
+  test('onChange sees every change, for the gauges', async () => {
+    /** @type {number[]} */
+    const seen = [];
+    const budget = new AdmissionBudget({ budgetBytes: 16 * MiB, maxWaitMs: 1000, onChange: (b) => seen.push(b.usage.totalBytes) });
+    const g = /** @type {any} */ (budget.tryAcquire(1000));
+    budget.release(g);
+    assert.deepEqual(seen, [1000, 0]);
+  });
+});
