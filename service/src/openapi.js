@@ -1,14 +1,15 @@
 import { createRequire } from 'node:module';
+import { API_ERRORS } from './errors.js';
 import { MAX_REPORTED_ERRORS, MESSAGES, userSchema } from './users/user-schema.js';
 
 const { version } = createRequire(import.meta.url)('../package.json');
 
 // What a field means to a sender; the rules themselves come from the schema ajv compiles.
 const FIELD_NOTES = {
-  email: 'Stored lower-cased; unique: an email already stored is skipped, never duplicated.',
+  email: 'Stored lower-cased; unique: an email already stored is skipped (or, in merge mode, updated), never duplicated.',
   name: 'Stored exactly as sent.',
   phone: '`+` and 6 to 15 digits.',
-  passwordHash: 'A PHC / modular-crypt hash (`$id$...`). A `password` field is refused: plaintext is never stored.',
+  passwordHash: 'A PHC / modular-crypt hash (`$id$...`: letters, digits and `. / + = , $ -`). A `password` field is refused: plaintext is never stored.',
 };
 
 /** An error body whose `error` is one of `codes`; `extra`: more required properties. */
@@ -40,13 +41,69 @@ class Example {
   }
 }
 
+
+const HEADER_SCHEMAS = {
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
+  'WWW-Authenticate': { description: 'The authentication scheme.', schema: { type: 'string', const: 'Bearer' } },
+};
+const preferenceApplied = {
+  description: 'The `resolution` applied, when the request asked for one in `Prefer`.',
+  schema: { type: 'string', enum: ['resolution=merge-duplicates', 'resolution=ignore-duplicates'] },
+};
+
+/**
+ * The error answers of an operation, from the catalogue (errors.js): by status, every code its
+ * scopes can answer, described by what gets it, with the headers the catalogue sends.
+ * @param {('users' | 'any' | 'unrouted')[]} scopes
+ * @param {Record<number, Record<string, unknown>>} [examples]  more examples by status (the README's)
+ */
+export function errorResponses(scopes, examples = {}) {
+  /** @type {Map<number, [string, import('./errors.js').ApiErrorSpec][]>} */
+  const byStatusCode = new Map();
+  for (const [code, spec] of Object.entries(API_ERRORS)) {
+    if (!scopes.includes(spec.scope)) continue;
+    byStatusCode.set(spec.status, [...(byStatusCode.get(spec.status) ?? []), [code, spec]]);
+  }
+  return Object.fromEntries(
+    [...byStatusCode.entries()].sort(([a], [b]) => a - b).map(([status, codes]) => {
+      const names = codes.map(([code]) => code);
+      const headerNames = [...new Set(codes.flatMap(([, spec]) => Object.keys(spec.headers ?? {})))];
+      const plain = names.filter((c) => c !== 'invalid_batch' && c !== 'internal');
+      /** @type {object[]} */
+      const schemas = [];
+      if (names.includes('invalid_batch')) schemas.push({ $ref: '#/components/schemas/InvalidBatch' });
+      if (names.includes('internal')) schemas.push(errorBody(['internal'], { errorId: { type: 'string', format: 'uuid' } }));
+      if (plain.length) schemas.push(errorBody(plain));
+      return [status, {
+        description: codes.map(([code, spec]) => `\`${code}\`: ${spec.when}`).join(' '),
+        ...(headerNames.length
+          ? { headers: Object.fromEntries(headerNames.map((h) => [h, { required: codes.every(([, spec]) => h in (spec.headers ?? {})), .../** @type {Record<string, object>} */ (HEADER_SCHEMAS)[h] }])) }
+          : {}),
+        content: json(schemas.length === 1 ? schemas[0] : { oneOf: schemas }, {
+          ...Object.fromEntries(codes.filter(([code]) => code !== 'invalid_batch').map(([code, spec]) => [
+            code,
+            code === 'internal' ? { error: code, message: spec.message, errorId: '0f8e4c1a-3b5d-4e2f-9a7c-6d1b2e3f4a5b' } : { error: code, message: spec.message },
+          ])),
+          ...examples[status],
+        }),
+      }];
+    }),
+  );
+}
+
 /**
  * The README's examples of POST /users: each request with the status and body it gets on an empty
  * table. The test sends every one to the real service and checks the answers.
  */
 export const POST_USERS_EXAMPLES = {
-  new: { request: [{ email: 'new@example.com', name: 'New' }], status: 201, response: { received: 1, inserted: 1, duplicates: 0 } },
-  duplicate: { request: [{ email: 'NEW@example.com', name: 'New' }], status: 200, response: { received: 1, inserted: 0, duplicates: 1 } },
+  new: { request: [{ email: 'new@example.com', name: 'New' }], status: 201, response: { received: 1, inserted: 1, updated: 0, duplicates: 0 } },
+  duplicate: { request: [{ email: 'NEW@example.com', name: 'New' }], status: 200, response: { received: 1, inserted: 0, updated: 0, duplicates: 1 } },
+  merged: {
+    request: [{ email: 'new@example.com', name: 'Renamed' }],
+    prefer: 'resolution=merge-duplicates',
+    status: 200,
+    response: { received: 1, inserted: 0, updated: 1, duplicates: 1 },
+  },
   invalid: {
     request: [{ email: 'x', name: 'X' }, { email: 'y@example.com', nome: 'Y' }],
     status: 400,
@@ -86,7 +143,6 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
   for (const [field, note] of Object.entries(FIELD_NOTES)) {
     /** @type {Record<string, any>} */ (user.properties)[field].description = note;
   }
-  const retryAfter = { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } };
 
   return {
     openapi: '3.1.0',
@@ -113,8 +169,20 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
           description:
             `A JSON array of 1 to ${maxBatchItems} users (MAX_BATCH_ITEMS), at most ${maxBodyBytes} bytes decoded (MAX_BODY_BYTES); ` +
             'UTF-8 JSON only, gzip or deflate `Content-Encoding` accepted. The whole array is written in one transaction; ' +
-            'emails already stored are skipped. A bearer token is required only when the service runs with INGEST_TOKEN set.',
+            'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token is required only when the service runs with INGEST_TOKEN set.',
           security: [{ bearer: [] }, {}],
+          parameters: [
+            {
+              name: 'Prefer',
+              in: 'header',
+              required: false,
+              description:
+                'RFC 7240. `resolution=merge-duplicates`: a stored email takes the sent `name`, and the sent `phone` and `passwordHash` where the user has them; ' +
+                'a row that would not change is not written. `resolution=ignore-duplicates`, or none: a stored email is skipped. Other preferences are ignored.',
+              schema: { type: 'string' },
+              examples: { merge: { value: 'resolution=merge-duplicates' } },
+            },
+          ],
           requestBody: {
             required: true,
             content: json(
@@ -123,46 +191,13 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
             ),
           },
           responses: {
-            201: { description: 'At least one user was inserted.', content: json({ $ref: '#/components/schemas/BatchResult' }, byStatus(201)) },
-            200: { description: 'Every user was already stored: nothing inserted.', content: json({ $ref: '#/components/schemas/BatchResult' }, byStatus(200)) },
-            400: {
-              description: 'Invalid users (every problem, by index), not an array, an empty array, or malformed JSON. Nothing was written.',
-              content: json({ oneOf: [{ $ref: '#/components/schemas/InvalidBatch' }, { $ref: '#/components/schemas/BadRequest' }] }, {
-                ...byStatus(400),
-                malformedJson: { error: 'malformed_json', message: 'the body is not valid JSON' },
-              }),
+            201: { description: 'At least one user was inserted.', headers: { 'Preference-Applied': preferenceApplied }, content: json({ $ref: '#/components/schemas/BatchResult' }, byStatus(201)) },
+            200: {
+              description: 'No user was inserted: every one was already stored (skipped, or updated in merge mode).',
+              headers: { 'Preference-Applied': preferenceApplied },
+              content: json({ $ref: '#/components/schemas/BatchResult' }, byStatus(200)),
             },
-            401: {
-              description: 'Missing or wrong bearer token (only when INGEST_TOKEN is set).',
-              headers: { 'WWW-Authenticate': { schema: { type: 'string', const: 'Bearer' } } },
-              content: json(errorBody(['unauthorized']), { unauthorized: { error: 'unauthorized', message: 'missing or wrong bearer token' } }),
-            },
-            413: {
-              description: 'More than MAX_BATCH_ITEMS users, or a body over MAX_BODY_BYTES.',
-              content: json(errorBody(['too_many_items', 'payload_too_large']), {
-                tooManyItems: { error: 'too_many_items', message: `${maxBatchItems + 1} users is over MAX_BATCH_ITEMS (${maxBatchItems}); split the batch` },
-                payloadTooLarge: { error: 'payload_too_large', message: 'the body is larger than MAX_BODY_BYTES' },
-              }),
-            },
-            415: {
-              description: 'Not `application/json`, not UTF-8, or an unsupported `Content-Encoding`.',
-              content: json(errorBody(['unsupported_media_type', 'unsupported_charset', 'unsupported_encoding']), {
-                unsupportedMediaType: { error: 'unsupported_media_type', message: 'Content-Type must be application/json' },
-              }),
-            },
-            500: {
-              description: 'An unexpected failure; the error id is in the log too. Nothing was written.',
-              content: json(errorBody(['internal'], { errorId: { type: 'string', format: 'uuid' } }), {
-                internal: { error: 'internal', message: 'unexpected error; nothing was written', errorId: '0f8e4c1a-3b5d-4e2f-9a7c-6d1b2e3f4a5b' },
-              }),
-            },
-            503: {
-              description: 'PostgreSQL down or every pooled connection busy. Nothing was written; retry after `Retry-After`.',
-              headers: { 'Retry-After': { required: true, ...retryAfter } },
-              content: json(errorBody(['database_unavailable']), {
-                databaseUnavailable: { error: 'database_unavailable', message: 'the database cannot take writes now; nothing was written, retry later' },
-              }),
-            },
+            ...errorResponses(['users', 'any'], { 400: byStatus(400) }),
           },
         },
       },
@@ -180,6 +215,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
                 { ok: { status: 'ok', pid: 4242 } },
               ),
             },
+            ...errorResponses(['any']),
           },
         },
       },
@@ -192,6 +228,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
           responses: {
             200: { description: 'The database answers and the `users` table exists.', content: json(readiness('ready'), { ready: { status: 'ready' } }) },
             503: { description: 'The database does not answer, or the schema is missing.', content: json(readiness('not_ready'), { notReady: { status: 'not_ready' } }) },
+            ...errorResponses(['any']),
           },
         },
       },
@@ -207,6 +244,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
               description: 'Prometheus text exposition format.',
               content: { 'text/plain': { schema: { type: 'string' }, example: 'sluice_users_inserted_total 7\n' } },
             },
+            ...errorResponses(['any']),
           },
         },
       },
@@ -218,6 +256,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
           security: [],
           responses: {
             200: { description: 'The OpenAPI 3.1 document of this API.', content: { 'application/json': { schema: { type: 'object' } } } },
+            ...errorResponses(['any']),
           },
         },
       },
@@ -230,11 +269,12 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
         User: user,
         BatchResult: {
           type: 'object',
-          required: ['received', 'inserted', 'duplicates'],
+          required: ['received', 'inserted', 'updated', 'duplicates'],
           additionalProperties: false,
           properties: {
             received: { type: 'integer', minimum: 1, description: 'Users in the request.' },
             inserted: { type: 'integer', minimum: 0, description: 'Rows written.' },
+            updated: { type: 'integer', minimum: 0, description: 'Stored rows changed (merge mode; always 0 otherwise).' },
             duplicates: { type: 'integer', minimum: 0, description: 'received - inserted: emails already stored, or repeated in the batch.' },
           },
         },
@@ -253,8 +293,9 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
             errors: { type: 'array', minItems: 1, maxItems: MAX_REPORTED_ERRORS, items: { $ref: '#/components/schemas/ItemError' }, description: 'In index order.' },
           }),
         },
-        BadRequest: errorBody(['not_an_array', 'empty_batch', 'malformed_json', 'request_aborted', 'request_size_invalid']),
       },
+      // A method and path this API does not serve: no operation to hang it on.
+      responses: { NotFound: errorResponses(['unrouted'])[404] },
     },
   };
 }

@@ -6,6 +6,7 @@ import { askPrimaryForMetrics, runPrimary, shareWorkerMetrics } from './cluster.
 import { loadConfig } from './config.js';
 import { createDatabase } from './db.js';
 import { ConfigError } from './errors.js';
+import { createHttpServer } from './http/node-server.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
 
@@ -23,14 +24,12 @@ function serve(config, logger) {
   if (inCluster) shareWorkerMetrics(metrics.registry);
   const app = createApp({ config, db, logger, metrics, renderMetrics: inCluster ? askPrimaryForMetrics : undefined });
 
+  const server = createHttpServer(app);
   // A deeper accept queue than Node's 511, for bursts of new connections (thousands of load-test VUs).
-  const server = app.listen({ port: config.port, host: config.host, backlog: 4096 }, () => {
+  server.listen({ port: config.port, host: config.host, backlog: 4096 }, () => {
     const address = /** @type {import('node:net').AddressInfo} */ (server.address());
     logger.info({ host: config.host, port: address.port, strategy: config.insertStrategy }, 'listening');
   });
-  // Longer than a typical load balancer's idle timeout, so the balancer closes first, never us mid-reuse.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
 
   let stopping = false;
   server.on('request', (_req, res) => {

@@ -2,14 +2,15 @@ import { Writable } from 'node:stream';
 import { createApp } from '../../service/src/app.js';
 import { loadConfig } from '../../service/src/config.js';
 import { createDatabase } from '../../service/src/db.js';
+import { createHttpServer } from '../../service/src/http/node-server.js';
 import { createLogger } from '../../service/src/logger.js';
 import { createMetrics } from '../../service/src/metrics.js';
 
 /**
  * The service's app on 127.0.0.1, port 0, in this process, with its log lines kept for assertions.
- * @param {{ databaseUrl: string, env?: Record<string, string> }} options
+ * @param {{ databaseUrl: string, env?: Record<string, string>, serverTimeouts?: Parameters<typeof createHttpServer>[1] }} options
  */
-export async function startTestApp({ databaseUrl, env = {} }) {
+export async function startTestApp({ databaseUrl, env = {}, serverTimeouts }) {
   const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', ...env });
   /** @type {any[]} */
   const logs = [];
@@ -23,10 +24,10 @@ export async function startTestApp({ databaseUrl, env = {} }) {
   const db = createDatabase({ ...config, databaseUrl }, logger);
   const metrics = createMetrics(db);
   const app = createApp({ config, db, logger, metrics });
-  const server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  const { port } = server.address();
+  // Served as server.js serves it: the same HTTP server hooks (http/node-server.js).
+  const server = createHttpServer(app, serverTimeouts);
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)));
+  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
   const baseUrl = `http://127.0.0.1:${port}`;
 
   return {

@@ -1,4 +1,4 @@
-import { HttpError } from '../errors.js';
+import { ApiError } from '../errors.js';
 
 // What a request holds while it is served grows with its body (raw bytes, the decoded string, the
 // parsed objects, the rows, the SQL of a chunk), so the budget is counted in body bytes: known from
@@ -14,7 +14,6 @@ export const RESERVED_SHARE = 1 / 16;
  * flight must queue, not be shed, while the time bound still sheds what cannot be served in time.
  */
 export const WAITING_BUDGETS = 4;
-const RETRY_AFTER_SECONDS = '1';
 
 /**
  * @typedef {object} Grant  what one request holds; released once, whatever happens to the request
@@ -24,10 +23,10 @@ const RETRY_AFTER_SECONDS = '1';
  */
 /** @typedef {'queue_full' | 'timeout' | 'aborted' | 'overflow'} RefusalReason */
 
-export class AdmissionRefusedError extends HttpError {
+export class AdmissionRefusedError extends ApiError {
   /** @param {RefusalReason} reason */
   constructor(reason) {
-    super(503, 'overloaded', 'the service is at its in-flight work limit; nothing was read or written, retry later', { 'Retry-After': RETRY_AFTER_SECONDS });
+    super('overloaded');
     this.name = 'AdmissionRefusedError';
     this.reason = reason;
   }
@@ -270,9 +269,6 @@ export function admitRequest({ budget, maxBodyBytes, metrics }) {
       grant = await budget.acquire(bytes, aborted.signal);
     } catch (err) {
       if (err instanceof AdmissionRefusedError) metrics?.shed(err.reason);
-      // Closing the connection after the answer spares reading a body nobody will use (a kept-alive
-      // connection must read it to the end first); clients retry on a new connection.
-      res.setHeader('Connection', 'close');
       // A client that left waiting gets no answer; the error handler sees the closed response.
       throw err;
     } finally {

@@ -1,45 +1,54 @@
 import { randomUUID } from 'node:crypto';
-import { DatabaseUnavailableError, HttpError, InvalidBatchError } from '../errors.js';
+import { API_ERRORS, ApiError, DatabaseUnavailableError, InvalidBatchError } from '../errors.js';
+import { finishUnreadBody } from './unread-body.js';
 
-const RETRY_AFTER_SECONDS = '2';
-
-// raw-body (which reads bodies in http/json-body.js) signals its failures with `type`; each is the
-// client's to fix. The body reader's own refusals are HttpErrors.
-/** @type {Record<string, [number, string, string]>} */
-const BODY_ERRORS = {
-  'entity.too.large': [413, 'payload_too_large', 'the body (decompressed) is larger than MAX_BODY_BYTES; nothing was written'],
-  'request.aborted': [400, 'request_aborted', 'the request was aborted'],
-  'request.size.invalid': [400, 'request_size_invalid', 'the body does not match its Content-Length'],
+// raw-body (which reads bodies in http/json-body.js) signals its failures with `type`.
+/** @type {Record<string, import('../errors.js').ApiErrorCode>} */
+const BODY_READ_ERRORS = {
+  'entity.too.large': 'payload_too_large',
+  'request.size.invalid': 'bad_request',
 };
+// The client went away mid-body: nobody is left to answer.
+const CLIENT_GONE = 'request.aborted';
 
 /**
- * The one place where errors become responses. Known errors keep their status; anything else is a
- * 500 whose id is in both the answer and the log, and no stack trace leaves the process.
- *
- * @type {import('express').ErrorRequestHandler}
+ * The answer to an error, as the catalogue declares it: status, headers and JSON body. Anything
+ * that is not a refusal from the catalogue is a 500 with a fresh error id.
+ * @param {unknown} err
+ * @returns {{ status: number, headers: Record<string, string>, body: Record<string, unknown>, apiError: ApiError | undefined }}
  */
-export function errorHandler(err, req, res, _next) {
-  if (res.headersSent) return req.socket.destroy();
+export function describeError(err) {
+  const readError = typeof (/** @type {any} */ (err)?.type) === 'string' ? BODY_READ_ERRORS[/** @type {any} */ (err).type] : undefined;
+  const apiError = err instanceof ApiError ? err : readError ? new ApiError(readError) : undefined;
+  if (!apiError) {
+    const errorId = randomUUID();
+    return { status: 500, headers: {}, body: { error: 'internal', message: API_ERRORS.internal.message, errorId }, apiError };
+  }
+  const spec = API_ERRORS[apiError.code];
+  /** @type {Record<string, unknown>} */
+  const body = { error: apiError.code, message: apiError.message };
+  if (apiError instanceof InvalidBatchError) body.errors = apiError.errors;
+  return { status: spec.status, headers: 'headers' in spec ? { ...spec.headers } : {}, body, apiError };
+}
 
-  if (err instanceof InvalidBatchError) {
-    return res.status(400).json({ error: err.code, message: err.message, errors: err.errors });
-  }
-  if (err instanceof HttpError) {
-    return res.status(err.status).set(err.headers).json({ error: err.code, message: err.message });
-  }
-  const bodyError = typeof err?.type === 'string' ? BODY_ERRORS[err.type] : undefined;
-  if (bodyError) {
-    const [status, error, message] = bodyError;
-    return res.status(status).json({ error, message });
-  }
-  if (err instanceof DatabaseUnavailableError) {
-    req.log.warn({ cause: describeCause(err.cause) }, 'database unavailable');
-    return res.status(503).set('Retry-After', RETRY_AFTER_SECONDS).json({ error: 'database_unavailable', message: 'the database cannot take writes now; nothing was written, retry later' });
-  }
-
-  const errorId = randomUUID();
-  req.log.error({ err, errorId }, 'unexpected error');
-  res.status(500).json({ error: 'internal', message: 'unexpected error; nothing was written', errorId });
+/**
+ * The one place where errors become responses. A refusal keeps its status; anything else is a 500
+ * whose id is in both the answer and the log, and no stack trace leaves the process. An answer
+ * sent before the body was read lets the body arrive (http/unread-body.js), so the client reads the
+ * answer instead of a reset.
+ *
+ * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} limits
+ * @returns {import('express').ErrorRequestHandler}
+ */
+export function errorHandler(limits) {
+  return (err, req, res, _next) => {
+    if (res.headersSent || err?.type === CLIENT_GONE) return req.socket.destroy();
+    const { status, headers, body, apiError } = describeError(err);
+    if (apiError instanceof DatabaseUnavailableError) req.log.warn({ cause: describeCause(apiError.cause) }, 'database unavailable');
+    if (!apiError) req.log.error({ err, errorId: body.errorId }, 'unexpected error');
+    finishUnreadBody(req, res, { ...limits, code: apiError?.code });
+    res.status(status).set(headers).json(body);
+  };
 }
 
 /** @param {unknown} cause */

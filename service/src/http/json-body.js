@@ -1,7 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import zlib from 'node:zlib';
 import getRawBody from 'raw-body';
-import { HttpError, InvalidBatchError } from '../errors.js';
+import { ApiError, InvalidBatchError } from '../errors.js';
+import { sendContinue } from './expect-continue.js';
 import { findDuplicateKeys } from './json-keys.js';
 import { parseMediaType } from './media-type.js';
 import { repeatedHeaders } from './repeated-headers.js';
@@ -18,20 +19,20 @@ const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
  * What is wrong with a request's headers for a JSON body, or the decoder its body needs.
  * @param {import('node:http').IncomingMessage} req
  * @param {number} maxBodyBytes
- * @returns {{ error: HttpError } | { decoder: (() => import('node:stream').Transform) | null }}
+ * @returns {{ error: ApiError } | { decoder: (() => import('node:stream').Transform) | null }}
  */
 export function checkJsonHeaders(req, maxBodyBytes) {
   const [repeated] = repeatedHeaders(req, ['content-type']);
-  if (repeated) return { error: new HttpError(400, 'duplicate_header', 'Content-Type is given more than once; send it once') };
+  if (repeated) return { error: new ApiError('duplicate_header', 'Content-Type is given more than once; send it once') };
 
   const header = req.headers['content-type'];
-  if (!header) return { error: new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json (it is missing)') };
+  if (!header) return { error: new ApiError('unsupported_media_type', 'Content-Type must be application/json (it is missing)') };
   const type = parseMediaType(header);
-  if (!type) return { error: new HttpError(415, 'unsupported_media_type', 'Content-Type is malformed (RFC 9110); send application/json') };
-  if (type.type !== 'application/json') return { error: new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json') };
+  if (!type) return { error: new ApiError('unsupported_media_type', 'Content-Type is malformed (RFC 9110); send application/json') };
+  if (type.type !== 'application/json') return { error: new ApiError('unsupported_media_type', 'Content-Type must be application/json') };
   const charset = type.parameters.get('charset')?.toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-    return { error: new HttpError(415, 'unsupported_charset', `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`) };
+    return { error: new ApiError('unsupported_charset', `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`) };
   }
 
   // Node decodes chunked and nothing else: the bytes of "Transfer-Encoding: gzip, chunked" would
@@ -39,7 +40,7 @@ export function checkJsonHeaders(req, maxBodyBytes) {
   const transfer = (req.headers['transfer-encoding'] ?? '').split(',').map((c) => c.trim().toLowerCase());
   const unknownTransfer = transfer.find((c) => c !== '' && c !== 'chunked');
   if (unknownTransfer !== undefined) {
-    return { error: new HttpError(501, 'unsupported_transfer_encoding', `Transfer-Encoding ${unknownTransfer} is not supported; send chunked alone (compress with Content-Encoding)`) };
+    return { error: new ApiError('unsupported_transfer_encoding', `Transfer-Encoding ${unknownTransfer} is not supported; send chunked alone (compress with Content-Encoding)`) };
   }
 
   const codings = (req.headers['content-encoding'] ?? '')
@@ -47,11 +48,11 @@ export function checkJsonHeaders(req, maxBodyBytes) {
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
   if (codings.length > 1) {
-    return { error: new HttpError(415, 'unsupported_encoding', `Content-Encoding ${codings.join(', ')} stacks encodings; send one of gzip or deflate, or none`) };
+    return { error: new ApiError('unsupported_encoding', `Content-Encoding ${codings.join(', ')} stacks encodings; send one of gzip or deflate, or none`) };
   }
   const coding = codings[0];
   if (coding !== undefined && !Object.hasOwn(DECODERS, coding)) {
-    return { error: new HttpError(415, 'unsupported_encoding', `Content-Encoding ${coding} is not supported; send gzip or deflate, or none`) };
+    return { error: new ApiError('unsupported_encoding', `Content-Encoding ${coding} is not supported; send gzip or deflate, or none`) };
   }
 
   // Node has already refused a Content-Length that is not a number, or one given twice with two
@@ -59,7 +60,7 @@ export function checkJsonHeaders(req, maxBodyBytes) {
   // compressed: a compressed JSON body is smaller than the JSON.
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > maxBodyBytes) {
-    return { error: new HttpError(413, 'payload_too_large', `Content-Length ${declared} is over MAX_BODY_BYTES (${maxBodyBytes})`) };
+    return { error: new ApiError('payload_too_large', `Content-Length ${declared} is over MAX_BODY_BYTES (${maxBodyBytes})`) };
   }
   return { decoder: coding === undefined ? null : DECODERS[/** @type {keyof typeof DECODERS} */ (coding)] };
 }
@@ -71,7 +72,7 @@ export function checkJsonHeaders(req, maxBodyBytes) {
  */
 export function parseJsonBody(buffer) {
   // Decoding would replace bad bytes with U+FFFD, which would then be stored as if sent.
-  if (!isUtf8(buffer)) throw new HttpError(400, 'invalid_utf8', 'the body is not valid UTF-8; nothing was written');
+  if (!isUtf8(buffer)) throw new ApiError('invalid_utf8');
   // A byte-order mark is no part of the JSON text; RFC 8259 lets a parser ignore it, and sluice does.
   const start = buffer.subarray(0, 3).equals(UTF8_BOM) ? 3 : 0;
   const text = buffer.toString('utf8', start);
@@ -81,7 +82,7 @@ export function parseJsonBody(buffer) {
   try {
     value = JSON.parse(text);
   } catch {
-    throw new HttpError(400, 'malformed_json', 'the body is not valid JSON');
+    throw new ApiError('malformed_json');
   }
 
   const duplicates = findDuplicateKeys(text, value);
@@ -91,7 +92,7 @@ export function parseJsonBody(buffer) {
     const items = new Set(errors.map((e) => e.index)).size;
     throw new InvalidBatchError(`${items} of the users have a field given twice; nothing was written`, errors);
   }
-  throw new HttpError(400, 'duplicate_key', `the key ${JSON.stringify(duplicates[0].key)} is given more than once in one object; send each key once`);
+  throw new ApiError('duplicate_key', `the key ${JSON.stringify(duplicates[0].key)} is given more than once in one object; send each key once`);
 }
 
 /**
@@ -104,11 +105,8 @@ export function parseJsonBody(buffer) {
 export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
   return (req, res, next) => {
     const checked = checkJsonHeaders(req, maxBodyBytes);
-    if ('error' in checked) {
-      // The body is not read: close the connection after the answer rather than drain it.
-      res.set('Connection', 'close');
-      return next(checked.error);
-    }
+    if ('error' in checked) return next(checked.error);
+    sendContinue(res);
 
     const decoder = checked.decoder?.();
     if (decoder) req.pipe(decoder);
@@ -125,11 +123,7 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
         req.unpipe(decoder);
         decoder.destroy();
       }
-      if (err) {
-        // Whatever is left of the body is not worth reading: answer, then close.
-        res.set('Connection', 'close');
-        return next(describeReadError(err, decoder !== undefined));
-      }
+      if (err) return next(describeReadError(err, decoder !== undefined));
       if (decoder) req.resume(); // anything after the compressed stream, so the request ends
       try {
         req.body = parseJsonBody(/** @type {Buffer} */ (buffer));
@@ -142,7 +136,7 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
     // A body that trickles or stalls would otherwise hold its socket (and whatever it has sent) for
     // as long as the client likes.
     const timer = setTimeout(() => {
-      settle(new HttpError(408, 'body_timeout', `the body did not arrive within BODY_READ_TIMEOUT_MS (${bodyReadTimeoutMs} ms); nothing was written`));
+      settle(new ApiError('body_timeout', `the body did not arrive within BODY_READ_TIMEOUT_MS (${bodyReadTimeoutMs} ms); nothing was written`));
     }, bodyReadTimeoutMs);
 
     getRawBody(source, { limit: maxBodyBytes, length: decoder ? undefined : req.headers['content-length'] }, settle);
@@ -156,9 +150,9 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
  * @param {boolean} compressed
  */
 function describeReadError(err, compressed) {
-  const known = err instanceof HttpError || typeof (/** @type {{ type?: unknown }} */ (err)?.type) === 'string';
+  const known = err instanceof ApiError || typeof (/** @type {{ type?: unknown }} */ (err)?.type) === 'string';
   if (compressed && !known) {
-    return new HttpError(400, 'malformed_encoding', 'the body is not valid data for its Content-Encoding; nothing was written');
+    return new ApiError('malformed_encoding');
   }
   return err;
 }

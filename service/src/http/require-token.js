@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { HttpError } from '../errors.js';
+import { ApiError } from '../errors.js';
 import { repeatedHeaders } from './repeated-headers.js';
 
 /** @param {string} s */
@@ -17,11 +17,11 @@ export function requireToken(token) {
   const expected = digest(token);
   return (req, _res, next) => {
     if (repeatedHeaders(req, ['authorization']).length > 0) {
-      return next(new HttpError(400, 'duplicate_header', 'Authorization is given more than once; send it once'));
+      return next(new ApiError('duplicate_header', 'Authorization is given more than once; send it once'));
     }
     // The scheme is case-insensitive (RFC 9110, 11.1); spaces after it are allowed, as many as sent.
     const match = /^Bearer +(.+)$/i.exec(req.get('authorization') ?? '');
     if (match && timingSafeEqual(digest(match[1]), expected)) return next();
-    next(new HttpError(401, 'unauthorized', 'missing or wrong bearer token', { 'WWW-Authenticate': 'Bearer' }));
+    next(new ApiError('unauthorized'));
   };
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
+import { API_ERRORS } from '../../src/errors.js';
 import { createOpenApiDocument } from '../../src/openapi.js';
 import { userSchema } from '../../src/users/user-schema.js';
 
@@ -11,7 +12,9 @@ describe('the OpenAPI document', () => {
     const config = await createConfig({
       extends: ['recommended-strict'],
       // Health, readiness, metrics and this document have no client error to describe.
-      rules: { 'operation-4xx-response': 'off' },
+      // Health, readiness, metrics and this document have no client error of their own to describe;
+      // NotFound answers requests outside every operation, so no operation can reference it.
+      rules: { 'operation-4xx-response': 'off', 'no-unused-components': 'off' },
     });
     const problems = await lintFromString({ source: JSON.stringify(doc, null, 2), absoluteRef: '/openapi.json', config });
     assert.deepEqual(problems.map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`), []);
@@ -26,6 +29,27 @@ describe('the OpenAPI document', () => {
 
   test('every route the service answers is in it', () => {
     assert.deepEqual(Object.keys(doc.paths).sort(), ['/healthz', '/metrics', '/openapi.json', '/readyz', '/users']);
-    assert.deepEqual(Object.keys(doc.paths['/users'].post.responses).sort(), ['200', '201', '400', '401', '413', '415', '500', '503']);
+    assert.deepEqual(Object.keys(doc.paths['/users'].post.responses).sort(), ['200', '201', '400', '401', '408', '413', '415', '417', '431', '500', '501', '503']);
+  });
+
+  test('every code of the error catalogue is documented where it can be answered, with its headers', () => {
+    /** @type {(responses: any, status: number) => string[]} */
+    const codesAt = (responses, status) => {
+      const content = responses?.[status]?.content?.['application/json'];
+      const schemas = content?.schema?.oneOf ?? [content?.schema];
+      return schemas.flatMap((/** @type {any} */ s) => (s?.$ref ? ['invalid_batch'] : s?.properties?.error?.enum ?? []));
+    };
+    for (const [code, spec] of Object.entries(API_ERRORS)) {
+      const operations = spec.scope === 'users' ? [doc.paths['/users'].post] : spec.scope === 'any' ? Object.values(doc.paths).map((p) => Object.values(p)[0]) : [];
+      const places = spec.scope === 'unrouted' ? [doc.components.responses] : operations.map((o) => o.responses);
+      const where = spec.scope === 'unrouted' ? { NotFound: doc.components.responses.NotFound } : undefined;
+      for (const responses of places) {
+        const documented = where ? codesAt({ [spec.status]: where.NotFound }, spec.status) : codesAt(responses, spec.status);
+        assert.ok(documented.includes(code), `${code} (${spec.status}) is documented`);
+      }
+      for (const header of Object.keys('headers' in spec ? spec.headers : {})) {
+        assert.equal(doc.paths['/users'].post.responses[spec.status].headers?.[header]?.required, true, `${code} documents ${header}`);
+      }
+    }
   });
 });

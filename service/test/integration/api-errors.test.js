@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { after, before, describe, test } from 'node:test';
+import { API_ERRORS } from '../../src/errors.js';
+import { startTestApp } from '../../../test/support/app.js';
+import { createTestDatabase } from '../../../test/support/database.js';
+import { responseChecker } from '../../../test/support/openapi-check.js';
+import { postHead, rawExchange } from '../../../test/support/raw-http.js';
+import { makeUsers } from '../../../test/support/users.js';
+
+const TOKEN = 'api-errors-test-token-0123456789';
+
+/**
+ * Every code of the error catalogue, reached over HTTP by the request that gets it, and each
+ * answer checked against the service's own /openapi.json: an answer the document does not
+ * describe fails here, and so does a catalogue code no request can reach.
+ */
+describe('every refusal in the catalogue, over HTTP, as the OpenAPI document describes it', () => {
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let unmigrated;
+  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
+  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let broken;
+  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let unreachable;
+  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let tight;
+  /** @type {ReturnType<typeof responseChecker>} */ let check;
+  /** @type {Set<string>} */ const reached = new Set();
+
+  before(async () => {
+    db = await createTestDatabase();
+    unmigrated = await createTestDatabase({ migrated: false });
+    const env = { INGEST_TOKEN: TOKEN, MAX_BATCH_ITEMS: '3', MAX_BODY_BYTES: '4096', BODY_READ_TIMEOUT_MS: '300' };
+    app = await startTestApp({ databaseUrl: db.url, env, serverTimeouts: { headersTimeoutMs: 300, checkEveryMs: 100 } });
+    // The smallest in-flight budget, refusing at once rather than letting a request wait.
+    tight = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKEN: TOKEN, ADMISSION_BUDGET_BYTES: String(64 * 1024), ADMISSION_WAIT_MS: '0' } });
+    // No users table: the statement fails for a reason of its own, which retrying will not fix.
+    broken = await startTestApp({ databaseUrl: unmigrated.url, env: { INGEST_TOKEN: TOKEN } });
+    // Port 1 on loopback: nothing listens, the connection is refused at once.
+    unreachable = await startTestApp({ databaseUrl: 'postgres://sluice@127.0.0.1:1/none', env: { INGEST_TOKEN: TOKEN, DB_CONNECT_TIMEOUT_MS: '500' } });
+    check = responseChecker(await (await fetch(`${app.baseUrl}/openapi.json`)).json());
+  });
+  after(async () => {
+    await Promise.all([app?.close(), broken?.close(), unreachable?.close(), tight?.close()]);
+    await Promise.all([db?.drop(), unmigrated?.drop()]);
+  });
+
+  /**
+   * @param {string} code @param {string} method @param {string} path
+   * @param {{ status: number, headers: Headers | Record<string, string>, body: any }} res
+   */
+  function expectCode(code, method, path, res) {
+    assert.equal(res.body?.error, code, JSON.stringify(res.body));
+    assert.equal(res.status, API_ERRORS[/** @type {keyof typeof API_ERRORS} */ (code)].status);
+    check(method, path, res);
+    reached.add(code);
+  }
+
+  /** @param {unknown} body @param {Record<string, string>} [headers] @param {Awaited<ReturnType<typeof startTestApp>>} [target] */
+  const post = (body, headers = {}, target = app) => target.postUsers(body, { token: TOKEN, headers });
+  /** @param {(socket: net.Socket) => void | Promise<void>} send @param {Awaited<ReturnType<typeof startTestApp>>} [target] */
+  const raw = (send, target = app) => rawExchange(target.baseUrl, send);
+  const auth = /** @type {[string, string]} */ (['Authorization', `Bearer ${TOKEN}`]);
+
+  test('400s: the batch, the JSON, the bytes, the keys, the headers, the preference', async () => {
+    expectCode('invalid_batch', 'post', '/users', await post([{ email: 'x', name: 'X' }]));
+    expectCode('not_an_array', 'post', '/users', await post({ email: 'a@b.co', name: 'A' }));
+    expectCode('empty_batch', 'post', '/users', await post([]));
+    expectCode('malformed_json', 'post', '/users', await post('[{"email": '));
+    expectCode('invalid_utf8', 'post', '/users', await post(new Uint8Array([0x5b, 0x22, 0xff, 0x22, 0x5d])));
+    expectCode('duplicate_key', 'post', '/users', await post('{"a": 1, "a": 2}'));
+    expectCode('malformed_encoding', 'post', '/users', await post(new Uint8Array([1, 2, 3, 4]), { 'content-encoding': 'gzip' }));
+    expectCode('unsupported_preference', 'post', '/users', await post(makeUsers(1), { prefer: 'resolution=overwrite' }));
+    const twoTypes = await raw((s) => {
+      s.end(postHead([auth, ['Content-Type', 'application/json'], ['Content-Type', 'text/plain'], ['Content-Length', 2], ['Connection', 'close']]) + '[]');
+    });
+    expectCode('duplicate_header', 'post', '/users', twoTypes);
+  });
+
+  test('400 bad_request: what Node cannot parse, answered in JSON, on any route', async () => {
+    const both = await raw((s) => {
+      s.end(postHead([auth, ['Content-Type', 'application/json'], ['Content-Length', 2], ['Transfer-Encoding', 'chunked']]) + '0\r\n\r\n');
+    });
+    expectCode('bad_request', 'post', '/users', both);
+    const garbled = await raw((s) => {
+      s.end('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header Line\r\n\r\n');
+    });
+    expectCode('bad_request', 'get', '/healthz', garbled);
+  });
+
+  test('401, 404', async () => {
+    expectCode('unauthorized', 'post', '/users', await app.postUsers(makeUsers(1)));
+    const res = await fetch(`${app.baseUrl}/no-such-route`);
+    expectCode('not_found', 'get', '/no-such-route', { status: res.status, headers: res.headers, body: await res.json() });
+  });
+
+  test('408: a body, or headers, that do not arrive in time', async () => {
+    const slowBody = await raw(async (s) => {
+      s.write(postHead([auth, ['Content-Type', 'application/json'], ['Content-Length', 100]]) + '[{"email"');
+    });
+    expectCode('body_timeout', 'post', '/users', slowBody);
+    const slowHeaders = await raw(async (s) => {
+      s.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+    });
+    expectCode('request_timeout', 'get', '/healthz', slowHeaders);
+  });
+
+  test('413, 415, 417, 431, 501', async () => {
+    expectCode('too_many_items', 'post', '/users', await post(makeUsers(4)));
+    expectCode('payload_too_large', 'post', '/users', await post(JSON.stringify([{ email: 'big@example.com', name: 'x'.repeat(5000) }])));
+    expectCode('payload_too_large', 'post', '/users', await post(gzipSync(JSON.stringify([{ email: 'big@example.com', name: 'x'.repeat(5000) }])), { 'content-encoding': 'gzip' }));
+    expectCode('unsupported_media_type', 'post', '/users', await app.postUsers('[]', { token: TOKEN, contentType: 'text/plain' }));
+    expectCode('unsupported_charset', 'post', '/users', await app.postUsers('[]', { token: TOKEN, contentType: 'application/json; charset=latin1' }));
+    expectCode('unsupported_encoding', 'post', '/users', await post('[]', { 'content-encoding': 'br' }));
+    const expect = await raw((s) => {
+      s.end(postHead([auth, ['Content-Type', 'application/json'], ['Content-Length', 2], ['Expect', 'the-unexpected']]) + '[]');
+    });
+    expectCode('expectation_failed', 'post', '/users', expect);
+    const huge = await raw((s) => {
+      s.end(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    });
+    expectCode('headers_too_large', 'get', '/healthz', huge);
+    const transfer = await raw((s) => {
+      s.end(postHead([auth, ['Content-Type', 'application/json'], ['Transfer-Encoding', 'gzip, chunked'], ['Connection', 'close']]) + '0\r\n\r\n');
+    });
+    expectCode('unsupported_transfer_encoding', 'post', '/users', transfer);
+  });
+
+  test('500: a failure of the request\'s own, with its error id in the log', async () => {
+    const res = await post(makeUsers(1), {}, broken);
+    expectCode('internal', 'post', '/users', res);
+    assert.ok(broken.logs.some((l) => l.errorId === res.body.errorId && l.msg === 'unexpected error'), 'the error id is in the log');
+  });
+
+  test('503: the in-flight budget full (overloaded), the database unreachable', async () => {
+    // A request that declares a body over the large requests' share and sends none of it holds that
+    // share while it waits for its body; the next large one cannot fit.
+    const holder = net.connect(Number(new URL(tight.baseUrl).port), '127.0.0.1');
+    await once(holder, 'connect');
+    holder.write(postHead([auth, ['Content-Type', 'application/json'], ['Content-Length', 70_000]]));
+    try {
+      /** @type {any} */ let refused;
+      // The holder is admitted as soon as its headers are parsed; until then the next one may fit.
+      for (let i = 0; i < 50 && refused?.body?.error !== 'overloaded'; i++) {
+        refused = await tight.postUsers(JSON.stringify(makeUsers(3)).padEnd(8000, ' '), { token: TOKEN });
+      }
+      expectCode('overloaded', 'post', '/users', refused);
+      assert.equal(refused.headers.get('retry-after'), '1');
+    } finally {
+      holder.destroy();
+    }
+    const down = await post(makeUsers(1), {}, unreachable);
+    expectCode('database_unavailable', 'post', '/users', down);
+    assert.equal(down.headers.get('retry-after'), '2');
+  });
+
+  test('every code of the catalogue was reached above', () => {
+    assert.deepEqual([...reached].sort(), Object.keys(API_ERRORS).sort());
+  });
+});

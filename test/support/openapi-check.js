@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** @param {string} s  a JSON pointer token */
+const pointer = (s) => s.replaceAll('~', '~0').replaceAll('/', '~1');
+
+/**
+ * @typedef {object} Answer
+ * @property {number} status
+ * @property {Headers | Record<string, string>} headers  fetch's Headers, or lower-cased names (a raw exchange)
+ * @property {unknown} body  the parsed JSON body
+ */
+
+/**
+ * Checks answers against the document's own response schemas, compiled by ajv (JSON Schema
+ * 2020-12, the dialect of OpenAPI 3.1), $refs into components included: the status must be listed
+ * for the operation (a path the document does not have: components.responses.NotFound), the
+ * required headers present, and the body valid.
+ * @param {any} doc  the OpenAPI document
+ */
+export function responseChecker(doc) {
+  const ajv = new Ajv2020({ strict: false, allErrors: true, formats: { uuid: UUID } });
+  const id = 'https://sluice.test/openapi.json';
+  ajv.addSchema({ $id: id, paths: doc.paths, components: doc.components });
+  /**
+   * @param {string} method  lower case
+   * @param {string} path
+   * @param {Answer} res
+   */
+  return (method, path, res) => {
+    const operation = doc.paths[path]?.[method];
+    const where = operation ? `#/paths/${pointer(path)}/${method}/responses/${res.status}` : '#/components/responses/NotFound';
+    const documented = operation ? operation.responses[res.status] : res.status === 404 && doc.components.responses.NotFound;
+    assert.ok(documented, `${method.toUpperCase()} ${path} answered ${res.status}, which the document does not list`);
+    const header = (/** @type {string} */ name) => (res.headers instanceof Headers ? res.headers.get(name) : res.headers[name.toLowerCase()]);
+    assert.match(header('content-type') ?? '', /^application\/json/);
+    for (const [name, spec] of Object.entries(documented.headers ?? {})) {
+      if (/** @type {any} */ (spec).required) assert.ok(header(name), `${res.status} carries ${name}`);
+    }
+    const validate = ajv.getSchema(`${id}${where}/content/application~1json/schema`);
+    assert.ok(validate, `a schema for ${method.toUpperCase()} ${path} ${res.status}`);
+    assert.ok(validate(res.body), `${res.status} ${JSON.stringify(res.body)} matches the document: ${ajv.errorsText(validate.errors)}`);
+  };
+}
