@@ -3,14 +3,22 @@ import { InvalidBatchError } from '../errors.js';
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
 /** @typedef {{ email: string, name: string, phone?: string, passwordHash?: string }} User */
-/** A row as the table takes it: [email (lower-cased), name, phone, password_hash]. */
+/** A row as the table takes it: [email (lower-cased), name, phone, password_hash]; null: not sent. */
 /** @typedef {[string, string, string | null, string | null]} UserRow */
+/**
+ * What to do with an email already stored: ignore (skip it) or merge (update it with what was sent).
+ * @typedef {'ignore' | 'merge'} Resolution
+ */
 
 export const MAX_REPORTED_ERRORS = 100;
 
 // Control characters (C0, DEL, C1): invisible in logs and UIs, and NUL cannot be stored in text.
 const NO_CONTROL = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
-const EMAIL = '^[^\\s@\\u0000-\\u001f\\u007f]+@[^\\s@\\u0000-\\u001f\\u007f]+\\.[^\\s@\\u0000-\\u001f\\u007f]+$';
+const EMAIL_PART = '[^\\s@\\u0000-\\u001f\\u007f-\\u009f]+';
+const EMAIL = `^${EMAIL_PART}@${EMAIL_PART}\\.${EMAIL_PART}$`;
+// PHC strings and modular crypt: `$id$`, then base64 (standard or crypt's), parameters and separators.
+// Nothing else, so no quote, backslash, space, control character or NUL ever reaches a statement.
+const PASSWORD_HASH = '^\\$[a-z0-9-]+\\$[A-Za-z0-9./+=,$-]*$';
 
 const userSchema = {
   type: 'object',
@@ -20,7 +28,7 @@ const userSchema = {
     email: { type: 'string', maxLength: 254, pattern: EMAIL },
     name: { type: 'string', minLength: 1, maxLength: 200, pattern: NO_CONTROL },
     phone: { type: 'string', pattern: '^\\+[0-9]{6,15}$' },
-    passwordHash: { type: 'string', maxLength: 255, pattern: '^\\$[a-z0-9-]+\\$' },
+    passwordHash: { type: 'string', maxLength: 255, pattern: PASSWORD_HASH },
   },
 };
 
@@ -29,7 +37,7 @@ const MESSAGES = {
   email: { type: 'must be a string', maxLength: 'must be at most 254 characters', pattern: 'must be a plausible email address (local@domain.tld)' },
   name: { type: 'must be a string', minLength: 'must not be empty', maxLength: 'must be at most 200 characters', pattern: 'must not contain control characters (NUL included)' },
   phone: { type: 'must be a string (leave the field out when there is none)', pattern: 'must be + followed by 6 to 15 digits' },
-  passwordHash: { type: 'must be a string (leave the field out when there is none)', maxLength: 'must be at most 255 characters', pattern: 'must be a PHC / modular-crypt hash starting with $id$ (e.g. $argon2id$...)' },
+  passwordHash: { type: 'must be a string (leave the field out when there is none)', maxLength: 'must be at most 255 characters', pattern: 'must be a PHC / modular-crypt hash: $id$ then only letters, digits and . / + = , $ - (e.g. $argon2id$v=19$...)' },
 };
 const PASSWORD_REFUSED = 'plaintext passwords are never accepted: hash it (argon2id, bcrypt, scrypt) and send passwordHash';
 const LONE_SURROGATE = 'contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which cannot be stored as sent';
@@ -125,14 +133,17 @@ function codePoints(s) {
 
 /**
  * Checks every item of a batch against the contract and, when all pass, returns the rows to write:
- * emails lower-cased, duplicates within the batch dropped, sorted by email so that concurrent
- * overlapping batches take their row locks in the same order and cannot deadlock.
+ * emails lower-cased, each email once, sorted by email so that concurrent overlapping batches take
+ * their row locks in the same order and cannot deadlock. An email sent twice is written once, as if
+ * the items had been applied in order: ignore keeps the first; merge gives the later item's name,
+ * and its phone and password hash where it has them.
  *
  * @param {unknown[]} items  the parsed body, already known to be a non-empty array
+ * @param {Resolution} [resolution]
  * @returns {UserRow[]}
  * @throws {InvalidBatchError} naming up to 100 problems, in index order
  */
-export function parseUserBatch(items) {
+export function parseUserBatch(items, resolution = 'ignore') {
   /** @type {ItemError[]} */
   const problems = [];
   let invalidItems = 0;
@@ -161,11 +172,29 @@ export function parseUserBatch(items) {
     const errors = problems.slice(0, MAX_REPORTED_ERRORS);
     throw new InvalidBatchError(`${invalidItems} of ${items.length} users are invalid; nothing was written`, errors);
   }
-
-  rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  // Sorted, so a repeated email sits next to its first occurrence; the first one wins.
-  return rows.filter((row, i) => i === 0 || row[0] !== rows[i - 1][0]);
+  return oncePerEmail(rows, resolution);
 }
+
+/**
+ * Sorted by email, each email once. The sort is stable, so the occurrences of an email stay in the
+ * order they were sent.
+ * @param {UserRow[]} rows @param {Resolution} resolution
+ */
+export function oncePerEmail(rows, resolution) {
+  if (rows.length > 1) rows.sort(byEmail);
+  let kept = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i];
+    const previous = kept > 0 ? rows[kept - 1] : undefined;
+    if (previous === undefined || previous[0] !== row[0]) rows[kept++] = row;
+    else if (resolution === 'merge') rows[kept - 1] = [row[0], row[1], row[2] ?? previous[2], row[3] ?? previous[3]];
+  }
+  rows.length = kept;
+  return rows;
+}
+
+/** @param {UserRow} a @param {UserRow} b */
+export const byEmail = (a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 
 // For the OpenAPI document (openapi.js), which is generated from the very schema ajv compiles.
 export { userSchema, MESSAGES };

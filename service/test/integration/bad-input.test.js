@@ -72,6 +72,13 @@ describe('every bad input gets its status and message, and writes nothing', () =
   test('an unknown field (nome)', () => expectInvalidUser({ nome: 'Ada' }, 'nome', /not a known field/));
   test('a password field', () => expectInvalidUser({ password: 'hunter2' }, 'password', /passwordHash/));
   test('a passwordHash that is no hash', () => expectInvalidUser({ passwordHash: 'hunter2' }, 'passwordHash', /\$id\$/));
+  // Issue 14: the old pattern checked only the `$id$` prefix. A NUL after it reached PostgreSQL,
+  // which refused the statement as a protocol error (08P01), and the service answered 503 to the
+  // request and to its whole group; a newline was stored.
+  for (const [what, tail] of [['a NUL', '\u0000'], ['a newline', '\n'], ['a quote', "'"], ['a backslash', '\\'], ['a space', ' '], ['a non-ASCII letter', 'é']]) {
+    test(`a passwordHash with ${what} after its $id$: 400 naming passwordHash`, () =>
+      expectInvalidUser({ passwordHash: `$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA${tail}` }, 'passwordHash', /only letters, digits/));
+  }
   test('a phone without +', () => expectInvalidUser({ phone: '5551234567' }, 'phone', /6 to 15 digits/));
   test('a phone with 16 digits', () => expectInvalidUser({ phone: `+${'1'.repeat(16)}` }, 'phone', /6 to 15 digits/));
   test('a number, a boolean, null or an array where a string goes', async () => {
@@ -101,14 +108,16 @@ describe('every bad input gets its status and message, and writes nothing', () =
 
   // JSON.stringify writes a lone surrogate as the escape "\ud800", which JSON.parse turns back into
   // one; PostgreSQL would store U+FFFD in its place.
-  for (const field of ['email', 'name', 'passwordHash']) {
+  for (const field of ['email', 'name']) {
     test(`a lone UTF-16 surrogate in ${field}: 400 naming ${field}`, async () => {
-      const value = { email: 'a\ud800b@example.com', name: 'a\ud800b', passwordHash: '$argon2id$\udc00' }[field];
+      const value = { email: 'a\ud800b@example.com', name: 'a\ud800b' }[field];
       await expectInvalidUser({ [field]: value }, field, /lone UTF-16 surrogate/);
     });
   }
   test('a lone surrogate in phone: 400 naming phone, once (its pattern already says digits)', () =>
     expectInvalidUser({ phone: '+1555\udc001234' }, 'phone', /6 to 15 digits/));
+  test('a lone surrogate in passwordHash: 400 naming passwordHash, once (its pattern already says which characters)', () =>
+    expectInvalidUser({ passwordHash: '$argon2id$\udc00' }, 'passwordHash', /only letters, digits/));
   test('a surrogate pair (an emoji written as two escapes) is a character, stored as sent', async () => {
     const email = `pair-${uniqueTag()}@example.com`;
     const res = await ctx.app.postUsers(`[{"email": "${email}", "name": "smile \\ud83d\\ude00"}]`, { token: TOKEN });

@@ -16,6 +16,35 @@ describe('parseUserBatch (unit)', () => {
     ]);
   });
 
+  test('merge mode: an email sent twice is written once, as if applied in order (the later name; its phone and hash where it has them)', () => {
+    const rows = parseUserBatch(
+      [
+        { email: 'a@x.io', name: 'A1', phone: '+4411111111', passwordHash: '$2b$12$first' },
+        { email: 'b@x.io', name: 'B' },
+        { email: 'A@x.io', name: 'A2', phone: '+4422222222' },
+        { email: 'a@X.io', name: 'A3' },
+      ],
+      'merge',
+    );
+    assert.deepEqual(rows, [
+      ['a@x.io', 'A3', '+4422222222', '$2b$12$first'],
+      ['b@x.io', 'B', null, null],
+    ]);
+  });
+
+  test('a passwordHash is a PHC / modular-crypt string and nothing else', () => {
+    for (const good of ['$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA', '$2b$12$R9h/cIPz0gi.URNNX3kh2OPST9/PgBkqquzi.Ss7KIUgO2t0jWMUW', '$6$rounds=5000$salt$hash', '$y$j9T$F5Jx$abc']) {
+      assert.equal(parseUserBatch([{ email: 'h@x.io', name: 'H', passwordHash: good }]).length, 1, good);
+    }
+    for (const bad of ['$argon2id$\u0000', '$2b$12$a\nb', "$2b$12$a'b", '$2b$12$a\\b', '$2b$12$a b', '$2b$12$é', 'argon2id$x', '$$x']) {
+      assert.throws(() => parseUserBatch([{ email: 'h@x.io', name: 'H', passwordHash: bad }]), InvalidBatchError, JSON.stringify(bad));
+    }
+  });
+
+  test('an email with a C1 control character is refused, as a name with one is', () => {
+    assert.throws(() => parseUserBatch([{ email: 'a\u0085b@x.io', name: 'C' }]), InvalidBatchError);
+  });
+
   test('a 254-character email and a 200-character name pass; emoji count as one character', () => {
     const email = `${'a'.repeat(242)}@example.com`;
     assert.equal(email.length, 254);
