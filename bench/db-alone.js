@@ -39,9 +39,9 @@ const REGEX_CHECKS = `
   CHECK (char_length(password_hash) <= 255 AND password_hash ~ '^\\$[a-z0-9-]+\\$')`;
 
 /** @type {Write} */
-const skipping = (client, rows) => STRATEGIES.format(/** @type {any} */ (client), rows, true);
+const skipping = (client, rows) => STRATEGIES.format.write(/** @type {any} */ (client), rows, 'skip');
 /** @type {Write} */
-const allNew = (client, rows) => STRATEGIES.format(/** @type {any} */ (client), rows, false);
+const allNew = (client, rows) => STRATEGIES.format.write(/** @type {any} */ (client), rows, 'fail');
 
 /** @type {Record<string, { schema: string | 'migrations', write: Write }>} */
 const VARIANTS = {
@@ -51,8 +51,8 @@ const VARIANTS = {
   '+ CHECKs without regex (0002 table)': { schema: 'migrations', write: skipping },
   '0002, all-new INSERT (format default)': { schema: 'migrations', write: allNew },
   '0002 without any CHECK, all-new INSERT': { schema: `email text COLLATE "C" PRIMARY KEY, ${REST}`, write: allNew },
-  '0002, unnest all-new': { schema: 'migrations', write: (c, rows) => STRATEGIES.unnest(/** @type {any} */ (c), rows, false) },
-  '0002, COPY (copy)': { schema: 'migrations', write: (c, rows) => STRATEGIES.copy(/** @type {any} */ (c), rows, false) },
+  '0002, unnest all-new': { schema: 'migrations', write: (c, rows) => STRATEGIES.unnest.write(/** @type {any} */ (c), rows, 'fail') },
+  '0002, COPY (copy)': { schema: 'migrations', write: (c, rows) => STRATEGIES.copy.write(/** @type {any} */ (c), rows, 'fail') },
   'naive: its table, parameterized INSERT': {
     schema: 'id serial PRIMARY KEY, email text UNIQUE, name text, phone text, password_hash text, created_at timestamptz DEFAULT now()',
     write: (client, rows) => client.query(`INSERT INTO users (email, name, phone, password_hash) VALUES ${rows.map((_, i) => `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`).join(', ')}`, rows.flat()),

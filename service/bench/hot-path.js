@@ -7,7 +7,10 @@ import pg from 'pg';
 import { migrate } from '@sluice/db/migrate';
 import { makeUsers } from '../../test/support/users.js';
 import { parseJsonBody } from '../src/http/json-body.js';
-import { buildInsertSql } from '../src/users/user-repository.js';
+import { rowsAsArrays, writeStatement } from '../src/users/user-sql.js';
+
+/** The default strategy's statement for an all-new chunk. @param {import('../src/users/user-schema.js').UserRow[]} rows */
+const buildInsertSql = (rows) => writeStatement(rowsAsArrays(rows), 'fail', 'none');
 import { parseUserBatch } from '../src/users/user-schema.js';
 
 const BATCH = 1000;

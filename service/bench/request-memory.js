@@ -3,7 +3,10 @@
 // step (raw body, decoded string, parsed objects, rows, the SQL of one chunk), in bytes per user,
 // measured as the growth of the heap plus Buffers after a full GC (node --expose-gc).
 import { makeUsers } from '../../test/support/users.js';
-import { buildInsertSql } from '../src/users/user-repository.js';
+import { rowsAsArrays, writeStatement } from '../src/users/user-sql.js';
+
+/** The default strategy's statement for an all-new chunk. @param {import('../src/users/user-schema.js').UserRow[]} rows */
+const buildInsertSql = (rows) => writeStatement(rowsAsArrays(rows), 'fail', 'none');
 import { parseUserBatch } from '../src/users/user-schema.js';
 
 const USERS = Number(process.env.USERS ?? 10_000);

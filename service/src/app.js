@@ -1,12 +1,20 @@
 import express from 'express';
-import { HttpError } from './errors.js';
+import { ApiError } from './errors.js';
+import { AdmissionBudget, admitRequest } from './http/admission.js';
 import { errorHandler } from './http/error-handler.js';
+import { readJsonBody } from './http/json-body.js';
+import { readPreferences } from './http/prefer.js';
 import { requestLog } from './http/request-log.js';
+import { requireToken } from './http/require-token.js';
 import { createOpenApiDocument } from './openapi.js';
-import { mountUserRoutes } from './users/user-routes.js';
+import { createGroupCommit } from './users/group-commit.js';
+import { postUsers } from './users/post-users.js';
+import { createUserWriter } from './users/user-repository.js';
 
 /**
- * Builds the Express app without listening, so tests drive it on port 0.
+ * The composition root: builds every part of the service from the configuration, hands each what
+ * it uses, and lays out the routes, so the whole request path reads top to bottom here. Returns
+ * the Express app without listening (http/node-server.js serves it; tests drive it on port 0).
  *
  * @param {{
  *   config: import('./config.js').Config,
@@ -17,13 +25,32 @@ import { mountUserRoutes } from './users/user-routes.js';
  * }} deps  renderMetrics: how /metrics is rendered (the cluster aggregates across workers)
  */
 export function createApp({ config, db, logger, metrics, renderMetrics = () => metrics.registry.metrics() }) {
+  // Writing: a request alone, or small ones grouped into one statement (users/group-commit.js).
+  const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy });
+  const groupCommit = config.groupCommit
+    ? createGroupCommit({
+        writeGroup: writer.writeGroup,
+        writeAlone: writer.writeUsers,
+        diagnose: db.diagnose,
+        maxRows: config.groupCommitMaxRows,
+        observe({ requests, rows, waitedSeconds }) {
+          metrics.groupRequests.observe(requests);
+          metrics.groupRows.observe(rows);
+          for (const s of waitedSeconds) metrics.groupWait.observe(s);
+        },
+      })
+    : undefined;
+  /** @type {import('./users/post-users.js').WriteUsers} */
+  const writeUsers = (rows, resolution) =>
+    groupCommit && rows.length <= config.groupCommitSmallRows ? groupCommit.writeUsers(rows, resolution) : writer.writeUsers(rows, resolution);
+  // The in-flight work budget, in body bytes (http/admission.js).
+  const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
+
   const app = express();
   app.disable('x-powered-by');
   // No ETag: every answer is to a POST or a probe, so hashing each body for one is wasted CPU.
   app.set('etag', false);
-
   app.use(requestLog(logger, { quiet: (req) => req.url === '/healthz' || req.url === '/metrics' }));
-
   app.use((req, res, next) => {
     const end = metrics.httpDuration.startTimer();
     res.on('finish', () => {
@@ -34,8 +61,17 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
     next();
   });
 
-  // The hot route first: the others are matched only when it does not match.
-  mountUserRoutes(app, { config, db, metrics });
+  // The hot route first, on the app itself: under the single-user load every layer shows. Each step
+  // refuses what it can before the next one costs anything; the body is read only once admitted.
+  app.post(
+    '/users',
+    requireToken(config.ingestToken),
+    readPreferences(),
+    admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission }),
+    readJsonBody(config),
+    postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics }),
+  );
+
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok', pid: process.pid });
   });
@@ -51,8 +87,7 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
     res.json(openApiDocument);
   });
 
-
-  app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)));
-  app.use(errorHandler);
+  app.use((req, _res, next) => next(new ApiError('not_found', `no route for ${req.method} ${req.path}`)));
+  app.use(errorHandler(config));
   return app;
 }

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { DatabaseUrlError, databaseUrlFromEnv } from '@sluice/db/database-url';
 import { ConfigError } from './errors.js';
+import { STRATEGIES } from './users/user-repository.js';
 
 /**
  * @typedef {object} Config
@@ -15,7 +16,7 @@ import { ConfigError } from './errors.js';
  * @property {number} maxBodyBytes
  * @property {number} bodyReadTimeoutMs   how long a request body may take to arrive before 408
  * @property {number} insertChunkRows
- * @property {'format' | 'unnest' | 'copy'} insertStrategy
+ * @property {import('./users/user-repository.js').Strategy} insertStrategy
  * @property {boolean} groupCommit        small concurrent requests share one INSERT and one commit
  * @property {number} groupCommitMaxRows  rows in one group's statement at most
  * @property {number} groupCommitSmallRows  a request of at most this many users is grouped
@@ -26,7 +27,6 @@ import { ConfigError } from './errors.js';
  * @property {number} admissionWaitMs       how long a request that does not fit waits before 503 (0: never waits)
  */
 
-export const INSERT_STRATEGIES = /** @type {const} */ (['format', 'unnest', 'copy']);
 const DEFAULT_ADMISSION_BUDGET_BYTES = 4 * 1024 * 1024;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -81,7 +81,7 @@ export function loadConfig(env = process.env) {
     maxBodyBytes: int('MAX_BODY_BYTES', 10 * 1024 * 1024, 2, 1024 * 1024 * 1024),
     bodyReadTimeoutMs: int('BODY_READ_TIMEOUT_MS', 30_000, 1, 3_600_000),
     insertChunkRows: int('INSERT_CHUNK_ROWS', 1000, 1, 100_000),
-    insertStrategy: /** @type {Config['insertStrategy']} */ (oneOf('INSERT_STRATEGY', INSERT_STRATEGIES, 'format')),
+    insertStrategy: /** @type {Config['insertStrategy']} */ (oneOf('INSERT_STRATEGY', Object.keys(STRATEGIES), 'format')),
     groupCommit: onOff('GROUP_COMMIT', true),
     groupCommitMaxRows: int('GROUP_COMMIT_MAX_ROWS', 1000, 1, 100_000),
     groupCommitSmallRows: int('GROUP_COMMIT_SMALL_ROWS', 100, 1, 100_000),

@@ -1,27 +1,30 @@
 import pg from 'pg';
 import { DatabaseUnavailableError } from './errors.js';
 
-// Connection-level failures: retrying later can succeed, so they become 503 + Retry-After.
-const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-const UNAVAILABLE_SQLSTATES = new Set([
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now (starting up, shutting down)
-  '53300', // too_many_connections
-  '57014', // query_canceled: our statement_timeout fired
-  '40P01', // deadlock_detected: the transaction rolled back whole, a retry is safe
-]);
-const UNAVAILABLE_MESSAGES = /timeout exceeded when trying to connect|Connection terminated|connection error and is not queryable|Query read timeout/i;
+// Failures that can come from the database's state rather than from the statement: the connection
+// went away, the server is starting or stopping, or is out of connections, or the statement was
+// cancelled, deadlocked or out of serialization luck. Whether the database is really unavailable is
+// then confirmed by a probe on another connection (`diagnose`).
+const TRANSIENT_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const TRANSIENT_SQLSTATE = /^(08|53|57P0|57014|40001|40P01|55P03)/;
+const TRANSIENT_MESSAGES = /timeout exceeded when trying to connect|Connection terminated|connection error and is not queryable|Query read timeout|Client has encountered a connection error/i;
 
 /** @param {unknown} err */
-export function isUnavailable(err) {
+export function isTransient(err) {
   if (!(err instanceof Error)) return false;
-  const code = /** @type {{ code?: string }} */ (err).code ?? '';
-  return UNAVAILABLE_ERRNOS.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08') || UNAVAILABLE_MESSAGES.test(err.message);
+  const code = /** @type {{ code?: unknown }} */ (err).code;
+  if (typeof code === 'string' && (TRANSIENT_ERRNOS.has(code) || TRANSIENT_SQLSTATE.test(code))) return true;
+  return TRANSIENT_MESSAGES.test(err.message);
 }
 
-/** @param {unknown} err */
-const classify = (err) => (isUnavailable(err) ? new DatabaseUnavailableError('database unavailable', err) : err);
+/**
+ * What a failed write means:
+ * - unavailable: no connection could be had, or a transient failure and the probe failed too;
+ * - transient: the database answers a probe, so the attempt failed for a passing reason (one
+ *   connection lost, a deadlock): the write may be tried again once;
+ * - own: the statement itself failed, and will fail the same way again.
+ * @typedef {'unavailable' | 'transient' | 'own'} Diagnosis
+ */
 
 /**
  * @typedef {object} Database
@@ -29,12 +32,13 @@ const classify = (err) => (isUnavailable(err) ? new DatabaseUnavailableError('da
  * @property {<T>(fn: (client: pg.PoolClient) => Promise<T>) => Promise<T>} withClient
  * @property {<T>(fn: (client: pg.PoolClient) => Promise<T>) => Promise<T>} transaction
  * @property {() => Promise<boolean>} isReady  the database answers and the schema is in place
+ * @property {(err: unknown) => Promise<Diagnosis>} diagnose  what a failed write means (see Diagnosis)
  * @property {() => Promise<void>} close
  */
 
 /**
- * The one module that owns the pool. Every query goes through a client it lends, so errors are
- * classified (unavailable → 503) in one place.
+ * The one module that owns the pool. Every query goes through a client it lends; a client that
+ * cannot be had is DatabaseUnavailableError (503), and `diagnose` says what any other failure means.
  *
  * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number }} config
  * @param {import('pino').Logger} logger
@@ -61,7 +65,7 @@ export function createDatabase(config, logger) {
     try {
       client = await pool.connect();
     } catch (err) {
-      throw classify(err);
+      throw new DatabaseUnavailableError(err);
     }
     // pg-pool removes its own 'error' listener from a client it lends out. A connection that dies
     // while we hold the client between two queries (PostgreSQL crashed, a failover, a cut network)
@@ -78,10 +82,12 @@ export function createDatabase(config, logger) {
       return await fn(client);
     } catch (err) {
       failure ??= err;
-      throw classify(err);
+      throw err;
     } finally {
       client.off('error', onError);
-      client.release(failure !== undefined && isUnavailable(failure) ? /** @type {Error} */ (failure) : undefined);
+      // A client whose statement failed for its own reason is fine; one that may have lost its
+      // connection is destroyed rather than lent again.
+      client.release(failure !== undefined && isTransient(failure) ? /** @type {Error} */ (failure) : undefined);
     }
   }
 
@@ -109,5 +115,28 @@ export function createDatabase(config, logger) {
     }
   }
 
-  return { pool, withClient, transaction, isReady, close: () => pool.end() };
+  /** @type {Promise<boolean> | undefined} */
+  let probing;
+  /**
+   * Does the database answer, on a connection other than the one that failed? Concurrent callers
+   * share one probe: a failing group of 300 requests asks once, not 300 times.
+   */
+  function probe() {
+    probing ??= pool
+      .query('SELECT 1')
+      .then(() => true, () => false)
+      .finally(() => {
+        probing = undefined;
+      });
+    return probing;
+  }
+
+  /** @type {Database['diagnose']} */
+  async function diagnose(err) {
+    if (err instanceof DatabaseUnavailableError) return 'unavailable';
+    if (!isTransient(err)) return 'own';
+    return (await probe()) ? 'transient' : 'unavailable';
+  }
+
+  return { pool, withClient, transaction, isReady, diagnose, close: () => pool.end() };
 }

@@ -19,6 +19,7 @@ export function createMetrics(db) {
     }),
     usersReceived: new client.Counter({ name: 'sluice_users_received_total', help: 'Users received in valid batches', registers }),
     usersInserted: new client.Counter({ name: 'sluice_users_inserted_total', help: 'Users written (new emails)', registers }),
+    usersUpdated: new client.Counter({ name: 'sluice_users_updated_total', help: 'Stored users changed by merge mode', registers }),
     batchSize: new client.Histogram({ name: 'sluice_batch_size_users', help: 'Users per POST /users', registers, buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10000] }),
     insertDuration: new client.Histogram({
       name: 'sluice_db_insert_duration_seconds', help: 'Time to write one batch, transaction included', registers,

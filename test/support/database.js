@@ -16,6 +16,20 @@ export function withDatabase(url, database) {
 }
 
 /**
+ * A trigger that refuses a user named `poison-<SQLSTATE>` with that SQLSTATE: a value the
+ * validator lets through and PostgreSQL refuses, of any class, as a hostile input could cause.
+ */
+export const POISON_TRIGGER = `
+  CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF NEW.name LIKE 'poison-%' THEN
+      RAISE EXCEPTION 'poisoned row' USING ERRCODE = substr(NEW.name, 8, 5);
+    END IF;
+    RETURN NEW;
+  END $$;
+  CREATE TRIGGER refuse_poison BEFORE INSERT OR UPDATE ON users FOR EACH ROW EXECUTE FUNCTION refuse_poison();`;
+
+/**
  * A fresh, migrated database of this test file's own on the test server, dropped by drop().
  * @param {{ serverUrl?: string, migrated?: boolean }} [options]
  */

@@ -1,11 +1,15 @@
 import { performance } from 'node:perf_hooks';
 import { DatabaseUnavailableError } from '../errors.js';
+import { byEmail } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
+/** @typedef {import('./user-schema.js').Resolution} Resolution */
+/** @typedef {import('./user-repository.js').Counts} Counts */
 /**
- * @typedef {object} Waiting  a request's validated rows, waiting for the next group
+ * @typedef {object} Waiting  a request's validated rows, waiting for a write slot
  * @property {UserRow[]} rows  sorted by email, no email twice
- * @property {(inserted: number) => void} resolve
+ * @property {Resolution} resolution
+ * @property {(counts: Counts) => void} resolve
  * @property {(err: unknown) => void} reject
  * @property {number} since  performance.now() when it arrived
  */
@@ -14,83 +18,119 @@ import { DatabaseUnavailableError } from '../errors.js';
  * Group commit: small requests that arrive together are written by one statement and one commit.
  *
  * While a group is being written, newly validated requests wait; as soon as a write slot is free,
- * everything waiting (up to `maxRows` rows) goes out as one pg-format multi-row INSERT, sorted by
- * email so that concurrent groups lock in the same order and cannot deadlock. No timer: a group is
- * whatever arrived while the previous one was written, so an idle service adds no latency and a
- * busy one pays one statement and one WAL flush for many requests.
+ * the oldest waiting requests (up to `maxRows` rows) go out as one statement, sorted by email so
+ * that concurrent groups lock in the same order and cannot deadlock. No timer: a group is whatever
+ * arrived while the previous one was written, so an idle service adds no latency and a busy one
+ * pays one statement and one WAL flush for many requests.
  *
- * Nothing a client sees changes. A request is answered only once the statement that holds its rows
- * has committed; that statement is atomic, so each request is all or nothing; its count is its
- * own (an email sent by two requests of one group is credited to the first). A failure about the
- * database (unreachable, pool exhausted) fails every request of the group with 503; any other
- * failure of the shared statement writes each request again alone, so one request never fails
- * another.
+ * Nothing a client sees changes:
+ * - A request is answered only once the statement that holds its rows has committed; that
+ *   statement is atomic, so each request is all or nothing, and its counts are its own.
+ * - Requests are applied in the order they arrived: a group takes requests of one resolution, and
+ *   never two that share an email, nor one that shares an email with a group still being written
+ *   (it waits for that one to commit).
+ * - One request never fails another. A group that fails is diagnosed: when the database is
+ *   unavailable (no connection, or a probe on another connection fails too) every request of the
+ *   group gets 503; for any other failure, whatever its SQLSTATE, each request is written again
+ *   alone, in the same write slots (no stampede on the pool), and gets its own answer.
  *
  * @param {{
- *   writer: import('./user-repository.js').UserWriter,
+ *   writeGroup: (rows: UserRow[], resolution: Resolution) => Promise<'all' | Map<string, boolean>>,
+ *   writeAlone: (rows: UserRow[], resolution: Resolution) => Promise<Counts>,
+ *   diagnose: (err: unknown) => Promise<import('../db.js').Diagnosis>,
  *   maxRows: number,
  *   maxInFlight?: number,
  *   observe?: (group: { requests: number, rows: number, waitedSeconds: number[] }) => void,
  * }} options
- *   writer: writes a group (insertReturningEmails) and a request on its own (insertUsers: the
- *   retry after a group failed); maxInFlight: groups written at once (2: one is written while the next one gathers)
+ *   writeGroup: one statement for a group (UserWriter.writeGroup); writeAlone: one request on its
+ *   own, failures diagnosed (UserWriter.writeUsers); diagnose: what a failed group means
+ *   (Database.diagnose); maxInFlight: writes at once (2: one is written while the next gathers)
  */
-export function createGroupCommit({ writer, maxRows, maxInFlight = 2, observe = () => {} }) {
+export function createGroupCommit({ writeGroup, writeAlone, diagnose, maxRows, maxInFlight = 2, observe = () => {} }) {
   /** @type {Waiting[]} */
   let waiting = [];
+  /** @type {Waiting[]} requests of a failed group, to be written alone before new groups */
+  const alone = [];
+  /** @type {Set<string>} emails of the requests being written */
+  const busy = new Set();
   let inFlight = 0;
 
   function drain() {
-    while (inFlight < maxInFlight && waiting.length > 0) {
+    while (inFlight < maxInFlight) {
+      const lone = alone.shift();
+      if (lone) {
+        for (const row of lone.rows) busy.add(row[0]);
+        start(writeAlone(lone.rows, lone.resolution).then(lone.resolve, lone.reject), [lone]);
+        continue;
+      }
       const group = takeGroup();
-      inFlight++;
-      writeGroup(group).finally(() => {
-        inFlight--;
-        drain();
-      });
+      if (!group) return;
+      start(writeAndCredit(group), group);
     }
   }
 
-  /** The oldest waiting requests, at most maxRows rows (one request at least). */
+  /** @param {Promise<unknown>} write @param {Waiting[]} requests  their emails are busy until it ends */
+  function start(write, requests) {
+    inFlight++;
+    write.finally(() => {
+      inFlight--;
+      for (const w of requests) for (const row of w.rows) busy.delete(row[0]);
+      drain();
+    });
+  }
+
+  /**
+   * The oldest waiting requests that may go out together now (one at least), or undefined when
+   * the oldest must wait for a write in flight that holds one of its emails.
+   */
   function takeGroup() {
-    let rows = waiting[0].rows.length;
-    let n = 1;
-    while (n < waiting.length && rows + waiting[n].rows.length <= maxRows) rows += waiting[n++].rows.length;
-    const group = n === waiting.length ? waiting : waiting.slice(0, n);
+    let n = 0;
+    let rows = 0;
+    while (n < waiting.length) {
+      const next = waiting[n];
+      if (n > 0 && (next.resolution !== waiting[0].resolution || rows + next.rows.length > maxRows)) break;
+      if (next.rows.some((row) => busy.has(row[0]))) break;
+      for (const row of next.rows) busy.add(row[0]);
+      rows += next.rows.length;
+      n++;
+    }
+    if (n === 0) return undefined;
+    const group = waiting.slice(0, n);
     waiting = n === waiting.length ? [] : waiting.slice(n);
     return group;
   }
 
   /** @param {Waiting[]} group */
-  async function writeGroup(group) {
+  async function writeAndCredit(group) {
     const started = performance.now();
-    const { rows, owner } = merge(group);
+    const rows = group.length === 1 ? group[0].rows : group.flatMap((w) => w.rows).sort(byEmail);
     observe({ requests: group.length, rows: rows.length, waitedSeconds: group.map((w) => (started - w.since) / 1000) });
-    let inserted;
+    let written;
     try {
-      inserted = await writer.insertReturningEmails(rows);
+      written = await writeGroup(rows, group[0].resolution);
     } catch (err) {
-      if (err instanceof DatabaseUnavailableError) {
-        for (const w of group) w.reject(err);
-      } else {
-        for (const w of group) writer.insertUsers(w.rows).then(w.resolve, w.reject);
+      if ((await diagnose(err)) === 'unavailable') {
+        const unavailable = err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
+        for (const w of group) w.reject(unavailable);
+        return;
       }
+      // Each alone, first in line: no group is formed while one waits, so nothing overtakes it.
+      alone.push(...group);
       return;
     }
-    const counts = new Array(group.length).fill(0);
-    for (const [email, i] of owner) if (inserted === 'all' || inserted.has(email)) counts[i]++;
-    group.forEach((w, i) => w.resolve(counts[i]));
+    for (const w of group) w.resolve(credit(w.rows, written));
   }
 
   return {
     /**
      * Writes one request's rows with whatever else is waiting; resolves once they are committed.
      * @param {UserRow[]} rows  validated, sorted by email, no email twice
-     * @returns {Promise<number>} rows of this request actually inserted
+     * @param {Resolution} resolution
+     * @returns {Promise<Counts>} this request's rows inserted and updated
      */
-    insertUsers(rows) {
+    writeUsers(rows, resolution) {
       return new Promise((resolve, reject) => {
-        waiting.push({ rows, resolve, reject, since: performance.now() });
+        waiting.push({ rows, resolution, resolve, reject, since: performance.now() });
         drain();
       });
     },
@@ -98,22 +138,17 @@ export function createGroupCommit({ writer, maxRows, maxInFlight = 2, observe = 
 }
 
 /**
- * One statement's rows for a group: each email once, owned by the first request that sent it,
- * sorted by email.
- * @param {Waiting[]} group
+ * One request's share of what its group's statement did.
+ * @param {UserRow[]} rows @param {'all' | Map<string, boolean>} written
+ * @returns {Counts}
  */
-export function merge(group) {
-  /** @type {Map<string, number>} email → index of the request credited with it */
-  const owner = new Map();
-  /** @type {UserRow[]} */
-  const rows = [];
-  group.forEach((w, i) => {
-    for (const row of w.rows) {
-      if (owner.has(row[0])) continue;
-      owner.set(row[0], i);
-      rows.push(row);
-    }
-  });
-  if (group.length > 1) rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  return { rows, owner };
+export function credit(rows, written) {
+  if (written === 'all') return { inserted: rows.length, updated: 0 };
+  const counts = { inserted: 0, updated: 0 };
+  for (const row of rows) {
+    const inserted = written.get(row[0]);
+    if (inserted === true) counts.inserted++;
+    else if (inserted === false) counts.updated++;
+  }
+  return counts;
 }

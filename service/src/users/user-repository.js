@@ -1,125 +1,131 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import format from 'pg-format';
 import copyStreams from 'pg-copy-streams';
+import { DatabaseUnavailableError } from '../errors.js';
 import { createReplayGuess } from './replay-guess.js';
+import {
+  CREATE_STAGING, FROM_STAGING, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, writeStatement,
+} from './user-sql.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
+/** @typedef {import('./user-schema.js').Resolution} Resolution */
+/** @typedef {import('./user-sql.js').OnConflict} OnConflict */
 /** @typedef {import('pg').PoolClient} PoolClient */
+/** @typedef {{ inserted: number, updated: number }} Counts */
 /**
- * Writes one chunk. `skipStored` false: every email must be new, and a stored one fails the whole
- * statement with a unique violation; true: stored emails are skipped. Resolves to the rows inserted.
- * @typedef {(client: PoolClient, rows: UserRow[], skipStored: boolean) => Promise<number>} InsertChunk
+ * Writes one chunk; a stored email fails it (23505) when `onConflict` is 'fail'.
+ * @typedef {object} ChunkWriter
+ * @property {(client: PoolClient, rows: UserRow[], onConflict: OnConflict) => Promise<Counts>} write
+ * @property {boolean} [needsTransaction]  even a single chunk runs in BEGIN/COMMIT
  */
 
-const COLUMNS = 'email, name, phone, password_hash';
-// Every strategy can skip an email already stored; its command tag then counts only the new rows.
-const ON_CONFLICT = 'ON CONFLICT (email) DO NOTHING';
 const UNIQUE_VIOLATION = '23505';
 
-// pg-format's quoteLiteral walks every string character by character; under the batch load test
-// it and the garbage it made were a third of the service's CPU. A value without a quote or a
-// backslash needs no escaping, and for it pg-format returns exactly the value in single quotes;
-// every other value still goes through pg-format (a test checks both give the same SQL).
-const NEEDS_ESCAPING = /['\\]/;
-/** @param {string | null} v */
-const literal = (v) => (v === null ? 'NULL' : NEEDS_ESCAPING.test(v) ? format.literal(v) : `'${v}'`);
+/**
+ * A statement's answer as counts: its command tag when it only inserts, its counts row otherwise.
+ * @param {import('pg').QueryResult} result @param {OnConflict} onConflict
+ * @returns {Counts}
+ */
+const countsOf = (result, onConflict) => (onConflict === 'merge' ? result.rows[0] : { inserted: result.rowCount ?? 0, updated: 0 });
+/** @param {OnConflict} onConflict */
+const returningFor = (onConflict) => (onConflict === 'merge' ? 'counts' : 'none');
+
+/** One pg-format statement a chunk, each column one array literal (user-sql.js). @type {ChunkWriter} */
+const formatWriter = {
+  write: async (client, rows, onConflict) => countsOf(await client.query(writeStatement(rowsAsArrays(rows), onConflict, returningFor(onConflict))), onConflict),
+};
+
+/** Four array parameters instead of literals: no quoting, one parse. @type {ChunkWriter} */
+const unnestWriter = {
+  write: async (client, rows, onConflict) =>
+    countsOf(await client.query(writeStatement(ROWS_AS_PARAMETERS, onConflict, returningFor(onConflict)), columnArrays(rows)), onConflict),
+};
+
+/** @type {WeakSet<PoolClient>} connections that hold the staging table already */
+const staged = new WeakSet();
 
 /**
- * The whole statement for one chunk: a multi-row VALUES list quoted by pg-format.
- * @param {UserRow[]} rows
- * @param {{ skipStored?: boolean, returning?: boolean }} [options]
- *   skipStored: ON CONFLICT DO NOTHING (default true); returning: RETURNING the emails inserted
+ * COPY: straight into users when every email must be new; otherwise into the connection's
+ * temporary staging table, then INSERT ... SELECT from it with the conflict clause. The staging
+ * table is emptied at commit, so this runs in a transaction even for one chunk.
+ * @type {ChunkWriter}
  */
-export function buildInsertSql(rows, { skipStored = true, returning = false } = {}) {
-  const values = rows.map((r) => `(${literal(r[0])}, ${literal(r[1])}, ${literal(r[2])}, ${literal(r[3])})`).join(', ');
-  return format(`INSERT INTO users (${COLUMNS}) VALUES %s${skipStored ? ` ${ON_CONFLICT}` : ''}${returning ? ' RETURNING email' : ''}`, values);
-}
+const copyWriter = {
+  needsTransaction: true,
+  async write(client, rows, onConflict) {
+    if (onConflict === 'fail') return { inserted: await copyInto(client, 'users', rows), updated: 0 };
+    if (!staged.has(client)) {
+      await client.query(CREATE_STAGING);
+      staged.add(client);
+    }
+    await copyInto(client, STAGING_TABLE, rows);
+    return countsOf(await client.query(writeStatement(FROM_STAGING, onConflict, returningFor(onConflict))), onConflict);
+  },
+};
 
-/** @type {InsertChunk} */
-async function insertWithFormat(client, rows, skipStored) {
-  const result = await client.query(buildInsertSql(rows, { skipStored }));
-  return result.rowCount ?? 0;
-}
-
-const UNNEST_SQL = `INSERT INTO users (${COLUMNS}) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])`;
-
-/** Four array parameters instead of a literal per value: no quoting, one parse. @type {InsertChunk} */
-async function insertWithUnnest(client, rows, skipStored) {
-  const columns = /** @type {[string[], string[], (string | null)[], (string | null)[]]} */ ([[], [], [], []]);
-  for (const row of rows) {
-    columns[0].push(row[0]);
-    columns[1].push(row[1]);
-    columns[2].push(row[2]);
-    columns[3].push(row[3]);
-  }
-  const result = await client.query(skipStored ? `${UNNEST_SQL} ${ON_CONFLICT}` : UNNEST_SQL, columns);
-  return result.rowCount ?? 0;
-}
-
-/** A CSV field: quoted (so an empty string stays one), NULL as nothing at all. @param {string | null} v */
-const csvField = (v) => (v === null ? '' : `"${v.replaceAll('"', '""')}"`);
-const COPY_SQL = `COPY users (${COLUMNS}) FROM STDIN (FORMAT csv)`;
-
-/**
- * COPY straight into users: the cheapest way in, but it cannot skip a stored email. A chunk that
- * may hold some is written with pg-format's INSERT ... ON CONFLICT instead.
- * @type {InsertChunk}
- */
-async function insertWithCopy(client, rows, skipStored) {
-  if (skipStored) return insertWithFormat(client, rows, true);
-  const csv = rows.map((r) => `${csvField(r[0])},${csvField(r[1])},${csvField(r[2])},${csvField(r[3])}\n`).join('');
-  const copy = client.query(copyStreams.from(COPY_SQL));
-  await pipeline(Readable.from([csv]), copy);
+/** @param {PoolClient} client @param {string} table @param {UserRow[]} rows */
+async function copyInto(client, table, rows) {
+  const copy = client.query(copyStreams.from(copySql(table)));
+  await pipeline(Readable.from([rowsAsCsv(rows)]), copy);
   return copy.rowCount ?? rows.length;
 }
 
-/** How a chunk is written, by INSERT_STRATEGY. */
-export const STRATEGIES = /** @type {const} */ ({ format: insertWithFormat, unnest: insertWithUnnest, copy: insertWithCopy });
+/** How a chunk is written, by INSERT_STRATEGY; its keys are the strategies config.js accepts. */
+export const STRATEGIES = /** @type {const} */ ({ format: formatWriter, unnest: unnestWriter, copy: copyWriter });
+/** @typedef {keyof typeof STRATEGIES} Strategy */
 
 /** @param {unknown} err */
 export const isUniqueViolation = (err) => /** @type {{ code?: string }} */ (err)?.code === UNIQUE_VIOLATION;
+
+/** @param {Resolution} resolution @returns {OnConflict} */
+const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip');
 
 /**
  * Writes validated rows all or nothing: one statement per chunk of `chunkRows`; several chunks
  * run in one transaction, a single chunk needs none (one statement is atomic).
  *
- * Skipping stored emails (ON CONFLICT) costs PostgreSQL about a quarter of its insert rate, and
+ * Resolving conflicts (ON CONFLICT) costs PostgreSQL about a quarter of its insert rate, and
  * almost every batch is new users. So a batch first goes in as all-new; a unique violation rolls
- * that attempt back whole and the batch is written again skipping stored emails. After a replay
- * the next batches skip stored emails at once for a while (replays come in runs: a retried
- * message, a re-sent file), so a replay-heavy load never pays twice.
+ * that attempt back whole and the batch is written again resolving conflicts. After a replay the
+ * next batches resolve conflicts at once for a while (replays come in runs: a retried message, a
+ * re-sent file), so a replay-heavy load never pays twice.
+ *
+ * A write that fails is diagnosed (db.diagnose): the database unavailable is
+ * DatabaseUnavailableError (503); a passing failure with the database answering is tried once
+ * more; anything else is the request's own failure and is thrown as it is (500).
  *
  * @param {import('../db.js').Database} db
- * @param {{ chunkRows: number, strategy: keyof typeof STRATEGIES }} options
+ * @param {{ chunkRows: number, strategy: Strategy }} options
  */
 export function createUserWriter(db, { chunkRows, strategy }) {
-  const insertChunk = STRATEGIES[strategy];
+  const chunkWriter = STRATEGIES[strategy];
   const replays = createReplayGuess();
 
-  /** @param {UserRow[]} rows @param {boolean} skipStored @returns {Promise<number>} */
-  function write(rows, skipStored) {
-    if (rows.length <= chunkRows) return db.withClient((client) => insertChunk(client, rows, skipStored));
+  /** @param {UserRow[]} rows @param {OnConflict} onConflict @returns {Promise<Counts>} */
+  function write(rows, onConflict) {
+    if (rows.length <= chunkRows && !chunkWriter.needsTransaction) return db.withClient((client) => chunkWriter.write(client, rows, onConflict));
     return db.transaction(async (client) => {
-      let inserted = 0;
+      const total = { inserted: 0, updated: 0 };
       for (let start = 0; start < rows.length; start += chunkRows) {
-        inserted += await insertChunk(client, rows.slice(start, start + chunkRows), skipStored);
+        const counts = await chunkWriter.write(client, rows.slice(start, start + chunkRows), onConflict);
+        total.inserted += counts.inserted;
+        total.updated += counts.updated;
       }
-      return inserted;
+      return total;
     });
   }
 
   /**
-   * All-new first; skipping stored emails after a unique violation, or at once while replays are
+   * All-new first; resolving conflicts after a unique violation, or at once while replays are
    * likely. Every way in (a request alone, a group) goes through here.
    * @template T
    * @param {number} rowCount
    * @param {() => Promise<T>} asNew  fails with a unique violation when an email is stored
-   * @param {() => Promise<T>} skipping
+   * @param {() => Promise<T>} resolving
    * @param {(result: T) => number} insertedOf
    * @returns {Promise<T>}
    */
-  async function allNewFirst(rowCount, asNew, skipping, insertedOf) {
+  async function allNewFirst(rowCount, asNew, resolving, insertedOf) {
     if (!replays.likely()) {
       try {
         return await asNew();
@@ -127,30 +133,62 @@ export function createUserWriter(db, { chunkRows, strategy }) {
         if (!isUniqueViolation(err)) throw err;
       }
     }
-    const result = await skipping();
+    const result = await resolving();
     if (insertedOf(result) < rowCount) replays.seen();
     return result;
   }
 
+  /**
+   * @template T
+   * @param {() => Promise<T>} attempt
+   * @returns {Promise<T>}
+   */
+  async function withDiagnosis(attempt) {
+    try {
+      return await attempt();
+    } catch (err) {
+      const diagnosis = await db.diagnose(err);
+      if (diagnosis === 'own') throw err;
+      if (diagnosis === 'unavailable') throw err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
+    }
+    // The database answers: the first attempt failed for a passing reason. Once more, then its own.
+    try {
+      return await attempt();
+    } catch (err) {
+      if ((await db.diagnose(err)) !== 'unavailable') throw err;
+      throw err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
+    }
+  }
+
   return {
     /**
+     * One request's rows, all or nothing.
      * @param {UserRow[]} rows  validated, sorted by email, no email twice
-     * @returns {Promise<number>} rows actually inserted
+     * @param {Resolution} resolution
+     * @returns {Promise<Counts>}
+     * @throws {DatabaseUnavailableError} or the request's own failure
      */
-    insertUsers: (rows) => allNewFirst(rows.length, () => write(rows, false), () => write(rows, true), (n) => n),
+    writeUsers: (rows, resolution) =>
+      withDiagnosis(() => allNewFirst(rows.length, () => write(rows, 'fail'), () => write(rows, onConflictFor(resolution)), (c) => c.inserted)),
 
     /**
-     * One pg-format statement whatever the strategy, telling which emails it inserted (group commit
-     * credits each to its request).
+     * One pg-format statement whatever the strategy, telling what it did to each email (group
+     * commit credits each to its request): 'all' when every row was inserted, else the emails
+     * written, true where inserted and false where updated. Failures are thrown undiagnosed: group
+     * commit decides what a failed group means.
      * @param {UserRow[]} rows  sorted by email, no email twice, at most one statement's worth
-     * @returns {Promise<'all' | Set<string>>}
+     * @param {Resolution} resolution
+     * @returns {Promise<'all' | Map<string, boolean>>}
      */
-    insertReturningEmails: (rows) =>
+    writeGroup: (rows, resolution) =>
       allNewFirst(
         rows.length,
-        () => db.withClient((client) => client.query(buildInsertSql(rows, { skipStored: false }))).then(() => /** @type {const} */ ('all')),
-        () => db.withClient((client) => client.query(buildInsertSql(rows, { returning: true }))).then((r) => new Set(r.rows.map((row) => row.email))),
-        (r) => (r === 'all' ? rows.length : r.size),
+        () => db.withClient((client) => client.query(writeStatement(rowsAsArrays(rows), 'fail', 'none'))).then(() => /** @type {const} */ ('all')),
+        () =>
+          db
+            .withClient((client) => client.query(writeStatement(rowsAsArrays(rows), onConflictFor(resolution), 'emails')))
+            .then((r) => new Map(r.rows.map((row) => [row.email, row.inserted]))),
+        (r) => (r === 'all' ? rows.length : [...r.values()].filter(Boolean).length),
       ),
   };
 }

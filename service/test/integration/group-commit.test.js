@@ -5,21 +5,21 @@ import { createDatabase } from '../../src/db.js';
 import { DatabaseUnavailableError } from '../../src/errors.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createUserWriter } from '../../src/users/user-repository.js';
-import { createTestDatabase } from '../../../test/support/database.js';
+import { POISON_TRIGGER, createTestDatabase } from '../../../test/support/database.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
-import { makeUsers } from '../../../test/support/users.js';
+import { makeUsers, uniqueTag } from '../../../test/support/users.js';
 
 const silent = pino({ level: 'silent' });
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 /** @param {string} email @param {string} [name] @returns {UserRow} */
 const row = (email, name = 'N') => [email, name, null, null];
-const tag = () => `gc-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 
 describe('group commit against PostgreSQL', () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let testDb;
   /** @type {import('../../src/db.js').Database} */ let db;
   before(async () => {
     testDb = await createTestDatabase();
+    await testDb.pool.query(POISON_TRIGGER);
     db = createDatabase({ databaseUrl: testDb.url, dbPoolMax: 4, dbConnectTimeoutMs: 2000, dbStatementTimeoutMs: 10_000 }, silent);
   });
   after(async () => {
@@ -30,77 +30,82 @@ describe('group commit against PostgreSQL', () => {
   /** One write slot, so everything submitted while the first group is written forms the second. */
   function oneSlot(observed = /** @type {any[]} */ ([])) {
     const writer = createUserWriter(db, { chunkRows: 1000, strategy: 'format' });
-    const gc = createGroupCommit({ writer, maxRows: 1000, maxInFlight: 1, observe: (g) => observed.push(g) });
+    const gc = createGroupCommit({ writeGroup: writer.writeGroup, writeAlone: writer.writeUsers, diagnose: db.diagnose, maxRows: 1000, maxInFlight: 1, observe: (g) => observed.push(g) });
     return { gc, observed };
   }
 
-  test('requests that arrive while a group is written go out together, each with its own count', async () => {
+  test('requests that arrive while a group is written go out together, each with its own counts', async () => {
     const { gc, observed } = oneSlot();
-    const t = tag();
-    const first = gc.insertUsers([row(`${t}-0@x.co`)]);
-    const rest = Array.from({ length: 20 }, (_, i) => gc.insertUsers([row(`${t}-${i + 1}a@x.co`), row(`${t}-${i + 1}b@x.co`)]));
-    assert.deepEqual(await Promise.all([first, ...rest]), [1, ...Array(20).fill(2)]);
+    const t = uniqueTag();
+    const first = gc.writeUsers([row(`${t}-0@x.co`)], 'ignore');
+    const rest = Array.from({ length: 20 }, (_, i) => gc.writeUsers([row(`${t}-${i + 1}a@x.co`), row(`${t}-${i + 1}b@x.co`)], 'ignore'));
+    assert.deepEqual(await Promise.all([first, ...rest]), [{ inserted: 1, updated: 0 }, ...Array(20).fill({ inserted: 2, updated: 0 })]);
     assert.deepEqual(observed.map((g) => g.requests), [1, 20]);
     assert.deepEqual(observed.map((g) => g.rows), [1, 40]);
-    const stored = await testDb.usersByEmail([`${t}-0@x.co`, `${t}-20b@x.co`]);
-    assert.equal(stored.size, 2);
+    assert.equal((await testDb.usersByEmail([`${t}-0@x.co`, `${t}-20b@x.co`])).size, 2);
   });
 
-  test('an email sent by two requests of one group is credited to the first; a stored one to none', async () => {
-    const { gc, observed } = oneSlot();
-    const t = tag();
-    await testDb.pool.query("INSERT INTO users (email, name) VALUES ($1, 'old')", [`${t}-stored@x.co`]);
-    const opener = gc.insertUsers([row(`${t}-opener@x.co`)]);
-    const a = gc.insertUsers([row(`${t}-both@x.co`, 'A'), row(`${t}-stored@x.co`)]);
-    const b = gc.insertUsers([row(`${t}-both@x.co`, 'B'), row(`${t}-onlyb@x.co`)]);
-    assert.deepEqual(await Promise.all([opener, a, b]), [1, 1, 1]);
-    assert.equal(observed[1].requests, 2, 'a and b shared a statement');
-    const stored = await testDb.usersByEmail([`${t}-both@x.co`, `${t}-stored@x.co`]);
-    assert.equal(stored.get(`${t}-both@x.co`)?.name, 'A');
-    assert.equal(stored.get(`${t}-stored@x.co`)?.name, 'old', 'a stored user is never overwritten');
-  });
-
-  test('a request the shared statement cannot take fails alone; the others of its group are written', async () => {
+  test('requests sharing an email take effect in the order they arrived: ignore keeps the first, merge the last', async () => {
     const { gc } = oneSlot();
-    const t = tag();
-    const opener = gc.insertUsers([row(`${t}-opener@x.co`)]);
-    const good = gc.insertUsers([row(`${t}-good@x.co`)]);
-    // Past validation only here: the table's own CHECK refuses an empty name.
-    const bad = gc.insertUsers([row(`${t}-bad@x.co`, '')]);
-    const alsoGood = gc.insertUsers([row(`${t}-good2@x.co`)]);
-    const [r0, r1, r2, r3] = await Promise.allSettled([opener, good, bad, alsoGood]);
-    assert.deepEqual([r0, r1, r3].map((r) => r.status === 'fulfilled' && r.value), [1, 1, 1]);
-    assert.equal(r2.status, 'rejected');
-    assert.equal(/** @type {any} */ (r2).reason.code, '23514', 'check_violation, from its own statement');
-    const stored = await testDb.usersByEmail([`${t}-good@x.co`, `${t}-good2@x.co`, `${t}-bad@x.co`]);
-    assert.deepEqual([...stored.keys()].sort(), [`${t}-good2@x.co`, `${t}-good@x.co`]);
+    const t = uniqueTag();
+    await testDb.pool.query("INSERT INTO users (email, name) VALUES ($1, 'old')", [`${t}-stored@x.co`]);
+    const opener = gc.writeUsers([row(`${t}-opener@x.co`)], 'ignore');
+    const a = gc.writeUsers([row(`${t}-both@x.co`, 'A'), row(`${t}-stored@x.co`, 'new')], 'ignore');
+    const b = gc.writeUsers([row(`${t}-both@x.co`, 'B'), row(`${t}-onlyb@x.co`)], 'ignore');
+    const m1 = gc.writeUsers([row(`${t}-merged@x.co`, 'M1')], 'merge');
+    const m2 = gc.writeUsers([row(`${t}-merged@x.co`, 'M2'), row(`${t}-stored@x.co`, 'merged')], 'merge');
+    assert.deepEqual(await Promise.all([opener, a, b, m1, m2]), [
+      { inserted: 1, updated: 0 },
+      { inserted: 1, updated: 0 },
+      { inserted: 1, updated: 0 },
+      { inserted: 1, updated: 0 },
+      { inserted: 0, updated: 2 },
+    ]);
+    const stored = await testDb.usersByEmail([`${t}-both@x.co`, `${t}-stored@x.co`, `${t}-merged@x.co`]);
+    assert.equal(stored.get(`${t}-both@x.co`)?.name, 'A');
+    assert.equal(stored.get(`${t}-merged@x.co`)?.name, 'M2');
+    assert.equal(stored.get(`${t}-stored@x.co`)?.name, 'merged');
   });
+
+  // Every class: a data error, a constraint, and the ones that look like the database's state
+  // (connection, resources, cancel, deadlock, internal). None may fail another request.
+  for (const sqlstate of ['23514', '22021', '08P01', '53300', '57014', '40P01', 'XX000']) {
+    test(`a request PostgreSQL refuses with ${sqlstate} fails alone, not with 503; the others of its group are written`, async () => {
+      const { gc, observed } = oneSlot();
+      const t = uniqueTag();
+      const opener = gc.writeUsers([row(`${t}-opener@x.co`)], 'ignore');
+      const all = Array.from({ length: 12 }, (_, i) => gc.writeUsers([row(`${t}-${i}@x.co`, i === 5 ? `poison-${sqlstate}` : 'Good')], 'ignore'));
+      const results = await Promise.allSettled([opener, ...all]);
+      assert.ok(observed.some((g) => g.requests > 1), 'the poisoned request shared a group');
+      results.forEach((r, i) => {
+        if (i === 6) {
+          assert.equal(r.status, 'rejected');
+          assert.equal(/** @type {any} */ (r).reason.code, sqlstate, 'its own failure');
+          assert.ok(!(/** @type {any} */ (r).reason instanceof DatabaseUnavailableError), 'never 503 for a request that will fail again');
+        } else {
+          assert.equal(r.status, 'fulfilled', JSON.stringify(r));
+        }
+      });
+      assert.equal((await testDb.pool.query('SELECT count(*)::int AS n FROM users WHERE email LIKE $1', [`${t}-%`])).rows[0].n, 12);
+    });
+  }
 
   test('when the database is unreachable every request of the group gets DatabaseUnavailableError', async () => {
     const down = createDatabase({ databaseUrl: 'postgres://postgres:postgres@127.0.0.1:1/none', dbPoolMax: 2, dbConnectTimeoutMs: 500, dbStatementTimeoutMs: 1000 }, silent);
     try {
       const writer = createUserWriter(down, { chunkRows: 1000, strategy: 'format' });
-      const gc = createGroupCommit({ writer, maxRows: 1000 });
-      const results = await Promise.allSettled([1, 2, 3].map((i) => gc.insertUsers([row(`down-${i}@x.co`)])));
+      const gc = createGroupCommit({ writeGroup: writer.writeGroup, writeAlone: writer.writeUsers, diagnose: down.diagnose, maxRows: 1000 });
+      const results = await Promise.allSettled([1, 2, 3].map((i) => gc.writeUsers([row(`down-${i}@x.co`)], 'ignore')));
       for (const r of results) assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseUnavailableError);
     } finally {
       await down.close();
     }
   });
-
-  test('a group bigger than maxRows is split; no request is cut in two', async () => {
-    const writer = createUserWriter(db, { chunkRows: 1000, strategy: 'format' });
-    /** @type {any[]} */ const observed = [];
-    const gc = createGroupCommit({ writer, maxRows: 10, maxInFlight: 1, observe: (g) => observed.push(g) });
-    const t = tag();
-    const counts = await Promise.all(Array.from({ length: 8 }, (_, i) => gc.insertUsers([row(`${t}-${i}a@x.co`), row(`${t}-${i}b@x.co`), row(`${t}-${i}c@x.co`)])));
-    assert.deepEqual(counts, Array(8).fill(3));
-    assert.ok(observed.every((g) => g.rows <= 10 && g.rows % 3 === 0), JSON.stringify(observed));
-  });
 });
 
 describe('POST /users under group commit', () => {
   const ctx = useAppAndDatabase({ GROUP_COMMIT: 'on' });
+  before(() => ctx.db.pool.query(POISON_TRIGGER));
 
   test('200 concurrent single-user requests: every answer its own, groups formed, rows equal the sum', async () => {
     const users = makeUsers(200);
@@ -116,4 +121,25 @@ describe('POST /users under group commit', () => {
     const groups = Number(/sluice_group_commit_requests_count (\d+)/.exec(metrics)?.[1]);
     assert.ok(groups > 0 && groups < 200, `${groups} statements for 200 requests`);
   });
+
+  // Issue 14's neighbours: 300 concurrent single-user requests, 10 of them hostile. Before, a hash
+  // with a NUL passed validation and PostgreSQL refused it with a connection-class SQLSTATE: 503 for
+  // the whole group, 232 of the 290 good requests refused. Now the validator refuses the NUL, and a
+  // value only PostgreSQL refuses (the trigger) fails its own request alone.
+  for (const [hostile, expected] of /** @type {const} */ ([['a NUL in passwordHash', 400], ['a row PostgreSQL refuses with 08P01', 500]])) {
+    test(`300 concurrent requests, 10 with ${hostile}: those 10 get ${expected}, the 290 others are stored`, async () => {
+      const users = makeUsers(300);
+      const bad = new Set([3, 31, 62, 93, 124, 155, 186, 217, 248, 279]);
+      const bodies = users.map((u, i) => (!bad.has(i) ? [u] : expected === 400 ? [{ ...u, passwordHash: `${u.passwordHash}\u0000` }] : [{ ...u, name: 'poison-08P01' }]));
+      const answers = await Promise.all(bodies.map((b) => ctx.app.postUsers(b)));
+      answers.forEach((a, i) => assert.equal(a.status, bad.has(i) ? expected : 201, `request ${i}: ${a.text}`));
+      const stored = await ctx.db.usersByEmail(users.map((u) => u.email));
+      assert.equal(stored.size, 290);
+      for (const i of bad) assert.ok(!stored.has(users[i].email));
+      if (expected === 500) {
+        const ids = answers.filter((a) => a.status === 500).map((a) => a.body.errorId);
+        assert.ok(ids.every((id) => ctx.app.logs.some((l) => l.errorId === id)), 'each 500 has its error id in the log');
+      }
+    });
+  }
 });

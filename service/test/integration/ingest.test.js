@@ -15,7 +15,7 @@ for (const { label, env } of WRITE_VARIANTS) {
         const users = makeUsers(count);
         const res = await ctx.app.postUsers(users);
         assert.equal(res.status, 201);
-        assert.deepEqual(res.body, { received: count, inserted: count, duplicates: 0 });
+        assert.deepEqual(res.body, { received: count, inserted: count, updated: 0, duplicates: 0 });
         assert.equal(await ctx.db.countUsers(), before + count);
         const stored = await ctx.db.usersByEmail([users[0].email, users[count - 1].email]);
         assert.deepEqual(stored.get(users[count - 1].email), {
@@ -30,7 +30,7 @@ for (const { label, env } of WRITE_VARIANTS) {
       const before = await ctx.db.countUsers();
       const res = await ctx.app.postUsers(users);
       assert.equal(res.status, 200);
-      assert.deepEqual(res.body, { received: 1500, inserted: 0, duplicates: 1500 });
+      assert.deepEqual(res.body, { received: 1500, inserted: 0, updated: 0, duplicates: 1500 });
       assert.equal(await ctx.db.countUsers(), before);
     });
 
@@ -39,7 +39,7 @@ for (const { label, env } of WRITE_VARIANTS) {
       await ctx.app.postUsers(users.slice(0, 4));
       const res = await ctx.app.postUsers(users);
       assert.equal(res.status, 201);
-      assert.deepEqual(res.body, { received: 10, inserted: 6, duplicates: 4 });
+      assert.deepEqual(res.body, { received: 10, inserted: 6, updated: 0, duplicates: 4 });
     });
 
     test('the same email twice in a batch, or in another case, is one user stored lower-cased', async () => {
@@ -48,13 +48,13 @@ for (const { label, env } of WRITE_VARIANTS) {
       const before = await ctx.db.countUsers();
       const res = await ctx.app.postUsers([u, { ...u }, shouting]);
       assert.equal(res.status, 201);
-      assert.deepEqual(res.body, { received: 3, inserted: 1, duplicates: 2 });
+      assert.deepEqual(res.body, { received: 3, inserted: 1, updated: 0, duplicates: 2 });
       assert.equal(await ctx.db.countUsers(), before + 1);
       const stored = await ctx.db.usersByEmail([u.email.toLowerCase()]);
       assert.equal(stored.get(u.email.toLowerCase())?.name, u.name, 'the first occurrence wins');
 
       const replay = await ctx.app.postUsers([shouting]);
-      assert.deepEqual(replay.body, { received: 1, inserted: 0, duplicates: 1 });
+      assert.deepEqual(replay.body, { received: 1, inserted: 0, updated: 0, duplicates: 1 });
     });
 
     test('optional fields may be left out and are stored as NULL', async () => {

@@ -1,19 +1,173 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { merge } from '../../src/users/group-commit.js';
+import { DatabaseUnavailableError } from '../../src/errors.js';
+import { createGroupCommit, credit } from '../../src/users/group-commit.js';
 import { createReplayGuess } from '../../src/users/replay-guess.js';
 
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 /** @param {string} email @param {string} [name] @returns {UserRow} */
 const row = (email, name = 'N') => [email, name, null, null];
 
-describe('merge (unit)', () => {
-  test('each email once, owned by the first request that sent it, sorted', () => {
-    const waiting = [[row('b@x.co'), row('d@x.co')], [row('a@x.co'), row('b@x.co', 'later')], [row('c@x.co')]].map((rows) => ({ rows, resolve() {}, reject() {}, since: 0 }));
-    const { rows, owner } = merge(waiting);
-    assert.deepEqual(rows.map((r) => r[0]), ['a@x.co', 'b@x.co', 'c@x.co', 'd@x.co']);
-    assert.equal(rows[1][1], 'N', 'the first request wins the row');
-    assert.deepEqual([...owner.entries()].sort(), [['a@x.co', 1], ['b@x.co', 0], ['c@x.co', 2], ['d@x.co', 0]]);
+/**
+ * A writer whose writes finish only when the test says so, recording what was written and how
+ * many writes ran at once.
+ * @param {{ failGroup?: (rows: UserRow[]) => unknown, failAlone?: (rows: UserRow[]) => unknown }} [faults]
+ */
+function scriptedWriter(faults = {}) {
+  /** @type {{ kind: 'group' | 'alone', emails: string[], resolution: string, finish: () => void }[]} */
+  const writes = [];
+  let running = 0;
+  let mostAtOnce = 0;
+  /** @param {'group' | 'alone'} kind @param {UserRow[]} rows @param {string} resolution @param {() => any} outcome */
+  const write = (kind, rows, resolution, outcome) => {
+    running++;
+    mostAtOnce = Math.max(mostAtOnce, running);
+    return new Promise((resolve, reject) => {
+      writes.push({
+        kind,
+        emails: rows.map((r) => r[0]),
+        resolution,
+        finish() {
+          running--;
+          try {
+            resolve(outcome());
+          } catch (err) {
+            reject(err);
+          }
+        },
+      });
+    });
+  };
+  return {
+    writes,
+    mostAtOnce: () => mostAtOnce,
+    /** @param {UserRow[]} rows @param {any} resolution */
+    writeGroup: (rows, resolution) =>
+      write('group', rows, resolution, () => {
+        const fault = faults.failGroup?.(rows);
+        if (fault) throw fault;
+        return /** @type {const} */ ('all');
+      }),
+    /** @param {UserRow[]} rows @param {any} resolution */
+    writeAlone: (rows, resolution) =>
+      write('alone', rows, resolution, () => {
+        const fault = faults.failAlone?.(rows);
+        if (fault) throw fault;
+        return { inserted: rows.length, updated: 0 };
+      }),
+    /** Finishes every write started so far, and lets the promises settle. */
+    async finishAll() {
+      for (const w of writes.splice(0)) w.finish();
+      // Settling, diagnosing and starting the next writes take a few turns of the event loop.
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    },
+  };
+}
+
+/** @param {ReturnType<typeof scriptedWriter>} w @param {{ maxInFlight?: number, maxRows?: number, diagnosis?: 'own' | 'transient' | 'unavailable' }} [o] */
+const groupCommit = (w, { maxInFlight = 1, maxRows = 1000, diagnosis = 'own' } = {}) =>
+  createGroupCommit({ writeGroup: w.writeGroup, writeAlone: w.writeAlone, diagnose: async () => diagnosis, maxRows, maxInFlight });
+
+/**
+ * A request's outcome, observed from the start, so a rejection is never left unhandled while the
+ * test drives the writer.
+ * @template T @param {Promise<T>} p
+ * @returns {Promise<PromiseSettledResult<T>>}
+ */
+const settled = (p) => p.then((value) => ({ status: /** @type {const} */ ('fulfilled'), value }), (reason) => ({ status: /** @type {const} */ ('rejected'), reason }));
+
+/** Drains until nothing is left to write. @param {ReturnType<typeof scriptedWriter>} w */
+async function finishEverything(w) {
+  for (let i = 0; i < 100 && w.writes.length > 0; i++) await w.finishAll();
+}
+
+describe('group commit with a scripted writer (unit)', () => {
+  test('requests that arrive while a group is written go out together, each with its own counts', async () => {
+    const w = scriptedWriter();
+    const gc = groupCommit(w);
+    const first = gc.writeUsers([row('a@x.co')], 'ignore');
+    const rest = [gc.writeUsers([row('c@x.co'), row('d@x.co')], 'ignore'), gc.writeUsers([row('b@x.co')], 'ignore')];
+    assert.deepEqual(w.writes.map((x) => x.emails), [['a@x.co']], 'the first goes at once, alone');
+    await w.finishAll();
+    assert.deepEqual(w.writes.map((x) => x.emails), [['b@x.co', 'c@x.co', 'd@x.co']], 'the others together, sorted by email');
+    await finishEverything(w);
+    assert.deepEqual(await Promise.all([first, ...rest]), [{ inserted: 1, updated: 0 }, { inserted: 2, updated: 0 }, { inserted: 1, updated: 0 }]);
+  });
+
+  test('two requests sharing an email never share a statement, and the later waits for the earlier to commit', async () => {
+    const w = scriptedWriter();
+    const gc = groupCommit(w, { maxInFlight: 2 });
+    const a = gc.writeUsers([row('same@x.co', 'A')], 'merge');
+    const b = gc.writeUsers([row('same@x.co', 'B'), row('other@x.co')], 'merge');
+    const c = gc.writeUsers([row('third@x.co')], 'merge');
+    assert.deepEqual(w.writes.map((x) => x.emails), [['same@x.co']], 'b waits although a slot is free; c waits behind b');
+    await w.finishAll();
+    assert.deepEqual(w.writes.map((x) => x.emails), [['other@x.co', 'same@x.co', 'third@x.co']]);
+    await finishEverything(w);
+    await Promise.all([a, b, c]);
+  });
+
+  test('a group holds one resolution: a merge after ignores starts a group of its own', async () => {
+    const w = scriptedWriter();
+    const gc = groupCommit(w);
+    const opener = gc.writeUsers([row('o@x.co')], 'ignore');
+    const all = [gc.writeUsers([row('i1@x.co')], 'ignore'), gc.writeUsers([row('m1@x.co')], 'merge'), gc.writeUsers([row('i2@x.co')], 'ignore')];
+    await w.finishAll();
+    assert.deepEqual(w.writes.map((x) => [x.resolution, x.emails]), [['ignore', ['i1@x.co']]], 'the merge closes the group, and the ignore after it waits its turn');
+    await w.finishAll();
+    assert.deepEqual(w.writes.map((x) => [x.resolution, x.emails]), [['merge', ['m1@x.co']]]);
+    await finishEverything(w);
+    await Promise.all([opener, ...all]);
+  });
+
+  test('a group never holds more than maxRows rows, and no request is cut in two', async () => {
+    const w = scriptedWriter();
+    const gc = groupCommit(w, { maxRows: 5 });
+    const opener = gc.writeUsers([row('0@x.co')], 'ignore');
+    const all = Array.from({ length: 6 }, (_, i) => gc.writeUsers([row(`${i}a@x.co`), row(`${i}b@x.co`)], 'ignore'));
+    /** @type {number[]} */ const sizes = [];
+    for (let i = 0; i < 10 && w.writes.length > 0; i++) {
+      sizes.push(...w.writes.map((x) => x.emails.length));
+      await w.finishAll();
+    }
+    assert.deepEqual(sizes, [1, 4, 4, 4]);
+    await Promise.all([opener, ...all]);
+  });
+
+  test('a group that fails for a reason of its own: each request is written again alone, in the write slots, and only the guilty one fails', async () => {
+    const poison = Object.assign(new Error('check violation'), { code: '23514' });
+    const w = scriptedWriter({ failGroup: () => poison, failAlone: (rows) => (rows[0][0].startsWith('bad') ? poison : undefined) });
+    const gc = groupCommit(w, { maxInFlight: 2 });
+    const opener = settled(gc.writeUsers([row('opener@x.co')], 'ignore'));
+    const requests = Array.from({ length: 20 }, (_, i) => settled(gc.writeUsers([row(`${i === 7 ? 'bad' : 'good'}-${i}@x.co`)], 'ignore')));
+    await finishEverything(w);
+    const results = await Promise.all([opener, ...requests]);
+    assert.equal(results[0].status, 'fulfilled', 'the opener was a group of one, and its group failed; alone it is good');
+    assert.deepEqual(results.slice(1).map((r) => r.status), requests.map((_, i) => (i === 7 ? 'rejected' : 'fulfilled')));
+    assert.equal(/** @type {PromiseRejectedResult} */ (results[8]).reason, poison, 'the guilty one gets its own failure, not a 503');
+    assert.ok(w.mostAtOnce() <= 2, `never more than the two write slots at once, got ${w.mostAtOnce()}`);
+  });
+
+  test('a group that fails with the database unavailable: every request of it gets DatabaseUnavailableError, none is retried', async () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    const w = scriptedWriter({ failGroup: () => refused });
+    const gc = groupCommit(w, { diagnosis: 'unavailable' });
+    const all = [1, 2, 3].map((i) => settled(gc.writeUsers([row(`${i}@x.co`)], 'ignore')));
+    /** @type {string[]} */ const kinds = [];
+    for (let i = 0; i < 10 && w.writes.length > 0; i++) {
+      kinds.push(...w.writes.map((x) => x.kind));
+      await w.finishAll();
+    }
+    for (const r of await Promise.all(all)) assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseUnavailableError && r.reason.cause === refused);
+    assert.deepEqual(kinds, ['group', 'group'], 'no request written alone');
+  });
+});
+
+describe('credit (unit)', () => {
+  test('a request gets the inserts and updates of its own emails', () => {
+    const written = new Map([['a@x.co', true], ['b@x.co', false], ['c@x.co', true]]);
+    assert.deepEqual(credit([row('a@x.co'), row('b@x.co'), row('d@x.co')], written), { inserted: 1, updated: 1 });
+    assert.deepEqual(credit([row('a@x.co'), row('z@x.co')], 'all'), { inserted: 2, updated: 0 });
   });
 });
 

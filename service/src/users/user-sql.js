@@ -1,0 +1,130 @@
+import format from 'pg-format';
+
+// Every statement that writes users, built in one place. The row source and the conflict clause
+// are chosen apart, so every strategy and both resolutions share the same conflict handling.
+
+/** @typedef {import('./user-schema.js').UserRow} UserRow */
+/**
+ * What a statement does with an email already stored:
+ * - fail: nothing (every email must be new; a stored one fails the statement with 23505);
+ * - skip: ON CONFLICT DO NOTHING (ignore mode);
+ * - merge: ON CONFLICT DO UPDATE, only where a value changes (merge mode).
+ * @typedef {'fail' | 'skip' | 'merge'} OnConflict
+ */
+/**
+ * What it answers: nothing but its command tag; one row of counts; or a row per email it wrote.
+ * @typedef {'none' | 'counts' | 'emails'} Returning
+ */
+
+export const COLUMNS = 'email, name, phone, password_hash';
+
+// An omitted phone or password hash keeps the stored one; a row whose values would not change is
+// left alone (no new row version, no WAL). updated_at is set only by a change, so a returned row
+// whose updated_at is NULL was inserted.
+const MERGE = `ON CONFLICT (email) DO UPDATE SET
+  name = EXCLUDED.name,
+  phone = COALESCE(EXCLUDED.phone, users.phone),
+  password_hash = COALESCE(EXCLUDED.password_hash, users.password_hash),
+  updated_at = now()
+  WHERE (users.name, users.phone, users.password_hash)
+    IS DISTINCT FROM (EXCLUDED.name, COALESCE(EXCLUDED.phone, users.phone), COALESCE(EXCLUDED.password_hash, users.password_hash))`;
+
+/** @type {Record<OnConflict, string>} */
+const ON_CONFLICT = { fail: '', skip: 'ON CONFLICT (email) DO NOTHING', merge: MERGE };
+
+/**
+ * The statement around a row source (`SELECT ...` or `VALUES ...` giving the four columns).
+ * @param {string} source
+ * @param {OnConflict} onConflict
+ * @param {Returning} returning
+ */
+export function writeStatement(source, onConflict, returning) {
+  const insert = `INSERT INTO users (${COLUMNS}) ${source} ${ON_CONFLICT[onConflict]}`;
+  if (returning === 'emails') return `${insert} RETURNING email, updated_at IS NULL AS inserted`;
+  if (returning === 'none') return insert;
+  return `WITH written AS (${insert} RETURNING updated_at IS NULL AS inserted)
+    SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`;
+}
+
+// pg-format's quoteLiteral walks every string character by character; for a value without a quote
+// or a backslash it returns exactly the value in single quotes, so that is built directly, and
+// every other value still goes through pg-format (a unit test checks both give the same SQL).
+const NEEDS_ESCAPING = /['\\]/;
+/** @param {string | null} v */
+const literal = (v) => (v === null ? 'NULL' : NEEDS_ESCAPING.test(v) ? format.literal(v) : `'${v}'`);
+
+/**
+ * A column as one array constant: each column of the chunk is one literal that PostgreSQL reads
+ * with array_in, instead of a literal per value that its parser analyses and coerces one by one
+ * (npm run bench:db). Each element is double-quoted (so commas, braces and spaces stay data), with
+ * `"` and `\` escaped for the array syntax; the whole is then quoted as a SQL literal.
+ * @param {UserRow[]} rows @param {0 | 1 | 2 | 3} c
+ */
+function arrayLiteral(rows, c) {
+  let text = '{';
+  for (let i = 0; i < rows.length; i++) {
+    const v = rows[i][c];
+    if (i > 0) text += ',';
+    text += v === null ? 'NULL' : ARRAY_ESCAPING.test(v) ? `"${v.replace(ARRAY_SPECIALS, '\\$&')}"` : `"${v}"`;
+  }
+  return literal(`${text}}`);
+}
+const ARRAY_ESCAPING = /["\\]/;
+const ARRAY_SPECIALS = /["\\]/g;
+
+/**
+ * The rows as a row source built by pg-format from literals: `unnest` over one text[] constant per
+ * column, so one chunk is one statement whose size PostgreSQL parses in four constants.
+ * @param {UserRow[]} rows
+ */
+export function rowsAsArrays(rows) {
+  return format(
+    'SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])',
+    arrayLiteral(rows, 0),
+    arrayLiteral(rows, 1),
+    arrayLiteral(rows, 2),
+    arrayLiteral(rows, 3),
+  );
+}
+
+/**
+ * The rows as a multi-row VALUES list, a literal per value: the shape before bench:db chose the
+ * arrays (kept for that benchmark, and as the reference the array form is checked against).
+ * @param {UserRow[]} rows
+ */
+export function rowsAsValues(rows) {
+  return format('VALUES %s', rows.map((r) => `(${literal(r[0])}, ${literal(r[1])}, ${literal(r[2])}, ${literal(r[3])})`).join(', '));
+}
+
+/** The row source of the `unnest` strategy: four array parameters, $1 to $4. */
+export const ROWS_AS_PARAMETERS = 'SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])';
+
+/**
+ * The rows as the four column arrays the parameters of ROWS_AS_PARAMETERS take.
+ * @param {UserRow[]} rows
+ */
+export function columnArrays(rows) {
+  const columns = /** @type {[string[], string[], (string | null)[], (string | null)[]]} */ ([[], [], [], []]);
+  for (const row of rows) {
+    columns[0].push(row[0]);
+    columns[1].push(row[1]);
+    columns[2].push(row[2]);
+    columns[3].push(row[3]);
+  }
+  return columns;
+}
+
+/** A CSV field for COPY: quoted (so an empty string stays one), NULL as nothing at all. @param {string | null} v */
+const csvField = (v) => (v === null ? '' : `"${v.replaceAll('"', '""')}"`);
+
+/** @param {UserRow[]} rows */
+export const rowsAsCsv = (rows) => rows.map((r) => `${csvField(r[0])},${csvField(r[1])},${csvField(r[2])},${csvField(r[3])}\n`).join('');
+
+/** @param {string} table */
+export const copySql = (table) => `COPY ${table} (${COLUMNS}) FROM STDIN (FORMAT csv)`;
+
+// COPY cannot resolve conflicts: the copy strategy stages a chunk in a temporary table, then
+// inserts from it. Temporary, so it is the connection's own; emptied at each commit.
+export const STAGING_TABLE = 'users_staging';
+export const CREATE_STAGING = `CREATE TEMPORARY TABLE IF NOT EXISTS ${STAGING_TABLE} (email text, name text, phone text, password_hash text) ON COMMIT DELETE ROWS`;
+export const FROM_STAGING = `SELECT ${COLUMNS} FROM ${STAGING_TABLE}`;
