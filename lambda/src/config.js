@@ -11,6 +11,8 @@ import { ConfigError } from './errors.js';
  * @property {number} retryBaseMs         first backoff step (default 200)
  * @property {number} retryMaxMs          backoff cap (default 5000)
  * @property {number} safetyMarginMs      time kept back from the invocation's deadline (default 3000)
+ * @property {'ignore' | 'merge'} conflictResolution  what the service does with a stored email, unless a
+ *   message's `resolution` attribute says otherwise (default ignore)
  */
 
 /**
@@ -24,6 +26,17 @@ export function intVar(env, name, fallback, min = 1, max = Number.MAX_SAFE_INTEG
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/**
+ * @template {string} T
+ * @param {NodeJS.ProcessEnv} env @param {string} name @param {readonly T[]} allowed @param {T} fallback
+ * @returns {T}
+ */
+export function oneOfVar(env, name, allowed, fallback) {
+  const raw = env[name]?.trim() || fallback;
+  if (!allowed.includes(/** @type {T} */ (raw))) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
+  return /** @type {T} */ (raw);
 }
 
 /** @param {NodeJS.ProcessEnv} env @param {string} name */
@@ -61,6 +74,7 @@ export function loadFeederConfig(env = process.env) {
     retryBaseMs: intVar(env, 'RETRY_BASE_MS', 200, 1, 60_000),
     retryMaxMs: intVar(env, 'RETRY_MAX_MS', 5_000, 1, 300_000),
     safetyMarginMs: intVar(env, 'SAFETY_MARGIN_MS', 3_000, 0, 300_000),
+    conflictResolution: oneOfVar(env, 'CONFLICT_RESOLUTION', ['ignore', 'merge'], 'ignore'),
   };
 }
 

@@ -2,28 +2,51 @@ import { toBatchItemFailures } from './batch-response.js';
 import { loadFeederConfig } from './config.js';
 import { ServiceUnavailableError } from './errors.js';
 import { withIngestToken } from './ingest-token.js';
-import { reportInvocation } from './observability.js';
+import { reportFailures, reportInvocation } from './observability.js';
 import { unpackRecords } from './records.js';
 import { postUsers } from './service-client.js';
 
 /** @typedef {import('./records.js').Item} Item */
-/** @typedef {'poison' | 'unavailable'} FailureKind */
+/**
+ * Why a message was not stored: poison (it will never be: bad JSON, a user the service refuses, a
+ * failure of its own) or unavailable (the service could not be reached: it may be later). The
+ * reason names the rule or the error id, never a user.
+ * @typedef {{ kind: 'poison' | 'unavailable', reason: string }} Failure
+ */
+
+/**
+ * The items in chunks of at most `size`, each of one resolution (a POST has one Prefer header).
+ * @param {Item[]} items @param {number} size
+ */
+function chunksOf(items, size) {
+  /** @type {Item[][]} */
+  const chunks = [];
+  for (const resolution of ['ignore', 'merge']) {
+    const same = items.filter((item) => item.resolution === resolution);
+    for (let i = 0; i < same.length; i += size) chunks.push(same.slice(i, i + size));
+  }
+  return chunks;
+}
 
 /**
  * Posts every user of the batch in chunks, several at once, and works out which messages were
- * not stored whole.
+ * not stored whole. A chunk the service refuses names its bad users (400) and only their messages
+ * fail; one refused for another reason that is not an outage (its own 500, a 4xx) is split by
+ * message, halves posted apart, until the message that holds the bad user is alone: it fails, and
+ * every other message is stored.
  *
  * @param {import('./records.js').SqsRecordLike[]} records
  * @param {import('./config.js').FeederConfig} config
  * @param {number} deadline  epoch ms after which no request starts
  */
 export async function feedRecords(records, config, deadline) {
-  const { items, poisoned } = unpackRecords(records);
-  /** @type {Map<string, FailureKind>} */
-  const failed = new Map([...poisoned.keys()].map((id) => [id, /** @type {FailureKind} */ ('poison')]));
-  const stats = { posts: 0, retries: 0, inserted: 0, stored: 0 };
-  const fail = (/** @type {string} */ id, /** @type {FailureKind} */ kind) => {
-    if (failed.get(id) !== 'poison') failed.set(id, kind);
+  const { items, poisoned } = unpackRecords(records, config.conflictResolution);
+  /** @type {Map<string, Failure>} */
+  const failed = new Map([...poisoned].map(([id, err]) => [id, /** @type {Failure} */ ({ kind: 'poison', reason: err.message })]));
+  const stats = { posts: 0, retries: 0, inserted: 0, updated: 0, stored: 0 };
+  /** @param {string} id @param {Failure} failure */
+  const fail = (id, failure) => {
+    if (failed.get(id)?.kind !== 'poison') failed.set(id, failure);
   };
 
   /** @param {Item[]} chunk */
@@ -35,6 +58,7 @@ export async function feedRecords(records, config, deadline) {
       if (pending.length === 0) return;
       const outcome = await postUsers(config, pending.map((item) => item.user), {
         deadline,
+        resolution: pending[0].resolution,
         onAttempt: (retry) => {
           stats.posts++;
           if (retry) stats.retries++;
@@ -43,31 +67,50 @@ export async function feedRecords(records, config, deadline) {
       switch (outcome.kind) {
         case 'stored':
           stats.inserted += outcome.inserted;
+          stats.updated += outcome.updated;
           stats.stored += pending.length;
           return;
         case 'invalid':
           // Each refused user fails its message; the rest of the chunk is posted again.
-          if (outcome.indexes.length === 0) return pending.forEach((item) => fail(item.messageId, 'poison'));
-          for (const index of outcome.indexes) if (pending[index]) fail(pending[index].messageId, 'poison');
+          if (outcome.errors.length === 0) return splitByMessage(pending, 'HTTP 400 invalid_batch naming no user');
+          for (const e of outcome.errors) {
+            const item = pending[e.index];
+            if (item) fail(item.messageId, { kind: 'poison', reason: `HTTP 400 invalid_batch: ${e.field ?? 'a user'} ${e.message}` });
+          }
           continue;
         case 'tooLarge': {
-          if (pending.length === 1) return fail(pending[0].messageId, 'poison');
+          if (pending.length === 1) return fail(pending[0].messageId, { kind: 'poison', reason: 'one user is over the service\'s body limit (413)' });
           const half = Math.ceil(pending.length / 2);
           await feedChunk(pending.slice(0, half));
           return feedChunk(pending.slice(half));
         }
-        case 'rejected':
+        case 'refused':
           // A refused token is the deployment's fault, not the message's: it must not send good
           // users to the dead-letter queue, so it counts as unavailable and the messages come back.
-          return pending.forEach((item) => fail(item.messageId, outcome.status === 401 || outcome.status === 403 ? 'unavailable' : 'poison'));
+          if (outcome.status === 401 || outcome.status === 403) return failAll(pending, { kind: 'unavailable', reason: outcome.reason });
+          return splitByMessage(pending, outcome.reason);
         case 'unavailable':
-          return pending.forEach((item) => fail(item.messageId, 'unavailable'));
+          return failAll(pending, { kind: 'unavailable', reason: outcome.reason });
       }
     }
   }
 
-  const chunks = [];
-  for (let i = 0; i < items.length; i += config.postChunkItems) chunks.push(items.slice(i, i + config.postChunkItems));
+  /**
+   * Bisects a refused chunk along message boundaries; a message alone that is still refused fails.
+   * @param {Item[]} pending @param {string} reason
+   */
+  async function splitByMessage(pending, reason) {
+    const ids = [...new Set(pending.map((item) => item.messageId))];
+    if (ids.length === 1) return fail(ids[0], { kind: 'poison', reason });
+    const first = new Set(ids.slice(0, Math.ceil(ids.length / 2)));
+    await feedChunk(pending.filter((item) => first.has(item.messageId)));
+    await feedChunk(pending.filter((item) => !first.has(item.messageId)));
+  }
+
+  /** @param {Item[]} pending @param {Failure} failure */
+  const failAll = (pending, failure) => pending.forEach((item) => fail(item.messageId, failure));
+
+  const chunks = chunksOf(items, config.postChunkItems);
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(config.postConcurrency, chunks.length) }, async () => {
@@ -92,21 +135,23 @@ export async function handler(event, context) {
   const records = event.Records ?? [];
   const { items, failed, stats } = await feedRecords(records, config, deadline);
 
-  const kinds = [...failed.values()];
+  const failures = [...failed.values()];
   reportInvocation({
     requestId: context.awsRequestId,
     records: records.length,
     users: items.length,
     usersStored: stats.stored,
     inserted: stats.inserted,
+    updated: stats.updated,
     posts: stats.posts,
     retries: stats.retries,
     failedMessages: failed.size,
-    poisonMessages: kinds.filter((k) => k === 'poison').length,
+    poisonMessages: failures.filter((f) => f.kind === 'poison').length,
     durationMs: Date.now() - started,
   });
+  if (failed.size > 0) reportFailures(failed);
 
-  if (records.length > 0 && failed.size === records.length && kinds.every((k) => k === 'unavailable')) {
+  if (records.length > 0 && failed.size === records.length && failures.every((f) => f.kind === 'unavailable')) {
     throw new ServiceUnavailableError(`the service could not take any of ${records.length} messages; the batch goes back to the queue`);
   }
   return toBatchItemFailures(failed.keys());

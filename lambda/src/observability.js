@@ -13,6 +13,7 @@ const metrics = new Metrics({ namespace: 'sluice', serviceName: 'sluice-feeder' 
  * @property {number} users
  * @property {number} usersStored      accepted by the service (inserted, or already there)
  * @property {number} inserted
+ * @property {number} updated          stored users changed (merge mode)
  * @property {number} posts
  * @property {number} retries
  * @property {number} failedMessages
@@ -30,10 +31,25 @@ export function reportInvocation({ requestId, ...counts }) {
   logger.info('sqs batch fed', counts);
 
   metrics.addMetric('usersStored', MetricUnit.Count, counts.usersStored);
+  metrics.addMetric('usersUpdated', MetricUnit.Count, counts.updated);
   metrics.addMetric('messagesFailed', MetricUnit.Count, counts.failedMessages);
   metrics.addMetric('poisonMessages', MetricUnit.Count, counts.poisonMessages);
   metrics.addMetric('retries', MetricUnit.Count, counts.retries);
   metrics.addMetric('posts', MetricUnit.Count, counts.posts);
   metrics.addMetric('durationMs', MetricUnit.Milliseconds, counts.durationMs);
   metrics.publishStoredMetrics();
+}
+
+/** At most this many failed messages are listed in one log line; the rest are counted. */
+const LISTED_FAILURES = 20;
+
+/**
+ * Why messages failed: one warning line per invocation, each message by id with its kind and
+ * reason (the service's rule for a refused user, or its error id for a 500): what an operator
+ * needs to find it in the dead-letter queue and in the service's log. Never a user.
+ * @param {Map<string, { kind: string, reason: string }>} failures
+ */
+export function reportFailures(failures) {
+  const listed = [...failures].slice(0, LISTED_FAILURES).map(([messageId, f]) => ({ messageId, kind: f.kind, reason: f.reason }));
+  logger.warn('messages not stored', { failures: listed, notListed: Math.max(0, failures.size - LISTED_FAILURES) });
 }

@@ -1,22 +1,39 @@
 import { PoisonMessageError } from './errors.js';
 
-/** @typedef {{ messageId: string, body: string }} SqsRecordLike */
-/** @typedef {{ messageId: string, user: unknown }} Item */
+/**
+ * @typedef {object} SqsRecordLike
+ * @property {string} messageId
+ * @property {string} body
+ * @property {Record<string, { stringValue?: string }>} [messageAttributes]
+ */
+/** @typedef {'ignore' | 'merge'} Resolution */
+/** @typedef {{ messageId: string, user: unknown, resolution: Resolution }} Item */
+
+/** The message attribute `resolution`, with the values of the service's Prefer header. */
+const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
 
 /**
  * Unpacks each record's body (one user object, or an array of them) into items that remember
- * their message. A body that is not JSON, or not an object or array of objects, is poison: that
- * message fails alone and the others go on.
+ * their message and its resolution (the message's `resolution` attribute, else the feeder's). A
+ * body that is not JSON, or not an object or array of objects, or an unknown resolution, is
+ * poison: that message fails alone and the others go on.
  *
  * @param {SqsRecordLike[]} records
+ * @param {Resolution} [defaultResolution]
  * @returns {{ items: Item[], poisoned: Map<string, PoisonMessageError> }}
  */
-export function unpackRecords(records) {
+export function unpackRecords(records, defaultResolution = 'ignore') {
   /** @type {Item[]} */
   const items = [];
   /** @type {Map<string, PoisonMessageError>} */
   const poisoned = new Map();
-  for (const { messageId, body } of records) {
+  for (const { messageId, body, messageAttributes } of records) {
+    const asked = messageAttributes?.resolution?.stringValue;
+    const resolution = asked === undefined ? defaultResolution : Object.hasOwn(RESOLUTIONS, asked) ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (asked)] : undefined;
+    if (!resolution) {
+      poisoned.set(messageId, new PoisonMessageError('the resolution attribute must be merge-duplicates or ignore-duplicates'));
+      continue;
+    }
     let parsed;
     try {
       parsed = JSON.parse(body);
@@ -29,7 +46,7 @@ export function unpackRecords(records) {
       poisoned.set(messageId, new PoisonMessageError('body must be a user object or a non-empty array of them'));
       continue;
     }
-    for (const user of users) items.push({ messageId, user });
+    for (const user of users) items.push({ messageId, user, resolution });
   }
   return { items, poisoned };
 }

@@ -2,31 +2,38 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
 
 /**
  * What one POST /users came to, after any retries:
- * - stored: every user is in the table (new or already there);
- * - invalid: the service refused the users at these indexes (400 invalid_batch);
+ * - stored: every user is in the table (new, updated, or already there);
+ * - invalid: the service refused the users named in `errors` (400 invalid_batch);
  * - tooLarge: the body was over the service's limits (413);
- * - rejected: any other answer retrying cannot fix (401, other 4xx);
- * - unavailable: still 429, 5xx or a network error when the time budget ran out.
- * @typedef {{ kind: 'stored', inserted: number }
- *   | { kind: 'invalid', indexes: number[] }
+ * - refused: any other answer that retrying cannot fix: a 4xx, or the service's own 500 (a failure
+ *   of this request alone, with its error id); not an outage;
+ * - unavailable: still 429, 503, another 5xx or a network error when the time budget ran out.
+ * @typedef {{ index: number, field: string | null, message: string }} ItemError
+ * @typedef {{ kind: 'stored', inserted: number, updated: number }
+ *   | { kind: 'invalid', errors: ItemError[] }
  *   | { kind: 'tooLarge' }
- *   | { kind: 'rejected', status: number }
+ *   | { kind: 'refused', status: number, reason: string }
  *   | { kind: 'unavailable', reason: string }} PostOutcome
  */
+
+/** The Prefer header of each resolution (the service's names, from PostgREST). */
+const PREFER = { ignore: 'resolution=ignore-duplicates', merge: 'resolution=merge-duplicates' };
 
 /**
  * @param {import('./config.js').FeederConfig} config
  * @param {unknown[]} users
+ * @param {import('./records.js').Resolution} resolution
  * @param {number} timeoutMs
  * @returns {Promise<PostOutcome & { retryAfterMs?: number }>}
  */
-async function postOnce(config, users, timeoutMs) {
+async function postOnce(config, users, resolution, timeoutMs) {
   let res;
   try {
     res = await fetch(`${config.serviceUrl}/users`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
+        prefer: PREFER[resolution],
         ...(config.ingestToken ? { authorization: `Bearer ${config.ingestToken}` } : {}),
       },
       body: JSON.stringify(users),
@@ -38,18 +45,23 @@ async function postOnce(config, users, timeoutMs) {
   }
   // Read the body whatever the status, so the keep-alive connection goes back to the pool.
   const text = await res.text().catch(() => '');
+  const body = safeJson(text);
   if (res.status === 200 || res.status === 201) {
-    return { kind: 'stored', inserted: safeJson(text)?.inserted ?? 0 };
+    return { kind: 'stored', inserted: body?.inserted ?? 0, updated: body?.updated ?? 0 };
+  }
+  // The service's own 500 names a failure of this request alone (its error id is in the service's
+  // log): another try would fail the same way. Any other 5xx is the way there (a proxy, a restart).
+  if (res.status === 500 && body?.error === 'internal') {
+    return { kind: 'refused', status: 500, reason: `HTTP 500 internal, error id ${String(body.errorId)}` };
   }
   if (res.status === 429 || res.status >= 500) {
     return { kind: 'unavailable', reason: `HTTP ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) };
   }
   if (res.status === 413) return { kind: 'tooLarge' };
-  const body = safeJson(text);
   if (res.status === 400 && body?.error === 'invalid_batch' && Array.isArray(body.errors)) {
-    return { kind: 'invalid', indexes: [...new Set(body.errors.map((/** @type {any} */ e) => e.index).filter(Number.isInteger))] };
+    return { kind: 'invalid', errors: body.errors.filter((/** @type {any} */ e) => Number.isInteger(e?.index)) };
   }
-  return { kind: 'rejected', status: res.status };
+  return { kind: 'refused', status: res.status, reason: `HTTP ${res.status}${typeof body?.error === 'string' ? ` ${body.error}` : ''}` };
 }
 
 /** @param {string} text */
@@ -67,15 +79,16 @@ function safeJson(text) {
  *
  * @param {import('./config.js').FeederConfig} config
  * @param {unknown[]} users
- * @param {{ deadline: number, onAttempt?: (retry: boolean) => void }} budget  deadline: epoch ms
+ * @param {{ deadline: number, resolution?: import('./records.js').Resolution, onAttempt?: (retry: boolean) => void }} options
+ *   deadline: epoch ms; resolution: what the service does with a stored email (default ignore)
  * @returns {Promise<PostOutcome>}
  */
-export async function postUsers(config, users, { deadline, onAttempt = () => {} }) {
+export async function postUsers(config, users, { deadline, resolution = 'ignore', onAttempt = () => {} }) {
   for (let attempt = 0; ; attempt++) {
     const left = deadline - Date.now();
     if (left <= 0) return { kind: 'unavailable', reason: 'no time left in the invocation' };
     onAttempt(attempt > 0);
-    const outcome = await postOnce(config, users, Math.min(config.requestTimeoutMs, left));
+    const outcome = await postOnce(config, users, resolution, Math.min(config.requestTimeoutMs, left));
     if (outcome.kind !== 'unavailable') return outcome;
     const wait = Math.max(backoffMs(attempt, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }), outcome.retryAfterMs ?? 0);
     if (Date.now() + wait >= deadline) return { kind: 'unavailable', reason: outcome.reason };

@@ -8,12 +8,15 @@ import http from 'node:http';
 export async function startStubService(respond) {
   /** @type {any[][]} */
   const requests = [];
+  /** @type {import('node:http').IncomingHttpHeaders[]} */
+  const requestHeaders = [];
   const server = http.createServer((req, res) => {
     let data = '';
     req.on('data', (c) => (data += c));
     req.on('end', () => {
       const users = JSON.parse(data);
       requests.push(users);
+      requestHeaders.push(req.headers);
       const [status, body, headers = {}] = respond(users, requests.length);
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
@@ -24,6 +27,8 @@ export async function startStubService(respond) {
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    /** each request's headers, in the order of `requests` */
+    headers: requestHeaders,
     close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
   };
 }

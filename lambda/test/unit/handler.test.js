@@ -138,7 +138,7 @@ describe('handler (unit, scripted service)', () => {
     assert.ok(Number.isInteger(emf._aws.Timestamp));
     assert.deepEqual(
       Object.fromEntries(directive.Metrics.map((/** @type {any} */ m) => [m.Name, m.Unit])),
-      { usersStored: 'Count', messagesFailed: 'Count', poisonMessages: 'Count', retries: 'Count', posts: 'Count', durationMs: 'Milliseconds' },
+      { usersStored: 'Count', usersUpdated: 'Count', messagesFailed: 'Count', poisonMessages: 'Count', retries: 'Count', posts: 'Count', durationMs: 'Milliseconds' },
     );
     assert.deepEqual(
       { usersStored: emf.usersStored, messagesFailed: emf.messagesFailed, poisonMessages: emf.poisonMessages, retries: emf.retries, posts: emf.posts },
@@ -154,5 +154,60 @@ describe('handler (unit, scripted service)', () => {
     assert.equal(output.metrics.length, 1);
     assert.equal(output.metrics[0].messagesFailed, 1);
     assert.equal(output.metrics[0].usersStored, 0);
+  });
+  // Issue 14: a chunk refused for a reason that is not an outage used to be retried as one (a 500)
+  // or failed whole (another 4xx), and good messages reached the dead-letter queue.
+  for (const [what, refusal] of /** @type {const} */ ([
+    ['its own 500 (with an error id)', [500, { error: 'internal', message: 'unexpected error; nothing was written', errorId: 'e7c0ffee-0000-4000-8000-000000000000' }]],
+    ['a 4xx that names no user', [400, { error: 'duplicate_key', message: 'a key is given more than once' }]],
+  ])) {
+    test(`a chunk refused with ${what} is split by message until only the guilty message fails`, async () => {
+      const run = await withService((users) => (users.some((u) => u.name === 'guilty') ? [refusal[0], refusal[1]] : stored(users)));
+      const records = Array.from({ length: 16 }, (_, i) => makeRecord([user(`m${i}a`), { ...user(`m${i}b`), name: i === 11 ? 'guilty' : `m${i}b` }]));
+      const result = await run({ Records: records }, lambdaContext(10_000));
+      assert.deepEqual(failures(result), [records[11].messageId]);
+      const storedNames = /** @type {any} */ (stub).requests.filter((users) => !users.some((u) => u.name === 'guilty')).flat().map((u) => u.name);
+      assert.equal(new Set(storedNames).size, 30, 'every user of the 15 good messages was posted in a chunk that was stored');
+      assert.ok(/** @type {any} */ (stub).requests.length <= 1 + 2 * Math.ceil(Math.log2(16)), `a bisection, not a post per message: ${/** @type {any} */ (stub).requests.length} posts`);
+      const warning = output.logs.find((l) => l.message === 'messages not stored');
+      assert.deepEqual(warning?.failures.map((/** @type {any} */ f) => [f.messageId, f.kind]), [[records[11].messageId, 'poison']]);
+      assert.match(warning?.failures[0].reason, refusal[0] === 500 ? /error id e7c0ffee-/ : /HTTP 400 duplicate_key/);
+      assert.ok(!JSON.stringify(warning).includes('guilty'), 'the log names the rule or the error id, never the user');
+    });
+  }
+
+  test('a 400 names each refused user: its message fails with the field and the rule, in the log', async () => {
+    const run = await withService((users) => {
+      const bad = users.map((u, index) => (u.email.startsWith('bad') ? { index, field: 'email', message: 'must be a plausible email address' } : null)).filter(Boolean);
+      return bad.length ? [400, { error: 'invalid_batch', message: 'no', errors: bad }] : stored(users);
+    });
+    const poisoned = makeRecord([{ email: 'bad-address', name: 'B' }]);
+    await run({ Records: [makeRecord(user('fine')), poisoned] }, lambdaContext(10_000));
+    const warning = output.logs.find((l) => l.message === 'messages not stored');
+    assert.deepEqual(warning?.failures, [{ messageId: poisoned.messageId, kind: 'poison', reason: 'HTTP 400 invalid_batch: email must be a plausible email address' }]);
+  });
+
+  test('a 502 from the way there is an outage: retried, not split', async () => {
+    const run = await withService((users, n) => (n === 1 ? [502, { message: 'bad gateway' }] : stored(users)));
+    const result = await run(makeEvent([user('p1'), user('p2')]), lambdaContext(10_000));
+    assert.deepEqual(result, { batchItemFailures: [] });
+    assert.deepEqual(/** @type {any} */ (stub).requests.map((r) => r.length), [2, 2]);
+  });
+
+  test('CONFLICT_RESOLUTION and the resolution message attribute choose each post\'s Prefer; modes never share a post', async () => {
+    const run = await withService(stored, { CONFLICT_RESOLUTION: 'merge' });
+    const withAttribute = (/** @type {any} */ body, /** @type {string} */ value) => {
+      const r = makeRecord(body);
+      r.messageAttributes = { resolution: { stringValue: value, stringListValues: [], binaryListValues: [], dataType: 'String', binaryValue: undefined } };
+      return r;
+    };
+    const records = [makeRecord(user('default-merge')), withAttribute(user('asked-ignore'), 'ignore-duplicates'), withAttribute(user('asked-merge'), 'merge-duplicates'), withAttribute(user('unknown'), 'overwrite')];
+    const result = await run({ Records: records }, lambdaContext(10_000));
+    assert.deepEqual(failures(result), [records[3].messageId], 'an unknown resolution is poison for its message alone');
+    const posts = /** @type {any} */ (stub).requests.map((users, i) => [/** @type {any} */ (stub).headers[i].prefer, users.map((u) => u.name).sort()]);
+    assert.deepEqual(posts.sort(), [
+      ['resolution=ignore-duplicates', ['asked-ignore']],
+      ['resolution=merge-duplicates', ['asked-merge', 'default-merge']],
+    ]);
   });
 });
