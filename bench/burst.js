@@ -1,15 +1,20 @@
 #!/usr/bin/env node
-// `npm run bench:burst`: the burst of issue 9 against one service process with its default
-// settings: LARGE requests of USERS users at once (default 128 × 10,000, about 1 MB each), then
-// SINGLES single-user requests at once, then every refused batch retried after Retry-After.
-// Reports the service's peak RSS, the answers, what admission control shed, and the time to drain.
-// SERVER=<path to another checkout's service/src/server.js> measures that one instead (before/after).
-import pg from 'pg';
-import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
-import { migrate } from '@sluice/db/migrate';
-import { runBurst } from '../test/support/burst.js';
-import { startServerProcess } from '../test/support/server-process.js';
-import { sampleRss } from './lib/process-stats.js';
+// `npm run bench:burst`: the burst of issue 9 against one service process with its default settings.
+import { createCommand } from '@sluice/db/command-line';
+
+createCommand('npm run bench:burst --', "The burst of issue 9 against one service process with its default settings, on a fresh PostgreSQL: LARGE requests of USERS users at once (about 1 MB each), then SINGLES single-user requests at once, then every refused batch retried after Retry-After. Reports the service's peak RSS, the answers, what admission control shed, and the time to drain.", {
+  LARGE: 'large requests sent at once (default: 128)',
+  USERS: 'users in each large request (default: 10000)',
+  SINGLES: 'single-user requests sent at once (default: 2000)',
+  SERVER: "another checkout's service/src/server.js, to measure that one instead (before/after) (default: this checkout's)",
+}).parse();
+
+const { default: pg } = await import('pg');
+const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
+const { migrate } = await import('@sluice/db/migrate');
+const { runBurst } = await import('../test/support/burst.js');
+const { startServerProcess } = await import('../test/support/server-process.js');
+const { sampleRss } = await import('./lib/process-stats.js');
 
 const LARGE = Number(process.env.LARGE ?? 128);
 const USERS = Number(process.env.USERS ?? 10_000);

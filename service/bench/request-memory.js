@@ -1,10 +1,14 @@
 #!/usr/bin/env node
-// `npm run bench:request-memory`: what one 10,000-user POST /users holds in this process at each
-// step (raw body, decoded string, parsed objects, rows, the SQL of one chunk), in bytes per user,
-// measured as the growth of the heap plus Buffers after a full GC (node --expose-gc).
-import { makeUsers } from '../../test/support/users.js';
-import { buildInsertSql } from '../src/users/user-repository.js';
-import { parseUserBatch } from '../src/users/user-schema.js';
+// `npm run bench:request-memory`: what one large POST /users holds in this process, step by step.
+import { createCommand } from '@sluice/db/command-line';
+
+createCommand('npm run bench:request-memory --', "What one POST /users of USERS users holds in this process at each step (raw body, decoded string, parsed objects, rows, the SQL of one chunk), in bytes per user: the growth of the heap plus Buffers after a full GC. Runs under node --expose-gc, as the npm script does.", {
+  USERS: 'users in the request (default: 10000)',
+}).parse();
+
+const { makeUsers } = await import('../../test/support/users.js');
+const { buildInsertSql } = await import('../src/users/user-repository.js');
+const { parseUserBatch } = await import('../src/users/user-schema.js');
 
 const USERS = Number(process.env.USERS ?? 10_000);
 const CHUNK = 1000;
