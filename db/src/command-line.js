@@ -16,7 +16,7 @@ import { Command, Help, InvalidArgumentError, Option } from 'commander';
 export { InvalidArgumentError, Option };
 
 /** The exit code of a usage error, as POSIX utilities and Python's argparse use it (commander's own is 1). */
-export const USAGE_ERROR = 2;
+const USAGE_ERROR = 2;
 
 /**
  * @param {string} invocation  what a person types before the options, e.g. `npm run bench:db --`
@@ -93,16 +93,20 @@ export function variablesReadBy(load) {
     try {
       return { config: load(env) };
     } catch (err) {
-      return { error: /** @type {Error & { variable?: string }} */ (err), missing: /** @type {{ variable?: string }} */ (err).variable };
+      return { error: /** @type {Error & { variable?: string }} */ (err) };
     }
   };
-  /** The names read once `name` is set, and whatever it then turns out to need. @param {string} name */
+  /** The names read once `name` is set, with whatever it then turns out to need. @param {string} name */
   const probe = (name) => {
+    /** @type {Set<string>} */
     const read = new Set();
     /** @type {Record<string, string>} */
     const given = { [name]: PLACEHOLDER };
-    for (let { missing } = run(given, read); missing && !(missing in given); { missing } = run(given, read)) given[missing] = PLACEHOLDER;
-    return read;
+    for (;;) {
+      const missing = run(given, read).error?.variable;
+      if (!missing || missing in given) return read;
+      given[missing] = PLACEHOLDER;
+    }
   };
 
   /** @type {Set<string>} */
