@@ -4,11 +4,13 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createCommand } from '@sluice/db/command-line';
+import { Option, createCommand, wholeNumber } from '@sluice/db/command-line';
 
-createCommand('npm run bench:feeder --', 'Users per second drained end to end (queue → local runner → handler → service → table) with 1 and with 100 users per message, next to the direct POST /users rate, on one machine: a fresh PostgreSQL, the service as its own process, ElasticMQ. Each queue is filled first; only the drain is timed. A report lands in bench/results/.', {
-  USERS: 'users in the direct run and in the 100-per-message drain; the 1-per-message drain takes at most 20000 (default: 100000)',
-}).parse();
+const opts = createCommand('npm run bench:feeder --', 'Users per second drained end to end (queue → local runner → handler → service → table) with 1 and with 100 users per message, next to the direct POST /users rate, on one machine: a fresh PostgreSQL, the service as its own process, ElasticMQ. Each queue is filled first; only the drain is timed. A report lands in bench/results/.')
+  .addOption(new Option('--users <n>', 'users in the direct run and in the 100-per-message drain; the 1-per-message drain takes at most 20000').env('USERS').argParser(wholeNumber(1)).default(100_000))
+  .parse()
+  .opts();
+const USERS = /** @type {number} */ (opts.users);
 
 const { markdownTable } = await import('markdown-table');
 const { default: pg } = await import('pg');
@@ -22,7 +24,6 @@ const { packMessages, sendMessages } = await import('../lambda/src/producer.js')
 const { startServerProcess } = await import('../test/support/server-process.js');
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const USERS = Number(process.env.USERS || 100_000);
 const RUNNER = { batchSize: 1000, batchWindowMs: 1000, receivers: 8, concurrency: 2 };
 const POST_CONCURRENCY = 4;
 /** @param {string} m */

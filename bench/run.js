@@ -13,9 +13,7 @@ const VARIANT_NAMES = Object.keys(VARIANTS);
 const opts = createCommand('npm run bench --', `Two experiments on one fresh, production-like PostgreSQL (en-US ICU collation, fsync and synchronous commit on), the service started afresh for each run:
 reference: the load tests under k6's own profiles, then the COPY ceiling;
 capacity: a closed loop at each load, sluice's variants and the naive endpoint it replaces interleaved, the sluice/naive ratio per round.
-A report, a JSON file and charts land in bench/results/.`, {
-  DB_POOL_MAX: "the service's pool and the COPY ceiling's connections (default: 10)",
-})
+A report, a JSON file and charts land in bench/results/.`)
   .option('--reference', 'run only the reference experiment')
   .option('--capacity', 'run only the capacity experiment')
   .option('--strategies', 'reference: add the batch profile under every INSERT_STRATEGY')
@@ -26,6 +24,7 @@ A report, a JSON file and charts land in bench/results/.`, {
     if (!/^\d+(ms|s|m)$/.test(value)) throw new InvalidArgumentError('Expected a k6 duration such as 10s.');
     return value;
   }, '10s')
+  .addOption(new Option('--pool <n>', "the service's pool, and the COPY ceiling's connections").env('DB_POOL_MAX').argParser(wholeNumber(1)).default(10))
   .option('--publish', 'copy the charts to docs/')
   .parse()
   .opts();
@@ -34,6 +33,7 @@ const runCapacity = opts.capacity || !opts.reference;
 const loads = /** @type {string[]} */ (opts.loads).map((id) => /** @type {import('./lib/capacity.js').Load} */ (LOADS.find((l) => l.id === id)));
 const variants = /** @type {string[]} */ (opts.variants);
 const rounds = /** @type {number} */ (opts.rounds);
+const POOL = /** @type {number} */ (opts.pool);
 
 // What starts or measures anything is loaded once the command line is known to be good.
 const { default: pg } = await import('pg');
@@ -49,7 +49,6 @@ const { createNaiveDatabase } = await import('./naive/schema.js');
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const NAIVE_SERVER = path.join(root, 'bench', 'naive', 'server.js');
-const POOL = Number(process.env.DB_POOL_MAX || 10);
 /** @param {string} msg */
 const say = (msg) => console.error(`[bench] ${msg}`);
 

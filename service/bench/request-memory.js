@@ -1,16 +1,17 @@
 #!/usr/bin/env node
 // `npm run bench:request-memory`: what one large POST /users holds in this process, step by step.
-import { createCommand } from '@sluice/db/command-line';
+import { Option, createCommand, wholeNumber } from '@sluice/db/command-line';
 
-createCommand('npm run bench:request-memory --', "What one POST /users of USERS users holds in this process at each step (raw body, decoded string, parsed objects, rows, the SQL of one chunk), in bytes per user: the growth of the heap plus Buffers after a full GC. Runs under node --expose-gc, as the npm script does.", {
-  USERS: 'users in the request (default: 10000)',
-}).parse();
+const opts = createCommand('npm run bench:request-memory --', "What one POST /users holds in this process at each step (raw body, decoded string, parsed objects, rows, the SQL of one chunk), in bytes per user: the growth of the heap plus Buffers after a full GC. Runs under node --expose-gc, as the npm script does.")
+  .addOption(new Option('--users <n>', 'users in the request').env('USERS').argParser(wholeNumber(1)).default(10_000))
+  .parse()
+  .opts();
+const USERS = /** @type {number} */ (opts.users);
 
 const { makeUsers } = await import('../../test/support/users.js');
 const { buildInsertSql } = await import('../src/users/user-repository.js');
 const { parseUserBatch } = await import('../src/users/user-schema.js');
 
-const USERS = Number(process.env.USERS ?? 10_000);
 const CHUNK = 1000;
 if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc');
 const gc = /** @type {() => void} */ (globalThis.gc);
