@@ -1,19 +1,26 @@
 #!/usr/bin/env node
-// `npm run bench:burst`: the burst of issue 9 against one service process with its default
-// settings: LARGE requests of USERS users at once (default 128 × 10,000, about 1 MB each), then
-// SINGLES single-user requests at once, then every refused batch retried after Retry-After.
-// Reports the service's peak RSS, the answers, what admission control shed, and the time to drain.
-// SERVER=<path to another checkout's service/src/server.js> measures that one instead (before/after).
-import pg from 'pg';
-import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
-import { migrate } from '@sluice/db/migrate';
-import { runBurst } from '../test/support/burst.js';
-import { startServerProcess } from '../test/support/server-process.js';
-import { sampleRss } from './lib/process-stats.js';
+// `npm run bench:burst`: the burst of issue 9 against one service process with its default settings.
+import { Option, createCommand, wholeNumber } from '@sluice/db/command-line';
 
-const LARGE = Number(process.env.LARGE ?? 128);
-const USERS = Number(process.env.USERS ?? 10_000);
-const SINGLES = Number(process.env.SINGLES ?? 2000);
+const opts = createCommand('npm run bench:burst --', "The burst of issue 9 against one service process with its default settings, on a fresh PostgreSQL: large requests at once (about 1 MB each), then single-user requests at once, then every refused batch retried after Retry-After. Reports the service's peak RSS, the answers, what admission control shed, and the time to drain.")
+  .addOption(new Option('--large <n>', 'large requests sent at once').env('LARGE').argParser(wholeNumber(1)).default(128))
+  .addOption(new Option('--users <n>', 'users in each large request').env('USERS').argParser(wholeNumber(1)).default(10_000))
+  .addOption(new Option('--singles <n>', 'single-user requests sent at once').env('SINGLES').argParser(wholeNumber(0)).default(2000))
+  .addOption(new Option('--server <server.js>', "another checkout's service/src/server.js, to measure that one instead (before/after; default: this checkout's)").env('SERVER'))
+  .parse()
+  .opts();
+const LARGE = /** @type {number} */ (opts.large);
+const USERS = /** @type {number} */ (opts.users);
+const SINGLES = /** @type {number} */ (opts.singles);
+const SERVER = /** @type {string | undefined} */ (opts.server);
+
+const { default: pg } = await import('pg');
+const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
+const { migrate } = await import('@sluice/db/migrate');
+const { runBurst } = await import('../test/support/burst.js');
+const { startServerProcess } = await import('../test/support/server-process.js');
+const { sampleRss } = await import('./lib/process-stats.js');
+
 /** @param {string} m */
 const say = (m) => console.error(`[bench:burst] ${m}`);
 
@@ -22,9 +29,9 @@ await migrate(pgServer.url);
 const db = new pg.Pool({ connectionString: pgServer.url, max: 2 });
 // The bench's own connections may see PostgreSQL stop at the end: not a failure of the service.
 db.on('error', () => {});
-const service = await startServerProcess({ DATABASE_URL: pgServer.url, LOG_LEVEL: 'warn' }, process.env.SERVER ? { script: process.env.SERVER } : {});
+const service = await startServerProcess({ DATABASE_URL: pgServer.url, LOG_LEVEL: 'warn' }, SERVER ? { script: SERVER } : {});
 try {
-  say(`${LARGE} × ${USERS} users, then ${SINGLES} × 1 user, against ${process.env.SERVER ?? 'this checkout'}`);
+  say(`${LARGE} × ${USERS} users, then ${SINGLES} × 1 user, against ${SERVER ?? 'this checkout'}`);
   const stopSampling = sampleRss(/** @type {number} */ (service.child.pid), 50);
   // Where the memory is: the largest V8 heap and off-heap (Buffer) figures the service reported.
   /** @type {Record<string, number>} */

@@ -1,33 +1,12 @@
 #!/usr/bin/env node
-// `npm run bench:db`: PostgreSQL's own cost per row, with no HTTP and no service: 1000-row
-// statements over CONNECTIONS connections for SECONDS each, on a production-like database (en-US
-// ICU default collation, fsync on). Each variant is a table shape and a statement shape; the
-// variants run in turn, ROUNDS times, the order reversed every other round, and the median is
-// quoted. What it showed chose the schema of migration 0002 and the writer's all-new first try.
+// `npm run bench:db`: PostgreSQL's own cost per row, with no HTTP and no service (its usage says how).
+// What it showed chose the schema of migration 0002 and the writer's all-new first try.
 import { rm } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { migrate } from '@sluice/db/migrate';
-import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
-import { STRATEGIES } from '../service/src/users/user-repository.js';
 import path from 'node:path';
-
-const { values: opts } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '3' },
-    seconds: { type: 'string', default: '4' },
-    connections: { type: 'string', default: '4' },
-    only: { type: 'string' },
-  },
-});
-const ROUNDS = Number(opts.rounds);
-const SECONDS = Number(opts.seconds);
-const CONNECTIONS = Number(opts.connections);
-/** @param {string} msg */
-const say = (msg) => console.error(`[bench:db] ${msg}`);
+import { Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
 
 /** @typedef {import('../service/src/users/user-schema.js').UserRow} UserRow */
-/** @typedef {(client: pg.Client, rows: UserRow[]) => Promise<unknown>} Write */
+/** @typedef {(client: import('pg').Client, rows: UserRow[]) => Promise<unknown>} Write */
 
 // 0001's table, as it was, and the steps from it to 0002 one at a time.
 const ID = 'id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY';
@@ -38,6 +17,7 @@ const REGEX_CHECKS = `
   CHECK (phone ~ '^\\+[0-9]{6,15}$'),
   CHECK (char_length(password_hash) <= 255 AND password_hash ~ '^\\$[a-z0-9-]+\\$')`;
 
+// STRATEGIES is imported below the command line; the writes run after that.
 /** @type {Write} */
 const skipping = (client, rows) => STRATEGIES.format.write(/** @type {any} */ (client), rows, 'skip');
 /** @type {Write} */
@@ -58,7 +38,27 @@ const VARIANTS = {
     write: (client, rows) => client.query(`INSERT INTO users (email, name, phone, password_hash) VALUES ${rows.map((_, i) => `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`).join(', ')}`, rows.flat()),
   },
 };
-const names = opts.only ? opts.only.split(',').map((i) => Object.keys(VARIANTS)[Number(i)]) : Object.keys(VARIANTS);
+const ALL = Object.keys(VARIANTS);
+const opts = createCommand('npm run bench:db --', `PostgreSQL's own cost per row: 1000-row statements over some connections for some seconds each, on a fresh production-like database (en-US ICU collation, fsync on). Each variant is a table shape and a statement shape; the variants run in turn, round after round, the order reversed every other round, and the median is quoted. The variants:
+${ALL.map((name, i) => `  ${i}  ${name}`).join('\n')}`)
+  .option('--rounds <n>', 'rounds of every variant', wholeNumber(1), 3)
+  .option('--seconds <n>', 'how long each variant writes in a round', wholeNumber(1), 4)
+  .option('--connections <n>', 'connections writing at once', wholeNumber(1), 4)
+  .addOption(new Option('--only <numbers>', 'these variants only, by number, comma-separated').argParser(listOf(ALL.map((_, i) => String(i)))).default(ALL.map((_, i) => String(i)), 'all'))
+  .parse()
+  .opts();
+const ROUNDS = /** @type {number} */ (opts.rounds);
+const SECONDS = /** @type {number} */ (opts.seconds);
+const CONNECTIONS = /** @type {number} */ (opts.connections);
+const names = /** @type {string[]} */ (opts.only).map((i) => ALL[Number(i)]);
+
+const { default: pg } = await import('pg');
+const { migrate } = await import('@sluice/db/migrate');
+const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
+const { STRATEGIES } = await import('../service/src/users/user-repository.js');
+
+/** @param {string} msg */
+const say = (msg) => console.error(`[bench:db] ${msg}`);
 
 const dataDir = await tempDataDir('sluice-bench-db-');
 const server = await startLocalPostgres({ dataDir, persistent: false, durable: true, locale: 'icu-en-US' });

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
-// `npm run bench:feeder-cold-start`: what loading the feeder's handler module costs a Lambda cold
-// start. Each run is a fresh Node process that times `import('lambda/src/handler.js')` alone (the
-// runtime's own start is the same with or without it); RUNS (default 15) processes, median and range.
+// `npm run bench:feeder-cold-start`: what loading the feeder's handler module costs a Lambda cold start.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { Option, createCommand, wholeNumber } from '@sluice/db/command-line';
 
-const RUNS = Number(process.env.RUNS || 15);
+const opts = createCommand('npm run bench:feeder-cold-start --', "What loading the feeder's handler module costs a Lambda cold start: each run is a fresh Node process that times import('lambda/src/handler.js') alone (the runtime's own start is the same with or without it); the median and the range.")
+  .addOption(new Option('--runs <n>', 'fresh processes').env('RUNS').argParser(wholeNumber(1)).default(15))
+  .parse()
+  .opts();
+const RUNS = /** @type {number} */ (opts.runs);
 const handlerUrl = new URL('../lambda/src/handler.js', import.meta.url).href;
 const probe = `const t = performance.now(); await import(${JSON.stringify(handlerUrl)}); console.log(performance.now() - t);`;
 

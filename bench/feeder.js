@@ -1,24 +1,29 @@
 #!/usr/bin/env node
-// `npm run bench:feeder`: users per second drained end to end (queue → runner → handler → service →
-// table) with 1 and with 100 users per message, next to the direct POST /users rate, on one machine.
-// The queue is filled first; only the drain is timed. USERS (default 100000) sets the size.
+// `npm run bench:feeder`: the feeder's drain rate end to end, next to the direct POST /users rate.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { markdownTable } from 'markdown-table';
-import pg from 'pg';
-import { freePort, startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
-import { migrate } from '@sluice/db/migrate';
-import { startElasticMQ } from '@sluice/lambda/elasticmq';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { createQueuePair, waitUntil } from '../lambda/test/support/queues.js';
-import { LocalEventSource } from '../lambda/src/local-runner.js';
-import { packMessages, sendMessages } from '../lambda/src/producer.js';
-import { startServerProcess } from '../test/support/server-process.js';
+import { Option, createCommand, wholeNumber } from '@sluice/db/command-line';
+
+const opts = createCommand('npm run bench:feeder --', 'Users per second drained end to end (queue → local runner → handler → service → table) with 1 and with 100 users per message, next to the direct POST /users rate, on one machine: a fresh PostgreSQL, the service as its own process, ElasticMQ. Each queue is filled first; only the drain is timed. A report lands in bench/results/.')
+  .addOption(new Option('--users <n>', 'users in the direct run and in the 100-per-message drain; the 1-per-message drain takes at most 20000').env('USERS').argParser(wholeNumber(1)).default(100_000))
+  .parse()
+  .opts();
+const USERS = /** @type {number} */ (opts.users);
+
+const { markdownTable } = await import('markdown-table');
+const { default: pg } = await import('pg');
+const { freePort, startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
+const { migrate } = await import('@sluice/db/migrate');
+const { startElasticMQ } = await import('@sluice/lambda/elasticmq');
+const { SQSClient } = await import('@aws-sdk/client-sqs');
+const { createQueuePair, waitUntil } = await import('../lambda/test/support/queues.js');
+const { LocalEventSource } = await import('../lambda/src/local-runner.js');
+const { packMessages, sendMessages } = await import('../lambda/src/producer.js');
+const { startServerProcess } = await import('../test/support/server-process.js');
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const USERS = Number(process.env.USERS || 100_000);
 const RUNNER = { batchSize: 1000, batchWindowMs: 1000, receivers: 8, concurrency: 2 };
 const POST_CONCURRENCY = 4;
 /** @param {string} m */

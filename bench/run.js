@@ -1,53 +1,54 @@
 #!/usr/bin/env node
-// `npm run bench`: on one fresh, production-like PostgreSQL (en-US ICU default collation, fsync and
-// synchronous commit on), two experiments, each service process started fresh for each run:
-// - reference: the service under k6's own profiles (one: ramp to 5000 VUs; batch: 100 VUs; 1 s
-//   sleeps), then the COPY ceiling. `--strategies` adds the batch profile under every INSERT_STRATEGY.
-// - capacity: closed loop (no sleep) at each load of bench/lib/capacity.js, the naive endpoint it
-//   replaces (bench/naive/) and sluice's variants interleaved, the sluice/naive ratio per round.
-// Either alone with `--reference` or `--capacity`; subsets with `--loads=1x100,1000x8`,
-// `--variants=default,copy`, `--rounds=2`, `--duration=10s`. A report, a JSON file and charts land
-// in bench/results/; `--publish` copies the charts to docs/.
+// `npm run bench`: the load tests and the capacity experiment; its usage (`npm run bench -- --help`)
+// says what each part does. Adding a load or a variant is one line in bench/lib/capacity.js.
 import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { migrate } from '@sluice/db/migrate';
-import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
-import { startServerProcess } from '../test/support/server-process.js';
-import { LOADS, VARIANTS, pickList, planRuns, summarise } from './lib/capacity.js';
-import { measureCopyCeiling } from './lib/copy-ceiling.js';
-import { findK6 } from './lib/k6-binary.js';
-import { measureRun, openTable } from './lib/measure.js';
-import { postgresCpuSeconds, postmasterPid } from './lib/process-stats.js';
-import { capacityTable, markdownTable, ratioChart, runsTable, svgChart } from './lib/report.js';
-import { createNaiveDatabase } from './naive/schema.js';
+import { InvalidArgumentError, Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
+import { LOADS, VARIANTS, planRuns, summarise } from './lib/capacity.js';
+
+const LOAD_IDS = LOADS.map((l) => l.id);
+const VARIANT_NAMES = Object.keys(VARIANTS);
+const opts = createCommand('npm run bench --', `Two experiments on one fresh, production-like PostgreSQL (en-US ICU collation, fsync and synchronous commit on), the service started afresh for each run:
+reference: the load tests under k6's own profiles, then the COPY ceiling;
+capacity: a closed loop at each load, sluice's variants and the naive endpoint it replaces interleaved, the sluice/naive ratio per round.
+A report, a JSON file and charts land in bench/results/.`)
+  .option('--reference', 'run only the reference experiment')
+  .option('--capacity', 'run only the capacity experiment')
+  .option('--strategies', 'reference: add the batch profile under every INSERT_STRATEGY')
+  .addOption(new Option('--loads <ids>', 'capacity: these loads only, comma-separated').argParser(listOf(LOAD_IDS)).default(LOAD_IDS, LOAD_IDS.join(',')))
+  .addOption(new Option('--variants <names>', "capacity: these of sluice's variants only, comma-separated").argParser(listOf(VARIANT_NAMES)).default(VARIANT_NAMES, VARIANT_NAMES.join(',')))
+  .option('--rounds <n>', 'capacity: rounds of every load and variant', wholeNumber(1), 2)
+  .option('--duration <k6 duration>', 'capacity: the length of one run', (value) => {
+    if (!/^\d+(ms|s|m)$/.test(value)) throw new InvalidArgumentError('Expected a k6 duration such as 10s.');
+    return value;
+  }, '10s')
+  .addOption(new Option('--pool <n>', "the service's pool, and the COPY ceiling's connections").env('DB_POOL_MAX').argParser(wholeNumber(1)).default(10))
+  .option('--publish', 'copy the charts to docs/')
+  .parse()
+  .opts();
+const runReference = opts.reference || !opts.capacity;
+const runCapacity = opts.capacity || !opts.reference;
+const loads = /** @type {string[]} */ (opts.loads).map((id) => /** @type {import('./lib/capacity.js').Load} */ (LOADS.find((l) => l.id === id)));
+const variants = /** @type {string[]} */ (opts.variants);
+const rounds = /** @type {number} */ (opts.rounds);
+const POOL = /** @type {number} */ (opts.pool);
+
+// What starts or measures anything is loaded once the command line is known to be good.
+const { default: pg } = await import('pg');
+const { migrate } = await import('@sluice/db/migrate');
+const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
+const { startServerProcess } = await import('../test/support/server-process.js');
+const { measureCopyCeiling } = await import('./lib/copy-ceiling.js');
+const { findK6 } = await import('./lib/k6-binary.js');
+const { measureRun, openTable } = await import('./lib/measure.js');
+const { postgresCpuSeconds, postmasterPid } = await import('./lib/process-stats.js');
+const { capacityTable, markdownTable, ratioChart, runsTable, svgChart } = await import('./lib/report.js');
+const { createNaiveDatabase } = await import('./naive/schema.js');
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const NAIVE_SERVER = path.join(root, 'bench', 'naive', 'server.js');
-const { values: opts } = parseArgs({
-  options: {
-    reference: { type: 'boolean', default: false },
-    capacity: { type: 'boolean', default: false },
-    strategies: { type: 'boolean', default: false },
-    publish: { type: 'boolean', default: false },
-    loads: { type: 'string' },
-    variants: { type: 'string' },
-    rounds: { type: 'string', default: '2' },
-    duration: { type: 'string', default: '10s' },
-  },
-});
-const runReference = opts.reference || !opts.capacity;
-const runCapacity = opts.capacity || !opts.reference;
-const loads = pickList(opts.loads, LOADS.map((l) => l.id), '--loads').map((id) => /** @type {import('./lib/capacity.js').Load} */ (LOADS.find((l) => l.id === id)));
-const variants = pickList(opts.variants, Object.keys(VARIANTS), '--variants');
-const rounds = Number(opts.rounds);
-if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds: a whole number from 1, got ${opts.rounds}`);
-if (!/^\d+(ms|s|m)$/.test(opts.duration)) throw new Error(`--duration: a k6 duration such as 10s, got ${opts.duration}`);
-
-const POOL = Number(process.env.DB_POOL_MAX || 10);
 /** @param {string} msg */
 const say = (msg) => console.error(`[bench] ${msg}`);
 

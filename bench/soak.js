@@ -1,43 +1,42 @@
 #!/usr/bin/env node
-// `npm run soak`: a long run of mixed traffic (single users, 1000-user batches, replays, a few invalid
-// batches) against the service as its own process on a fresh durable PostgreSQL, restarted once in the
-// middle. Samples the service's memory, event-loop delay, latency and throughput over time; prints a
-// table, writes it with a chart into bench/results/, and checks that the table holds exactly the
-// users the service acknowledged. Exits 1 when it does not, or when an answer broke the contract.
-//
-// SOAK_MINUTES (10; or `-- --minutes N`), SOAK_SAMPLE_SECONDS (10; 5 under 5 minutes),
-// SOAK_OUTAGE_SECONDS (5): how long PostgreSQL stays down.
+// `npm run soak`: a long run of mixed traffic against the service, PostgreSQL restarted halfway; its
+// usage says what it measures and checks.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { migrate } from '@sluice/db/migrate';
-import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
-import { startServerProcess } from '../test/support/server-process.js';
-import { processCpuSeconds, treeRssMiB } from './lib/process-stats.js';
-import { createSoakClient } from './lib/soak-client.js';
-import { Ledger, checkTable } from './lib/soak-ledger.js';
-import { rssGrowth, soakChart, soakTable } from './lib/soak-report.js';
-import { MAX_IN_FLIGHT, MIX, WindowStats, startTraffic } from './lib/soak-traffic.js';
+import { InvalidArgumentError, Option, createCommand } from '@sluice/db/command-line';
+
+const positive = (/** @type {string} */ value) => {
+  const v = Number(value);
+  if (!(v > 0)) throw new InvalidArgumentError('Expected a positive number.');
+  return v;
+};
+const opts = createCommand('npm run soak --', "Mixed traffic (single users, 1000-user batches, replays, a few invalid batches) against the service as its own process on a fresh durable PostgreSQL, which is stopped and started again halfway. Samples the service's memory, event-loop delay, latency and throughput over time; prints a table, writes it with a chart into bench/results/, and checks that the table holds exactly the users the service acknowledged. Exits 1 when it does not, or when an answer broke the contract.")
+  .addOption(new Option('--minutes <n>', 'how long the traffic runs').env('SOAK_MINUTES').argParser(positive).default(10))
+  .addOption(new Option('--sample-seconds <n>', 'a sample every so many seconds (default: 5 under 5 minutes, else 10)').env('SOAK_SAMPLE_SECONDS').argParser(positive))
+  .addOption(new Option('--outage-seconds <n>', 'how long PostgreSQL stays down').env('SOAK_OUTAGE_SECONDS').argParser(positive).default(5))
+  .parse()
+  .opts();
+const MINUTES = /** @type {number} */ (opts.minutes);
+const SAMPLE_S = /** @type {number} */ (opts.sampleSeconds ?? (MINUTES < 5 ? 5 : 10));
+const OUTAGE_S = /** @type {number} */ (opts.outageSeconds);
+const DURATION_S = MINUTES * 60;
+
+const { default: pg } = await import('pg');
+const { migrate } = await import('@sluice/db/migrate');
+const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
+const { startServerProcess } = await import('../test/support/server-process.js');
+const { processCpuSeconds, treeRssMiB } = await import('./lib/process-stats.js');
+const { createSoakClient } = await import('./lib/soak-client.js');
+const { Ledger, checkTable } = await import('./lib/soak-ledger.js');
+const { rssGrowth, soakChart, soakTable } = await import('./lib/soak-report.js');
+const { MAX_IN_FLIGHT, MIX, WindowStats, startTraffic } = await import('./lib/soak-traffic.js');
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** @param {string} m */
 const say = (m) => console.error(`[soak] ${m}`);
-
-/** @param {string} name @param {string | undefined} raw @param {number} fallback */
-function positive(name, raw, fallback) {
-  if (raw === undefined || raw === '') return fallback;
-  const v = Number(raw);
-  if (!(v > 0)) throw new Error(`${name} must be a positive number of ${name.endsWith('MINUTES') ? 'minutes' : 'seconds'}, got ${JSON.stringify(raw)}`);
-  return v;
-}
-const flag = process.argv.indexOf('--minutes');
-const MINUTES = positive(flag >= 0 ? '--minutes' : 'SOAK_MINUTES', flag >= 0 ? (process.argv[flag + 1] ?? '') : process.env.SOAK_MINUTES, 10);
-const SAMPLE_S = positive('SOAK_SAMPLE_SECONDS', process.env.SOAK_SAMPLE_SECONDS, MINUTES < 5 ? 5 : 10);
-const OUTAGE_S = positive('SOAK_OUTAGE_SECONDS', process.env.SOAK_OUTAGE_SECONDS, 5);
-const DURATION_S = MINUTES * 60;
 
 // prom-client samples the event loop with a 10 ms timer (eventLoopMonitoringPrecision) and its
 // figures include that tick: an idle process reads 10 to 14 ms. The table shows the delay beyond it.

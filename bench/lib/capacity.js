@@ -128,15 +128,3 @@ export function summarise(runs) {
 }
 
 /** @typedef {ReturnType<typeof summarise>[number]} CapacityLine */
-
-/**
- * A comma-separated option (--loads, --variants) checked against what exists; `undefined` means all.
- * @param {string | undefined} value @param {string[]} known @param {string} flag
- */
-export function pickList(value, known, flag) {
-  if (value === undefined) return known;
-  const picked = value.split(',').map((s) => s.trim()).filter(Boolean);
-  const unknown = picked.filter((p) => !known.includes(p));
-  if (unknown.length || picked.length === 0) throw new Error(`${flag}: unknown ${unknown.join(', ') || '(empty)'}; one or more of ${known.join(', ')}`);
-  return picked;
-}

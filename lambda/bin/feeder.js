@@ -1,13 +1,47 @@
 #!/usr/bin/env node
 // `npm run feeder`: the local SQS event-source runner feeding the real handler.
-// SQS_ENDPOINT, QUEUE_URL, SERVICE_URL, BATCH_SIZE, BATCH_WINDOW_MS, RECEIVERS, RUNNER_CONCURRENCY,
-// FUNCTION_TIMEOUT_MS, and the handler's own variables (INGEST_TOKEN, POST_CHUNK_ITEMS, ...).
-import { Logger } from '@aws-lambda-powertools/logger';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { loadFeederConfig, loadRunnerConfig } from '../src/config.js';
-import { ConfigError } from '../src/errors.js';
-import { handler } from '../src/handler.js';
-import { LocalEventSource } from '../src/local-runner.js';
+import { Command } from 'commander';
+
+// The command line every sluice command has (db/src/command-line.js, which this image does not
+// hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
+new Command('npm run feeder --')
+  .description("The local event-source runner: plays Lambda's SQS event-source mapping against any SQS endpoint (long polling, batches up to BATCH_SIZE within BATCH_WINDOW_MS, Lambda's event shape) and hands each batch to the real handler, which posts the users to SERVICE_URL; it deletes only the messages the handler did not report as failed. SIGINT or SIGTERM stops it cleanly: it stops polling, hands what it holds to the handler and waits for the deletes. A bad variable stops it at start with exit code 1.")
+  .helpOption('-h, --help', 'print this usage and exit')
+  .showHelpAfterError()
+  .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
+  .addHelpText('after', `
+Environment (the runner's, with Lambda's meaning; lambda/src/config.js reads them):
+  SQS_ENDPOINT             an SQS-compatible endpoint such as ElasticMQ (default: AWS's)
+  QUEUE_URL                the queue to drain (required)
+  AWS_REGION               (default: AWS_DEFAULT_REGION, else us-east-1)
+  AWS_DEFAULT_REGION       the region when AWS_REGION is unset
+  AWS_ACCESS_KEY_ID        (default: local stand-ins when SQS_ENDPOINT is set)
+  BATCH_SIZE               messages per batch at most (default: 1000)
+  BATCH_WINDOW_MS          how long a batch may gather (default: 1000)
+  RECEIVERS                long polls at once (default: 4)
+  RUNNER_CONCURRENCY       handler invocations at once (default: 2)
+  FUNCTION_TIMEOUT_MS      one invocation's time limit (default: 60000)
+The handler's:
+  SERVICE_URL              the sluice service (required)
+  INGEST_TOKEN             its bearer token (default: unset)
+  INGEST_TOKEN_SECRET_ARN  on AWS: the Secrets Manager secret holding the token, instead
+  POST_CHUNK_ITEMS         users per POST /users (default: 1000)
+  POST_CONCURRENCY         POSTs in flight at once (default: 4)
+  REQUEST_TIMEOUT_MS       one POST's limit (default: 30000)
+  RETRY_BASE_MS            the first backoff step (default: 200)
+  RETRY_MAX_MS             the backoff's cap (default: 5000)
+  SAFETY_MARGIN_MS         time kept back from an invocation's deadline (default: 3000)
+  CONFLICT_RESOLUTION      ignore (skip stored emails) or merge (update them), unless a
+                           message's resolution attribute says otherwise (default: ignore)
+  POWERTOOLS_LOG_LEVEL     Powertools' Logger level (default: INFO)`)
+  .parse();
+
+const { Logger } = await import('@aws-lambda-powertools/logger');
+const { SQSClient } = await import('@aws-sdk/client-sqs');
+const { loadFeederConfig, loadRunnerConfig } = await import('../src/config.js');
+const { ConfigError } = await import('../src/errors.js');
+const { handler } = await import('../src/handler.js');
+const { LocalEventSource } = await import('../src/local-runner.js');
 
 let config;
 try {

@@ -1,49 +1,42 @@
 #!/usr/bin/env node
-// `npm run produce -- --count N [--per-message K] [--file users.ndjson] [--concurrency C]`
-// Generates N users (or reads them from NDJSON) and sends them to QUEUE_URL, K users per message.
+// `npm run produce`: users into the queue, many per message.
 import { createReadStream } from 'node:fs';
 import readline from 'node:readline';
-import { parseArgs } from 'node:util';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { Presets, SingleBar } from 'cli-progress';
-import { loadSqsConfig } from '../src/config.js';
-import { packMessages, sendMessages } from '../src/producer.js';
+import { Command, InvalidArgumentError } from 'commander';
 
-const USAGE = 'usage: npm run produce -- --count N [--per-message K] [--file users.ndjson] [--concurrency C]';
-let args;
-try {
-  ({ values: args } = parseArgs({
-    options: {
-      count: { type: 'string' },
-      'per-message': { type: 'string', default: '100' },
-      file: { type: 'string' },
-      concurrency: { type: 'string', default: '8' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  }));
-} catch (err) {
-  console.error(`${/** @type {Error} */ (err).message}\n${USAGE}`);
-  process.exit(2);
-}
-if (args.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const positive = (/** @type {string | undefined} */ v, /** @type {string} */ name) => {
-  if (v === undefined) return undefined;
-  if (!/^\d+$/.test(v) || Number(v) < 1) {
-    console.error(`--${name} must be a whole number of at least 1\n${USAGE}`);
-    process.exit(2);
-  }
-  return Number(v);
+const positive = (/** @type {string} */ value) => {
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('Expected a whole number of at least 1.');
+  return Number(value);
 };
-const count = positive(args.count, 'count');
-const perMessage = /** @type {number} */ (positive(args['per-message'], 'per-message'));
-const concurrency = /** @type {number} */ (positive(args.concurrency, 'concurrency'));
-if (!count && !args.file) {
-  console.error(`say how many users to generate (--count) or which file to send (--file)\n${USAGE}`);
-  process.exit(2);
-}
+// The command line every sluice command has (db/src/command-line.js, which this image does not
+// hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
+const program = new Command('npm run produce --')
+  .description('Generates users (or reads them from an NDJSON file, one user a line) and sends them to QUEUE_URL, many per message, with SendMessageBatch; a progress bar on stderr, then a final count as one JSON line. Give --count, --file or both (the first N users of the file).')
+  .helpOption('-h, --help', 'print this usage and exit')
+  .showHelpAfterError()
+  .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
+  .option('--count <n>', 'users to generate (with --file: to send at most)', positive)
+  .option('--file <users.ndjson>', 'send the users of this file instead')
+  .option('--per-message <k>', 'users per SQS message', positive, 100)
+  .option('--concurrency <c>', 'SendMessageBatch calls in flight at once', positive, 8)
+  .addHelpText('after', `
+Environment (lambda/src/config.js reads them):
+  QUEUE_URL                the queue to send to (required)
+  SQS_ENDPOINT             an SQS-compatible endpoint such as ElasticMQ (default: AWS's)
+  AWS_REGION               (default: AWS_DEFAULT_REGION, else us-east-1)
+  AWS_DEFAULT_REGION       the region when AWS_REGION is unset
+  AWS_ACCESS_KEY_ID        (default: local stand-ins when SQS_ENDPOINT is set)`)
+  .parse();
+const args = program.opts();
+const count = /** @type {number | undefined} */ (args.count);
+const perMessage = /** @type {number} */ (args.perMessage);
+const concurrency = /** @type {number} */ (args.concurrency);
+if (!count && !args.file) program.error('error: say how many users to generate (--count) or which file to send (--file)');
+
+const { SQSClient } = await import('@aws-sdk/client-sqs');
+const { Presets, SingleBar } = await import('cli-progress');
+const { loadSqsConfig } = await import('../src/config.js');
+const { packMessages, sendMessages } = await import('../src/producer.js');
 
 let config;
 try {

@@ -1,17 +1,21 @@
 #!/usr/bin/env node
-// `npm run bench:hot-path`: what POST /users spends in this process for one 1000-user batch (reading
-// the JSON body, validation, SQL building) next to the database round trip for the same batch.
-// Needs a database for the round trip: DATABASE_URL, or an embedded throwaway one.
+// `npm run bench:hot-path`: what POST /users spends in this process next to its database round trip.
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
-import { migrate } from '@sluice/db/migrate';
-import { makeUsers } from '../../test/support/users.js';
-import { parseJsonBody } from '../src/http/json-body.js';
-import { rowsAsArrays, writeStatement } from '../src/users/user-sql.js';
+import { createCommand } from '@sluice/db/command-line';
+
+createCommand('npm run bench:hot-path --', 'What POST /users spends in this process for one 1000-user batch (reading the JSON body, validation, SQL building), medians of 300 runs, next to the database round trip of the same batch (100 inserts).', {
+  DATABASE_URL: 'the database of the round trip (default: a throwaway embedded PostgreSQL)',
+}).parse();
+
+const { default: pg } = await import('pg');
+const { migrate } = await import('@sluice/db/migrate');
+const { makeUsers } = await import('../../test/support/users.js');
+const { parseJsonBody } = await import('../src/http/json-body.js');
+const { rowsAsArrays, writeStatement } = await import('../src/users/user-sql.js');
+const { parseUserBatch } = await import('../src/users/user-schema.js');
 
 /** The default strategy's statement for an all-new chunk. @param {import('../src/users/user-schema.js').UserRow[]} rows */
 const buildInsertSql = (rows) => writeStatement(rowsAsArrays(rows), 'fail', 'none');
-import { parseUserBatch } from '../src/users/user-schema.js';
 
 const BATCH = 1000;
 const ROUNDS = 300;

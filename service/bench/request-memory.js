@@ -1,15 +1,20 @@
 #!/usr/bin/env node
-// `npm run bench:request-memory`: what one 10,000-user POST /users holds in this process at each
-// step (raw body, decoded string, parsed objects, rows, the SQL of one chunk), in bytes per user,
-// measured as the growth of the heap plus Buffers after a full GC (node --expose-gc).
-import { makeUsers } from '../../test/support/users.js';
-import { rowsAsArrays, writeStatement } from '../src/users/user-sql.js';
+// `npm run bench:request-memory`: what one large POST /users holds in this process, step by step.
+import { Option, createCommand, wholeNumber } from '@sluice/db/command-line';
+
+const opts = createCommand('npm run bench:request-memory --', "What one POST /users holds in this process at each step (raw body, decoded string, parsed objects, rows, the SQL of one chunk), in bytes per user: the growth of the heap plus Buffers after a full GC. Runs under node --expose-gc, as the npm script does.")
+  .addOption(new Option('--users <n>', 'users in the request').env('USERS').argParser(wholeNumber(1)).default(10_000))
+  .parse()
+  .opts();
+const USERS = /** @type {number} */ (opts.users);
+
+const { makeUsers } = await import('../../test/support/users.js');
+const { rowsAsArrays, writeStatement } = await import('../src/users/user-sql.js');
+const { parseUserBatch } = await import('../src/users/user-schema.js');
 
 /** The default strategy's statement for an all-new chunk. @param {import('../src/users/user-schema.js').UserRow[]} rows */
 const buildInsertSql = (rows) => writeStatement(rowsAsArrays(rows), 'fail', 'none');
-import { parseUserBatch } from '../src/users/user-schema.js';
 
-const USERS = Number(process.env.USERS ?? 10_000);
 const CHUNK = 1000;
 if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc');
 const gc = /** @type {() => void} */ (globalThis.gc);

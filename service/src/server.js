@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Entry point: reads the configuration, then either runs the cluster primary or serves requests.
 import cluster from 'node:cluster';
+import { createCommand, variablesReadBy } from '@sluice/db/command-line';
 import { createApp } from './app.js';
 import { askPrimaryForMetrics, runPrimary, shareWorkerMetrics } from './cluster.js';
 import { loadConfig } from './config.js';
@@ -59,6 +60,7 @@ function serve(config, logger) {
 }
 
 function main() {
+  createCommand('node service/src/server.js', "The sluice ingestion service: POST /users into PostgreSQL at DATABASE_URL. Configured by the environment only (service/src/config.js; the README's Configuration table says what each variable does).", variablesReadBy(loadConfig)).parse();
   let config;
   try {
     config = loadConfig();
