@@ -13,8 +13,8 @@ import { migrate } from '@sluice/db/migrate';
 import { startElasticMQ } from '@sluice/lambda/elasticmq';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { createQueuePair, waitUntil } from '../lambda/test/support/queues.js';
-import { LocalEventSource } from '../lambda/src/local-runner.js';
-import { packMessages, sendMessages } from '../lambda/src/producer.js';
+import { LocalEventSource } from '../lambda/local/local-runner.js';
+import { packMessages, sendMessages } from '../lambda/local/producer.js';
 import { startServerProcess } from '../test/support/server-process.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

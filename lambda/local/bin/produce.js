@@ -6,8 +6,8 @@ import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { Presets, SingleBar } from 'cli-progress';
-import { loadSqsConfig } from '../src/config.js';
-import { packMessages, sendMessages } from '../src/producer.js';
+import { loadSqsConfig } from '../../src/config.js';
+import { packMessages, sendMessages } from '../producer.js';
 
 const USAGE = 'usage: npm run produce -- --count N [--per-message K] [--file users.ndjson] [--concurrency C]';
 let args;
