@@ -4,10 +4,11 @@
 // FUNCTION_TIMEOUT_MS, and the handler's own variables (INGEST_TOKEN, POST_CHUNK_ITEMS, ...).
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { loadFeederConfig, loadRunnerConfig } from '../../src/config.js';
+import { loadFeederConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 import { handler } from '../../src/handler.js';
 import { LocalEventSource } from '../local-runner.js';
+import { loadRunnerConfig } from '../sqs-config.js';
 
 let config;
 try {

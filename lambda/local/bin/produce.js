@@ -6,7 +6,7 @@ import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { Presets, SingleBar } from 'cli-progress';
-import { loadSqsConfig } from '../../src/config.js';
+import { loadSqsConfig } from '../sqs-config.js';
 import { packMessages, sendMessages } from '../producer.js';
 
 const USAGE = 'usage: npm run produce -- --count N [--per-message K] [--file users.ndjson] [--concurrency C]';
