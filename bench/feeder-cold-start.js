@@ -1,19 +1,155 @@
 #!/usr/bin/env node
-// `npm run bench:feeder-cold-start`: what loading the feeder's handler module costs a Lambda cold
-// start. Each run is a fresh Node process that times `import('lambda/src/handler.js')` alone (the
-// runtime's own start is the same with or without it); RUNS (default 15) processes, median and range.
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+// `npm run bench:feeder-cold-start [-- --variants] [--no-build] [MODULE...]`: what the feeder's code costs a
+// Lambda cold start. Each sample is a fresh Node process that imports a handler module (the
+// runtime's own start is the same whatever the module) and then makes the first invocation, which
+// reads the token from Secrets Manager (a stub on 127.0.0.1 speaking its protocol, through the real
+// SDK) and posts one user (a stub service). The targets run interleaved, one sample of each per
+// round, so the machine's noise falls on all of them alike:
+//   source    lambda/src/handler.js, as the tests and the local runner load it
+//   artifact  .aws-sam/build/FeederFunction/handler.mjs, what `sam build` (run first, unless
+//             --no-build) made, run with the NODE_OPTIONS of the built template (--enable-source-maps)
+//   with --variants, built here with the template's esbuild options and one change each:
+//             the AWS SDK left out of the bundle for the runtime's copy (here the repository's
+//             node_modules: the same packages, unbundled); the artifact without source maps
+//   MODULE    any other handler module, e.g. another checkout's artifact, for a before/after pair
+// RUNS (default 15) rounds; the median and range of the import alone and of import + first invocation.
+import { execFile as execFileCallback } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import { markdownTable } from 'markdown-table';
+import { parse } from 'yaml';
+import { startSecretsManagerStub } from '../lambda/test/support/secrets-manager-stub.js';
+import { lintTools } from '../test/support/python-tools.js';
+import { makeRecord } from '../lambda/test/support/sqs-events.js';
+import { startStubService } from '../lambda/test/support/stub-service.js';
 
+const execFile = promisify(execFileCallback);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ARTIFACT_DIR = path.join(root, '.aws-sam', 'build', 'FeederFunction');
 const RUNS = Number(process.env.RUNS || 15);
-const handlerUrl = new URL('../lambda/src/handler.js', import.meta.url).href;
-const probe = `const t = performance.now(); await import(${JSON.stringify(handlerUrl)}); console.log(performance.now() - t);`;
+/** @param {string} m */
+const say = (m) => console.error(`[bench:feeder-cold-start] ${m}`);
 
-const times = [];
-for (let i = 0; i < RUNS; i++) {
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', probe], { env: { ...process.env, SERVICE_URL: 'http://127.0.0.1:1' }, encoding: 'utf8' });
-  times.push(Number(out.trim()));
+const { values: opts, positionals: modules } = parseArgs({ options: { variants: { type: 'boolean' }, 'no-build': { type: 'boolean' } }, allowPositionals: true });
+if (!opts['no-build']) {
+  say('sam build');
+  await execFile(lintTools()('sam'), ['build'], { cwd: root, env: { ...process.env, SAM_CLI_TELEMETRY: '0' } });
 }
-times.sort((a, b) => a - b);
-const median = times.length % 2 ? times[(times.length - 1) / 2] : (times[times.length / 2 - 1] + times[times.length / 2]) / 2;
-console.log(`import ${fileURLToPath(handlerUrl)}: median ${median.toFixed(1)} ms over ${RUNS} fresh processes (min ${times[0].toFixed(1)}, max ${times.at(-1)?.toFixed(1)}); Node ${process.version}`);
+
+/** @typedef {{ name: string, file: string, execArgv: string[] }} Target */
+
+/** The feeder function's resource in a template. @param {string} file */
+async function feederFunction(file) {
+  return parse(await readFile(file, 'utf8')).Resources.FeederFunction;
+}
+
+/**
+ * esbuild's command line from a function's BuildProperties, the way SAM's esbuild workflow writes
+ * it (aws-lambda-builders' EsbuildCommandBuilder): camel case to kebab case, a list repeats the
+ * flag with a colon, `true` is a bare flag.
+ * @param {Record<string, unknown>} props @param {string} codeDir @param {string} outdir
+ */
+function esbuildArgs(props, codeDir, outdir) {
+  const kebab = (/** @type {string} */ key) => key.replace(/[a-z][A-Z]/g, (m) => `${m[0]}-${m[1]}`).toLowerCase();
+  const args = ['--bundle', '--platform=node', `--outdir=${outdir}`];
+  for (const [key, value] of Object.entries(props)) {
+    if (key === 'EntryPoints') continue;
+    if (Array.isArray(value)) args.push(...value.map((v) => `--${kebab(key)}:${v}`));
+    else if (value === true) args.push(`--${kebab(key)}`);
+    else if (value !== false) args.push(`--${kebab(key)}=${value}`);
+  }
+  return [...args, ...(/** @type {string[]} */ (props.EntryPoints)).map((e) => path.join(codeDir, e))];
+}
+
+/** Files and bytes under a directory. @param {string} dir */
+function sizeOf(dir) {
+  let files = 0;
+  let bytes = 0;
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    files++;
+    bytes += statSync(path.join(entry.parentPath ?? entry.path, entry.name)).size;
+  }
+  return { files, bytes };
+}
+
+/** @type {Target[]} */
+const targets = [{ name: 'source: lambda/src/handler.js', file: path.join(root, 'lambda', 'src', 'handler.js'), execArgv: [] }];
+/** @type {string | undefined} */ let scratch;
+if (existsSync(path.join(ARTIFACT_DIR, 'handler.mjs'))) {
+  const built = await feederFunction(path.join(root, '.aws-sam', 'build', 'template.yaml'));
+  const nodeOptions = String(built.Properties.Environment?.Variables?.NODE_OPTIONS ?? '').trim();
+  const execArgv = nodeOptions ? nodeOptions.split(/\s+/) : [];
+  const { files, bytes } = sizeOf(ARTIFACT_DIR);
+  say(`artifact: ${files} files, ${bytes} bytes (${readdirSync(ARTIFACT_DIR).join(', ')}); NODE_OPTIONS ${nodeOptions || '(none)'}`);
+  targets.push({ name: `artifact: sam build${execArgv.length ? ` (${execArgv.join(' ')})` : ''}`, file: path.join(ARTIFACT_DIR, 'handler.mjs'), execArgv });
+  if (opts.variants) {
+    targets.push({ name: 'artifact without source maps', file: path.join(ARTIFACT_DIR, 'handler.mjs'), execArgv: [] });
+    // Built beside a link to the repository's node_modules, where the SDK resolves as the runtime's would.
+    scratch = await mkdtemp(path.join(os.tmpdir(), 'sluice-cold-start-'));
+    await symlink(path.join(root, 'node_modules'), path.join(scratch, 'node_modules'), 'dir');
+    const fn = await feederFunction(path.join(root, 'template.yaml'));
+    const props = { ...fn.Metadata.BuildProperties, External: [...(fn.Metadata.BuildProperties.External ?? []), '@aws-sdk/*'] };
+    await execFile(path.join(root, 'node_modules', '.bin', 'esbuild'), esbuildArgs(props, path.join(root, fn.Properties.CodeUri), path.join(scratch, 'sdk-external')));
+    const { bytes: externalBytes } = sizeOf(path.join(scratch, 'sdk-external'));
+    say(`the bundle without the AWS SDK: ${externalBytes} bytes`);
+    targets.push({ name: 'artifact with the AWS SDK external (the runtime\'s)', file: path.join(scratch, 'sdk-external', 'handler.mjs'), execArgv });
+  }
+} else {
+  say(`no ${path.relative(root, ARTIFACT_DIR)}/handler.mjs (--no-build without a build): measuring the source alone`);
+}
+for (const file of modules) targets.push({ name: file, file: path.resolve(file), execArgv: [] });
+
+const secrets = await startSecretsManagerStub({ token: 'bench-token' });
+const service = await startStubService((users) => [201, { received: users.length, inserted: users.length, updated: 0, duplicates: 0 }]);
+const record = makeRecord({ email: 'cold@example.com', name: 'Cold Start' });
+/** @param {string} file */
+const probe = (file) => `
+const t0 = performance.now();
+const { handler } = await import(${JSON.stringify(pathToFileURL(file).href)});
+const t1 = performance.now();
+const out = await handler({ Records: [${JSON.stringify(record)}] }, { awsRequestId: 'cold-start', getRemainingTimeInMillis: () => 60000 });
+const t2 = performance.now();
+if (out.batchItemFailures.length) throw new Error('the first invocation failed: ' + JSON.stringify(out));
+console.log('COLD-START ' + JSON.stringify({ importMs: t1 - t0, firstMs: t2 - t0 }));`;
+
+/** @type {Map<string, { importMs: number[], firstMs: number[] }>} */
+const samples = new Map(targets.map((t) => [t.name, { importMs: [], firstMs: [] }]));
+try {
+  for (let round = 0; round < RUNS; round++) {
+    for (const target of targets) {
+      const { stdout } = await execFile(process.execPath, [...target.execArgv, '--input-type=module', '-e', probe(target.file)], {
+        env: { ...process.env, ...secrets.env, SERVICE_URL: service.url, NODE_OPTIONS: '' },
+        timeout: 60_000,
+      });
+      const line = stdout.split('\n').find((l) => l.startsWith('COLD-START '));
+      if (!line) throw new Error(`${target.name}: the probe printed no timing:\n${stdout}`);
+      const { importMs, firstMs } = JSON.parse(line.slice('COLD-START '.length));
+      const s = /** @type {{ importMs: number[], firstMs: number[] }} */ (samples.get(target.name));
+      s.importMs.push(importMs);
+      s.firstMs.push(firstMs);
+    }
+  }
+} finally {
+  await Promise.all([secrets.close(), service.close()]);
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+}
+
+/** @param {number[]} values */
+function summary(values) {
+  const v = [...values].sort((a, b) => a - b);
+  const median = v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+  return `${median.toFixed(1)} (${v[0].toFixed(1)} to ${v.at(-1)?.toFixed(1)})`;
+}
+console.log(markdownTable([
+  ['module', 'import ms, median (min to max)', 'import + first invocation ms'],
+  ...targets.map((t) => {
+    const s = /** @type {{ importMs: number[], firstMs: number[] }} */ (samples.get(t.name));
+    return [t.name, summary(s.importMs), summary(s.firstMs)];
+  }),
+]));
+console.log(`\n${RUNS} rounds of fresh processes, interleaved; Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}`);
