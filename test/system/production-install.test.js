@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createQueuePair, makeSqsClient, sqsEndpoint, waitUntil } from '../../lambda/test/support/queues.js';
@@ -19,6 +19,14 @@ function installedFor(name, dir) {
     if (existsSync(path.join(d, 'node_modules', name, 'package.json'))) return true;
     if (path.dirname(d) === d) return false;
   }
+}
+
+/** The image's files outside node_modules, as paths from its WORKDIR. @param {string} workdir */
+function filesOf(workdir) {
+  return readdirSync(workdir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(workdir, path.join(e.parentPath ?? e.path, e.name)))
+    .filter((f) => !f.split(path.sep).includes('node_modules'));
 }
 
 /**
@@ -51,7 +59,7 @@ describe('service/Dockerfile: the production install runs the migrations and the
     if (image) rmSync(image.base, { recursive: true, force: true });
   });
 
-  test('only production dependencies, no tests; the one thing not reproduced is the RDS CA bundle download', () => {
+  test('only production dependencies, the code and the migrations (no tests, no benchmarks); the one thing not reproduced is the RDS CA bundle download', () => {
     assert.deepEqual(image.ran, ['npm ci --omit=dev --no-audit --no-fund --workspace service --workspace db --prefer-offline']);
     assert.deepEqual(image.notFetched, ['https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem']);
     assert.equal(image.user, 'node');
@@ -60,6 +68,9 @@ describe('service/Dockerfile: the production install runs the migrations and the
       assert.ok(!installedFor(devOnly, path.join(image.workdir, 'service', 'src')), `${devOnly} is in the image`);
     }
     assert.ok(installedFor('express', path.join(image.workdir, 'service', 'src')));
+    const files = filesOf(image.workdir);
+    assert.deepEqual(files.filter((f) => !/^(service|db)\/(src|migrations)\/|^(service|db)?\/?package\.json$|^service\/Dockerfile$/.test(f)), []);
+    assert.ok(files.includes('db/migrations/0001_create_users.sql'));
   });
 
   test('the migrate command of docker-compose and the task definition applies the schema', async () => {
@@ -109,7 +120,7 @@ describe('lambda/Dockerfile: the production install runs the producer and the lo
     if (image) rmSync(image.base, { recursive: true, force: true });
   });
 
-  test('only production dependencies; the CMD is the runner', () => {
+  test('only production dependencies, the function\'s code and the local tools; the CMD is the runner', () => {
     assert.deepEqual(image.ran, ['npm ci --omit=dev --no-audit --no-fund --workspace lambda/local --prefer-offline']);
     assert.deepEqual(image.notFetched, []);
     assert.equal(image.user, 'node');
@@ -118,6 +129,7 @@ describe('lambda/Dockerfile: the production install runs the producer and the lo
       assert.ok(!installedFor(devOnly, path.join(image.workdir, 'lambda', 'local')), `${devOnly} is in the image`);
     }
     assert.ok(installedFor('@aws-sdk/client-sqs', path.join(image.workdir, 'lambda', 'local')));
+    assert.deepEqual(filesOf(image.workdir).filter((f) => !/^lambda\/(src|local)\/|^(lambda\/)?package\.json$/.test(f)), []);
   });
 
   test('the producer (docker compose run producer) fills a queue and the CMD drains it into the service', async () => {
