@@ -19,8 +19,8 @@ const { migrate } = await import('@sluice/db/migrate');
 const { startElasticMQ } = await import('@sluice/lambda/elasticmq');
 const { SQSClient } = await import('@aws-sdk/client-sqs');
 const { createQueuePair, waitUntil } = await import('../lambda/test/support/queues.js');
-const { LocalEventSource } = await import('../lambda/src/local-runner.js');
-const { packMessages, sendMessages } = await import('../lambda/src/producer.js');
+const { LocalEventSource } = await import('../lambda/local/local-runner.js');
+const { packMessages, sendMessages } = await import('../lambda/local/producer.js');
 const { startServerProcess } = await import('../test/support/server-process.js');
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { before, describe, test } from 'node:test';
-import { loadFeederConfig, loadRunnerConfig, loadSqsConfig } from '../../lambda/src/config.js';
+import { loadFeederConfig } from '../../lambda/src/config.js';
+import { loadRunnerConfig, loadSqsConfig } from '../../lambda/local/sqs-config.js';
 import { findComposeCli } from '../../scripts/compose-cli.js';
 import { loadConfig } from '../../service/src/config.js';
 

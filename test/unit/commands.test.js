@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
 import { variablesReadBy } from '@sluice/db/command-line';
-import { loadFeederConfig, loadRunnerConfig } from '../../lambda/src/config.js';
+import { loadFeederConfig } from '../../lambda/src/config.js';
+import { loadRunnerConfig } from '../../lambda/local/sqs-config.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const REFUSE_TO_START = fileURLToPath(new URL('../support/refuse-to-start.js', import.meta.url));
@@ -100,7 +101,7 @@ describe('every command answers --help and refuses an unknown option', () => {
     }
   });
 
-  test("the feeder's usage names every variable lambda/src/config.js reads for the runner and the handler", async () => {
+  test("the feeder's usage names every variable the runner's and the handler's configurations read", async () => {
     // The loaders demand QUEUE_URL and SERVICE_URL; everything else they read is recorded.
     const required = { QUEUE_URL: 'http://127.0.0.1/queue', SERVICE_URL: 'http://127.0.0.1' };
     const read = Object.keys(variablesReadBy((env) => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
-import { packMessages, sendMessages } from '../../src/producer.js';
+import { packMessages, sendMessages } from '../../local/producer.js';
 import { startFeeder } from '../support/pipeline.js';
 import { createQueuePair, makeSqsClient, waitUntil } from '../support/queues.js';
 

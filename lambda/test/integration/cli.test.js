@@ -5,7 +5,7 @@ import { after, describe, test } from 'node:test';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
 import { createQueuePair, makeSqsClient, sqsEndpoint, waitUntil } from '../support/queues.js';
 
-const bin = (/** @type {string} */ name) => fileURLToPath(new URL(`../../bin/${name}`, import.meta.url));
+const bin = (/** @type {string} */ name) => fileURLToPath(new URL(`../../local/bin/${name}`, import.meta.url));
 
 /** @param {string} script @param {string[]} args @param {Record<string, string>} env */
 function run(script, args, env) {

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { freePort } from '@sluice/db/local-postgres';
 import { createTestDatabase } from '../../../test/support/database.js';
 import { startServerProcess } from '../../../test/support/server-process.js';
-import { packMessages, sendMessages } from '../../src/producer.js';
+import { packMessages, sendMessages } from '../../local/producer.js';
 import { startFeeder } from '../support/pipeline.js';
 import { createQueuePair, makeSqsClient, waitUntil } from '../support/queues.js';
 

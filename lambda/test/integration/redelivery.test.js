@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { after, describe, test } from 'node:test';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
-import { lambdaContext, toLambdaRecord } from '../../src/sqs-event.js';
+import { lambdaContext, toLambdaRecord } from '../../local/sqs-event.js';
 import { captureHandlerOutput } from '../support/handler-output.js';
 import { createQueuePair, makeSqsClient } from '../support/queues.js';
 

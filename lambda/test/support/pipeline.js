@@ -1,4 +1,4 @@
-import { LocalEventSource } from '../../src/local-runner.js';
+import { LocalEventSource } from '../../local/local-runner.js';
 import { captureHandlerOutput } from './handler-output.js';
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { lambdaContext, toLambdaRecord } from '../../src/sqs-event.js';
+import { lambdaContext, toLambdaRecord } from '../../local/sqs-event.js';
 
 const SOURCE = { queueArn: 'arn:aws:sqs:us-east-1:000000000000:sluice-users', region: 'us-east-1' };
 

@@ -1,19 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { before, describe, test } from 'node:test';
 import { parse } from 'yaml';
+import { checkovTools, lintTools } from '../../../test/support/python-tools.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const TEMPLATE = path.join(ROOT, 'template.yaml');
-// A git-ignored virtualenv: both linters come from PyPI, pinned in lambda/requirements-lint.txt.
-const VENV = path.join(ROOT, '.cache', 'python');
-const bin = (/** @type {string} */ name) => path.join(VENV, 'bin', name);
-// Checkov pins a boto3 that aws-sam-cli's pin excludes, so it lives in a virtualenv of its own.
-const CHECKOV_VENV = path.join(ROOT, '.cache', 'checkov');
-const CHECKOV = path.join(CHECKOV_VENV, 'bin', 'checkov');
 
 /** @param {string} cmd @param {string[]} args */
 function run(cmd, args) {
@@ -23,20 +18,13 @@ function run(cmd, args) {
 
 describe('template.yaml', () => {
   /** @type {any} */ let t;
+  /** @type {(name: string) => string} */ let bin;
+  /** @type {string} */ let CHECKOV;
   before(() => {
     t = parse(readFileSync(TEMPLATE, 'utf8'));
-    if (!existsSync(bin('sam')) || !existsSync(bin('cfn-lint'))) {
-      const venv = run('python3', ['-m', 'venv', VENV]);
-      assert.equal(venv.code, 0, `python3 -m venv failed: ${venv.out}`);
-      const pip = run(bin('pip'), ['install', '--quiet', '-r', path.join(ROOT, 'lambda', 'requirements-lint.txt')]);
-      assert.equal(pip.code, 0, `installing cfn-lint and aws-sam-cli failed: ${pip.out}`);
-    }
-    if (!existsSync(CHECKOV)) {
-      const venv = run('python3', ['-m', 'venv', CHECKOV_VENV]);
-      assert.equal(venv.code, 0, `python3 -m venv failed: ${venv.out}`);
-      const pip = run(path.join(CHECKOV_VENV, 'bin', 'pip'), ['install', '--quiet', '-r', path.join(ROOT, 'lambda', 'requirements-checkov.txt')]);
-      assert.equal(pip.code, 0, `installing checkov failed: ${pip.out}`);
-    }
+    // Git-ignored virtualenvs of tools from PyPI, pinned in lambda/requirements-*.txt.
+    bin = lintTools();
+    CHECKOV = checkovTools()('checkov');
   });
 
   test('cfn-lint finds nothing, not even a warning', () => {

@@ -10,7 +10,7 @@ new Command('npm run feeder --')
   .showHelpAfterError()
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
   .addHelpText('after', `
-Environment (the runner's, with Lambda's meaning; lambda/src/config.js reads them):
+Environment (the runner's, with Lambda's meaning; lambda/local/sqs-config.js reads them):
   SQS_ENDPOINT             an SQS-compatible endpoint such as ElasticMQ (default: AWS's)
   QUEUE_URL                the queue to drain (required)
   AWS_REGION               (default: AWS_DEFAULT_REGION, else us-east-1)
@@ -21,7 +21,7 @@ Environment (the runner's, with Lambda's meaning; lambda/src/config.js reads the
   RECEIVERS                long polls at once (default: 4)
   RUNNER_CONCURRENCY       handler invocations at once (default: 2)
   FUNCTION_TIMEOUT_MS      one invocation's time limit (default: 60000)
-The handler's:
+The handler's (lambda/src/config.js):
   SERVICE_URL              the sluice service (required)
   INGEST_TOKEN             its bearer token (default: unset)
   INGEST_TOKEN_SECRET_ARN  on AWS: the Secrets Manager secret holding the token, instead
@@ -38,10 +38,11 @@ The handler's:
 
 const { Logger } = await import('@aws-lambda-powertools/logger');
 const { SQSClient } = await import('@aws-sdk/client-sqs');
-const { loadFeederConfig, loadRunnerConfig } = await import('../src/config.js');
-const { ConfigError } = await import('../src/errors.js');
-const { handler } = await import('../src/handler.js');
-const { LocalEventSource } = await import('../src/local-runner.js');
+const { loadFeederConfig } = await import('../../src/config.js');
+const { ConfigError } = await import('../../src/errors.js');
+const { handler } = await import('../../src/handler.js');
+const { LocalEventSource } = await import('../local-runner.js');
+const { loadRunnerConfig } = await import('../sqs-config.js');
 
 let config;
 try {

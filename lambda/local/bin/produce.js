@@ -35,8 +35,8 @@ if (!count && !args.file) program.error('error: say how many users to generate (
 
 const { SQSClient } = await import('@aws-sdk/client-sqs');
 const { Presets, SingleBar } = await import('cli-progress');
-const { loadSqsConfig } = await import('../src/config.js');
-const { packMessages, sendMessages } = await import('../src/producer.js');
+const { loadSqsConfig } = await import('../sqs-config.js');
+const { packMessages, sendMessages } = await import('../producer.js');
 
 let config;
 try {

@@ -10,7 +10,7 @@ export const ELASTICMQ_VERSION = '1.7.1';
 // Outside the repository, once per machine: about 40 jars from Maven Central.
 const LIB = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'sluice', `elasticmq-${ELASTICMQ_VERSION}`, 'lib');
 
-/** The ElasticMQ jars, fetched with Maven the first time (lambda/elasticmq/pom.xml). */
+/** The ElasticMQ jars, fetched with Maven the first time (lambda/local/elasticmq/pom.xml). */
 export function ensureElasticMQ({ log = (/** @type {string} */ m) => console.error(m) } = {}) {
   if (existsSync(LIB) && readdirSync(LIB).some((f) => f.startsWith('elasticmq-server'))) return LIB;
   log(`fetching ElasticMQ ${ELASTICMQ_VERSION} from Maven Central into ${LIB} (once)...`);

@@ -1,5 +1,5 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { backoffMs, sleep } from './retry.js';
+import { backoffMs, sleep } from '../src/retry.js';
 
 // SQS's limit for one message, and for the sum of one SendMessageBatch's messages.
 export const MAX_MESSAGE_BYTES = 262_144;
