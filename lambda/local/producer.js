@@ -36,10 +36,15 @@ export async function* packMessages(users, perMessage) {
  * calls in flight; failed entries are retried with backoff, and a message that still fails after
  * `maxAttempts` stops the run with an error.
  *
+ * A resolution, when given, goes with every message as its `resolution` attribute, which the
+ * feeder obeys over its own CONFLICT_RESOLUTION.
+ *
  * @param {{ sqs: import('@aws-sdk/client-sqs').SQSClient, queueUrl: string, messages: AsyncIterable<{ body: string, users: number }>,
+ *   resolution?: 'merge-duplicates' | 'ignore-duplicates',
  *   concurrency?: number, maxAttempts?: number, onSent?: (users: number, messages: number) => void }} options
  */
-export async function sendMessages({ sqs, queueUrl, messages, concurrency = 8, maxAttempts = 8, onSent = () => {} }) {
+export async function sendMessages({ sqs, queueUrl, messages, resolution, concurrency = 8, maxAttempts = 8, onSent = () => {} }) {
+  const MessageAttributes = resolution ? { resolution: { DataType: 'String', StringValue: resolution } } : undefined;
   const totals = { messages: 0, users: 0, retries: 0 };
   /** @type {Set<Promise<void>>} */
   const inFlight = new Set();
@@ -54,7 +59,7 @@ export async function sendMessages({ sqs, queueUrl, messages, concurrency = 8, m
         await sleep(backoffMs(attempt - 1, { baseMs: 100, maxMs: 5000 }));
       }
       const out = await sqs
-        .send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries.map(({ Id, MessageBody }) => ({ Id, MessageBody })) }))
+        .send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries.map(({ Id, MessageBody }) => ({ Id, MessageBody, MessageAttributes })) }))
         .catch((err) => ({ Successful: [], Failed: entries.map((e) => ({ Id: e.Id, Message: err.message })) }));
       const failed = new Set((out.Failed ?? []).map((f) => f.Id));
       const sent = entries.filter((e) => !failed.has(e.Id));

@@ -2,7 +2,7 @@
 // `npm run produce`: users into the queue, many per message.
 import { createReadStream } from 'node:fs';
 import readline from 'node:readline';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 
 const positive = (/** @type {string} */ value) => {
   if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('Expected a whole number of at least 1.');
@@ -19,8 +19,12 @@ const program = new Command('npm run produce --')
   .option('--file <users.ndjson>', 'send the users of this file instead')
   .option('--per-message <k>', 'users per SQS message', positive, 100)
   .option('--concurrency <c>', 'SendMessageBatch calls in flight at once', positive, 8)
+  .addOption(
+    new Option('--resolution <r>', "the messages' resolution attribute: what the service does with an email already stored (default: none, the feeder's CONFLICT_RESOLUTION)")
+      .choices(['merge-duplicates', 'ignore-duplicates']),
+  )
   .addHelpText('after', `
-Environment (lambda/src/config.js reads them):
+Environment (lambda/local/sqs-config.js reads them):
   QUEUE_URL                the queue to send to (required)
   SQS_ENDPOINT             an SQS-compatible endpoint such as ElasticMQ (default: AWS's)
   AWS_REGION               (default: AWS_DEFAULT_REGION, else us-east-1)
@@ -86,6 +90,7 @@ try {
     sqs,
     queueUrl: config.queueUrl,
     messages: packMessages(users(), perMessage),
+    resolution: args.resolution,
     concurrency,
     onSent: (n) => {
       sentUsers += n;
