@@ -132,3 +132,79 @@ describe('admission control on POST /users, waiting (ADMISSION_WAIT_MS=10000)', 
     assert.equal(await metricValue(baseUrl, 'sluice_admission_shed_total{reason="timeout"}'), undefined);
   });
 });
+
+// Issue 14: in a burst, a client refused by admission control got EPIPE instead of its 503: the
+// service answered and closed while the client was still sending its body.
+describe('a refusal reaches the client: 100-continue honoured, a body sent anyway read and dropped', () => {
+  const ctx = useAppAndDatabase({ ...SMALL_BUDGET, ADMISSION_WAIT_MS: '0', INGEST_TOKEN: 'refusal-test-token' });
+  const auth = { authorization: 'Bearer refusal-test-token' };
+
+  /** Holds most of the large share, its body never sent, until released. */
+  async function holdTheBudget() {
+    const holder = openRequest(ctx.app.baseUrl, { ...auth, 'content-length': 60_000 });
+    await waitUntil(async () => (await metricValue(ctx.app.baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) === 60_000, 'the holder admitted', 5000, 20);
+    return () => holder.req.destroy();
+  }
+
+  test('Expect: 100-continue: refused with 503 + Retry-After and no 100 Continue; admitted, 100 Continue, then 201', async () => {
+    const release = await holdTheBudget();
+    const body = usersJson(60);
+    let continued = false;
+    const refused = openRequest(ctx.app.baseUrl, { ...auth, 'content-length': Buffer.byteLength(body), expect: '100-continue' });
+    refused.req.on('continue', () => (continued = true));
+    const answer = await refused.answer;
+    assert.equal(answer.status, 503);
+    assert.equal(answer.retryAfter, '1');
+    assert.equal(continued, false, 'no 100 Continue for a refused request: its body is never sent');
+    release();
+
+    const admitted = openRequest(ctx.app.baseUrl, { ...auth, 'content-length': Buffer.byteLength(body), expect: '100-continue' });
+    admitted.req.on('continue', () => {
+      continued = true;
+      admitted.req.end(body);
+    });
+    const ok = await admitted.answer;
+    assert.equal(continued, true);
+    assert.equal(ok.status, 201, JSON.stringify(ok.body));
+    assert.equal(ok.body.inserted, 60);
+  });
+
+  test('a wrong token with Expect: 100-continue: 401 at once, the body never asked for', async () => {
+    const admitted = openRequest(ctx.app.baseUrl, { authorization: 'Bearer wrong', 'content-length': 5000, expect: '100-continue' });
+    let continued = false;
+    admitted.req.on('continue', () => (continued = true));
+    assert.equal((await admitted.answer).status, 401);
+    assert.equal(continued, false);
+  });
+
+  test('a client that sends its whole body anyway reads its 503 (no reset), and its connection stays usable', async () => {
+    const release = await holdTheBudget();
+    try {
+      // 400 KiB sent at once, no Expect: the answer comes before the body is read.
+      const big = ' '.repeat(400 * 1024 - 2);
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      /** @param {string} body @param {Record<string, string | number>} headers */
+      const send = (body, headers = {}) =>
+        new Promise((resolve, reject) => {
+          const req = http.request(`${ctx.app.baseUrl}/users`, { method: 'POST', agent, headers: { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
+            let text = '';
+            res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve({ status: res.statusCode, retryAfter: res.headers['retry-after'], socket: req.socket, text }));
+          });
+          req.on('error', reject);
+          req.end(body);
+        });
+      const refused = /** @type {any} */ (await send(`[${big}]`));
+      assert.equal(refused.status, 503);
+      assert.equal(refused.retryAfter, '1');
+      const firstSocket = refused.socket;
+      release();
+      await waitUntil(async () => (await metricValue(ctx.app.baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) === 0, 'the budget free', 5000, 20);
+      const next = /** @type {any} */ (await send(JSON.stringify(makeUsers(2))));
+      assert.equal(next.status, 201, next.text);
+      assert.equal(next.socket, firstSocket, 'the same kept-alive connection: the refused body was read to its end');
+      agent.destroy();
+    } finally {
+      release();
+    }
+  });
+});
