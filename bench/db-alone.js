@@ -1,12 +1,18 @@
 #!/usr/bin/env node
 // `npm run bench:db`: PostgreSQL's own cost per row, with no HTTP and no service (its usage says how).
-// What it showed chose the schema of migration 0002 and the writer's all-new first try.
+// What it showed chose the schema of migration 0002, the writer's all-new first try, the default
+// statement's shape (one array literal per column) and merge mode's statement.
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
 
 /** @typedef {import('../service/src/users/user-schema.js').UserRow} UserRow */
 /** @typedef {(client: import('pg').Client, rows: UserRow[]) => Promise<unknown>} Write */
+/**
+ * A variant: a table shape, a statement shape, and what its rows are: new (default), already
+ * stored and sent again unchanged (replay), or stored and sent with every name changed (changed).
+ * @typedef {{ schema: string | 'migrations', write: Write, rows?: 'new' | 'replay' | 'changed' }} Variant
+ */
 
 // 0001's table, as it was, and the steps from it to 0002 one at a time.
 const ID = 'id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY';
@@ -17,29 +23,36 @@ const REGEX_CHECKS = `
   CHECK (phone ~ '^\\+[0-9]{6,15}$'),
   CHECK (char_length(password_hash) <= 255 AND password_hash ~ '^\\$[a-z0-9-]+\\$')`;
 
-// STRATEGIES is imported below the command line; the writes run after that.
-/** @type {Write} */
-const skipping = (client, rows) => STRATEGIES.format.write(/** @type {any} */ (client), rows, 'skip');
-/** @type {Write} */
-const allNew = (client, rows) => STRATEGIES.format.write(/** @type {any} */ (client), rows, 'fail');
+// The service's statements are imported below the command line; the writes run after that.
+/** @param {'fail' | 'skip' | 'merge'} onConflict @returns {Write} */
+const sluice = (onConflict) => (client, rows) => STRATEGIES.format.write(/** @type {any} */ (client), rows, onConflict);
+/** @param {(rows: UserRow[]) => string} source @returns {Write} */
+const shaped = (source) => (client, rows) => client.query(SQL.writeStatement(source(rows), 'fail', 'none'));
 
-/** @type {Record<string, { schema: string | 'migrations', write: Write }>} */
+/** @type {Record<string, Variant>} */
 const VARIANTS = {
-  '0001 table, INSERT ... ON CONFLICT': { schema: `email text NOT NULL UNIQUE, ${ID}, ${REST}, ${REGEX_CHECKS}`, write: skipping },
-  '+ email COLLATE "C"': { schema: `email text COLLATE "C" NOT NULL UNIQUE, ${ID}, ${REST}, ${REGEX_CHECKS}`, write: skipping },
-  '+ email primary key, no id': { schema: `email text COLLATE "C" PRIMARY KEY, ${REST}, ${REGEX_CHECKS}`, write: skipping },
-  '+ CHECKs without regex (0002 table)': { schema: 'migrations', write: skipping },
-  '0002, all-new INSERT (format default)': { schema: 'migrations', write: allNew },
-  '0002 without any CHECK, all-new INSERT': { schema: `email text COLLATE "C" PRIMARY KEY, ${REST}`, write: allNew },
-  '0002, unnest all-new': { schema: 'migrations', write: (c, rows) => STRATEGIES.unnest.write(/** @type {any} */ (c), rows, 'fail') },
-  '0002, COPY (copy)': { schema: 'migrations', write: (c, rows) => STRATEGIES.copy.write(/** @type {any} */ (c), rows, 'fail') },
+  '0001 table, INSERT ... ON CONFLICT': { schema: `email text NOT NULL UNIQUE, ${ID}, ${REST}, ${REGEX_CHECKS}`, write: sluice('skip') },
+  '+ email COLLATE "C"': { schema: `email text COLLATE "C" NOT NULL UNIQUE, ${ID}, ${REST}, ${REGEX_CHECKS}`, write: sluice('skip') },
+  '+ email primary key, no id': { schema: `email text COLLATE "C" PRIMARY KEY, ${REST}, ${REGEX_CHECKS}`, write: sluice('skip') },
+  '+ CHECKs without regex (0002 table)': { schema: 'migrations', write: sluice('skip') },
+  'all-new INSERT, VALUES list (the format shape until 0.2)': { schema: 'migrations', write: shaped((rows) => SQL.rowsAsValues(rows)) },
+  'all-new INSERT, unnest of ARRAY[...] constructors': { schema: 'migrations', write: shaped((rows) => arrayConstructors(rows)) },
+  'all-new INSERT, unnest of array literals (format, the default)': { schema: 'migrations', write: sluice('fail') },
+  'all-new INSERT, unnest of array parameters (unnest)': { schema: 'migrations', write: (c, rows) => STRATEGIES.unnest.write(/** @type {any} */ (c), rows, 'fail') },
+  'all-new, COPY (copy)': { schema: 'migrations', write: (c, rows) => STRATEGIES.copy.write(/** @type {any} */ (c), rows, 'fail') },
+  'all-new INSERT, no CHECK at all': { schema: `email text COLLATE "C" PRIMARY KEY, ${REST}, updated_at timestamptz`, write: sluice('fail') },
+  'all-new, merge clause from the start (DO UPDATE)': { schema: 'migrations', write: sluice('merge') },
+  'replay, ignore (DO NOTHING)': { schema: 'migrations', write: sluice('skip'), rows: 'replay' },
+  'replay unchanged, merge (DO UPDATE ... WHERE IS DISTINCT)': { schema: 'migrations', write: sluice('merge'), rows: 'replay' },
+  'replay unchanged, merge without the WHERE (every row rewritten)': { schema: 'migrations', write: mergeEveryRow, rows: 'replay' },
+  'replay with every name changed, merge': { schema: 'migrations', write: sluice('merge'), rows: 'changed' },
   'naive: its table, parameterized INSERT': {
     schema: 'id serial PRIMARY KEY, email text UNIQUE, name text, phone text, password_hash text, created_at timestamptz DEFAULT now()',
     write: (client, rows) => client.query(`INSERT INTO users (email, name, phone, password_hash) VALUES ${rows.map((_, i) => `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`).join(', ')}`, rows.flat()),
   },
 };
 const ALL = Object.keys(VARIANTS);
-const opts = createCommand('npm run bench:db --', `PostgreSQL's own cost per row: 1000-row statements over some connections for some seconds each, on a fresh production-like database (en-US ICU collation, fsync on). Each variant is a table shape and a statement shape; the variants run in turn, round after round, the order reversed every other round, and the median is quoted. The variants:
+const opts = createCommand('npm run bench:db --', `PostgreSQL's own cost per row: 1000-row statements over some connections for some seconds each, on a fresh production-like database (en-US ICU collation, fsync on), with its CPU time read from /proc (the postmaster and every backend): microseconds of PostgreSQL CPU per row, and rows/s. Each variant is a table shape, a statement shape and its rows (new; or stored first, untimed, then sent again unchanged or changed); the variants run in turn, round after round, the order reversed every other round, and the median is quoted. The variants:
 ${ALL.map((name, i) => `  ${i}  ${name}`).join('\n')}`)
   .option('--rounds <n>', 'rounds of every variant', wholeNumber(1), 3)
   .option('--seconds <n>', 'how long each variant writes in a round', wholeNumber(1), 4)
@@ -53,33 +66,56 @@ const CONNECTIONS = /** @type {number} */ (opts.connections);
 const names = /** @type {string[]} */ (opts.only).map((i) => ALL[Number(i)]);
 
 const { default: pg } = await import('pg');
+const { default: format } = await import('pg-format');
 const { migrate } = await import('@sluice/db/migrate');
 const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
 const { STRATEGIES } = await import('../service/src/users/user-repository.js');
+const SQL = await import('../service/src/users/user-sql.js');
+const { postgresCpuSeconds, postmasterPid } = await import('./lib/process-stats.js');
+
+/** The arrays as ARRAY[...] constructors of one literal a value (pg-format's %L on a list). @param {UserRow[]} rows */
+function arrayConstructors(rows) {
+  const column = (/** @type {number} */ c) => format('ARRAY[%L]::text[]', rows.map((r) => r[c]));
+  return `SELECT * FROM unnest(${column(0)}, ${column(1)}, ${column(2)}, ${column(3)})`;
+}
+
+/** Merge without the IS DISTINCT FROM guard: what a plain upsert costs on a replay. @type {Write} */
+function mergeEveryRow(client, rows) {
+  return client.query(`INSERT INTO users (${SQL.COLUMNS}) ${SQL.rowsAsArrays(rows)} ON CONFLICT (email) DO UPDATE SET
+    name = EXCLUDED.name, phone = COALESCE(EXCLUDED.phone, users.phone),
+    password_hash = COALESCE(EXCLUDED.password_hash, users.password_hash), updated_at = now()`);
+}
 
 /** @param {string} msg */
 const say = (msg) => console.error(`[bench:db] ${msg}`);
 
 const dataDir = await tempDataDir('sluice-bench-db-');
 const server = await startLocalPostgres({ dataDir, persistent: false, durable: true, locale: 'icu-en-US' });
+const pgPid = await postmasterPid(server.dataDir);
 const RUN = Date.now().toString(36);
+// Stored before a replay variant's timed part: enough 1000-row statements per connection that the
+// timed part cycles through them rather than resending one.
+const REPLAY_STATEMENTS = 40;
 
-/** Emails shaped like the load tests': a long shared prefix, then the writer, the statement, the row. */
-function makeRows(/** @type {string} */ prefix, /** @type {number} */ n) {
+/**
+ * Emails shaped like the load tests': a long shared prefix, then the writer, the statement, the row.
+ * @param {string} prefix @param {number} n @param {string} [name]  how the names begin
+ */
+function makeRows(prefix, n, name = 'Load') {
   /** @type {UserRow[]} */
   const rows = [];
-  for (let i = 0; i < 1000; i++) rows.push([`k6-${RUN}${prefix}-${n}-${i}@load.test`, `Load ${n}.${i}`, '+15550100100', null]);
+  for (let i = 0; i < 1000; i++) rows.push([`k6-${RUN}${prefix}-${n}-${i}@load.test`, `${name} ${n}.${i}`, '+15550100100', null]);
   return rows.sort((a, b) => (a[0] < b[0] ? -1 : 1));
 }
 
-/** @type {Record<string, number[]>} */
+/** @type {Record<string, { rate: number, usPerRow: number }[]>} */
 const results = {};
 try {
   const admin = new pg.Client(server.url);
   await admin.connect();
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of round % 2 ? [...names].reverse() : names) {
-      const { schema, write } = VARIANTS[name];
+      const { schema, write, rows: kind = 'new' } = VARIANTS[name];
       await admin.query('DROP DATABASE IF EXISTS bench_db WITH (FORCE)');
       await admin.query('CREATE DATABASE bench_db');
       const url = server.url.replace(/\/postgres$/, '/bench_db');
@@ -90,22 +126,34 @@ try {
         return c;
       }));
       if (schema !== 'migrations') await clients[0].query(`CREATE TABLE users (${schema})`);
+      if (kind !== 'new') {
+        await Promise.all(clients.map(async (client, c) => {
+          for (let n = 0; n < REPLAY_STATEMENTS; n++) await STRATEGIES.format.write(/** @type {any} */ (client), makeRows(`${round}-${c}`, n), 'fail');
+        }));
+      }
+      const stored = kind === 'new' ? 0 : CONNECTIONS * REPLAY_STATEMENTS * 1000;
       await admin.query('CHECKPOINT');
       let written = 0;
       const deadline = Date.now() + SECONDS * 1000;
+      const cpu0 = await postgresCpuSeconds(pgPid);
       const started = process.hrtime.bigint();
       await Promise.all(clients.map(async (client, c) => {
         for (let n = 0; Date.now() < deadline; n++) {
-          await write(client, makeRows(`${round}-${c}`, n));
+          // A replay cycles through the stored statements; a changed one renames them each cycle.
+          const rows = kind === 'new' ? makeRows(`${round}-${c}`, n) : makeRows(`${round}-${c}`, n % REPLAY_STATEMENTS, kind === 'changed' ? `Changed ${Math.floor(n / REPLAY_STATEMENTS)}` : 'Load');
+          await write(client, rows);
           written += 1000;
         }
       }));
-      const rate = written / (Number(process.hrtime.bigint() - started) / 1e9);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const cpu = (await postgresCpuSeconds(pgPid)) - cpu0;
       const { rows } = await clients[0].query('SELECT count(*)::int AS n FROM users');
-      if (rows[0].n !== written) throw new Error(`${name}: ${rows[0].n} rows in the table, ${written} written`);
+      const expected = kind === 'new' ? written : stored;
+      if (rows[0].n !== expected) throw new Error(`${name}: ${rows[0].n} rows in the table, ${expected} expected`);
       await Promise.all(clients.map((c) => c.end()));
-      (results[name] ??= []).push(rate);
-      say(`round ${round + 1}/${ROUNDS} ${name}: ${Math.round(rate).toLocaleString('en-US')} rows/s`);
+      const result = { rate: written / seconds, usPerRow: (cpu * 1e6) / written };
+      (results[name] ??= []).push(result);
+      say(`round ${round + 1}/${ROUNDS} ${name}: ${Math.round(result.rate).toLocaleString('en-US')} rows/s, ${result.usPerRow.toFixed(2)} µs of PostgreSQL CPU a row`);
     }
   }
   await admin.end();
@@ -115,10 +163,10 @@ try {
 }
 
 const median = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const first = median(results[names[0]]);
-const lines = ['| variant | rows/s (median) | min – max | × first |', '| --- | --- | --- | --- |'];
+const first = median(results[names[0]].map((r) => r.usPerRow));
+const lines = ['| # | variant | PostgreSQL CPU µs a row (median) | min – max | × first | rows/s (median) |', '| --- | --- | --- | --- | --- | --- |'];
 for (const name of names) {
-  const xs = results[name];
-  lines.push(`| ${name} | ${Math.round(median(xs)).toLocaleString('en-US')} | ${Math.round(Math.min(...xs)).toLocaleString('en-US')} – ${Math.round(Math.max(...xs)).toLocaleString('en-US')} | ${(median(xs) / first).toFixed(2)} |`);
+  const us = results[name].map((r) => r.usPerRow);
+  lines.push(`| ${ALL.indexOf(name)} | ${name} | ${median(us).toFixed(2)} | ${Math.min(...us).toFixed(2)} – ${Math.max(...us).toFixed(2)} | ${(median(us) / first).toFixed(2)} | ${Math.round(median(results[name].map((r) => r.rate))).toLocaleString('en-US')} |`);
 }
-console.log(`\n${lines.join('\n')}\n\n${CONNECTIONS} connections, 1000-row statements, ${SECONDS} s × ${ROUNDS} rounds, en-US ICU database, fsync on.`);
+console.log(`\n${lines.join('\n')}\n\n${CONNECTIONS} connections, 1000-row statements, ${SECONDS} s × ${ROUNDS} rounds, en-US ICU database, fsync on; CPU of every PostgreSQL process while the variant wrote.`);

@@ -18,9 +18,11 @@ export const VARIANTS = {
  * @property {string} script      the k6 script under k6/
  * @property {number} size        users per request
  * @property {number} vus
- * @property {boolean} [replay]   REPLAY=1: every other request resends stored users
+ * @property {Record<string, string>} [env]  more for k6: REPLAY (1: every other request resends
+ *   stored users; changed: with new names), RESOLUTION (merge: Prefer: resolution=merge-duplicates)
  * @property {string[]} [variants] only these variants (default: every selected one)
- * @property {boolean} [baseline] false: no naive runs (the naive endpoint fails on replays)
+ * @property {boolean} [baseline] false: no naive or no-op runs (the naive endpoint fails on replays
+ *   and cannot merge)
  */
 
 /** @type {Load[]} */
@@ -28,22 +30,33 @@ export const LOADS = [
   { id: '1x100', script: 'stress-test-one.js', size: 1, vus: 100 },
   { id: '1000x8', script: 'stress-test-batch.js', size: 1000, vus: 8 },
   { id: '1000x100', script: 'stress-test-batch.js', size: 1000, vus: 100 },
-  // The naive endpoint has no ON CONFLICT: a replay is a 500 there, so this load is sluice's alone.
-  { id: '1000x8-replay', script: 'stress-test-batch.js', size: 1000, vus: 8, replay: true, variants: ['default', 'copy'], baseline: false },
+  // The naive endpoint has no ON CONFLICT: a replay is a 500 there, so these loads are sluice's alone.
+  { id: '1000x8-replay', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { REPLAY: '1' }, variants: ['default', 'copy'], baseline: false },
+  // Merge mode (issue 15): all new users; a replay of unchanged users; a replay that changes every one.
+  { id: '1000x8-merge', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge' }, variants: ['default', 'copy'], baseline: false },
+  { id: '1000x8-merge-replay', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: '1' }, variants: ['default', 'copy'], baseline: false },
+  { id: '1000x8-merge-changed', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: 'changed' }, variants: ['default', 'copy'], baseline: false },
 ];
+
+/**
+ * The references each load with a baseline runs beside sluice: the naive endpoint sluice replaces
+ * (bench/naive/), and a no-op Express endpoint that parses the same JSON and writes nothing
+ * (bench/noop/): what any Express service pays per request before doing its job.
+ */
+export const REFERENCES = /** @type {const} */ (['naive', 'noop']);
 
 /**
  * @typedef {object} PlannedRun
  * @property {Load} load
- * @property {'naive' | 'sluice'} target
- * @property {string} variant   'naive' for the baseline
+ * @property {'naive' | 'noop' | 'sluice'} target
+ * @property {string} variant   'naive' or 'noop' for the references
  * @property {number} round     0-based; the naive run after the last round has round === rounds
  */
 
 /**
- * The order of runs. Per load: naive, every variant, naive, every variant, ..., naive: each round
- * of variants sits between two naive runs, and its ratios divide by their mean, so a drift of the
- * machine over the round cancels out instead of landing on whichever variant ran last.
+ * The order of runs. Per load: naive, no-op, every variant, naive, no-op, every variant, ..., naive:
+ * each round of variants sits between two naive runs, and its ratios divide by their mean, so a
+ * drift of the machine over the round cancels out instead of landing on whichever variant ran last.
  * @param {Load[]} loads @param {string[]} variants @param {number} rounds
  * @returns {PlannedRun[]}
  */
@@ -55,7 +68,7 @@ export function planRuns(loads, variants, rounds) {
     if (own.length === 0) continue;
     const baseline = load.baseline !== false;
     for (let round = 0; round < rounds; round++) {
-      if (baseline) plan.push({ load, target: 'naive', variant: 'naive', round });
+      if (baseline) for (const reference of REFERENCES) plan.push({ load, target: reference, variant: reference, round });
       for (const variant of own) plan.push({ load, target: 'sluice', variant, round });
     }
     if (baseline) plan.push({ load, target: 'naive', variant: 'naive', round: rounds });
@@ -76,9 +89,32 @@ export function median(xs) {
  * @property {string} load @property {string} variant @property {number} round
  * @property {number} usersPerSec  rows written per second (ground truth)
  * @property {number} [sentPerSec] users sent per second (replays included)
+ * @property {number} [sent]       users sent in the run
+ * @property {number} [rowUpdates] row versions written by updates in the run (pg_stat_user_tables.n_tup_upd)
  * @property {number} p99 @property {number} errors
  * @property {number} serviceCpuSeconds @property {number} servicePeakRssMiB @property {number} dbCpuSeconds
  */
+
+/** CPU microseconds per user sent (per request when each holds one user). @param {number} cpuSeconds @param {RunResult} r */
+const perUser = (cpuSeconds, r) => (r.sent ? (cpuSeconds * 1e6) / r.sent : NaN);
+
+/**
+ * What a run cost, per user sent: the service's and PostgreSQL's CPU.
+ * @param {RunResult[]} rs
+ */
+function costs(rs) {
+  const pick = (/** @type {(r: RunResult) => number} */ f) => median(rs.map(f));
+  return {
+    usersPerSec: pick((r) => r.usersPerSec),
+    p99: pick((r) => r.p99),
+    errors: rs.reduce((a, r) => a + r.errors, 0),
+    serviceCpuSeconds: pick((r) => r.serviceCpuSeconds),
+    servicePeakRssMiB: pick((r) => r.servicePeakRssMiB),
+    dbCpuSeconds: pick((r) => r.dbCpuSeconds),
+    serviceUsPerUser: pick((r) => perUser(r.serviceCpuSeconds, r)),
+    dbUsPerUser: pick((r) => perUser(r.dbCpuSeconds, r)),
+  };
+}
 
 /**
  * One line per load and variant: medians over rounds, and the sluice/naive ratio of each round
@@ -90,8 +126,9 @@ export function summarise(runs) {
   return loads.flatMap((load) => {
     const ofLoad = runs.filter((r) => r.load === load);
     const naive = ofLoad.filter((r) => r.variant === 'naive');
+    const noop = ofLoad.filter((r) => r.variant === 'noop');
     const naiveAt = (/** @type {number} */ round) => naive.find((r) => r.round === round)?.usersPerSec;
-    const variants = [...new Set(ofLoad.map((r) => r.variant).filter((v) => v !== 'naive'))];
+    const variants = [...new Set(ofLoad.map((r) => r.variant).filter((v) => !(/** @type {readonly string[]} */ (REFERENCES)).includes(v)))];
     const pick = (/** @type {RunResult[]} */ rs, /** @type {(r: RunResult) => number} */ f) => (rs.length ? median(rs.map(f)) : undefined);
     return variants.map((variant) => {
       const own = ofLoad.filter((r) => r.variant === variant);
@@ -103,25 +140,13 @@ export function summarise(runs) {
         load,
         variant,
         rounds: own.length,
-        usersPerSec: /** @type {number} */ (pick(own, (r) => r.usersPerSec)),
+        ...costs(own),
         sentPerSec: pick(own, (r) => r.sentPerSec ?? r.usersPerSec),
+        rowUpdates: pick(own, (r) => r.rowUpdates ?? NaN),
         ratio: ratios.length ? median(ratios) : undefined,
         ratios,
-        p99: /** @type {number} */ (pick(own, (r) => r.p99)),
-        errors: own.reduce((a, r) => a + r.errors, 0),
-        serviceCpuSeconds: /** @type {number} */ (pick(own, (r) => r.serviceCpuSeconds)),
-        servicePeakRssMiB: /** @type {number} */ (pick(own, (r) => r.servicePeakRssMiB)),
-        dbCpuSeconds: /** @type {number} */ (pick(own, (r) => r.dbCpuSeconds)),
-        naive: naive.length
-          ? {
-              usersPerSec: /** @type {number} */ (pick(naive, (r) => r.usersPerSec)),
-              p99: /** @type {number} */ (pick(naive, (r) => r.p99)),
-              errors: naive.reduce((a, r) => a + r.errors, 0),
-              serviceCpuSeconds: /** @type {number} */ (pick(naive, (r) => r.serviceCpuSeconds)),
-              servicePeakRssMiB: /** @type {number} */ (pick(naive, (r) => r.servicePeakRssMiB)),
-              dbCpuSeconds: /** @type {number} */ (pick(naive, (r) => r.dbCpuSeconds)),
-            }
-          : undefined,
+        naive: naive.length ? costs(naive) : undefined,
+        noop: noop.length ? costs(noop) : undefined,
       };
     });
   });

@@ -24,6 +24,11 @@ export async function openTable(databaseUrl) {
       const { rows } = await client.query('SELECT count(*)::int AS n FROM users');
       return rows[0].n;
     },
+    /** Row versions written by updates so far (the statistics of every backend that has ended). @returns {Promise<number>} */
+    async updates() {
+      const { rows } = await client.query("SELECT n_tup_upd::int AS n FROM pg_stat_user_tables WHERE relname = 'users'");
+      return rows[0]?.n ?? 0;
+    },
     close: () => client.end(),
   };
 }
@@ -39,6 +44,7 @@ export async function openTable(databaseUrl) {
  */
 export async function measureRun({ k6, script, k6Env, summaryFile, start, pgPid, table }) {
   await table?.reset();
+  const updates0 = await table?.updates();
   const server = await start();
   const pid = /** @type {number} */ (server.child.pid);
   let measured;
@@ -54,6 +60,8 @@ export async function measureRun({ k6, script, k6Env, summaryFile, start, pgPid,
     await server.exited;
   }
   const rows = table ? await table.count() : undefined;
+  // The service's backends have ended with it, and each flushed its statistics on the way out.
+  const rowUpdates = table && updates0 !== undefined ? (await table.updates()) - updates0 : undefined;
 
   const summary = JSON.parse(await readFile(summaryFile, 'utf8'));
   const m = summary.metrics;
@@ -69,7 +77,9 @@ export async function measureRun({ k6, script, k6Env, summaryFile, start, pgPid,
     k6Items,
     items,
     itemsPerSec: items / seconds,
+    sent,
     sentPerSec: sent / seconds,
+    rowUpdates,
     requests: m.http_reqs.values.count,
     requestsPerSec: m.http_reqs.values.rate,
     p50: d.med, p95: d['p(95)'], p99: d['p(99)'],

@@ -68,31 +68,36 @@ ${panel(470, 'p95 latency (ms)', (r) => r.p95, (v) => v.toFixed(0))}
 
 const ratioText = (/** @type {number | undefined} */ v) => (v === undefined ? '–' : `${v.toFixed(2)}×`);
 
+/** A number that may be missing or NaN. @param {number | undefined} v @param {(v: number) => string} f */
+const maybe = (v, f) => (v === undefined || Number.isNaN(v) ? '–' : f(v));
+
 /**
- * The capacity table: per load and sluice variant, medians over rounds beside the naive endpoint's,
- * and the sluice/naive ratio (median of the rounds' ratios, with their range).
+ * The capacity table: per load and sluice variant, medians over rounds beside the references',
+ * the sluice/naive ratio (median of the rounds' ratios, with their range), and what a user costs:
+ * CPU microseconds of the service's process and of PostgreSQL per user sent (per request at one
+ * user a request), sluice's and the naive endpoint's, and the no-op Express endpoint's service cost.
  * @param {import('./capacity.js').CapacityLine[]} lines
  */
 export function capacityTable(lines) {
-  const head = '| load | variant | × naive | users/s | naive users/s | p99 ms | naive p99 ms | service CPU s | naive CPU s | service RSS MiB | naive RSS MiB | DB CPU s | naive DB CPU s | errors (naive) |';
+  const head = '| load | variant | × naive | users/s | naive users/s | p99 ms | naive p99 ms | service µs/user | naive service µs/user | no-op service µs/user | DB µs/user | naive DB µs/user | service RSS MiB | row updates | errors (naive) |';
   const out = [head, head.replace(/[^|]+/g, ' --- ')];
   for (const l of lines) {
     const range = l.ratios.length > 1 ? ` (${Math.min(...l.ratios).toFixed(2)}–${Math.max(...l.ratios).toFixed(2)})` : '';
     const users = l.sentPerSec !== undefined && Math.abs(l.sentPerSec - l.usersPerSec) > 0.5 ? `${n0(l.usersPerSec)} new of ${n0(l.sentPerSec)} sent` : n0(l.usersPerSec);
-    out.push(`| ${l.load} | ${l.variant} | ${ratioText(l.ratio)}${range} | ${users} | ${n0(l.naive?.usersPerSec)} | ${n1(l.p99)} | ${n1(l.naive?.p99)} | ${n1(l.serviceCpuSeconds)} | ${n1(l.naive?.serviceCpuSeconds)} | ${n0(l.servicePeakRssMiB)} | ${n0(l.naive?.servicePeakRssMiB)} | ${n1(l.dbCpuSeconds)} | ${n1(l.naive?.dbCpuSeconds)} | ${l.errors} (${l.naive?.errors ?? '–'}) |`);
+    out.push(`| ${l.load} | ${l.variant} | ${ratioText(l.ratio)}${range} | ${users} | ${n0(l.naive?.usersPerSec)} | ${n1(l.p99)} | ${n1(l.naive?.p99)} | ${maybe(l.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.naive?.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.noop?.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.dbUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.naive?.dbUsPerUser, (v) => v.toFixed(1))} | ${n0(l.servicePeakRssMiB)} | ${maybe(l.rowUpdates, (v) => n0(v))} | ${l.errors} (${l.naive?.errors ?? '–'}) |`);
   }
   return out.join('\n');
 }
 
 /**
  * Every capacity run in the order it ran, for checking a median against what it came from.
- * @param {Array<{ load: string, variant: string, round: number, usersPerSec: number, sentPerSec?: number, k6Items: number, rows: number, requestsPerSec: number, p50: number, p95: number, p99: number, errors: number, serviceCpuSeconds: number, servicePeakRssMiB: number, dbCpuSeconds: number, k6CpuSeconds: number }>} runs
+ * @param {Array<{ load: string, variant: string, round: number, usersPerSec: number, sentPerSec?: number, k6Items: number, rows?: number, sent?: number, rowUpdates?: number, requestsPerSec: number, p50: number, p95: number, p99: number, errors: number, serviceCpuSeconds: number, servicePeakRssMiB: number, dbCpuSeconds: number, k6CpuSeconds: number }>} runs
  */
 export function runsTable(runs) {
-  const head = '| load | variant | round | users/s | rows | k6 inserted | requests/s | p50 ms | p95 ms | p99 ms | errors | service CPU s | service RSS MiB | DB CPU s | k6 CPU s |';
+  const head = '| load | variant | round | users/s | rows | k6 inserted | sent | requests/s | p50 ms | p95 ms | p99 ms | errors | service CPU s | service RSS MiB | DB CPU s | row updates | k6 CPU s |';
   const out = [head, head.replace(/[^|]+/g, ' --- ')];
   for (const r of runs) {
-    out.push(`| ${r.load} | ${r.variant} | ${r.round + 1} | ${n0(r.usersPerSec)} | ${n0(r.rows)} | ${n0(r.k6Items)} | ${n1(r.requestsPerSec)} | ${n1(r.p50)} | ${n1(r.p95)} | ${n1(r.p99)} | ${r.errors} | ${n1(r.serviceCpuSeconds)} | ${n0(r.servicePeakRssMiB)} | ${n1(r.dbCpuSeconds)} | ${n1(r.k6CpuSeconds)} |`);
+    out.push(`| ${r.load} | ${r.variant} | ${r.round + 1} | ${n0(r.usersPerSec)} | ${n0(r.rows)} | ${n0(r.k6Items)} | ${n0(r.sent)} | ${n1(r.requestsPerSec)} | ${n1(r.p50)} | ${n1(r.p95)} | ${n1(r.p99)} | ${r.errors} | ${n1(r.serviceCpuSeconds)} | ${n0(r.servicePeakRssMiB)} | ${n1(r.dbCpuSeconds)} | ${n0(r.rowUpdates)} | ${n1(r.k6CpuSeconds)} |`);
   }
   return out.join('\n');
 }

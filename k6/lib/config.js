@@ -9,8 +9,12 @@ export const RUN_ID = __ENV.RUN_ID || `${Date.now().toString(36)}${Math.floor(Ma
 /**
  * 1: a replay-heavy load. Every odd iteration resends the users of the VU's previous iteration,
  * all already stored, so half the requests are replays that should insert nothing (answered 200).
+ * changed: the same, with a new name for every user, so that a merge (RESOLUTION=merge) updates
+ * every replayed row.
  */
-export const REPLAY = __ENV.REPLAY === '1';
+export const REPLAY = __ENV.REPLAY === '1' || __ENV.REPLAY === 'changed' ? __ENV.REPLAY : '';
+/** merge: every request asks `Prefer: resolution=merge-duplicates`; else the default (ignore). */
+export const RESOLUTION = __ENV.RESOLUTION === 'merge' ? 'merge' : 'ignore';
 /** Where handleSummary writes k6's summary data as JSON; unset, no file (the bench and smoke test set it). */
 export const SUMMARY_FILE = __ENV.SUMMARY_FILE || '';
 

@@ -1,19 +1,25 @@
 import { check, sleep } from 'k6';
 import http from 'k6/http';
 import { Counter, Rate } from 'k6/metrics';
-import { BASE_URL, MODE, REPLAY, RUN_ID, TOKEN } from './config.js';
+import { BASE_URL, MODE, REPLAY, RESOLUTION, RUN_ID, TOKEN } from './config.js';
 
 export const insertedItems = new Counter('inserted_items');
+export const updatedItems = new Counter('updated_items');
 export const sentItems = new Counter('sent_items');
 export const successfulRequests = new Rate('successful_requests');
 
 const params = {
-  headers: { 'Content-Type': 'application/json', ...(TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {}) },
+  headers: {
+    'Content-Type': 'application/json',
+    ...(TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {}),
+    ...(RESOLUTION === 'merge' ? { Prefer: 'resolution=merge-duplicates' } : {}),
+  },
   tags: { name: 'POST /users' },
   timeout: '60s',
 };
 
 const ITER_MARK = '@ITER@';
+const NAME_MARK = '@NAME@';
 /** @type {Record<number, string>} this VU's body template per batch size */
 const templates = {};
 
@@ -23,32 +29,38 @@ const templates = {};
  * native replaceAll, so the load generator does not eat the CPU the service and database need.
  * @param {number} size
  * @param {number} [iteration]  whose users: this iteration's unless a replay asks for an earlier one
+ * @param {string} [name]  how the names begin ('Load'; a changed replay gives another)
  */
-export function makeBatch(size, iteration = __ITER) {
+export function makeBatch(size, iteration = __ITER, name = 'Load') {
   if (!templates[size]) {
     const users = new Array(size);
     for (let i = 0; i < size; i++) {
-      users[i] = { email: `k6-${RUN_ID}-${__VU}-${ITER_MARK}-${i}@load.test`, name: `Load ${__VU}.${ITER_MARK}.${i}`, phone: '+15550100100' };
+      users[i] = { email: `k6-${RUN_ID}-${__VU}-${ITER_MARK}-${i}@load.test`, name: `${NAME_MARK} ${__VU}.${ITER_MARK}.${i}`, phone: '+15550100100' };
     }
     templates[size] = JSON.stringify(users);
   }
-  return templates[size].replaceAll(ITER_MARK, String(iteration));
+  return templates[size].replaceAll(ITER_MARK, String(iteration)).replaceAll(NAME_MARK, name);
 }
 
 /**
- * One iteration: POST a batch of `size` users, count what the service says it inserted, then
- * (in the default closed mode) sleep 1 s like the reference experiment. Under REPLAY every odd
- * iteration resends the previous one's users and expects `200` with nothing inserted.
+ * One iteration: POST a batch of `size` users, count what the service says it inserted and
+ * updated, then (in the default closed mode) sleep 1 s like the reference experiment. Under
+ * REPLAY every odd iteration resends the previous one's users and expects `200` with nothing
+ * inserted; a changed replay merged updates every one of them.
  * @param {number} size
  */
 export function postBatch(size) {
-  const replay = REPLAY && __ITER % 2 === 1;
+  const replay = REPLAY !== '' && __ITER % 2 === 1;
+  const changed = replay && REPLAY === 'changed';
   const expected = replay ? 0 : size;
-  const res = http.post(`${BASE_URL}/users`, makeBatch(size, replay ? __ITER - 1 : __ITER), params);
+  const expectedUpdates = changed && RESOLUTION === 'merge' ? size : 0;
+  const res = http.post(`${BASE_URL}/users`, makeBatch(size, replay ? __ITER - 1 : __ITER, changed ? 'Changed' : 'Load'), params);
   let inserted = 0;
+  let updated = 0;
   if (res.status === 201 || res.status === 200) {
     try {
       inserted = res.json('inserted');
+      updated = res.json('updated');
     } catch (_) {
       inserted = 0;
     }
@@ -56,9 +68,11 @@ export function postBatch(size) {
   const ok = check(res, {
     'status is 201 (200 for a replay)': (r) => r.status === (replay ? 200 : 201),
     'every new user inserted, no replayed one': () => inserted === expected,
+    'every changed user merged, no other': () => updated === expectedUpdates,
   });
   successfulRequests.add(ok);
   insertedItems.add(inserted);
+  updatedItems.add(updated);
   sentItems.add(size);
   if (MODE !== 'capacity') sleep(1);
 }

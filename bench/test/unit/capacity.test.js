@@ -6,11 +6,11 @@ import { capacityTable, ratioChart } from '../../lib/report.js';
 const load = (/** @type {string} */ id) => /** @type {import('../../lib/capacity.js').Load} */ (LOADS.find((l) => l.id === id));
 
 describe('capacity plan and ratios', () => {
-  test('each round of variants sits between two naive runs; replay loads have no naive runs and only their variants', () => {
+  test('each round of variants sits between two naive runs, after the no-op reference; replay loads have no references and only their variants', () => {
     const plan = planRuns([load('1x100'), load('1000x8-replay')], ['default', 'unnest', 'copy'], 2);
     assert.deepEqual(plan.map((p) => `${p.load.id}:${p.variant}:${p.round}`), [
-      '1x100:naive:0', '1x100:default:0', '1x100:unnest:0', '1x100:copy:0',
-      '1x100:naive:1', '1x100:default:1', '1x100:unnest:1', '1x100:copy:1',
+      '1x100:naive:0', '1x100:noop:0', '1x100:default:0', '1x100:unnest:0', '1x100:copy:0',
+      '1x100:naive:1', '1x100:noop:1', '1x100:default:1', '1x100:unnest:1', '1x100:copy:1',
       '1x100:naive:2',
       '1000x8-replay:default:0', '1000x8-replay:copy:0', '1000x8-replay:default:1', '1000x8-replay:copy:1',
     ]);
@@ -40,6 +40,22 @@ describe('capacity plan and ratios', () => {
     const [line] = summarise([{ load: '1000x8-replay', variant: 'copy', round: 0, usersPerSec: 5, sentPerSec: 10, p99: 1, errors: 0, serviceCpuSeconds: 1, servicePeakRssMiB: 1, dbCpuSeconds: 1 }]);
     assert.equal(line.ratio, undefined);
     assert.match(capacityTable([line]), /5 new of 10 sent/);
+  });
+
+  test('cost per user: CPU microseconds per user sent, sluice beside the naive and no-op references', () => {
+    const base = { p99: 10, errors: 0, servicePeakRssMiB: 100 };
+    const runs = [
+      { ...base, load: '1000x8', variant: 'naive', round: 0, usersPerSec: 1000, sent: 100_000, serviceCpuSeconds: 0.24, dbCpuSeconds: 0.81 },
+      { ...base, load: '1000x8', variant: 'noop', round: 0, usersPerSec: 5000, sent: 200_000, serviceCpuSeconds: 0.2, dbCpuSeconds: 0 },
+      { ...base, load: '1000x8', variant: 'default', round: 0, usersPerSec: 1200, sent: 100_000, rowUpdates: 0, serviceCpuSeconds: 0.26, dbCpuSeconds: 0.5 },
+      { ...base, load: '1000x8', variant: 'naive', round: 1, usersPerSec: 1000, sent: 100_000, serviceCpuSeconds: 0.24, dbCpuSeconds: 0.81 },
+    ];
+    const [line] = summarise(runs);
+    assert.equal(line.variant, 'default', 'the references are not variants of their own');
+    assert.ok(Math.abs(line.serviceUsPerUser - 2.6) < 1e-9 && Math.abs(line.dbUsPerUser - 5) < 1e-9);
+    assert.ok(Math.abs(/** @type {number} */ (line.naive?.dbUsPerUser) - 8.1) < 1e-9);
+    assert.ok(Math.abs(/** @type {number} */ (line.noop?.serviceUsPerUser) - 1) < 1e-9);
+    assert.match(capacityTable([line]), /\| 2\.6 \| 2\.4 \| 1\.0 \| 5\.0 \| 8\.1 \| 100 \| 0 \|/);
   });
 
   test('median', () => {
