@@ -4,7 +4,7 @@ import { AdmissionBudget, admitRequest } from './http/admission.js';
 import { errorHandler } from './http/error-handler.js';
 import { readJsonBody } from './http/json-body.js';
 import { readPreferences } from './http/prefer.js';
-import { requestLog } from './http/request-log.js';
+import { observeRequests } from './http/request-log.js';
 import { requireToken } from './http/require-token.js';
 import { createOpenApiDocument } from './openapi.js';
 import { createGroupCommit } from './users/group-commit.js';
@@ -50,16 +50,7 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
   app.disable('x-powered-by');
   // No ETag: every answer is to a POST or a probe, so hashing each body for one is wasted CPU.
   app.set('etag', false);
-  app.use(requestLog(logger, { quiet: (req) => req.url === '/healthz' || req.url === '/metrics' }));
-  app.use((req, res, next) => {
-    const end = metrics.httpDuration.startTimer();
-    res.on('finish', () => {
-      const route = req.route?.path ?? 'unmatched';
-      end({ method: req.method, route });
-      metrics.httpRequests.inc({ method: req.method, route, status: res.statusCode });
-    });
-    next();
-  });
+  app.use(observeRequests(app, logger, metrics, { quiet: (req) => req.url === '/healthz' || req.url === '/metrics' }));
 
   // The hot route first, on the app itself: under the single-user load every layer shows. Each step
   // refuses what it can before the next one costs anything; the body is read only once admitted.

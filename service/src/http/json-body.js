@@ -27,6 +27,10 @@ export function checkJsonHeaders(req, maxBodyBytes) {
 
   const header = req.headers['content-type'];
   if (!header) return { error: new ApiError('unsupported_media_type', 'Content-Type must be application/json (it is missing)') };
+  // What nearly every client sends, and nothing else about the request unusual: no parsing.
+  if (COMMON_TYPES.has(header) && req.headers['transfer-encoding'] === undefined && req.headers['content-encoding'] === undefined) {
+    return withinLimit(req, maxBodyBytes) ?? PLAIN_BODY;
+  }
   const type = parseMediaType(header);
   if (!type) return { error: new ApiError('unsupported_media_type', 'Content-Type is malformed (RFC 9110); send application/json') };
   if (type.type !== 'application/json') return { error: new ApiError('unsupported_media_type', 'Content-Type must be application/json') };
@@ -55,14 +59,22 @@ export function checkJsonHeaders(req, maxBodyBytes) {
     return { error: new ApiError('unsupported_encoding', `Content-Encoding ${coding} is not supported; send gzip or deflate, or none`) };
   }
 
-  // Node has already refused a Content-Length that is not a number, or one given twice with two
-  // values, or one beside Transfer-Encoding. One over the limit is refused before it is read, even
-  // compressed: a compressed JSON body is smaller than the JSON.
+  return withinLimit(req, maxBodyBytes) ?? { decoder: coding === undefined ? null : DECODERS[/** @type {keyof typeof DECODERS} */ (coding)] };
+}
+
+const COMMON_TYPES = new Set(['application/json', 'application/json; charset=utf-8', 'application/json;charset=utf-8', 'application/json; charset=UTF-8']);
+const PLAIN_BODY = Object.freeze({ decoder: null });
+
+/**
+ * Node has already refused a Content-Length that is not a number, or one given twice with two
+ * values, or one beside Transfer-Encoding. One over the limit is refused before it is read, even
+ * compressed: a compressed JSON body is smaller than the JSON.
+ * @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes
+ */
+function withinLimit(req, maxBodyBytes) {
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > maxBodyBytes) {
-    return { error: new ApiError('payload_too_large', `Content-Length ${declared} is over MAX_BODY_BYTES (${maxBodyBytes})`) };
-  }
-  return { decoder: coding === undefined ? null : DECODERS[/** @type {keyof typeof DECODERS} */ (coding)] };
+  if (declared <= maxBodyBytes) return undefined;
+  return { error: new ApiError('payload_too_large', `Content-Length ${declared} is over MAX_BODY_BYTES (${maxBodyBytes})`) };
 }
 
 /**

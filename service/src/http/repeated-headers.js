@@ -11,7 +11,10 @@ export function repeatedHeaders(req, names) {
   const seen = new Set();
   /** @type {string[]} */
   const repeated = [];
+  const lengths = names.map((n) => n.length);
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    // A length first: most headers are ruled out without lower-casing (a new string) each.
+    if (!lengths.includes(req.rawHeaders[i].length)) continue;
     const name = req.rawHeaders[i].toLowerCase();
     if (!names.includes(name)) continue;
     if (seen.has(name) && !repeated.includes(name)) repeated.push(name);
