@@ -41,6 +41,9 @@ export function postUsers({ writeUsers, maxBatchItems, metrics }) {
     metrics.usersInserted.inc(inserted);
     if (updated > 0) metrics.usersUpdated.inc(updated);
     if (res.locals.preferenceApplied) res.setHeader('Preference-Applied', res.locals.preferenceApplied);
-    res.status(inserted > 0 ? 201 : 200).json({ received, inserted, updated, duplicates: received - inserted });
+    // Written directly rather than through res.status().json(): Express's checks of the status, the
+    // type and the body are a few percent of a single-user request's CPU, and this answer never varies.
+    const body = JSON.stringify({ received, inserted, updated, duplicates: received - inserted });
+    res.writeHead(inserted > 0 ? 201 : 200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
   };
 }
