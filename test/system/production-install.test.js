@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { runNode } from '../support/child-process.js';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -37,14 +37,7 @@ function runInImage(image, command, env) {
   const [cmd, ...args] = command;
   assert.equal(cmd, 'node');
   // Only the image's variables and the test's: nothing from this shell (NODE_OPTIONS, NODE_PATH) leaks in.
-  const child = spawn(process.execPath, args, { cwd: image.workdir, env: { PATH: process.env.PATH, ...image.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  /** @type {Promise<number | null>} */
-  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, exited, out: () => stdout, err: () => stderr };
+  return runNode(args, { cwd: image.workdir, env: { PATH: process.env.PATH, ...image.env, ...env } });
 }
 
 describe('service/Dockerfile: the production install runs the migrations and the service', () => {

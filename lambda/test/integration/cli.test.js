@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { runNode } from '../../../test/support/child-process.js';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
@@ -9,13 +9,7 @@ const bin = (/** @type {string} */ name) => fileURLToPath(new URL(`../../local/b
 
 /** @param {string} script @param {string[]} args @param {Record<string, string>} env */
 function run(script, args, env) {
-  const child = spawn(process.execPath, [bin(script), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, exited, out: () => stdout, err: () => stderr };
+  return runNode([bin(script), ...args], { env: { ...process.env, ...env } });
 }
 
 describe('the producer and feeder commands', () => {
