@@ -4,16 +4,7 @@
  * from the database's Secrets Manager secret as separate variables, so no URL holding the password
  * ever has to be written into a template.
  */
-
-export class DatabaseUrlError extends Error {
-  /** @param {string} variable @param {string} problem */
-  constructor(variable, problem) {
-    super(`${variable} ${problem}`);
-    this.name = 'DatabaseUrlError';
-    this.variable = variable;
-    this.problem = problem;
-  }
-}
+import { ConfigError } from './config-error.js';
 
 // The modes pg understands; verify-full is the only one that also checks the server's name.
 const SSL_MODES = ['disable', 'no-verify', 'require', 'verify-ca', 'verify-full'];
@@ -30,17 +21,17 @@ export function databaseUrlFromEnv(env) {
 
   const required = (/** @type {string} */ name) => {
     const value = env[name];
-    if (!value) throw new DatabaseUrlError(name, 'is required when PGHOST is set');
+    if (!value) throw new ConfigError(name, 'is required when PGHOST is set');
     return value;
   };
   const user = required('PGUSER');
   const password = required('PGPASSWORD');
   const database = env.PGDATABASE?.trim() || user;
   const port = env.PGPORT?.trim() || '5432';
-  if (!/^\d{1,5}$/.test(port)) throw new DatabaseUrlError('PGPORT', `must be a port number, got ${JSON.stringify(port)}`);
+  if (!/^\d{1,5}$/.test(port)) throw new ConfigError('PGPORT', `must be a port number, got ${JSON.stringify(port)}`);
   const sslMode = env.PGSSLMODE?.trim();
   if (sslMode && !SSL_MODES.includes(sslMode)) {
-    throw new DatabaseUrlError('PGSSLMODE', `must be one of ${SSL_MODES.join(', ')}, got ${JSON.stringify(sslMode)}`);
+    throw new ConfigError('PGSSLMODE', `must be one of ${SSL_MODES.join(', ')}, got ${JSON.stringify(sslMode)}`);
   }
 
   // Every part percent-encoded: a generated password may hold @, :, / or %.

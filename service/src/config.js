@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { DatabaseUrlError, databaseUrlFromEnv } from '@sluice/db/database-url';
+import { databaseUrlFromEnv } from '@sluice/db/database-url';
 import { ConfigError } from './errors.js';
 import { STRATEGIES } from './users/user-repository.js';
 
@@ -60,7 +60,7 @@ export function loadConfig(env = process.env) {
     throw new ConfigError(name, `must be on or off, got ${JSON.stringify(env[name])}`);
   };
 
-  const databaseUrl = databaseUrlOrPgVariables(env);
+  const databaseUrl = databaseUrlFromEnv(env);
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
   }
@@ -93,18 +93,4 @@ export function loadConfig(env = process.env) {
     admissionBudgetBytes: int('ADMISSION_BUDGET_BYTES', DEFAULT_ADMISSION_BUDGET_BYTES, 64 * 1024, 1024 * 1024 * 1024),
     admissionWaitMs: int('ADMISSION_WAIT_MS', 2000, 0, 600_000),
   };
-}
-
-/**
- * DATABASE_URL, or one built from PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and PGSSLMODE
- * (how ECS hands over the RDS secret); a missing or bad one is named in the error.
- * @param {NodeJS.ProcessEnv} env
- */
-function databaseUrlOrPgVariables(env) {
-  try {
-    return databaseUrlFromEnv(env);
-  } catch (err) {
-    if (err instanceof DatabaseUrlError) throw new ConfigError(err.variable, err.problem);
-    throw err;
-  }
 }

@@ -79,11 +79,5 @@ export class DatabaseUnavailableError extends ApiError {
   }
 }
 
-export class ConfigError extends Error {
-  /** @param {string} variable @param {string} problem */
-  constructor(variable, problem) {
-    super(`${variable} ${problem}`);
-    this.name = 'ConfigError';
-    this.variable = variable;
-  }
-}
+// Bad configuration: the one class for the service and its migrations (db/src/config-error.js).
+export { ConfigError } from '@sluice/db/config-error';

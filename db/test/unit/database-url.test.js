@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DatabaseUrlError, databaseUrlFromEnv } from '../../src/database-url.js';
+import { ConfigError } from '../../src/config-error.js';
+import { databaseUrlFromEnv } from '../../src/database-url.js';
 
 describe('databaseUrlFromEnv (unit)', () => {
   test('DATABASE_URL wins when set', () => {
@@ -31,7 +32,7 @@ describe('databaseUrlFromEnv (unit)', () => {
     ['PGSSLMODE', { PGHOST: 'h', PGUSER: 'u', PGPASSWORD: 'p', PGSSLMODE: 'sometimes' }],
   ])) {
     test(`a missing or bad ${variable} is refused with its name`, () => {
-      assert.throws(() => databaseUrlFromEnv(env), (err) => err instanceof DatabaseUrlError && err.variable === variable && err.message.startsWith(variable));
+      assert.throws(() => databaseUrlFromEnv(env), (err) => err instanceof ConfigError && err.variable === variable && err.message.startsWith(variable));
     });
   }
 });

@@ -2,15 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { API_ERRORS, ApiError, DatabaseUnavailableError, InvalidBatchError } from '../errors.js';
 import { finishUnreadBody } from './unread-body.js';
 
-// raw-body (which reads bodies in http/json-body.js) signals its failures with `type`.
-/** @type {Record<string, import('../errors.js').ApiErrorCode>} */
-const BODY_READ_ERRORS = {
-  'entity.too.large': 'payload_too_large',
-  'request.size.invalid': 'bad_request',
-};
-// The client went away mid-body: nobody is left to answer.
-const CLIENT_GONE = 'request.aborted';
-
 /**
  * The answer to an error, as the catalogue declares it: status, headers and JSON body. Anything
  * that is not a refusal from the catalogue is a 500 with a fresh error id.
@@ -18,8 +9,7 @@ const CLIENT_GONE = 'request.aborted';
  * @returns {{ status: number, headers: Record<string, string>, body: Record<string, unknown>, apiError: ApiError | undefined }}
  */
 export function describeError(err) {
-  const readError = typeof (/** @type {any} */ (err)?.type) === 'string' ? BODY_READ_ERRORS[/** @type {any} */ (err).type] : undefined;
-  const apiError = err instanceof ApiError ? err : readError ? new ApiError(readError) : undefined;
+  const apiError = err instanceof ApiError ? err : undefined;
   if (!apiError) {
     const errorId = randomUUID();
     return { status: 500, headers: {}, body: { error: 'internal', message: API_ERRORS.internal.message, errorId }, apiError };
@@ -42,7 +32,7 @@ export function describeError(err) {
  */
 export function errorHandler(limits) {
   return (err, req, res, _next) => {
-    if (res.headersSent || err?.type === CLIENT_GONE) return req.socket.destroy();
+    if (res.headersSent) return req.socket.destroy();
     const { status, headers, body, apiError } = describeError(err);
     if (apiError instanceof DatabaseUnavailableError) req.log.warn({ cause: describeCause(apiError.cause) }, 'database unavailable');
     if (!apiError) req.log.error({ err, errorId: body.errorId }, 'unexpected error');

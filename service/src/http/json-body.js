@@ -135,6 +135,8 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
         req.unpipe(decoder);
         decoder.destroy();
       }
+      // The client went away mid-body: nobody is left to answer.
+      if (isClientGone(err)) return req.socket.destroy();
       if (err) return next(describeReadError(err, decoder !== undefined));
       if (decoder) req.resume(); // anything after the compressed stream, so the request ends
       try {
@@ -155,16 +157,25 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
   };
 }
 
+// raw-body's failures, by its `type`: this is the one place that knows them.
+/** @type {Record<string, () => ApiError>} */
+const READ_ERRORS = {
+  'entity.too.large': () => new ApiError('payload_too_large'),
+  'request.size.invalid': () => new ApiError('bad_request', 'the body does not match its Content-Length; nothing was read or written'),
+};
+/** @param {unknown} err */
+const isClientGone = (err) => /** @type {{ type?: unknown }} */ (err)?.type === 'request.aborted';
+
 /**
- * raw-body's own errors carry a `type` the error handler knows; a decoder's error means the body
- * was not the compressed data its Content-Encoding said.
+ * A failure while reading the body, as the catalogue's answer: raw-body's own by their type; the
+ * decoder's, which means the body was not the compressed data its Content-Encoding said; ours
+ * (admission's overflow, the body timeout) as they are.
  * @param {unknown} err
  * @param {boolean} compressed
  */
 function describeReadError(err, compressed) {
-  const known = err instanceof ApiError || typeof (/** @type {{ type?: unknown }} */ (err)?.type) === 'string';
-  if (compressed && !known) {
-    return new ApiError('malformed_encoding');
-  }
-  return err;
+  if (err instanceof ApiError) return err;
+  const type = /** @type {{ type?: unknown }} */ (err)?.type;
+  if (typeof type === 'string' && Object.hasOwn(READ_ERRORS, type)) return READ_ERRORS[type]();
+  return compressed ? new ApiError('malformed_encoding') : err;
 }
