@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { ServiceUnavailableError } from '../../src/errors.js';
 import { handler } from '../../src/handler.js';
+import { setEnv } from '../../../test/support/env.js';
 import { captureHandlerOutput } from '../support/handler-output.js';
 import { lambdaContext, makeEvent, makeRecord } from '../support/sqs-events.js';
 import { startStubService } from '../support/stub-service.js';
@@ -14,11 +15,13 @@ const failures = (/** @type {any} */ result) => result.batchItemFailures.map((/*
 describe('handler (unit, scripted service)', () => {
   /** @type {Awaited<ReturnType<typeof startStubService>> | undefined} */ let stub;
   /** @type {ReturnType<typeof captureHandlerOutput>} */ let output;
+  /** @type {() => void} */ let restoreEnv = () => {};
   beforeEach(() => {
     output = captureHandlerOutput();
   });
   afterEach(async () => {
     output.restore();
+    restoreEnv();
     await stub?.close();
     stub = undefined;
   });
@@ -26,7 +29,7 @@ describe('handler (unit, scripted service)', () => {
   /** @param {Parameters<typeof startStubService>[0]} respond @param {Record<string, string>} [env] */
   async function withService(respond, env = {}) {
     stub = await startStubService(respond);
-    Object.assign(process.env, { SERVICE_URL: stub.url, POST_CHUNK_ITEMS: '1000', POST_CONCURRENCY: '4', RETRY_BASE_MS: '20', RETRY_MAX_MS: '200', SAFETY_MARGIN_MS: '100', ...env });
+    restoreEnv = setEnv({ SERVICE_URL: stub.url, POST_CHUNK_ITEMS: '1000', POST_CONCURRENCY: '4', RETRY_BASE_MS: '20', RETRY_MAX_MS: '200', SAFETY_MARGIN_MS: '100', ...env });
     // The handler reads its configuration once per cold start: load it afresh for each test.
     const fresh = await import(`../../src/handler.js?case=${Math.random()}`);
     return /** @type {typeof handler} */ (fresh.handler);
