@@ -32,14 +32,23 @@ describe('packMessages (unit)', () => {
     assert.deepEqual(JSON.parse(one[0].body), users[0]);
   });
 
-  test('a message is closed early rather than pass 256 KiB, and may fill it to the byte', async () => {
+  test('a message is closed early rather than pass 256 KiB', async () => {
     // Three users of a third of the limit each: the brackets and commas make the third not fit.
     const third = Math.floor(MAX_MESSAGE_BYTES / 3);
     const messages = await collect(packMessages([userOfSize(0, third), userOfSize(1, third), userOfSize(2, third)], 100));
     assert.deepEqual(messages.map((m) => m.users), [2, 1]);
-    // One user exactly as large as fits: [ + user + ] is the limit.
-    const [full] = await collect(packMessages([userOfSize(0, MAX_MESSAGE_BYTES - 3)], 100));
-    assert.ok(Buffer.byteLength(full.body) <= MAX_MESSAGE_BYTES, `${Buffer.byteLength(full.body)} bytes`);
+  });
+
+  test('every message, not only the first, is packed to within a byte of the limit and never past it', async () => {
+    const first = userOfSize(0, MAX_MESSAGE_BYTES - 3);
+    // Two users whose message ([a,b]) would be one byte over: they go apart.
+    const over = await collect(packMessages([first, userOfSize(1, 1000), userOfSize(2, MAX_MESSAGE_BYTES - 1002)], 100));
+    assert.deepEqual(over.map((m) => m.users), [1, 1, 1]);
+    // Two that make a message one byte under the limit: they go together.
+    const under = await collect(packMessages([first, userOfSize(1, 1000), userOfSize(2, MAX_MESSAGE_BYTES - 1004)], 100));
+    assert.deepEqual(under.map((m) => m.users), [1, 2]);
+    for (const m of [...over, ...under]) assert.ok(Buffer.byteLength(m.body) <= MAX_MESSAGE_BYTES, `a message of ${Buffer.byteLength(m.body)} bytes`);
+    assert.equal(Buffer.byteLength(under[1].body), MAX_MESSAGE_BYTES - 1);
   });
 
   test('a user that cannot fit in any message stops the run with its size', async () => {

@@ -121,6 +121,7 @@ describe('admission budget (unit)', () => {
     assert.equal(await settled(waiting), false, 'still waiting 1 ms before the bound');
     assert.equal(budget.usage.waiting, 1);
     mock.timers.tick(1);
+    assert.equal(await settled(waiting), true, 'refused at the bound');
     await assert.rejects(waiting, refusedFor('timeout'));
     assert.equal(budget.usage.waiting, 0);
   });
