@@ -18,10 +18,11 @@ describe('the service stops for a while mid-drain', () => {
     sqs.destroy();
   });
 
-  test('every user is stored exactly once and no message reaches the DLQ', async () => {
+  test('every user is stored exactly once and no message reaches the DLQ', async (t) => {
     const port = String(await freePort());
     const env = { DATABASE_URL: db.url, PORT: port };
     let service = await startServerProcess(env);
+    t.after(() => service.stop());
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 5, maxReceiveCount: 5 });
     const users = function* () {
       for (let i = 0; i < 30_000; i++) yield { email: `outage-${i}@example.com`, name: `Outage ${i}` };
@@ -29,7 +30,8 @@ describe('the service stops for a while mid-drain', () => {
     await sendMessages({ sqs, queueUrl: queues.queueUrl, messages: packMessages(users(), 100) });
 
     // Small invocations, so the drain is still going when the service goes away.
-    const { runner, handlerLogs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: service.baseUrl, batchSize: 10, functionTimeoutMs: 8_000 });
+    const { stop, handlerLogs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: service.baseUrl, batchSize: 10, functionTimeoutMs: 8_000 });
+    t.after(stop);
     await waitUntil(async () => (await db.countUsers()) >= 3_000, 'the drain to be under way');
     service.child.kill('SIGKILL');
     await service.exited;
@@ -39,7 +41,7 @@ describe('the service stops for a while mid-drain', () => {
     service = await startServerProcess(env);
 
     await waitUntil(async () => (await db.countUsers()) >= 30_000 && (await queues.depth(queues.queueUrl)) === 0, 'the rest of the drain', 120_000);
-    await runner.stop();
+    await stop();
     service.child.kill('SIGTERM');
     await service.exited;
 

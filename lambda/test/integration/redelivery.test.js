@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { after, describe, test } from 'node:test';
+import { setEnv } from '../../../test/support/env.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
 import { lambdaContext, toLambdaRecord } from '../../src/sqs-event.js';
 import { captureHandlerOutput } from '../support/handler-output.js';
@@ -11,10 +12,11 @@ describe('redelivery', () => {
   const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn' });
   after(() => sqs.destroy());
 
-  test('a message delivered twice (its visibility ran out mid-processing) stores its users once', async () => {
-    process.env.SERVICE_URL = ctx.app.baseUrl;
+  test('a message delivered twice (its visibility ran out mid-processing) stores its users once', async (t) => {
+    t.after(setEnv({ SERVICE_URL: ctx.app.baseUrl }));
     const { handler } = await import('../../src/handler.js');
-    captureHandlerOutput();
+    const output = captureHandlerOutput();
+    t.after(output.restore);
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 });
     const users = Array.from({ length: 50 }, (_, i) => ({ email: `twice-${i}@example.com`, name: `Twice ${i}` }));
     await queues.send([JSON.stringify(users)]);
