@@ -75,7 +75,9 @@ describe('handler (unit, scripted service)', () => {
     const answeredAt = /** @type {number[]} */ ([]);
     const run = await withService((users, n) => {
       answeredAt.push(Date.now());
-      return n <= 2 ? [503, { error: 'database_unavailable' }, { 'retry-after': '1' }] : stored(users);
+      // Retry-After on the first refusal only: the second retry waits the (short) backoff.
+      if (n === 1) return [503, { error: 'database_unavailable' }, { 'retry-after': '1' }];
+      return n === 2 ? [503, { error: 'database_unavailable' }] : stored(users);
     });
     const result = await run(makeEvent([user('r1')]), lambdaContext(20_000));
     assert.deepEqual(result, { batchItemFailures: [] });
@@ -87,20 +89,20 @@ describe('handler (unit, scripted service)', () => {
   });
 
   test('the time budget is respected: no retry starts past the deadline, the messages fail', async () => {
-    const run = await withService(() => [503, { error: 'database_unavailable' }], { SAFETY_MARGIN_MS: '500' });
+    const run = await withService(() => [503, { error: 'database_unavailable' }], { SAFETY_MARGIN_MS: '400' });
     const good = makeRecord(user('late'));
     const poison = makeRecord('nope');
     const started = Date.now();
-    const result = await run({ Records: [good, poison] }, lambdaContext(2_000));
+    const result = await run({ Records: [good, poison] }, lambdaContext(1_000));
     const took = Date.now() - started;
-    assert.ok(took < 2_000, `returned within the invocation's time (${took} ms)`);
+    assert.ok(took < 1_000, `returned within the invocation's time (${took} ms)`);
     assert.deepEqual(failures(result), [good.messageId, poison.messageId].sort());
   });
 
   test('when every message failed because the service is down, it throws so Lambda backs off', async () => {
     const run = await withService(() => [503, { error: 'database_unavailable' }]);
     await stub?.close();
-    await assert.rejects(run(makeEvent([user('x'), user('y')]), lambdaContext(1_500)), ServiceUnavailableError);
+    await assert.rejects(run(makeEvent([user('x'), user('y')]), lambdaContext(600)), ServiceUnavailableError);
   });
 
   test('a wrong token does not send good messages to the dead-letter queue', async () => {
@@ -153,7 +155,7 @@ describe('handler (unit, scripted service)', () => {
   test('an invocation that throws (service down) still emits its figures', async () => {
     const run = await withService(() => [503, { error: 'database_unavailable' }]);
     await stub?.close();
-    await assert.rejects(run(makeEvent([user('x')]), lambdaContext(1_500)), ServiceUnavailableError);
+    await assert.rejects(run(makeEvent([user('x')]), lambdaContext(600)), ServiceUnavailableError);
     assert.equal(output.metrics.length, 1);
     assert.equal(output.metrics[0].messagesFailed, 1);
     assert.equal(output.metrics[0].usersStored, 0);
