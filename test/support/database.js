@@ -52,11 +52,6 @@ export async function createTestDatabase({ serverUrl = adminUrl(), migrated = tr
       const { rows } = await pool.query('SELECT count(*)::int AS n FROM users');
       return rows[0].n;
     },
-    /** @returns {Promise<number>} emails stored more than once (the unique index says 0; this checks it) */
-    async duplicateEmails() {
-      const { rows } = await pool.query('SELECT count(*)::int AS n FROM (SELECT email FROM users GROUP BY email HAVING count(*) > 1) d');
-      return rows[0].n;
-    },
     /** @param {string[]} emails */
     async usersByEmail(emails) {
       const { rows } = await pool.query('SELECT email, name, phone, password_hash FROM users WHERE email = ANY($1)', [emails]);

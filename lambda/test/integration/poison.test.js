@@ -12,7 +12,7 @@ describe('poison messages', () => {
   const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn' });
   after(() => sqs.destroy());
 
-  test('10 malformed messages among 10,000 good ones: every good user stored, only the 10 in the DLQ', async () => {
+  test('10 malformed messages among 10,000 good ones: every good user stored, only the 10 in the DLQ', async (t) => {
     // A short visibility timeout, so the poison reappears (and reaches maxReceiveCount) quickly.
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 3 });
     const good = Array.from({ length: 10_000 }, (_, i) => JSON.stringify({ email: `good-${i}@example.com`, name: `Good ${i}` }));
@@ -24,9 +24,10 @@ describe('poison messages', () => {
     poison.forEach((p, i) => bodies.splice((i + 1) * 900, 0, p));
     await queues.send(bodies);
 
-    const { runner } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl });
+    const { stop } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl });
+    t.after(stop);
     await waitUntil(async () => (await queues.depth(queues.dlqUrl)) === 10 && (await queues.depth(queues.queueUrl)) === 0, 'the 10 poison messages in the DLQ', 120_000);
-    await runner.stop();
+    await stop();
 
     assert.equal(await ctx.db.countUsers(), 10_000, 'every good user, and no user of a poison message');
     const inDlq = [];

@@ -1,23 +1,41 @@
+import { setEnv } from '../../../test/support/env.js';
 import { LocalEventSource } from '../../local/local-runner.js';
 import { captureHandlerOutput } from './handler-output.js';
 
+let feeders = 0;
+
 /**
  * The local runner with the real handler, pointed at a queue. The handler reads its configuration
- * from the environment on first use, so SERVICE_URL and friends are set here first.
+ * from process.env on its first invocation, so SERVICE_URL and friends are set there until stop(),
+ * which puts them back (and stdout, whose handler lines are kept for assertions). stop() may be
+ * called twice: in the test, for the totals, and in its after hook, in case the test failed first.
  * @param {{ sqs: import('@aws-sdk/client-sqs').SQSClient, queueUrl: string, serviceUrl: string, env?: Record<string, string>,
  *   batchSize?: number, functionTimeoutMs?: number }} options
  */
 export async function startFeeder({ sqs, queueUrl, serviceUrl, env = {}, batchSize = 100, functionTimeoutMs = 30_000 }) {
-  Object.assign(process.env, { SERVICE_URL: serviceUrl, RETRY_BASE_MS: '100', RETRY_MAX_MS: '1000', SAFETY_MARGIN_MS: '1000', ...env });
-  const { handler } = await import('../../src/handler.js');
+  const restoreEnv = setEnv({ SERVICE_URL: serviceUrl, RETRY_BASE_MS: '100', RETRY_MAX_MS: '1000', SAFETY_MARGIN_MS: '1000', ...env });
+  // A handler of this feeder's own, so it reads the settings above, not an earlier feeder's.
+  const { handler } = await import(`../../src/handler.js?feeder=${++feeders}`);
   /** @type {any[]} */
   const logs = [];
-  // The handler's one line per invocation is kept for assertions instead of flooding the output.
-  const { logs: handlerLogs } = captureHandlerOutput();
+  const output = captureHandlerOutput();
   const runner = new LocalEventSource({
     sqs, queueUrl, handler, region: 'us-east-1', batchSize, batchWindowMs: 200, receivers: 4, concurrency: 2, functionTimeoutMs,
     waitTimeSeconds: 1, log: (line) => logs.push(line),
   });
   await runner.start();
-  return { runner, logs, handlerLogs };
+  /** @type {ReturnType<LocalEventSource['stop']> | undefined} */
+  let stopped;
+  return {
+    logs,
+    handlerLogs: output.logs,
+    /** Stops polling, lets the handler finish what was received, then restores process.env and stdout. */
+    stop() {
+      stopped ??= runner.stop().finally(() => {
+        output.restore();
+        restoreEnv();
+      });
+      return stopped;
+    },
+  };
 }

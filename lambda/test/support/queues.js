@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 
+// The queue tests import it from here.
+export { waitUntil } from '../../../test/support/wait.js';
+
 export function sqsEndpoint() {
   const endpoint = process.env.SLUICE_TEST_SQS_ENDPOINT;
   if (!endpoint) throw new Error('SLUICE_TEST_SQS_ENDPOINT is unset: run the tests with `npm test`, which starts ElasticMQ');
@@ -50,16 +53,4 @@ export async function createQueuePair(sqs, { visibilityTimeoutSeconds, maxReceiv
       await sqs.send(new DeleteQueueCommand({ QueueUrl: dlqUrl })).catch(() => {});
     },
   };
-}
-
-/**
- * Polls until `check` is true, or fails the test saying what it waited for.
- * @param {() => Promise<boolean>} check @param {string} what
- */
-export async function waitUntil(check, what, timeoutMs = 60_000, everyMs = 250) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { ServiceUnavailableError } from '../../src/errors.js';
 import { handler } from '../../src/handler.js';
+import { setEnv } from '../../../test/support/env.js';
 import { captureHandlerOutput } from '../support/handler-output.js';
 import { lambdaContext, makeEvent, makeRecord } from '../support/sqs-events.js';
 import { startStubService } from '../support/stub-service.js';
@@ -14,11 +15,13 @@ const failures = (/** @type {any} */ result) => result.batchItemFailures.map((/*
 describe('handler (unit, scripted service)', () => {
   /** @type {Awaited<ReturnType<typeof startStubService>> | undefined} */ let stub;
   /** @type {ReturnType<typeof captureHandlerOutput>} */ let output;
+  /** @type {() => void} */ let restoreEnv = () => {};
   beforeEach(() => {
     output = captureHandlerOutput();
   });
   afterEach(async () => {
     output.restore();
+    restoreEnv();
     await stub?.close();
     stub = undefined;
   });
@@ -26,7 +29,7 @@ describe('handler (unit, scripted service)', () => {
   /** @param {Parameters<typeof startStubService>[0]} respond @param {Record<string, string>} [env] */
   async function withService(respond, env = {}) {
     stub = await startStubService(respond);
-    Object.assign(process.env, { SERVICE_URL: stub.url, POST_CHUNK_ITEMS: '1000', POST_CONCURRENCY: '4', RETRY_BASE_MS: '20', RETRY_MAX_MS: '200', SAFETY_MARGIN_MS: '100', ...env });
+    restoreEnv = setEnv({ SERVICE_URL: stub.url, POST_CHUNK_ITEMS: '1000', POST_CONCURRENCY: '4', RETRY_BASE_MS: '20', RETRY_MAX_MS: '200', SAFETY_MARGIN_MS: '100', ...env });
     // The handler reads its configuration once per cold start: load it afresh for each test.
     const fresh = await import(`../../src/handler.js?case=${Math.random()}`);
     return /** @type {typeof handler} */ (fresh.handler);
@@ -72,7 +75,9 @@ describe('handler (unit, scripted service)', () => {
     const answeredAt = /** @type {number[]} */ ([]);
     const run = await withService((users, n) => {
       answeredAt.push(Date.now());
-      return n <= 2 ? [503, { error: 'database_unavailable' }, { 'retry-after': '1' }] : stored(users);
+      // Retry-After on the first refusal only: the second retry waits the (short) backoff.
+      if (n === 1) return [503, { error: 'database_unavailable' }, { 'retry-after': '1' }];
+      return n === 2 ? [503, { error: 'database_unavailable' }] : stored(users);
     });
     const result = await run(makeEvent([user('r1')]), lambdaContext(20_000));
     assert.deepEqual(result, { batchItemFailures: [] });
@@ -84,20 +89,20 @@ describe('handler (unit, scripted service)', () => {
   });
 
   test('the time budget is respected: no retry starts past the deadline, the messages fail', async () => {
-    const run = await withService(() => [503, { error: 'database_unavailable' }], { SAFETY_MARGIN_MS: '500' });
+    const run = await withService(() => [503, { error: 'database_unavailable' }], { SAFETY_MARGIN_MS: '400' });
     const good = makeRecord(user('late'));
     const poison = makeRecord('nope');
     const started = Date.now();
-    const result = await run({ Records: [good, poison] }, lambdaContext(2_000));
+    const result = await run({ Records: [good, poison] }, lambdaContext(1_000));
     const took = Date.now() - started;
-    assert.ok(took < 2_000, `returned within the invocation's time (${took} ms)`);
+    assert.ok(took < 1_000, `returned within the invocation's time (${took} ms)`);
     assert.deepEqual(failures(result), [good.messageId, poison.messageId].sort());
   });
 
   test('when every message failed because the service is down, it throws so Lambda backs off', async () => {
     const run = await withService(() => [503, { error: 'database_unavailable' }]);
     await stub?.close();
-    await assert.rejects(run(makeEvent([user('x'), user('y')]), lambdaContext(1_500)), ServiceUnavailableError);
+    await assert.rejects(run(makeEvent([user('x'), user('y')]), lambdaContext(600)), ServiceUnavailableError);
   });
 
   test('a wrong token does not send good messages to the dead-letter queue', async () => {
@@ -150,7 +155,7 @@ describe('handler (unit, scripted service)', () => {
   test('an invocation that throws (service down) still emits its figures', async () => {
     const run = await withService(() => [503, { error: 'database_unavailable' }]);
     await stub?.close();
-    await assert.rejects(run(makeEvent([user('x')]), lambdaContext(1_500)), ServiceUnavailableError);
+    await assert.rejects(run(makeEvent([user('x')]), lambdaContext(600)), ServiceUnavailableError);
     assert.equal(output.metrics.length, 1);
     assert.equal(output.metrics[0].messagesFailed, 1);
     assert.equal(output.metrics[0].usersStored, 0);

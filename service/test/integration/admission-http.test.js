@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { describe, test } from 'node:test';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
-import { waitUntil } from '../../../lambda/test/support/queues.js';
+import { waitUntil } from '../../../test/support/wait.js';
 import { makeUsers } from '../../../test/support/users.js';
 
 // A 64 KiB budget: 60 KiB for large bodies, a 4 KiB reserve for small ones (bodies up to 4 KiB).

@@ -267,6 +267,5 @@ describe('hostile bodies and headers are refused cleanly, and nothing is written
   test('after all of it the service still serves and stores', async () => {
     const users = makeUsers(3, uniqueTag());
     await expectStored(users, {}, users);
-    assert.equal(await ctx.db.duplicateEmails(), 0);
   });
 });

@@ -8,9 +8,11 @@ import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
 import pg from 'pg';
 import { startServerProcess } from '../../../test/support/server-process.js';
 import { makeUsers, uniqueTag } from '../../../test/support/users.js';
+import { waitUntil } from '../../../test/support/wait.js';
 
 const CRASHES = 5;
-const LOAD_MS = 1_500;
+// Answers that show the service is writing under load: before each crash, and after the last.
+const LOAD_ANSWERS = 300;
 const SINGLE_CLIENTS = 200;
 const BATCH_CLIENTS = 4;
 
@@ -47,6 +49,12 @@ describe('PostgreSQL crashing under load, again and again', () => {
     const statuses = new Map();
     /** @type {string[]} */ const problems = [];
     let stop = false;
+    const count = (/** @type {number} */ status) => statuses.get(status) ?? 0;
+    /** Waits until `more` answers of `status` have come since the call. @param {number} status @param {number} more @param {string} what */
+    const waitForAnswers = async (status, more, what) => {
+      const from = count(status);
+      await waitUntil(() => count(status) >= from + more, what, 30_000, 20);
+    };
 
     /** @param {number} size */
     async function client(size) {
@@ -61,7 +69,7 @@ describe('PostgreSQL crashing under load, again and again', () => {
           if (res.status === 201) for (const u of users) acknowledged.add(u.email);
           else if (res.status === 503) {
             if (!res.headers.get('retry-after')) problems.push('503 without Retry-After');
-            await sleep(50);
+            await sleep(50); // a client's pause before it tries again, not a wait for the test
           } else problems.push(`${res.status}: ${body.slice(0, 200)}`);
         } catch (err) {
           problems.push(`request failed: ${/** @type {Error} */ (err).cause ?? err}`);
@@ -76,15 +84,15 @@ describe('PostgreSQL crashing under load, again and again', () => {
 
     try {
       for (let crash = 0; crash < CRASHES; crash++) {
-        await sleep(LOAD_MS);
+        await waitForAnswers(201, LOAD_ANSWERS, `${LOAD_ANSWERS} writes ${crash === 0 ? 'under load' : `after restart ${crash}`}`);
         const pid = Number((await readFile(path.join(server.dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+        const seenDown = waitForAnswers(503, 1, `a 503 after crash ${crash + 1}`);
         process.kill(pid, 'SIGQUIT'); // what pg_ctl -m immediate sends: no clean goodbye to clients
-        while (alive(pid)) await sleep(20);
-        await sleep(300);
+        await Promise.all([waitUntil(() => !alive(pid), `PostgreSQL (pid ${pid}) to exit`, 10_000, 20), seenDown]);
         assert.equal(service.child.exitCode, null, `the service exited after crash ${crash + 1}`);
         await server.start();
       }
-      await sleep(LOAD_MS);
+      await waitForAnswers(201, LOAD_ANSWERS, `${LOAD_ANSWERS} writes after the last restart`);
     } finally {
       stop = true;
       await Promise.all(clients);

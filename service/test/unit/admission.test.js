@@ -1,11 +1,17 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
-import { AdmissionBudget, AdmissionRefusedError, SMALL_BODY_BYTES, WAITING_BUDGETS } from '../../src/http/admission.js';
+import { EventEmitter } from 'node:events';
+import { afterEach, beforeEach, describe, mock, test } from 'node:test';
+import { AdmissionBudget, AdmissionRefusedError, SMALL_BODY_BYTES, WAITING_BUDGETS, admitRequest } from '../../src/http/admission.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 // 16 MiB: a reserve of 1 MiB for small bodies, 15 MiB for large ones.
 const budgetOf = (/** @type {number} */ maxWaitMs = 60_000) => new AdmissionBudget({ budgetBytes: 16 * MiB, maxWaitMs });
+
+// Every wait here runs on node:test's mock timers: a bound of minutes is checked in no time, to the
+// millisecond, and no real timer is left behind. setImmediate stays real: it lets promises settle.
+beforeEach(() => mock.timers.enable({ apis: ['setTimeout'] }));
+afterEach(() => mock.timers.reset());
 
 /** @param {Promise<unknown>} promise @returns {Promise<boolean>} whether it settled by the next turn of the event loop */
 const settled = async (promise) => {
@@ -108,10 +114,28 @@ describe('admission budget (unit)', () => {
   });
 
   test('waits at most maxWaitMs, then refuses and leaves the queue', async () => {
-    const budget = budgetOf(20);
+    const budget = budgetOf(2000);
     budget.tryAcquire(15 * MiB);
-    await assert.rejects(budget.acquire(1 * MiB), refusedFor('timeout'));
+    const waiting = budget.acquire(1 * MiB);
+    mock.timers.tick(1999);
+    assert.equal(await settled(waiting), false, 'still waiting 1 ms before the bound');
+    assert.equal(budget.usage.waiting, 1);
+    mock.timers.tick(1);
+    assert.equal(await settled(waiting), true, 'refused at the bound');
+    await assert.rejects(waiting, refusedFor('timeout'));
     assert.equal(budget.usage.waiting, 0);
+  });
+
+  test('a request admitted before its bound is not refused when the bound comes', async () => {
+    const budget = budgetOf(2000);
+    const holder = /** @type {any} */ (budget.tryAcquire(15 * MiB));
+    const waiting = budget.acquire(1 * MiB);
+    mock.timers.tick(1000);
+    budget.release(holder);
+    const grant = await waiting;
+    mock.timers.tick(5000);
+    assert.equal(grant.released, false);
+    assert.deepEqual(budget.usage, { totalBytes: 1 * MiB, largeBytes: 1 * MiB, smallBytes: 0, waiting: 0 });
   });
 
   test('a client that goes away while waiting leaves the queue and holds nothing', async () => {
@@ -160,5 +184,132 @@ describe('admission budget (unit)', () => {
     const g = /** @type {any} */ (budget.tryAcquire(1000));
     budget.release(g);
     assert.deepEqual(seen, [1000, 0]);
+  });
+});
+
+describe('admitRequest middleware (unit, fake request and response)', () => {
+  const MAX_BODY = 10 * MiB;
+
+  /**
+   * A request and its response as far as the middleware uses them, and what it did with them.
+   * @param {Record<string, string>} headers
+   */
+  function exchange(headers) {
+    const req = Object.assign(new EventEmitter(), { headers });
+    const res = Object.assign(new EventEmitter(), {
+      destroyed: false,
+      writableFinished: false,
+      /** @type {Record<string, string>} */ set: {},
+      /** @param {string} name @param {string} value */
+      setHeader(name, value) {
+        this.set[name] = value;
+      },
+    });
+    /** @type {unknown[]} */
+    const nextCalls = [];
+    return { req, res, nextCalls, next: (/** @type {unknown} */ err) => nextCalls.push(err) };
+  }
+
+  function metricsSpy() {
+    return { shed: mock.fn((/** @type {string} */ _reason) => {}), waited: mock.fn((/** @type {number} */ _s) => {}), observe: mock.fn() };
+  }
+
+  /** @param {AdmissionBudget} budget @param {ReturnType<typeof metricsSpy>} [metrics] */
+  const middleware = (budget, metrics) => /** @type {(req: any, res: any, next: any) => void} */ (admitRequest({ budget, maxBodyBytes: MAX_BODY, metrics }));
+
+  test('a body that fits is admitted at once, charged its Content-Length, and released once when the response closes', () => {
+    const budget = budgetOf();
+    const x = exchange({ 'content-length': String(2 * MiB) });
+    middleware(budget)(x.req, x.res, x.next);
+    assert.deepEqual(x.nextCalls, [undefined], 'next() in the same tick, without an error');
+    assert.equal(budget.usage.totalBytes, 2 * MiB);
+    x.res.emit('close');
+    x.res.emit('close');
+    assert.equal(budget.usage.totalBytes, 0);
+  });
+
+  test('a Content-Length over MAX_BODY_BYTES is passed on uncharged: the body reader refuses it', () => {
+    const budget = budgetOf();
+    const x = exchange({ 'content-length': String(MAX_BODY + 1) });
+    middleware(budget)(x.req, x.res, x.next);
+    assert.deepEqual(x.nextCalls, [undefined]);
+    assert.equal(budget.usage.totalBytes, 0);
+  });
+
+  test('a compressed body is charged what it may decode to, MAX_BODY_BYTES, however small it is', () => {
+    const budget = budgetOf();
+    const x = exchange({ 'content-length': '100', 'content-encoding': 'gzip' });
+    middleware(budget)(x.req, x.res, x.next);
+    assert.equal(budget.usage.totalBytes, MAX_BODY);
+    const identity = exchange({ 'content-length': '100', 'content-encoding': 'Identity' });
+    middleware(budget)(identity.req, identity.res, identity.next);
+    assert.equal(budget.usage.totalBytes, MAX_BODY + 100, 'identity is no encoding');
+  });
+
+  test('a body without a length is charged as it arrives, and cut off with an overflow 503 when it outgrows the budget', () => {
+    const budget = budgetOf();
+    budget.tryAcquire(10 * MiB);
+    const metrics = metricsSpy();
+    const x = exchange({ 'transfer-encoding': 'chunked' });
+    /** @type {unknown[]} */
+    const requestErrors = [];
+    x.req.on('error', (err) => requestErrors.push(err));
+    middleware(budget, metrics)(x.req, x.res, x.next);
+    assert.equal(budget.usage.totalBytes, 10 * MiB, 'nothing charged before a byte arrives');
+    x.req.emit('data', Buffer.alloc(4 * MiB));
+    assert.equal(budget.usage.totalBytes, 14 * MiB);
+    x.req.emit('data', Buffer.alloc(2 * MiB));
+    assert.equal(requestErrors.length, 1);
+    assert.ok(refusedFor('overflow')(requestErrors[0]));
+    assert.deepEqual(metrics.shed.mock.calls.map((c) => c.arguments), [['overflow']]);
+    assert.equal(budget.usage.totalBytes, 10 * MiB, 'its bytes are given back at once');
+    x.req.emit('data', Buffer.alloc(MiB));
+    assert.equal(budget.usage.totalBytes, 10 * MiB, 'and no longer counted');
+  });
+
+  test('a request that must wait goes on when room is made, and the wait is measured', async () => {
+    const budget = budgetOf();
+    const holder = /** @type {any} */ (budget.tryAcquire(15 * MiB));
+    const metrics = metricsSpy();
+    const x = exchange({ 'content-length': String(5 * MiB) });
+    middleware(budget, metrics)(x.req, x.res, x.next);
+    await settled(Promise.resolve());
+    assert.deepEqual(x.nextCalls, [], 'waiting');
+    budget.release(holder);
+    await settled(Promise.resolve());
+    assert.deepEqual(x.nextCalls, [undefined]);
+    assert.equal(budget.usage.totalBytes, 5 * MiB);
+    assert.equal(metrics.waited.mock.callCount(), 1);
+    x.res.emit('close');
+    assert.equal(budget.usage.totalBytes, 0);
+  });
+
+  test('a request that waited past ADMISSION_WAIT_MS gets the 503; what becomes of its unread body is the error handler\'s (http/unread-body.js)', async () => {
+    const budget = budgetOf(2000);
+    budget.tryAcquire(15 * MiB);
+    const metrics = metricsSpy();
+    const x = exchange({ 'content-length': String(5 * MiB) });
+    middleware(budget, metrics)(x.req, x.res, x.next);
+    mock.timers.tick(2000);
+    await settled(Promise.resolve());
+    assert.equal(x.nextCalls.length, 1);
+    assert.ok(refusedFor('timeout')(x.nextCalls[0]));
+    assert.equal(x.res.set.Connection, undefined);
+    assert.deepEqual(metrics.shed.mock.calls.map((c) => c.arguments), [['timeout']]);
+  });
+
+  test('a client that leaves while waiting stops waiting and holds nothing', async () => {
+    const budget = budgetOf();
+    const holder = /** @type {any} */ (budget.tryAcquire(15 * MiB));
+    const metrics = metricsSpy();
+    const x = exchange({ 'content-length': String(5 * MiB) });
+    middleware(budget, metrics)(x.req, x.res, x.next);
+    x.res.destroyed = true;
+    x.res.emit('close');
+    await settled(Promise.resolve());
+    assert.ok(refusedFor('aborted')(x.nextCalls[0]));
+    assert.equal(budget.usage.waiting, 0);
+    budget.release(holder);
+    assert.equal(budget.usage.totalBytes, 0, 'nothing was granted to the request that left');
   });
 });

@@ -4,18 +4,60 @@ import { loadConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 
 describe('configuration (unit)', () => {
-  test('defaults follow the contract', () => {
+  test('defaults follow the contract and the README', () => {
     const c = loadConfig({});
     assert.equal(c.port, 3000);
+    assert.equal(c.host, '0.0.0.0');
     assert.equal(c.maxBatchItems, 10_000);
     assert.equal(c.maxBodyBytes, 10 * 1024 * 1024);
+    assert.equal(c.bodyReadTimeoutMs, 30_000);
     assert.equal(c.insertChunkRows, 1000);
     assert.equal(c.insertStrategy, 'format');
+    assert.equal(c.groupCommit, true);
+    assert.equal(c.groupCommitMaxRows, 1000);
+    assert.equal(c.groupCommitSmallRows, 100);
     assert.equal(c.workers, 0);
     assert.equal(c.databaseUrl, undefined);
     assert.equal(c.ingestToken, undefined);
+    assert.equal(c.dbPoolMax, 10);
+    assert.equal(c.dbConnectTimeoutMs, 2000);
+    assert.equal(c.dbStatementTimeoutMs, 30_000);
+    assert.equal(c.shutdownTimeoutMs, 25_000);
+    assert.equal(c.logLevel, 'info');
     assert.equal(c.admissionBudgetBytes, 4 * 1024 * 1024);
     assert.equal(c.admissionWaitMs, 2000);
+  });
+
+  test('values are read as given, around spaces; an empty one means the default', () => {
+    const c = loadConfig({
+      PORT: ' 0 ', HOST: ' 127.0.0.1 ', INSERT_CHUNK_ROWS: '1', INSERT_STRATEGY: ' copy ', LOG_LEVEL: 'silent',
+      MAX_BATCH_ITEMS: '1000000', ADMISSION_WAIT_MS: '0', DB_POOL_MAX: '', INGEST_TOKEN: 's3cret',
+      DATABASE_URL: 'postgresql://u:p@db:5432/sluice',
+    });
+    assert.deepEqual(
+      [c.port, c.host, c.insertChunkRows, c.insertStrategy, c.logLevel, c.maxBatchItems, c.admissionWaitMs, c.dbPoolMax, c.ingestToken, c.databaseUrl],
+      [0, '127.0.0.1', 1, 'copy', 'silent', 1_000_000, 0, 10, 's3cret', 'postgresql://u:p@db:5432/sluice'],
+    );
+    assert.equal(loadConfig({ INGEST_TOKEN: '' }).ingestToken, undefined, 'an empty token is no token: requests are not authenticated');
+    assert.equal(loadConfig({ HOST: '   ' }).host, '0.0.0.0');
+  });
+
+  for (const [value, expected] of /** @type {[string, boolean][]} */ ([['on', true], ['TRUE', true], ['1', true], ['off', false], [' False ', false], ['0', false]])) {
+    test(`GROUP_COMMIT=${JSON.stringify(value)} is ${expected ? 'on' : 'off'}`, () => {
+      assert.equal(loadConfig({ GROUP_COMMIT: value }).groupCommit, expected);
+    });
+  }
+
+  test('the smallest and largest values of a range are taken; one past either end is refused', () => {
+    for (const [variable, min, max] of /** @type {[string, number, number][]} */ ([
+      ['PORT', 0, 65535], ['INSERT_CHUNK_ROWS', 1, 100_000], ['MAX_BODY_BYTES', 2, 1024 * 1024 * 1024],
+      ['ADMISSION_BUDGET_BYTES', 64 * 1024, 1024 * 1024 * 1024], ['WORKERS', 0, 256], ['GROUP_COMMIT_SMALL_ROWS', 1, 100_000],
+    ])) {
+      assert.doesNotThrow(() => loadConfig({ [variable]: String(min) }), `${variable}=${min}`);
+      assert.doesNotThrow(() => loadConfig({ [variable]: String(max) }), `${variable}=${max}`);
+      if (min > 0) assert.throws(() => loadConfig({ [variable]: String(min - 1) }), (err) => err instanceof ConfigError && err.message.startsWith(variable), `${variable}=${min - 1}`);
+      assert.throws(() => loadConfig({ [variable]: String(max + 1) }), (err) => err instanceof ConfigError && err.message.startsWith(variable), `${variable}=${max + 1}`);
+    }
   });
 
   test('WORKERS=auto means one per core', () => {
@@ -31,7 +73,8 @@ describe('configuration (unit)', () => {
   for (const [variable, value] of [
     ['PORT', 'eighty'], ['PORT', '70000'], ['MAX_BATCH_ITEMS', '0'], ['MAX_BODY_BYTES', '-5'],
     ['INSERT_CHUNK_ROWS', '1.5'], ['INSERT_STRATEGY', 'magic'], ['WORKERS', 'many'], ['DB_POOL_MAX', ''.padEnd(3, 'x')],
-    ['DATABASE_URL', 'mysql://x'], ['LOG_LEVEL', 'loud'],
+    ['DATABASE_URL', 'mysql://x'], ['LOG_LEVEL', 'loud'], ['LOG_LEVEL', 'INFO'], ['GROUP_COMMIT', 'maybe'], ['GROUP_COMMIT_MAX_ROWS', '0'],
+    ['BODY_READ_TIMEOUT_MS', '0'], ['SHUTDOWN_TIMEOUT_MS', 'soon'], ['DB_STATEMENT_TIMEOUT_MS', '3600001'], ['DB_CONNECT_TIMEOUT_MS', '0'],
     ['ADMISSION_BUDGET_BYTES', '1000'], ['ADMISSION_BUDGET_BYTES', '8MB'], ['ADMISSION_WAIT_MS', '-1'],
   ]) {
     test(`a bad ${variable} (${value}) stops start-up with a message naming it`, () => {

@@ -1,54 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import zlib from 'node:zlib';
 import { InvalidBatchError } from '../../src/errors.js';
-import { parseJsonBody } from '../../src/http/json-body.js';
-import { findDuplicateKeys } from '../../src/http/json-keys.js';
-import { parseMediaType } from '../../src/http/media-type.js';
-
-/** @param {string} text */
-const duplicates = (text) => findDuplicateKeys(text, JSON.parse(text));
-
-describe('findDuplicateKeys (unit)', () => {
-  test('none in ordinary batches, whatever the strings hold', () => {
-    assert.deepEqual(duplicates('[{"a": "x", "b": "y"}, {"a": "x", "b": "y"}]'), []);
-    assert.deepEqual(duplicates('[{"a": "\\"a\\": 1, \\"a\\": 2", "b": "\\\\", "c": ":\\\\\\"a\\":"}]'), []);
-    assert.deepEqual(duplicates('{"a": {"a": {"a": [{"a": 1}]}}}'), []);
-    assert.deepEqual(duplicates('[]'), []);
-    assert.deepEqual(duplicates('"just a string with \\"a\\": 1"'), []);
-  });
-
-  test('each duplicate with the index of its item, in text order', () => {
-    assert.deepEqual(duplicates('[{"a": 1}, {"a": 1, "b": 2, "a": 3}, {"c": 1, "c" : 2}]'), [
-      { index: 1, key: 'a' },
-      { index: 2, key: 'c' },
-    ]);
-  });
-
-  test('a key written with escapes is the same key; whitespace around the colon does not hide one', () => {
-    assert.deepEqual(duplicates('[{"email": 1, "em\\u0061il"\n\t :2}]'), [{ index: 0, key: 'email' }]);
-  });
-
-  test('nested and top-level objects: found, with the item index or null', () => {
-    assert.deepEqual(duplicates('[{"n": {"x": 1, "x": 2}}]'), [{ index: 0, key: 'x' }]);
-    assert.deepEqual(duplicates('{"k": 1, "k": 2}'), [{ index: null, key: 'k' }]);
-  });
-
-  test('a duplicate hidden inside a value that was itself overwritten still counts', () => {
-    assert.deepEqual(duplicates('[{"n": {"x": 1}, "n": "s"}]'), [{ index: 0, key: 'n' }]);
-  });
-});
-
-describe('parseMediaType (unit)', () => {
-  test('types and parameters, case-insensitive names, quoted values', () => {
-    assert.deepEqual(parseMediaType('Application/JSON; Charset="UTF-8"'), { type: 'application/json', parameters: new Map([['charset', 'UTF-8']]) });
-    assert.deepEqual(parseMediaType('application/json;;'), { type: 'application/json', parameters: new Map() });
-  });
-  test('malformed: a bare name, an open quote, two types, a repeated parameter', () => {
-    for (const h of ['application/json; charset', 'application/json; charset="utf-8', 'application/json, text/plain', 'application/json; charset=utf-8; CHARSET=utf-16', 'json', '']) {
-      assert.equal(parseMediaType(h), null, h);
-    }
-  });
-});
+import { checkJsonHeaders, parseJsonBody } from '../../src/http/json-body.js';
+import { repeatedHeaders } from '../../src/http/repeated-headers.js';
 
 describe('parseJsonBody (unit)', () => {
   test('a UTF-8 BOM is dropped, nothing else is', () => {
@@ -60,5 +15,92 @@ describe('parseJsonBody (unit)', () => {
     assert.throws(() => parseJsonBody(Buffer.from('[{')), { code: 'malformed_json', status: 400 });
     assert.throws(() => parseJsonBody(Buffer.from('[{"a": 1, "a": 2}]')), (/** @type {any} */ err) => err instanceof InvalidBatchError && err.errors[0].field === 'a');
     assert.throws(() => parseJsonBody(Buffer.from('{"a": 1, "a": 2}')), { code: 'duplicate_key', status: 400 });
+  });
+  test('duplicate keys in a batch are named per user, with the count of users in the message', () => {
+    assert.throws(
+      () => parseJsonBody(Buffer.from('[{"email": "a@x.io", "email": "b@x.io"}, {"name": "x"}, {"name": 1, "name": 2, "phone": 3, "phone": 4}]')),
+      (/** @type {any} */ err) => {
+        assert.ok(err instanceof InvalidBatchError);
+        assert.deepEqual(err.errors.map((/** @type {any} */ e) => [e.index, e.field]), [[0, 'email'], [2, 'name'], [2, 'phone']]);
+        assert.match(err.message, /^2 of the users have a field given twice/);
+        return true;
+      },
+    );
+  });
+  test('a lone surrogate written as an escape is valid UTF-8 and valid JSON: it is parsed, the schema refuses it', () => {
+    assert.deepEqual(parseJsonBody(Buffer.from('["\\ud800"]')), ['\ud800']);
+  });
+});
+
+/**
+ * The parts of a request checkJsonHeaders reads. Each [name, value] pair is one header line.
+ * @param {[string, string][]} lines
+ */
+function request(lines) {
+  /** @type {Record<string, string>} */
+  const headers = {};
+  for (const [name, value] of lines) headers[name.toLowerCase()] ??= value;
+  return /** @type {import('node:http').IncomingMessage} */ (/** @type {unknown} */ ({ headers, rawHeaders: lines.flat() }));
+}
+const JSON_TYPE = /** @type {[string, string]} */ (['Content-Type', 'application/json']);
+const MAX = 1000;
+
+/** @param {[string, string][]} lines @param {number} status @param {string} code @param {RegExp} [message] */
+function assertRefused(lines, status, code, message) {
+  const checked = checkJsonHeaders(request(lines), MAX);
+  assert.ok('error' in checked, `${JSON.stringify(lines)} was accepted`);
+  assert.equal(checked.error.status, status);
+  assert.equal(checked.error.code, code);
+  if (message) assert.match(checked.error.message, message);
+}
+
+describe('checkJsonHeaders (unit)', () => {
+  test('application/json, in any case, with charset utf-8 or utf8 or none: no decoder for an identity body', () => {
+    for (const type of ['application/json', 'Application/JSON', 'application/json; charset=utf-8', 'application/json; charset="UTF8"']) {
+      assert.deepEqual(checkJsonHeaders(request([['Content-Type', type]]), MAX), { decoder: null }, type);
+    }
+    assert.deepEqual(checkJsonHeaders(request([JSON_TYPE, ['Content-Encoding', 'identity']]), MAX), { decoder: null });
+  });
+
+  test('gzip, x-gzip and deflate bodies get a decoder that inflates them', async () => {
+    for (const [coding, compress] of /** @type {const} */ ([['gzip', zlib.gzipSync], ['X-GZIP', zlib.gzipSync], ['deflate', zlib.deflateSync]])) {
+      const checked = checkJsonHeaders(request([JSON_TYPE, ['Content-Encoding', coding]]), MAX);
+      assert.ok('decoder' in checked && checked.decoder, coding);
+      const decoder = checked.decoder();
+      decoder.end(compress('[1]'));
+      assert.equal(Buffer.concat(await decoder.toArray()).toString(), '[1]', coding);
+    }
+  });
+
+  test('a missing, malformed or other Content-Type is 415, each with its own message', () => {
+    assertRefused([], 415, 'unsupported_media_type', /missing/);
+    assertRefused([['Content-Type', 'application/json; charset']], 415, 'unsupported_media_type', /malformed/);
+    assertRefused([['Content-Type', 'text/json']], 415, 'unsupported_media_type', /must be application\/json/);
+    assertRefused([['Content-Type', 'application/json; charset=latin1']], 415, 'unsupported_charset', /latin1/);
+  });
+
+  test('a Content-Type given twice is 400, even when both say the same', () => {
+    assertRefused([JSON_TYPE, JSON_TYPE], 400, 'duplicate_header');
+  });
+
+  test('a transfer coding other than chunked is 501; stacked or unknown content codings are 415', () => {
+    assertRefused([JSON_TYPE, ['Transfer-Encoding', 'gzip, chunked']], 501, 'unsupported_transfer_encoding', /gzip/);
+    assertRefused([JSON_TYPE, ['Content-Encoding', 'gzip, deflate']], 415, 'unsupported_encoding', /stacks/);
+    assertRefused([JSON_TYPE, ['Content-Encoding', 'br']], 415, 'unsupported_encoding', /br is not supported/);
+    assert.deepEqual(checkJsonHeaders(request([JSON_TYPE, ['Transfer-Encoding', 'Chunked']]), MAX), { decoder: null });
+  });
+
+  test('a Content-Length over the limit is 413 before a byte is read, compressed or not; at the limit it passes', () => {
+    assertRefused([JSON_TYPE, ['Content-Length', String(MAX + 1)]], 413, 'payload_too_large', /1001 is over MAX_BODY_BYTES \(1000\)/);
+    assertRefused([JSON_TYPE, ['Content-Encoding', 'gzip'], ['Content-Length', String(MAX + 1)]], 413, 'payload_too_large');
+    assert.deepEqual(checkJsonHeaders(request([JSON_TYPE, ['Content-Length', String(MAX)]]), MAX), { decoder: null });
+  });
+});
+
+describe('repeatedHeaders (unit)', () => {
+  test('names the watched headers given more than once, whatever their case, each once', () => {
+    const req = request([['Authorization', 'a'], ['content-type', 'x'], ['X-Other', '1'], ['X-Other', '2'], ['AUTHORIZATION', 'b'], ['authorization', 'c']]);
+    assert.deepEqual(repeatedHeaders(req, ['content-type', 'authorization']), ['authorization']);
+    assert.deepEqual(repeatedHeaders(req, ['content-type']), []);
   });
 });

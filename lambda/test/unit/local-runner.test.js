@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, mock, test } from 'node:test';
+import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { LocalEventSource } from '../../local/local-runner.js';
+
+const QUEUE_ARN = 'arn:aws:sqs:us-east-1:000000000000:sluice-users';
+
+/**
+ * An SQS stand-in holding `count` messages. A receive takes up to 10 of them; with none left it
+ * waits, as a long poll does, until the runner aborts it. Deletes are recorded.
+ * @param {number} count
+ */
+function fakeQueue(count) {
+  const waiting = Array.from({ length: count }, (_, i) => ({ MessageId: `m${i}`, ReceiptHandle: `rh${i}`, Body: JSON.stringify({ email: `u${i}@x.io`, name: `U${i}` }), Attributes: { ApproximateReceiveCount: '1' } }));
+  /** @type {string[]} */
+  const deleted = [];
+  const sqs = /** @type {any} */ ({
+    async send(/** @type {any} */ command, /** @type {{ abortSignal?: AbortSignal }} */ options = {}) {
+      if (command instanceof GetQueueAttributesCommand) return { Attributes: { QueueArn: QUEUE_ARN } };
+      if (command instanceof DeleteMessageBatchCommand) {
+        deleted.push(...command.input.Entries.map((/** @type {any} */ e) => e.ReceiptHandle));
+        return { Successful: command.input.Entries.map((/** @type {any} */ e) => ({ Id: e.Id })), Failed: [] };
+      }
+      assert.ok(command instanceof ReceiveMessageCommand);
+      if (waiting.length > 0) return { Messages: waiting.splice(0, command.input.MaxNumberOfMessages) };
+      return new Promise((_, reject) => options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+    },
+  });
+  return { sqs, deleted, left: () => waiting.length };
+}
+
+/** Lets every settled promise run its continuations. */
+const flush = async () => {
+  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+/**
+ * @param {ReturnType<typeof fakeQueue>} queue
+ * @param {(event: { Records: any[] }) => Promise<any>} handler
+ * @param {Partial<import('../../local/local-runner.js').RunnerOptions>} [options]
+ */
+function runner(queue, handler, options = {}) {
+  /** @type {any[]} */
+  const logs = [];
+  const source = new LocalEventSource({
+    sqs: queue.sqs, queueUrl: 'http://sqs.local/000000000000/sluice-users', handler, region: 'us-east-1',
+    batchSize: 10, batchWindowMs: 1000, receivers: 1, concurrency: 1, functionTimeoutMs: 60_000, log: (line) => logs.push(line), ...options,
+  });
+  return { source, logs };
+}
+
+describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_700_000_000_000 }));
+  afterEach(() => mock.timers.reset());
+
+  test('full batches go at once; the rest waits for the batch window; every record in Lambda\'s shape', async () => {
+    const queue = fakeQueue(25);
+    /** @type {any[][]} */
+    const events = [];
+    const { source } = runner(queue, async (event) => {
+      events.push(event.Records);
+      return { batchItemFailures: [] };
+    });
+    await source.start();
+    await flush();
+    assert.deepEqual(events.map((e) => e.length), [10, 10], 'two full batches, and 5 messages waiting');
+    mock.timers.tick(999);
+    await flush();
+    assert.equal(events.length, 2, 'not before the window is up');
+    mock.timers.tick(1);
+    await flush();
+    assert.deepEqual(events.map((e) => e.length), [10, 10, 5]);
+    assert.deepEqual(events.flat().map((r) => r.messageId), Array.from({ length: 25 }, (_, i) => `m${i}`));
+    assert.equal(events[0][0].eventSourceARN, QUEUE_ARN);
+    assert.equal(events[0][0].eventSource, 'aws:sqs');
+    assert.equal(queue.deleted.length, 25);
+    await source.stop();
+  });
+
+  test('only the messages the handler did not report are deleted', async () => {
+    const queue = fakeQueue(10);
+    const { source } = runner(queue, async () => ({ batchItemFailures: [{ itemIdentifier: 'm3' }, { itemIdentifier: 'm7' }] }));
+    await source.start();
+    await flush();
+    const totals = await source.stop();
+    assert.deepEqual(queue.deleted.sort(), ['rh0', 'rh1', 'rh2', 'rh4', 'rh5', 'rh6', 'rh8', 'rh9']);
+    assert.deepEqual({ deleted: totals.deleted, failed: totals.failed }, { deleted: 8, failed: 2 });
+  });
+
+  test('a handler that throws returns the whole batch to the queue, as Lambda does', async () => {
+    const queue = fakeQueue(10);
+    const { source, logs } = runner(queue, async () => {
+      throw new Error('service down');
+    });
+    await source.start();
+    await flush();
+    const totals = await source.stop();
+    assert.deepEqual(queue.deleted, []);
+    assert.deepEqual({ handlerErrors: totals.handlerErrors, failed: totals.failed }, { handlerErrors: 1, failed: 10 });
+    assert.ok(logs.some((l) => l.msg === 'handler failed; the batch returns to the queue' && l.messages === 10 && l.error === 'service down'));
+  });
+
+  test('stop() stops polling and hands what was received to the handler before it resolves', async () => {
+    const queue = fakeQueue(5);
+    /** @type {number[]} */
+    const sizes = [];
+    const { source } = runner(queue, async (event) => {
+      sizes.push(event.Records.length);
+      return { batchItemFailures: [] };
+    });
+    await source.start();
+    await flush();
+    assert.deepEqual(sizes, [], 'a part batch waits for its window');
+    const totals = await source.stop();
+    assert.deepEqual(sizes, [5], 'handed over at once, without waiting for the window');
+    assert.equal(totals.deleted, 5);
+  });
+
+  test('back-pressure: no more is received than the invocations in flight can take', async () => {
+    const queue = fakeQueue(100);
+    /** @type {(() => void)[]} */
+    const finish = [];
+    const { source } = runner(queue, (event) => new Promise((resolve) => finish.push(() => resolve({ batchItemFailures: [] }))), { receivers: 2, concurrency: 1 });
+    await source.start();
+    await flush();
+    // One batch in the handler and one batch held: the receivers then wait instead of polling on.
+    assert.equal(finish.length, 1);
+    assert.ok(100 - queue.left() <= 30, `${100 - queue.left()} messages received while one invocation runs`);
+    const heldBefore = 100 - queue.left();
+    await flush();
+    assert.equal(100 - queue.left(), heldBefore, 'no further receives while full');
+    finish.shift()?.();
+    await flush();
+    assert.equal(finish.length, 1, 'the next batch goes as soon as the slot is free');
+    while (finish.length) {
+      finish.shift()?.();
+      await flush();
+      mock.timers.tick(1000);
+      await flush();
+    }
+    const totals = await source.stop();
+    assert.equal(totals.deleted, 100);
+  });
+});

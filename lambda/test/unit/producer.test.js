@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, mock, test } from 'node:test';
+import fc from 'fast-check';
+import { MAX_MESSAGE_BYTES, packMessages, sendMessages } from '../../local/producer.js';
+
+/** @template T @param {AsyncIterable<T>} iterable */
+async function collect(iterable) {
+  /** @type {T[]} */
+  const out = [];
+  for await (const x of iterable) out.push(x);
+  return out;
+}
+
+/** @param {{ body: string }} message @param {number} perMessage */
+const usersOf = (message, perMessage) => (perMessage === 1 ? [JSON.parse(message.body)] : JSON.parse(message.body));
+
+/** A user whose JSON is `bytes` long (ASCII). @param {number} i @param {number} bytes */
+function userOfSize(i, bytes) {
+  const user = { email: `u${i}@example.com`, name: '' };
+  user.name = 'n'.repeat(bytes - Buffer.byteLength(JSON.stringify(user)));
+  return user;
+}
+
+describe('packMessages (unit)', () => {
+  test('up to perMessage users per message, as a JSON array; one per message is the user object itself', async () => {
+    const users = Array.from({ length: 7 }, (_, i) => ({ email: `u${i}@example.com`, name: `U${i}` }));
+    const three = await collect(packMessages(users, 3));
+    assert.deepEqual(three.map((m) => m.users), [3, 3, 1]);
+    assert.deepEqual(three.flatMap((m) => JSON.parse(m.body)), users);
+    const one = await collect(packMessages(users, 1));
+    assert.equal(one.length, 7);
+    assert.deepEqual(JSON.parse(one[0].body), users[0]);
+  });
+
+  test('a message is closed early rather than pass 256 KiB', async () => {
+    // Three users of a third of the limit each: the brackets and commas make the third not fit.
+    const third = Math.floor(MAX_MESSAGE_BYTES / 3);
+    const messages = await collect(packMessages([userOfSize(0, third), userOfSize(1, third), userOfSize(2, third)], 100));
+    assert.deepEqual(messages.map((m) => m.users), [2, 1]);
+  });
+
+  test('every message, not only the first, is packed to within a byte of the limit and never past it', async () => {
+    const first = userOfSize(0, MAX_MESSAGE_BYTES - 3);
+    // Two users whose message ([a,b]) would be one byte over: they go apart.
+    const over = await collect(packMessages([first, userOfSize(1, 1000), userOfSize(2, MAX_MESSAGE_BYTES - 1002)], 100));
+    assert.deepEqual(over.map((m) => m.users), [1, 1, 1]);
+    // Two that make a message one byte under the limit: they go together.
+    const under = await collect(packMessages([first, userOfSize(1, 1000), userOfSize(2, MAX_MESSAGE_BYTES - 1004)], 100));
+    assert.deepEqual(under.map((m) => m.users), [1, 2]);
+    for (const m of [...over, ...under]) assert.ok(Buffer.byteLength(m.body) <= MAX_MESSAGE_BYTES, `a message of ${Buffer.byteLength(m.body)} bytes`);
+    assert.equal(Buffer.byteLength(under[1].body), MAX_MESSAGE_BYTES - 1);
+  });
+
+  test('a user that cannot fit in any message stops the run with its size', async () => {
+    await assert.rejects(collect(packMessages([userOfSize(0, MAX_MESSAGE_BYTES)], 10)), /over SQS's 262144-byte message limit/);
+  });
+
+  test('any users, any perMessage: every message within the size limit and perMessage, every user once and in order', async () => {
+    // Mostly small names, often tens of kilobytes in any script, so that messages meet the limit.
+    const bigName = fc
+      .tuple(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 6 }), fc.integer({ min: 1_000, max: 120_000 }))
+      .map(([piece, bytes]) => piece.repeat(Math.max(1, Math.floor(bytes / Buffer.byteLength(piece)))));
+    const user = fc.record({ email: fc.emailAddress(), name: fc.oneof(fc.string({ unit: 'grapheme', maxLength: 40 }), bigName) }, { noNullPrototype: true });
+    await fc.assert(
+      fc.asyncProperty(fc.array(user, { maxLength: 30 }), fc.integer({ min: 1, max: 50 }), async (users, perMessage) => {
+        const messages = await collect(packMessages(users, perMessage));
+        for (const m of messages) {
+          assert.ok(Buffer.byteLength(m.body) <= MAX_MESSAGE_BYTES, `a message of ${Buffer.byteLength(m.body)} bytes`);
+          assert.ok(m.users >= 1 && m.users <= perMessage);
+          assert.equal(usersOf(m, perMessage).length, m.users);
+        }
+        assert.deepEqual(messages.flatMap((m) => usersOf(m, perMessage)), users);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+/**
+ * An SQS stand-in for SendMessageBatch: `fail(entry, call)` says which entries it refuses.
+ * @param {(entry: { Id: string, MessageBody: string }, call: number) => boolean} [fail]
+ */
+function fakeSqs(fail = () => false) {
+  /** @type {{ Id: string, MessageBody: string }[][]} */
+  const calls = [];
+  return {
+    calls,
+    sqs: /** @type {any} */ ({
+      send: async (/** @type {any} */ command) => {
+        const entries = command.input.Entries;
+        calls.push(entries);
+        const failed = entries.filter((/** @type {any} */ e) => fail(e, calls.length));
+        return { Successful: entries.filter((/** @type {any} */ e) => !failed.includes(e)).map((/** @type {any} */ e) => ({ Id: e.Id })), Failed: failed.map((/** @type {any} */ e) => ({ Id: e.Id, Message: 'throttled' })) };
+      },
+    }),
+  };
+}
+
+/** @param {number} n @param {number} [bytes] */
+async function* messages(n, bytes = 10) {
+  for (let i = 0; i < n; i++) yield { body: `${i}`.padEnd(bytes, '.'), users: 2 };
+}
+
+/** Runs a promise to the end, firing every timer it waits on at once (the backoff sleeps). @template T @param {Promise<T>} promise */
+async function withTimersRun(promise) {
+  let done = false;
+  promise.finally(() => (done = true)).catch(() => {});
+  while (!done) {
+    await new Promise((resolve) => setImmediate(resolve));
+    mock.timers.runAll();
+  }
+  return promise;
+}
+
+describe('sendMessages (unit, SQS stand-in, mocked timers)', () => {
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout'] }));
+  afterEach(() => mock.timers.reset());
+
+  test('SendMessageBatch of at most 10 entries; the totals count messages and users', async () => {
+    const { sqs, calls } = fakeSqs();
+    /** @type {[number, number][]} */
+    const progress = [];
+    const totals = await withTimersRun(sendMessages({ sqs, queueUrl: 'q', messages: messages(25), onSent: (users, n) => progress.push([users, n]) }));
+    assert.deepEqual(calls.map((c) => c.length).sort((a, b) => b - a), [10, 10, 5]);
+    assert.deepEqual(totals, { messages: 25, users: 50, retries: 0 });
+    assert.deepEqual(progress.reduce((a, [u, n]) => [a[0] + u, a[1] + n], [0, 0]), [50, 25]);
+  });
+
+  test("a batch's bodies together stay within SQS's 256 KiB", async () => {
+    const { sqs, calls } = fakeSqs();
+    await withTimersRun(sendMessages({ sqs, queueUrl: 'q', messages: messages(12, 100_000) }));
+    for (const entries of calls) assert.ok(entries.reduce((n, e) => n + Buffer.byteLength(e.MessageBody), 0) <= MAX_MESSAGE_BYTES);
+    assert.equal(calls.flat().length, 12);
+  });
+
+  test('entries SQS refuses are sent again, alone, until they pass', async () => {
+    // Entry 3 of the first batch is refused twice.
+    const { sqs, calls } = fakeSqs((e, call) => e.MessageBody.startsWith('3.') && call <= 2);
+    const totals = await withTimersRun(sendMessages({ sqs, queueUrl: 'q', messages: messages(10), concurrency: 1 }));
+    assert.deepEqual(calls.map((c) => c.map((e) => e.MessageBody[0])), [['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'], ['3'], ['3']]);
+    assert.deepEqual(totals, { messages: 10, users: 20, retries: 2 });
+  });
+
+  test('a message still refused after maxAttempts stops the run with an error', async () => {
+    const { sqs, calls } = fakeSqs((e) => e.MessageBody.startsWith('0.'));
+    await assert.rejects(withTimersRun(sendMessages({ sqs, queueUrl: 'q', messages: messages(3), maxAttempts: 4 })), /1 messages still failed after 4 attempts/);
+    assert.equal(calls.length, 4);
+  });
+
+  test('a failed call (the network, the SDK) counts as every entry refused, and is retried', async () => {
+    let calls = 0;
+    const sqs = /** @type {any} */ ({ send: async (/** @type {any} */ command) => {
+      if (++calls === 1) throw new Error('socket hang up');
+      return { Successful: command.input.Entries.map((/** @type {any} */ e) => ({ Id: e.Id })), Failed: [] };
+    } });
+    assert.deepEqual(await withTimersRun(sendMessages({ sqs, queueUrl: 'q', messages: messages(4) })), { messages: 4, users: 8, retries: 1 });
+  });
+});
