@@ -12,6 +12,16 @@ describe('poison messages', () => {
   const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn' });
   after(() => sqs.destroy());
 
+  /** Every message in the dead-letter queue, by body. @param {string} dlqUrl @param {number} expected */
+  async function drainDlq(dlqUrl, expected) {
+    /** @type {string[]} */ const bodies = [];
+    for (let i = 0; i < 10 && bodies.length < expected; i++) {
+      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+      bodies.push(...(out.Messages ?? []).map((m) => /** @type {string} */ (m.Body)));
+    }
+    return bodies;
+  }
+
   test('10 malformed messages among 10,000 good ones: every good user stored, only the 10 in the DLQ', async (t) => {
     // A short visibility timeout, so the poison reappears (and reaches maxReceiveCount) quickly.
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 3 });
@@ -30,24 +40,9 @@ describe('poison messages', () => {
     await stop();
 
     assert.equal(await ctx.db.countUsers(), 10_000, 'every good user, and no user of a poison message');
-    const inDlq = [];
-    for (let i = 0; i < 5 && inDlq.length < 10; i++) {
-      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
-      inDlq.push(...(out.Messages ?? []).map((m) => m.Body));
-    }
-    assert.deepEqual(inDlq.sort(), [...poison].sort());
+    assert.deepEqual((await drainDlq(queues.dlqUrl, 10)).sort(), [...poison].sort());
     await queues.delete();
   });
-
-  /** Every message in the dead-letter queue, by body. @param {string} dlqUrl @param {number} expected */
-  async function drainDlq(dlqUrl, expected) {
-    /** @type {string[]} */ const bodies = [];
-    for (let i = 0; i < 10 && bodies.length < expected; i++) {
-      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
-      bodies.push(...(out.Messages ?? []).map((m) => /** @type {string} */ (m.Body)));
-    }
-    return bodies;
-  }
 
   // Issue 14: 200 good messages of 100 users, and 5 messages each holding one bad user among 99
   // good ones. Before: 17,300 of the 20,000 good users stored after two minutes, and 27 good
@@ -57,7 +52,7 @@ describe('poison messages', () => {
     ['a NUL in passwordHash (400)', (/** @type {string} */ email) => ({ email, name: 'Bad', passwordHash: `${SAMPLE_HASH}\u0000` })],
     ['a row PostgreSQL refuses (500)', (/** @type {string} */ email) => ({ email, name: 'poison-XX000' })],
   ])) {
-    test(`5 messages with ${kind} among 200 good ones: every good user stored, only the 5 in the DLQ`, async () => {
+    test(`5 messages with ${kind} among 200 good ones: every good user stored, only the 5 in the DLQ`, async (t) => {
       await ctx.db.pool.query(POISON_TRIGGER).catch((/** @type {any} */ err) => {
         if (err.code !== '42723') throw err; // the trigger's function exists: the first case made it
       });
@@ -71,10 +66,11 @@ describe('poison messages', () => {
       poisoned.forEach((p, i) => bodies.splice((i + 1) * 35, 0, p));
       await queues.send(bodies);
 
-      const { runner, handlerLogs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl });
+      const { stop, handlerLogs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl });
+      t.after(stop);
       const storedOfRun = async () => (await ctx.db.pool.query('SELECT count(*)::int AS n FROM users WHERE email LIKE $1', [`p-${tag}-%`])).rows[0].n;
       await waitUntil(async () => (await queues.depth(queues.dlqUrl)) === 5 && (await queues.depth(queues.queueUrl)) === 0, 'the 5 poisoned messages in the DLQ', 120_000);
-      await runner.stop();
+      await stop();
 
       assert.equal(await storedOfRun(), 20_000, 'every user of the 200 good messages, none of a poisoned one');
       assert.deepEqual((await drainDlq(queues.dlqUrl, 5)).sort(), [...poisoned].sort(), 'only the poisoned messages reached the DLQ');
