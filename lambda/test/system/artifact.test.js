@@ -122,7 +122,8 @@ describe('the feeder artifact (sam build)', () => {
       assert.deepEqual(result.batchItemFailures.map((f) => f.itemIdentifier).sort(), [badJson.messageId, invalid.messageId].sort());
       assert.deepEqual([...(await db.usersByEmail(['good-1@artifact.test', 'good-2@artifact.test', 'good-3@artifact.test'])).keys()].sort(),
         ['good-1@artifact.test', 'good-2@artifact.test']);
-      assert.equal(output.logs.at(-1)?.poisonMessages, 2);
+      assert.equal(output.logs.findLast((l) => l.message === 'sqs batch fed')?.poisonMessages, 2);
+      assert.deepEqual(output.logs.at(-1)?.failures.map((/** @type {any} */ f) => f.messageId).sort(), [badJson.messageId, invalid.messageId].sort(), 'why each failed is logged');
     });
 
     test('an outage (the service answers 503: its database is gone) throws, so Lambda returns the batch and backs off', async () => {
@@ -135,7 +136,7 @@ describe('the feeder artifact (sam build)', () => {
           assert.match(/** @type {Error} */ (err).message, /could not take any of 2 messages/);
           return true;
         });
-        assert.ok(/** @type {number} */ (output.logs.at(-1)?.retries) > 0, 'it retried while the invocation had time');
+        assert.ok(/** @type {number} */ (output.logs.findLast((l) => l.message === 'sqs batch fed')?.retries) > 0, 'it retried while the invocation had time');
       } finally {
         await downDb.close();
       }
