@@ -83,6 +83,21 @@ describe('parseUserBatch (unit)', () => {
     );
   });
 
+  // Found by the fuzz test (seed 650694646): a lone surrogate in one field hid the email's
+  // problem as stored, so the 400 named the name only.
+  test('every field of an item is named: a lone surrogate in one does not hide the email too long once lower-cased', () => {
+    const email = `İ${'a'.repeat(249)}@a.a`;
+    assert.equal(email.length, 254);
+    assert.throws(
+      () => parseUserBatch([{ email, name: 'x\ud800' }]),
+      (/** @type {any} */ err) => {
+        assert.deepEqual(err.errors.map((/** @type {any} */ e) => e.field).sort(), ['email', 'name']);
+        assert.match(err.errors.find((/** @type {any} */ e) => e.field === 'email').message, /once lower-cased/);
+        return true;
+      },
+    );
+  });
+
   test('arrays and numbers as items are refused as non-objects', () => {
     assert.throws(() => parseUserBatch([[], 5]), (/** @type {any} */ err) => err.errors.length === 2 && err.errors.every((/** @type {any} */ e) => e.field === null));
   });
