@@ -48,7 +48,7 @@ const budgetMs = MINUTES === undefined ? undefined : (MINUTES * 60_000) / (local
 say(`seed ${SEED}; ${RUNS ?? 'unlimited'} cases per variant${budgetMs ? `, ${(budgetMs / 1000).toFixed(0)} s per variant at most` : ''}; ${WRITE_VARIANTS.length} variants × ${locales.length} locales; every flaw in every field and ${REGRESSIONS.length} regressions first`);
 
 /** @type {string[][]} */
-const table = [['locale', 'variant', 'cases', 'requests', 'users', 'in accepted requests', 'merged updates', 'seconds', 'found']];
+const table = [['locale', 'variant', 'generated cases', 'cases run', 'requests', 'users', 'in accepted requests', 'merged updates', 'seconds', 'found']];
 let found = 0;
 const started = Date.now();
 for (const locale of locales) {
@@ -62,6 +62,7 @@ for (const locale of locales) {
       const t0 = Date.now();
       /** @type {string[]} */
       const findings = [];
+      let generated = 0;
       try {
         const fixed = [{ title: 'every flaw in every field', requests: everyFlawInEveryField() }, ...REGRESSIONS];
         for (const { title, requests } of fixed) {
@@ -73,6 +74,7 @@ for (const locale of locales) {
           numRuns: RUNS ?? Number.MAX_SAFE_INTEGER,
           plugins: budgetMs === undefined ? [] : [fc.interruptAfterTimeLimit(budgetMs)],
         });
+        generated = details.numRuns;
         if (details.failed) findings.push(fc.defaultReportMessage(details) ?? `failed: ${show(details.counterexample)}`);
       } finally {
         await app.close();
@@ -80,10 +82,10 @@ for (const locale of locales) {
       const seconds = (Date.now() - t0) / 1000;
       found += findings.length;
       const { cases, requests, users, accepted, updated } = stats;
-      say(`${locale}, ${label}: ${cases} cases (${requests} requests, ${users} users, ${accepted} in accepted requests, ${updated} merged updates) in ${seconds.toFixed(1)} s: ${findings.length ? 'FOUND' : 'nothing found'}`);
+      say(`${locale}, ${label}: ${generated} generated cases, ${cases} run with the fixed ones and shrinking (${requests} requests, ${users} users, ${accepted} in accepted requests, ${updated} merged updates) in ${seconds.toFixed(1)} s: ${findings.length ? 'FOUND' : 'nothing found'}`);
       // A counterexample may hold strings of 100,000 characters: each line cut in the middle.
       for (const f of findings) console.error(f.split('\n').map((line) => (line.length > 4000 ? `${line.slice(0, 2000)} …(${line.length - 4000} characters)… ${line.slice(-2000)}` : line)).join('\n'));
-      table.push([locale, label, String(cases), String(requests), String(users), `${users ? Math.round((100 * accepted) / users) : 0} %`, String(updated), seconds.toFixed(0), String(findings.length)]);
+      table.push([locale, label, String(generated), String(cases), String(requests), String(users), `${users ? Math.round((100 * accepted) / users) : 0} %`, String(updated), seconds.toFixed(0), String(findings.length)]);
     }
   } finally {
     await db.drop();
@@ -92,6 +94,6 @@ for (const locale of locales) {
   }
 }
 const total = table.slice(1).reduce((n, row) => n + Number(row[2]), 0);
-console.log(markdownTable(table, { align: ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'] }));
-console.log(`\n${total} cases in ${((Date.now() - started) / 60_000).toFixed(1)} minutes, seed ${SEED}: ${found ? `${found} found (above)` : 'nothing found'}`);
+console.log(markdownTable(table, { align: ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'] }));
+console.log(`\n${total} generated cases in ${((Date.now() - started) / 60_000).toFixed(1)} minutes, seed ${SEED}: ${found ? `${found} found (above)` : 'nothing found'}`);
 process.exit(found ? 1 : 0);
