@@ -93,7 +93,7 @@ const emailChar = nameChar.filter((c) => !/[\s@]/u.test(c));
 // ---- strings -------------------------------------------------------------------------------
 
 /** @param {string} s */
-export const codePoints = (s) => Array.from(s).length;
+const codePoints = (s) => Array.from(s).length;
 
 /**
  * Exactly `n` code points, `seed`'s over and over.
