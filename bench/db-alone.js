@@ -43,9 +43,11 @@ const VARIANTS = {
   'all-new INSERT, no CHECK at all': { schema: `email text COLLATE "C" PRIMARY KEY, ${REST}, updated_at timestamptz`, write: sluice('fail') },
   'all-new, merge clause from the start (DO UPDATE)': { schema: 'migrations', write: sluice('merge') },
   'replay, ignore (DO NOTHING)': { schema: 'migrations', write: sluice('skip'), rows: 'replay' },
-  'replay unchanged, merge (DO UPDATE ... WHERE IS DISTINCT)': { schema: 'migrations', write: sluice('merge'), rows: 'replay' },
-  'replay unchanged, merge without the WHERE (every row rewritten)': { schema: 'migrations', write: mergeEveryRow, rows: 'replay' },
-  'replay with every name changed, merge': { schema: 'migrations', write: sluice('merge'), rows: 'changed' },
+  'replay unchanged, merge (sluice: unchanged rows filtered out, then DO UPDATE ... WHERE IS DISTINCT)': { schema: 'migrations', write: sluice('merge'), rows: 'replay' },
+  'replay unchanged, merge without the filter (DO UPDATE ... WHERE IS DISTINCT alone)': { schema: 'migrations', write: mergeUnfiltered, rows: 'replay' },
+  'replay unchanged, merge without the WHERE either (every row rewritten)': { schema: 'migrations', write: mergeEveryRow, rows: 'replay' },
+  'replay with every name changed, merge (sluice)': { schema: 'migrations', write: sluice('merge'), rows: 'changed' },
+  'replay with every name changed, merge without the filter': { schema: 'migrations', write: mergeUnfiltered, rows: 'changed' },
   'naive: its table, parameterized INSERT': {
     schema: 'id serial PRIMARY KEY, email text UNIQUE, name text, phone text, password_hash text, created_at timestamptz DEFAULT now()',
     write: (client, rows) => client.query(`INSERT INTO users (email, name, phone, password_hash) VALUES ${rows.map((_, i) => `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`).join(', ')}`, rows.flat()),
@@ -81,9 +83,12 @@ function arrayConstructors(rows) {
 
 /** Merge without the IS DISTINCT FROM guard: what a plain upsert costs on a replay. @type {Write} */
 function mergeEveryRow(client, rows) {
-  return client.query(`INSERT INTO users (${SQL.COLUMNS}) ${SQL.rowsAsArrays(rows)} ON CONFLICT (email) DO UPDATE SET
-    name = EXCLUDED.name, phone = COALESCE(EXCLUDED.phone, users.phone),
-    password_hash = COALESCE(EXCLUDED.password_hash, users.password_hash), updated_at = now()`);
+  return client.query(`INSERT INTO users (${SQL.COLUMNS}) ${SQL.rowsAsArrays(rows)} ${SQL.MERGE.replace(/\s+WHERE[\s\S]*$/, '')}`);
+}
+
+/** Merge with the conflict clause alone: every stored row is met by a speculative insertion and locked. @type {Write} */
+function mergeUnfiltered(client, rows) {
+  return client.query(`INSERT INTO users (${SQL.COLUMNS}) ${SQL.rowsAsArrays(rows)} ${SQL.MERGE}`);
 }
 
 /** @param {string} msg */

@@ -16,6 +16,9 @@ for (const { label, env } of WRITE_VARIANTS) {
     const ctx = useAppAndDatabase({ ...env, INSERT_CHUNK_ROWS: '3' });
     /** @param {unknown} body @param {Record<string, string>} [headers] */
     const post = (body, headers = {}) => ctx.app.postUsers(body, { headers });
+    /** What the service logged for a failed answer, so that a failure names its cause. @param {string | undefined} errorId */
+    const loggedCause = (errorId) =>
+      JSON.stringify(ctx.app.logs.filter((l) => errorId && l.errorId === errorId).map((l) => `${l.err?.code ?? ''} ${l.err?.message ?? ''}`));
     /** @param {string[]} emails */
     const rows = async (emails) =>
       new Map(
@@ -101,7 +104,7 @@ for (const { label, env } of WRITE_VARIANTS) {
         return picked.map((u) => ({ ...u, name: `request ${r}` }));
       });
       const answers = await Promise.all(requests.map((body) => post(body, MERGE)));
-      for (const a of answers) assert.ok(a.status === 200 || a.status === 201, a.text);
+      for (const a of answers) assert.ok(a.status === 200 || a.status === 201, `${a.text}: ${loggedCause(a.body?.errorId)}`);
       const stored = await rows(pool.map((u) => u.email));
       const sentTo = new Map(pool.map((u) => [u.email, new Set(requests.flatMap((body, r) => (body.some((x) => x.email === u.email) ? [`request ${r}`] : [])))]));
       for (const u of pool) {

@@ -69,5 +69,7 @@ describe('the statement builder (unit)', () => {
     const merge = writeStatement(source, 'merge', 'counts');
     assert.match(merge, /DO UPDATE SET[\s\S]+WHERE \(users\.name, users\.phone, users\.password_hash\)\s+IS DISTINCT FROM/);
     assert.match(merge, /^WITH written AS \(INSERT INTO users/);
+    assert.match(merge, /FROM \(SELECT 1\) AS t \(email, name, phone, password_hash\)\s+WHERE NOT EXISTS \([\s\S]+ OFFSET 0\)/, 'rows stored unchanged are left out before the insert, by a probe per row');
+    assert.doesNotMatch(writeStatement(source, 'skip', 'none'), /NOT EXISTS/);
   });
 });
