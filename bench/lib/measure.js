@@ -9,6 +9,9 @@ import { postgresCpuSeconds, processCpuSeconds, sampleRss } from './process-stat
  */
 export async function openTable(databaseUrl) {
   const client = new pg.Client(databaseUrl);
+  // A server gone while the client idles (the bench interrupted) fails the next query; it must not
+  // also crash the process with an unhandled 'error' event.
+  client.on('error', () => {});
   await client.connect();
   return {
     /**
