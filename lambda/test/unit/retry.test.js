@@ -61,7 +61,7 @@ describe('parseRetryAfter (unit)', () => {
   });
 
   test('unreadable values: undefined', () => {
-    for (const header of ['soon', '5 seconds', '1e3', '0x10']) assert.equal(parseRetryAfter(header, NOW), undefined, header);
+    for (const header of ['soon', '5 seconds', '1e3', '0x10', '1.5', '-1']) assert.equal(parseRetryAfter(header, NOW), undefined, header);
   });
 
   test('any whole number of seconds is read exactly', () => {
