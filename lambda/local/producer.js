@@ -5,22 +5,36 @@ import { backoffMs, sleep } from '../src/retry.js';
 export const MAX_MESSAGE_BYTES = 262_144;
 const MAX_BATCH_ENTRIES = 10;
 
+/** @typedef {'merge-duplicates' | 'ignore-duplicates'} Resolution */
+
+/**
+ * The message attributes that carry a resolution. SQS counts each attribute's name, data type and
+ * value toward the message's size limit, so they come out of the room left for the body.
+ * @param {Resolution | undefined} resolution
+ */
+function attributesOf(resolution) {
+  if (!resolution) return { attributes: undefined, bytes: 0 };
+  return { attributes: { resolution: { DataType: 'String', StringValue: resolution } }, bytes: Buffer.byteLength(`resolutionString${resolution}`) };
+}
+
 /**
  * Packs users into message bodies of up to `perMessage` users, closing a body early when one more
- * user would pass SQS's size limit.
+ * user would pass SQS's size limit (less what the resolution attribute, when given, takes of it).
  * @param {AsyncIterable<object> | Iterable<object>} users
  * @param {number} perMessage
+ * @param {{ resolution?: Resolution }} [options]  the resolution the messages will be sent with
  * @returns {AsyncGenerator<{ body: string, users: number }>}
  */
-export async function* packMessages(users, perMessage) {
+export async function* packMessages(users, perMessage, { resolution } = {}) {
+  const limit = MAX_MESSAGE_BYTES - attributesOf(resolution).bytes;
   /** @type {string[]} */
   let parts = [];
   let bytes = 2;
   for await (const user of users) {
     const json = JSON.stringify(user);
     const size = Buffer.byteLength(json) + 1;
-    if (size + 2 > MAX_MESSAGE_BYTES) throw new Error(`one user is ${size} bytes, over SQS's ${MAX_MESSAGE_BYTES}-byte message limit`);
-    if (parts.length > 0 && (parts.length >= perMessage || bytes + size > MAX_MESSAGE_BYTES)) {
+    if (size + 2 > limit) throw new Error(`one user is ${size} bytes, over SQS's ${MAX_MESSAGE_BYTES}-byte message limit`);
+    if (parts.length > 0 && (parts.length >= perMessage || bytes + size > limit)) {
       yield { body: perMessage === 1 ? parts[0] : `[${parts.join(',')}]`, users: parts.length };
       parts = [];
       bytes = 2;
@@ -40,11 +54,11 @@ export async function* packMessages(users, perMessage) {
  * feeder obeys over its own CONFLICT_RESOLUTION.
  *
  * @param {{ sqs: import('@aws-sdk/client-sqs').SQSClient, queueUrl: string, messages: AsyncIterable<{ body: string, users: number }>,
- *   resolution?: 'merge-duplicates' | 'ignore-duplicates',
+ *   resolution?: Resolution,
  *   concurrency?: number, maxAttempts?: number, onSent?: (users: number, messages: number) => void }} options
  */
 export async function sendMessages({ sqs, queueUrl, messages, resolution, concurrency = 8, maxAttempts = 8, onSent = () => {} }) {
-  const MessageAttributes = resolution ? { resolution: { DataType: 'String', StringValue: resolution } } : undefined;
+  const { attributes: MessageAttributes, bytes: attributeBytes } = attributesOf(resolution);
   const totals = { messages: 0, users: 0, retries: 0 };
   /** @type {Set<Promise<void>>} */
   const inFlight = new Set();
@@ -82,7 +96,7 @@ export async function sendMessages({ sqs, queueUrl, messages, resolution, concur
     if (inFlight.size >= concurrency) await Promise.race(inFlight);
   };
   for await (const message of messages) {
-    const size = Buffer.byteLength(message.body);
+    const size = Buffer.byteLength(message.body) + attributeBytes;
     if (batch.length > 0 && (batch.length >= MAX_BATCH_ENTRIES || batchBytes + size > MAX_MESSAGE_BYTES)) await dispatch();
     batch.push(message);
     batchBytes += size;

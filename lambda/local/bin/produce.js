@@ -89,7 +89,7 @@ try {
   const totals = await sendMessages({
     sqs,
     queueUrl: config.queueUrl,
-    messages: packMessages(users(), perMessage),
+    messages: packMessages(users(), perMessage, { resolution: args.resolution }),
     resolution: args.resolution,
     concurrency,
     onSent: (n) => {

@@ -14,6 +14,9 @@ async function collect(iterable) {
 /** @param {{ body: string }} message @param {number} perMessage */
 const usersOf = (message, perMessage) => (perMessage === 1 ? [JSON.parse(message.body)] : JSON.parse(message.body));
 
+/** What SQS counts for the resolution attribute: its name, data type and value. @param {string} value */
+const attributeBytes = (value) => Buffer.byteLength(`resolutionString${value}`);
+
 /** A user whose JSON is `bytes` long (ASCII). @param {number} i @param {number} bytes */
 function userOfSize(i, bytes) {
   const user = { email: `u${i}@example.com`, name: '' };
@@ -49,6 +52,15 @@ describe('packMessages (unit)', () => {
     assert.deepEqual(under.map((m) => m.users), [1, 2]);
     for (const m of [...over, ...under]) assert.ok(Buffer.byteLength(m.body) <= MAX_MESSAGE_BYTES, `a message of ${Buffer.byteLength(m.body)} bytes`);
     assert.equal(Buffer.byteLength(under[1].body), MAX_MESSAGE_BYTES - 1);
+  });
+
+  test("with a resolution, its message attribute's bytes come out of the body's room (SQS counts them)", async () => {
+    const users = [userOfSize(0, MAX_MESSAGE_BYTES - 1000), userOfSize(1, 990)];
+    // [a,b] is 7 bytes under the limit: one message alone, two once 32 bytes of attribute go with it.
+    assert.deepEqual((await collect(packMessages(users, 100))).map((m) => m.users), [2]);
+    const merged = await collect(packMessages(users, 100, { resolution: 'merge-duplicates' }));
+    assert.deepEqual(merged.map((m) => m.users), [1, 1]);
+    for (const m of merged) assert.ok(Buffer.byteLength(m.body) + attributeBytes('merge-duplicates') <= MAX_MESSAGE_BYTES);
   });
 
   test('a user that cannot fit in any message stops the run with its size', async () => {
@@ -131,6 +143,17 @@ describe('sendMessages (unit, SQS stand-in, mocked timers)', () => {
     await withTimersRun(sendMessages({ sqs, queueUrl: 'q', messages: messages(12, 100_000) }));
     for (const entries of calls) assert.ok(entries.reduce((n, e) => n + Buffer.byteLength(e.MessageBody), 0) <= MAX_MESSAGE_BYTES);
     assert.equal(calls.flat().length, 12);
+  });
+
+  test("with a resolution, a batch's bodies and their attributes together stay within 256 KiB", async () => {
+    const { sqs, calls } = fakeSqs();
+    // Two bodies 20 bytes under the limit together; their two 32-byte attributes are not.
+    await withTimersRun(sendMessages({ sqs, queueUrl: 'q', messages: messages(2, MAX_MESSAGE_BYTES / 2 - 10), resolution: 'merge-duplicates' }));
+    assert.deepEqual(calls.map((c) => c.length), [1, 1]);
+    for (const entries of calls) {
+      for (const e of entries) assert.deepEqual(/** @type {any} */ (e).MessageAttributes, { resolution: { DataType: 'String', StringValue: 'merge-duplicates' } });
+      assert.ok(entries.reduce((n, e) => n + Buffer.byteLength(e.MessageBody) + attributeBytes('merge-duplicates'), 0) <= MAX_MESSAGE_BYTES);
+    }
   });
 
   test('entries SQS refuses are sent again, alone, until they pass', async () => {
