@@ -154,16 +154,23 @@ export class LocalEventSource {
   async deleteMessages(messages) {
     for (let i = 0; i < messages.length; i += 10) {
       let entries = messages.slice(i, i + 10).map((m, n) => ({ Id: String(n), ReceiptHandle: /** @type {string} */ (m.ReceiptHandle) }));
+      /** @type {string[]} */
+      const refused = [];
       for (let attempt = 0; entries.length > 0 && attempt < 5; attempt++) {
         const out = await this.options.sqs
           .send(new DeleteMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: entries }))
-          .catch((err) => ({ Failed: entries.map((e) => ({ Id: e.Id, Message: err.message })) }));
-        const failedIds = new Set((out.Failed ?? []).map((f) => f.Id));
-        entries = entries.filter((e) => failedIds.has(e.Id));
+          .catch((err) => ({ Failed: entries.map((e) => ({ Id: e.Id, SenderFault: false, Code: err.name })) }));
+        const failed = out.Failed ?? [];
+        // A sender fault (a receipt handle gone stale once the visibility timeout ran out) fails the
+        // same way every time: only throttling and server faults are worth another try.
+        for (const f of failed) if (f.SenderFault) refused.push(f.Code ?? 'SenderFault');
+        const retry = new Set(failed.filter((f) => !f.SenderFault).map((f) => f.Id));
+        entries = entries.filter((e) => retry.has(e.Id));
         if (entries.length) await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
       }
-      // A message whose delete kept failing reappears and is stored again harmlessly (idempotent on email).
-      if (entries.length) this.log({ level: 'warn', msg: 'delete failed; the messages will reappear', count: entries.length });
+      // A message whose delete failed reappears and is stored again harmlessly (idempotent on email).
+      const count = entries.length + refused.length;
+      if (count) this.log({ level: 'warn', msg: 'delete failed; the messages will reappear', count, codes: [...new Set(refused)] });
     }
   }
 }

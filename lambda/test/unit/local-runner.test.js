@@ -10,23 +10,39 @@ const QUEUE_ARN = 'arn:aws:sqs:us-east-1:000000000000:sluice-users';
  * waits, as a long poll does, until the runner aborts it. Deletes are recorded.
  * @param {number} count
  */
-function fakeQueue(count) {
+function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle, /** @type {number} */ _call) => /** @type {{ SenderFault: boolean, Code: string } | null} */ (null)) {
   const waiting = Array.from({ length: count }, (_, i) => ({ MessageId: `m${i}`, ReceiptHandle: `rh${i}`, Body: JSON.stringify({ email: `u${i}@x.io`, name: `U${i}` }), Attributes: { ApproximateReceiveCount: '1' } }));
   /** @type {string[]} */
   const deleted = [];
+  /** @type {string[]} every receipt handle a delete was asked for, retries included */
+  const deleteAsked = [];
+  let deleteCalls = 0;
   const sqs = /** @type {any} */ ({
     async send(/** @type {any} */ command, /** @type {{ abortSignal?: AbortSignal }} */ options = {}) {
       if (command instanceof GetQueueAttributesCommand) return { Attributes: { QueueArn: QUEUE_ARN } };
       if (command instanceof DeleteMessageBatchCommand) {
-        deleted.push(...command.input.Entries.map((/** @type {any} */ e) => e.ReceiptHandle));
-        return { Successful: command.input.Entries.map((/** @type {any} */ e) => ({ Id: e.Id })), Failed: [] };
+        deleteCalls++;
+        /** @type {any[]} */
+        const Failed = [];
+        /** @type {any[]} */
+        const Successful = [];
+        for (const e of command.input.Entries) {
+          deleteAsked.push(e.ReceiptHandle);
+          const failure = deleteFailure(e.ReceiptHandle, deleteCalls);
+          if (failure) Failed.push({ Id: e.Id, ...failure });
+          else {
+            deleted.push(e.ReceiptHandle);
+            Successful.push({ Id: e.Id });
+          }
+        }
+        return { Successful, Failed };
       }
       assert.ok(command instanceof ReceiveMessageCommand);
       if (waiting.length > 0) return { Messages: waiting.splice(0, command.input.MaxNumberOfMessages) };
       return new Promise((_, reject) => options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
     },
   });
-  return { sqs, deleted, left: () => waiting.length };
+  return { sqs, deleted, deleteAsked, left: () => waiting.length };
 }
 
 /** Lets every settled promise run its continuations. */
@@ -85,6 +101,26 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     const totals = await source.stop();
     assert.deepEqual(queue.deleted.sort(), ['rh0', 'rh1', 'rh2', 'rh4', 'rh5', 'rh6', 'rh8', 'rh9']);
     assert.deepEqual({ deleted: totals.deleted, failed: totals.failed }, { deleted: 8, failed: 2 });
+  });
+
+  test('a delete SQS refuses as a sender fault (a stale receipt handle) is not retried; a throttled one is, until it passes', async () => {
+    const queue = fakeQueue(10, (rh, call) => {
+      if (rh === 'rh2') return { SenderFault: true, Code: 'ReceiptHandleIsInvalid' };
+      if (rh === 'rh5' && call <= 2) return { SenderFault: false, Code: 'RequestThrottled' };
+      return null;
+    });
+    const { source, logs } = runner(queue, async () => ({ batchItemFailures: [] }));
+    await source.start();
+    const stopped = source.stop();
+    for (let i = 0; i < 10; i++) {
+      await flush();
+      mock.timers.runAll();
+    }
+    await stopped;
+    assert.equal(queue.deleteAsked.filter((rh) => rh === 'rh2').length, 1, 'the stale handle is asked for once');
+    assert.equal(queue.deleteAsked.filter((rh) => rh === 'rh5').length, 3, 'the throttled one until it passes');
+    assert.deepEqual(queue.deleted.sort(), ['rh0', 'rh1', 'rh3', 'rh4', 'rh5', 'rh6', 'rh7', 'rh8', 'rh9']);
+    assert.ok(logs.some((l) => l.msg === 'delete failed; the messages will reappear' && l.count === 1 && l.codes[0] === 'ReceiptHandleIsInvalid'));
   });
 
   test('a handler that throws returns the whole batch to the queue, as Lambda does', async () => {
