@@ -5,7 +5,7 @@ import { Command } from 'commander';
 // The command line every sluice command has (db/src/command-line.js, which this image does not
 // hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
 new Command('npm run feeder --')
-  .description("The local event-source runner: plays Lambda's SQS event-source mapping against any SQS endpoint (long polling, batches up to BATCH_SIZE within BATCH_WINDOW_MS, Lambda's event shape) and hands each batch to the real handler, which posts the users to SERVICE_URL; it deletes only the messages the handler did not report as failed. SIGINT or SIGTERM stops it cleanly: it stops polling, hands what it holds to the handler and waits for the deletes. A bad variable stops it at start with exit code 1.")
+  .description("The local event-source runner: plays Lambda's SQS event-source mapping against any SQS endpoint (long polling, batches up to BATCH_SIZE within BATCH_WINDOW_MS, Lambda's event shape) and hands each batch to the real handler, which posts the users to SERVICE_URL; it deletes only the messages the handler did not report as failed. SIGINT or SIGTERM stops it cleanly: it stops polling, hands what it holds to the handler and waits for the deletes; a second signal leaves at once (exit code 1), and what it held returns to the queue. A bad variable stops it at start with exit code 1.")
   .helpOption('-h, --help', 'print this usage and exit')
   .showHelpAfterError()
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
@@ -73,9 +73,14 @@ logger.info('feeder polling', { queueUrl: config.queueUrl, batchSize: config.bat
 let stopping = false;
 /** @param {NodeJS.Signals} signal */
 async function stop(signal) {
-  if (stopping) return;
+  if (stopping) {
+    // A second signal: the batches in hand may be waiting out an outage until the function
+    // timeout. Leave now; what was not deleted returns to the queue once its visibility times out.
+    logger.warn('feeder stopped at once: the batches in hand return to the queue', { signal });
+    process.exit(1);
+  }
   stopping = true;
-  logger.info('feeder stopping: finishing the batches in hand', { signal });
+  logger.info('feeder stopping: finishing the batches in hand (signal again to leave at once)', { signal });
   const totals = await runner.stop();
   logger.info('feeder stopped', { totals });
   sqs.destroy();

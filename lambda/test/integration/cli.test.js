@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { runNode } from '../../../test/support/child-process.js';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
 import { createQueuePair, makeSqsClient, sqsEndpoint, waitUntil } from '../support/queues.js';
 
@@ -42,6 +43,29 @@ describe('the producer and feeder commands', () => {
     await waitUntil(async () => (await ctx.db.countUsers()) === 20_000 && (await queues.depth(queues.queueUrl)) === 0, 'the second run to drain the rest', 90_000);
     again.child.kill('SIGINT');
     assert.equal(await again.exited, 0);
+    assert.equal(await queues.depth(queues.dlqUrl), 0);
+    await queues.delete();
+  });
+
+  test('while the batch in hand waits out an outage, a second SIGTERM leaves at once, and the batch returns to the queue', async () => {
+    const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 3, maxReceiveCount: 5 });
+    // Nothing listens on port 9: every post fails to connect, and the handler retries until its deadline.
+    const env = { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: queues.queueUrl, SERVICE_URL: 'http://127.0.0.1:9' };
+    const producer = run('produce.js', ['--count', '100', '--per-message', '10'], env);
+    assert.equal(await producer.exited, 0, producer.err());
+    /** Messages a receive can take now. */
+    const visible = async () =>
+      Number((await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queues.queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }))).Attributes?.ApproximateNumberOfMessages ?? 0);
+
+    const feeder = run('feeder.js', [], { ...env, BATCH_SIZE: '10', BATCH_WINDOW_MS: '100' });
+    await waitUntil(async () => (await visible()) === 0, 'the feeder to receive every message');
+    feeder.child.kill('SIGTERM');
+    const first = await Promise.race([feeder.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 1000))]);
+    assert.equal(first, 'still running', 'the first signal waits for the batch in hand');
+    feeder.child.kill('SIGTERM');
+    assert.equal(await feeder.exited, 1, feeder.err());
+    assert.match(feeder.out() + feeder.err(), /stopped at once/);
+    await waitUntil(async () => (await visible()) === 10, 'the messages to return to the queue', 30_000);
     assert.equal(await queues.depth(queues.dlqUrl), 0);
     await queues.delete();
   });
