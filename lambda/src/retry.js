@@ -15,12 +15,13 @@ export function backoffMs(attempt, { baseMs, maxMs }, random = Math.random) {
  * @param {number} [now]
  */
 export function parseRetryAfter(header, now = Date.now()) {
-  if (!header) return undefined;
-  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
+  const value = header?.trim();
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
   // Every HTTP-date form (RFC 9110, 5.6.7) begins with the day's name. Date.parse alone would take
   // "1.5" or "-1" for days in 2001, and so a retry at once.
-  if (!HTTP_DATE_START.test(header.trim())) return undefined;
-  const at = Date.parse(header);
+  if (!HTTP_DATE_START.test(value)) return undefined;
+  const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 

@@ -18,16 +18,22 @@ import format from 'pg-format';
 
 export const COLUMNS = 'email, name, phone, password_hash';
 
-// An omitted phone or password hash keeps the stored one; a row whose values would not change is
-// left alone (no new row version, no WAL). updated_at is set only by a change, so a returned row
-// whose updated_at is NULL was inserted.
+/**
+ * What a merge stores over a stored row, as the SQL of its name, phone and password hash: the sent
+ * name; the sent phone and hash, or the stored ones where the item had none. Said once, for the
+ * update, for the test that skips a row it would not change, and for the filter below.
+ * @param {string} sent  the row sent (EXCLUDED, or an alias) @param {string} stored  the stored row
+ */
+const mergedValues = (sent, stored) =>
+  `${sent}.name, COALESCE(${sent}.phone, ${stored}.phone), COALESCE(${sent}.password_hash, ${stored}.password_hash)`;
+/** @param {string} stored */
+const storedValues = (stored) => `${stored}.name, ${stored}.phone, ${stored}.password_hash`;
+
+// A row whose values would not change is left alone (no new row version, no WAL). updated_at is
+// set only by a change, so a returned row whose updated_at is NULL was inserted.
 export const MERGE = `ON CONFLICT (email) DO UPDATE SET
-  name = EXCLUDED.name,
-  phone = COALESCE(EXCLUDED.phone, users.phone),
-  password_hash = COALESCE(EXCLUDED.password_hash, users.password_hash),
-  updated_at = now()
-  WHERE (users.name, users.phone, users.password_hash)
-    IS DISTINCT FROM (EXCLUDED.name, COALESCE(EXCLUDED.phone, users.phone), COALESCE(EXCLUDED.password_hash, users.password_hash))`;
+  (name, phone, password_hash, updated_at) = (${mergedValues('EXCLUDED', 'users')}, now())
+  WHERE (${storedValues('users')}) IS DISTINCT FROM (${mergedValues('EXCLUDED', 'users')})`;
 
 /** @type {Record<OnConflict, string>} */
 const ON_CONFLICT = { fail: '', skip: 'ON CONFLICT (email) DO NOTHING', merge: MERGE };
@@ -44,9 +50,8 @@ const ON_CONFLICT = { fail: '', skip: 'ON CONFLICT (email) DO NOTHING', merge: M
  * @param {string} source
  */
 const changedRows = (source) => `SELECT ${COLUMNS} FROM (${source}) AS t (${COLUMNS})
-  WHERE NOT EXISTS (SELECT FROM users u WHERE u.email = t.email COLLATE "C" AND u.name = t.name
-    AND u.phone IS NOT DISTINCT FROM coalesce(t.phone, u.phone)
-    AND u.password_hash IS NOT DISTINCT FROM coalesce(t.password_hash, u.password_hash) OFFSET 0)`;
+  WHERE NOT EXISTS (SELECT FROM users u WHERE u.email = t.email COLLATE "C"
+    AND (${storedValues('u')}) IS NOT DISTINCT FROM (${mergedValues('t', 'u')}) OFFSET 0)`;
 
 /**
  * The statement around a row source (`SELECT ...` or `VALUES ...` giving the four columns).
