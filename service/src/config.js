@@ -12,6 +12,7 @@ import { STRATEGIES } from './users/user-repository.js';
  * @property {number} dbPoolMax
  * @property {number} dbConnectTimeoutMs  how long a request waits for a pool connection before 503
  * @property {number} dbStatementTimeoutMs
+ * @property {number} dbLockTimeoutMs     how long a write waits for a row another writer holds before 503
  * @property {number} maxBatchItems
  * @property {number} maxBodyBytes
  * @property {number} bodyReadTimeoutMs   how long a request body may take to arrive before 408
@@ -72,11 +73,13 @@ export function loadConfig(env = process.env) {
   return {
     databaseUrl,
     port: int('PORT', 3000, 0, 65535),
-    host: env.HOST?.trim() || '0.0.0.0',
+    // Without a token the write endpoint is open to whoever reaches it: loopback unless asked otherwise.
+    host: env.HOST?.trim() || (ingestToken ? '0.0.0.0' : '127.0.0.1'),
     ingestToken,
     dbPoolMax: int('DB_POOL_MAX', 10, 1, 1000),
     dbConnectTimeoutMs: int('DB_CONNECT_TIMEOUT_MS', 2000, 1, 600_000),
     dbStatementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    dbLockTimeoutMs: int('DB_LOCK_TIMEOUT_MS', 3000, 1, 3_600_000),
     maxBatchItems: int('MAX_BATCH_ITEMS', 10_000, 1, 1_000_000),
     maxBodyBytes: int('MAX_BODY_BYTES', 10 * 1024 * 1024, 2, 1024 * 1024 * 1024),
     bodyReadTimeoutMs: int('BODY_READ_TIMEOUT_MS', 30_000, 1, 3_600_000),

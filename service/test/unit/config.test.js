@@ -7,7 +7,7 @@ describe('configuration (unit)', () => {
   test('defaults follow the contract and the README', () => {
     const c = loadConfig({});
     assert.equal(c.port, 3000);
-    assert.equal(c.host, '0.0.0.0');
+    assert.equal(c.host, '127.0.0.1');
     assert.equal(c.maxBatchItems, 10_000);
     assert.equal(c.maxBodyBytes, 10 * 1024 * 1024);
     assert.equal(c.bodyReadTimeoutMs, 30_000);
@@ -22,6 +22,7 @@ describe('configuration (unit)', () => {
     assert.equal(c.dbPoolMax, 10);
     assert.equal(c.dbConnectTimeoutMs, 2000);
     assert.equal(c.dbStatementTimeoutMs, 30_000);
+    assert.equal(c.dbLockTimeoutMs, 3000);
     assert.equal(c.shutdownTimeoutMs, 25_000);
     assert.equal(c.logLevel, 'info');
     assert.equal(c.admissionBudgetBytes, 4 * 1024 * 1024);
@@ -39,7 +40,10 @@ describe('configuration (unit)', () => {
       [0, '127.0.0.1', 1, 'copy', 'silent', 1_000_000, 0, 10, 's3cret', 'postgresql://u:p@db:5432/sluice'],
     );
     assert.equal(loadConfig({ INGEST_TOKEN: '' }).ingestToken, undefined, 'an empty token is no token: requests are not authenticated');
-    assert.equal(loadConfig({ HOST: '   ' }).host, '0.0.0.0');
+    // No token: loopback, so an open write endpoint is never exposed by default; a token: every address.
+    assert.equal(loadConfig({ HOST: '   ' }).host, '127.0.0.1');
+    assert.equal(loadConfig({ HOST: '', INGEST_TOKEN: 't' }).host, '0.0.0.0');
+    assert.equal(loadConfig({ HOST: '0.0.0.0' }).host, '0.0.0.0');
   });
 
   for (const [value, expected] of /** @type {[string, boolean][]} */ ([['on', true], ['TRUE', true], ['1', true], ['off', false], [' False ', false], ['0', false]])) {
@@ -74,7 +78,7 @@ describe('configuration (unit)', () => {
     ['PORT', 'eighty'], ['PORT', '70000'], ['MAX_BATCH_ITEMS', '0'], ['MAX_BODY_BYTES', '-5'],
     ['INSERT_CHUNK_ROWS', '1.5'], ['INSERT_STRATEGY', 'magic'], ['WORKERS', 'many'], ['DB_POOL_MAX', ''.padEnd(3, 'x')],
     ['DATABASE_URL', 'mysql://x'], ['LOG_LEVEL', 'loud'], ['LOG_LEVEL', 'INFO'], ['GROUP_COMMIT', 'maybe'], ['GROUP_COMMIT_MAX_ROWS', '0'],
-    ['BODY_READ_TIMEOUT_MS', '0'], ['SHUTDOWN_TIMEOUT_MS', 'soon'], ['DB_STATEMENT_TIMEOUT_MS', '3600001'], ['DB_CONNECT_TIMEOUT_MS', '0'],
+    ['BODY_READ_TIMEOUT_MS', '0'], ['SHUTDOWN_TIMEOUT_MS', 'soon'], ['DB_STATEMENT_TIMEOUT_MS', '3600001'], ['DB_CONNECT_TIMEOUT_MS', '0'], ['DB_LOCK_TIMEOUT_MS', '0'],
     ['ADMISSION_BUDGET_BYTES', '1000'], ['ADMISSION_BUDGET_BYTES', '8MB'], ['ADMISSION_WAIT_MS', '-1'],
   ]) {
     test(`a bad ${variable} (${value}) stops start-up with a message naming it`, () => {
