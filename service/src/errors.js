@@ -37,6 +37,8 @@ export const API_ERRORS = /** @type {const} */ ({
   internal: { status: 500, scope: 'any', message: 'unexpected error; nothing was written', when: 'An unexpected failure of this request alone (retrying will not help); its `errorId` is in the log too.' },
   unsupported_transfer_encoding: { status: 501, scope: 'users', message: 'Transfer-Encoding must be chunked alone (compress with Content-Encoding)', when: 'A transfer coding other than chunked (RFC 9112, 6.1).' },
   overloaded: { status: 503, scope: 'users', message: 'the service is at its in-flight work limit; nothing was read or written, retry later', when: 'The in-flight work budget is full; refused before the body is read.', headers: { 'Retry-After': '1' } },
+  lock_timeout: { status: 503, scope: 'users', message: 'a row this request writes is held by another writer; nothing was written, retry later', when: 'A row this request writes stayed locked by another writer for DB_LOCK_TIMEOUT_MS (PostgreSQL\'s lock_timeout). Requests for other emails are not held back.', headers: { 'Retry-After': '1' } },
+  statement_timeout: { status: 503, scope: 'users', message: 'the database did not finish the write within DB_STATEMENT_TIMEOUT_MS; nothing was written, retry later', when: 'The write ran longer than DB_STATEMENT_TIMEOUT_MS (a database under load or a whole-table lock): the database\'s state, not the request\'s fault.', headers: { 'Retry-After': '2' } },
   database_unavailable: { status: 503, scope: 'users', message: 'the database cannot take writes now; nothing was written, retry later', when: 'PostgreSQL is unreachable, or every pooled connection is busy.', headers: { 'Retry-After': '2' } },
 });
 

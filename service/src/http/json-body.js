@@ -1,10 +1,10 @@
 import { isUtf8 } from 'node:buffer';
 import zlib from 'node:zlib';
-import getRawBody from 'raw-body';
 import { ApiError, InvalidBatchError } from '../errors.js';
 import { sendContinue } from './expect-continue.js';
 import { findDuplicateKeys } from './json-keys.js';
 import { parseMediaType } from './media-type.js';
+import { ClientGoneError, readBody } from './read-body.js';
 import { repeatedHeaders } from './repeated-headers.js';
 
 // Reads a JSON body strictly: what is parsed is exactly what was sent, or the request is refused
@@ -125,18 +125,15 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
     /** @type {import('node:stream').Readable} */
     const source = decoder ?? req;
 
-    let settled = false;
     /** @param {unknown} err @param {Buffer} [buffer] */
     const settle = (err, buffer) => {
-      if (settled) return;
-      settled = true;
       clearTimeout(timer);
       if (decoder) {
         req.unpipe(decoder);
         decoder.destroy();
       }
       // The client went away mid-body: nobody is left to answer.
-      if (isClientGone(err)) return req.socket.destroy();
+      if (err instanceof ClientGoneError) return req.socket.destroy();
       if (err) return next(describeReadError(err, decoder !== undefined));
       if (decoder) req.resume(); // anything after the compressed stream, so the request ends
       try {
@@ -150,32 +147,22 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
     // A body that trickles or stalls would otherwise hold its socket (and whatever it has sent) for
     // as long as the client likes.
     const timer = setTimeout(() => {
+      stop();
       settle(new ApiError('body_timeout', `the body did not arrive within BODY_READ_TIMEOUT_MS (${bodyReadTimeoutMs} ms); nothing was written`));
     }, bodyReadTimeoutMs);
-
-    getRawBody(source, { limit: maxBodyBytes, length: decoder ? undefined : req.headers['content-length'] }, settle);
+    const declared = req.headers['content-length'];
+    const stop = readBody(req, source, { limit: maxBodyBytes, length: declared === undefined ? undefined : Number(declared) }, settle);
   };
 }
 
-// raw-body's failures, by its `type`: this is the one place that knows them.
-/** @type {Record<string, () => ApiError>} */
-const READ_ERRORS = {
-  'entity.too.large': () => new ApiError('payload_too_large'),
-  'request.size.invalid': () => new ApiError('bad_request', 'the body does not match its Content-Length; nothing was read or written'),
-};
-/** @param {unknown} err */
-const isClientGone = (err) => /** @type {{ type?: unknown }} */ (err)?.type === 'request.aborted';
-
 /**
- * A failure while reading the body, as the catalogue's answer: raw-body's own by their type; the
- * decoder's, which means the body was not the compressed data its Content-Encoding said; ours
- * (admission's overflow, the body timeout) as they are.
+ * A failure while reading the body, as the catalogue's answer: ours (the reader's limits,
+ * admission's overflow, the body timeout) as they are; the decoder's, which means the body was not
+ * the compressed data its Content-Encoding said.
  * @param {unknown} err
  * @param {boolean} compressed
  */
 function describeReadError(err, compressed) {
   if (err instanceof ApiError) return err;
-  const type = /** @type {{ type?: unknown }} */ (err)?.type;
-  if (typeof type === 'string' && Object.hasOwn(READ_ERRORS, type)) return READ_ERRORS[type]();
   return compressed ? new ApiError('malformed_encoding') : err;
 }
