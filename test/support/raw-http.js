@@ -23,7 +23,10 @@ export async function rawExchange(baseUrl, send, { closeWithinMs = 15_000 } = {}
   /** @type {Buffer[]} */
   const received = [];
   socket.on('data', (chunk) => received.push(chunk));
-  const closed = once(socket, 'close');
+  // Not events.once: it rejects on 'error', and a server that answers and closes while the client
+  // still writes resets the connection (ECONNRESET on a busy machine) after the answer arrived.
+  // Whether the answer is the right one is for the caller to check.
+  const closed = new Promise((resolve) => socket.once('close', resolve));
   await send(socket);
   let guard;
   const timedOut = new Promise((_, reject) => {
