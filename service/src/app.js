@@ -11,6 +11,8 @@ import { createGroupCommit } from './users/group-commit.js';
 import { postUsers } from './users/post-users.js';
 import { createUserWriter } from './users/user-repository.js';
 
+const GROUP_LOCK_TIMEOUT_MS = 250;
+
 /**
  * The composition root: builds every part of the service from the configuration, hands each what
  * it uses, and lays out the routes, so the whole request path reads top to bottom here. Returns
@@ -26,12 +28,17 @@ import { createUserWriter } from './users/user-repository.js';
  */
 export function createApp({ config, db, logger, metrics, renderMetrics = () => metrics.registry.metrics() }) {
   // Writing: a request alone, or small ones grouped into one statement (users/group-commit.js).
-  const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy });
+  // A group waits for a row another writer holds only briefly: one locked email must not hold
+  // back the requests it shares a statement with (group commit splits the group instead).
+  const groupLockTimeoutMs = Math.min(config.dbLockTimeoutMs, GROUP_LOCK_TIMEOUT_MS);
+  const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy, groupLockTimeoutMs });
   const groupCommit = config.groupCommit
     ? createGroupCommit({
         writeGroup: writer.writeGroup,
-        writeAlone: writer.writeUsers,
+        writeAlone: (rows, resolution) => writer.writeUsers(rows, resolution, { lockTimeoutMs: groupLockTimeoutMs }),
+        writeSlow: writer.writeUsers,
         diagnose: db.diagnose,
+        isTableLocked: db.isTableLocked,
         maxRows: config.groupCommitMaxRows,
         observe({ requests, rows, waitedSeconds }) {
           metrics.groupRequests.observe(requests);

@@ -1,13 +1,20 @@
 import pg from 'pg';
-import { DatabaseUnavailableError } from './errors.js';
+import { DatabaseTimeoutError, DatabaseUnavailableError } from './errors.js';
+import { createDbWatchdog } from './db-watchdog.js';
 
 // Failures that can come from the database's state rather than from the statement: the connection
 // went away, the server is starting or stopping, or is out of connections, or the statement was
 // cancelled, deadlocked or out of serialization luck. Whether the database is really unavailable is
 // then confirmed by a probe on another connection (`diagnose`).
 const TRANSIENT_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-const TRANSIENT_SQLSTATE = /^(08|53|57P0|57014|40001|40P01|55P03)/;
-const TRANSIENT_MESSAGES = /timeout exceeded when trying to connect|Connection terminated|connection error and is not queryable|Query read timeout|Client has encountered a connection error/i;
+const TRANSIENT_SQLSTATE = /^(08|53|57P0|57014|40001|40P01)/;
+const TRANSIENT_MESSAGES = /timeout exceeded when trying to connect|Connection terminated|connection error and is not queryable|Query read timeout|Client has encountered a connection error|connection cut by the watchdog/i;
+
+// A query running this long makes the watchdog ask whether the database answers (db-watchdog.js).
+const STALL_MS = 2_000;
+// A probe that found the database unreachable is believed this long: requests meanwhile get 503 at
+// once instead of each finding out on a connection of its own that hangs.
+const UNREACHABLE_HOLD_MS = 1_000;
 
 /** @param {unknown} err */
 export function isTransient(err) {
@@ -18,12 +25,28 @@ export function isTransient(err) {
 }
 
 /**
+ * Which of the database's own time limits a failure is, if any: a lock another writer held past
+ * lock_timeout (55P03, also NOWAIT's refusal), or a statement cancelled by statement_timeout (57014
+ * says only "cancelled"; its message tells a timeout from an operator's pg_cancel_backend).
+ * @param {unknown} err
+ * @returns {'lock_timeout' | 'statement_timeout' | undefined}
+ */
+export function timeoutOf(err) {
+  const { code, message } = /** @type {{ code?: unknown, message?: unknown }} */ (err ?? {});
+  if (code === '55P03') return 'lock_timeout';
+  if (code === '57014' && typeof message === 'string' && message.includes('statement timeout')) return 'statement_timeout';
+  return undefined;
+}
+
+/**
  * What a failed write means:
  * - unavailable: no connection could be had, or a transient failure and the probe failed too;
+ * - lock_timeout / statement_timeout: the database's own time limit ended it (timeoutOf): its
+ *   state, not the request's fault, and trying again at once would wait as long;
  * - transient: the database answers a probe, so the attempt failed for a passing reason (one
  *   connection lost, a deadlock): the write may be tried again once;
  * - own: the statement itself failed, and will fail the same way again.
- * @typedef {'unavailable' | 'transient' | 'own'} Diagnosis
+ * @typedef {'unavailable' | 'lock_timeout' | 'statement_timeout' | 'transient' | 'own'} Diagnosis
  */
 
 /**
@@ -33,6 +56,7 @@ export function isTransient(err) {
  * @property {<T>(fn: (client: pg.PoolClient) => Promise<T>) => Promise<T>} transaction
  * @property {() => Promise<boolean>} isReady  the database answers and the schema is in place
  * @property {(err: unknown) => Promise<Diagnosis>} diagnose  what a failed write means (see Diagnosis)
+ * @property {() => Promise<boolean>} isTableLocked  another session holds a lock on users that stops every insert
  * @property {() => Promise<void>} close
  */
 
@@ -40,33 +64,85 @@ export function isTransient(err) {
  * The one module that owns the pool. Every query goes through a client it lends; a client that
  * cannot be had is DatabaseUnavailableError (503), and `diagnose` says what any other failure means.
  *
- * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number }} config
+ * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number, dbLockTimeoutMs?: number }} config
  * @param {import('pino').Logger} logger
  * @returns {Database}
  */
 export function createDatabase(config, logger) {
-  const pool = new pg.Pool({
+  const connection = {
     connectionString: config.databaseUrl,
+    application_name: 'sluice',
+    // Idle connections notice a dead peer; a connection in use is the watchdog's (db-watchdog.js).
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  };
+  const pool = new pg.Pool({
+    ...connection,
     max: config.dbPoolMax,
     // A request waits this long for a free connection, then gets 503: never an unbounded queue.
     connectionTimeoutMillis: config.dbConnectTimeoutMs,
     idleTimeoutMillis: 30_000,
     statement_timeout: config.dbStatementTimeoutMs,
+    // A row another writer holds (an uncommitted insert of the same email, SELECT ... FOR UPDATE)
+    // is waited for this long, then the write gets 503 lock_timeout instead of waiting with it.
+    ...(config.dbLockTimeoutMs ? { lock_timeout: config.dbLockTimeoutMs } : {}),
     // Client-side too, so that a database that stops answering (not just refusing) cannot hang us.
     query_timeout: config.dbStatementTimeoutMs + 5_000,
-    application_name: 'sluice',
   });
   // An idle client whose server went away emits here; unhandled, it would crash the process.
-  pool.on('error', (err) => logger.warn({ err: { message: err.message, code: /** @type {any} */ (err).code } }, 'idle database connection lost'));
+  pool.on('error', (err) => logger.warn({ err }, 'idle database connection lost'));
+
+  /** @type {{ at: number, answered: boolean, ready: boolean } | undefined} */
+  let lastProbe;
+  /** @type {Promise<{ answered: boolean, ready: boolean }> | undefined} */
+  let probing;
+  /**
+   * Does the database answer, on a fresh connection of its own (a pooled one may be the one that
+   * hangs), within the connect timeout? Concurrent callers share one probe: a failing group of 300
+   * requests asks once, not 300 times.
+   */
+  function probe() {
+    probing ??= (async () => {
+      const client = new pg.Client({ ...connection, connectionTimeoutMillis: config.dbConnectTimeoutMs, query_timeout: config.dbConnectTimeoutMs });
+      client.on('error', () => {});
+      try {
+        await client.connect();
+        const { rows } = await client.query("SELECT to_regclass('public.users') IS NOT NULL AS ready");
+        return { answered: true, ready: rows[0].ready === true };
+      } catch {
+        return { answered: false, ready: false };
+      } finally {
+        client.end().catch(() => {});
+      }
+    })()
+      .then((result) => {
+        lastProbe = { at: performance.now(), ...result };
+        return result;
+      })
+      .finally(() => {
+        probing = undefined;
+      });
+    return probing;
+  }
+  const answers = async () => (await probe()).answered;
+  const knownUnreachable = () => lastProbe !== undefined && !lastProbe.answered && performance.now() - lastProbe.at < UNREACHABLE_HOLD_MS;
+
+  const watchdog = createDbWatchdog({
+    probe: answers,
+    stallMs: STALL_MS,
+    onCut: (count) => logger.warn({ connections: count }, 'database unreachable: cut the connections in flight'),
+  });
 
   /** @type {Database['withClient']} */
   async function withClient(fn) {
+    if (knownUnreachable()) throw new DatabaseUnavailableError(new Error('database unreachable (a probe failed within the last second)'));
     let client;
     try {
       client = await pool.connect();
     } catch (err) {
       throw new DatabaseUnavailableError(err);
     }
+    const lent = client;
     // pg-pool removes its own 'error' listener from a client it lends out. A connection that dies
     // while we hold the client between two queries (PostgreSQL crashed, a failover, a cut network)
     // would then emit an unhandled 'error' and take the whole process down. So we listen for as
@@ -78,12 +154,14 @@ export function createDatabase(config, logger) {
       failure ??= err;
     };
     client.on('error', onError);
+    const done = watchdog.watch((err) => /** @type {{ connection: { stream: import('node:net').Socket } }} */ (/** @type {unknown} */ (lent)).connection.stream.destroy(err));
     try {
       return await fn(client);
     } catch (err) {
       failure ??= err;
       throw err;
     } finally {
+      done();
       client.off('error', onError);
       // A client whose statement failed for its own reason is fine; one that may have lost its
       // connection is destroyed rather than lent again.
@@ -106,37 +184,44 @@ export function createDatabase(config, logger) {
     });
   }
 
-  async function isReady() {
-    try {
-      const { rows } = await pool.query("SELECT to_regclass('public.users') IS NOT NULL AS ready");
-      return rows[0].ready === true;
-    } catch {
-      return false;
-    }
-  }
-
-  /** @type {Promise<boolean> | undefined} */
-  let probing;
-  /**
-   * Does the database answer, on a connection other than the one that failed? Concurrent callers
-   * share one probe: a failing group of 300 requests asks once, not 300 times.
-   */
-  function probe() {
-    probing ??= pool
-      .query('SELECT 1')
-      .then(() => true, () => false)
-      .finally(() => {
-        probing = undefined;
-      });
-    return probing;
-  }
-
   /** @type {Database['diagnose']} */
   async function diagnose(err) {
     if (err instanceof DatabaseUnavailableError) return 'unavailable';
+    const timeout = timeoutOf(err);
+    if (timeout) return timeout;
     if (!isTransient(err)) return 'own';
-    return (await probe()) ? 'transient' : 'unavailable';
+    if (lastProbe && performance.now() - lastProbe.at < UNREACHABLE_HOLD_MS && !lastProbe.answered) return 'unavailable';
+    return (await answers()) ? 'transient' : 'unavailable';
   }
 
-  return { pool, withClient, transaction, isReady, diagnose, close: () => pool.end() };
+  /** @type {Database['isTableLocked']} */
+  function isTableLocked() {
+    // ROW EXCLUSIVE is what every INSERT takes; NOWAIT refuses at once if a SHARE lock or stronger
+    // (CREATE INDEX without CONCURRENTLY, LOCK TABLE, ALTER TABLE) is held or queued.
+    return withClient(async (client) => {
+      await client.query('BEGIN');
+      try {
+        await client.query('LOCK TABLE users IN ROW EXCLUSIVE MODE NOWAIT');
+        return false;
+      } catch (err) {
+        if (timeoutOf(err) === 'lock_timeout') return true;
+        throw err;
+      } finally {
+        await client.query('ROLLBACK');
+      }
+    }).catch(() => false);
+  }
+
+  return {
+    pool,
+    withClient,
+    transaction,
+    isReady: async () => (await probe()).ready,
+    diagnose,
+    isTableLocked,
+    close: () => {
+      watchdog.stop();
+      return pool.end();
+    },
+  };
 }

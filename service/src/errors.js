@@ -81,5 +81,18 @@ export class DatabaseUnavailableError extends ApiError {
   }
 }
 
+/**
+ * The database's own time limit ended the write (db.js timeoutOf): a row held by another writer past
+ * DB_LOCK_TIMEOUT_MS, or a statement past DB_STATEMENT_TIMEOUT_MS. Its state, not the request's
+ * fault: 503 with Retry-After, nothing written.
+ */
+export class DatabaseTimeoutError extends ApiError {
+  /** @param {'lock_timeout' | 'statement_timeout'} code @param {unknown} [cause] */
+  constructor(code, cause) {
+    super(code, undefined, { cause });
+    this.name = 'DatabaseTimeoutError';
+  }
+}
+
 // Bad configuration: the one class for the service and its migrations (db/src/config-error.js).
 export { ConfigError } from '@sluice/db/config-error';

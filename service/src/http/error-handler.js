@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { API_ERRORS, ApiError, DatabaseUnavailableError, InvalidBatchError } from '../errors.js';
+import { API_ERRORS, ApiError, DatabaseTimeoutError, DatabaseUnavailableError, InvalidBatchError } from '../errors.js';
 import { finishUnreadBody } from './unread-body.js';
 
 /**
@@ -34,15 +34,10 @@ export function errorHandler(limits) {
   return (err, req, res, _next) => {
     if (res.headersSent) return req.socket.destroy();
     const { status, headers, body, apiError } = describeError(err);
-    if (apiError instanceof DatabaseUnavailableError) req.log.warn({ cause: describeCause(apiError.cause) }, 'database unavailable');
+    if (apiError instanceof DatabaseUnavailableError) req.log.warn({ err: apiError.cause }, 'database unavailable');
+    if (apiError instanceof DatabaseTimeoutError) req.log.warn({ err: apiError.cause }, apiError.code === 'lock_timeout' ? 'locked out by another writer' : 'statement timed out');
     if (!apiError) req.log.error({ err, errorId: body.errorId }, 'unexpected error');
     finishUnreadBody(req, res, { ...limits, code: apiError?.code });
     res.status(status).set(headers).json(body);
   };
-}
-
-/** @param {unknown} cause */
-function describeCause(cause) {
-  if (!(cause instanceof Error)) return String(cause);
-  return { message: cause.message, code: /** @type {{ code?: string }} */ (cause).code };
 }

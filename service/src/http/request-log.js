@@ -13,7 +13,9 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * something logs, by a getter on the app's request prototype: pino-http's two eager child loggers
  * per request and its per-request line were about a tenth of the service's CPU.
  *
- * One line per finished request: refusals (4xx) at warn and failures (5xx) at error, always;
+ * One line per finished request: refusals (4xx) and 503s (the database's state or the service's
+ * load, retried by the client; their cause is logged at warn beside) at warn, failures (other 5xx)
+ * at error, always;
  * successful requests at debug, since at thousands of requests a second they are noise that
  * /metrics already counts by route and status. Only what helps operate the service is logged:
  * never headers or bodies (user data, the token).
@@ -43,7 +45,7 @@ export function observeRequests(app, logger, metrics, { quiet = () => false } = 
       const seconds = (performance.now() - started) / 1000;
       const status = res.statusCode;
       counted(req.method, req.route?.path ?? 'unmatched', status, seconds);
-      const level = status >= 500 ? 'error' : status >= 400 ? 'warn' : 'debug';
+      const level = status >= 500 && status !== 503 ? 'error' : status >= 400 ? 'warn' : 'debug';
       if (!logger.isLevelEnabled(level) || quiet(req)) return;
       req.log[level]({ req: { method: req.method, url: req.originalUrl }, res: { statusCode: status }, responseTime: Math.round(seconds * 1000) }, 'request completed');
     });

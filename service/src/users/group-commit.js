@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { DatabaseUnavailableError } from '../errors.js';
+import { DatabaseTimeoutError, DatabaseUnavailableError } from '../errors.js';
 import { byEmail } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
@@ -18,85 +18,124 @@ import { byEmail } from './user-schema.js';
  * Group commit: small requests that arrive together are written by one statement and one commit.
  *
  * While a group is being written, newly validated requests wait; as soon as a write slot is free,
- * the oldest waiting requests (up to `maxRows` rows) go out as one statement, sorted by email so
- * that concurrent groups lock in the same order and cannot deadlock. No timer: a group is whatever
- * arrived while the previous one was written, so an idle service adds no latency and a busy one
- * pays one statement and one WAL flush for many requests.
+ * the oldest waiting requests that may go out now (up to `maxRows` rows) go as one statement,
+ * sorted by email so that concurrent groups lock in the same order and cannot deadlock. No timer:
+ * a group is whatever arrived while the previous one was written, so an idle service adds no
+ * latency and a busy one pays one statement and one WAL flush for many requests.
  *
  * Nothing a client sees changes:
  * - A request is answered only once the statement that holds its rows has committed; that
  *   statement is atomic, so each request is all or nothing, and its counts are its own.
- * - Requests are applied in the order they arrived: a group takes requests of one resolution, and
- *   never two that share an email, nor one that shares an email with a group still being written
- *   (it waits for that one to commit).
- * - One request never fails another. A group that fails is diagnosed: when the database is
- *   unavailable (no connection, or a probe on another connection fails too) every request of the
- *   group gets 503; for any other failure, whatever its SQLSTATE, each request is written again
- *   alone, in the same write slots (no stampede on the pool), and gets its own answer.
+ * - Requests for one email are applied in the order they arrived: a request waits while an
+ *   earlier one with one of its emails is being written or is still waiting. Order is kept per
+ *   email, not globally: a waiting request never holds back requests for other emails. A group
+ *   takes requests of one resolution.
+ * - One request never fails or holds back another. A group that fails is diagnosed: when the
+ *   database is unavailable (no connection, or a probe on another connection fails too) every
+ *   request of the group gets 503; when its statement ran out of time every request gets 503 too,
+ *   as when the users table itself is locked; for any other failure, whatever its SQLSTATE, each
+ *   request is written again alone, in the same write slots (no stampede on the pool), and gets its
+ *   own answer.
+ * - A group's statement waits for a row another writer holds only briefly (the writer's group lock
+ *   timeout); the request that needs that row, written alone and still locked out, goes to a few
+ *   slow-lane slots outside the write slots (`writeSlow`, DB_LOCK_TIMEOUT_MS), or gets 503
+ *   lock_timeout at once when they are full. Its emails stay busy meanwhile, so a retry of it waits
+ *   behind it and nothing else does.
  *
  * @param {{
  *   writeGroup: (rows: UserRow[], resolution: Resolution) => Promise<'all' | Map<string, boolean>>,
  *   writeAlone: (rows: UserRow[], resolution: Resolution) => Promise<Counts>,
+ *   writeSlow?: (rows: UserRow[], resolution: Resolution) => Promise<Counts>,
  *   diagnose: (err: unknown) => Promise<import('../db.js').Diagnosis>,
+ *   isTableLocked?: () => Promise<boolean>,
  *   maxRows: number,
  *   maxInFlight?: number,
+ *   maxSlow?: number,
  *   observe?: (group: { requests: number, rows: number, waitedSeconds: number[] }) => void,
  * }} options
  *   writeGroup: one statement for a group (UserWriter.writeGroup); writeAlone: one request on its
- *   own, failures diagnosed (UserWriter.writeUsers); diagnose: what a failed group means
- *   (Database.diagnose); maxInFlight: writes at once (2: one is written while the next gathers)
+ *   own, failures diagnosed (UserWriter.writeUsers), as briefly locked out as a group; writeSlow:
+ *   the same with the full lock timeout; diagnose: what a failed group means (Database.diagnose);
+ *   isTableLocked: whether a group's lock timeout is the whole table's (Database.isTableLocked);
+ *   maxInFlight: writes at once (2: one is written while the next gathers); maxSlow: slow-lane slots
  */
-export function createGroupCommit({ writeGroup, writeAlone, diagnose, maxRows, maxInFlight = 2, observe = () => {} }) {
+export function createGroupCommit({
+  writeGroup, writeAlone, writeSlow, diagnose, isTableLocked = async () => false, maxRows, maxInFlight = 2, maxSlow = 4, observe = () => {},
+}) {
   /** @type {Waiting[]} */
   let waiting = [];
   /** @type {Waiting[]} requests of a failed group, to be written alone before new groups */
   const alone = [];
-  /** @type {Set<string>} emails of the requests being written */
+  /** @type {Set<string>} emails of the requests taken and not yet answered */
   const busy = new Set();
   let inFlight = 0;
+  let slowInFlight = 0;
 
   function drain() {
     while (inFlight < maxInFlight) {
       const lone = alone.shift();
       if (lone) {
-        for (const row of lone.rows) busy.add(row[0]);
-        start(writeAlone(lone.rows, lone.resolution).then(lone.resolve, lone.reject), [lone]);
+        occupy(writeLone(lone));
         continue;
       }
       const group = takeGroup();
       if (!group) return;
-      start(writeAndCredit(group), group);
+      occupy(writeAndCredit(group));
     }
   }
 
-  /** @param {Promise<unknown>} write @param {Waiting[]} requests  their emails are busy until it ends */
-  function start(write, requests) {
+  /** @param {Promise<void>} write  holds a write slot until it ends */
+  function occupy(write) {
     inFlight++;
     write.finally(() => {
       inFlight--;
-      for (const w of requests) for (const row of w.rows) busy.delete(row[0]);
       drain();
     });
   }
 
   /**
-   * The oldest waiting requests that may go out together now (one at least), or undefined when
-   * the oldest must wait for a write in flight that holds one of its emails.
+   * Answers a request and frees its emails for the requests behind it.
+   * @param {Waiting} w @param {{ counts: Counts } | { err: unknown }} outcome
+   */
+  function answer(w, outcome) {
+    for (const row of w.rows) busy.delete(row[0]);
+    if ('counts' in outcome) w.resolve(outcome.counts);
+    else w.reject(outcome.err);
+  }
+
+  /**
+   * The oldest waiting requests that may go out together now, or undefined when none may: a
+   * request is passed over while one of its emails is busy or held by a request passed over before
+   * it (so no request overtakes an earlier one for the same email), or when it does not fit.
    */
   function takeGroup() {
-    let n = 0;
+    if (waiting.length === 0) return undefined;
+    /** @type {Waiting[]} */
+    const group = [];
+    /** @type {Waiting[]} */
+    const rest = [];
+    /** @type {Set<string> | undefined} emails of the requests passed over */
+    let held;
     let rows = 0;
-    while (n < waiting.length) {
-      const next = waiting[n];
-      if (n > 0 && (next.resolution !== waiting[0].resolution || rows + next.rows.length > maxRows)) break;
-      if (next.rows.some((row) => busy.has(row[0]))) break;
-      for (const row of next.rows) busy.add(row[0]);
-      rows += next.rows.length;
-      n++;
+    for (let i = 0; i < waiting.length; i++) {
+      const w = waiting[i];
+      if (rows >= maxRows) {
+        for (let j = i; j < waiting.length; j++) rest.push(waiting[j]);
+        break;
+      }
+      const fits = group.length === 0 || (w.resolution === group[0].resolution && rows + w.rows.length <= maxRows);
+      if (!fits || w.rows.some((row) => busy.has(row[0]) || held?.has(row[0]))) {
+        held ??= new Set();
+        for (const row of w.rows) held.add(row[0]);
+        rest.push(w);
+        continue;
+      }
+      for (const row of w.rows) busy.add(row[0]);
+      group.push(w);
+      rows += w.rows.length;
     }
-    if (n === 0) return undefined;
-    const group = waiting.slice(0, n);
-    waiting = n === waiting.length ? [] : waiting.slice(n);
+    if (group.length === 0) return undefined;
+    waiting = rest;
     return group;
   }
 
@@ -109,16 +148,57 @@ export function createGroupCommit({ writeGroup, writeAlone, diagnose, maxRows, m
     try {
       written = await writeGroup(rows, group[0].resolution);
     } catch (err) {
-      if ((await diagnose(err)) === 'unavailable') {
-        const unavailable = err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
-        for (const w of group) w.reject(unavailable);
+      const refusal = await refusalForAll(err);
+      if (refusal) {
+        for (const w of group) answer(w, { err: refusal });
         return;
       }
-      // Each alone, first in line: no group is formed while one waits, so nothing overtakes it.
+      // Each alone, first in line, its emails still busy: nothing overtakes it.
       alone.push(...group);
       return;
     }
-    for (const w of group) w.resolve(credit(w.rows, written));
+    for (const w of group) answer(w, { counts: credit(w.rows, written) });
+  }
+
+  /**
+   * The answer every request of a failed group gets, when the failure is the database's state
+   * rather than one request's; undefined when each should be written alone to find out.
+   * @param {unknown} err
+   */
+  async function refusalForAll(err) {
+    const diagnosis = await diagnose(err);
+    if (diagnosis === 'unavailable') return err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
+    if (diagnosis === 'statement_timeout') return new DatabaseTimeoutError(diagnosis, err);
+    // A whole-table lock (CREATE INDEX, LOCK TABLE) would lock each request out alone as well.
+    if (diagnosis === 'lock_timeout' && (await isTableLocked())) return new DatabaseTimeoutError(diagnosis, err);
+    return undefined;
+  }
+
+  /** @param {Waiting} w */
+  async function writeLone(w) {
+    try {
+      answer(w, { counts: await writeAlone(w.rows, w.resolution) });
+    } catch (err) {
+      if (writeSlow && err instanceof DatabaseTimeoutError && err.code === 'lock_timeout' && slowInFlight < maxSlow) {
+        slowLane(writeSlow, w);
+        return;
+      }
+      answer(w, { err });
+    }
+  }
+
+  /**
+   * A request locked out by another writer waits for its row here, outside the write slots.
+   * @param {NonNullable<typeof writeSlow>} write @param {Waiting} w
+   */
+  function slowLane(write, w) {
+    slowInFlight++;
+    write(w.rows, w.resolution)
+      .then((counts) => answer(w, { counts }), (err) => answer(w, { err }))
+      .finally(() => {
+        slowInFlight--;
+        drain();
+      });
   }
 
   return {

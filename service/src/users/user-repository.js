@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
-import { DatabaseUnavailableError } from '../errors.js';
+import { DatabaseTimeoutError, DatabaseUnavailableError } from '../errors.js';
 import { createReplayGuess } from './replay-guess.js';
 import {
   CREATE_STAGING, FROM_STAGING, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, writeStatement,
@@ -91,20 +91,29 @@ const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip'
  * re-sent file), so a replay-heavy load never pays twice.
  *
  * A write that fails is diagnosed (db.diagnose): the database unavailable is
- * DatabaseUnavailableError (503); a passing failure with the database answering is tried once
+ * DatabaseUnavailableError (503); a lock or statement timeout is DatabaseTimeoutError (503, not
+ * tried again: it would wait as long); a passing failure with the database answering is tried once
  * more; anything else is the request's own failure and is thrown as it is (500).
  *
  * @param {import('../db.js').Database} db
- * @param {{ chunkRows: number, strategy: Strategy }} options
+ * @param {{ chunkRows: number, strategy: Strategy, groupLockTimeoutMs?: number }} options
+ *   groupLockTimeoutMs: how long a group's statement waits for a row another writer holds (group
+ *   commit splits a group that times out, so one locked email does not hold back the others)
  */
-export function createUserWriter(db, { chunkRows, strategy }) {
+export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }) {
   const chunkWriter = STRATEGIES[strategy];
   const replays = createReplayGuess();
+  // Sent with the group's statement in one simple query (an implicit transaction), so that
+  // SET LOCAL holds for the statement alone and costs no round trip.
+  const groupPrefix = groupLockTimeoutMs ? `SET LOCAL lock_timeout = ${Math.trunc(groupLockTimeoutMs)}; ` : '';
+  /** @param {import('pg').QueryResult | import('pg').QueryResult[]} r */
+  const lastResult = (r) => (Array.isArray(r) ? r[r.length - 1] : r);
 
-  /** @param {UserRow[]} rows @param {OnConflict} onConflict @returns {Promise<Counts>} */
-  function write(rows, onConflict) {
-    if (rows.length <= chunkRows && !chunkWriter.needsTransaction) return db.withClient((client) => chunkWriter.write(client, rows, onConflict));
+  /** @param {UserRow[]} rows @param {OnConflict} onConflict @param {number} [lockTimeoutMs] @returns {Promise<Counts>} */
+  function write(rows, onConflict, lockTimeoutMs) {
+    if (!lockTimeoutMs && rows.length <= chunkRows && !chunkWriter.needsTransaction) return db.withClient((client) => chunkWriter.write(client, rows, onConflict));
     return db.transaction(async (client) => {
+      if (lockTimeoutMs) await client.query(`SET LOCAL lock_timeout = ${Math.trunc(lockTimeoutMs)}`);
       const total = { inserted: 0, updated: 0 };
       for (let start = 0; start < rows.length; start += chunkRows) {
         const counts = await chunkWriter.write(client, rows.slice(start, start + chunkRows), onConflict);
@@ -150,13 +159,16 @@ export function createUserWriter(db, { chunkRows, strategy }) {
       const diagnosis = await db.diagnose(err);
       if (diagnosis === 'own') throw err;
       if (diagnosis === 'unavailable') throw err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
+      if (diagnosis !== 'transient') throw new DatabaseTimeoutError(diagnosis, err);
     }
     // The database answers: the first attempt failed for a passing reason. Once more, then its own.
     try {
       return await attempt();
     } catch (err) {
-      if ((await db.diagnose(err)) !== 'unavailable') throw err;
-      throw err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
+      const diagnosis = await db.diagnose(err);
+      if (diagnosis === 'unavailable') throw err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
+      if (diagnosis === 'lock_timeout' || diagnosis === 'statement_timeout') throw new DatabaseTimeoutError(diagnosis, err);
+      throw err;
     }
   }
 
@@ -165,11 +177,14 @@ export function createUserWriter(db, { chunkRows, strategy }) {
      * One request's rows, all or nothing.
      * @param {UserRow[]} rows  validated, sorted by email, no email twice
      * @param {Resolution} resolution
+     * @param {{ lockTimeoutMs?: number }} [options]  a lock_timeout of its own instead of DB_LOCK_TIMEOUT_MS
      * @returns {Promise<Counts>}
-     * @throws {DatabaseUnavailableError} or the request's own failure
+     * @throws {DatabaseUnavailableError | DatabaseTimeoutError} or the request's own failure
      */
-    writeUsers: (rows, resolution) =>
-      withDiagnosis(() => allNewFirst(rows.length, () => write(rows, 'fail'), () => write(rows, onConflictFor(resolution)), (c) => c.inserted)),
+    writeUsers: (rows, resolution, { lockTimeoutMs } = {}) =>
+      withDiagnosis(() =>
+        allNewFirst(rows.length, () => write(rows, 'fail', lockTimeoutMs), () => write(rows, onConflictFor(resolution), lockTimeoutMs), (c) => c.inserted),
+      ),
 
     /**
      * One pg-format statement whatever the strategy, telling what it did to each email (group
@@ -183,11 +198,11 @@ export function createUserWriter(db, { chunkRows, strategy }) {
     writeGroup: (rows, resolution) =>
       allNewFirst(
         rows.length,
-        () => db.withClient((client) => client.query(writeStatement(rowsAsArrays(rows), 'fail', 'none'))).then(() => /** @type {const} */ ('all')),
+        () => db.withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), 'fail', 'none'))).then(() => /** @type {const} */ ('all')),
         () =>
           db
-            .withClient((client) => client.query(writeStatement(rowsAsArrays(rows), onConflictFor(resolution), 'emails')))
-            .then((r) => new Map(r.rows.map((row) => [row.email, row.inserted]))),
+            .withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), onConflictFor(resolution), 'emails')))
+            .then((r) => new Map(lastResult(r).rows.map((row) => [row.email, row.inserted]))),
         (r) => (r === 'all' ? rows.length : [...r.values()].filter(Boolean).length),
       ),
   };

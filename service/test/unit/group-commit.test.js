@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DatabaseUnavailableError } from '../../src/errors.js';
+import { DatabaseTimeoutError, DatabaseUnavailableError } from '../../src/errors.js';
 import { createGroupCommit, credit } from '../../src/users/group-commit.js';
 import { createReplayGuess } from '../../src/users/replay-guess.js';
 
@@ -11,14 +11,14 @@ const row = (email, name = 'N') => [email, name, null, null];
 /**
  * A writer whose writes finish only when the test says so, recording what was written and how
  * many writes ran at once.
- * @param {{ failGroup?: (rows: UserRow[]) => unknown, failAlone?: (rows: UserRow[]) => unknown }} [faults]
+ * @param {{ failGroup?: (rows: UserRow[]) => unknown, failAlone?: (rows: UserRow[]) => unknown, failSlow?: (rows: UserRow[]) => unknown }} [faults]
  */
 function scriptedWriter(faults = {}) {
-  /** @type {{ kind: 'group' | 'alone', emails: string[], resolution: string, finish: () => void }[]} */
+  /** @type {{ kind: 'group' | 'alone' | 'slow', emails: string[], resolution: string, finish: () => void }[]} */
   const writes = [];
   let running = 0;
   let mostAtOnce = 0;
-  /** @param {'group' | 'alone'} kind @param {UserRow[]} rows @param {string} resolution @param {() => any} outcome */
+  /** @param {'group' | 'alone' | 'slow'} kind @param {UserRow[]} rows @param {string} resolution @param {() => any} outcome */
   const write = (kind, rows, resolution, outcome) => {
     running++;
     mostAtOnce = Math.max(mostAtOnce, running);
@@ -55,6 +55,21 @@ function scriptedWriter(faults = {}) {
         if (fault) throw fault;
         return { inserted: rows.length, updated: 0 };
       }),
+    /** @param {UserRow[]} rows @param {any} resolution */
+    writeSlow: (rows, resolution) =>
+      write('slow', rows, resolution, () => {
+        const fault = faults.failSlow?.(rows);
+        if (fault) throw fault;
+        return { inserted: rows.length, updated: 0 };
+      }),
+    /** Finishes the writes of one kind started so far. @param {'group' | 'alone' | 'slow'} kind */
+    async finish(kind) {
+      for (const w of writes.filter((x) => x.kind === kind)) {
+        writes.splice(writes.indexOf(w), 1);
+        w.finish();
+      }
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    },
     /** Finishes every write started so far, and lets the promises settle. */
     async finishAll() {
       for (const w of writes.splice(0)) w.finish();
@@ -64,9 +79,21 @@ function scriptedWriter(faults = {}) {
   };
 }
 
-/** @param {ReturnType<typeof scriptedWriter>} w @param {{ maxInFlight?: number, maxRows?: number, diagnosis?: 'own' | 'transient' | 'unavailable' }} [o] */
-const groupCommit = (w, { maxInFlight = 1, maxRows = 1000, diagnosis = 'own' } = {}) =>
-  createGroupCommit({ writeGroup: w.writeGroup, writeAlone: w.writeAlone, diagnose: async () => diagnosis, maxRows, maxInFlight });
+/**
+ * @param {ReturnType<typeof scriptedWriter>} w
+ * @param {{ maxInFlight?: number, maxRows?: number, maxSlow?: number, diagnosis?: import('../../src/db.js').Diagnosis, tableLocked?: boolean }} [o]
+ */
+const groupCommit = (w, { maxInFlight = 1, maxRows = 1000, maxSlow = 4, diagnosis = 'own', tableLocked = false } = {}) =>
+  createGroupCommit({
+    writeGroup: w.writeGroup,
+    writeAlone: w.writeAlone,
+    writeSlow: w.writeSlow,
+    diagnose: async () => diagnosis,
+    isTableLocked: async () => tableLocked,
+    maxRows,
+    maxInFlight,
+    maxSlow,
+  });
 
 /**
  * A request's outcome, observed from the start, so a rejection is never left unhandled while the
@@ -94,28 +121,38 @@ describe('group commit with a scripted writer (unit)', () => {
     assert.deepEqual(await Promise.all([first, ...rest]), [{ inserted: 1, updated: 0 }, { inserted: 2, updated: 0 }, { inserted: 1, updated: 0 }]);
   });
 
-  test('two requests sharing an email never share a statement, and the later waits for the earlier to commit', async () => {
+  test('two requests sharing an email never share a statement, and the later waits for the earlier to commit; requests for other emails are not held back', async () => {
     const w = scriptedWriter();
     const gc = groupCommit(w, { maxInFlight: 2 });
     const a = gc.writeUsers([row('same@x.co', 'A')], 'merge');
-    const b = gc.writeUsers([row('same@x.co', 'B'), row('other@x.co')], 'merge');
+    const b = gc.writeUsers([row('other@x.co'), row('same@x.co', 'B')], 'merge');
     const c = gc.writeUsers([row('third@x.co')], 'merge');
-    assert.deepEqual(w.writes.map((x) => x.emails), [['same@x.co']], 'b waits although a slot is free; c waits behind b');
+    assert.deepEqual(w.writes.map((x) => x.emails), [['same@x.co'], ['third@x.co']], 'b waits although a slot is free; c, behind it, takes the slot');
+    const d = gc.writeUsers([row('other@x.co', 'D')], 'merge');
     await w.finishAll();
-    assert.deepEqual(w.writes.map((x) => x.emails), [['other@x.co', 'same@x.co', 'third@x.co']]);
+    assert.deepEqual(w.writes.map((x) => x.emails), [['other@x.co', 'same@x.co']], 'b once a is committed; d, which shares an email with b, behind it');
+    await w.finishAll();
+    assert.deepEqual(w.writes.map((x) => x.emails), [['other@x.co']]);
     await finishEverything(w);
-    await Promise.all([a, b, c]);
+    await Promise.all([a, b, c, d]);
   });
 
-  test('a group holds one resolution: a merge after ignores starts a group of its own', async () => {
+  test('a group holds one resolution: a merge among ignores goes in a group of its own, and a later request for its email after it', async () => {
     const w = scriptedWriter();
     const gc = groupCommit(w);
     const opener = gc.writeUsers([row('o@x.co')], 'ignore');
-    const all = [gc.writeUsers([row('i1@x.co')], 'ignore'), gc.writeUsers([row('m1@x.co')], 'merge'), gc.writeUsers([row('i2@x.co')], 'ignore')];
+    const all = [
+      gc.writeUsers([row('i1@x.co')], 'ignore'),
+      gc.writeUsers([row('m1@x.co')], 'merge'),
+      gc.writeUsers([row('i2@x.co')], 'ignore'),
+      gc.writeUsers([row('m1@x.co', 'again')], 'ignore'),
+    ];
     await w.finishAll();
-    assert.deepEqual(w.writes.map((x) => [x.resolution, x.emails]), [['ignore', ['i1@x.co']]], 'the merge closes the group, and the ignore after it waits its turn');
+    assert.deepEqual(w.writes.map((x) => [x.resolution, x.emails]), [['ignore', ['i1@x.co', 'i2@x.co']]], 'the ignores together; the merge, and the ignore of its email, wait');
     await w.finishAll();
     assert.deepEqual(w.writes.map((x) => [x.resolution, x.emails]), [['merge', ['m1@x.co']]]);
+    await w.finishAll();
+    assert.deepEqual(w.writes.map((x) => [x.resolution, x.emails]), [['ignore', ['m1@x.co']]]);
     await finishEverything(w);
     await Promise.all([opener, ...all]);
   });
@@ -160,6 +197,74 @@ describe('group commit with a scripted writer (unit)', () => {
     }
     for (const r of await Promise.all(all)) assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseUnavailableError && r.reason.cause === refused);
     assert.deepEqual(kinds, ['group', 'group'], 'no request written alone');
+  });
+});
+
+describe('group commit when another writer holds a row (unit)', () => {
+  const lockTimeout = Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' });
+  const lockedOut = new DatabaseTimeoutError('lock_timeout', lockTimeout);
+  /** @param {UserRow[]} rows */
+  const locked = (rows) => (rows.some((r) => r[0] === 'locked@x.co') ? lockedOut : undefined);
+
+  test('the group is split; the locked request waits in the slow lane, its retry behind it, and nothing else waits', async () => {
+    const w = scriptedWriter({ failGroup: (rows) => (locked(rows) ? lockTimeout : undefined), failAlone: locked });
+    const gc = groupCommit(w, { diagnosis: 'lock_timeout' });
+    const opener = settled(gc.writeUsers([row('opener@x.co')], 'ignore'));
+    const lockedOne = settled(gc.writeUsers([row('locked@x.co')], 'ignore'));
+    const others = Array.from({ length: 5 }, (_, i) => settled(gc.writeUsers([row(`other-${i}@x.co`)], 'ignore')));
+    // The opener alone, then the locked one grouped with the others; the group fails, is split.
+    await w.finish('group');
+    assert.deepEqual(w.writes.map((x) => x.emails.length), [6]);
+    await w.finish('group');
+    assert.deepEqual(w.writes.map((x) => [x.kind, x.emails]), [['alone', ['locked@x.co']]]);
+    for (let i = 0; i < 6; i++) await w.finish('alone');
+    assert.deepEqual(w.writes.map((x) => [x.kind, x.emails]), [['slow', ['locked@x.co']]], 'only the locked one still waits, outside the write slots');
+    const retry = settled(gc.writeUsers([row('locked@x.co')], 'ignore'));
+    const later = settled(gc.writeUsers([row('later@x.co')], 'ignore'));
+    await w.finish('group');
+    assert.equal((await later).status, 'fulfilled', 'a request for another email is written while the slow lane waits');
+    assert.deepEqual(w.writes.map((x) => x.kind), ['slow'], 'the retry waits behind the request for its email');
+    for (const r of await Promise.all([opener, ...others])) assert.equal(r.status, 'fulfilled');
+    await w.finish('slow');
+    assert.equal((await lockedOne).status, 'fulfilled', 'the row was let go within the full lock timeout');
+    await finishEverything(w);
+    assert.equal((await retry).status, 'fulfilled');
+  });
+
+  test('with the slow lane full, a locked-out request gets its lock_timeout (503) at once', async () => {
+    const w = scriptedWriter({ failGroup: (rows) => (locked(rows) ? lockTimeout : undefined), failAlone: locked });
+    const gc = groupCommit(w, { maxSlow: 0, diagnosis: 'lock_timeout' });
+    const lockedOne = settled(gc.writeUsers([row('locked@x.co')], 'ignore'));
+    /** @type {string[]} */ const kinds = [];
+    for (let i = 0; i < 10 && w.writes.length > 0; i++) {
+      kinds.push(...w.writes.map((x) => x.kind));
+      await w.finishAll();
+    }
+    assert.deepEqual(kinds, ['group', 'alone'], 'never the slow lane');
+    const result = await lockedOne;
+    assert.ok(result.status === 'rejected' && result.reason === lockedOut, JSON.stringify(result));
+  });
+
+  test('a group locked out because the whole table is locked: every request gets lock_timeout, none is written alone', async () => {
+    const w = scriptedWriter({ failGroup: () => lockTimeout });
+    const gc = groupCommit(w, { diagnosis: 'lock_timeout', tableLocked: true });
+    const all = [1, 2, 3].map((i) => settled(gc.writeUsers([row(`${i}@x.co`)], 'ignore')));
+    /** @type {string[]} */ const kinds = [];
+    for (let i = 0; i < 10 && w.writes.length > 0; i++) {
+      kinds.push(...w.writes.map((x) => x.kind));
+      await w.finishAll();
+    }
+    for (const r of await Promise.all(all)) assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseTimeoutError && r.reason.code === 'lock_timeout');
+    assert.deepEqual(kinds, ['group', 'group']);
+  });
+
+  test('a group whose statement timed out: every request gets statement_timeout (503)', async () => {
+    const timedOut = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+    const w = scriptedWriter({ failGroup: () => timedOut });
+    const gc = groupCommit(w, { diagnosis: 'statement_timeout' });
+    const all = [1, 2].map((i) => settled(gc.writeUsers([row(`${i}@x.co`)], 'ignore')));
+    await finishEverything(w);
+    for (const r of await Promise.all(all)) assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseTimeoutError && r.reason.code === 'statement_timeout');
   });
 });
 
