@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startTestApp } from '../../../test/support/app.js';
+import { createTestDatabase } from '../../../test/support/database.js';
+import { startToxiproxy } from '../../../test/support/toxiproxy.js';
+import { SAMPLE_HASH, makeUsers, uniqueTag } from '../../../test/support/users.js';
+
+// Packets to PostgreSQL dropped, nothing closed: what a network partition or a failover that leaves
+// the old connections dead looks like from the service. No TCP error comes; only time tells.
+const BLACKHOLE_MS = 15_000;
+const AFTER_MS = 8_000;
+// Every answer within this, outage or not; writing resumes within it once the network is back.
+const ANSWER_WITHIN_MS = 10_000;
+const CLIENTS = 8;
+
+const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+
+describe('a network blackhole between the service and PostgreSQL (Toxiproxy)', () => {
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  /** @type {Awaited<ReturnType<typeof startToxiproxy>>} */ let toxiproxy;
+  /** @type {import('../../../test/support/toxiproxy.js').Proxy} */ let proxy;
+  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
+  before(async () => {
+    db = await createTestDatabase();
+    toxiproxy = await startToxiproxy();
+    const direct = new URL(db.url);
+    proxy = await toxiproxy.proxy('postgres', `${direct.hostname}:${direct.port}`);
+    const proxied = new URL(db.url);
+    proxied.host = proxy.listen;
+    app = await startTestApp({ databaseUrl: proxied.toString(), env: { LOG_LEVEL: 'debug' } });
+  });
+  after(async () => {
+    await app?.close();
+    await toxiproxy?.stop();
+    await db?.drop();
+  });
+
+  test('15 s of dropped packets: every answer within 10 s (503 + Retry-After while it lasts), writing resumes within 10 s, nothing acknowledged is lost', async () => {
+    const tag = uniqueTag();
+    assert.equal((await app.postUsers(makeUsers(10, `${tag}-warm`))).status, 201);
+
+    /** @type {{ status: number, retryAfter: string | null, error: string | undefined, startedAt: number, ms: number, emails: string[] }[]} */
+    const answers = [];
+    let stop = false;
+    /** @param {() => { email: string }[]} nextBatch */
+    const client = async (nextBatch) => {
+      while (!stop) {
+        const users = nextBatch();
+        const startedAt = performance.now();
+        const res = await app.postUsers(users);
+        answers.push({ status: res.status, retryAfter: res.headers.get('retry-after'), error: res.body?.error, startedAt, ms: performance.now() - startedAt, emails: users.map((u) => u.email) });
+        if (res.status === 503) await sleep(200);
+      }
+    };
+    let n = 0;
+    const single = () => [{ email: `single-${tag}-${n++}@x.co`, name: 'Single', passwordHash: SAMPLE_HASH }];
+    const batch = () => makeUsers(1000, `${tag}-batch-${n++}`);
+    const load = Promise.all([...Array.from({ length: CLIENTS }, () => client(single)), client(batch)]);
+
+    await sleep(1_000);
+    await proxy.blackhole();
+    const blackholedAt = performance.now();
+    await sleep(2_500);
+    const ready = await fetch(`${app.baseUrl}/readyz`, { signal: AbortSignal.timeout(ANSWER_WITHIN_MS) });
+    assert.equal(ready.status, 503, '/readyz says not ready while PostgreSQL cannot be reached');
+    await sleep(BLACKHOLE_MS - (performance.now() - blackholedAt));
+    await proxy.heal();
+    const healedAt = performance.now();
+    await sleep(AFTER_MS);
+    stop = true;
+    await load;
+
+    const slowest = Math.max(...answers.map((a) => a.ms));
+    const during = answers.filter((a) => a.startedAt >= blackholedAt && a.startedAt + a.ms <= healedAt);
+    const firstWriteAfter = answers.filter((a) => a.startedAt >= healedAt && a.status === 201).map((a) => a.startedAt + a.ms - healedAt);
+    /** @type {Record<string, typeof answers>} */
+    const byStatus = {};
+    for (const a of answers) (byStatus[a.status] ??= []).push(a);
+    console.error(
+      `[blackhole] ${answers.length} answers: ${Object.entries(byStatus).map(([s, list]) => `${s} × ${list.length}`).join(', ')}; slowest ${Math.round(slowest)} ms; ` +
+        `first write ${Math.round(Math.min(...firstWriteAfter))} ms after the network came back`,
+    );
+
+    assert.ok(slowest < ANSWER_WITHIN_MS, `every answer within ${ANSWER_WITHIN_MS} ms, the slowest took ${Math.round(slowest)} ms`);
+    assert.deepEqual(Object.keys(byStatus).sort(), ['201', '503'], 'only written or 503, never 500');
+    for (const a of byStatus['503'] ?? []) {
+      assert.equal(a.error, 'database_unavailable');
+      assert.equal(a.retryAfter, '2');
+    }
+    assert.ok(during.length > 0 && during.every((a) => a.status === 503), 'answered 503 while the packets were dropped');
+    assert.ok(firstWriteAfter.length > 0 && Math.min(...firstWriteAfter) < ANSWER_WITHIN_MS, 'writing resumed within 10 s');
+
+    const acknowledged = answers.filter((a) => a.status === 201).flatMap((a) => a.emails);
+    const stored = await db.usersByEmail(acknowledged);
+    assert.equal(stored.size, acknowledged.length, 'every acknowledged user is stored');
+
+    const log = JSON.stringify(app.logs);
+    assert.ok(!log.includes('@x.co') && !log.includes('@example.com'), 'no email in the log');
+    assert.ok(!log.includes(SAMPLE_HASH.slice(0, 20)), 'no password hash in the log');
+    assert.deepEqual(app.logs.filter((l) => l.level >= 50), [], 'nothing logged as an error');
+    assert.ok(app.logs.some((l) => l.msg === 'database unreachable: cut the connections in flight'), 'the cut is logged');
+  });
+});
