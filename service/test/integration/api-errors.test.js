@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { API_ERRORS } from '../../src/errors.js';
 import { startTestApp } from '../../../test/support/app.js';
 import { createTestDatabase } from '../../../test/support/database.js';
@@ -152,6 +153,33 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     const down = await post(makeUsers(1), {}, unreachable);
     expectCode('database_unavailable', 'post', '/users', down);
     assert.equal(down.headers.get('retry-after'), '2');
+  });
+
+  test('503: a row held by another writer past DB_LOCK_TIMEOUT_MS (lock_timeout), a statement past DB_STATEMENT_TIMEOUT_MS (statement_timeout)', async () => {
+    const slow = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKEN: TOKEN, DB_LOCK_TIMEOUT_MS: '200', DB_STATEMENT_TIMEOUT_MS: '500' } });
+    const holder = new pg.Client(db.url);
+    await holder.connect();
+    try {
+      const [locked] = makeUsers(1);
+      await holder.query('BEGIN');
+      await holder.query("INSERT INTO users (email, name) VALUES ($1, 'Holder')", [locked.email]);
+      const res = await post([locked], {}, slow);
+      expectCode('lock_timeout', 'post', '/users', res);
+      assert.equal(res.headers.get('retry-after'), '1');
+      await holder.query('ROLLBACK');
+
+      // A statement that runs past the limit: a trigger that sleeps for one name.
+      await holder.query(`CREATE FUNCTION sleepy() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.name = 'Sleeper' THEN PERFORM pg_sleep(2); END IF; RETURN NEW; END $$;
+        CREATE TRIGGER sleepy BEFORE INSERT ON users FOR EACH ROW EXECUTE FUNCTION sleepy()`);
+      const timedOut = await post([{ ...makeUsers(1)[0], name: 'Sleeper' }], {}, slow);
+      expectCode('statement_timeout', 'post', '/users', timedOut);
+      assert.equal(timedOut.headers.get('retry-after'), '2');
+    } finally {
+      await holder.query('DROP TRIGGER IF EXISTS sleepy ON users; DROP FUNCTION IF EXISTS sleepy()').catch(() => {});
+      await holder.end();
+      await slow.close();
+    }
   });
 
   test('every code of the catalogue was reached above', () => {
