@@ -55,7 +55,8 @@ export function anchorsOf(markdown) {
  * @param {string} markdown @returns {{ target: string, line: number }[]}
  */
 export function linksOf(markdown) {
-  const prose = withoutFences(markdown).replace(/`[^`\n]*`/g, (code) => ' '.repeat(code.length));
+  // A code span may go on over a line break; its newlines are kept, so line numbers stay right.
+  const prose = withoutFences(markdown).replace(/`[^`]+`/g, (code) => code.replace(/[^\n]/g, ' '));
   return [...prose.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => ({
     target: m[1],
     line: prose.slice(0, m.index).split('\n').length,
