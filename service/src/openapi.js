@@ -55,7 +55,7 @@ const preferenceApplied = {
  * The error answers of an operation, from the catalogue (errors.js): by status, every code its
  * scopes can answer, described by what gets it, with the headers the catalogue sends.
  * @param {('users' | 'any' | 'unrouted')[]} scopes
- * @param {Record<number, Record<string, unknown>>} [examples]  more examples by status (the README's)
+ * @param {Record<number, Record<string, unknown>>} [examples]  more examples by status (docs/api.md's)
  */
 export function errorResponses(scopes, examples = {}) {
   /** @type {Map<number, [string, import('./errors.js').ApiErrorSpec][]>} */
@@ -92,7 +92,7 @@ export function errorResponses(scopes, examples = {}) {
 }
 
 /**
- * The README's examples of POST /users: each request with the status and body it gets on an empty
+ * The examples of POST /users in docs/api.md: each request with the status and body it gets on an empty
  * table. The test sends every one to the real service and checks the answers.
  */
 export const POST_USERS_EXAMPLES = {

@@ -60,7 +60,7 @@ function serve(config, logger) {
 }
 
 function main() {
-  createCommand('node service/src/server.js', "The sluice ingestion service: POST /users into PostgreSQL at DATABASE_URL. Configured by the environment only (service/src/config.js; the README's Configuration table says what each variable does).", variablesReadBy(loadConfig)).parse();
+  createCommand('node service/src/server.js', "The sluice ingestion service: POST /users into PostgreSQL at DATABASE_URL. Configured by the environment only (service/src/config.js; docs/configuration.md says what each variable does).", variablesReadBy(loadConfig)).parse();
   let config;
   try {
     config = loadConfig();

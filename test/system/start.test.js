@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
 import { describe, test } from 'node:test';
 import { useAppAndDatabase } from '../support/fixture.js';
 
@@ -9,7 +10,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const START = path.join(root, 'scripts', 'start.js');
 const NO_HANG_MS = 20_000;
 // Colours and the terminal's carriage returns, so the text can be matched.
-const plain = (/** @type {string} */ s) => s.replace(/\x1b\[[0-9;]*m/g, '').replace(/\r/g, '');
+const plain = (/** @type {string} */ s) => stripVTControlCharacters(s).replace(/\r/g, '');
 
 /**
  * Runs `npm start`'s script until the service says it listens, then stops it with SIGTERM.

@@ -25,7 +25,7 @@ describe("the soak's traffic (unit)", () => {
     assert.equal(parseUserBatch(groupUsers('b8', 1000)).length, 1000);
   });
 
-  test('at most 21 requests in flight, as the README says', () => {
+  test('at most 21 requests in flight, as docs/benchmarks.md says', () => {
     assert.equal(MAX_IN_FLIGHT, 21);
   });
 

@@ -12,7 +12,7 @@ const QUEUE = { QUEUE_URL: 'http://127.0.0.1:9324/000000000000/sluice-users' };
 const naming = (variable) => (err) => err instanceof ConfigError && err.variable === variable && err.message.startsWith(`${variable} `);
 
 describe("the handler's configuration (unit)", () => {
-  test('defaults, as the README lists them', () => {
+  test('defaults, as docs/feeder.md lists them', () => {
     assert.deepEqual(loadFeederConfig(SERVICE), {
       serviceUrl: 'http://127.0.0.1:3000',
       ingestToken: undefined,

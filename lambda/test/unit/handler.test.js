@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { ServiceUnavailableError } from '../../src/errors.js';
-import { handler } from '../../src/handler.js';
 import { setEnv } from '../../../test/support/env.js';
 import { captureHandlerOutput } from '../support/handler-output.js';
 import { lambdaContext, makeEvent, makeRecord } from '../support/sqs-events.js';

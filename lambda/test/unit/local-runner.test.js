@@ -156,7 +156,7 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     const queue = fakeQueue(100);
     /** @type {(() => void)[]} */
     const finish = [];
-    const { source } = runner(queue, (event) => new Promise((resolve) => finish.push(() => resolve({ batchItemFailures: [] }))), { receivers: 2, concurrency: 1 });
+    const { source } = runner(queue, () => new Promise((resolve) => finish.push(() => resolve({ batchItemFailures: [] }))), { receivers: 2, concurrency: 1 });
     await source.start();
     await flush();
     // One batch in the handler and one batch held: the receivers then wait instead of polling on.

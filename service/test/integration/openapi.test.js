@@ -9,7 +9,7 @@ import { responseChecker } from '../../../test/support/openapi-check.js';
 
 const TOKEN = 'openapi-test-token-0123456789';
 const LIMITS = { INGEST_TOKEN: TOKEN, MAX_BATCH_ITEMS: '3', MAX_BODY_BYTES: '4096' };
-describe('the README examples against the real service, answers checked against the document', () => {
+describe('the examples of docs/api.md against the real service, answers checked against the document', () => {
   const ctx = useAppAndDatabase(LIMITS);
   /** @type {any} */ let doc;
   /** @type {ReturnType<typeof responseChecker>} */ let check;

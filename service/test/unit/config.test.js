@@ -4,7 +4,7 @@ import { loadConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 
 describe('configuration (unit)', () => {
-  test('defaults follow the contract and the README', () => {
+  test('defaults follow the contract and docs/configuration.md', () => {
     const c = loadConfig({});
     assert.equal(c.port, 3000);
     assert.equal(c.host, '127.0.0.1');
