@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { DatabaseTimeoutError, DatabaseUnavailableError } from './errors.js';
+import { DatabaseUnavailableError } from './errors.js';
 import { createDbWatchdog } from './db-watchdog.js';
 
 // Failures that can come from the database's state rather than from the statement: the connection

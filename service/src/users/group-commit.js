@@ -84,13 +84,14 @@ export function createGroupCommit({
     }
   }
 
-  /** @param {Promise<void>} write  holds a write slot until it ends */
+  /** @param {Promise<void>} write  holds a write slot until it ends (it answers its requests itself) */
   function occupy(write) {
     inFlight++;
-    write.finally(() => {
+    const free = () => {
       inFlight--;
       drain();
-    });
+    };
+    write.then(free, free);
   }
 
   /**
@@ -193,12 +194,13 @@ export function createGroupCommit({
    */
   function slowLane(write, w) {
     slowInFlight++;
+    const free = () => {
+      slowInFlight--;
+      drain();
+    };
     write(w.rows, w.resolution)
       .then((counts) => answer(w, { counts }), (err) => answer(w, { err }))
-      .finally(() => {
-        slowInFlight--;
-        drain();
-      });
+      .then(free, free);
   }
 
   return {
