@@ -82,4 +82,4 @@ export class DatabaseUnavailableError extends ApiError {
 }
 
 // Bad configuration: the one class for the service and its migrations (db/src/config-error.js).
-export { ConfigError } from '@sluice/db/config-error';
+export { ConfigError } from '@sluice/env';
