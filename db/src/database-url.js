@@ -16,7 +16,7 @@ export const DATABASE_VARIABLES = defineVariables({
   PGPORT: { parser: integer({ min: 1, max: 65535 }), default: 5432, description: "PostgreSQL's port, with PGHOST" },
   PGUSER: { parser: text(), defaultText: WITH_PGHOST, description: 'the user, with PGHOST' },
   PGPASSWORD: { parser: text({ trim: false }), defaultText: WITH_PGHOST, description: 'the password, with PGHOST' },
-  PGDATABASE: { parser: text(), defaultText: 'PGUSER', description: 'the database, with PGHOST' },
+  PGDATABASE: { parser: text(), defaultText: 'the value of PGUSER', description: 'the database, with PGHOST' },
   PGSSLMODE: { parser: oneOf(SSL_MODES), description: "TLS, with PGHOST: verify-full checks the server's certificate and name" },
 });
 

@@ -40,7 +40,7 @@ export const SERVICE_VARIABLES = defineVariables({
     defaultText: '127.0.0.1, or 0.0.0.0 when INGEST_TOKEN is set',
     description: 'address to listen on: an open write endpoint is never exposed by default',
   },
-  INGEST_TOKEN: { parser: text({ trim: false }), description: 'when set, POST /users needs Authorization: Bearer <token> (compared in constant time); unset: a warning at start-up' },
+  INGEST_TOKEN: { parser: text({ trim: false }), description: 'when set, POST /users needs it as a bearer token (Authorization header, compared in constant time); unset: a warning at start-up' },
   DB_POOL_MAX: { parser: integer({ min: 1, max: 1000 }), default: 10, description: 'PostgreSQL connections per process' },
   DB_CONNECT_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: 600_000 }), default: 2000, description: 'how long a request waits for a pooled connection before 503' },
   DB_STATEMENT_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 30_000, description: 'server-side statement timeout (and client-side guard)' },
