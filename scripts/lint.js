@@ -6,7 +6,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createCommand } from '@sluice/db/command-line';
 
-createCommand('npm run lint --', 'Type-checks the JavaScript against its JSDoc types: tsc -p jsconfig.json (checkJs, strict, no output); exits with its code.').parse();
+createCommand('npm run lint --', "Type-checks the JavaScript against its JSDoc types: writes the service's API types from its OpenAPI document (.cache/openapi/sluice-api.d.ts, which the feeder's JSDoc imports), then tsc -p jsconfig.json (checkJs, strict, no output); exits with tsc's code.").parse();
+const { writeOpenApiTypes } = await import('./openapi-types.js');
+await writeOpenApiTypes();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // typescript's own entry point, found as Node finds it: this works outside `npm run`, whose PATH holds node_modules/.bin.
