@@ -95,4 +95,4 @@ export class DatabaseTimeoutError extends ApiError {
 }
 
 // Bad configuration: the one class for the service and its migrations (db/src/config-error.js).
-export { ConfigError } from '@sluice/db/config-error';
+export { ConfigError } from '@sluice/env';
