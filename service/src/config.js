@@ -69,7 +69,9 @@ export const SERVICE_VARIABLES = defineVariables({
   LOG_LEVEL: { parser: oneOf(LOG_LEVELS), default: 'info', description: 'pino level (silent to mute)' },
   // Body bytes, not memory: each byte of a large body costs several in the heap while it is
   // parsed and written (docs/architecture.md, "Admission control"). The minimum keeps a reserve for small requests.
-  ADMISSION_BUDGET_BYTES: { parser: integer({ min: 64 * 1024, max: 1024 * 1024 * 1024, unit: 'bytes' }), default: 4 * 1024 * 1024, description: 'request body bytes one process serves at once (admission control)' },
+  // 3 MiB keeps a burst of 10,000-user requests under 256 MiB of RSS on Node 22, whose idle process
+  // is 16 MiB larger than Node 20's (4 MiB peaked at 254 to 276 MiB there; docs/benchmarks.md).
+  ADMISSION_BUDGET_BYTES: { parser: integer({ min: 64 * 1024, max: 1024 * 1024 * 1024, unit: 'bytes' }), default: 3 * 1024 * 1024, description: 'request body bytes one process serves at once (admission control)' },
   ADMISSION_WAIT_MS: { parser: milliseconds({ min: 0, max: 600_000 }), default: 2000, description: 'how long a request that does not fit the budget waits before 503 (0: never waits)' },
 });
 
