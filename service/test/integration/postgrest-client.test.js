@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { PostgrestClient } from '@supabase/postgrest-js';
+import { useAppAndDatabase } from '../../../test/support/fixture.js';
+import { makeUsers } from '../../../test/support/users.js';
+
+// Issue 23: PostgREST's insert and upsert on POST /users, driven by PostgREST's own client
+// (@supabase/postgrest-js, used as its users use it) against the real service and PostgreSQL,
+// with group commit on and off (a representation is each request's own rows either way).
+
+/** A timestamp as PostgreSQL's JSON gives it (PostgREST's form): microseconds and an offset. */
+const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00$/;
+
+for (const groupCommit of ['on', 'off']) {
+  describe(`postgrest-js against POST /users (GROUP_COMMIT=${groupCommit})`, () => {
+    const ctx = useAppAndDatabase({ GROUP_COMMIT: groupCommit });
+    const users = () => new PostgrestClient(ctx.app.baseUrl).from('users');
+    /** @param {string[]} emails */
+    const stored = async (emails) =>
+      new Map((await ctx.db.pool.query('SELECT email, name, phone, password_hash, updated_at FROM users WHERE email = ANY($1)', [emails])).rows.map((r) => [r.email, r]));
+
+    test('insert stores the users; without a return preference the answer is sluice\'s counts', async () => {
+      const batch = makeUsers(3);
+      const { data, error, status } = await users().insert(batch);
+      assert.equal(error, null);
+      assert.equal(status, 201);
+      assert.deepEqual(data, { received: 3, inserted: 3, updated: 0, duplicates: 0 });
+      assert.equal((await stored(batch.map((u) => u.email))).size, 3);
+    });
+
+    test('insert().select(): the rows as stored, in the order sent, never the password hash', async () => {
+      const batch = makeUsers(4).reverse();
+      batch[0] = { ...batch[0], email: batch[0].email.toUpperCase() };
+      const { data, error, status } = await users().insert(batch).select();
+      assert.equal(error, null);
+      assert.equal(status, 201);
+      assert.ok(Array.isArray(data));
+      assert.deepEqual(data.map((r) => r.email), batch.map((u) => u.email.toLowerCase()));
+      for (const [i, row] of data.entries()) {
+        assert.deepEqual(Object.keys(row), ['email', 'name', 'phone', 'createdAt', 'updatedAt']);
+        assert.equal(row.name, batch[i].name);
+        assert.equal(row.phone, batch[i].phone);
+        assert.match(row.createdAt, TIMESTAMP);
+        assert.equal(row.updatedAt, null, 'inserted, never updated');
+      }
+    });
+
+    test('select with columns: only those, in the order asked', async () => {
+      const batch = makeUsers(2);
+      const { data, error } = await users().insert(batch).select('name,email');
+      assert.equal(error, null);
+      assert.deepEqual(data, batch.map((u) => ({ name: u.name, email: u.email })));
+    });
+
+    test('upsert ignoreDuplicates: stored rows are left alone and not in the representation', async () => {
+      const [a, b, c] = makeUsers(3);
+      await users().insert([a, b]);
+      const { data, error, status } = await users().upsert([{ ...a, name: 'changed' }, c, { ...b, name: 'changed' }], { onConflict: 'email', ignoreDuplicates: true }).select();
+      assert.equal(error, null);
+      assert.equal(status, 201);
+      assert.deepEqual(data?.map((r) => r.email), [c.email]);
+      assert.equal((await stored([a.email])).get(a.email).name, a.name);
+    });
+
+    test('upsert (merge): updated and inserted rows, as stored after the merge; unchanged rows are not written', async () => {
+      const [a, b, c] = makeUsers(3);
+      await users().insert([a, b]);
+      const { data, error, status } = await users().upsert([c, { email: a.email, name: 'Merged' }, b], { onConflict: 'email' }).select();
+      assert.equal(error, null);
+      assert.equal(status, 201);
+      assert.deepEqual(data?.map((r) => [r.email, r.name, r.phone]), [[c.email, c.name, c.phone], [a.email, 'Merged', a.phone]]);
+      assert.equal(data?.[0].updatedAt, null);
+      assert.match(data?.[1].updatedAt, TIMESTAMP);
+      assert.equal((await stored([a.email])).get(a.email).password_hash, a.passwordHash, 'an omitted field keeps its stored value');
+    });
+
+    test('count: exact answers Content-Range */<rows affected>, with or without a representation', async () => {
+      const [a, b, c] = makeUsers(3);
+      const first = await users().insert([a, b], { count: 'exact' });
+      assert.equal(first.error, null);
+      assert.equal(first.count, 2);
+      const second = await users().upsert([{ ...a, name: 'New name' }, b, c], { onConflict: 'email', count: 'exact' }).select('email');
+      assert.equal(second.error, null);
+      assert.equal(second.count, 2, 'a updated, c inserted, b unchanged');
+      assert.deepEqual(second.data, [{ email: a.email }, { email: c.email }]);
+    });
+
+    test('upsert onConflict on a column that is not unique is refused, naming it; nothing is written', async () => {
+      const batch = makeUsers(2);
+      const { data, error, status } = await users().upsert(batch, { onConflict: 'phone' });
+      assert.equal(status, 400);
+      assert.equal(data, null);
+      assert.equal(error?.code, '42P10');
+      assert.match(error?.message ?? '', /phone/);
+      assert.equal(typeof error?.hint, 'string');
+      assert.equal((await stored(batch.map((u) => u.email))).size, 0);
+      const unknown = await users().upsert(batch, { onConflict: 'nickname' });
+      assert.equal(unknown.status, 400);
+      assert.equal(unknown.error?.code, 'PGRST204');
+      assert.match(unknown.error?.message ?? '', /nickname/);
+    });
+
+    test('a 400 is an error object with code, message, details and hint, and sluice\'s own fields beside them', async () => {
+      const [a] = makeUsers(1);
+      const { data, error, status } = await users().insert([a, { email: 'not-an-email', name: 'X' }]);
+      assert.equal(status, 400);
+      assert.equal(data, null);
+      assert.ok(error);
+      assert.equal(error.code, '23514');
+      assert.match(error.message, /1 of 2 users are invalid/);
+      assert.match(error.details, /\[1\]\.email/);
+      assert.equal(error.hint, null);
+      const raw = /** @type {any} */ (error);
+      assert.equal(raw.error, 'invalid_batch');
+      assert.deepEqual(raw.errors.map((/** @type {any} */ e) => [e.index, e.field]), [[1, 'email']]);
+    });
+
+    test('?columns: the other keys of each object are ignored; an unknown column is refused', async () => {
+      const url = `${ctx.app.baseUrl}/users?columns=${encodeURIComponent('"email","name"')}`;
+      const post = (/** @type {string} */ to, /** @type {unknown} */ body, prefer = '') =>
+        fetch(to, { method: 'POST', headers: { 'content-type': 'application/json', ...(prefer ? { prefer } : {}) }, body: JSON.stringify(body) });
+      const [b] = makeUsers(1);
+      const ok = await post(url, [{ email: b.email, name: b.name, nickname: 'ignored', phone: '+1555000' }]);
+      assert.equal(ok.status, 201, await ok.clone().text());
+      assert.equal((await stored([b.email])).get(b.email).phone, null, 'phone was not in ?columns');
+      const bad = await post(`${ctx.app.baseUrl}/users?columns=email,nickname`, [b]);
+      assert.equal(bad.status, 400);
+      const body = await bad.json();
+      assert.equal(body.code, 'PGRST204');
+      assert.equal(body.error, 'unknown_column');
+      assert.match(body.message, /nickname/);
+    });
+
+    test('return=minimal and headers-only: no body; Preference-Applied lists what was honoured; handling=strict refuses the rest', async () => {
+      const post = (/** @type {unknown} */ body, /** @type {string} */ prefer) =>
+        fetch(`${ctx.app.baseUrl}/users`, { method: 'POST', headers: { 'content-type': 'application/json', prefer }, body: JSON.stringify(body) });
+      const minimal = await post(makeUsers(1), 'return=minimal, tx=rollback');
+      assert.equal(minimal.status, 201);
+      assert.equal(await minimal.text(), '');
+      assert.equal(minimal.headers.get('preference-applied'), 'return=minimal');
+      const both = await post(makeUsers(2), 'count=exact, return=headers-only, resolution=ignore-duplicates');
+      assert.equal(both.status, 201);
+      assert.equal(await both.text(), '');
+      assert.equal(both.headers.get('preference-applied'), 'resolution=ignore-duplicates, return=headers-only, count=exact');
+      assert.equal(both.headers.get('content-range'), '*/2');
+      const strict = await post(makeUsers(1), 'handling=strict, return=minimal, foo, tx=rollback');
+      assert.equal(strict.status, 400);
+      assert.deepEqual(await strict.json(), {
+        error: 'unsupported_preference',
+        message: 'Invalid preferences given with handling=strict',
+        code: 'PGRST122',
+        details: 'Invalid preferences: foo, tx=rollback',
+        hint: null,
+      });
+    });
+
+    test('concurrent requests, some asking for their rows: each gets exactly its own', async () => {
+      const batches = Array.from({ length: 24 }, () => makeUsers(3));
+      // Every third request replays the previous one's first user, so groups resolve conflicts too.
+      for (let i = 3; i < batches.length; i += 3) batches[i][0] = batches[i - 1][0];
+      // Whichever of the two requests with a shared email is written first inserts it.
+      const shared = new Set(batches.filter((_, i) => i >= 3 && i % 3 === 0).map((b) => b[0].email));
+      const answers = await Promise.all(batches.map((batch, i) => (i % 2 === 0 ? users().insert(batch).select() : users().insert(batch))));
+      const firstSeen = new Set();
+      for (const [i, { data, error }] of answers.entries()) {
+        assert.equal(error, null);
+        if (i % 2 === 1) {
+          assert.equal(data?.received, 3);
+          continue;
+        }
+        const emails = /** @type {any[]} */ (data).map((r) => r.email);
+        assert.ok(emails.every((e) => batches[i].some((u) => u.email === e)), 'only its own emails');
+        for (const u of batches[i]) if (!shared.has(u.email)) assert.ok(emails.includes(u.email), `request ${i}: ${u.email} missing`);
+        for (const e of emails) {
+          assert.ok(!firstSeen.has(e), `${e} reported inserted twice`);
+          firstSeen.add(e);
+        }
+      }
+    });
+  });
+}
