@@ -238,7 +238,9 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
               name: 'select',
               in: 'query',
               required: false,
-              description: `The columns of a \`return=representation\` answer, in this order: \`*\` (all) or a comma-separated list of ${READ_COLUMNS.join(', ')}. Never \`passwordHash\`. An unknown column is 400 \`unknown_column\`; embedding, renaming, casts and JSON paths are 400 \`unsupported_query\`. Without \`return=representation\` it changes nothing.`,
+              description: `The columns of a \`return=representation\` answer, in this order: \`*\` (all) or a comma-separated list of ${READ_COLUMNS.join(', ')}. Never \`passwordHash\`. An unknown column is 400 \`unknown_column\`; embedding, renaming, casts and JSON paths are 400 \`unsupported_query\`. Without \`return=representation\` it changes nothing. ` +
+                'sluice\'s per-item report: `outcome` in the list (never implied by `*`) makes the answer hold every item of the request, in order, each with its `outcome` ' +
+                '(`inserted`, `updated`, `skipped`: already stored or unchanged, its other columns null but `email`; `repeated`: its email came earlier in the request). It costs what `return=representation` costs.',
               schema: { type: 'string' },
               example: 'email,createdAt',
             },
@@ -352,12 +354,13 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
             phone: { type: ['string', 'null'] },
             createdAt: { type: 'string', format: 'date-time', description: 'When the row was first written (PostgreSQL\'s JSON form: microseconds, `+00:00`).' },
             updatedAt: { type: ['string', 'null'], format: 'date-time', description: 'When a merge last changed it; null for a row never merged (so null means this request inserted it).' },
+            outcome: { type: 'string', enum: ['inserted', 'updated', 'skipped', 'repeated'], description: 'Only when `select` names it (the per-item report): what this request did with the item.' },
           },
         },
         Representation: {
           type: 'array',
           items: { $ref: '#/components/schemas/UserRow' },
-          description: 'The rows this request inserted or updated, in the order their emails were first sent; emails skipped (already stored, or unchanged in merge mode) are not in it.',
+          description: 'The rows this request inserted or updated, in the order their emails were first sent; emails skipped (already stored, or unchanged in merge mode) are not in it. With `outcome` in `select`: every item, in order.',
         },
         ItemError: {
           type: 'object',

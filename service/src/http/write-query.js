@@ -8,7 +8,12 @@ import { ApiError } from '../errors.js';
 export const WRITE_COLUMNS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash']);
 /** The columns a representation holds, in this order: never the password hash. */
 export const READ_COLUMNS = /** @type {const} */ (['email', 'name', 'phone', 'createdAt', 'updatedAt']);
-/** @typedef {typeof READ_COLUMNS[number]} ReadColumn */
+/**
+ * sluice's per-item report: `outcome` in `select` (never in `*`) makes a representation hold every
+ * item of the request, in order, each with what became of it (post-users.js representation()).
+ */
+export const OUTCOME = 'outcome';
+/** @typedef {typeof READ_COLUMNS[number] | typeof OUTCOME} ReadColumn */
 /** @typedef {typeof WRITE_COLUMNS[number]} WriteColumn */
 
 /**
@@ -92,8 +97,12 @@ function parseSelect(select) {
     if (/[():!.>-]/.test(name)) {
       throw new ApiError('unsupported_query', `select=${select}: only column names and * are read (no embedding, renaming, casts or JSON paths)`);
     }
+    if (name === OUTCOME) {
+      chosen.add(OUTCOME);
+      continue;
+    }
     if (name === 'passwordHash') throw new ApiError('unknown_column', 'passwordHash is never returned: select from email, name, phone, createdAt, updatedAt');
-    if (!(/** @type {readonly string[]} */ (READ_COLUMNS)).includes(name)) throw unknownColumn(name, 'select', READ_COLUMNS);
+    if (!(/** @type {readonly string[]} */ (READ_COLUMNS)).includes(name)) throw unknownColumn(name, 'select', [...READ_COLUMNS, OUTCOME]);
     chosen.add(/** @type {ReadColumn} */ (name));
   }
   // In the order asked, as PostgREST answers.

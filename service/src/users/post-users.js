@@ -1,5 +1,5 @@
 import { ApiError } from '../errors.js';
-import { READ_COLUMNS } from '../http/write-query.js';
+import { OUTCOME, READ_COLUMNS } from '../http/write-query.js';
 import { parseUserBatch } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
@@ -48,24 +48,47 @@ function onlyColumns(item, columns) {
 /**
  * The rows written, in the order their emails were first sent, each with the columns selected.
  * Emails skipped as duplicates were not written and are not in it (as in PostgREST).
+ *
+ * With `outcome` selected (sluice's per-item report), every item of the request instead, in order:
+ * `outcome` is `inserted` or `updated` (with the row as written), `skipped` (already stored, or
+ * unchanged in merge mode: nothing written, so its other columns are null but its email), or
+ * `repeated` (its email came earlier in the request; that entry tells what was written).
  * @param {string[]} order @param {WrittenUser[]} users @param {readonly ReadColumn[]} select
  */
 export function representation(order, users, select) {
-  /** @type {Map<string, WrittenUser>} */
+  /** @type {Map<string, WrittenUser | null>} null: its entry is out already */
   const byEmail = new Map();
   for (const u of users) byEmail.set(u.email, u);
+  const report = select.includes(OUTCOME);
   /** @type {Record<string, unknown>[]} */
   const out = [];
   for (const email of order) {
     const u = byEmail.get(email);
-    if (u === undefined) continue;
-    byEmail.delete(email); // an email sent twice is one row, shown where it was first sent
-    /** @type {Record<string, unknown>} */
-    const row = {};
-    for (const c of select) row[c] = u[c];
-    out.push(row);
+    if (!report) {
+      if (!u) continue;
+      byEmail.set(email, null); // an email sent twice is one row, shown where it was first sent
+      out.push(pick(u, select));
+      continue;
+    }
+    if (u === null) {
+      out.push(pick({ email }, select, 'repeated'));
+      continue;
+    }
+    byEmail.set(email, null);
+    out.push(u ? pick(u, select, u.inserted ? 'inserted' : 'updated') : pick({ email }, select, 'skipped'));
   }
   return out;
+}
+
+/**
+ * @param {Partial<WrittenUser>} u @param {readonly ReadColumn[]} select @param {string} [outcome]
+ * @returns {Record<string, unknown>}
+ */
+function pick(u, select, outcome) {
+  /** @type {Record<string, unknown>} */
+  const row = {};
+  for (const c of select) row[c] = c === OUTCOME ? outcome : (u[c] ?? null);
+  return row;
 }
 
 /**

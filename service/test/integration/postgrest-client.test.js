@@ -3,17 +3,20 @@ import { describe, test } from 'node:test';
 import { PostgrestClient } from '@supabase/postgrest-js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
 import { makeUsers } from '../../../test/support/users.js';
+import { WRITE_VARIANTS } from '../../../test/support/write-variants.js';
 
 // Issue 23: PostgREST's insert and upsert on POST /users, driven by PostgREST's own client
 // (@supabase/postgrest-js, used as its users use it) against the real service and PostgreSQL,
-// with group commit on and off (a representation is each request's own rows either way).
+// under every strategy with group commit on and off (a representation is each request's own rows
+// either way).
 
 /** A timestamp as PostgreSQL's JSON gives it (PostgREST's form): microseconds and an offset. */
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00$/;
 
-for (const groupCommit of ['on', 'off']) {
-  describe(`postgrest-js against POST /users (GROUP_COMMIT=${groupCommit})`, () => {
-    const ctx = useAppAndDatabase({ GROUP_COMMIT: groupCommit });
+for (const { label, env } of WRITE_VARIANTS) {
+  describe(`postgrest-js against POST /users (${label})`, () => {
+    // Chunks of 3 rows: a request of a few users alone is several statements in one transaction.
+    const ctx = useAppAndDatabase({ ...env, INSERT_CHUNK_ROWS: '3' });
     const users = () => new PostgrestClient(ctx.app.baseUrl).from('users');
     /** @param {string[]} emails */
     const stored = async (emails) =>
@@ -43,6 +46,30 @@ for (const groupCommit of ['on', 'off']) {
         assert.match(row.createdAt, TIMESTAMP);
         assert.equal(row.updatedAt, null, 'inserted, never updated');
       }
+    });
+
+    test('a request too large to be grouped, written in several statements: all its rows, in order', async () => {
+      const batch = makeUsers(150);
+      const { data, error } = await users().insert(batch.slice(0, 10));
+      assert.equal(error, null, JSON.stringify(data));
+      const answer = await users().upsert(batch.map((u, i) => (i < 5 ? { ...u, name: 'Renamed' } : u)), { onConflict: 'email' }).select('email,name');
+      assert.equal(answer.error, null);
+      assert.deepEqual(answer.data, batch.filter((_, i) => i < 5 || i >= 10).map((u, i) => ({ email: u.email, name: i < 5 ? 'Renamed' : u.name })));
+    });
+
+    test('sluice\'s per-item report: outcome in select gives every item, in order, with what became of it', async () => {
+      const [a, b, c] = makeUsers(3);
+      await users().insert([a, b]);
+      const { data, error } = await users()
+        .upsert([c, { email: a.email.toUpperCase(), name: 'Merged' }, b, { email: c.email, name: 'C again' }], { onConflict: 'email' })
+        .select('email,outcome,name');
+      assert.equal(error, null);
+      assert.deepEqual(data, [
+        { email: c.email, outcome: 'inserted', name: 'C again' },
+        { email: a.email, outcome: 'updated', name: 'Merged' },
+        { email: b.email, outcome: 'skipped', name: null },
+        { email: c.email, outcome: 'repeated', name: null },
+      ]);
     });
 
     test('select with columns: only those, in the order asked', async () => {

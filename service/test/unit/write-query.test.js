@@ -35,6 +35,7 @@ describe('the query of POST /users: on_conflict, columns, select (unit)', () => 
   test('select: * or columns, in the order asked; never the hash; nothing PostgREST embeds or renames', () => {
     assert.deepEqual(parseWriteQuery('select=*'), { select: ['email', 'name', 'phone', 'createdAt', 'updatedAt'] });
     assert.deepEqual(parseWriteQuery('select=updatedAt,email'), { select: ['updatedAt', 'email'] });
+    assert.deepEqual(parseWriteQuery('select=*,outcome'), { select: ['email', 'name', 'phone', 'createdAt', 'updatedAt', 'outcome'] }, 'outcome only when named');
     refused('select=passwordHash', 'unknown_column', /never returned/);
     refused('select=email,nickname', 'unknown_column', /'nickname'/);
     for (const select of ['orders(id)', 'mail:email', 'email::text', 'data->x', 'count()']) refused(`select=${encodeURIComponent(select)}`, 'unsupported_query');
