@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { PostgrestClient } from '@supabase/postgrest-js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
+import { responseChecker } from '../../../test/support/openapi-check.js';
 import { makeUsers } from '../../../test/support/users.js';
 import { WRITE_VARIANTS } from '../../../test/support/write-variants.js';
 
@@ -179,6 +180,20 @@ for (const { label, env } of WRITE_VARIANTS) {
         details: 'Invalid preferences: foo, tx=rollback',
         hint: null,
       });
+    });
+
+    test('representations, reports and PostgREST\'s error bodies are as /openapi.json describes them', async () => {
+      const check = responseChecker(await (await fetch(`${ctx.app.baseUrl}/openapi.json`)).json());
+      /** @param {string} query @param {unknown} body @param {string} prefer */
+      const answer = async (query, body, prefer) => {
+        const res = await fetch(`${ctx.app.baseUrl}/users${query}`, { method: 'POST', headers: { 'content-type': 'application/json', prefer }, body: JSON.stringify(body) });
+        return { status: res.status, headers: res.headers, body: await res.json() };
+      };
+      const [a, b] = makeUsers(2);
+      check('post', '/users', await answer('?select=*', [a], 'return=representation, count=exact'));
+      check('post', '/users', await answer('?select=email,outcome', [a, b], 'return=representation'));
+      check('post', '/users', await answer('?on_conflict=name', [a], 'resolution=merge-duplicates'));
+      check('post', '/users', await answer('', [a], 'handling=strict, tx=rollback'));
     });
 
     test('concurrent requests, some asking for their rows: each gets exactly its own', async () => {
