@@ -110,7 +110,6 @@ const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip'
  *   commit splits a group that times out, so one locked email does not hold back the others)
  */
 export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }) {
-  const chunkSize = chunkRows;
   const chunkWriter = STRATEGIES[strategy];
   const replays = createReplayGuess();
   // Sent with the group's statement in one simple query (an implicit transaction), so that
@@ -142,19 +141,19 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
    */
   function writeReturningRows(rows, onConflict, lockTimeoutMs) {
     /** @param {PoolClient} client @param {UserRow[]} chunk @returns {Promise<WrittenUser[]>} */
-    const chunkRows = async (client, chunk) => (await client.query(writeStatement(rowsAsArrays(chunk), onConflict, 'rows'))).rows;
+    const writeChunk = async (client, chunk) => (await client.query(writeStatement(rowsAsArrays(chunk), onConflict, 'rows'))).rows;
     /** @param {WrittenUser[]} users */
     const counted = (users) => {
       let inserted = 0;
       for (const u of users) if (u.inserted) inserted++;
       return { inserted, updated: users.length - inserted, users };
     };
-    if (!lockTimeoutMs && rows.length <= chunkSize) return db.withClient(async (client) => counted(await chunkRows(client, rows)));
+    if (!lockTimeoutMs && rows.length <= chunkRows) return db.withClient(async (client) => counted(await writeChunk(client, rows)));
     return db.transaction(async (client) => {
       if (lockTimeoutMs) await client.query(`SET LOCAL lock_timeout = ${Math.trunc(lockTimeoutMs)}`);
       /** @type {WrittenUser[]} */
       const users = [];
-      for (let start = 0; start < rows.length; start += chunkSize) users.push(...(await chunkRows(client, rows.slice(start, start + chunkSize))));
+      for (let start = 0; start < rows.length; start += chunkRows) users.push(...(await writeChunk(client, rows.slice(start, start + chunkRows))));
       return counted(users);
     });
   }
