@@ -19,7 +19,7 @@ export const OUTCOME = 'outcome';
 /**
  * What the query asks of a write.
  * @typedef {object} WriteQuery
- * @property {WriteColumn[]} [columns]  only these keys are read from each object
+ * @property {(WriteColumn | 'password')[]} [columns]  only these keys are read from each object
  * @property {ReadColumn[]} [select]  the columns of a representation (all when not given)
  */
 
@@ -70,9 +70,10 @@ export function parseWriteQuery(search) {
   const columns = single(params, 'columns');
   if (columns !== undefined) {
     const list = names(columns);
-    const unknown = list.find((c) => !(/** @type {readonly string[]} */ (WRITE_COLUMNS)).includes(c));
+    // `password` passes, so the validator refuses it with what to send instead (passwordHash).
+    const unknown = list.find((c) => !(/** @type {readonly string[]} */ (WRITE_COLUMNS)).includes(c) && c !== 'password');
     if (unknown !== undefined) throw unknownColumn(unknown, 'columns', WRITE_COLUMNS);
-    query.columns = /** @type {WriteColumn[]} */ ([...new Set(list)]);
+    query.columns = /** @type {(WriteColumn | 'password')[]} */ ([...new Set(list)]);
   }
 
   const select = single(params, 'select');

@@ -141,6 +141,9 @@ for (const { label, env } of WRITE_VARIANTS) {
       const raw = /** @type {any} */ (error);
       assert.equal(raw.error, 'invalid_batch');
       assert.deepEqual(raw.errors.map((/** @type {any} */ e) => [e.index, e.field]), [[1, 'email']]);
+      const plaintext = await users().insert([{ email: a.email, name: a.name, password: 'secret' }]);
+      assert.equal(plaintext.status, 400, 'a password among ?columns still meets the validator');
+      assert.match(plaintext.error?.details ?? '', /\[0\]\.password plaintext passwords are never accepted/);
     });
 
     test('?columns: the other keys of each object are ignored; an unknown column is refused', async () => {

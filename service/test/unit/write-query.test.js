@@ -30,6 +30,7 @@ describe('the query of POST /users: on_conflict, columns, select (unit)', () => 
     assert.deepEqual(parseWriteQuery(`columns=${encodeURIComponent('"email","name","phone"')}`), { columns: ['email', 'name', 'phone'] });
     assert.deepEqual(parseWriteQuery('columns=email, name,passwordHash'), { columns: ['email', 'name', 'passwordHash'] });
     refused('columns=email,nickname', 'unknown_column', /'nickname'.*columns are email, name, phone, passwordHash/);
+    assert.deepEqual(parseWriteQuery('columns=email,password'), { columns: ['email', 'password'] }, 'for the validator to say: send passwordHash');
   });
 
   test('select: * or columns, in the order asked; never the hash; nothing PostgREST embeds or renames', () => {
