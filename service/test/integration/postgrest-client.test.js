@@ -224,3 +224,31 @@ for (const { label, env } of WRITE_VARIANTS) {
     });
   });
 }
+
+describe('postgrest-js: a representation whose row another writer holds (group commit\'s slow lane)', () => {
+  const ctx = useAppAndDatabase({ GROUP_COMMIT: 'on', DB_LOCK_TIMEOUT_MS: '3000' });
+
+  test('it waits for the row, then gets its own rows; requests grouped with it are not held back', async () => {
+    const users = () => new PostgrestClient(ctx.app.baseUrl).from('users');
+    const [held, fresh, other] = makeUsers(3);
+    assert.equal((await users().insert([held])).error, null);
+    const holder = await ctx.db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT FROM users WHERE email = $1 FOR UPDATE', [held.email]);
+      const locked = users().upsert([{ ...held, name: 'After the lock' }, fresh], { onConflict: 'email' }).select('email,name');
+      const started = performance.now();
+      const { data, error } = await users().insert([other]).select('email');
+      assert.equal(error, null);
+      assert.deepEqual(data, [{ email: other.email }]);
+      assert.ok(performance.now() - started < 1500, 'a request grouped with the locked one answers without waiting for the lock');
+      await new Promise((r) => setTimeout(r, 500));
+      await holder.query('COMMIT');
+      const answer = await locked;
+      assert.equal(answer.error, null, JSON.stringify(answer.error));
+      assert.deepEqual(answer.data, [{ email: held.email, name: 'After the lock' }, { email: fresh.email, name: fresh.name }]);
+    } finally {
+      holder.release();
+    }
+  });
+});
