@@ -21,7 +21,7 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
  * breaks this file's type check rather than the feeder in production.
  * @typedef {import('../../.cache/openapi/sluice-api.js').operations['postUsers']['responses']} Answers
  * @typedef {import('../../.cache/openapi/sluice-api.js').components['schemas']['ItemError']} ItemError
- * @typedef {Answers[201]['content']['application/json']} BatchResult
+ * @typedef {Exclude<Answers[201]['content']['application/json'], unknown[]>} BatchResult  the counts: the feeder asks for no representation
  * @typedef {Extract<Answers[400]['content']['application/json'], { error: 'invalid_batch' }>} InvalidBatch
  * @typedef {Answers[500]['content']['application/json']} InternalError
  */
