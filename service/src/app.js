@@ -7,6 +7,7 @@ import { readPreferences } from './http/prefer.js';
 import { observeRequests } from './http/request-log.js';
 import { requireToken } from './http/require-token.js';
 import { createOpenApiDocument } from './openapi.js';
+import { inSpan, tracedMiddleware, tracingOn } from './tracing/spans.js';
 import { createGroupCommit } from './users/group-commit.js';
 import { postUsers } from './users/post-users.js';
 import { createUserWriter } from './users/user-repository.js';
@@ -48,8 +49,13 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
       })
     : undefined;
   /** @type {import('./users/post-users.js').WriteUsers} */
-  const writeUsers = (rows, resolution) =>
+  const write = (rows, resolution) =>
     groupCommit && rows.length <= config.groupCommitSmallRows ? groupCommit.writeUsers(rows, resolution) : writer.writeUsers(rows, resolution);
+  // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
+  /** @type {import('./users/post-users.js').WriteUsers} */
+  const writeUsers = tracingOn()
+    ? (rows, resolution) => inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution))
+    : write;
   // The in-flight work budget, in body bytes (http/admission.js).
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
 
@@ -65,8 +71,8 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
     '/users',
     requireToken(config.ingestToken),
     readPreferences(),
-    admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission }),
-    readJsonBody(config),
+    tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
+    tracedMiddleware('sluice.read_body', readJsonBody(config)),
     postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics }),
   );
 

@@ -1,4 +1,5 @@
 import { ApiError } from '../errors.js';
+import { endSpan, startSpan } from '../tracing/spans.js';
 import { parseUserBatch } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
@@ -31,7 +32,16 @@ function takeBatch(req, maxBatchItems, resolution) {
 export function postUsers({ writeUsers, maxBatchItems, metrics }) {
   return async (req, res) => {
     const resolution = /** @type {Resolution} */ (res.locals.resolution ?? 'ignore');
-    const { received, rows } = takeBatch(req, maxBatchItems, resolution);
+    const validation = startSpan('sluice.validate');
+    let batch;
+    try {
+      batch = takeBatch(req, maxBatchItems, resolution);
+    } catch (err) {
+      endSpan(validation, err);
+      throw err;
+    }
+    endSpan(validation);
+    const { received, rows } = batch;
     const endTimer = metrics.insertDuration.startTimer();
     const { inserted, updated } = await writeUsers(rows, resolution);
     endTimer();
