@@ -1,5 +1,5 @@
 import { defineVariables, loadEnv } from './load-env.js';
-import { oneOf, text, url } from './parsers.js';
+import { integer, oneOf, text, url } from './parsers.js';
 
 /**
  * OpenTelemetry's own variables, as the service, the feeder and the producer read them: their
@@ -30,6 +30,19 @@ export const TRACING_VARIABLES = defineVariables({
     description: 'which traces are recorded; parentbased_* follows the caller\'s traceparent',
   },
   OTEL_TRACES_SAMPLER_ARG: { parser: text(), defaultText: 'unset', description: 'the ratio of traceidratio samplers, 0 to 1' },
+  OTEL_EXPORTER_OTLP_PROTOCOL: {
+    parser: oneOf(/** @type {const} */ (['http/protobuf', 'http/json'])),
+    defaultText: 'http/protobuf',
+    description: "OTLP's encoding over HTTP (gRPC is not offered: one exporter fewer to load)",
+  },
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: { parser: oneOf(/** @type {const} */ (['http/protobuf', 'http/json'])), defaultText: 'OTEL_EXPORTER_OTLP_PROTOCOL', description: 'the same, for traces alone' },
+  OTEL_BSP_SCHEDULE_DELAY: { parser: integer({ min: 0, max: 3_600_000, unit: 'milliseconds' }), defaultText: '5000', description: 'the batch span processor exports at least this often' },
+  OTEL_BSP_MAX_QUEUE_SIZE: { parser: integer({ min: 1, max: 1_000_000 }), defaultText: '2048', description: 'spans held for export at most; past it, new spans are dropped (never a request)' },
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: { parser: integer({ min: 1, max: 1_000_000 }), defaultText: '512', description: 'spans per export request at most' },
+  OTEL_BSP_EXPORT_TIMEOUT: { parser: integer({ min: 1, max: 3_600_000, unit: 'milliseconds' }), defaultText: '30000', description: "one export's limit" },
+  OTEL_METRICS_EXPORTER: { parser: text(), defaultText: 'none', description: 'left at none by sluice: its metrics are Prometheus\'s (/metrics) and EMF' },
+  OTEL_LOGS_EXPORTER: { parser: text(), defaultText: 'none', description: 'left at none by sluice: its logs are JSON lines on stdout, with trace_id and span_id' },
+  OTEL_LOG_LEVEL: { parser: text(), defaultText: 'warn', description: "the SDK's own messages, on stderr: none, error, warn, info, debug, verbose, all" },
   OTEL_SDK_DISABLED: { parser: oneOf(/** @type {const} */ (['true', 'false'])), defaultText: 'false', description: 'true: tracing off whatever else is set' },
 });
 
