@@ -67,21 +67,30 @@ export function flattenSpans(request) {
 /**
  * Starts the receiver on 127.0.0.1 and a free port. POST /v1/traces with JSON is kept; metrics and
  * logs are accepted and dropped; protobuf is refused with 415 (the exporters here send JSON).
- * @returns {Promise<{ endpoint: string, spans: ReceivedSpan[], raw: string[], waitFor: (test: (spans: ReceivedSpan[]) => boolean, timeoutMs?: number) => Promise<ReceivedSpan[]>, close: () => Promise<void> }>}
+ * With `discard` (the bench's tracing variant), any body is read, counted and dropped.
+ * @param {{ discard?: boolean }} [options]
+ * @returns {Promise<{ endpoint: string, spans: ReceivedSpan[], raw: string[], received: { requests: number, bytes: number }, waitFor: (test: (spans: ReceivedSpan[]) => boolean, timeoutMs?: number) => Promise<ReceivedSpan[]>, close: () => Promise<void> }>}
  *   endpoint: for OTEL_EXPORTER_OTLP_ENDPOINT; raw: every body as received, to search for user data
  */
-export async function startOtlpReceiver() {
+export async function startOtlpReceiver({ discard = false } = {}) {
   /** @type {ReceivedSpan[]} */
   const spans = [];
   /** @type {string[]} */
   const raw = [];
+  const received = { requests: 0, bytes: 0 };
   const server = http.createServer(async (req, res) => {
     const chunks = [];
     for await (const chunk of req) chunks.push(chunk);
     let body = Buffer.concat(chunks);
-    if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
+    if (req.headers['content-encoding'] === 'gzip' && !discard) body = gunzipSync(body);
     if (req.method !== 'POST' || !['/v1/traces', '/v1/metrics', '/v1/logs'].includes(req.url ?? '')) {
       res.writeHead(404).end();
+      return;
+    }
+    if (discard) {
+      received.requests++;
+      received.bytes += body.length;
+      res.writeHead(200, { 'content-type': String(req.headers['content-type'] ?? 'application/json') }).end();
       return;
     }
     if (!String(req.headers['content-type']).startsWith('application/json')) {
@@ -102,6 +111,7 @@ export async function startOtlpReceiver() {
     endpoint: `http://127.0.0.1:${port}`,
     spans,
     raw,
+    received,
     async waitFor(test, timeoutMs = 15_000) {
       const end = Date.now() + timeoutMs;
       while (!test(spans)) {
