@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { createTestDatabase } from '../../../test/support/database.js';
 import { startOtlpReceiver } from '../../../test/support/otlp-receiver.js';
 import { startServerProcess } from '../../../test/support/server-process.js';
@@ -110,5 +111,36 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
     assert.equal(res.status, 400);
     const line = await server.waitForLog((l) => l.trace_id === caller.traceId, { from });
     assert.match(line.span_id, /^[0-9a-f]{16}$/);
+  });
+});
+
+describe('tracing off', () => {
+  const REPORT_IMPORTS = fileURLToPath(new URL('../../../test/support/report-imports.js', import.meta.url));
+
+  test('the service imports no OpenTelemetry module, and answers as ever', async () => {
+    const testDb = await createTestDatabase();
+    const server = await startServerProcess({ DATABASE_URL: testDb.url, NODE_OPTIONS: `--import=${REPORT_IMPORTS}` });
+    try {
+      const res = await fetch(`${server.baseUrl}/users`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify([{ email: `${uniqueTag()}-off@example.com`, name: 'N' }]),
+      });
+      assert.equal(res.status, 201);
+      assert.deepEqual(server.logs.filter((l) => l.msg === 'imported'), []);
+      assert.ok(server.logs.every((l) => l.trace_id === undefined));
+    } finally {
+      await server.stop();
+      await testDb.drop();
+    }
+  });
+
+  test('the reporter does see the SDK when tracing is on (the test above can fail)', async () => {
+    const receiver = await startOtlpReceiver();
+    const server = await startServerProcess({ DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', NODE_OPTIONS: `--import=${REPORT_IMPORTS}`, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint });
+    try {
+      assert.ok(server.logs.some((l) => l.msg === 'imported' && /@opentelemetry\/sdk-node/.test(l.specifier)));
+    } finally {
+      await server.stop();
+      await receiver.close();
+    }
   });
 });
