@@ -12,6 +12,7 @@ import { ConfigError } from './errors.js';
 import { createHttpServer } from './http/node-server.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
+import { flushSpans } from './tracing/spans.js';
 
 /**
  * Serves HTTP in this process until SIGTERM or SIGINT, then stops accepting, lets in-flight
@@ -54,6 +55,7 @@ function serve(config, logger) {
     await closed;
     clearInterval(idleCloser);
     await db.close();
+    await flushSpans();
     logger.info('stopped');
     process.exit(0);
   }

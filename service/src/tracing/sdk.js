@@ -107,7 +107,5 @@ const sdk = startNodeSdk({
   ],
 });
 await waitForAllMessagesAcknowledged();
-enableSpans(otel);
-
-// The batch processor holds the last spans: flush them on the way out (main.js exits on SIGTERM).
-process.once('beforeExit', () => void sdk.shutdown());
+// main.js flushes the last spans through flushSpans() before it exits on SIGTERM.
+enableSpans(otel, () => sdk.shutdown());

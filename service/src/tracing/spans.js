@@ -10,13 +10,27 @@ let api;
 /** @type {import('@opentelemetry/api').Tracer | undefined} */
 let tracer;
 
+/** @type {() => Promise<void>} */
+let shutdown = async () => {};
+
 /**
  * Turns the spans on: called once by tracing/sdk.js, before the service is built.
- * @param {typeof import('@opentelemetry/api')} otel
+ * @param {typeof import('@opentelemetry/api')} otel @param {() => Promise<void>} stop  flushes and stops the SDK
  */
-export function enableSpans(otel) {
+export function enableSpans(otel, stop) {
   api = otel;
   tracer = otel.trace.getTracer('sluice-service');
+  shutdown = stop;
+}
+
+/**
+ * On the way out: the spans the batch processor still holds are exported, for at most `limitMs`
+ * (an unreachable receiver must not hold up a shutdown). Nothing to do when off.
+ * @param {number} [limitMs]
+ */
+export function flushSpans(limitMs = 2000) {
+  if (!tracer) return Promise.resolve();
+  return Promise.race([shutdown().catch(() => {}), new Promise((resolve) => setTimeout(resolve, limitMs).unref())]);
 }
 
 /** Whether spans are recorded: the composition root wraps its steps only then. */
