@@ -144,3 +144,25 @@ describe('tracing off', () => {
     }
   });
 });
+
+test('on SIGTERM the spans still held by the batch processor are exported before the service exits', async () => {
+  const testDb = await createTestDatabase();
+  const receiver = await startOtlpReceiver();
+  // A schedule far beyond the test: only the flush at shutdown can export them.
+  const server = await startServerProcess({ DATABASE_URL: testDb.url, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '600000' });
+  try {
+    const caller = newTraceparent();
+    const res = await fetch(`${server.baseUrl}/users`, {
+      method: 'POST', headers: { 'content-type': 'application/json', traceparent: caller.header }, body: JSON.stringify([{ email: `${uniqueTag()}-flush@example.com`, name: 'N' }]),
+    });
+    assert.equal(res.status, 201);
+    assert.equal(receiver.spans.length, 0);
+    server.child.kill('SIGTERM');
+    assert.deepEqual(await server.exited, { code: 0, signal: null });
+    assert.ok(receiver.spans.some((s) => s.traceId === caller.traceId && s.name === 'sluice.write'));
+  } finally {
+    await server.stop();
+    await receiver.close();
+    await testDb.drop();
+  }
+});
