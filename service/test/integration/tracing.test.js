@@ -137,7 +137,7 @@ describe('tracing off', () => {
     const receiver = await startOtlpReceiver();
     const server = await startServerProcess({ DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', NODE_OPTIONS: `--import=${REPORT_IMPORTS}`, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint });
     try {
-      assert.ok(server.logs.some((l) => l.msg === 'imported' && /@opentelemetry\/sdk-node/.test(l.specifier)));
+      assert.ok(server.logs.some((l) => l.msg === 'imported' && /@opentelemetry\/sdk-trace/.test(l.specifier)));
     } finally {
       await server.stop();
       await receiver.close();

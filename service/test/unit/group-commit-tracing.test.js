@@ -1,16 +1,18 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import * as otel from '@opentelemetry/api';
-import { startNodeSdk } from '@opentelemetry/sdk-node';
-import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { enableSpans, inSpan } from '../../src/tracing/spans.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
 
 // This file's process only: the SDK with spans kept in memory, and the facade turned on.
 const exporter = new InMemorySpanExporter();
-const sdk = startNodeSdk({ logLevel: 'none', spanProcessors: [new SimpleSpanProcessor({ exporter })] });
-enableSpans(otel, () => sdk.shutdown());
-after(() => sdk.shutdown());
+const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+otel.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+otel.trace.setGlobalTracerProvider(provider);
+enableSpans(otel, () => provider.shutdown());
+after(() => provider.shutdown());
 
 /** @param {string} email @returns {import('../../src/users/user-schema.js').UserRow} */
 const row = (email) => [email, 'N', null, null];
