@@ -31,6 +31,7 @@ const COMMANDS = [
   'bench/noop/server.js',
   'service/bench/*.js',
   'service/src/server.js',
+  'service/src/main.js',
   'service/src/cluster.js',
   'db/src/migrate-cli.js',
   'db/src/command-line.js',

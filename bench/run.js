@@ -6,10 +6,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError, Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
-import { LOADS, VARIANTS, planRuns, summarise } from './lib/capacity.js';
+import { LOADS, OPT_IN_VARIANTS, VARIANTS, planRuns, summarise } from './lib/capacity.js';
 
 const LOAD_IDS = LOADS.map((l) => l.id);
 const VARIANT_NAMES = Object.keys(VARIANTS);
+const DEFAULT_VARIANTS = VARIANT_NAMES.filter((v) => !OPT_IN_VARIANTS.includes(v));
 const opts = createCommand('npm run bench --', `Two experiments on one fresh, production-like PostgreSQL (en-US ICU collation, fsync and synchronous commit on), the service started afresh for each run:
 reference: the load tests under k6's own profiles, then the COPY ceiling;
 capacity: a closed loop at each load, sluice's variants and the naive endpoint it replaces interleaved, the sluice/naive ratio per round.
@@ -18,7 +19,7 @@ A report, a JSON file and charts land in bench/results/.`)
   .option('--capacity', 'run only the capacity experiment')
   .option('--strategies', 'reference: add the batch profile under every INSERT_STRATEGY')
   .addOption(new Option('--loads <ids>', 'capacity: these loads only, comma-separated').argParser(listOf(LOAD_IDS)).default(LOAD_IDS, LOAD_IDS.join(',')))
-  .addOption(new Option('--variants <names>', "capacity: these of sluice's variants only, comma-separated").argParser(listOf(VARIANT_NAMES)).default(VARIANT_NAMES, VARIANT_NAMES.join(',')))
+  .addOption(new Option('--variants <names>', "capacity: these of sluice's variants only, comma-separated").argParser(listOf(VARIANT_NAMES)).default(DEFAULT_VARIANTS, `${DEFAULT_VARIANTS.join(',')}; also ${OPT_IN_VARIANTS.join(', ')}`))
   .option('--rounds <n>', 'capacity: rounds of every load and variant', wholeNumber(1), 2)
   .option('--duration <k6 duration>', 'capacity: the length of one run', (value) => {
     if (!/^\d+(ms|s|m)$/.test(value)) throw new InvalidArgumentError('Expected a k6 duration such as 10s.');
@@ -40,6 +41,7 @@ const { default: pg } = await import('pg');
 const { migrate } = await import('@sluice/db/migrate');
 const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
 const { startServerProcess } = await import('../test/support/server-process.js');
+const { startOtlpReceiver } = await import('../test/support/otlp-receiver.js');
 const { measureCopyCeiling } = await import('./lib/copy-ceiling.js');
 const { findK6 } = await import('./lib/k6-binary.js');
 const { measureRun, openTable } = await import('./lib/measure.js');
@@ -126,6 +128,10 @@ try {
   }
 
   if (runCapacity) {
+    // The tracing variant exports to a receiver here that reads and drops what it gets.
+    const receiver = variants.includes('tracing') ? await startOtlpReceiver({ discard: true }) : undefined;
+    /** @param {string} variant */
+    const envOf = (variant) => (variant === 'tracing' ? { ...VARIANTS.tracing, OTEL_EXPORTER_OTLP_ENDPOINT: receiver?.endpoint ?? '' } : VARIANTS[variant]);
     const plan = planRuns(loads, variants, rounds);
     say(`capacity: ${plan.length} runs of ${opts.duration} (loads ${loads.map((l) => l.id).join(', ')}; variants ${variants.join(', ')}; ${rounds} rounds)`);
     const runs = [];
@@ -137,7 +143,7 @@ try {
         script: path.join(root, 'k6', p.load.script),
         k6Env: { MODE: 'capacity', VUS: String(p.load.vus), DURATION: opts.duration, ...p.load.env },
         summaryFile: path.join(outDir, `${stamp}-capacity-${i}-k6.json`),
-        start: p.target === 'naive' ? startNaive : p.target === 'noop' ? startNoop : startSluice(VARIANTS[p.variant]),
+        start: p.target === 'naive' ? startNaive : p.target === 'noop' ? startNoop : startSluice(envOf(p.variant)),
         pgPid,
         // The no-op endpoint writes nothing: its users are what k6 counted.
         table: p.target === 'naive' ? naiveTable : p.target === 'noop' ? undefined : sluiceTable,
@@ -146,6 +152,7 @@ try {
       if (r.rows !== undefined && r.rows !== r.k6Items) say(`  ${name}: k6 counted ${r.k6Items} inserted, the table holds ${r.rows}`);
       runs.push({ load: p.load.id, variant: p.variant, round: p.round, env: p.target === 'sluice' ? VARIANTS[p.variant] : {}, ...r, usersPerSec: r.itemsPerSec });
     }
+    await receiver?.close();
     const lines = summarise(runs);
     report += `## Capacity (closed loop, no sleep, ${opts.duration} a run, ${rounds} rounds; sluice/naive per round, median quoted)\n\n${capacityTable(lines)}\n\n### Every run\n\n${runsTable(runs)}\n\n`;
     json.capacity = { duration: opts.duration, rounds, variants: Object.fromEntries(variants.map((v) => [v, VARIANTS[v]])), summary: lines, runs };

@@ -2,7 +2,7 @@
 // writes it; test/unit/configuration-doc.test.js fails when the file and this text differ).
 import { markdownTable } from 'markdown-table';
 import { DATABASE_VARIABLES } from '@sluice/db/database-url';
-import { describeEnv } from '@sluice/env';
+import { TRACING_VARIABLES, describeEnv } from '@sluice/env';
 import { FEEDER_VARIABLES } from '../lambda/src/config.js';
 import { RUNNER_VARIABLES, SQS_VARIABLES } from '../lambda/local/sqs-config.js';
 import { SERVICE_VARIABLES } from '../service/src/config.js';
@@ -34,6 +34,11 @@ export const SECTIONS = [
     heading: 'The feeder\'s handler (`lambda/src/config.js`)',
     intro: 'The Lambda function (set by `template.yaml`), and the handler under the local runner.',
     declarations: FEEDER_VARIABLES,
+  },
+  {
+    heading: 'Tracing (`env/src/tracing.js`)',
+    intro: "OpenTelemetry's own variables, read by the service, the feeder (its handler and local runner) and the producer; off unless `OTEL_TRACES_EXPORTER=otlp` or an OTLP endpoint is set, and then the SDK reads the rest of the spec's variables too (`OTEL_EXPORTER_OTLP_PROTOCOL`, `OTEL_BSP_*`, `OTEL_RESOURCE_ATTRIBUTES`). [tracing.md](tracing.md) says what each component records.",
+    declarations: TRACING_VARIABLES,
   },
   {
     heading: 'SQS, for the local runner and the producer (`lambda/local/sqs-config.js`)',

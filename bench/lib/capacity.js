@@ -10,7 +10,13 @@ export const VARIANTS = {
   unnest: { INSERT_STRATEGY: 'unnest' },
   copy: { INSERT_STRATEGY: 'copy' },
   'group-commit-off': { GROUP_COMMIT: 'off' },
+  // Tracing on, default sampler, exporting (protobuf, batched) to a local receiver that run.js
+  // starts and names in OTEL_EXPORTER_OTLP_ENDPOINT. Opt-in: --variants default,tracing.
+  tracing: { OTEL_TRACES_EXPORTER: 'otlp' },
 };
+
+/** Variants run only when --variants names them. */
+export const OPT_IN_VARIANTS = ['tracing'];
 
 /**
  * @typedef {object} Load

@@ -4,3 +4,4 @@ export { ConfigError } from './config-error.js';
 export { boolean, integer, matching, milliseconds, oneOf, text, url } from './parsers.js';
 export { defineVariables, loadEnv } from './load-env.js';
 export { describeEnv, environmentHelp } from './describe-env.js';
+export { TRACING_VARIABLES, tracingRequested } from './tracing.js';

@@ -1,5 +1,6 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { backoffMs, sleep } from '../src/retry.js';
+import { formatTraceparent } from '../src/traceparent.js';
 
 // SQS's limit for one message, and for the sum of one SendMessageBatch's messages.
 export const MAX_MESSAGE_BYTES = 262_144;
@@ -7,14 +8,19 @@ const MAX_BATCH_ENTRIES = 10;
 
 /** @typedef {'merge-duplicates' | 'ignore-duplicates'} Resolution */
 
+/** What a `traceparent` attribute takes of a message: its name, data type and 55-character value. */
+const TRACEPARENT_BYTES = Buffer.byteLength('traceparentString') + 55;
+
 /**
  * The message attributes that carry a resolution. SQS counts each attribute's name, data type and
- * value toward the message's size limit, so they come out of the room left for the body.
- * @param {Resolution | undefined} resolution
+ * value toward the message's size limit, so they come out of the room left for the body, as does
+ * the `traceparent` attribute when traced (set per SendMessageBatch).
+ * @param {Resolution | undefined} resolution @param {boolean} [traced]
  */
-function attributesOf(resolution) {
-  if (!resolution) return { attributes: undefined, bytes: 0 };
-  return { attributes: { resolution: { DataType: 'String', StringValue: resolution } }, bytes: Buffer.byteLength(`resolutionString${resolution}`) };
+function attributesOf(resolution, traced = false) {
+  const traceBytes = traced ? TRACEPARENT_BYTES : 0;
+  if (!resolution) return { attributes: undefined, bytes: traceBytes };
+  return { attributes: { resolution: { DataType: 'String', StringValue: resolution } }, bytes: Buffer.byteLength(`resolutionString${resolution}`) + traceBytes };
 }
 
 /**
@@ -22,11 +28,12 @@ function attributesOf(resolution) {
  * user would pass SQS's size limit (less what the resolution attribute, when given, takes of it).
  * @param {AsyncIterable<object> | Iterable<object>} users
  * @param {number} perMessage
- * @param {{ resolution?: Resolution }} [options]  the resolution the messages will be sent with
+ * @param {{ resolution?: Resolution, traced?: boolean }} [options]  the resolution the messages will be
+ *   sent with; traced: whether they will carry a traceparent
  * @returns {AsyncGenerator<{ body: string, users: number }>}
  */
-export async function* packMessages(users, perMessage, { resolution } = {}) {
-  const limit = MAX_MESSAGE_BYTES - attributesOf(resolution).bytes;
+export async function* packMessages(users, perMessage, { resolution, traced } = {}) {
+  const limit = MAX_MESSAGE_BYTES - attributesOf(resolution, traced).bytes;
   /** @type {string[]} */
   let parts = [];
   let bytes = 2;
@@ -51,20 +58,42 @@ export async function* packMessages(users, perMessage, { resolution } = {}) {
  * `maxAttempts` stops the run with an error.
  *
  * A resolution, when given, goes with every message as its `resolution` attribute, which the
- * feeder obeys over its own CONFLICT_RESOLUTION.
+ * feeder obeys over its own CONFLICT_RESOLUTION. With a tracer, each SendMessageBatch is a PRODUCER
+ * span whose context every message carries as its `traceparent` attribute (the feeder's span
+ * links to it); the messages must have been packed with `traced`.
  *
  * @param {{ sqs: import('@aws-sdk/client-sqs').SQSClient, queueUrl: string, messages: AsyncIterable<{ body: string, users: number }>,
- *   resolution?: Resolution,
+ *   resolution?: Resolution, tracer?: import('@opentelemetry/api').Tracer,
  *   concurrency?: number, maxAttempts?: number, onSent?: (users: number, messages: number) => void }} options
  */
-export async function sendMessages({ sqs, queueUrl, messages, resolution, concurrency = 8, maxAttempts = 8, onSent = () => {} }) {
-  const { attributes: MessageAttributes, bytes: attributeBytes } = attributesOf(resolution);
+export async function sendMessages({ sqs, queueUrl, messages, resolution, tracer, concurrency = 8, maxAttempts = 8, onSent = () => {} }) {
+  const { attributes, bytes: attributeBytes } = attributesOf(resolution, tracer !== undefined);
+  const queue = queueUrl.split('/').at(-1) ?? queueUrl;
   const totals = { messages: 0, users: 0, retries: 0 };
   /** @type {Set<Promise<void>>} */
   const inFlight = new Set();
 
   /** @param {{ body: string, users: number }[]} batch */
   async function send(batch) {
+    const span = tracer?.startSpan(`send ${queue}`, {
+      kind: /** @type {import('@opentelemetry/api').SpanKind} */ (3), // PRODUCER
+      attributes: { 'messaging.system': 'aws_sqs', 'messaging.operation.type': 'send', 'messaging.destination.name': queue, 'messaging.batch.message_count': batch.length },
+    });
+    const MessageAttributes = span
+      ? { ...attributes, traceparent: { DataType: 'String', StringValue: formatTraceparent(span.spanContext()) } }
+      : attributes;
+    try {
+      await sendBatch(batch, MessageAttributes);
+    } finally {
+      span?.end();
+    }
+  }
+
+  /**
+   * @param {{ body: string, users: number }[]} batch
+   * @param {Record<string, import('@aws-sdk/client-sqs').MessageAttributeValue> | undefined} MessageAttributes
+   */
+  async function sendBatch(batch, MessageAttributes) {
     let entries = batch.map((m, i) => ({ Id: String(i), MessageBody: m.body, users: m.users }));
     for (let attempt = 0; entries.length > 0; attempt++) {
       if (attempt >= maxAttempts) throw new Error(`${entries.length} messages still failed after ${maxAttempts} attempts`);

@@ -14,6 +14,8 @@ export function toLambdaRecord(message, { queueArn, region }) {
       SentTimestamp: attrs.SentTimestamp ?? String(Date.now()),
       SenderId: attrs.SenderId ?? '000000000000',
       ApproximateFirstReceiveTimestamp: attrs.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
+      // Present when the sender was traced by X-Ray, as in Lambda's records.
+      ...(attrs.AWSTraceHeader ? { AWSTraceHeader: attrs.AWSTraceHeader } : {}),
     },
     messageAttributes: Object.fromEntries(
       Object.entries(message.MessageAttributes ?? {}).map(([name, a]) => [name, {

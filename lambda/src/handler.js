@@ -5,6 +5,7 @@ import { withIngestToken } from './ingest-token.js';
 import { reportFailures, reportInvocation } from './observability.js';
 import { unpackRecords } from './records.js';
 import { postUsers } from './service-client.js';
+import { endInvocationSpan, loadTracing, runInSpan, startInvocationSpan } from './tracing.js';
 
 /** @typedef {import('./records.js').Item} Item */
 /**
@@ -122,18 +123,31 @@ export async function feedRecords(records, config, deadline) {
 
 /** @type {import('./config.js').FeederConfig | undefined} */
 let config;
+/** @type {Promise<void> | undefined} */
+let tracingLoaded;
 
 /**
  * The Lambda handler for an SQS event source with ReportBatchItemFailures.
- * @param {{ Records: import('./records.js').SqsRecordLike[] }} event
+ * @param {{ Records: (import('./records.js').SqsRecordLike & import('./tracing.js').TracedRecord)[] }} event
  * @param {{ getRemainingTimeInMillis: () => number, awsRequestId?: string }} context
  */
 export async function handler(event, context) {
   config ??= await withIngestToken(loadFeederConfig());
+  await (tracingLoaded ??= loadTracing());
   const started = Date.now();
   const deadline = started + context.getRemainingTimeInMillis() - config.safetyMarginMs;
   const records = event.Records ?? [];
-  const { items, failed, stats } = await feedRecords(records, config, deadline);
+  const span = startInvocationSpan(records, context);
+  let fed;
+  try {
+    const feederConfig = config;
+    fed = await runInSpan(span, () => feedRecords(records, feederConfig, deadline));
+  } catch (err) {
+    endInvocationSpan(span, {}, err);
+    throw err;
+  }
+  const { items, failed, stats } = fed;
+  endInvocationSpan(span, { users: items.length, users_stored: stats.stored, posts: stats.posts, retries: stats.retries, failed_messages: failed.size });
 
   const failures = [...failed.values()];
   reportInvocation({

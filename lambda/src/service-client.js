@@ -1,4 +1,5 @@
 import { backoffMs, parseRetryAfter, sleep } from './retry.js';
+import { currentTraceparent } from './tracing.js';
 
 /**
  * What one POST /users came to, after any retries:
@@ -37,6 +38,8 @@ const PREFER = { ignore: 'resolution=ignore-duplicates', merge: 'resolution=merg
  * @returns {Promise<PostOutcome & { retryAfterMs?: number }>}
  */
 async function postOnce(config, users, resolution, timeoutMs) {
+  // The service's spans join the invocation's trace (undefined, and no header, when off).
+  const traceparent = currentTraceparent();
   let res;
   try {
     res = await fetch(`${config.serviceUrl}/users`, {
@@ -45,6 +48,7 @@ async function postOnce(config, users, resolution, timeoutMs) {
         'content-type': 'application/json',
         prefer: PREFER[resolution],
         ...(config.ingestToken ? { authorization: `Bearer ${config.ingestToken}` } : {}),
+        ...(traceparent ? { traceparent } : {}),
       },
       body: JSON.stringify(users),
       signal: AbortSignal.timeout(timeoutMs),

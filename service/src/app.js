@@ -8,6 +8,7 @@ import { readWriteQuery } from './http/write-query.js';
 import { observeRequests } from './http/request-log.js';
 import { requireToken } from './http/require-token.js';
 import { createOpenApiDocument } from './openapi.js';
+import { inSpan, tracedMiddleware, tracingOn } from './tracing/spans.js';
 import { createGroupCommit } from './users/group-commit.js';
 import { postUsers } from './users/post-users.js';
 import { createUserWriter } from './users/user-repository.js';
@@ -49,8 +50,13 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
       })
     : undefined;
   /** @type {import('./users/post-users.js').WriteUsers} */
-  const writeUsers = (rows, resolution, options) =>
+  const write = (rows, resolution, options) =>
     groupCommit && rows.length <= config.groupCommitSmallRows ? groupCommit.writeUsers(rows, resolution, options) : writer.writeUsers(rows, resolution, options);
+  // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
+  /** @type {import('./users/post-users.js').WriteUsers} */
+  const writeUsers = tracingOn()
+    ? (rows, resolution, options) => inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
+    : write;
   // The in-flight work budget, in body bytes (http/admission.js).
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
 
@@ -67,8 +73,8 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
     requireToken(config.ingestToken),
     readPreferences(),
     readWriteQuery(),
-    admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission }),
-    readJsonBody(config),
+    tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
+    tracedMiddleware('sluice.read_body', readJsonBody(config)),
     postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics }),
   );
 

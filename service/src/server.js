@@ -1,91 +1,16 @@
 #!/usr/bin/env node
-// Entry point: reads the configuration, then either runs the cluster primary or serves requests.
-import cluster from 'node:cluster';
-import { createCommand } from '@sluice/db/command-line';
-import { DATABASE_VARIABLES } from '@sluice/db/database-url';
-import { environmentHelp } from '@sluice/env';
-import { createApp } from './app.js';
-import { askPrimaryForMetrics, runPrimary, shareWorkerMetrics } from './cluster.js';
-import { SERVICE_VARIABLES, loadConfig } from './config.js';
-import { createDatabase } from './db.js';
-import { ConfigError } from './errors.js';
-import { createHttpServer } from './http/node-server.js';
-import { createLogger } from './logger.js';
-import { createMetrics } from './metrics.js';
+// Entry point. Tracing is opt-in (docs/tracing.md): only when the OTEL_ variables ask for it is the
+// OpenTelemetry SDK loaded, and it must be before the service's own modules, so that its hooks see
+// http, express, pg and pino being imported. Off, not one OpenTelemetry module is imported.
+import { ConfigError, tracingRequested } from '@sluice/env';
 
-/**
- * Serves HTTP in this process until SIGTERM or SIGINT, then stops accepting, lets in-flight
- * requests finish, closes the pool and exits 0.
- *
- * @param {import('./config.js').Config & { databaseUrl: string }} config
- * @param {import('pino').Logger} logger
- */
-function serve(config, logger) {
-  const db = createDatabase(config, logger);
-  const metrics = createMetrics(db);
-  const inCluster = cluster.isWorker;
-  if (inCluster) shareWorkerMetrics(metrics.registry);
-  const app = createApp({ config, db, logger, metrics, renderMetrics: inCluster ? askPrimaryForMetrics : undefined });
-
-  const server = createHttpServer(app);
-  // A deeper accept queue than Node's 511, for bursts of new connections (thousands of load-test VUs).
-  server.listen({ port: config.port, host: config.host, backlog: 4096 }, () => {
-    const address = /** @type {import('node:net').AddressInfo} */ (server.address());
-    logger.info({ host: config.host, port: address.port, strategy: config.insertStrategy }, 'listening');
-  });
-
-  let stopping = false;
-  server.on('request', (_req, res) => {
-    // Keep-alive clients learn to reconnect elsewhere instead of reusing a closing socket.
-    if (stopping) res.setHeader('Connection', 'close');
-  });
-
-  /** @param {NodeJS.Signals} signal */
-  async function shutdown(signal) {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    setTimeout(() => {
-      logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'in-flight requests did not finish in time; exiting');
-      process.exit(1);
-    }, config.shutdownTimeoutMs).unref();
-    const closed = new Promise((resolve) => server.close(resolve));
-    const idleCloser = setInterval(() => server.closeIdleConnections(), 100);
-    await closed;
-    clearInterval(idleCloser);
-    await db.close();
-    logger.info('stopped');
-    process.exit(0);
-  }
-  process.on('SIGTERM', shutdown);
-  process.on('SIGINT', shutdown);
+let tracing = false;
+try {
+  tracing = tracingRequested();
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  console.error(`sluice: bad configuration: ${err.message}`);
+  process.exit(1);
 }
-
-function main() {
-  createCommand('node service/src/server.js', "The sluice ingestion service: POST /users into PostgreSQL at DATABASE_URL. Configured by the environment only (service/src/config.js declares each variable; docs/configuration.md lists them).", environmentHelp({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES })).parse();
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    console.error(`sluice: bad configuration: ${err.message}`);
-    process.exit(1);
-  }
-  const logger = createLogger(config);
-  process.on('unhandledRejection', (err) => {
-    logger.fatal({ err }, 'unhandled rejection');
-    process.exit(1);
-  });
-  const { databaseUrl } = config;
-  if (!databaseUrl) {
-    logger.fatal('DATABASE_URL is not set: point it at PostgreSQL, or run `npm start`, which starts an embedded one');
-    process.exit(1);
-  }
-  if (cluster.isPrimary && !config.ingestToken) {
-    logger.warn('INGEST_TOKEN is unset: POST /users accepts requests from anyone who can reach it');
-  }
-  if (cluster.isPrimary && config.workers > 0) return runPrimary(config, logger);
-  serve({ ...config, databaseUrl }, logger);
-}
-
-main();
+if (tracing) await import('./tracing/sdk.js');
+await import('./main.js');

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
 import { DATABASE_VARIABLES } from '@sluice/db/database-url';
-import { describeEnv } from '@sluice/env';
+import { TRACING_VARIABLES, describeEnv } from '@sluice/env';
 import { FEEDER_VARIABLES } from '../../lambda/src/config.js';
 import { RUNNER_VARIABLES, SQS_VARIABLES } from '../../lambda/local/sqs-config.js';
 import { START_AND_SERVICE_VARIABLES } from '../../scripts/start-config.js';
@@ -95,10 +95,10 @@ describe('every command answers --help and refuses an unknown option', () => {
   // The usage is made from the declarations (environmentHelp): each command lists exactly what its loaders read.
   for (const [name, declarations] of /** @type {[string, import('@sluice/env/load-env').Declarations][]} */ ([
     ['start', START_AND_SERVICE_VARIABLES],
-    [SERVICE, { ...DATABASE_VARIABLES, ...SERVICE_VARIABLES }],
+    [SERVICE, { ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES }],
     ['migrate', DATABASE_VARIABLES],
-    ['feeder', { ...SQS_VARIABLES, ...RUNNER_VARIABLES, ...FEEDER_VARIABLES }],
-    ['produce', SQS_VARIABLES],
+    ['feeder', { ...SQS_VARIABLES, ...RUNNER_VARIABLES, ...FEEDER_VARIABLES, ...TRACING_VARIABLES }],
+    ['produce', { ...SQS_VARIABLES, ...TRACING_VARIABLES }],
   ])) {
     test(`${name}: its usage lists exactly the variables it declares, with their defaults`, async () => {
       const { stdout } = await /** @type {NonNullable<typeof answers[string]>} */ (answers[name]).help;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run feeder`: the local SQS event-source runner feeding the real handler.
 import { Command } from 'commander';
-import { ConfigError } from '@sluice/env';
+import { ConfigError, TRACING_VARIABLES } from '@sluice/env';
 import { FEEDER_VARIABLES, loadFeederConfig } from '../../src/config.js';
 import { environmentSection } from '../environment-help.js';
 import { RUNNER_VARIABLES, SQS_VARIABLES, loadRunnerConfig } from '../sqs-config.js';
@@ -17,6 +17,7 @@ new Command('npm run feeder --')
   .addHelpText('after', environmentSection([
     ["Environment, the runner's (lambda/local/sqs-config.js), with Lambda's meaning:", { ...SQS_VARIABLES, ...RUNNER_VARIABLES }],
     ["The handler's (lambda/src/config.js):", FEEDER_VARIABLES],
+    ['Tracing, off by default (@sluice/env/tracing, docs/tracing.md):', TRACING_VARIABLES],
   ]))
   .parse();
 
@@ -24,11 +25,22 @@ const { Logger } = await import('@aws-lambda-powertools/logger');
 const { SQSClient } = await import('@aws-sdk/client-sqs');
 const { handler } = await import('../../src/handler.js');
 const { LocalEventSource } = await import('../local-runner.js');
+const { startLocalTracing } = await import('../tracing.js');
 
 let config;
 try {
   config = loadRunnerConfig();
   loadFeederConfig(); // checked now, so a bad SERVICE_URL stops start-up rather than the first batch
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  console.error(`feeder: bad configuration: ${err.message}`);
+  process.exit(1);
+}
+
+// What the ADOT layer is on AWS: the SDK that records the handler's spans (off unless asked).
+let stopTracing;
+try {
+  stopTracing = await startLocalTracing('sluice-feeder');
 } catch (err) {
   if (!(err instanceof ConfigError)) throw err;
   console.error(`feeder: bad configuration: ${err.message}`);
@@ -65,6 +77,7 @@ async function stop(signal) {
   const totals = await runner.stop();
   logger.info('feeder stopped', { totals });
   sqs.destroy();
+  await stopTracing?.();
   process.exit(0);
 }
 process.on('SIGINT', stop);

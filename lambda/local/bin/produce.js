@@ -3,7 +3,7 @@
 import { createReadStream } from 'node:fs';
 import readline from 'node:readline';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { integer } from '@sluice/env';
+import { TRACING_VARIABLES, integer } from '@sluice/env';
 import { environmentSection } from '../environment-help.js';
 import { SQS_VARIABLES, loadSqsConfig } from '../sqs-config.js';
 
@@ -29,7 +29,7 @@ const program = new Command('npm run produce --')
     new Option('--resolution <r>', "the messages' resolution attribute: what the service does with an email already stored (default: none, the feeder's CONFLICT_RESOLUTION)")
       .choices(['merge-duplicates', 'ignore-duplicates']),
   )
-  .addHelpText('after', environmentSection([['Environment (lambda/local/sqs-config.js):', SQS_VARIABLES]]))
+  .addHelpText('after', environmentSection([['Environment (lambda/local/sqs-config.js):', SQS_VARIABLES], ['Tracing, off by default (@sluice/env/tracing, docs/tracing.md):', TRACING_VARIABLES]]))
   .parse();
 const args = program.opts();
 const count = /** @type {number | undefined} */ (args.count);
@@ -40,10 +40,14 @@ if (!count && !args.file) program.error('error: say how many users to generate (
 const { SQSClient } = await import('@aws-sdk/client-sqs');
 const { Presets, SingleBar } = await import('cli-progress');
 const { packMessages, sendMessages } = await import('../producer.js');
+const { startLocalTracing } = await import('../tracing.js');
 
 let config;
+/** @type {(() => Promise<void>) | undefined} */
+let stopTracing;
 try {
   config = loadSqsConfig();
+  stopTracing = await startLocalTracing('sluice-producer');
 } catch (err) {
   console.error(`produce: bad configuration: ${/** @type {Error} */ (err).message}`);
   process.exit(1);
@@ -88,8 +92,9 @@ try {
   const totals = await sendMessages({
     sqs,
     queueUrl: config.queueUrl,
-    messages: packMessages(users(), perMessage, { resolution: args.resolution }),
+    messages: packMessages(users(), perMessage, { resolution: args.resolution, traced: stopTracing !== undefined }),
     resolution: args.resolution,
+    tracer: stopTracing ? (await import('@opentelemetry/api')).trace.getTracer('sluice-producer') : undefined,
     concurrency,
     onSent: (n) => {
       sentUsers += n;
@@ -106,4 +111,6 @@ try {
   process.exitCode = 1;
 } finally {
   sqs.destroy();
+  // The spans still held by the batch processor leave before the process does.
+  await stopTracing?.();
 }

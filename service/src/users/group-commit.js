@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { DatabaseTimeoutError, DatabaseUnavailableError } from '../errors.js';
+import { activeSpan, endSpan, runInSpan, startGroupSpan, tracingOn } from '../tracing/spans.js';
 import { byEmail } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
@@ -15,6 +16,7 @@ import { byEmail } from './user-schema.js';
  * @property {(counts: Counts) => void} resolve
  * @property {(err: unknown) => void} reject
  * @property {number} since  performance.now() when it arrived
+ * @property {import('../tracing/spans.js').Span | undefined} span  its write's span (traced only)
  */
 
 /**
@@ -152,10 +154,13 @@ export function createGroupCommit({
     const rows = group.length === 1 ? group[0].rows : group.flatMap((w) => w.rows).sort(byEmail);
     observe({ requests: group.length, rows: rows.length, waitedSeconds: group.map((w) => (started - w.since) / 1000) });
     const withRows = group.some((w) => w.withRows);
+    const write = () => (withRows ? writeGroup(rows, group[0].resolution, true) : writeGroup(rows, group[0].resolution));
+    const span = tracingOn() ? traceGroup(group, rows.length, started) : undefined;
     let written;
     try {
-      written = await (withRows ? writeGroup(rows, group[0].resolution, true) : writeGroup(rows, group[0].resolution));
+      written = await (span ? runInSpan(span, write) : write());
     } catch (err) {
+      endSpan(span, err);
       const refusal = await refusalForAll(err);
       if (refusal) {
         for (const w of group) answer(w, { err: refusal });
@@ -165,7 +170,31 @@ export function createGroupCommit({
       alone.push(...group);
       return;
     }
+    endSpan(span);
     for (const w of group) answer(w, { counts: credit(w.rows, written, w.withRows) });
+  }
+
+  /**
+   * Traced: each request's span records its group, and the statement gets a span of its own that
+   * links to every request it carries.
+   * @param {Waiting[]} group @param {number} rows @param {number} started
+   */
+  function traceGroup(group, rows, started) {
+    for (const w of group) {
+      w.span?.setAttributes({ 'sluice.group.requests': group.length, 'sluice.group.rows': rows, 'sluice.group.wait_ms': started - w.since });
+    }
+    return startGroupSpan(group.map((w) => w.span), { 'sluice.group.requests': group.length, 'sluice.group.rows': rows });
+  }
+
+  /**
+   * A write for one request, in its own span's context when traced (its statements are its children).
+   * @param {Waiting} w @param {(rows: UserRow[], resolution: Resolution, options?: WriteOptions) => Promise<Counts>} write
+   */
+  function writeFor(w, write) {
+    if (!w.span) return write(w.rows, w.resolution, optionsOf(w));
+    const span = w.span;
+    span.setAttribute('sluice.group.written_alone', true);
+    return runInSpan(span, () => write(w.rows, w.resolution, optionsOf(w)));
   }
 
   /**
@@ -185,7 +214,7 @@ export function createGroupCommit({
   /** @param {Waiting} w */
   async function writeLone(w) {
     try {
-      answer(w, { counts: await writeAlone(w.rows, w.resolution, optionsOf(w)) });
+      answer(w, { counts: await writeFor(w, writeAlone) });
     } catch (err) {
       if (writeSlow && err instanceof DatabaseTimeoutError && err.code === 'lock_timeout' && slowInFlight < maxSlow) {
         slowLane(writeSlow, w);
@@ -205,7 +234,7 @@ export function createGroupCommit({
       slowInFlight--;
       drain();
     };
-    write(w.rows, w.resolution, optionsOf(w))
+    writeFor(w, write)
       .then((counts) => answer(w, { counts }), (err) => answer(w, { err }))
       .then(free, free);
   }
@@ -220,7 +249,7 @@ export function createGroupCommit({
      */
     writeUsers(rows, resolution, options) {
       return new Promise((resolve, reject) => {
-        waiting.push({ rows, resolution, withRows: options?.withRows === true, resolve, reject, since: performance.now() });
+        waiting.push({ rows, resolution, withRows: options?.withRows === true, resolve, reject, since: performance.now(), span: activeSpan() });
         drain();
       });
     },

@@ -1,5 +1,6 @@
 import { ApiError } from '../errors.js';
 import { OUTCOME, READ_COLUMNS } from '../http/write-query.js';
+import { endSpan, startSpan } from '../tracing/spans.js';
 import { parseUserBatch } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
@@ -108,7 +109,16 @@ export function postUsers({ writeUsers, maxBatchItems, metrics }) {
     const returnPreference = /** @type {import('../http/prefer.js').Preferences['return']} */ (res.locals.returnPreference);
     const query = /** @type {import('../http/write-query.js').WriteQuery | undefined} */ (res.locals.writeQuery);
     const withRows = returnPreference === 'representation';
-    const { received, rows, order } = takeBatch(req, maxBatchItems, resolution, query?.columns, withRows);
+    const validation = startSpan('sluice.validate');
+    let batch;
+    try {
+      batch = takeBatch(req, maxBatchItems, resolution, query?.columns, withRows);
+    } catch (err) {
+      endSpan(validation, err);
+      throw err;
+    }
+    endSpan(validation);
+    const { received, rows, order } = batch;
     const endTimer = metrics.insertDuration.startTimer();
     const { inserted, updated, users } = await writeUsers(rows, resolution, withRows ? WITH_ROWS : undefined);
     endTimer();

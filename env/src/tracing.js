@@ -1,0 +1,59 @@
+import { defineVariables, loadEnv } from './load-env.js';
+import { integer, oneOf, text, url } from './parsers.js';
+
+/**
+ * OpenTelemetry's own variables, as the service, the feeder and the producer read them: their
+ * SDKs read these themselves (the spec's names and meanings); they are declared here so that
+ * --help and docs/configuration.md list them, a bad value stops start-up, and every component
+ * turns tracing on by the same rule (tracingRequested).
+ */
+export const TRACING_VARIABLES = defineVariables({
+  OTEL_TRACES_EXPORTER: {
+    parser: oneOf(/** @type {const} */ (['otlp', 'none'])),
+    defaultText: 'unset: off, unless OTEL_EXPORTER_OTLP_ENDPOINT is set',
+    description: 'otlp turns tracing on (OTLP over HTTP); none keeps it off whatever else is set. Off, no OpenTelemetry module is even loaded',
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    parser: url({ protocols: ['http', 'https'], trimSlashes: true }),
+    defaultText: 'http://localhost:4318 when tracing is on',
+    description: 'the OTLP/HTTP receiver (a Collector, an agent); setting it turns tracing on. Spans go to its /v1/traces',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+    parser: url({ protocols: ['http', 'https'] }),
+    defaultText: 'unset',
+    description: 'the full traces URL instead (…/v1/traces); setting it turns tracing on',
+  },
+  OTEL_SERVICE_NAME: { parser: text(), defaultText: 'sluice-service, sluice-feeder or sluice-producer', description: "the spans' service.name" },
+  OTEL_TRACES_SAMPLER: {
+    parser: oneOf(/** @type {const} */ (['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'])),
+    defaultText: 'parentbased_always_on',
+    description: 'which traces are recorded; parentbased_* follows the caller\'s traceparent',
+  },
+  OTEL_TRACES_SAMPLER_ARG: { parser: text(), defaultText: 'unset', description: 'the ratio of traceidratio samplers, 0 to 1' },
+  OTEL_EXPORTER_OTLP_PROTOCOL: {
+    parser: oneOf(/** @type {const} */ (['http/protobuf', 'http/json'])),
+    defaultText: 'http/protobuf',
+    description: "OTLP's encoding over HTTP (gRPC is not offered: one exporter fewer to load)",
+  },
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: { parser: oneOf(/** @type {const} */ (['http/protobuf', 'http/json'])), defaultText: 'OTEL_EXPORTER_OTLP_PROTOCOL', description: 'the same, for traces alone' },
+  OTEL_BSP_SCHEDULE_DELAY: { parser: integer({ min: 0, max: 3_600_000, unit: 'milliseconds' }), defaultText: '5000', description: 'the batch span processor exports at least this often' },
+  OTEL_BSP_MAX_QUEUE_SIZE: { parser: integer({ min: 1, max: 1_000_000 }), defaultText: '2048', description: 'spans held for export at most; past it, new spans are dropped (never a request)' },
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: { parser: integer({ min: 1, max: 1_000_000 }), defaultText: '512', description: 'spans per export request at most' },
+  OTEL_BSP_EXPORT_TIMEOUT: { parser: integer({ min: 1, max: 3_600_000, unit: 'milliseconds' }), defaultText: '30000', description: "one export's limit" },
+  OTEL_METRICS_EXPORTER: { parser: text(), defaultText: 'none', description: 'left at none by sluice: its metrics are Prometheus\'s (/metrics) and EMF' },
+  OTEL_LOGS_EXPORTER: { parser: text(), defaultText: 'none', description: 'left at none by sluice: its logs are JSON lines on stdout, with trace_id and span_id' },
+  OTEL_LOG_LEVEL: { parser: text(), defaultText: 'warn', description: "the SDK's own messages, on stderr: none, error, warn, info, debug, verbose, all" },
+  OTEL_SDK_DISABLED: { parser: oneOf(/** @type {const} */ (['true', 'false'])), defaultText: 'false', description: 'true: tracing off whatever else is set' },
+});
+
+/**
+ * Whether the environment asks for traces: OTEL_TRACES_EXPORTER=otlp, or an OTLP endpoint, unless
+ * OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true. Checks every OTEL_ variable declared above
+ * (a ConfigError names the bad ones), so a typo fails at start-up rather than inside the SDK.
+ * @param {NodeJS.ProcessEnv} [env]
+ */
+export function tracingRequested(env = process.env) {
+  const v = loadEnv(TRACING_VARIABLES, env);
+  if (v.OTEL_SDK_DISABLED === 'true' || v.OTEL_TRACES_EXPORTER === 'none') return false;
+  return v.OTEL_TRACES_EXPORTER === 'otlp' || v.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || v.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined;
+}

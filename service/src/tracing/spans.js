@@ -1,0 +1,138 @@
+// The service's own spans, through this facade only: until tracing/sdk.js hands it the
+// OpenTelemetry API, every function here is a no-op that allocates nothing, and nothing of
+// OpenTelemetry is imported (the types below are erased).
+
+/** @typedef {import('@opentelemetry/api').Span} Span */
+/** @typedef {import('@opentelemetry/api').Attributes} Attributes */
+
+/** @type {typeof import('@opentelemetry/api') | undefined} */
+let api;
+/** @type {import('@opentelemetry/api').Tracer | undefined} */
+let tracer;
+
+/** @type {() => Promise<void>} */
+let shutdown = async () => {};
+
+/**
+ * Turns the spans on: called once by tracing/sdk.js, before the service is built.
+ * @param {typeof import('@opentelemetry/api')} otel @param {() => Promise<void>} stop  flushes and stops the SDK
+ */
+export function enableSpans(otel, stop) {
+  api = otel;
+  tracer = otel.trace.getTracer('sluice-service');
+  shutdown = stop;
+}
+
+/**
+ * On the way out: the spans the batch processor still holds are exported, for at most `limitMs`
+ * (an unreachable receiver must not hold up a shutdown). Nothing to do when off.
+ * @param {number} [limitMs]
+ */
+export function flushSpans(limitMs = 2000) {
+  if (!tracer) return Promise.resolve();
+  return Promise.race([shutdown().catch(() => {}), new Promise((resolve) => setTimeout(resolve, limitMs).unref())]);
+}
+
+/** Whether spans are recorded: the composition root wraps its steps only then. */
+export const tracingOn = () => tracer !== undefined;
+
+/** The span active in this async context, or undefined (always, when tracing is off). */
+export const activeSpan = () => api?.trace.getActiveSpan();
+
+/**
+ * A child of the active span, or undefined when tracing is off.
+ * @param {string} name @param {Attributes} [attributes]
+ * @returns {Span | undefined}
+ */
+export function startSpan(name, attributes) {
+  return tracer?.startSpan(name, { attributes });
+}
+
+/**
+ * Ends a span, marking it failed when `err` is given. Only the error's class and code go on the
+ * span, never its message: a message may quote what a client sent.
+ * @param {Span | undefined} span @param {unknown} [err]
+ */
+export function endSpan(span, err) {
+  if (!span) return;
+  if (err !== undefined) failSpan(span, err);
+  span.end();
+}
+
+/** @param {Span} span @param {unknown} err */
+function failSpan(span, err) {
+  const e = /** @type {{ name?: unknown, code?: unknown }} */ (err ?? {});
+  const type = typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : 'error';
+  span.setAttribute('error.type', type);
+  span.setStatus({ code: 2 /* SpanStatusCode.ERROR */, message: type });
+}
+
+/**
+ * Runs `fn` with `span` as the active span (its database calls become its children).
+ * @template T @param {Span} span @param {() => T} fn @returns {T}
+ */
+export function runInSpan(span, fn) {
+  if (!api) return fn();
+  return api.context.with(api.trace.setSpan(api.context.active(), span), fn);
+}
+
+/**
+ * Runs an async step in a span of its own, ended when it settles. Only called when tracing is on
+ * (callers check tracingOn() once, when they are built), so the off path has no closure.
+ * @template T @param {string} name @param {Attributes} attributes @param {() => Promise<T>} fn @returns {Promise<T>}
+ */
+export async function inSpan(name, attributes, fn) {
+  const span = /** @type {Span} */ (startSpan(name, attributes));
+  try {
+    const result = await runInSpan(span, fn);
+    span.end();
+    return result;
+  } catch (err) {
+    endSpan(span, err);
+    throw err;
+  }
+}
+
+/**
+ * An Express middleware in a span of its own, from its call until it passes on (next) or the
+ * response closes; returned as is when tracing is off.
+ * @param {string} name @param {import('express').RequestHandler} middleware
+ * @returns {import('express').RequestHandler}
+ */
+export function tracedMiddleware(name, middleware) {
+  if (!tracingOn()) return middleware;
+  const otel = /** @type {typeof import('@opentelemetry/api')} */ (api);
+  return (req, res, next) => {
+    // The next step runs in the request's context, beside this one rather than inside it.
+    const parent = otel.context.active();
+    const span = /** @type {Span} */ (startSpan(name));
+    let ended = false;
+    /** @param {unknown} [err] */
+    const end = (err) => {
+      if (ended) return;
+      ended = true;
+      endSpan(span, err);
+    };
+    // A step that answers itself (a refusal) never calls next: the response's end ends the span.
+    res.once('close', () => end());
+    runInSpan(span, () => middleware(req, res, (/** @type {unknown} */ err) => {
+      end(err === undefined || err === 'route' || err === 'router' ? undefined : err);
+      otel.context.with(parent, next, undefined, err);
+    }));
+  };
+}
+
+/**
+ * The group commit's statement span: a child of the oldest request's write span, linked to every
+ * request it carries (OpenTelemetry's way for one operation done for many: links, not parents).
+ * @param {(Span | undefined)[]} requestSpans @param {Attributes} attributes
+ * @returns {Span | undefined}
+ */
+export function startGroupSpan(requestSpans, attributes) {
+  if (!api || !tracer) return undefined;
+  const parent = requestSpans[0];
+  const links = [];
+  for (const s of requestSpans) if (s) links.push({ context: s.spanContext() });
+  const ctx = parent ? api.trace.setSpan(api.ROOT_CONTEXT, parent) : api.ROOT_CONTEXT;
+  return tracer.startSpan('sluice.group_commit.write', { attributes, links }, ctx);
+}

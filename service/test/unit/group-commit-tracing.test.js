@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import * as otel from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { enableSpans, inSpan } from '../../src/tracing/spans.js';
+import { createGroupCommit } from '../../src/users/group-commit.js';
+
+// This file's process only: the SDK with spans kept in memory, and the facade turned on.
+const exporter = new InMemorySpanExporter();
+const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+otel.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+otel.trace.setGlobalTracerProvider(provider);
+enableSpans(otel, () => provider.shutdown());
+after(() => provider.shutdown());
+
+/** @param {string} email @returns {import('../../src/users/user-schema.js').UserRow} */
+const row = (email) => [email, 'N', null, null];
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+// The simple processor hands an ended span to the exporter a little later.
+const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+/** A group commit whose writes record the span active when they run, and finish when told. */
+function recordingGroupCommit({ failGroup = false } = {}) {
+  /** @type {{ kind: string, active: otel.Span | undefined }[]} */
+  const calls = [];
+  /** @type {(() => void)[]} */
+  const pending = [];
+  const hold = () => new Promise((resolve) => pending.push(() => resolve(undefined)));
+  const gc = createGroupCommit({
+    maxRows: 1000,
+    maxInFlight: 1,
+    diagnose: async () => 'own',
+    writeGroup: async () => {
+      calls.push({ kind: 'group', active: otel.trace.getActiveSpan() });
+      await hold();
+      if (failGroup) throw new Error('a row of the group is refused');
+      return 'all';
+    },
+    writeAlone: async (rows) => {
+      calls.push({ kind: 'alone', active: otel.trace.getActiveSpan() });
+      return { inserted: rows.length, updated: 0 };
+    },
+  });
+  const finish = async () => {
+    while (pending.length) {
+      pending.shift()?.();
+      await tick();
+    }
+  };
+  return { gc, calls, finish };
+}
+
+test("a group's statement span is the oldest request's child and links to every request's write span, which records its group", async () => {
+  exporter.reset();
+  const { gc, calls, finish } = recordingGroupCommit();
+  // The first request is written alone (a slot is free); the three behind it form one group.
+  const writes = ['a', 'b', 'c', 'd'].map((e) => inSpan('sluice.write', {}, () => gc.writeUsers([row(`${e}@x.co`)], 'ignore')));
+  await tick();
+  await finish();
+  await finish();
+  await Promise.all(writes);
+  await settled();
+
+  const spans = exporter.getFinishedSpans();
+  const requests = spans.filter((s) => s.name === 'sluice.write');
+  const groups = spans.filter((s) => s.name === 'sluice.group_commit.write');
+  assert.equal(requests.length, 4);
+  assert.deepEqual(groups.map((g) => g.attributes['sluice.group.requests']), [1, 3]);
+  const second = groups[1];
+  const carried = requests.filter((r) => r.attributes['sluice.group.requests'] === 3);
+  assert.equal(carried.length, 3);
+  assert.deepEqual(new Set(second.links.map((l) => l.context.spanId)), new Set(carried.map((r) => r.spanContext().spanId)));
+  assert.equal(second.parentSpanContext?.spanId, carried[0].spanContext().spanId, "a child of the oldest request's write");
+  for (const r of carried) assert.equal(typeof r.attributes['sluice.group.wait_ms'], 'number');
+  // The statement ran with its group's span active (pg's span becomes its child).
+  assert.deepEqual(calls.map((c) => c.active?.spanContext().spanId), groups.map((g) => g.spanContext().spanId));
+});
+
+test("a failed group's requests are written alone, each in its own span's context", async () => {
+  exporter.reset();
+  const { gc, calls, finish } = recordingGroupCommit({ failGroup: true });
+  const writes = ['a', 'b'].map((e) => inSpan('sluice.write', {}, () => gc.writeUsers([row(`${e}@x.co`)], 'ignore')));
+  await tick();
+  await finish();
+  await finish();
+  await Promise.allSettled(writes);
+  await settled();
+  const spans = exporter.getFinishedSpans();
+  const requests = spans.filter((s) => s.name === 'sluice.write');
+  const alone = calls.filter((c) => c.kind === 'alone').map((c) => c.active?.spanContext().spanId);
+  assert.ok(alone.length >= 1);
+  for (const id of alone) assert.ok(requests.some((r) => r.spanContext().spanId === id && r.attributes['sluice.group.written_alone'] === true));
+  const failed = spans.filter((s) => s.name === 'sluice.group_commit.write' && s.status.code === otel.SpanStatusCode.ERROR);
+  assert.ok(failed.length >= 1, "the failed group's span is marked failed");
+});
