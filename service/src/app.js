@@ -9,6 +9,7 @@ import { requireToken } from './http/require-token.js';
 import { createOpenApiDocument } from './openapi.js';
 import { createGroupCommit } from './users/group-commit.js';
 import { postUsers } from './users/post-users.js';
+import { STREAM_HOLD_BYTES, streamUsers } from './users/stream-import.js';
 import { createUserWriter } from './users/user-repository.js';
 
 const GROUP_LOCK_TIMEOUT_MS = 250;
@@ -65,6 +66,14 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
     '/users',
     requireToken(config.ingestToken),
     readPreferences(),
+    // An NDJSON or CSV body is streamed (users/stream-import.js) and answered there; a JSON one goes on.
+    streamUsers({
+      db,
+      admit: admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, holdBytes: STREAM_HOLD_BYTES }),
+      maxStreamBytes: config.maxStreamBytes,
+      idleTimeoutMs: config.streamIdleTimeoutMs,
+      metrics,
+    }),
     admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission }),
     readJsonBody(config),
     postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics }),

@@ -16,6 +16,8 @@ import { STRATEGIES } from './users/user-repository.js';
  * @property {number} maxBatchItems
  * @property {number} maxBodyBytes
  * @property {number} bodyReadTimeoutMs   how long a request body may take to arrive before 408
+ * @property {number} maxStreamBytes      a streamed body (NDJSON, CSV) decoded, at most
+ * @property {number} streamIdleTimeoutMs  how long a streamed body may send nothing before 408
  * @property {number} insertChunkRows
  * @property {import('./users/user-repository.js').Strategy} insertStrategy
  * @property {boolean} groupCommit        small concurrent requests share one INSERT and one commit
@@ -83,6 +85,8 @@ export function loadConfig(env = process.env) {
     maxBatchItems: int('MAX_BATCH_ITEMS', 10_000, 1, 1_000_000),
     maxBodyBytes: int('MAX_BODY_BYTES', 10 * 1024 * 1024, 2, 1024 * 1024 * 1024),
     bodyReadTimeoutMs: int('BODY_READ_TIMEOUT_MS', 30_000, 1, 3_600_000),
+    maxStreamBytes: int('MAX_STREAM_BYTES', 1024 * 1024 * 1024, 1, 2 ** 50),
+    streamIdleTimeoutMs: int('STREAM_IDLE_TIMEOUT_MS', 30_000, 1, 3_600_000),
     insertChunkRows: int('INSERT_CHUNK_ROWS', 1000, 1, 100_000),
     insertStrategy: /** @type {Config['insertStrategy']} */ (oneOf('INSERT_STRATEGY', Object.keys(STRATEGIES), 'format')),
     groupCommit: onOff('GROUP_COMMIT', true),
