@@ -13,7 +13,7 @@
  */
 
 export const API_ERRORS = /** @type {const} */ ({
-  invalid_batch: { status: 400, scope: 'users', message: 'some users are invalid; nothing was written', when: 'Users that break the rules, each named by index and field in `errors` (at most 100, in index order).' },
+  invalid_batch: { status: 400, scope: 'users', message: 'some users are invalid; nothing was written', when: 'Users that break the rules, each named by index and field in `errors` (at most 100, in index order; in a streamed body, by `line` too).' },
   not_an_array: { status: 400, scope: 'users', message: 'the body must be a JSON array of users', when: 'The body is JSON, but not an array.' },
   empty_batch: { status: 400, scope: 'users', message: 'the array is empty: send 1 to MAX_BATCH_ITEMS users', when: 'An empty array.' },
   malformed_json: { status: 400, scope: 'users', message: 'the body is not valid JSON', when: 'The body is not JSON, or a line of an NDJSON body is not (named by its line).' },
