@@ -1,7 +1,13 @@
 // POST /users with a streamed body (NDJSON, JSON Lines, CSV), against the real PostgreSQL: written
 // through COPY in one transaction, so the whole body is stored or none of it.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
@@ -190,5 +196,27 @@ describe('POST /users with a streamed body', () => {
     const b = await ctx.app.postUsers(csv(users.slice(50_000)), { contentType: CSV });
     assert.deepEqual(b.body, { received: 50_000, inserted: 50_000, updated: 0, duplicates: 0 });
     assert.equal(await ctx.db.countUsers(), before + 100_000);
+  });
+
+  test('npm run import streams a file (CSV, gzip-compressed NDJSON) and prints the counts', async () => {
+    const script = fileURLToPath(new URL('../../../scripts/import.js', import.meta.url));
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-import-'));
+    try {
+      const users = makeUsers(3000);
+      await writeFile(path.join(dir, 'users.csv'), csv(users.slice(0, 1500)));
+      await writeFile(path.join(dir, 'users.ndjson.gz'), zlib.gzipSync(ndjson(users.slice(1500))));
+      const run = (/** @type {string[]} */ args) => promisify(execFile)(process.execPath, [script, ...args, '--url', ctx.app.baseUrl]);
+      const fromCsv = await run([path.join(dir, 'users.csv')]);
+      assert.deepEqual({ ...JSON.parse(fromCsv.stdout), seconds: 0 }, { received: 1500, inserted: 1500, updated: 0, duplicates: 0, seconds: 0 });
+      assert.match(fromCsv.stderr, /rows\/s/);
+      const fromGzip = await run([path.join(dir, 'users.ndjson.gz'), '--resolution', 'merge']);
+      assert.equal(JSON.parse(fromGzip.stdout).inserted, 1500);
+      await writeFile(path.join(dir, 'bad.jsonl'), '{"email":"nope","name":"N"}\n');
+      const refused = await run([path.join(dir, 'bad.jsonl')]).catch((/** @type {any} */ err) => err);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /import refused \(400\): .*invalid_batch/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
