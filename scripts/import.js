@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 // `npm run import -- FILE`: streams an NDJSON or CSV file of users (gzip-compressed too) to the
 // service's POST /users in one request, with progress on stderr, and prints the counts.
 import { createCommand, Option } from '@sluice/db/command-line';
@@ -23,12 +22,7 @@ const compressed = file.endsWith('.gz');
 const name = compressed ? file.slice(0, -3) : file;
 const format = args.format ?? (name.endsWith('.csv') ? 'csv' : /\.(ndjson|jsonl|json)$/.test(name) ? 'ndjson' : undefined);
 if (!format) program.error(`error: cannot tell the format of ${file} from its name; give --format ndjson or --format csv`);
-let url;
-try {
-  url = new URL('/users', args.url);
-} catch {
-  program.error(`error: --url ${args.url} is not a URL`);
-}
+const url = URL.canParse(args.url) ? new URL('/users', args.url) : program.error(`error: --url ${args.url} is not a URL`);
 
 const { createReadStream } = await import('node:fs');
 const { stat } = await import('node:fs/promises');
