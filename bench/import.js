@@ -1,5 +1,6 @@
 // `npm run bench:import`: one streamed request of many users (NDJSON, then CSV) against `psql \copy`
 // of the same rows into the same empty table, side by side in one run, with the service's peak RSS.
+import { once } from 'node:events';
 import { Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
 
 const opts = createCommand('npm run bench:import --', "Streams --users users in one POST /users request (NDJSON, then CSV) to one service process on a fresh, durable PostgreSQL (ICU en-US), and loads the same rows with `psql \\copy` (CSV) into the same empty table with its constraints; then a body whose last line is invalid. Reports seconds, rows/s, each rate against psql's, and the service's peak RSS, as JSON on stdout. Needs psql on PATH.")
@@ -19,7 +20,6 @@ const os = await import('node:os');
 const path = await import('node:path');
 const { execFile } = await import('node:child_process');
 const { promisify } = await import('node:util');
-const { once } = await import('node:events');
 const pg = (await import('pg')).default;
 const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
 const { migrate } = await import('@sluice/db/migrate');
