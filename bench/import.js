@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // `npm run bench:import`: one streamed request of many users (NDJSON, then CSV) against `psql \copy`
 // of the same rows into the same empty table, side by side in one run, with the service's peak RSS.
 import { once } from 'node:events';
