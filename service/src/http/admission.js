@@ -220,7 +220,8 @@ export class AdmissionBudget {
  * when the response ends (answered, failed or abandoned by the client).
  *
  * @param {{ budget: AdmissionBudget, maxBodyBytes: number, metrics?: AdmissionMetrics, holdBytes?: number }} options
- *   holdBytes: charge this, whatever the body's size (a streamed body, which holds a bounded part of itself at once)
+ *   holdBytes: charge at most this, whatever the body's size (a streamed body, which holds a bounded part of
+ *   itself at once); a smaller declared Content-Length is charged as it is
  * @returns {import('express').RequestHandler}
  */
 export function admitRequest({ budget, maxBodyBytes, metrics, holdBytes }) {
@@ -239,7 +240,9 @@ export function admitRequest({ budget, maxBodyBytes, metrics, holdBytes }) {
 
     // A compressed body decodes to at most maxBodyBytes, and nothing tells how much before it
     // is read: it is charged that bound.
-    const upFront = holdBytes ?? (encoded ? maxBodyBytes : declared ? length : 0);
+    const upFront = holdBytes !== undefined
+      ? (declared && !encoded ? Math.min(length, holdBytes) : holdBytes) // a stream: what it holds at once, at most its size
+      : encoded ? maxBodyBytes : declared ? length : 0;
     const countBody = holdBytes === undefined && !declared && !encoded;
     // The common case, synchronously: under the single-user load every allocation here shows.
     const now = budget.tryAcquire(upFront);
