@@ -62,6 +62,8 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
   /** @type {import('node:stream').Readable} */
   const source = decoder ?? req;
   let read = 0;
+  /** @type {AsyncIterator<Buffer> | undefined} */
+  let chunks;
 
   /** @type {(err: unknown) => void} */
   let fail = () => {};
@@ -91,6 +93,9 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
     clearTimeout(timer);
     req.off('close', onClose);
     req.off('error', onRequestError);
+    // The iterator's listeners off the request (it is not destroyed): a 'readable' listener left
+    // on it would keep whoever reads the rest of the body (http/unread-body.js) from resuming it.
+    chunks?.return?.().catch(() => {});
     if (decoder) {
       req.unpipe(decoder);
       decoder.destroy();
@@ -103,13 +108,14 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
     close,
     async *texts() {
       const utf8 = new TextDecoder('utf-8', { fatal: true });
-      const chunks = source.iterator({ destroyOnReturn: false });
+      const iterator = source.iterator({ destroyOnReturn: false });
+      chunks = iterator;
       armTimer();
       for (;;) {
         /** @type {IteratorResult<Buffer>} */
         let next;
         try {
-          next = await Promise.race([chunks.next(), failed]);
+          next = await Promise.race([iterator.next(), failed]);
         } catch (err) {
           if (err instanceof ApiError || err instanceof ClientGoneError) throw err;
           if (decoder) throw new ApiError('malformed_encoding');

@@ -220,3 +220,19 @@ describe('POST /users with a streamed body', () => {
     }
   });
 });
+
+describe('POST /users with a streamed body refused early', () => {
+  const ctx = useAppAndDatabase({});
+
+  test('a malformed first line of a large body is answered at once, and the connection serves the next request', async () => {
+    const users = makeUsers(40_000);
+    const body = `{"email": oops}\n${ndjson(users)}`;
+    const started = performance.now();
+    const res = await ctx.app.postUsers(body, { contentType: NDJSON });
+    assert.deepEqual([res.status, res.body.error], [400, 'malformed_json']);
+    assert.ok(performance.now() - started < 5000);
+    const next = await ctx.app.postUsers(ndjson(users.slice(0, 3)), { contentType: NDJSON });
+    assert.equal(next.status, 201);
+    assert.equal(await ctx.db.countUsers(), 3);
+  });
+});
