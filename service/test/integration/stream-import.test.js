@@ -8,9 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
+import { startTestApp } from '../../../test/support/app.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
 import { makeUsers, SAMPLE_HASH } from '../../../test/support/users.js';
 
@@ -234,5 +235,20 @@ describe('POST /users with a streamed body refused early', () => {
     const next = await ctx.app.postUsers(ndjson(users.slice(0, 3)), { contentType: NDJSON });
     assert.equal(next.status, 201);
     assert.equal(await ctx.db.countUsers(), 3);
+  });
+});
+
+describe('POST /users with a streamed body and no database', () => {
+  /** @type {Awaited<ReturnType<typeof startTestApp>>} */
+  let app;
+  before(async () => {
+    // Port 1 on loopback: nothing listens, the connection is refused at once.
+    app = await startTestApp({ databaseUrl: 'postgres://sluice@127.0.0.1:1/none', env: { DB_CONNECT_TIMEOUT_MS: '500' } });
+  });
+  after(() => app?.close());
+
+  test('503 database_unavailable with Retry-After, before the body is read', async () => {
+    const res = await app.postUsers(ndjson(makeUsers(100)), { contentType: NDJSON });
+    assert.deepEqual([res.status, res.body.error, res.headers.get('retry-after')], [503, 'database_unavailable', '2']);
   });
 });
