@@ -7,6 +7,7 @@
 // real service, and read back from PostgreSQL.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { MAX_RECORD_CHARS } from '../../service/src/users/stream-parse.js';
 import { caseArbitrary, materialize } from './fuzz-users.js';
 import { contractBreaches } from './user-contract.js';
 
@@ -59,8 +60,10 @@ const SHOWN = 4000;
 /**
  * The body of a request in `format`: what to send, its Content-Type, and the line each user starts
  * on (a stream's errors name it).
+ * A line or record longer than MAX_RECORD_CHARS is no user: the stream is refused at the first
+ * (`tooLongAt`, its line) as malformed, not as invalid.
  * @param {unknown[]} items @param {BodyFormat} format
- * @returns {{ body: unknown, contentType: string, lines?: number[] }}
+ * @returns {{ body: unknown, contentType: string, lines?: number[], tooLongAt?: number }}
  */
 export function encodeBody(items, format) {
   if (format === 'json') return { body: items, contentType: 'application/json' };
@@ -68,15 +71,19 @@ export function encodeBody(items, format) {
     let body = 'email,name,phone,passwordHash\r\n';
     let line = 2;
     const lines = [];
+    let tooLongAt;
     for (const item of /** @type {Record<string, string>[]} */ (items)) {
       lines.push(line);
       const record = FIELDS.map((f) => (item[f] === undefined ? '' : `"${item[f].replaceAll('"', '""')}"`)).join(',');
+      if (tooLongAt === undefined && record.length + 2 > MAX_RECORD_CHARS) tooLongAt = line;
       body += `${record}\r\n`;
       line += record.split('\n').length;
     }
-    return { body, contentType: 'text/csv', lines };
+    return { body, contentType: 'text/csv', lines, tooLongAt };
   }
-  return { body: items.map((item) => `${JSON.stringify(item)}\n`).join(''), contentType: 'application/x-ndjson', lines: items.map((_, i) => i + 1) };
+  const texts = items.map((item) => JSON.stringify(item));
+  const tooLong = texts.findIndex((t) => t.length > MAX_RECORD_CHARS);
+  return { body: texts.map((t) => `${t}\n`).join(''), contentType: 'application/x-ndjson', lines: items.map((_, i) => i + 1), tooLongAt: tooLong === -1 ? undefined : tooLong + 1 };
 }
 
 /** @param {unknown} item */
@@ -136,7 +143,7 @@ async function timed(send) {
  * @param {Map<string, Row>} table  updated with what an accepted request wrote
  * @param {any[]} logs
  * @param {Stats} stats
- * @param {{ contentType: string, lines?: number[] }} sent
+ * @param {{ contentType: string, lines?: number[], tooLongAt?: number }} sent
  */
 function checkAnswer(request, answer, table, logs, stats, sent) {
   const { items, resolution, plausible } = request;
@@ -144,6 +151,13 @@ function checkAnswer(request, answer, table, logs, stats, sent) {
   stats.requests++;
   stats.users += items.length;
   assert.ok(answer.ms < ANSWER_LIMIT_MS, `answered in ${Math.round(answer.ms)} ms: checking a body must take time linear in its size\n${context()}`);
+  if (sent.tooLongAt !== undefined) {
+    stats.refused++;
+    assert.equal(answer.status, 400, `a stream with a line too long for a user, not refused\n${context()}`);
+    assert.ok(['malformed_json', 'malformed_csv'].includes(answer.body?.error), `a line too long for a user, not refused as malformed\n${context()}`);
+    assert.match(answer.body.message, new RegExp(`^line ${sent.tooLongAt}\\b`), `the refusal names another line than the first too long\n${context()}`);
+    return;
+  }
   if (answer.status === 400) {
     stats.refused++;
     assert.equal(answer.body?.error, 'invalid_batch', `a 400 other than invalid_batch\n${context()}`);

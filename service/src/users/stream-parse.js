@@ -7,7 +7,7 @@ import { findDuplicateKeys } from '../http/json-keys.js';
 // across lines counts each of its lines), so an error names the line a person would go to.
 
 /**
- * Longest line (NDJSON) or record (CSV), in UTF-16 code units: a user at every field's maximum,
+ * Longest line (NDJSON, without its line break) or record (CSV, with it), in UTF-16 code units: a user at every field's maximum,
  * written with \uXXXX escapes throughout, is under 5,000; longer is not a user, and bounding it
  * bounds what one parser holds.
  */
@@ -187,6 +187,9 @@ export function createCsvParser() {
       const record = parseRecord(rest, pos, final);
       if (!record) break;
       const at = line;
+      // Whole or not yet, a record is refused past the limit (its line break counted), so the
+      // answer does not depend on how the body was cut into pieces.
+      if (record.next - pos > MAX_RECORD_CHARS) throw malformed(`the record ${tooLong()}`, at);
       pos = record.next;
       line += record.lines;
       const { fields } = record;
