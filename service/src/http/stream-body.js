@@ -110,25 +110,26 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
       const utf8 = new TextDecoder('utf-8', { fatal: true });
       const iterator = source.iterator({ destroyOnReturn: false });
       chunks = iterator;
-      armTimer();
       for (;;) {
         /** @type {IteratorResult<Buffer>} */
         let next;
+        // Timed only while waiting for the client: not while the consumer (COPY) is behind.
+        armTimer();
         try {
           next = await Promise.race([iterator.next(), failed]);
         } catch (err) {
           if (err instanceof ApiError || err instanceof ClientGoneError) throw err;
           if (decoder) throw new ApiError('malformed_encoding');
           throw !req.complete ? new ClientGoneError() : err;
+        } finally {
+          clearTimeout(timer);
         }
         if (next.done) break;
-        armTimer();
         const chunk = next.value;
         read += chunk.length;
         if (read > maxStreamBytes) throw new ApiError('payload_too_large', `the body is larger than MAX_STREAM_BYTES (${maxStreamBytes}); nothing was written`);
         yield decodeUtf8(utf8, chunk, true);
       }
-      clearTimeout(timer);
       const last = decodeUtf8(utf8, undefined, false);
       if (last !== '') yield last;
     },

@@ -148,7 +148,8 @@ async function importStream(db, reader, format, resolution) {
       try {
         for await (const text of reader.texts()) {
           parser.feed(text, onRecord);
-          if (copyError) throw copyError;
+          // Once abandoned, COPY's failure is the one asked for (CopyFail), not the request's.
+          if (copyError && invalid === 0) throw copyError;
           if (invalid > 0) {
             // Nothing will be written: COPY is abandoned (rolled back), and reading goes on only
             // to name more of the problems.

@@ -108,6 +108,16 @@ describe('POST /users with a streamed body', () => {
     assert.equal(res.body.errors[99].line, 100);
   });
 
+  test('an invalid first line of a body of many pieces: 400 naming it, after reading the rest', async () => {
+    const users = makeUsers(30_000);
+    const before = await ctx.db.countUsers();
+    const res = await ctx.app.postUsers(`{"email":"first","name":"F"}\n${ndjson(users)}`, { contentType: NDJSON });
+    assert.equal(res.status, 400, res.text);
+    assert.deepEqual(res.body.errors, [{ index: 0, line: 1, field: 'email', message: 'must be a plausible email address (local@domain.tld)' }]);
+    assert.match(res.body.message, /^1 of 30001 users are invalid/);
+    assert.equal(await ctx.db.countUsers(), before);
+  });
+
   test('a field given twice in a line is that user\'s problem', async () => {
     const [a] = makeUsers(1);
     const res = await ctx.app.postUsers(`{"email":"${a.email}","name":"A","name":"B"}\n`, { contentType: NDJSON });
