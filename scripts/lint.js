@@ -7,7 +7,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createCommand } from '@sluice/db/command-line';
 
-createCommand('npm run lint --', 'Lints and type-checks the JavaScript: ESLint over the whole tree (eslint.config.js; a warning fails too), then tsc -p jsconfig.json (checkJs, strict, no output). Exits 1 when either finds something.').parse();
+createCommand('npm run lint --', "Lints and type-checks the JavaScript: ESLint over the whole tree (eslint.config.js; a warning fails too), then writes the service's API types from its OpenAPI document (.cache/openapi/sluice-api.d.ts, which the feeder's JSDoc imports) and runs tsc -p jsconfig.json (checkJs, strict, no output). Exits 1 when either finds something.").parse();
+const { writeOpenApiTypes } = await import('./openapi-types.js');
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { ESLint } = await import('eslint');
@@ -18,6 +19,7 @@ const report = await (await eslint.loadFormatter('stylish')).format(results);
 if (report) process.stdout.write(report);
 console.error(`[lint] ESLint: ${results.length} files, ${problems} problems`);
 
+await writeOpenApiTypes();
 // typescript's own entry point, found as Node finds it: this works outside `npm run`, whose PATH holds node_modules/.bin.
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const child = spawn(process.execPath, [tsc, '-p', path.join(root, 'jsconfig.json')], { cwd: root, stdio: 'inherit' });

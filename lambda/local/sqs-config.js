@@ -1,30 +1,53 @@
-import { intVar, urlVar } from '../src/config.js';
+import { defineVariables, integer, loadEnv, milliseconds, text, url } from '@sluice/env';
+
+/** Where the local runner and the producer find SQS, declared once. */
+export const SQS_VARIABLES = defineVariables({
+  SQS_ENDPOINT: { parser: url({ protocols: ['http', 'https'] }), defaultText: "AWS's", description: 'an SQS-compatible endpoint such as ElasticMQ' },
+  QUEUE_URL: { parser: url({ protocols: ['http', 'https'] }), required: true, description: 'the queue' },
+  AWS_REGION: { parser: text(), defaultText: 'AWS_DEFAULT_REGION, else us-east-1', description: "the queue's region" },
+  AWS_DEFAULT_REGION: { parser: text(), description: 'the region when AWS_REGION is unset' },
+  AWS_ACCESS_KEY_ID: { parser: text(), defaultText: 'local stand-ins when SQS_ENDPOINT is set', description: "credentials (with AWS_SECRET_ACCESS_KEY, read by the AWS SDK); otherwise the SDK's own chain" },
+});
+
+/** The local event-source runner's own, with Lambda's meaning and the SAM template's defaults. */
+export const RUNNER_VARIABLES = defineVariables({
+  BATCH_SIZE: { parser: integer({ min: 1, max: 10_000 }), default: 1000, description: 'messages per batch at most' },
+  BATCH_WINDOW_MS: { parser: milliseconds({ min: 0, max: 300_000 }), default: 1000, description: 'how long a batch may gather' },
+  RECEIVERS: { parser: integer({ min: 1, max: 64 }), default: 4, description: 'long polls at once' },
+  RUNNER_CONCURRENCY: { parser: integer({ min: 1, max: 64 }), default: 2, description: 'handler invocations at once' },
+  FUNCTION_TIMEOUT_MS: { parser: milliseconds({ min: 1000, max: 900_000 }), default: 60_000, description: "one invocation's time limit" },
+});
 
 /**
- * Where the local runner and the producer find SQS. With SQS_ENDPOINT set (ElasticMQ), any
- * credentials do: local stand-ins are used when none are configured.
- * @param {NodeJS.ProcessEnv} [env]
+ * @param {import('@sluice/env/load-env').Values<typeof SQS_VARIABLES>} v
  */
-export function loadSqsConfig(env = process.env) {
-  const endpoint = env.SQS_ENDPOINT?.trim() || undefined;
-  if (endpoint) urlVar(env, 'SQS_ENDPOINT');
-  const queueUrl = urlVar(env, 'QUEUE_URL');
-  const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || 'us-east-1';
-  const credentials = endpoint && !env.AWS_ACCESS_KEY_ID ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined;
-  return { endpoint, queueUrl, region, credentials };
+function sqsFrom(v) {
+  const endpoint = v.SQS_ENDPOINT;
+  // With an endpoint of its own (ElasticMQ), any credentials do: stand-ins when none are configured.
+  const credentials = endpoint && !v.AWS_ACCESS_KEY_ID ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined;
+  return { endpoint, queueUrl: v.QUEUE_URL, region: v.AWS_REGION ?? v.AWS_DEFAULT_REGION ?? 'us-east-1', credentials };
 }
 
 /**
- * The local event-source runner's settings, with Lambda's meaning and the SAM template's defaults.
+ * Where the local runner and the producer find SQS.
+ * @param {NodeJS.ProcessEnv} [env]
+ */
+export function loadSqsConfig(env = process.env) {
+  return sqsFrom(loadEnv(SQS_VARIABLES, env));
+}
+
+/**
+ * The local event-source runner's settings.
  * @param {NodeJS.ProcessEnv} [env]
  */
 export function loadRunnerConfig(env = process.env) {
+  const v = loadEnv({ ...SQS_VARIABLES, ...RUNNER_VARIABLES }, env);
   return {
-    ...loadSqsConfig(env),
-    batchSize: intVar(env, 'BATCH_SIZE', 1000, 1, 10_000),
-    batchWindowMs: intVar(env, 'BATCH_WINDOW_MS', 1000, 0, 300_000),
-    receivers: intVar(env, 'RECEIVERS', 4, 1, 64),
-    concurrency: intVar(env, 'RUNNER_CONCURRENCY', 2, 1, 64),
-    functionTimeoutMs: intVar(env, 'FUNCTION_TIMEOUT_MS', 60_000, 1000, 900_000),
+    ...sqsFrom(v),
+    batchSize: v.BATCH_SIZE,
+    batchWindowMs: v.BATCH_WINDOW_MS,
+    receivers: v.RECEIVERS,
+    concurrency: v.RUNNER_CONCURRENCY,
+    functionTimeoutMs: v.FUNCTION_TIMEOUT_MS,
   };
 }

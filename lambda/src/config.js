@@ -1,79 +1,63 @@
-import { ConfigError } from './errors.js';
+import { defineVariables, loadEnv, matching, milliseconds, integer, oneOf, text, url } from '@sluice/env';
 
 /**
  * @typedef {object} FeederConfig
  * @property {string} serviceUrl          base URL of the sluice service
  * @property {string | undefined} ingestToken
  * @property {string | undefined} ingestTokenSecretArn  Secrets Manager secret holding the token (AWS)
- * @property {number} postChunkItems      users per POST /users (default 1000)
- * @property {number} postConcurrency     POSTs in flight at once (default 4)
- * @property {number} requestTimeoutMs    one POST's limit (default 30000)
- * @property {number} retryBaseMs         first backoff step (default 200)
- * @property {number} retryMaxMs          backoff cap (default 5000)
- * @property {number} safetyMarginMs      time kept back from the invocation's deadline (default 3000)
+ * @property {number} postChunkItems      users per POST /users
+ * @property {number} postConcurrency     POSTs in flight at once
+ * @property {number} requestTimeoutMs    one POST's limit
+ * @property {number} retryBaseMs         first backoff step
+ * @property {number} retryMaxMs          backoff cap
+ * @property {number} safetyMarginMs      time kept back from the invocation's deadline
  * @property {'ignore' | 'merge'} conflictResolution  what the service does with a stored email, unless a
- *   message's `resolution` attribute says otherwise (default ignore)
+ *   message's `resolution` attribute says otherwise
  */
 
-/**
- * @param {NodeJS.ProcessEnv} env
- * @param {string} name @param {number} fallback @param {number} min @param {number} max
- */
-export function intVar(env, name, fallback, min = 1, max = Number.MAX_SAFE_INTEGER) {
-  const raw = env[name]?.trim();
-  if (!raw) return fallback;
-  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(raw)}`);
-  const value = Number(raw);
-  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
-  return value;
-}
-
-/**
- * @template {string} T
- * @param {NodeJS.ProcessEnv} env @param {string} name @param {readonly T[]} allowed @param {T} fallback
- * @returns {T}
- */
-export function oneOfVar(env, name, allowed, fallback) {
-  const raw = env[name]?.trim() || fallback;
-  if (!allowed.includes(/** @type {T} */ (raw))) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
-  return /** @type {T} */ (raw);
-}
-
-/** @param {NodeJS.ProcessEnv} env @param {string} name */
-export function urlVar(env, name) {
-  const raw = env[name]?.trim();
-  if (!raw) throw new ConfigError(name, 'is required');
-  try {
-    const url = new URL(raw);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
-  } catch {
-    throw new ConfigError(name, `must be an http(s) URL, got ${JSON.stringify(raw)}`);
-  }
-  return raw.replace(/\/+$/, '');
-}
+/** Every variable the handler reads, declared once. */
+export const FEEDER_VARIABLES = defineVariables({
+  SERVICE_URL: { parser: url({ protocols: ['http', 'https'], trimSlashes: true }), required: true, description: 'base URL of the sluice service' },
+  INGEST_TOKEN: { parser: text({ trim: false }), description: "the service's bearer token" },
+  INGEST_TOKEN_SECRET_ARN: {
+    parser: matching(/^arn:aws[\w-]*:secretsmanager:/, 'a Secrets Manager secret ARN'),
+    description: 'on AWS: the Secrets Manager secret holding the token as plain text, instead of INGEST_TOKEN',
+  },
+  POST_CHUNK_ITEMS: { parser: integer({ min: 1, max: 10_000 }), default: 1000, description: 'users per POST /users' },
+  POST_CONCURRENCY: { parser: integer({ min: 1, max: 64 }), default: 4, description: 'POSTs in flight at once' },
+  REQUEST_TIMEOUT_MS: { parser: milliseconds({ min: 100, max: 900_000 }), default: 30_000, description: "one POST's limit" },
+  RETRY_BASE_MS: { parser: milliseconds({ min: 1, max: 60_000 }), default: 200, description: 'the first backoff step' },
+  RETRY_MAX_MS: { parser: milliseconds({ min: 1, max: 300_000 }), default: 5_000, description: "the backoff's cap" },
+  SAFETY_MARGIN_MS: { parser: milliseconds({ min: 0, max: 300_000 }), default: 3_000, description: "time kept back from an invocation's deadline" },
+  CONFLICT_RESOLUTION: {
+    parser: oneOf(/** @type {const} */ (['ignore', 'merge'])),
+    default: 'ignore',
+    description: "ignore (skip stored emails) or merge (update them), unless a message's resolution attribute says otherwise",
+  },
+  // Read by Powertools' Logger itself (observability.js); declared so that --help and the doc say so.
+  POWERTOOLS_LOG_LEVEL: { parser: text(), defaultText: 'INFO', description: "Powertools' Logger level: TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL or SILENT" },
+});
 
 /**
  * Every variable the handler reads, parsed and checked once; a bad one fails the cold start with
- * the variable's name.
+ * the names of every variable at fault.
  * @param {NodeJS.ProcessEnv} [env]
  * @returns {FeederConfig}
  */
 export function loadFeederConfig(env = process.env) {
-  const ingestTokenSecretArn = env.INGEST_TOKEN_SECRET_ARN?.trim() || undefined;
-  if (ingestTokenSecretArn && env.INGEST_TOKEN) throw new ConfigError('INGEST_TOKEN_SECRET_ARN', 'and INGEST_TOKEN are both set: give the token one way');
-  if (ingestTokenSecretArn && !/^arn:aws[\w-]*:secretsmanager:/.test(ingestTokenSecretArn)) {
-    throw new ConfigError('INGEST_TOKEN_SECRET_ARN', `must be a Secrets Manager secret ARN, got ${JSON.stringify(ingestTokenSecretArn)}`);
-  }
+  const v = loadEnv(FEEDER_VARIABLES, env, (values) => (values.INGEST_TOKEN_SECRET_ARN && values.INGEST_TOKEN
+    ? [{ variable: 'INGEST_TOKEN_SECRET_ARN', problem: 'and INGEST_TOKEN are both set: give the token one way' }]
+    : []));
   return {
-    serviceUrl: urlVar(env, 'SERVICE_URL'),
-    ingestToken: env.INGEST_TOKEN || undefined,
-    ingestTokenSecretArn,
-    postChunkItems: intVar(env, 'POST_CHUNK_ITEMS', 1000, 1, 10_000),
-    postConcurrency: intVar(env, 'POST_CONCURRENCY', 4, 1, 64),
-    requestTimeoutMs: intVar(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 900_000),
-    retryBaseMs: intVar(env, 'RETRY_BASE_MS', 200, 1, 60_000),
-    retryMaxMs: intVar(env, 'RETRY_MAX_MS', 5_000, 1, 300_000),
-    safetyMarginMs: intVar(env, 'SAFETY_MARGIN_MS', 3_000, 0, 300_000),
-    conflictResolution: oneOfVar(env, 'CONFLICT_RESOLUTION', ['ignore', 'merge'], 'ignore'),
+    serviceUrl: v.SERVICE_URL,
+    ingestToken: v.INGEST_TOKEN,
+    ingestTokenSecretArn: v.INGEST_TOKEN_SECRET_ARN,
+    postChunkItems: v.POST_CHUNK_ITEMS,
+    postConcurrency: v.POST_CONCURRENCY,
+    requestTimeoutMs: v.REQUEST_TIMEOUT_MS,
+    retryBaseMs: v.RETRY_BASE_MS,
+    retryMaxMs: v.RETRY_MAX_MS,
+    safetyMarginMs: v.SAFETY_MARGIN_MS,
+    conflictResolution: v.CONFLICT_RESOLUTION,
   };
 }

@@ -1,13 +1,7 @@
 // The feeder's failures, by name. Each tells the handler whether retrying later can help.
 
-export class ConfigError extends Error {
-  /** @param {string} variable @param {string} problem */
-  constructor(variable, problem) {
-    super(`${variable} ${problem}`);
-    this.name = 'ConfigError';
-    this.variable = variable;
-  }
-}
+// A variable missing or wrong: the one class of every loader (env/, bundled with the handler).
+export { ConfigError } from '@sluice/env';
 
 /** A message that can never be stored as it is: bad JSON, or a user the service refuses. */
 export class PoisonMessageError extends Error {

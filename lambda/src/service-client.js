@@ -8,12 +8,22 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
  * - refused: any other answer that retrying cannot fix: a 4xx, or the service's own 500 (a failure
  *   of this request alone, with its error id); not an outage;
  * - unavailable: still 429, 503, another 5xx or a network error when the time budget ran out.
- * @typedef {{ index: number, field: string | null, message: string }} ItemError
  * @typedef {{ kind: 'stored', inserted: number, updated: number }
  *   | { kind: 'invalid', errors: ItemError[] }
  *   | { kind: 'tooLarge' }
  *   | { kind: 'refused', status: number, reason: string }
  *   | { kind: 'unavailable', reason: string }} PostOutcome
+ */
+
+/**
+ * The service's answers to POST /users, typed from its OpenAPI document (what GET /openapi.json
+ * serves, made into .cache/openapi/sluice-api.d.ts by `npm run lint`): a change to the catalogue
+ * breaks this file's type check rather than the feeder in production.
+ * @typedef {import('../../.cache/openapi/sluice-api.js').operations['postUsers']['responses']} Answers
+ * @typedef {import('../../.cache/openapi/sluice-api.js').components['schemas']['ItemError']} ItemError
+ * @typedef {Exclude<Answers[201]['content']['application/json'], unknown[]>} BatchResult  the counts: the feeder asks for no representation
+ * @typedef {Extract<Answers[400]['content']['application/json'], { error: 'invalid_batch' }>} InvalidBatch
+ * @typedef {Answers[500]['content']['application/json']} InternalError
  */
 
 /** The Prefer header of each resolution (the service's names, from PostgREST). */
@@ -46,20 +56,25 @@ async function postOnce(config, users, resolution, timeoutMs) {
   // Read the body whatever the status, so the keep-alive connection goes back to the pool.
   const text = await res.text().catch(() => '');
   const body = safeJson(text);
+  // Each body read as the document types it for its status, each field still checked: a proxy in
+  // between may answer anything.
   if (res.status === 200 || res.status === 201) {
-    return { kind: 'stored', inserted: body?.inserted ?? 0, updated: body?.updated ?? 0 };
+    const result = /** @type {Partial<BatchResult> | undefined} */ (body);
+    return { kind: 'stored', inserted: result?.inserted ?? 0, updated: result?.updated ?? 0 };
   }
   // The service's own 500 names a failure of this request alone (its error id is in the service's
   // log): another try would fail the same way. Any other 5xx is the way there (a proxy, a restart).
-  if (res.status === 500 && body?.error === 'internal') {
-    return { kind: 'refused', status: 500, reason: `HTTP 500 internal, error id ${String(body.errorId)}` };
+  const failure = /** @type {Partial<InternalError> | undefined} */ (body);
+  if (res.status === 500 && failure?.error === 'internal') {
+    return { kind: 'refused', status: 500, reason: `HTTP 500 internal, error id ${String(failure.errorId)}` };
   }
   if (res.status === 429 || res.status >= 500) {
     return { kind: 'unavailable', reason: `HTTP ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) };
   }
   if (res.status === 413) return { kind: 'tooLarge' };
-  if (res.status === 400 && body?.error === 'invalid_batch' && Array.isArray(body.errors)) {
-    return { kind: 'invalid', errors: body.errors.filter((/** @type {any} */ e) => Number.isInteger(e?.index)) };
+  const invalid = /** @type {Partial<InvalidBatch> | undefined} */ (body);
+  if (res.status === 400 && invalid?.error === 'invalid_batch' && Array.isArray(invalid.errors)) {
+    return { kind: 'invalid', errors: invalid.errors.filter((e) => Number.isInteger(e?.index)) };
   }
   return { kind: 'refused', status: res.status, reason: `HTTP ${res.status}${typeof body?.error === 'string' ? ` ${body.error}` : ''}` };
 }

@@ -4,6 +4,7 @@ import { AdmissionBudget, admitRequest } from './http/admission.js';
 import { errorHandler } from './http/error-handler.js';
 import { readJsonBody } from './http/json-body.js';
 import { readPreferences } from './http/prefer.js';
+import { readWriteQuery } from './http/write-query.js';
 import { observeRequests } from './http/request-log.js';
 import { requireToken } from './http/require-token.js';
 import { createOpenApiDocument } from './openapi.js';
@@ -36,7 +37,7 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
   const groupCommit = config.groupCommit
     ? createGroupCommit({
         writeGroup: writer.writeGroup,
-        writeAlone: (rows, resolution) => writer.writeUsers(rows, resolution, { lockTimeoutMs: groupLockTimeoutMs }),
+        writeAlone: (rows, resolution, options) => writer.writeUsers(rows, resolution, { ...options, lockTimeoutMs: groupLockTimeoutMs }),
         writeSlow: writer.writeUsers,
         diagnose: db.diagnose,
         isTableLocked: db.isTableLocked,
@@ -49,8 +50,8 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
       })
     : undefined;
   /** @type {import('./users/post-users.js').WriteUsers} */
-  const writeUsers = (rows, resolution) =>
-    groupCommit && rows.length <= config.groupCommitSmallRows ? groupCommit.writeUsers(rows, resolution) : writer.writeUsers(rows, resolution);
+  const writeUsers = (rows, resolution, options) =>
+    groupCommit && rows.length <= config.groupCommitSmallRows ? groupCommit.writeUsers(rows, resolution, options) : writer.writeUsers(rows, resolution, options);
   // The in-flight work budget, in body bytes (http/admission.js).
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
 
@@ -66,6 +67,7 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
     '/users',
     requireToken(config.ingestToken),
     readPreferences(),
+    readWriteQuery(),
     // An NDJSON or CSV body is streamed (users/stream-import.js) and answered there; a JSON one goes on.
     streamUsers({
       db,

@@ -1,6 +1,6 @@
 import os from 'node:os';
-import { databaseUrlFromEnv } from '@sluice/db/database-url';
-import { ConfigError } from './errors.js';
+import { DATABASE_VARIABLES, databaseRules, databaseUrlFrom } from '@sluice/db/database-url';
+import { boolean, defineVariables, integer, loadEnv, milliseconds, oneOf, text } from '@sluice/env';
 import { STRATEGIES } from './users/user-repository.js';
 
 /**
@@ -30,74 +30,88 @@ import { STRATEGIES } from './users/user-repository.js';
  * @property {number} admissionWaitMs       how long a request that does not fit waits before 503 (0: never waits)
  */
 
-const DEFAULT_ADMISSION_BUDGET_BYTES = 4 * 1024 * 1024;
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOG_LEVELS = /** @type {const} */ (['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+const HOUR_MS = 3_600_000;
+const workersParser = integer({ min: 0, max: 256 });
+
+/** Every variable the service reads besides DATABASE_VARIABLES (db/src/database-url.js), declared once. */
+export const SERVICE_VARIABLES = defineVariables({
+  PORT: { parser: integer({ min: 0, max: 65535 }), default: 3000, description: 'HTTP port (0: any free port)' },
+  HOST: {
+    parser: text(),
+    defaultText: '127.0.0.1, or 0.0.0.0 when INGEST_TOKEN is set',
+    description: 'address to listen on: an open write endpoint is never exposed by default',
+  },
+  INGEST_TOKEN: { parser: text({ trim: false }), description: 'when set, POST /users needs it as a bearer token (Authorization header, compared in constant time); unset: a warning at start-up' },
+  DB_POOL_MAX: { parser: integer({ min: 1, max: 1000 }), default: 10, description: 'PostgreSQL connections per process' },
+  DB_CONNECT_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: 600_000 }), default: 2000, description: 'how long a request waits for a pooled connection before 503' },
+  DB_STATEMENT_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 30_000, description: 'server-side statement timeout (and client-side guard)' },
+  DB_LOCK_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 3000, description: "how long a write waits for a row another writer holds (PostgreSQL's lock_timeout), then 503 lock_timeout with Retry-After" },
+  MAX_BATCH_ITEMS: { parser: integer({ min: 1, max: 1_000_000 }), default: 10_000, description: 'users per request; more is 413' },
+  MAX_BODY_BYTES: { parser: integer({ min: 2, max: 1024 * 1024 * 1024, unit: 'bytes' }), default: 10 * 1024 * 1024, description: 'body size, decoded (and the compressed size too); more is 413' },
+  BODY_READ_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 30_000, description: 'how long a body may take to arrive in full; past it, 408 and the connection closed' },
+  MAX_STREAM_BYTES: { parser: integer({ min: 1, max: 2 ** 40, unit: 'bytes' }), default: 1024 * 1024 * 1024, description: 'a streamed body (NDJSON, CSV), decoded; more is 413 and nothing is written' },
+  STREAM_IDLE_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 30_000, description: 'how long a streamed body may send nothing (it may take as long as it likes in all); past it, 408 and nothing written' },
+  INSERT_CHUNK_ROWS: { parser: integer({ min: 1, max: 100_000 }), default: 1000, description: 'rows per INSERT statement' },
+  INSERT_STRATEGY: {
+    parser: oneOf(/** @type {(keyof typeof STRATEGIES)[]} */ (Object.keys(STRATEGIES))),
+    default: /** @type {keyof typeof STRATEGIES} */ ('format'),
+    description: 'format: a pg-format multi-row INSERT of text[] literals; unnest: the same with array parameters; copy: COPY, through a staging table when a chunk meets a stored email',
+  },
+  GROUP_COMMIT: { parser: boolean, default: true, description: 'small concurrent requests share one statement and one commit; off: each request is its own' },
+  GROUP_COMMIT_MAX_ROWS: { parser: integer({ min: 1, max: 100_000 }), default: 1000, description: "rows in one group's statement at most" },
+  GROUP_COMMIT_SMALL_ROWS: { parser: integer({ min: 1, max: 100_000 }), default: 100, description: 'a request of at most this many users is written in a group; larger ones go straight' },
+  WORKERS: {
+    parser: {
+      kind: `auto (one per core) or ${workersParser.kind}`,
+      parse: (value) => (value.trim() === 'auto' ? os.availableParallelism() : workersParser.parse(value)),
+    },
+    default: 0,
+    description: 'node:cluster workers (0: no cluster); a dead worker is replaced',
+  },
+  SHUTDOWN_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 25_000, description: 'on SIGTERM, how long in-flight requests may take before exit 1' },
+  LOG_LEVEL: { parser: oneOf(LOG_LEVELS), default: 'info', description: 'pino level (silent to mute)' },
+  // Body bytes, not memory: each byte of a large body costs several in the heap while it is
+  // parsed and written (docs/architecture.md, "Admission control"). The minimum keeps a reserve for small requests.
+  // 3 MiB keeps a burst of 10,000-user requests under 256 MiB of RSS on Node 22, whose idle process
+  // is 16 MiB larger than Node 20's (4 MiB peaked at 254 to 276 MiB there; docs/benchmarks.md).
+  ADMISSION_BUDGET_BYTES: { parser: integer({ min: 64 * 1024, max: 1024 * 1024 * 1024, unit: 'bytes' }), default: 3 * 1024 * 1024, description: 'request body bytes one process serves at once (admission control)' },
+  ADMISSION_WAIT_MS: { parser: milliseconds({ min: 0, max: 600_000 }), default: 2000, description: 'how long a request that does not fit the budget waits before 503 (0: never waits)' },
+});
 
 /**
  * Reads and checks every variable the service uses, once. A bad value stops start-up with a
- * message naming the variable, rather than failing later on the first request.
+ * message naming every variable at fault, rather than failing later on the first request.
  *
  * @param {NodeJS.ProcessEnv} [env]
  * @returns {Config}
  */
 export function loadConfig(env = process.env) {
-  const int = (/** @type {string} */ name, /** @type {number} */ fallback, min = 1, max = Number.MAX_SAFE_INTEGER) => {
-    const raw = env[name];
-    if (raw === undefined || raw.trim() === '') return fallback;
-    if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(raw)}`);
-    const value = Number(raw);
-    if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
-    return value;
-  };
-  const oneOf = (/** @type {string} */ name, /** @type {readonly string[]} */ allowed, /** @type {string} */ fallback) => {
-    const raw = (env[name] ?? '').trim() || fallback;
-    if (!allowed.includes(raw)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
-    return raw;
-  };
-
-  const onOff = (/** @type {string} */ name, /** @type {boolean} */ fallback) => {
-    const raw = (env[name] ?? '').trim().toLowerCase();
-    if (raw === '') return fallback;
-    if (['on', 'true', '1'].includes(raw)) return true;
-    if (['off', 'false', '0'].includes(raw)) return false;
-    throw new ConfigError(name, `must be on or off, got ${JSON.stringify(env[name])}`);
-  };
-
-  const databaseUrl = databaseUrlFromEnv(env);
-  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
-  }
-  const ingestToken = env.INGEST_TOKEN || undefined;
-
-  const rawWorkers = (env.WORKERS ?? '').trim();
-  const workers = rawWorkers === 'auto' ? os.availableParallelism() : int('WORKERS', 0, 0, 256);
-
+  const v = loadEnv({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES }, env, databaseRules);
   return {
-    databaseUrl,
-    port: int('PORT', 3000, 0, 65535),
+    databaseUrl: databaseUrlFrom(v),
+    port: v.PORT,
     // Without a token the write endpoint is open to whoever reaches it: loopback unless asked otherwise.
-    host: env.HOST?.trim() || (ingestToken ? '0.0.0.0' : '127.0.0.1'),
-    ingestToken,
-    dbPoolMax: int('DB_POOL_MAX', 10, 1, 1000),
-    dbConnectTimeoutMs: int('DB_CONNECT_TIMEOUT_MS', 2000, 1, 600_000),
-    dbStatementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 30_000, 1, 3_600_000),
-    dbLockTimeoutMs: int('DB_LOCK_TIMEOUT_MS', 3000, 1, 3_600_000),
-    maxBatchItems: int('MAX_BATCH_ITEMS', 10_000, 1, 1_000_000),
-    maxBodyBytes: int('MAX_BODY_BYTES', 10 * 1024 * 1024, 2, 1024 * 1024 * 1024),
-    bodyReadTimeoutMs: int('BODY_READ_TIMEOUT_MS', 30_000, 1, 3_600_000),
-    maxStreamBytes: int('MAX_STREAM_BYTES', 1024 * 1024 * 1024, 1, 2 ** 50),
-    streamIdleTimeoutMs: int('STREAM_IDLE_TIMEOUT_MS', 30_000, 1, 3_600_000),
-    insertChunkRows: int('INSERT_CHUNK_ROWS', 1000, 1, 100_000),
-    insertStrategy: /** @type {Config['insertStrategy']} */ (oneOf('INSERT_STRATEGY', Object.keys(STRATEGIES), 'format')),
-    groupCommit: onOff('GROUP_COMMIT', true),
-    groupCommitMaxRows: int('GROUP_COMMIT_MAX_ROWS', 1000, 1, 100_000),
-    groupCommitSmallRows: int('GROUP_COMMIT_SMALL_ROWS', 100, 1, 100_000),
-    workers,
-    shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 25_000, 1, 3_600_000),
-    logLevel: oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
-    // Body bytes, not memory: each byte of a large body costs several in the heap while it is
-    // parsed and written (docs/architecture.md, "Admission control"). The minimum keeps a reserve for small requests.
-    admissionBudgetBytes: int('ADMISSION_BUDGET_BYTES', DEFAULT_ADMISSION_BUDGET_BYTES, 64 * 1024, 1024 * 1024 * 1024),
-    admissionWaitMs: int('ADMISSION_WAIT_MS', 2000, 0, 600_000),
+    host: v.HOST ?? (v.INGEST_TOKEN ? '0.0.0.0' : '127.0.0.1'),
+    ingestToken: v.INGEST_TOKEN,
+    dbPoolMax: v.DB_POOL_MAX,
+    dbConnectTimeoutMs: v.DB_CONNECT_TIMEOUT_MS,
+    dbStatementTimeoutMs: v.DB_STATEMENT_TIMEOUT_MS,
+    dbLockTimeoutMs: v.DB_LOCK_TIMEOUT_MS,
+    maxBatchItems: v.MAX_BATCH_ITEMS,
+    maxBodyBytes: v.MAX_BODY_BYTES,
+    bodyReadTimeoutMs: v.BODY_READ_TIMEOUT_MS,
+    maxStreamBytes: v.MAX_STREAM_BYTES,
+    streamIdleTimeoutMs: v.STREAM_IDLE_TIMEOUT_MS,
+    insertChunkRows: v.INSERT_CHUNK_ROWS,
+    insertStrategy: v.INSERT_STRATEGY,
+    groupCommit: v.GROUP_COMMIT,
+    groupCommitMaxRows: v.GROUP_COMMIT_MAX_ROWS,
+    groupCommitSmallRows: v.GROUP_COMMIT_SMALL_ROWS,
+    workers: v.WORKERS,
+    shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
+    logLevel: v.LOG_LEVEL,
+    admissionBudgetBytes: v.ADMISSION_BUDGET_BYTES,
+    admissionWaitMs: v.ADMISSION_WAIT_MS,
   };
 }

@@ -5,6 +5,10 @@
 /**
  * @typedef {object} ApiErrorSpec
  * @property {number} status
+ * @property {string} pgrst        the `code` of the body, for PostgREST's clients: PostgREST's own code
+ *   (PGRST...) where it refuses the same thing, the SQLSTATE where PostgreSQL would (a bad value
+ *   breaks a CHECK: 23514; a lock or statement timeout: 55P03, 57014)
+ * @property {string} [hint]       the body's `hint` (else null)
  * @property {string} message      the usual message; a refusal may say more about its own case
  * @property {string} when         what a client did (or what happened) to get it: the OpenAPI description
  * @property {Record<string, string>} [headers]  sent with every answer of this code
@@ -13,34 +17,37 @@
  */
 
 export const API_ERRORS = /** @type {const} */ ({
-  invalid_batch: { status: 400, scope: 'users', message: 'some users are invalid; nothing was written', when: 'Users that break the rules, each named by index and field in `errors` (at most 100, in index order; in a streamed body, by `line` too).' },
-  not_an_array: { status: 400, scope: 'users', message: 'the body must be a JSON array of users', when: 'The body is JSON, but not an array.' },
-  empty_batch: { status: 400, scope: 'users', message: 'the array is empty: send 1 to MAX_BATCH_ITEMS users', when: 'An empty array.' },
-  malformed_json: { status: 400, scope: 'users', message: 'the body is not valid JSON', when: 'The body is not JSON, or a line of an NDJSON body is not (named by its line).' },
-  malformed_csv: { status: 400, scope: 'users', message: 'the body is not valid CSV; nothing was written', when: 'A `text/csv` body whose header row or a record is malformed (RFC 4180), named by its line.' },
-  invalid_utf8: { status: 400, scope: 'users', message: 'the body is not valid UTF-8; nothing was written', when: 'The body holds bytes that are not UTF-8.' },
-  duplicate_key: { status: 400, scope: 'users', message: 'a key is given more than once in one object; send each key once', when: 'One object gives a key twice (outside a user; inside one, it is `invalid_batch`).' },
-  duplicate_header: { status: 400, scope: 'users', message: 'a header is given more than once; send it once', when: '`Content-Type` or `Authorization` given twice.' },
-  malformed_encoding: { status: 400, scope: 'users', message: 'the body is not valid data for its Content-Encoding; nothing was written', when: 'The body does not decode as its `Content-Encoding` says.' },
-  unsupported_preference: { status: 400, scope: 'users', message: 'Prefer: resolution must be merge-duplicates or ignore-duplicates', when: 'A `Prefer` header asks for a `resolution` other than `merge-duplicates` or `ignore-duplicates`.' },
-  bad_request: { status: 400, scope: 'any', message: 'the request is not valid HTTP/1.1; nothing was read or written', when: 'A request that is not valid HTTP/1.1: a malformed request line or header, both `Content-Length` and `Transfer-Encoding`, or a body that does not match its `Content-Length`.' },
-  unauthorized: { status: 401, scope: 'users', message: 'missing or wrong bearer token', when: 'A missing or wrong bearer token (only when INGEST_TOKEN is set).', headers: { 'WWW-Authenticate': 'Bearer' } },
-  not_found: { status: 404, scope: 'unrouted', message: 'no route for this method and path', when: 'A method and path this API does not serve.' },
-  body_timeout: { status: 408, scope: 'users', message: 'the body did not arrive within BODY_READ_TIMEOUT_MS; nothing was written', when: 'The body did not arrive in full within BODY_READ_TIMEOUT_MS.' },
-  request_timeout: { status: 408, scope: 'any', message: 'the request did not arrive in time; nothing was read or written', when: 'The request line and headers did not arrive in time.' },
-  too_many_items: { status: 413, scope: 'users', message: 'more users than MAX_BATCH_ITEMS; split the batch', when: 'More users than MAX_BATCH_ITEMS.' },
-  payload_too_large: { status: 413, scope: 'users', message: 'the body (decompressed) is larger than MAX_BODY_BYTES; nothing was written', when: 'A body over MAX_BODY_BYTES (decoded).' },
-  unsupported_media_type: { status: 415, scope: 'users', message: 'Content-Type must be application/json', when: 'Not `application/json`, `application/x-ndjson`, `application/jsonl` or `text/csv`, or a malformed `Content-Type`.' },
-  unsupported_charset: { status: 415, scope: 'users', message: 'the body must be UTF-8 (send charset=utf-8 or no charset)', when: 'A charset other than UTF-8.' },
-  unsupported_encoding: { status: 415, scope: 'users', message: 'Content-Encoding must be gzip or deflate, or none', when: 'A `Content-Encoding` other than gzip or deflate, or several.' },
-  expectation_failed: { status: 417, scope: 'any', message: 'only Expect: 100-continue is supported', when: 'An `Expect` header other than `100-continue`.' },
-  headers_too_large: { status: 431, scope: 'any', message: 'the request headers are too large; nothing was read or written', when: 'Request headers over Node.js\'s limit (16 KiB).' },
-  internal: { status: 500, scope: 'any', message: 'unexpected error; nothing was written', when: 'An unexpected failure of this request alone (retrying will not help); its `errorId` is in the log too.' },
-  unsupported_transfer_encoding: { status: 501, scope: 'users', message: 'Transfer-Encoding must be chunked alone (compress with Content-Encoding)', when: 'A transfer coding other than chunked (RFC 9112, 6.1).' },
-  overloaded: { status: 503, scope: 'users', message: 'the service is at its in-flight work limit; nothing was read or written, retry later', when: 'The in-flight work budget is full; refused before the body is read.', headers: { 'Retry-After': '1' } },
-  lock_timeout: { status: 503, scope: 'users', message: 'a row this request writes is held by another writer; nothing was written, retry later', when: 'A row this request writes stayed locked by another writer for DB_LOCK_TIMEOUT_MS (PostgreSQL\'s lock_timeout). Requests for other emails are not held back.', headers: { 'Retry-After': '1' } },
-  statement_timeout: { status: 503, scope: 'users', message: 'the database did not finish the write within DB_STATEMENT_TIMEOUT_MS; nothing was written, retry later', when: 'The write ran longer than DB_STATEMENT_TIMEOUT_MS (a database under load or a whole-table lock): the database\'s state, not the request\'s fault.', headers: { 'Retry-After': '2' } },
-  database_unavailable: { status: 503, scope: 'users', message: 'the database cannot take writes now; nothing was written, retry later', when: 'PostgreSQL is unreachable, or every pooled connection is busy.', headers: { 'Retry-After': '2' } },
+  invalid_batch: { status: 400, pgrst: '23514', scope: 'users', message: 'some users are invalid; nothing was written', when: 'Users that break the rules, each named by index and field in `errors` (at most 100, in index order; in a streamed body, by `line` too).' },
+  not_an_array: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body must be a JSON array of users', when: 'The body is JSON, but not an array.' },
+  empty_batch: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the array is empty: send 1 to MAX_BATCH_ITEMS users', when: 'An empty array.' },
+  malformed_json: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid JSON', when: 'The body is not JSON, or a line of an NDJSON body is not (named by its line).' },
+  malformed_csv: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid CSV; nothing was written', when: 'A `text/csv` body whose header row or a record is malformed (RFC 4180), named by its line.' },
+  invalid_utf8: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid UTF-8; nothing was written', when: 'The body holds bytes that are not UTF-8.' },
+  duplicate_key: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'a key is given more than once in one object; send each key once', when: 'One object gives a key twice (outside a user; inside one, it is `invalid_batch`).' },
+  duplicate_header: { status: 400, pgrst: 'PGRST100', scope: 'users', message: 'a header is given more than once; send it once', when: '`Content-Type` or `Authorization` given twice.' },
+  malformed_encoding: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid data for its Content-Encoding; nothing was written', when: 'The body does not decode as its `Content-Encoding` says.' },
+  unknown_column: { status: 400, pgrst: 'PGRST204', scope: 'users', message: 'a column named in the query is not a column of users', when: '`?columns`, `?on_conflict` or `?select` names a column users does not have (`email`, `name`, `phone`, `passwordHash`; `createdAt` and `updatedAt` in `select`; never `passwordHash` in `select`).' },
+  unsupported_conflict_target: { status: 400, pgrst: '42P10', scope: 'users', message: 'on_conflict must be email, the only unique column of users', hint: 'send on_conflict=email, or leave it out', when: '`?on_conflict` names a column of users that is not unique (only `email` is).' },
+  unsupported_query: { status: 400, pgrst: 'PGRST100', scope: 'users', message: 'a query parameter cannot be read', when: '`?select` asks for more than a list of columns (embedding, renaming, casts, JSON paths), or a query parameter sluice reads is empty or given twice.' },
+  unsupported_preference: { status: 400, pgrst: 'PGRST122', scope: 'users', message: 'Prefer: resolution must be merge-duplicates or ignore-duplicates', when: 'A `Prefer` header asks for a `resolution` other than `merge-duplicates` or `ignore-duplicates`.' },
+  bad_request: { status: 400, pgrst: 'PGRST100', scope: 'any', message: 'the request is not valid HTTP/1.1; nothing was read or written', when: 'A request that is not valid HTTP/1.1: a malformed request line or header, both `Content-Length` and `Transfer-Encoding`, or a body that does not match its `Content-Length`.' },
+  unauthorized: { status: 401, pgrst: 'PGRST301', scope: 'users', message: 'missing or wrong bearer token', when: 'A missing or wrong bearer token (only when INGEST_TOKEN is set).', headers: { 'WWW-Authenticate': 'Bearer' } },
+  not_found: { status: 404, pgrst: 'PGRST125', scope: 'unrouted', message: 'no route for this method and path', when: 'A method and path this API does not serve.' },
+  body_timeout: { status: 408, pgrst: 'PGRST102', scope: 'users', message: 'the body did not arrive within BODY_READ_TIMEOUT_MS; nothing was written', when: 'The body did not arrive in full within BODY_READ_TIMEOUT_MS.' },
+  request_timeout: { status: 408, pgrst: 'PGRST100', scope: 'any', message: 'the request did not arrive in time; nothing was read or written', when: 'The request line and headers did not arrive in time.' },
+  too_many_items: { status: 413, pgrst: 'PGRST102', scope: 'users', message: 'more users than MAX_BATCH_ITEMS; split the batch', when: 'More users than MAX_BATCH_ITEMS.' },
+  payload_too_large: { status: 413, pgrst: 'PGRST102', scope: 'users', message: 'the body (decompressed) is larger than MAX_BODY_BYTES; nothing was written', when: 'A body over MAX_BODY_BYTES (decoded).' },
+  unsupported_media_type: { status: 415, pgrst: 'PGRST107', scope: 'users', message: 'Content-Type must be application/json', when: 'Not `application/json`, `application/x-ndjson`, `application/jsonl` or `text/csv`, or a malformed `Content-Type`.' },
+  unsupported_charset: { status: 415, pgrst: 'PGRST107', scope: 'users', message: 'the body must be UTF-8 (send charset=utf-8 or no charset)', when: 'A charset other than UTF-8.' },
+  unsupported_encoding: { status: 415, pgrst: 'PGRST107', scope: 'users', message: 'Content-Encoding must be gzip or deflate, or none', when: 'A `Content-Encoding` other than gzip or deflate, or several.' },
+  expectation_failed: { status: 417, pgrst: 'PGRST100', scope: 'any', message: 'only Expect: 100-continue is supported', when: 'An `Expect` header other than `100-continue`.' },
+  headers_too_large: { status: 431, pgrst: 'PGRST100', scope: 'any', message: 'the request headers are too large; nothing was read or written', when: 'Request headers over Node.js\'s limit (16 KiB).' },
+  internal: { status: 500, pgrst: 'PGRSTX00', scope: 'any', message: 'unexpected error; nothing was written', when: 'An unexpected failure of this request alone (retrying will not help); its `errorId` is in the log too.' },
+  unsupported_transfer_encoding: { status: 501, pgrst: 'PGRST127', scope: 'users', message: 'Transfer-Encoding must be chunked alone (compress with Content-Encoding)', when: 'A transfer coding other than chunked (RFC 9112, 6.1).' },
+  overloaded: { status: 503, pgrst: 'PGRST003', scope: 'users', message: 'the service is at its in-flight work limit; nothing was read or written, retry later', when: 'The in-flight work budget is full; refused before the body is read.', headers: { 'Retry-After': '1' } },
+  lock_timeout: { status: 503, pgrst: '55P03', scope: 'users', message: 'a row this request writes is held by another writer; nothing was written, retry later', when: 'A row this request writes stayed locked by another writer for DB_LOCK_TIMEOUT_MS (PostgreSQL\'s lock_timeout). Requests for other emails are not held back.', headers: { 'Retry-After': '1' } },
+  statement_timeout: { status: 503, pgrst: '57014', scope: 'users', message: 'the database did not finish the write within DB_STATEMENT_TIMEOUT_MS; nothing was written, retry later', when: 'The write ran longer than DB_STATEMENT_TIMEOUT_MS (a database under load or a whole-table lock): the database\'s state, not the request\'s fault.', headers: { 'Retry-After': '2' } },
+  database_unavailable: { status: 503, pgrst: 'PGRST000', scope: 'users', message: 'the database cannot take writes now; nothing was written, retry later', when: 'PostgreSQL is unreachable, or every pooled connection is busy.', headers: { 'Retry-After': '2' } },
 });
 
 /** @typedef {keyof typeof API_ERRORS} ApiErrorCode */
@@ -50,18 +57,26 @@ export const API_ERRORS = /** @type {const} */ ({
  *   line: the 1-based line of a streamed body (NDJSON, CSV) the item starts on
  */
 
+/**
+ * The item errors as one line of text, for PostgREST's `details` (a string there): `errors` keeps
+ * them structured.
+ * @param {ItemError[]} errors
+ */
+export const itemErrorsAsDetails = (errors) => errors.map((e) => `[${e.index}]${e.field === null ? '' : `.${e.field}`} ${e.message}`).join('; ');
+
 /** An answer from the catalogue: its status and headers come from there, its message may be its own. */
 export class ApiError extends Error {
   /**
    * @param {ApiErrorCode} code
    * @param {string} [message]  defaults to the catalogue's
-   * @param {{ cause?: unknown }} [options]
+   * @param {{ cause?: unknown, details?: string }} [options]  details: the body's `details` (PostgREST's)
    */
-  constructor(code, message = API_ERRORS[code].message, { cause } = {}) {
+  constructor(code, message = API_ERRORS[code].message, { cause, details } = {}) {
     super(message, { cause });
     this.name = 'ApiError';
     this.code = code;
     this.status = API_ERRORS[code].status;
+    this.details = details;
   }
 }
 
@@ -97,4 +112,4 @@ export class DatabaseTimeoutError extends ApiError {
 }
 
 // Bad configuration: the one class for the service and its migrations (db/src/config-error.js).
-export { ConfigError } from '@sluice/db/config-error';
+export { ConfigError } from '@sluice/env';

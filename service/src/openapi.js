@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
-import { API_ERRORS } from './errors.js';
+import { API_ERRORS, itemErrorsAsDetails } from './errors.js';
+import { READ_COLUMNS, WRITE_COLUMNS } from './http/write-query.js';
 import { MAX_REPORTED_ERRORS, MESSAGES, userSchema } from './users/user-schema.js';
 
 const { version } = createRequire(import.meta.url)('../package.json');
@@ -12,13 +13,32 @@ const FIELD_NOTES = {
   passwordHash: 'A PHC / modular-crypt hash (`$id$...`: letters, digits and `. / + = , $ -`). A `password` field is refused: plaintext is never stored.',
 };
 
-/** An error body whose `error` is one of `codes`; `extra`: more required properties. */
+/** @param {string} code */
+const specOf = (code) => /** @type {import('./errors.js').ApiErrorSpec} */ (API_ERRORS[/** @type {keyof typeof API_ERRORS} */ (code)]);
+
+/**
+ * An error body whose `error` is one of `codes`, with PostgREST's `code`, `details` and `hint` beside
+ * sluice's fields; `extra`: more required properties.
+ */
 const errorBody = (/** @type {string[]} */ codes, extra = {}) => ({
   type: 'object',
-  required: ['error', 'message', ...Object.keys(extra)],
+  required: ['error', 'message', 'code', 'details', 'hint', ...Object.keys(extra)],
   additionalProperties: false,
-  properties: { error: { type: 'string', enum: codes }, message: { type: 'string' }, ...extra },
+  properties: {
+    error: { type: 'string', enum: codes, description: 'sluice\'s code.' },
+    message: { type: 'string' },
+    code: { type: 'string', enum: [...new Set(codes.map((c) => specOf(c).pgrst))], description: 'PostgREST\'s code for the same refusal: PGRST... for its own, a SQLSTATE for the database\'s (docs/api.md maps each).' },
+    details: { type: ['string', 'null'], description: 'More about this case (PostgREST\'s `details`), or null.' },
+    hint: { type: ['string', 'null'], description: 'What to do about it (PostgREST\'s `hint`), or null.' },
+    ...extra,
+  },
 });
+
+/**
+ * The body of an error code as the error handler sends it with the catalogue's message.
+ * @param {string} code @param {Record<string, unknown>} [fields]  the message, details and more of a case
+ */
+export const errorExample = (code, fields = {}) => ({ error: code, message: specOf(code).message, code: specOf(code).pgrst, details: null, hint: specOf(code).hint ?? null, ...fields });
 
 /**
  * A JSON media type with named examples, each a plain value or an OpenAPI Example Object ({ value,
@@ -47,9 +67,14 @@ const HEADER_SCHEMAS = {
   'WWW-Authenticate': { description: 'The authentication scheme.', schema: { type: 'string', const: 'Bearer' } },
 };
 const preferenceApplied = {
-  description: 'The `resolution` applied, when the request asked for one in `Prefer`.',
-  schema: { type: 'string', enum: ['resolution=merge-duplicates', 'resolution=ignore-duplicates'] },
+  description: 'The preferences of `Prefer` that were honoured, in PostgREST\'s order: `resolution`, `return`, `count`, `handling`.',
+  schema: { type: 'string', examples: ['resolution=merge-duplicates', 'resolution=ignore-duplicates, return=representation, count=exact'] },
 };
+const contentRange = {
+  description: 'With `Prefer: count=exact` (or `planned`, `estimated`: a write knows its exact count): `*/` and the rows inserted or updated.',
+  schema: { type: 'string', pattern: '^\\*/[0-9]+$' },
+};
+const writeHeaders = { 'Preference-Applied': preferenceApplied, 'Content-Range': contentRange };
 
 /**
  * The error answers of an operation, from the catalogue (errors.js): by status, every code its
@@ -80,9 +105,9 @@ export function errorResponses(scopes, examples = {}) {
           ? { headers: Object.fromEntries(headerNames.map((h) => [h, { required: codes.every(([, spec]) => h in (spec.headers ?? {})), .../** @type {Record<string, object>} */ (HEADER_SCHEMAS)[h] }])) }
           : {}),
         content: json(schemas.length === 1 ? schemas[0] : { oneOf: schemas }, {
-          ...Object.fromEntries(codes.filter(([code]) => code !== 'invalid_batch').map(([code, spec]) => [
+          ...Object.fromEntries(codes.filter(([code]) => code !== 'invalid_batch').map(([code]) => [
             code,
-            code === 'internal' ? { error: code, message: spec.message, errorId: '0f8e4c1a-3b5d-4e2f-9a7c-6d1b2e3f4a5b' } : { error: code, message: spec.message },
+            code === 'internal' ? { ...errorExample(code), errorId: '0f8e4c1a-3b5d-4e2f-9a7c-6d1b2e3f4a5b' } : errorExample(code),
           ])),
           ...examples[status],
         }),
@@ -90,6 +115,12 @@ export function errorResponses(scopes, examples = {}) {
     }),
   );
 }
+
+const INVALID_ERRORS = [
+  { index: 0, field: 'email', message: MESSAGES.email.pattern },
+  { index: 1, field: 'name', message: 'is required' },
+  { index: 1, field: 'nome', message: 'is not a known field (allowed: email, name, phone, passwordHash)' },
+];
 
 /**
  * The examples of POST /users in docs/api.md: each request with the status and body it gets on an empty
@@ -107,19 +138,20 @@ export const POST_USERS_EXAMPLES = {
   invalid: {
     request: [{ email: 'x', name: 'X' }, { email: 'y@example.com', nome: 'Y' }],
     status: 400,
-    response: {
-      error: 'invalid_batch',
+    response: errorExample('invalid_batch', {
       message: '2 of 2 users are invalid; nothing was written',
-      errors: [
-        { index: 0, field: 'email', message: MESSAGES.email.pattern },
-        { index: 1, field: 'name', message: 'is required' },
-        { index: 1, field: 'nome', message: 'is not a known field (allowed: email, name, phone, passwordHash)' },
-      ],
-    },
+      errors: INVALID_ERRORS,
+      details: itemErrorsAsDetails(INVALID_ERRORS),
+    }),
   },
-  notAnArray: { request: { email: 'a@b.co' }, status: 400, response: { error: 'not_an_array', message: 'the body must be a JSON array of users' } },
-  empty: { request: [], status: 400, response: { error: 'empty_batch', message: 'the array is empty: send 1 to MAX_BATCH_ITEMS users' } },
+  notAnArray: { request: { email: 'a@b.co' }, status: 400, response: errorExample('not_an_array') },
+  empty: { request: [], status: 400, response: errorExample('empty_batch') },
 };
+
+const REPRESENTATION_EXAMPLE = new Example(
+  [{ email: 'ada@example.com', name: 'Ada Lovelace', phone: null, createdAt: '2026-11-24T17:22:07.123456+00:00', updatedAt: null }],
+  'The answer to `[{"email":"Ada@example.com","name":"Ada Lovelace"}]` with `Prefer: return=representation`.',
+);
 
 // The answers of one status, each described by the request that gets it.
 const byStatus = (/** @type {number} */ status) =>
@@ -181,10 +213,40 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
               in: 'header',
               required: false,
               description:
-                'RFC 7240. `resolution=merge-duplicates`: a stored email takes the sent `name`, and the sent `phone` and `passwordHash` where the user has them; ' +
-                'a row that would not change is not written. `resolution=ignore-duplicates`, or none: a stored email is skipped. Other preferences are ignored.',
+                'RFC 7240, PostgREST\'s vocabulary; several preferences in one header or several headers, the first of a name counts. ' +
+                '`resolution=merge-duplicates`: a stored email takes the sent `name`, and the sent `phone` and `passwordHash` where the user has them; ' +
+                'a row that would not change is not written. `resolution=ignore-duplicates`, or none: a stored email is skipped; another value is 400 `unsupported_preference`. ' +
+                '`return=representation`: the answer is the rows inserted or updated, as stored, in the order sent (`UserRow`; emails skipped are not in it); ' +
+                '`return=minimal` or `return=headers-only`: no body; no `return`: the counts (`BatchResult`). ' +
+                '`count=exact` (`planned`, `estimated`: the same exact count): `Content-Range: */<rows inserted or updated>`. ' +
+                'Other preferences (`missing`, `tx`, `timezone`, `max-affected`, ...) are ignored, unless `handling=strict` is sent too: then they are 400 `unsupported_preference` (PGRST122).',
               schema: { type: 'string' },
-              examples: { merge: { value: 'resolution=merge-duplicates' } },
+              examples: { merge: { value: 'resolution=merge-duplicates' }, postgrest: { value: 'resolution=ignore-duplicates, return=representation, count=exact' } },
+            },
+            {
+              name: 'on_conflict',
+              in: 'query',
+              required: false,
+              description: 'The conflict target of `resolution`: `email`, the only unique column. Another column of users is 400 `unsupported_conflict_target`; an unknown one 400 `unknown_column`.',
+              schema: { type: 'string', const: 'email' },
+            },
+            {
+              name: 'columns',
+              in: 'query',
+              required: false,
+              description: `Only these keys are read from each user (the others are ignored, as PostgREST does): a comma-separated list of ${WRITE_COLUMNS.join(', ')}, each optionally double-quoted. An unknown column is 400 \`unknown_column\`.`,
+              schema: { type: 'string' },
+              example: '"email","name","phone"',
+            },
+            {
+              name: 'select',
+              in: 'query',
+              required: false,
+              description: `The columns of a \`return=representation\` answer, in this order: \`*\` (all) or a comma-separated list of ${READ_COLUMNS.join(', ')}. Never \`passwordHash\`. An unknown column is 400 \`unknown_column\`; embedding, renaming, casts and JSON paths are 400 \`unsupported_query\`. Without \`return=representation\` it changes nothing. ` +
+                'sluice\'s per-item report: `outcome` in the list (never implied by `*`) makes the answer hold every item of the request, in order, each with its `outcome` ' +
+                '(`inserted`, `updated`, `skipped`: already stored or unchanged, its other columns null but `email`; `repeated`: its email came earlier in the request). It costs what `return=representation` costs.',
+              schema: { type: 'string' },
+              example: 'email,createdAt',
             },
           ],
           requestBody: {
@@ -198,11 +260,15 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
             },
           },
           responses: {
-            201: { description: 'At least one user was inserted.', headers: { 'Preference-Applied': preferenceApplied }, content: json({ $ref: '#/components/schemas/BatchResult' }, byStatus(201)) },
+            201: {
+              description: 'At least one user was inserted. The counts; with `Prefer: return=representation` the rows written; with `return=minimal` or `headers-only` no body.',
+              headers: writeHeaders,
+              content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, { ...byStatus(201), representation: REPRESENTATION_EXAMPLE }),
+            },
             200: {
-              description: 'No user was inserted: every one was already stored (skipped, or updated in merge mode).',
-              headers: { 'Preference-Applied': preferenceApplied },
-              content: json({ $ref: '#/components/schemas/BatchResult' }, byStatus(200)),
+              description: 'No user was inserted: every one was already stored (skipped, or updated in merge mode). The body as for 201.',
+              headers: writeHeaders,
+              content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, byStatus(200)),
             },
             ...errorResponses(['users', 'any'], { 400: byStatus(400) }),
           },
@@ -284,6 +350,24 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
             updated: { type: 'integer', minimum: 0, description: 'Stored rows changed (merge mode; always 0 otherwise).' },
             duplicates: { type: 'integer', minimum: 0, description: 'received - inserted: emails already stored, or repeated in the batch.' },
           },
+        },
+        UserRow: {
+          type: 'object',
+          additionalProperties: false,
+          description: 'A user as stored, in a `return=representation` answer: the columns of `?select` (all by default); never the password hash.',
+          properties: {
+            email: { type: 'string', description: 'As stored: lower-cased.' },
+            name: { type: 'string' },
+            phone: { type: ['string', 'null'] },
+            createdAt: { type: 'string', format: 'date-time', description: 'When the row was first written (PostgreSQL\'s JSON form: microseconds, `+00:00`).' },
+            updatedAt: { type: ['string', 'null'], format: 'date-time', description: 'When a merge last changed it; null for a row never merged (so null means this request inserted it).' },
+            outcome: { type: 'string', enum: ['inserted', 'updated', 'skipped', 'repeated'], description: 'Only when `select` names it (the per-item report): what this request did with the item.' },
+          },
+        },
+        Representation: {
+          type: 'array',
+          items: { $ref: '#/components/schemas/UserRow' },
+          description: 'The rows this request inserted or updated, in the order their emails were first sent; emails skipped (already stored, or unchanged in merge mode) are not in it. With `outcome` in `select`: every item, in order.',
         },
         ItemError: {
           type: 'object',

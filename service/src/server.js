@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // Entry point: reads the configuration, then either runs the cluster primary or serves requests.
 import cluster from 'node:cluster';
-import { createCommand, variablesReadBy } from '@sluice/db/command-line';
+import { createCommand } from '@sluice/db/command-line';
+import { DATABASE_VARIABLES } from '@sluice/db/database-url';
+import { environmentHelp } from '@sluice/env';
 import { createApp } from './app.js';
 import { askPrimaryForMetrics, runPrimary, shareWorkerMetrics } from './cluster.js';
-import { loadConfig } from './config.js';
+import { SERVICE_VARIABLES, loadConfig } from './config.js';
 import { createDatabase } from './db.js';
 import { ConfigError } from './errors.js';
 import { createHttpServer } from './http/node-server.js';
@@ -60,7 +62,7 @@ function serve(config, logger) {
 }
 
 function main() {
-  createCommand('node service/src/server.js', "The sluice ingestion service: POST /users into PostgreSQL at DATABASE_URL. Configured by the environment only (service/src/config.js; docs/configuration.md says what each variable does).", variablesReadBy(loadConfig)).parse();
+  createCommand('node service/src/server.js', "The sluice ingestion service: POST /users into PostgreSQL at DATABASE_URL. Configured by the environment only (service/src/config.js declares each variable; docs/configuration.md lists them).", environmentHelp({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES })).parse();
   let config;
   try {
     config = loadConfig();

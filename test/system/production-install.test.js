@@ -62,7 +62,7 @@ describe('service/Dockerfile: the production install runs the migrations and the
     }
     assert.ok(installedFor('express', path.join(image.workdir, 'service', 'src')));
     const files = filesOf(image.workdir);
-    assert.deepEqual(files.filter((f) => !/^(service|db)\/(src|migrations)\/|^(service|db)?\/?package\.json$|^service\/Dockerfile$/.test(f)), []);
+    assert.deepEqual(files.filter((f) => !/^(service|db)\/(src|migrations)\/|^env\/src\/|^(service|db|env)?\/?package\.json$|^service\/Dockerfile$/.test(f)), []);
     assert.ok(files.includes('db/migrations/0001_create_users.sql'));
   });
 
@@ -122,7 +122,7 @@ describe('lambda/Dockerfile: the production install runs the producer and the lo
       assert.ok(!installedFor(devOnly, path.join(image.workdir, 'lambda', 'local')), `${devOnly} is in the image`);
     }
     assert.ok(installedFor('@aws-sdk/client-sqs', path.join(image.workdir, 'lambda', 'local')));
-    assert.deepEqual(filesOf(image.workdir).filter((f) => !/^lambda\/(src|local)\/|^(lambda\/)?package\.json$/.test(f)), []);
+    assert.deepEqual(filesOf(image.workdir).filter((f) => !/^lambda\/(src|local)\/|^env\/src\/|^(lambda\/|env\/)?package\.json$/.test(f)), []);
   });
 
   test('the producer (docker compose run producer) fills a queue and the CMD drains it into the service', async () => {

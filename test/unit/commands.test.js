@@ -9,9 +9,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
-import { variablesReadBy } from '@sluice/db/command-line';
-import { loadFeederConfig } from '../../lambda/src/config.js';
-import { loadRunnerConfig } from '../../lambda/local/sqs-config.js';
+import { DATABASE_VARIABLES } from '@sluice/db/database-url';
+import { describeEnv } from '@sluice/env';
+import { FEEDER_VARIABLES } from '../../lambda/src/config.js';
+import { RUNNER_VARIABLES, SQS_VARIABLES } from '../../lambda/local/sqs-config.js';
+import { START_AND_SERVICE_VARIABLES } from '../../scripts/start-config.js';
+import { SERVICE_VARIABLES } from '../../service/src/config.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const REFUSE_TO_START = fileURLToPath(new URL('../support/refuse-to-start.js', import.meta.url));
@@ -89,26 +92,20 @@ describe('every command answers --help and refuses an unknown option', () => {
     });
   }
 
-  test("npm start's and the service's usage list exactly the variables of docs/configuration.md's table", async () => {
-    const table = readFileSync(path.join(root, 'docs/configuration.md'), 'utf8');
-    const documented = [...table.matchAll(/^\| (.+?) \|/gm)].flatMap((m) => [...m[1].matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((v) => v[1]));
-    assert.ok(documented.length > 10, 'docs/configuration.md has a table of the variables');
-    for (const name of ['start', SERVICE]) {
+  // The usage is made from the declarations (environmentHelp): each command lists exactly what its loaders read.
+  for (const [name, declarations] of /** @type {[string, import('@sluice/env/load-env').Declarations][]} */ ([
+    ['start', START_AND_SERVICE_VARIABLES],
+    [SERVICE, { ...DATABASE_VARIABLES, ...SERVICE_VARIABLES }],
+    ['migrate', DATABASE_VARIABLES],
+    ['feeder', { ...SQS_VARIABLES, ...RUNNER_VARIABLES, ...FEEDER_VARIABLES }],
+    ['produce', SQS_VARIABLES],
+  ])) {
+    test(`${name}: its usage lists exactly the variables it declares, with their defaults`, async () => {
       const { stdout } = await /** @type {NonNullable<typeof answers[string]>} */ (answers[name]).help;
-      const listed = [...stdout.slice(stdout.indexOf('\nEnvironment:\n')).matchAll(/^ {2}([A-Z][A-Z0-9_]+)/gm)].map((m) => m[1]).filter((v) => v !== 'EMBEDDED_PG_PORT');
-      assert.deepEqual([...listed].sort(), [...new Set(documented)].sort(), name);
-    }
-  });
-
-  test("the feeder's usage names every variable the runner's and the handler's configurations read", async () => {
-    // The loaders demand QUEUE_URL and SERVICE_URL; everything else they read is recorded.
-    const required = { QUEUE_URL: 'http://127.0.0.1/queue', SERVICE_URL: 'http://127.0.0.1' };
-    const read = Object.keys(variablesReadBy((env) => {
-      const withRequired = new Proxy(env, { get: (target, name) => target[/** @type {string} */ (name)] ?? required[/** @type {keyof required} */ (name)] });
-      return { ...loadRunnerConfig(withRequired), ...loadFeederConfig(withRequired) };
-    }));
-    assert.ok(read.includes('BATCH_SIZE') && read.includes('POST_CHUNK_ITEMS'));
-    const { stdout } = await /** @type {NonNullable<typeof answers[string]>} */ (answers.feeder).help;
-    for (const name of read) assert.match(stdout, new RegExp(`^ {2}${name} `, 'm'), name);
-  });
+      const environment = stdout.slice(stdout.indexOf('\nEnvironment'));
+      const listed = [...environment.matchAll(/^ {2}([A-Z][A-Z0-9_]+) /gm)].map((m) => m[1]);
+      assert.deepEqual(listed, Object.keys(declarations));
+      for (const d of describeEnv(declarations)) assert.ok(stdout.replace(/\s+/g, ' ').includes(d.defaultText === 'required' ? '(required)' : `(default: ${d.defaultText})`), `${d.name}: default ${d.defaultText}`);
+    });
+  }
 });

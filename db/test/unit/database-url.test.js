@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError } from '../../src/config-error.js';
+import { ConfigError } from '@sluice/env';
 import { databaseUrlFromEnv } from '../../src/database-url.js';
 
 describe('databaseUrlFromEnv (unit)', () => {

@@ -1,7 +1,12 @@
 #!/usr/bin/env node
 // `npm run feeder`: the local SQS event-source runner feeding the real handler.
 import { Command } from 'commander';
+import { ConfigError } from '@sluice/env';
+import { FEEDER_VARIABLES, loadFeederConfig } from '../../src/config.js';
+import { environmentSection } from '../environment-help.js';
+import { RUNNER_VARIABLES, SQS_VARIABLES, loadRunnerConfig } from '../sqs-config.js';
 
+// The declarations and loaders are cheap (no SDK): the usage is made from them before anything starts.
 // The command line every sluice command has (db/src/command-line.js, which this image does not
 // hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
 new Command('npm run feeder --')
@@ -9,40 +14,16 @@ new Command('npm run feeder --')
   .helpOption('-h, --help', 'print this usage and exit')
   .showHelpAfterError()
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
-  .addHelpText('after', `
-Environment (the runner's, with Lambda's meaning; lambda/local/sqs-config.js reads them):
-  SQS_ENDPOINT             an SQS-compatible endpoint such as ElasticMQ (default: AWS's)
-  QUEUE_URL                the queue to drain (required)
-  AWS_REGION               (default: AWS_DEFAULT_REGION, else us-east-1)
-  AWS_DEFAULT_REGION       the region when AWS_REGION is unset
-  AWS_ACCESS_KEY_ID        (default: local stand-ins when SQS_ENDPOINT is set)
-  BATCH_SIZE               messages per batch at most (default: 1000)
-  BATCH_WINDOW_MS          how long a batch may gather (default: 1000)
-  RECEIVERS                long polls at once (default: 4)
-  RUNNER_CONCURRENCY       handler invocations at once (default: 2)
-  FUNCTION_TIMEOUT_MS      one invocation's time limit (default: 60000)
-The handler's (lambda/src/config.js):
-  SERVICE_URL              the sluice service (required)
-  INGEST_TOKEN             its bearer token (default: unset)
-  INGEST_TOKEN_SECRET_ARN  on AWS: the Secrets Manager secret holding the token, instead
-  POST_CHUNK_ITEMS         users per POST /users (default: 1000)
-  POST_CONCURRENCY         POSTs in flight at once (default: 4)
-  REQUEST_TIMEOUT_MS       one POST's limit (default: 30000)
-  RETRY_BASE_MS            the first backoff step (default: 200)
-  RETRY_MAX_MS             the backoff's cap (default: 5000)
-  SAFETY_MARGIN_MS         time kept back from an invocation's deadline (default: 3000)
-  CONFLICT_RESOLUTION      ignore (skip stored emails) or merge (update them), unless a
-                           message's resolution attribute says otherwise (default: ignore)
-  POWERTOOLS_LOG_LEVEL     Powertools' Logger level (default: INFO)`)
+  .addHelpText('after', environmentSection([
+    ["Environment, the runner's (lambda/local/sqs-config.js), with Lambda's meaning:", { ...SQS_VARIABLES, ...RUNNER_VARIABLES }],
+    ["The handler's (lambda/src/config.js):", FEEDER_VARIABLES],
+  ]))
   .parse();
 
 const { Logger } = await import('@aws-lambda-powertools/logger');
 const { SQSClient } = await import('@aws-sdk/client-sqs');
-const { loadFeederConfig } = await import('../../src/config.js');
-const { ConfigError } = await import('../../src/errors.js');
 const { handler } = await import('../../src/handler.js');
 const { LocalEventSource } = await import('../local-runner.js');
-const { loadRunnerConfig } = await import('../sqs-config.js');
 
 let config;
 try {

@@ -3,10 +3,16 @@
 import { createReadStream } from 'node:fs';
 import readline from 'node:readline';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { integer } from '@sluice/env';
+import { environmentSection } from '../environment-help.js';
+import { SQS_VARIABLES, loadSqsConfig } from '../sqs-config.js';
 
 const positive = (/** @type {string} */ value) => {
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('Expected a whole number of at least 1.');
-  return Number(value);
+  try {
+    return integer({ min: 1 }).parse(value);
+  } catch {
+    throw new InvalidArgumentError('Expected a whole number of at least 1.');
+  }
 };
 // The command line every sluice command has (db/src/command-line.js, which this image does not
 // hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
@@ -23,13 +29,7 @@ const program = new Command('npm run produce --')
     new Option('--resolution <r>', "the messages' resolution attribute: what the service does with an email already stored (default: none, the feeder's CONFLICT_RESOLUTION)")
       .choices(['merge-duplicates', 'ignore-duplicates']),
   )
-  .addHelpText('after', `
-Environment (lambda/local/sqs-config.js reads them):
-  QUEUE_URL                the queue to send to (required)
-  SQS_ENDPOINT             an SQS-compatible endpoint such as ElasticMQ (default: AWS's)
-  AWS_REGION               (default: AWS_DEFAULT_REGION, else us-east-1)
-  AWS_DEFAULT_REGION       the region when AWS_REGION is unset
-  AWS_ACCESS_KEY_ID        (default: local stand-ins when SQS_ENDPOINT is set)`)
+  .addHelpText('after', environmentSection([['Environment (lambda/local/sqs-config.js):', SQS_VARIABLES]]))
   .parse();
 const args = program.opts();
 const count = /** @type {number | undefined} */ (args.count);
@@ -39,7 +39,6 @@ if (!count && !args.file) program.error('error: say how many users to generate (
 
 const { SQSClient } = await import('@aws-sdk/client-sqs');
 const { Presets, SingleBar } = await import('cli-progress');
-const { loadSqsConfig } = await import('../sqs-config.js');
 const { packMessages, sendMessages } = await import('../producer.js');
 
 let config;

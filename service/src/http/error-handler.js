@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { API_ERRORS, ApiError, DatabaseTimeoutError, DatabaseUnavailableError, InvalidBatchError } from '../errors.js';
+import { API_ERRORS, ApiError, DatabaseTimeoutError, DatabaseUnavailableError, InvalidBatchError, itemErrorsAsDetails } from '../errors.js';
 import { finishUnreadBody } from './unread-body.js';
 
 /**
@@ -12,12 +12,17 @@ export function describeError(err) {
   const apiError = err instanceof ApiError ? err : undefined;
   if (!apiError) {
     const errorId = randomUUID();
-    return { status: 500, headers: {}, body: { error: 'internal', message: API_ERRORS.internal.message, errorId }, apiError };
+    const spec = API_ERRORS.internal;
+    return { status: 500, headers: {}, body: { error: 'internal', message: spec.message, errorId, code: spec.pgrst, details: null, hint: null }, apiError };
   }
-  const spec = API_ERRORS[apiError.code];
+  const spec = /** @type {import('../errors.js').ApiErrorSpec} */ (API_ERRORS[apiError.code]);
   /** @type {Record<string, unknown>} */
   const body = { error: apiError.code, message: apiError.message };
   if (apiError instanceof InvalidBatchError) body.errors = apiError.errors;
+  // PostgREST's shape beside sluice's, for its clients (postgrest-js reads code, message, details, hint).
+  body.code = spec.pgrst;
+  body.details = apiError.details ?? (apiError instanceof InvalidBatchError ? itemErrorsAsDetails(apiError.errors) : null);
+  body.hint = spec.hint ?? null;
   return { status: spec.status, headers: 'headers' in spec ? { ...spec.headers } : {}, body, apiError };
 }
 

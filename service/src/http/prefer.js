@@ -1,46 +1,119 @@
 import { ApiError } from '../errors.js';
 
+// The Prefer header (RFC 7240) with PostgREST's vocabulary for writes: resolution, return, count,
+// handling. Preferences sluice does not honour are ignored, as the RFC says, unless the client asks
+// for `handling=strict` (then they are 400, as in PostgREST).
+
 /** The `resolution` preferences (PostgREST's names), by the Resolution they select. */
 const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
+const RETURNS = new Set(['minimal', 'headers-only', 'representation']);
+// planned and estimated are guesses in PostgREST; a write knows its exact count for free.
+const COUNTS = new Set(['exact', 'planned', 'estimated']);
+const HANDLINGS = new Set(['lenient', 'strict']);
 
 /**
- * The `resolution` a request asks for in its `Prefer` header (RFC 7240): preferences are separated
- * by commas, each `name[=value]` with optional `;` parameters; names are case-insensitive; the
- * first of a name counts; preferences sluice does not know are ignored, as the RFC says.
+ * What a request prefers.
+ * @typedef {object} Preferences
+ * @property {import('../users/user-schema.js').Resolution} resolution
+ * @property {'minimal' | 'headers-only' | 'representation'} [return]  none: sluice's counts object
+ * @property {boolean} count  answer Content-Range with the rows affected
+ * @property {string} [applied]  the value for Preference-Applied, when a preference was honoured
+ */
+
+/** @type {Readonly<Preferences>} */
+const NONE = Object.freeze({ resolution: 'ignore', count: false });
+
+/**
+ * The preferences of a request's `Prefer` headers: preferences are separated by commas, each
+ * `name[=value]` with optional `;` parameters; names are case-insensitive; the first of a name
+ * counts. Preference-Applied lists what was honoured in PostgREST's order (resolution, return,
+ * count, handling).
  *
  * @param {string | undefined} header  every Prefer header of the request (Node joins them with ", ")
- * @returns {{ resolution: import('../users/user-schema.js').Resolution, applied?: string }}
- *   applied: the value for Preference-Applied, when a resolution was asked
- * @throws {ApiError} unsupported_preference, for another resolution value
+ * @returns {Preferences}
+ * @throws {ApiError} unsupported_preference: another resolution value; under handling=strict, any
+ *   preference not honoured
  */
-export function resolutionPreference(header) {
-  if (!header) return { resolution: 'ignore' };
+export function parsePreferences(header) {
+  if (!header) return NONE;
+  /** @type {Map<string, string>} */
+  const first = new Map();
+  /** @type {string[]} */
+  const unknown = [];
   for (const preference of header.split(',')) {
     const [nameValue] = preference.split(';');
     const eq = nameValue.indexOf('=');
     const name = (eq === -1 ? nameValue : nameValue.slice(0, eq)).trim().toLowerCase();
-    if (name !== 'resolution') continue;
+    if (name === '') continue;
     const value = eq === -1 ? '' : nameValue.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
-    const resolution = Object.hasOwn(RESOLUTIONS, value) ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (value)] : undefined;
-    if (!resolution) {
-      throw new ApiError('unsupported_preference', `Prefer: resolution=${JSON.stringify(value).slice(1, -1)} is not supported; send resolution=merge-duplicates or resolution=ignore-duplicates`);
-    }
-    return { resolution, applied: `resolution=${value}` };
+    if (first.has(name)) continue;
+    first.set(name, value);
+    if (!isHonoured(name, value)) unknown.push(preference.trim());
   }
-  return { resolution: 'ignore' };
+
+  const resolutionValue = first.get('resolution');
+  let resolution = NONE.resolution;
+  if (resolutionValue !== undefined) {
+    const resolved = Object.hasOwn(RESOLUTIONS, resolutionValue) ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (resolutionValue)] : undefined;
+    if (!resolved) {
+      throw new ApiError('unsupported_preference', `Prefer: resolution=${JSON.stringify(resolutionValue).slice(1, -1)} is not supported; send resolution=merge-duplicates or resolution=ignore-duplicates`);
+    }
+    resolution = resolved;
+  }
+  const strict = first.get('handling') === 'strict';
+  if (strict && unknown.length > 0) {
+    throw new ApiError('unsupported_preference', 'Invalid preferences given with handling=strict', { details: `Invalid preferences: ${unknown.join(', ')}` });
+  }
+
+  const returnValue = first.get('return');
+  const ret = returnValue !== undefined && RETURNS.has(returnValue) ? /** @type {Preferences['return']} */ (returnValue) : undefined;
+  const countValue = first.get('count');
+  const count = countValue !== undefined && COUNTS.has(countValue);
+  const applied = [
+    resolutionValue === undefined ? '' : `resolution=${resolutionValue}`,
+    ret === undefined ? '' : `return=${ret}`,
+    count ? `count=${countValue}` : '',
+    strict ? 'handling=strict' : '',
+  ].filter(Boolean).join(', ');
+  return { resolution, return: ret, count, applied: applied || undefined };
+}
+
+/** @param {string} name @param {string} value */
+function isHonoured(name, value) {
+  switch (name) {
+    case 'resolution': return true; // a wrong value is refused whatever the handling
+    case 'return': return RETURNS.has(value);
+    case 'count': return COUNTS.has(value);
+    case 'handling': return HANDLINGS.has(value);
+    default: return false;
+  }
 }
 
 /**
- * Middleware: reads the resolution before the body is read, so an unsupported one costs nothing;
- * leaves it in res.locals (resolution, and preferenceApplied for the answer's Preference-Applied).
+ * The `resolution` a request asks for (the part of parsePreferences that other writers need).
+ * @param {string | undefined} header
+ * @returns {{ resolution: import('../users/user-schema.js').Resolution, applied?: string }}
+ */
+export function resolutionPreference(header) {
+  const { resolution, applied } = parsePreferences(header);
+  const resolutionApplied = applied?.split(', ').find((p) => p.startsWith('resolution='));
+  return resolutionApplied ? { resolution, applied: resolutionApplied } : { resolution };
+}
+
+/**
+ * Middleware: reads the preferences before the body is read, so an unsupported one costs nothing;
+ * leaves them in res.locals: resolution, returnPreference, countRows, and preferenceApplied for
+ * the answer's Preference-Applied.
  * @returns {import('express').RequestHandler}
  */
 export function readPreferences() {
   return (req, res, next) => {
     const header = req.headers.prefer;
-    const { resolution, applied } = resolutionPreference(Array.isArray(header) ? header.join(', ') : header);
-    res.locals.resolution = resolution;
-    res.locals.preferenceApplied = applied;
+    const preferences = parsePreferences(Array.isArray(header) ? header.join(', ') : header);
+    res.locals.resolution = preferences.resolution;
+    res.locals.returnPreference = preferences.return;
+    res.locals.countRows = preferences.count;
+    res.locals.preferenceApplied = preferences.applied;
     next();
   };
 }

@@ -5,10 +5,13 @@ import { byEmail } from './user-schema.js';
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-schema.js').Resolution} Resolution */
 /** @typedef {import('./user-repository.js').Counts} Counts */
+/** @typedef {import('./user-repository.js').WrittenUser} WrittenUser */
+/** @typedef {import('./user-repository.js').WriteOptions} WriteOptions */
 /**
  * @typedef {object} Waiting  a request's validated rows, waiting for a write slot
  * @property {UserRow[]} rows  sorted by email, no email twice
  * @property {Resolution} resolution
+ * @property {boolean} withRows  it wants its rows as written (return=representation)
  * @property {(counts: Counts) => void} resolve
  * @property {(err: unknown) => void} reject
  * @property {number} since  performance.now() when it arrived
@@ -41,11 +44,14 @@ import { byEmail } from './user-schema.js';
  *   slow-lane slots outside the write slots (`writeSlow`, DB_LOCK_TIMEOUT_MS), or gets 503
  *   lock_timeout at once when they are full. Its emails stay busy meanwhile, so a retry of it waits
  *   behind it and nothing else does.
+ * - A request that wants its rows as written (return=representation) gets exactly its own: its
+ *   group's statement returns every row it wrote, and each request takes those of its emails.
+ *   Only such a group pays for RETURNING them.
  *
  * @param {{
- *   writeGroup: (rows: UserRow[], resolution: Resolution) => Promise<'all' | Map<string, boolean>>,
- *   writeAlone: (rows: UserRow[], resolution: Resolution) => Promise<Counts>,
- *   writeSlow?: (rows: UserRow[], resolution: Resolution) => Promise<Counts>,
+ *   writeGroup: (rows: UserRow[], resolution: Resolution, withRows?: boolean) => Promise<'all' | Map<string, boolean | WrittenUser>>,
+ *   writeAlone: (rows: UserRow[], resolution: Resolution, options?: WriteOptions) => Promise<Counts>,
+ *   writeSlow?: (rows: UserRow[], resolution: Resolution, options?: WriteOptions) => Promise<Counts>,
  *   diagnose: (err: unknown) => Promise<import('../db.js').Diagnosis>,
  *   isTableLocked?: () => Promise<boolean>,
  *   maxRows: number,
@@ -145,9 +151,10 @@ export function createGroupCommit({
     const started = performance.now();
     const rows = group.length === 1 ? group[0].rows : group.flatMap((w) => w.rows).sort(byEmail);
     observe({ requests: group.length, rows: rows.length, waitedSeconds: group.map((w) => (started - w.since) / 1000) });
+    const withRows = group.some((w) => w.withRows);
     let written;
     try {
-      written = await writeGroup(rows, group[0].resolution);
+      written = await (withRows ? writeGroup(rows, group[0].resolution, true) : writeGroup(rows, group[0].resolution));
     } catch (err) {
       const refusal = await refusalForAll(err);
       if (refusal) {
@@ -158,7 +165,7 @@ export function createGroupCommit({
       alone.push(...group);
       return;
     }
-    for (const w of group) answer(w, { counts: credit(w.rows, written) });
+    for (const w of group) answer(w, { counts: credit(w.rows, written, w.withRows) });
   }
 
   /**
@@ -178,7 +185,7 @@ export function createGroupCommit({
   /** @param {Waiting} w */
   async function writeLone(w) {
     try {
-      answer(w, { counts: await writeAlone(w.rows, w.resolution) });
+      answer(w, { counts: await writeAlone(w.rows, w.resolution, optionsOf(w)) });
     } catch (err) {
       if (writeSlow && err instanceof DatabaseTimeoutError && err.code === 'lock_timeout' && slowInFlight < maxSlow) {
         slowLane(writeSlow, w);
@@ -198,7 +205,7 @@ export function createGroupCommit({
       slowInFlight--;
       drain();
     };
-    write(w.rows, w.resolution)
+    write(w.rows, w.resolution, optionsOf(w))
       .then((counts) => answer(w, { counts }), (err) => answer(w, { err }))
       .then(free, free);
   }
@@ -208,29 +215,41 @@ export function createGroupCommit({
      * Writes one request's rows with whatever else is waiting; resolves once they are committed.
      * @param {UserRow[]} rows  validated, sorted by email, no email twice
      * @param {Resolution} resolution
+     * @param {WriteOptions} [options]  withRows: answer this request's rows as written too
      * @returns {Promise<Counts>} this request's rows inserted and updated
      */
-    writeUsers(rows, resolution) {
+    writeUsers(rows, resolution, options) {
       return new Promise((resolve, reject) => {
-        waiting.push({ rows, resolution, resolve, reject, since: performance.now() });
+        waiting.push({ rows, resolution, withRows: options?.withRows === true, resolve, reject, since: performance.now() });
         drain();
       });
     },
   };
 }
 
+const WITH_ROWS = Object.freeze({ withRows: true });
+/** @param {Waiting} w @returns {WriteOptions | undefined} */
+const optionsOf = (w) => (w.withRows ? WITH_ROWS : undefined);
+
 /**
- * One request's share of what its group's statement did.
- * @param {UserRow[]} rows @param {'all' | Map<string, boolean>} written
+ * One request's share of what its group's statement did: its counts, and its rows as written when
+ * it wants them (the statement returned rows then).
+ * @param {UserRow[]} rows @param {'all' | Map<string, boolean | WrittenUser>} written @param {boolean} [withRows]
  * @returns {Counts}
  */
-export function credit(rows, written) {
+export function credit(rows, written, withRows = false) {
   if (written === 'all') return { inserted: rows.length, updated: 0 };
+  /** @type {Counts} */
   const counts = { inserted: 0, updated: 0 };
+  /** @type {WrittenUser[] | undefined} */
+  const users = withRows ? [] : undefined;
   for (const row of rows) {
-    const inserted = written.get(row[0]);
+    const w = written.get(row[0]);
+    const inserted = typeof w === 'object' ? w.inserted : w;
     if (inserted === true) counts.inserted++;
     else if (inserted === false) counts.updated++;
+    if (users && typeof w === 'object') users.push(w);
   }
+  if (users) counts.users = users;
   return counts;
 }

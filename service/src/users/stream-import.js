@@ -59,6 +59,8 @@ export function streamUsers({ db, admit, maxStreamBytes, idleTimeoutMs, metrics 
   return (req, res, next) => {
     const format = streamFormat(req);
     if (format === undefined) return next();
+    const unsupported = unsupportedOnStreams(res);
+    if (unsupported) return next(unsupported);
     const checked = checkStreamHeaders(req, maxStreamBytes);
     if ('error' in checked) return next(checked.error);
     admit(req, res, (/** @type {unknown} */ err) => (err ? next(err) : serve(req, res, next, format, checked.decoder)));
@@ -80,7 +82,11 @@ export function streamUsers({ db, admit, maxStreamBytes, idleTimeoutMs, metrics 
         metrics.usersInserted.inc(inserted);
         if (updated > 0) metrics.usersUpdated.inc(updated);
         if (res.locals.preferenceApplied) res.setHeader('Preference-Applied', res.locals.preferenceApplied);
-        res.status(inserted > 0 ? 201 : 200).json({ received, inserted, updated, duplicates: received - inserted });
+        if (res.locals.countRows) res.setHeader('Content-Range', `*/${inserted + updated}`);
+        const status = inserted > 0 ? 201 : 200;
+        // return=minimal or headers-only (PostgREST's): no body; none: sluice's counts.
+        if (res.locals.returnPreference !== undefined) res.writeHead(status, { 'Content-Length': 0 }).end();
+        else res.status(status).json({ received, inserted, updated, duplicates: received - inserted });
       },
       (failure) => {
         reader.close();
@@ -90,6 +96,23 @@ export function streamUsers({ db, admit, maxStreamBytes, idleTimeoutMs, metrics 
       },
     );
   }
+}
+
+/**
+ * What a stream cannot do of PostgREST's interface (http/prefer.js, http/write-query.js): answer its
+ * rows (there may be millions), or read only some columns; refused before anything is read.
+ * @param {import('express').Response} res
+ * @returns {ApiError | undefined}
+ */
+function unsupportedOnStreams(res) {
+  if (res.locals.returnPreference === 'representation') {
+    return new ApiError('unsupported_preference', 'Prefer: return=representation is not supported on a streamed body (NDJSON, CSV): send return=minimal or none (the counts)');
+  }
+  const query = /** @type {import('../http/write-query.js').WriteQuery | undefined} */ (res.locals.writeQuery);
+  if (query?.columns || query?.select) {
+    return new ApiError('unsupported_query', `?${query.columns ? 'columns' : 'select'} is not supported on a streamed body (NDJSON, CSV): a CSV header names its columns`);
+  }
+  return undefined;
 }
 
 /**

@@ -11,7 +11,16 @@ import {
 /** @typedef {import('./user-schema.js').Resolution} Resolution */
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
 /** @typedef {import('pg').PoolClient} PoolClient */
-/** @typedef {{ inserted: number, updated: number }} Counts */
+/**
+ * A row as written, as a representation shows it (return=representation), and whether the write
+ * inserted it (else it updated it).
+ * @typedef {{ email: string, name: string, phone: string | null, createdAt: string, updatedAt: string | null, inserted: boolean }} WrittenUser
+ */
+/**
+ * What a write did: its counts, and the rows it wrote when asked for them (withRows), sorted by email.
+ * @typedef {{ inserted: number, updated: number, users?: WrittenUser[] }} Counts
+ */
+/** @typedef {{ withRows?: boolean }} WriteOptions  withRows: answer the rows written too (return=representation) */
 /**
  * Writes one chunk; a stored email fails it (23505) when `onConflict` is 'fail'.
  * @typedef {object} ChunkWriter
@@ -125,6 +134,31 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
   }
 
   /**
+   * Writes rows and answers them as written: a pg-format statement a chunk whatever the strategy,
+   * RETURNING each row (return=representation, which the default path never pays for).
+   * @param {UserRow[]} rows @param {OnConflict} onConflict @param {number} [lockTimeoutMs]
+   * @returns {Promise<Counts & { users: WrittenUser[] }>}
+   */
+  function writeReturningRows(rows, onConflict, lockTimeoutMs) {
+    /** @param {PoolClient} client @param {UserRow[]} chunk @returns {Promise<WrittenUser[]>} */
+    const writeChunk = async (client, chunk) => (await client.query(writeStatement(rowsAsArrays(chunk), onConflict, 'rows'))).rows;
+    /** @param {WrittenUser[]} users */
+    const counted = (users) => {
+      let inserted = 0;
+      for (const u of users) if (u.inserted) inserted++;
+      return { inserted, updated: users.length - inserted, users };
+    };
+    if (!lockTimeoutMs && rows.length <= chunkRows) return db.withClient(async (client) => counted(await writeChunk(client, rows)));
+    return db.transaction(async (client) => {
+      if (lockTimeoutMs) await client.query(`SET LOCAL lock_timeout = ${Math.trunc(lockTimeoutMs)}`);
+      /** @type {WrittenUser[]} */
+      const users = [];
+      for (let start = 0; start < rows.length; start += chunkRows) users.push(...(await writeChunk(client, rows.slice(start, start + chunkRows))));
+      return counted(users);
+    });
+  }
+
+  /**
    * All-new first; resolving conflicts after a unique violation, or at once while replays are
    * likely. Every way in (a request alone, a group) goes through here.
    * @template T
@@ -177,13 +211,16 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
      * One request's rows, all or nothing.
      * @param {UserRow[]} rows  validated, sorted by email, no email twice
      * @param {Resolution} resolution
-     * @param {{ lockTimeoutMs?: number }} [options]  a lock_timeout of its own instead of DB_LOCK_TIMEOUT_MS
+     * @param {{ lockTimeoutMs?: number } & WriteOptions} [options]  lockTimeoutMs: a lock_timeout of its own
+     *   instead of DB_LOCK_TIMEOUT_MS
      * @returns {Promise<Counts>}
      * @throws {DatabaseUnavailableError | DatabaseTimeoutError} or the request's own failure
      */
-    writeUsers: (rows, resolution, { lockTimeoutMs } = {}) =>
+    writeUsers: (rows, resolution, { lockTimeoutMs, withRows } = {}) =>
       withDiagnosis(() =>
-        allNewFirst(rows.length, () => write(rows, 'fail', lockTimeoutMs), () => write(rows, onConflictFor(resolution), lockTimeoutMs), (c) => c.inserted),
+        withRows
+          ? allNewFirst(rows.length, () => writeReturningRows(rows, 'fail', lockTimeoutMs), () => writeReturningRows(rows, onConflictFor(resolution), lockTimeoutMs), (c) => c.inserted)
+          : allNewFirst(rows.length, () => write(rows, 'fail', lockTimeoutMs), () => write(rows, onConflictFor(resolution), lockTimeoutMs), (c) => c.inserted),
       ),
 
     /**
@@ -191,21 +228,42 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
      * commit credits each to its request): 'all' when every row was inserted, else the emails
      * written, true where inserted and false where updated. Failures are thrown undiagnosed: group
      * commit decides what a failed group means.
+     * With withRows, the statement returns every row it wrote and the answer is those rows by email
+     * (group commit hands each request its own).
      * @param {UserRow[]} rows  sorted by email, no email twice, at most one statement's worth
      * @param {Resolution} resolution
-     * @returns {Promise<'all' | Map<string, boolean>>}
+     * @param {boolean} [withRows]
+     * @returns {Promise<'all' | Map<string, boolean | WrittenUser>>}
      */
-    writeGroup: (rows, resolution) =>
-      allNewFirst(
-        rows.length,
-        () => db.withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), 'fail', 'none'))).then(() => /** @type {const} */ ('all')),
-        () =>
-          db
-            .withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), onConflictFor(resolution), 'emails')))
-            .then((r) => new Map(lastResult(r).rows.map((row) => [row.email, row.inserted]))),
-        (r) => (r === 'all' ? rows.length : [...r.values()].filter(Boolean).length),
-      ),
+    writeGroup: (rows, resolution, withRows) => (withRows ? writeGroupRows(rows, resolution) : writeGroupCounts(rows, resolution)),
   };
+
+  /** @param {UserRow[]} rows @param {Resolution} resolution @returns {Promise<Map<string, WrittenUser>>} */
+  function writeGroupRows(rows, resolution) {
+    /** @param {OnConflict} onConflict */
+    const attempt = (onConflict) =>
+      db
+        .withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), onConflict, 'rows')))
+        .then((r) => new Map(lastResult(r).rows.map((/** @type {WrittenUser} */ row) => [row.email, row])));
+    return allNewFirst(rows.length, () => attempt('fail'), () => attempt(onConflictFor(resolution)), (r) => {
+      let inserted = 0;
+      for (const u of r.values()) if (u.inserted) inserted++;
+      return inserted;
+    });
+  }
+
+  /** @param {UserRow[]} rows @param {Resolution} resolution @returns {Promise<'all' | Map<string, boolean>>} */
+  function writeGroupCounts(rows, resolution) {
+    return allNewFirst(
+      rows.length,
+      () => db.withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), 'fail', 'none'))).then(() => /** @type {const} */ ('all')),
+      () =>
+        db
+          .withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), onConflictFor(resolution), 'emails')))
+          .then((r) => new Map(lastResult(r).rows.map((row) => [row.email, row.inserted]))),
+      (r) => (r === 'all' ? rows.length : [...r.values()].filter(Boolean).length),
+    );
+  }
 }
 
 /** @typedef {ReturnType<typeof createUserWriter>} UserWriter */

@@ -12,8 +12,9 @@ import format from 'pg-format';
  * @typedef {'fail' | 'skip' | 'merge'} OnConflict
  */
 /**
- * What it answers: nothing but its command tag; one row of counts; or a row per email it wrote.
- * @typedef {'none' | 'counts' | 'emails'} Returning
+ * What it answers: nothing but its command tag; one row of counts; a row per email it wrote; or
+ * each row it wrote as stored (return=representation), with whether it was inserted.
+ * @typedef {'none' | 'counts' | 'emails' | 'rows'} Returning
  */
 
 export const COLUMNS = 'email, name, phone, password_hash';
@@ -53,6 +54,10 @@ const changedRows = (source) => `SELECT ${COLUMNS} FROM (${source}) AS t (${COLU
   WHERE NOT EXISTS (SELECT FROM users u WHERE u.email = t.email COLLATE "C"
     AND (${storedValues('u')}) IS NOT DISTINCT FROM (${mergedValues('t', 'u')}) OFFSET 0)`;
 
+// A written row as a representation shows it (never the password hash), timestamps in the text
+// JSON gives them (as PostgREST answers them: microseconds and offset), and whether it was inserted.
+const RETURNING_ROWS = `RETURNING email, name, phone, to_json(created_at) #>> '{}' AS "createdAt", to_json(updated_at) #>> '{}' AS "updatedAt", updated_at IS NULL AS inserted`;
+
 /**
  * The statement around a row source (`SELECT ...` or `VALUES ...` giving the four columns).
  * @param {string} source
@@ -62,6 +67,7 @@ const changedRows = (source) => `SELECT ${COLUMNS} FROM (${source}) AS t (${COLU
 export function writeStatement(source, onConflict, returning) {
   const insert = `INSERT INTO users (${COLUMNS}) ${onConflict === 'merge' ? changedRows(source) : source} ${ON_CONFLICT[onConflict]}`;
   if (returning === 'emails') return `${insert} RETURNING email, updated_at IS NULL AS inserted`;
+  if (returning === 'rows') return `${insert} ${RETURNING_ROWS}`;
   if (returning === 'none') return insert;
   return `WITH written AS (${insert} RETURNING updated_at IS NULL AS inserted)
     SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`;

@@ -74,6 +74,12 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     expectCode('duplicate_key', 'post', '/users', await post('{"a": 1, "a": 2}'));
     expectCode('malformed_encoding', 'post', '/users', await post(new Uint8Array([1, 2, 3, 4]), { 'content-encoding': 'gzip' }));
     expectCode('unsupported_preference', 'post', '/users', await post(makeUsers(1), { prefer: 'resolution=overwrite' }));
+    /** @param {string} query */
+    const postTo = (query) => fetch(`${app.baseUrl}/users?${query}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(makeUsers(1)) })
+      .then(async (res) => ({ status: res.status, headers: res.headers, body: await res.json() }));
+    expectCode('unknown_column', 'post', '/users', await postTo('columns=email,nickname'));
+    expectCode('unsupported_conflict_target', 'post', '/users', await postTo('on_conflict=phone'));
+    expectCode('unsupported_query', 'post', '/users', await postTo('select=email,orders(id)'));
     const twoTypes = await raw((s) => {
       s.end(postHead([auth, ['Content-Type', 'application/json'], ['Content-Type', 'text/plain'], ['Content-Length', 2], ['Connection', 'close']]) + '[]');
     });

@@ -45,7 +45,7 @@ describe('the examples of docs/api.md against the real service, answers checked 
     const unauthorized = await post([], {});
     assert.equal(unauthorized.status, 401);
     const tooMany = await post(makeUsers(4));
-    assert.deepEqual(tooMany.body, { error: 'too_many_items', message: '4 users is over MAX_BATCH_ITEMS (3); split the batch' });
+    assert.deepEqual(tooMany.body, { error: 'too_many_items', message: '4 users is over MAX_BATCH_ITEMS (3); split the batch', code: 'PGRST102', details: null, hint: null });
     assert.equal((await post(JSON.stringify([{ email: 'big@example.com', name: 'x'.repeat(5000) }]))).body.error, 'payload_too_large');
     assert.equal((await post('[]', { token: TOKEN, contentType: 'text/plain' })).status, 415);
   });

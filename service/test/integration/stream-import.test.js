@@ -164,6 +164,16 @@ describe('POST /users with a streamed body', () => {
     assert.deepEqual((await ctx.db.usersByEmail([u.email])).get(u.email), { email: u.email, name: 'Second', phone: '+15550000001', password_hash: null });
   });
 
+  test('PostgREST\'s return=minimal and count=exact are honoured; a representation or ?columns refused before reading', async () => {
+    const users = makeUsers(3);
+    const minimal = await ctx.app.postUsers(ndjson(users), { contentType: NDJSON, headers: { prefer: 'return=minimal, count=exact' } });
+    assert.deepEqual([minimal.status, minimal.text, minimal.headers.get('content-range')], [201, '', '*/3']);
+    const rows = await ctx.app.postUsers(ndjson(users), { contentType: NDJSON, headers: { prefer: 'return=representation' } });
+    assert.deepEqual([rows.status, rows.body.error], [400, 'unsupported_preference']);
+    const res = await fetch(`${ctx.app.baseUrl}/users?columns=email,name`, { method: 'POST', headers: { 'content-type': CSV }, body: csv(users) });
+    assert.deepEqual([res.status, (await res.json()).error], [400, 'unsupported_query']);
+  });
+
   test('a client that leaves mid-stream leaves nothing written, and the connection goes back to the pool', async () => {
     const users = makeUsers(20_000);
     const before = await ctx.db.countUsers();

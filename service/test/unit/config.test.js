@@ -25,7 +25,7 @@ describe('configuration (unit)', () => {
     assert.equal(c.dbLockTimeoutMs, 3000);
     assert.equal(c.shutdownTimeoutMs, 25_000);
     assert.equal(c.logLevel, 'info');
-    assert.equal(c.admissionBudgetBytes, 4 * 1024 * 1024);
+    assert.equal(c.admissionBudgetBytes, 3 * 1024 * 1024);
     assert.equal(c.admissionWaitMs, 2000);
   });
 

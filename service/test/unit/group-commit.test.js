@@ -288,3 +288,63 @@ describe('createReplayGuess (unit)', () => {
     assert.equal(guess.likely(), false);
   });
 });
+
+describe('group commit and return=representation (unit)', () => {
+  /** @param {string} email @param {boolean} inserted */
+  const written = (email, inserted) => ({ email, name: 'N', phone: null, createdAt: '2026-01-01T00:00:00+00:00', updatedAt: inserted ? null : '2026-01-02T00:00:00+00:00', inserted });
+
+  test('a group with a request that wants its rows asks the statement for them; each request gets exactly its own', async () => {
+    /** @type {{ emails: string[], withRows: boolean | undefined }[]} */
+    const calls = [];
+    /** @type {(() => void) | undefined} */
+    let release;
+    const gate = new Promise((r) => { release = () => r(undefined); });
+    const gc = createGroupCommit({
+      async writeGroup(rows, _resolution, withRows) {
+        calls.push({ emails: rows.map((r) => r[0]), withRows });
+        await gate;
+        if (!withRows) return 'all';
+        return new Map(rows.filter((r) => r[0] !== 'c@x.co').map((r) => [r[0], written(r[0], r[0] !== 'b@x.co')]));
+      },
+      writeAlone: async () => assert.fail('no request is written alone'),
+      diagnose: async () => 'own',
+      maxRows: 1000,
+      maxInFlight: 1,
+    });
+    const first = gc.writeUsers([row('z@x.co')], 'merge');
+    const withRows = gc.writeUsers([row('a@x.co'), row('b@x.co')], 'merge', { withRows: true });
+    const counts = gc.writeUsers([row('c@x.co'), row('d@x.co')], 'merge');
+    /** @type {() => void} */ (release)();
+    assert.deepEqual(await first, { inserted: 1, updated: 0 }, 'a group of counts alone pays for no rows');
+    const rowsAnswer = await withRows;
+    assert.deepEqual(calls, [{ emails: ['z@x.co'], withRows: undefined }, { emails: ['a@x.co', 'b@x.co', 'c@x.co', 'd@x.co'], withRows: true }]);
+    assert.deepEqual(rowsAnswer, { inserted: 1, updated: 1, users: [written('a@x.co', true), written('b@x.co', false)] });
+    assert.deepEqual(await counts, { inserted: 1, updated: 0 }, 'c was not written (unchanged), d inserted; no rows');
+  });
+
+  test('a request of a failed group is written alone still asking for its rows', async () => {
+    /** @type {unknown[]} */
+    const aloneOptions = [];
+    const gc = createGroupCommit({
+      writeGroup: async () => {
+        throw Object.assign(new Error('poisoned row'), { code: '22000' });
+      },
+      async writeAlone(rows, _resolution, options) {
+        aloneOptions.push(options);
+        return { inserted: rows.length, updated: 0, ...(options?.withRows ? { users: rows.map((r) => written(r[0], true)) } : {}) };
+      },
+      diagnose: async () => 'own',
+      maxRows: 1000,
+    });
+    const [a, b] = await Promise.all([gc.writeUsers([row('a@x.co')], 'ignore', { withRows: true }), gc.writeUsers([row('b@x.co')], 'ignore')]);
+    assert.deepEqual(a.users, [written('a@x.co', true)]);
+    assert.equal(b.users, undefined);
+    assert.deepEqual(aloneOptions.map((o) => /** @type {any} */ (o)?.withRows === true).sort(), [false, true]);
+  });
+
+  test('credit: the rows of a request out of a statement\'s rows, counted by how each was written', () => {
+    const map = new Map([['a@x.co', written('a@x.co', true)], ['b@x.co', written('b@x.co', false)], ['z@x.co', written('z@x.co', true)]]);
+    assert.deepEqual(credit([row('a@x.co'), row('b@x.co'), row('c@x.co')], map, true), { inserted: 1, updated: 1, users: [written('a@x.co', true), written('b@x.co', false)] });
+    assert.deepEqual(credit([row('a@x.co'), row('c@x.co')], map), { inserted: 1, updated: 0 });
+  });
+});

@@ -1,0 +1,124 @@
+/**
+ * The parsers a declaration names: each turns the text of a variable into its value, or throws a
+ * TypeError whose message follows the variable's name ("must be ..."). `kind` says in words what
+ * the parser accepts, for --help and docs/configuration.md.
+ */
+
+/**
+ * @template T
+ * @typedef {object} Parser
+ * @property {string} kind  what it accepts, e.g. "a whole number from 1 to 64"
+ * @property {(text: string) => T} parse  `text` is never blank (a blank variable is unset)
+ */
+
+/** @param {string} problem */
+const refuse = (problem) => {
+  throw new TypeError(problem);
+};
+
+/**
+ * A whole number within bounds (decimal digits only: no sign, no exponent, no hex).
+ * @param {{ min?: number, max?: number, unit?: string }} [bounds]  unit: e.g. "milliseconds", for the doc
+ * @returns {Parser<number>}
+ */
+export function integer({ min = 0, max = Number.MAX_SAFE_INTEGER, unit } = {}) {
+  const range = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
+  return {
+    kind: `a whole number ${range}${unit ? ` (${unit})` : ''}`,
+    parse(text) {
+      const trimmed = text.trim();
+      if (!/^\d+$/.test(trimmed)) refuse(`must be a whole number, got ${JSON.stringify(text)}`);
+      const value = Number(trimmed);
+      if (value < min || value > max) refuse(`must be between ${min} and ${max}, got ${value}`);
+      return value;
+    },
+  };
+}
+
+/**
+ * A duration in milliseconds: a whole number within bounds.
+ * @param {{ min?: number, max?: number }} [bounds]
+ */
+export const milliseconds = (bounds) => integer({ ...bounds, unit: 'milliseconds' });
+
+const ON = ['on', 'true', '1', 'yes'];
+const OFF = ['off', 'false', '0', 'no'];
+
+/** on/true/1/yes or off/false/0/no, in any case. @type {Parser<boolean>} */
+export const boolean = {
+  kind: 'on or off (also true/false, 1/0, yes/no)',
+  parse(text) {
+    const word = text.trim().toLowerCase();
+    if (ON.includes(word)) return true;
+    if (OFF.includes(word)) return false;
+    return refuse(`must be on or off, got ${JSON.stringify(text)}`);
+  },
+};
+
+/**
+ * One of a fixed list of words.
+ * @template {string} T
+ * @param {readonly T[]} allowed
+ * @returns {Parser<T>}
+ */
+export function oneOf(allowed) {
+  return {
+    kind: `one of ${allowed.join(', ')}`,
+    parse(text) {
+      const word = text.trim();
+      if (!allowed.includes(/** @type {T} */ (word))) refuse(`must be one of ${allowed.join(', ')}, got ${JSON.stringify(word)}`);
+      return /** @type {T} */ (word);
+    },
+  };
+}
+
+/**
+ * A URL of one of `protocols` (without their colon), given back trimmed, without trailing slashes
+ * when `trimSlashes` (a base URL that paths are appended to).
+ * @param {{ protocols: string[], trimSlashes?: boolean }} options
+ * @returns {Parser<string>}
+ */
+export function url({ protocols, trimSlashes = false }) {
+  const names = `a URL (${protocols.map((p) => `${p}://`).join(' or ')})`;
+  return {
+    kind: names,
+    parse(text) {
+      const trimmed = text.trim();
+      /** @type {URL | undefined} */
+      let parsed;
+      try {
+        parsed = new URL(trimmed);
+      } catch {
+        // refused below
+      }
+      if (!parsed || !protocols.includes(parsed.protocol.slice(0, -1))) refuse(`must be ${names}, got ${JSON.stringify(trimmed)}`);
+      return trimSlashes ? trimmed.replace(/\/+$/, '') : trimmed;
+    },
+  };
+}
+
+/**
+ * Any text matching `pattern`, trimmed.
+ * @param {RegExp} pattern @param {string} kind  e.g. "a Secrets Manager secret ARN"
+ * @returns {Parser<string>}
+ */
+export function matching(pattern, kind) {
+  return {
+    kind,
+    parse(text) {
+      const trimmed = text.trim();
+      if (!pattern.test(trimmed)) refuse(`must be ${kind}, got ${JSON.stringify(trimmed)}`);
+      return trimmed;
+    },
+  };
+}
+
+/**
+ * Any text. Secrets (a token, a password) are taken as given, spaces included: they may hold any
+ * character; everything else is trimmed.
+ * @param {{ trim?: boolean }} [options]
+ * @returns {Parser<string>}
+ */
+export function text({ trim = true } = {}) {
+  return { kind: 'text', parse: (value) => (trim ? value.trim() : value) };
+}
