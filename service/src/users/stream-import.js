@@ -20,8 +20,8 @@ import { COLUMNS, csvField, writeStatement } from './user-sql.js';
  * What a stream holds at once, charged to admission control whatever the body's size: the socket's
  * and the decoder's buffers, one piece of text and its CSV for COPY (both about a 64 KiB read),
  * the unfinished record (at most MAX_RECORD_CHARS) and COPY's own buffer, with room to spare. At
- * the default budget (4 MiB) it also lets at most three streams run at once in a process, each on a
- * pooled connection for as long as it lasts, so batches keep the rest of the pool.
+ * the default budget (3 MiB) it also lets at most two large streams run at once in a process, each
+ * on a pooled connection for as long as it lasts, so batches keep the rest of the pool.
  */
 export const STREAM_HOLD_BYTES = 1024 * 1024;
 // setTimeout's longest: node-postgres's client-side query timeout would otherwise end a COPY that
