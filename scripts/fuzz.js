@@ -7,6 +7,7 @@ import { InvalidArgumentError, Option, createCommand, listOf, wholeNumber } from
 import { LOCALES } from '@sluice/db/local-postgres';
 
 const ALL_LOCALES = Object.keys(LOCALES);
+const BODY_FORMATS = ['json', 'ndjson', 'csv'];
 const DEFAULT_MINUTES = 10;
 const positive = (/** @type {string} */ value) => {
   const v = Number(value);
@@ -25,12 +26,14 @@ The properties of service/test/integration/stored-as-sent.fuzz.test.js, for long
   .addOption(new Option('--runs <n>', 'generated cases per locale and variant at most').argParser(wholeNumber(1)))
   .addOption(new Option('--seed <n>', "the run's seed, to replay it: the k-th variant runs fast-check with seed + k, so each tries cases of its own (default: a random one, printed)").argParser(seedOption))
   .addOption(new Option('--locales <names>', 'these cluster locales only, comma-separated').argParser(listOf(ALL_LOCALES)).default(ALL_LOCALES, ALL_LOCALES.join(',')))
+  .addOption(new Option('--formats <names>', 'how the users are sent, comma-separated: a JSON array, or a streamed NDJSON or CSV body (each format a variant of its own)').argParser(listOf(BODY_FORMATS)).default(['json'], 'json'))
   .parse()
   .opts();
 const RUNS = /** @type {number | undefined} */ (opts.runs);
 const MINUTES = /** @type {number | undefined} */ (opts.minutes ?? (RUNS === undefined ? DEFAULT_MINUTES : undefined));
 const SEED = /** @type {number} */ (opts.seed ?? Math.floor(Math.random() * 2 ** 31));
 const locales = /** @type {(keyof typeof LOCALES)[]} */ (opts.locales);
+const formats = /** @type {('json' | 'ndjson' | 'csv')[]} */ (opts.formats);
 
 const { default: fc } = await import('fast-check');
 const { markdownTable } = await import('markdown-table');
@@ -44,8 +47,10 @@ const { WRITE_VARIANTS } = await import('../test/support/write-variants.js');
 
 /** @param {string} msg */
 const say = (msg) => console.error(`[fuzz] ${msg}`);
-const budgetMs = MINUTES === undefined ? undefined : (MINUTES * 60_000) / (locales.length * WRITE_VARIANTS.length);
-say(`seed ${SEED}; ${RUNS ?? 'unlimited'} cases per variant${budgetMs ? `, ${(budgetMs / 1000).toFixed(0)} s per variant at most` : ''}; ${WRITE_VARIANTS.length} variants × ${locales.length} locales; every flaw in every field and ${REGRESSIONS.length} regressions first`);
+// A variant is a write variant and a body format.
+const variants = WRITE_VARIANTS.flatMap((v) => formats.map((format) => ({ ...v, format, label: format === 'json' ? v.label : `${v.label}, ${format} body` })));
+const budgetMs = MINUTES === undefined ? undefined : (MINUTES * 60_000) / (locales.length * variants.length);
+say(`seed ${SEED}; ${RUNS ?? 'unlimited'} cases per variant${budgetMs ? `, ${(budgetMs / 1000).toFixed(0)} s per variant at most` : ''}; ${variants.length} variants × ${locales.length} locales; every flaw in every field and ${REGRESSIONS.length} regressions first`);
 
 /** @type {string[][]} */
 const table = [['locale', 'variant', 'generated cases', 'cases run', 'requests', 'users', 'in accepted requests', 'merged updates', 'seconds', 'found']];
@@ -69,7 +74,7 @@ for (const locale of locales) {
   const cluster = await startLocalPostgres({ dataDir, persistent: false, locale });
   const db = await createTestDatabase({ serverUrl: cluster.url });
   try {
-    for (const { label, env } of WRITE_VARIANTS) {
+    for (const { label, env, format } of variants) {
       const app = await startTestApp({ databaseUrl: db.url, env: { ...env, ...FUZZ_APP_ENV } });
       const stats = createStats();
       const seed = (SEED + k++) | 0;
@@ -80,9 +85,9 @@ for (const locale of locales) {
       try {
         const fixed = [{ title: 'every flaw in every field', requests: everyFlawInEveryField() }, ...REGRESSIONS];
         for (const { title, requests } of fixed) {
-          await runCase({ app, db }, requests, stats).catch((err) => findings.push(`${title}: ${err.message}`));
+          await runCase({ app, db }, requests, stats, format).catch((err) => findings.push(`${title}: ${err.message}`));
         }
-        const details = await fc.check(storedAsSentProperty({ app, db }, stats), {
+        const details = await fc.check(storedAsSentProperty({ app, db }, stats, format), {
           seed,
           includeErrorInReport: true,
           numRuns: RUNS ?? Number.MAX_SAFE_INTEGER,

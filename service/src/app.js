@@ -11,6 +11,7 @@ import { createOpenApiDocument } from './openapi.js';
 import { inSpan, tracedMiddleware, tracingOn } from './tracing/spans.js';
 import { createGroupCommit } from './users/group-commit.js';
 import { postUsers } from './users/post-users.js';
+import { STREAM_HOLD_BYTES, streamUsers } from './users/stream-import.js';
 import { createUserWriter } from './users/user-repository.js';
 
 const GROUP_LOCK_TIMEOUT_MS = 250;
@@ -73,6 +74,14 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
     requireToken(config.ingestToken),
     readPreferences(),
     readWriteQuery(),
+    // An NDJSON or CSV body is streamed (users/stream-import.js) and answered there; a JSON one goes on.
+    streamUsers({
+      db,
+      admit: admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, holdBytes: STREAM_HOLD_BYTES }),
+      maxStreamBytes: config.maxStreamBytes,
+      idleTimeoutMs: config.streamIdleTimeoutMs,
+      metrics,
+    }),
     tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
     tracedMiddleware('sluice.read_body', readJsonBody(config)),
     postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics }),

@@ -16,6 +16,8 @@ import { STRATEGIES } from './users/user-repository.js';
  * @property {number} maxBatchItems
  * @property {number} maxBodyBytes
  * @property {number} bodyReadTimeoutMs   how long a request body may take to arrive before 408
+ * @property {number} maxStreamBytes      a streamed body (NDJSON, CSV) decoded, at most
+ * @property {number} streamIdleTimeoutMs  how long a streamed body may send nothing before 408
  * @property {number} insertChunkRows
  * @property {import('./users/user-repository.js').Strategy} insertStrategy
  * @property {boolean} groupCommit        small concurrent requests share one INSERT and one commit
@@ -48,6 +50,8 @@ export const SERVICE_VARIABLES = defineVariables({
   MAX_BATCH_ITEMS: { parser: integer({ min: 1, max: 1_000_000 }), default: 10_000, description: 'users per request; more is 413' },
   MAX_BODY_BYTES: { parser: integer({ min: 2, max: 1024 * 1024 * 1024, unit: 'bytes' }), default: 10 * 1024 * 1024, description: 'body size, decoded (and the compressed size too); more is 413' },
   BODY_READ_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 30_000, description: 'how long a body may take to arrive in full; past it, 408 and the connection closed' },
+  MAX_STREAM_BYTES: { parser: integer({ min: 1, max: 2 ** 40, unit: 'bytes' }), default: 1024 * 1024 * 1024, description: 'a streamed body (NDJSON, CSV), decoded; more is 413 and nothing is written' },
+  STREAM_IDLE_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 30_000, description: 'how long a streamed body may send nothing (it may take as long as it likes in all); past it, 408 and nothing written' },
   INSERT_CHUNK_ROWS: { parser: integer({ min: 1, max: 100_000 }), default: 1000, description: 'rows per INSERT statement' },
   INSERT_STRATEGY: {
     parser: oneOf(/** @type {(keyof typeof STRATEGIES)[]} */ (Object.keys(STRATEGIES))),
@@ -97,6 +101,8 @@ export function loadConfig(env = process.env) {
     maxBatchItems: v.MAX_BATCH_ITEMS,
     maxBodyBytes: v.MAX_BODY_BYTES,
     bodyReadTimeoutMs: v.BODY_READ_TIMEOUT_MS,
+    maxStreamBytes: v.MAX_STREAM_BYTES,
+    streamIdleTimeoutMs: v.STREAM_IDLE_TIMEOUT_MS,
     insertChunkRows: v.INSERT_CHUNK_ROWS,
     insertStrategy: v.INSERT_STRATEGY,
     groupCommit: v.GROUP_COMMIT,

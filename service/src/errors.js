@@ -17,10 +17,11 @@
  */
 
 export const API_ERRORS = /** @type {const} */ ({
-  invalid_batch: { status: 400, pgrst: '23514', scope: 'users', message: 'some users are invalid; nothing was written', when: 'Users that break the rules, each named by index and field in `errors` (at most 100, in index order).' },
+  invalid_batch: { status: 400, pgrst: '23514', scope: 'users', message: 'some users are invalid; nothing was written', when: 'Users that break the rules, each named by index and field in `errors` (at most 100, in index order; in a streamed body, by `line` too).' },
   not_an_array: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body must be a JSON array of users', when: 'The body is JSON, but not an array.' },
   empty_batch: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the array is empty: send 1 to MAX_BATCH_ITEMS users', when: 'An empty array.' },
-  malformed_json: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid JSON', when: 'The body is not JSON.' },
+  malformed_json: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid JSON', when: 'The body is not JSON, or a line of an NDJSON body is not (named by its line).' },
+  malformed_csv: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid CSV; nothing was written', when: 'A `text/csv` body whose header row or a record is malformed (RFC 4180), named by its line.' },
   invalid_utf8: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid UTF-8; nothing was written', when: 'The body holds bytes that are not UTF-8.' },
   duplicate_key: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'a key is given more than once in one object; send each key once', when: 'One object gives a key twice (outside a user; inside one, it is `invalid_batch`).' },
   duplicate_header: { status: 400, pgrst: 'PGRST100', scope: 'users', message: 'a header is given more than once; send it once', when: '`Content-Type` or `Authorization` given twice.' },
@@ -36,7 +37,7 @@ export const API_ERRORS = /** @type {const} */ ({
   request_timeout: { status: 408, pgrst: 'PGRST100', scope: 'any', message: 'the request did not arrive in time; nothing was read or written', when: 'The request line and headers did not arrive in time.' },
   too_many_items: { status: 413, pgrst: 'PGRST102', scope: 'users', message: 'more users than MAX_BATCH_ITEMS; split the batch', when: 'More users than MAX_BATCH_ITEMS.' },
   payload_too_large: { status: 413, pgrst: 'PGRST102', scope: 'users', message: 'the body (decompressed) is larger than MAX_BODY_BYTES; nothing was written', when: 'A body over MAX_BODY_BYTES (decoded).' },
-  unsupported_media_type: { status: 415, pgrst: 'PGRST107', scope: 'users', message: 'Content-Type must be application/json', when: 'Not `application/json`, or a malformed `Content-Type`.' },
+  unsupported_media_type: { status: 415, pgrst: 'PGRST107', scope: 'users', message: 'Content-Type must be application/json', when: 'Not `application/json`, `application/x-ndjson`, `application/jsonl` or `text/csv`, or a malformed `Content-Type`.' },
   unsupported_charset: { status: 415, pgrst: 'PGRST107', scope: 'users', message: 'the body must be UTF-8 (send charset=utf-8 or no charset)', when: 'A charset other than UTF-8.' },
   unsupported_encoding: { status: 415, pgrst: 'PGRST107', scope: 'users', message: 'Content-Encoding must be gzip or deflate, or none', when: 'A `Content-Encoding` other than gzip or deflate, or several.' },
   expectation_failed: { status: 417, pgrst: 'PGRST100', scope: 'any', message: 'only Expect: 100-continue is supported', when: 'An `Expect` header other than `100-continue`.' },
@@ -52,7 +53,8 @@ export const API_ERRORS = /** @type {const} */ ({
 /** @typedef {keyof typeof API_ERRORS} ApiErrorCode */
 
 /**
- * @typedef {{ index: number, field: string | null, message: string }} ItemError
+ * @typedef {{ index: number, field: string | null, message: string, line?: number }} ItemError
+ *   line: the 1-based line of a streamed body (NDJSON, CSV) the item starts on
  */
 
 /**

@@ -168,9 +168,9 @@ const validRequests = () =>
  * The OpenAPI 3.1 document of the service. The user object is the schema ajv validates with, so
  * the document cannot drift from the rules; the limits are this process's configuration.
  *
- * @param {{ maxBatchItems: number, maxBodyBytes: number }} config
+ * @param {{ maxBatchItems: number, maxBodyBytes: number, maxStreamBytes?: number }} config
  */
-export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
+export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBytes = 1024 * 1024 * 1024 }) {
   const user = structuredClone(userSchema);
   for (const [field, note] of Object.entries(FIELD_NOTES)) {
     /** @type {Record<string, any>} */ (user.properties)[field].description = note;
@@ -183,7 +183,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
       version,
       summary: 'Batch ingestion of users over HTTP into PostgreSQL.',
       description:
-        'POST /users writes a JSON array of users in one transaction, all or nothing. Every response carries `X-Request-Id` (a sane one sent by the client is kept).',
+        'POST /users writes a JSON array of users, or a stream of them (NDJSON, CSV) of any size, in one transaction, all or nothing. Every response carries `X-Request-Id` (a sane one sent by the client is kept).',
       license: { name: 'UNLICENSED', identifier: 'UNLICENSED' },
     },
     // Relative: the server that serves this document, wherever it is deployed.
@@ -201,7 +201,11 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
           description:
             `A JSON array of 1 to ${maxBatchItems} users (MAX_BATCH_ITEMS), at most ${maxBodyBytes} bytes decoded (MAX_BODY_BYTES); ` +
             'UTF-8 JSON only, gzip or deflate `Content-Encoding` accepted. The whole array is written in one transaction; ' +
-            'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token is required only when the service runs with INGEST_TOKEN set.',
+            'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token is required only when the service runs with INGEST_TOKEN set. ' +
+            `Or a stream of users, as many as fit in ${maxStreamBytes} bytes decoded (MAX_STREAM_BYTES): \`application/x-ndjson\` or \`application/jsonl\` (one user object a line) ` +
+            'or `text/csv` (RFC 4180, a header row naming the columns email, name, phone, passwordHash). A stream is validated and written as it arrives, ' +
+            'in one transaction: all or nothing, whatever its size; each error names the user\'s `line`. An email sent twice in one body is written once ' +
+            '(the first occurrence, or in merge mode the last).',
           security: [{ bearer: [] }, {}],
           parameters: [
             {
@@ -247,10 +251,13 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
           ],
           requestBody: {
             required: true,
-            content: json(
-              { type: 'array', minItems: 1, maxItems: maxBatchItems, items: { $ref: '#/components/schemas/User' } },
-              validRequests(),
-            ),
+            content: {
+              ...json(
+                { type: 'array', minItems: 1, maxItems: maxBatchItems, items: { $ref: '#/components/schemas/User' } },
+                validRequests(),
+              ),
+              ...streamedBodies(),
+            },
           },
           responses: {
             201: {
@@ -367,7 +374,8 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
           required: ['index', 'field', 'message'],
           additionalProperties: false,
           properties: {
-            index: { type: 'integer', minimum: 0, description: 'Position of the user in the array.' },
+            index: { type: 'integer', minimum: 0, description: 'Position of the user in the array (in a streamed body, among its users, from 0).' },
+            line: { type: 'integer', minimum: 1, description: 'A streamed body (NDJSON, CSV) only: the line the user starts on, counted from 1 as editors count.' },
             field: { type: ['string', 'null'], description: 'The field at fault; null when the item is not an object.' },
             message: { type: 'string' },
           },
@@ -380,6 +388,30 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes }) {
       },
       // A method and path this API does not serve: no operation to hang it on.
       responses: { NotFound: errorResponses(['unrouted'])[404] },
+    },
+  };
+}
+
+/**
+ * The streamed media types of POST /users. OpenAPI 3.1 can only name them: a schema for each item
+ * (`itemSchema`) arrives in 3.2, so each says in words that its users follow the User schema.
+ */
+function streamedBodies() {
+  const ndjson = {
+    schema: { type: 'string', description: 'One User object (the User schema) a line, LF or CRLF; blank lines are skipped.' },
+    examples: { twoUsers: { value: '{"email":"ada@example.com","name":"Ada Lovelace"}\n{"email":"alan@example.com","name":"Alan Turing","phone":"+441234567890"}\n' } },
+  };
+  return {
+    'application/x-ndjson': ndjson,
+    'application/jsonl': ndjson,
+    'text/csv': {
+      schema: {
+        type: 'string',
+        description:
+          'RFC 4180, UTF-8: a header row naming the columns (email and name; phone and passwordHash when sent; any order), then one user a record. ' +
+          'An empty field not quoted is a field not sent; `""` is an empty string. A quoted field may hold commas, doubled quotes and line breaks.',
+      },
+      examples: { twoUsers: { value: 'email,name,phone\r\nada@example.com,"Lovelace, Ada",\r\nalan@example.com,Alan Turing,+441234567890\r\n' } },
     },
   };
 }

@@ -7,6 +7,7 @@
 // real service, and read back from PostgreSQL.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { MAX_RECORD_CHARS } from '../../service/src/users/stream-parse.js';
 import { caseArbitrary, materialize } from './fuzz-users.js';
 import { contractBreaches } from './user-contract.js';
 
@@ -49,12 +50,56 @@ export function show(v) {
 const SHOWN = 4000;
 
 /**
+ * How a request's users are sent: a JSON array, or a stream (NDJSON, one a line; CSV, the four
+ * columns, every value quoted so that an empty string stays one). A request CSV cannot carry as it
+ * is (an item not an object of strings, a field CSV has no column for, a lone surrogate, which
+ * UTF-8 cannot encode) goes as NDJSON instead.
+ * @typedef {'json' | 'ndjson' | 'csv'} BodyFormat
+ */
+
+/**
+ * The body of a request in `format`: what to send, its Content-Type, and the line each user starts
+ * on (a stream's errors name it).
+ * A line or record longer than MAX_RECORD_CHARS is no user: the stream is refused at the first
+ * (`tooLongAt`, its line) as malformed, not as invalid.
+ * @param {unknown[]} items @param {BodyFormat} format
+ * @returns {{ body: unknown, contentType: string, lines?: number[], tooLongAt?: number }}
+ */
+export function encodeBody(items, format) {
+  if (format === 'json') return { body: items, contentType: 'application/json' };
+  if (format === 'csv' && items.every(csvCanCarry)) {
+    let body = 'email,name,phone,passwordHash\r\n';
+    let line = 2;
+    const lines = [];
+    let tooLongAt;
+    for (const item of /** @type {Record<string, string>[]} */ (items)) {
+      lines.push(line);
+      const record = FIELDS.map((f) => (item[f] === undefined ? '' : `"${item[f].replaceAll('"', '""')}"`)).join(',');
+      if (tooLongAt === undefined && record.length + 2 > MAX_RECORD_CHARS) tooLongAt = line;
+      body += `${record}\r\n`;
+      line += record.split('\n').length;
+    }
+    return { body, contentType: 'text/csv', lines, tooLongAt };
+  }
+  const texts = items.map((item) => JSON.stringify(item));
+  const tooLong = texts.findIndex((t) => t.length > MAX_RECORD_CHARS);
+  return { body: texts.map((t) => `${t}\n`).join(''), contentType: 'application/x-ndjson', lines: items.map((_, i) => i + 1), tooLongAt: tooLong === -1 ? undefined : tooLong + 1 };
+}
+
+/** @param {unknown} item */
+function csvCanCarry(item) {
+  if (item === null || typeof item !== 'object' || Array.isArray(item)) return false;
+  return Object.entries(item).every(([k, v]) => FIELDS.includes(k) && typeof v === 'string' && /** @type {any} */ (v).isWellFormed());
+}
+
+/**
  * The property over generated cases, for fc.assert (the tests) and fc.check (npm run fuzz).
  * @param {{ app: TestApp, db: TestDatabase }} target  the service, and a pool on its database
  * @param {Stats} [stats]
+ * @param {BodyFormat} [format]
  */
-export function storedAsSentProperty(target, stats = createStats()) {
-  return fc.asyncProperty(caseArbitrary, (generated) => runCase(target, materialize(generated), stats));
+export function storedAsSentProperty(target, stats = createStats(), format = 'json') {
+  return fc.asyncProperty(caseArbitrary, (generated) => runCase(target, materialize(generated), stats, format));
 }
 
 /**
@@ -64,16 +109,19 @@ export function storedAsSentProperty(target, stats = createStats()) {
  * @param {{ app: TestApp, db: TestDatabase }} target
  * @param {FuzzCase} fuzzCase
  * @param {Stats} [stats]
+ * @param {BodyFormat} [format]
  */
-export async function runCase({ app, db }, fuzzCase, stats = createStats()) {
+export async function runCase({ app, db }, fuzzCase, stats = createStats(), format = 'json') {
   await db.pool.query('DELETE FROM users');
   app.logs.length = 0;
   stats.cases++;
   /** @type {Map<string, Row>} what the table must hold, by email */
   const table = new Map();
   for (const phase of fuzzCase) {
-    const answers = await Promise.all(phase.map((r) => timed(() => app.postUsers(r.items, { headers: r.resolution === 'merge' ? { prefer: 'resolution=merge-duplicates' } : {} }))));
-    phase.forEach((request, i) => checkAnswer(request, answers[i], table, app.logs, stats));
+    const bodies = phase.map((r) => encodeBody(r.items, format));
+    const answers = await Promise.all(phase.map((r, i) =>
+      timed(() => app.postUsers(bodies[i].body, { contentType: bodies[i].contentType, headers: r.resolution === 'merge' ? { prefer: 'resolution=merge-duplicates' } : {} }))));
+    phase.forEach((request, i) => checkAnswer(request, answers[i], table, app.logs, stats, bodies[i]));
     await checkTable(db, table);
   }
 }
@@ -95,13 +143,21 @@ async function timed(send) {
  * @param {Map<string, Row>} table  updated with what an accepted request wrote
  * @param {any[]} logs
  * @param {Stats} stats
+ * @param {{ contentType: string, lines?: number[], tooLongAt?: number }} sent
  */
-function checkAnswer(request, answer, table, logs, stats) {
+function checkAnswer(request, answer, table, logs, stats, sent) {
   const { items, resolution, plausible } = request;
-  const context = () => `request (${resolution}): ${show(items)}\nanswer ${answer.status}: ${show(answer.body ?? answer.text)}${errorLogs(logs)}`;
+  const context = () => `request (${resolution}, ${sent.contentType}): ${show(items)}\nanswer ${answer.status}: ${show(answer.body ?? answer.text)}${errorLogs(logs)}`;
   stats.requests++;
   stats.users += items.length;
   assert.ok(answer.ms < ANSWER_LIMIT_MS, `answered in ${Math.round(answer.ms)} ms: checking a body must take time linear in its size\n${context()}`);
+  if (sent.tooLongAt !== undefined) {
+    stats.refused++;
+    assert.equal(answer.status, 400, `a stream with a line too long for a user, not refused\n${context()}`);
+    assert.ok(['malformed_json', 'malformed_csv'].includes(answer.body?.error), `a line too long for a user, not refused as malformed\n${context()}`);
+    assert.match(answer.body.message, new RegExp(`^line ${sent.tooLongAt}\\b`), `the refusal names another line than the first too long\n${context()}`);
+    return;
+  }
   if (answer.status === 400) {
     stats.refused++;
     assert.equal(answer.body?.error, 'invalid_batch', `a 400 other than invalid_batch\n${context()}`);
@@ -116,6 +172,7 @@ function checkAnswer(request, answer, table, logs, stats) {
       const named = isObject ? typeof e.field === 'string' && (Object.hasOwn(item, e.field) || FIELDS.includes(e.field)) : e.field === null;
       assert.ok(named, `error ${k} names no field of item ${e.index}\n${context()}`);
       assert.ok(typeof e.message === 'string' && e.message !== '', `error ${k} has no message\n${context()}`);
+      if (sent.lines) assert.equal(e.line, sent.lines[e.index], `error ${k} names the wrong line\n${context()}`);
       assert.ok(!plausible[e.index], `item ${e.index} follows the contract, yet is refused (${e.field}: ${e.message})\n${context()}`);
     });
     assert.ok(expect(request) !== 'accept', `refused a batch that follows the contract\n${context()}`);

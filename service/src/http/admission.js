@@ -219,10 +219,12 @@ export class AdmissionBudget {
  * is read, or answers 503 with Retry-After having read nothing; releases what it holds exactly once
  * when the response ends (answered, failed or abandoned by the client).
  *
- * @param {{ budget: AdmissionBudget, maxBodyBytes: number, metrics?: AdmissionMetrics }} options
+ * @param {{ budget: AdmissionBudget, maxBodyBytes: number, metrics?: AdmissionMetrics, holdBytes?: number }} options
+ *   holdBytes: charge at most this, whatever the body's size (a streamed body, which holds a bounded part of
+ *   itself at once); a smaller declared Content-Length is charged as it is
  * @returns {import('express').RequestHandler}
  */
-export function admitRequest({ budget, maxBodyBytes, metrics }) {
+export function admitRequest({ budget, maxBodyBytes, metrics, holdBytes }) {
   /** @param {import('express').Request} req @param {import('express').Response} res @param {Grant} grant @param {boolean} countBody */
   function admitted(req, res, grant, countBody) {
     res.once('close', () => budget.release(grant));
@@ -238,8 +240,10 @@ export function admitRequest({ budget, maxBodyBytes, metrics }) {
 
     // A compressed body decodes to at most maxBodyBytes, and nothing tells how much before it
     // is read: it is charged that bound.
-    const upFront = encoded ? maxBodyBytes : declared ? length : 0;
-    const countBody = !declared && !encoded;
+    const upFront = holdBytes !== undefined
+      ? (declared && !encoded ? Math.min(length, holdBytes) : holdBytes) // a stream: what it holds at once, at most its size
+      : encoded ? maxBodyBytes : declared ? length : 0;
+    const countBody = holdBytes === undefined && !declared && !encoded;
     // The common case, synchronously: under the single-user load every allocation here shows.
     const now = budget.tryAcquire(upFront);
     if (now) {

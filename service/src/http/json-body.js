@@ -33,12 +33,27 @@ export function checkJsonHeaders(req, maxBodyBytes) {
   }
   const type = parseMediaType(header);
   if (!type) return { error: new ApiError('unsupported_media_type', 'Content-Type is malformed (RFC 9110); send application/json') };
-  if (type.type !== 'application/json') return { error: new ApiError('unsupported_media_type', 'Content-Type must be application/json') };
+  if (type.type !== 'application/json') {
+    return { error: new ApiError('unsupported_media_type', 'Content-Type must be application/json (an array of users), or application/x-ndjson, application/jsonl or text/csv (a stream of them)') };
+  }
   const charset = type.parameters.get('charset')?.toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     return { error: new ApiError('unsupported_charset', `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`) };
   }
 
+  return checkCodings(req, maxBodyBytes);
+}
+
+/**
+ * What is wrong with a request's Transfer-Encoding, Content-Encoding or Content-Length for a body
+ * of at most `limit` bytes (named `limitName` in the refusal), or the decoder its body needs.
+ * Shared by the JSON body and the streamed ones (http/stream-body.js).
+ * @param {import('node:http').IncomingMessage} req
+ * @param {number} limit
+ * @param {string} [limitName]
+ * @returns {{ error: ApiError } | { decoder: (() => import('node:stream').Transform) | null }}
+ */
+export function checkCodings(req, limit, limitName = 'MAX_BODY_BYTES') {
   // Node decodes chunked and nothing else: the bytes of "Transfer-Encoding: gzip, chunked" would
   // arrive compressed. RFC 9112 (6.1) answers a transfer coding not understood with 501.
   const transfer = (req.headers['transfer-encoding'] ?? '').split(',').map((c) => c.trim().toLowerCase());
@@ -59,7 +74,7 @@ export function checkJsonHeaders(req, maxBodyBytes) {
     return { error: new ApiError('unsupported_encoding', `Content-Encoding ${coding} is not supported; send gzip or deflate, or none`) };
   }
 
-  return withinLimit(req, maxBodyBytes) ?? { decoder: coding === undefined ? null : DECODERS[/** @type {keyof typeof DECODERS} */ (coding)] };
+  return withinLimit(req, limit, limitName) ?? { decoder: coding === undefined ? null : DECODERS[/** @type {keyof typeof DECODERS} */ (coding)] };
 }
 
 const COMMON_TYPES = new Set(['application/json', 'application/json; charset=utf-8', 'application/json;charset=utf-8', 'application/json; charset=UTF-8']);
@@ -69,12 +84,12 @@ const PLAIN_BODY = Object.freeze({ decoder: null });
  * Node has already refused a Content-Length that is not a number, or one given twice with two
  * values, or one beside Transfer-Encoding. One over the limit is refused before it is read, even
  * compressed: a compressed JSON body is smaller than the JSON.
- * @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes
+ * @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes @param {string} [limitName]
  */
-function withinLimit(req, maxBodyBytes) {
+function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared <= maxBodyBytes) return undefined;
-  return { error: new ApiError('payload_too_large', `Content-Length ${declared} is over MAX_BODY_BYTES (${maxBodyBytes})`) };
+  return { error: new ApiError('payload_too_large', `Content-Length ${declared} is over ${limitName} (${maxBodyBytes})`) };
 }
 
 /**

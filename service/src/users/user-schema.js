@@ -165,29 +165,42 @@ export function parseUserBatch(items, resolution = 'ignore') {
   /** @type {UserRow[]} */
   const rows = [];
   for (let i = 0; i < items.length; i++) {
-    const item = items[i];
-    if (validateUser(item)) {
-      // The common case, kept to a few property reads: stored as sent, and the email fits lower-cased.
-      const u = /** @type {User} */ (item);
-      const email = u.email.toLowerCase();
-      if (wellFormed(u) && (email === u.email || emailStillFits(email))) {
-        rows.push([email, u.name, u.phone ?? null, u.passwordHash ?? null]);
-        continue;
-      }
+    const checked = checkUser(items[i], i, problems.length < MAX_REPORTED_ERRORS);
+    if (Array.isArray(checked) && typeof checked[0] === 'string') {
+      rows.push(/** @type {UserRow} */ (checked));
+      continue;
     }
     invalidItems++;
-    if (problems.length >= MAX_REPORTED_ERRORS) continue;
-    const schemaErrors = validateUser(item) ? [] : describe(i, validateUser.errors ?? []);
-    const storeErrors = item !== null && typeof item === 'object' ? storageProblems(i, /** @type {Record<string, unknown>} */ (item)) : null;
-    // One message a field: a rule of the schema it breaks already says what to fix.
-    const notYetSaid = (storeErrors ?? []).filter((e) => !schemaErrors.some((s) => s.field === e.field));
-    problems.push(...schemaErrors, ...notYetSaid);
+    problems.push(.../** @type {ItemError[]} */ (checked));
   }
   if (invalidItems > 0) {
     const errors = problems.slice(0, MAX_REPORTED_ERRORS);
     throw new InvalidBatchError(`${invalidItems} of ${items.length} users are invalid; nothing was written`, errors);
   }
   return oncePerEmail(rows, resolution);
+}
+
+/**
+ * One item checked against the contract: its row (email lower-cased) when it passes, else what is
+ * wrong with it. The one validator of every body format (a JSON array, NDJSON, CSV).
+ * @param {unknown} item
+ * @param {number} index  the item's place in the body, for the error entries
+ * @param {boolean} [describeProblems]  false: an invalid item gives [] (counted, not described)
+ * @returns {UserRow | ItemError[]}  a row starts with a string; an error list is empty or holds objects
+ */
+export function checkUser(item, index, describeProblems = true) {
+  if (validateUser(item)) {
+    // The common case, kept to a few property reads: stored as sent, and the email fits lower-cased.
+    const u = /** @type {User} */ (item);
+    const email = u.email.toLowerCase();
+    if (wellFormed(u) && (email === u.email || emailStillFits(email))) return [email, u.name, u.phone ?? null, u.passwordHash ?? null];
+  }
+  if (!describeProblems) return [];
+  const schemaErrors = validateUser(item) ? [] : describe(index, validateUser.errors ?? []);
+  const storeErrors = item !== null && typeof item === 'object' ? storageProblems(index, /** @type {Record<string, unknown>} */ (item)) : null;
+  // One message a field: a rule of the schema it breaks already says what to fix.
+  const notYetSaid = (storeErrors ?? []).filter((e) => !schemaErrors.some((s) => s.field === e.field));
+  return [...schemaErrors, ...notYetSaid];
 }
 
 /**

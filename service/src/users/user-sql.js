@@ -150,7 +150,7 @@ export function columnArrays(rows) {
 }
 
 /** A CSV field for COPY: quoted (so an empty string stays one), NULL as nothing at all. @param {string | null} v */
-const csvField = (v) => (v === null ? '' : `"${v.replaceAll('"', '""')}"`);
+export const csvField = (v) => (v === null ? '' : `"${v.replaceAll('"', '""')}"`);
 
 /** @param {UserRow[]} rows */
 export const rowsAsCsv = (rows) => rows.map((r) => `${csvField(r[0])},${csvField(r[1])},${csvField(r[2])},${csvField(r[3])}\n`).join('');

@@ -68,6 +68,8 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     expectCode('not_an_array', 'post', '/users', await post({ email: 'a@b.co', name: 'A' }));
     expectCode('empty_batch', 'post', '/users', await post([]));
     expectCode('malformed_json', 'post', '/users', await post('[{"email": '));
+    expectCode('invalid_batch', 'post', '/users', await app.postUsers('{"email":"x","name":"X"}\n', { token: TOKEN, contentType: 'application/x-ndjson' }));
+    expectCode('malformed_csv', 'post', '/users', await app.postUsers('email,name,nickname\n', { token: TOKEN, contentType: 'text/csv' }));
     expectCode('invalid_utf8', 'post', '/users', await post(new Uint8Array([0x5b, 0x22, 0xff, 0x22, 0x5d])));
     expectCode('duplicate_key', 'post', '/users', await post('{"a": 1, "a": 2}'));
     expectCode('malformed_encoding', 'post', '/users', await post(new Uint8Array([1, 2, 3, 4]), { 'content-encoding': 'gzip' }));

@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+// `npm run bench:import`: one streamed request of many users (NDJSON, then CSV) against `psql \copy`
+// of the same rows into the same empty table, side by side in one run, with the service's peak RSS.
+import { once } from 'node:events';
+import { Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
+
+const opts = createCommand('npm run bench:import --', "Streams --users users in one POST /users request (NDJSON, then CSV) to one service process on a fresh, durable PostgreSQL (ICU en-US), and loads the same rows with `psql \\copy` (CSV) into the same empty table with its constraints; then a body whose last line is invalid. Reports seconds, rows/s, each rate against psql's, and the service's peak RSS, as JSON on stdout. Needs psql on PATH.")
+  .addOption(new Option('--users <n>', 'users in each body').env('USERS').argParser(wholeNumber(1)).default(1_000_000))
+  .addOption(new Option('--formats <list>', 'the bodies to stream').argParser(listOf(['ndjson', 'csv'])).default(['ndjson', 'csv']))
+  .addOption(new Option('--server <server.js>', "another checkout's service/src/server.js, to measure that one instead").env('SERVER'))
+  .parse()
+  .opts();
+const USERS = /** @type {number} */ (opts.users);
+const FORMATS = /** @type {('ndjson' | 'csv')[]} */ (opts.formats);
+const SERVER = /** @type {string | undefined} */ (opts.server);
+
+const { createReadStream, createWriteStream } = await import('node:fs');
+const { mkdtemp, rm, stat } = await import('node:fs/promises');
+const http = await import('node:http');
+const os = await import('node:os');
+const path = await import('node:path');
+const { execFile } = await import('node:child_process');
+const { promisify } = await import('node:util');
+const pg = (await import('pg')).default;
+const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
+const { migrate } = await import('@sluice/db/migrate');
+const { startServerProcess } = await import('../test/support/server-process.js');
+const { SAMPLE_HASH } = await import('../test/support/users.js');
+const { sampleRss } = await import('./lib/process-stats.js');
+
+/** @param {string} m */
+const say = (m) => console.error(`[bench:import] ${m}`);
+const CONTENT_TYPES = { ndjson: 'application/x-ndjson', csv: 'text/csv' };
+
+/**
+ * Writes `count` users as NDJSON or CSV, with backpressure; returns the file's size.
+ * @param {string} file @param {'ndjson' | 'csv'} format @param {number} count @param {string} [lastLine]
+ */
+async function writeUsers(file, format, count, lastLine) {
+  const out = createWriteStream(file);
+  let text = format === 'csv' ? 'email,name,phone,passwordHash\n' : '';
+  for (let i = 0; i < count; i++) {
+    const email = `user-${i}@import.test`;
+    const phone = `+1555${String(i % 1e7).padStart(7, '0')}`;
+    text += format === 'csv'
+      ? `${email},User ${i},${phone},"${SAMPLE_HASH}"\n`
+      : `{"email":"${email}","name":"User ${i}","phone":"${phone}","passwordHash":"${SAMPLE_HASH}"}\n`;
+    if (text.length > 1 << 20) {
+      if (!out.write(text)) await once(out, 'drain');
+      text = '';
+    }
+  }
+  out.end(text + (lastLine ?? ''));
+  await once(out, 'finish');
+  return (await stat(file)).size;
+}
+
+/**
+ * POSTs a file as one streamed body; resolves with the status and the answer.
+ * @param {string} baseUrl @param {string} file @param {'ndjson' | 'csv'} format
+ * @returns {Promise<{ status: number, body: any }>}
+ */
+function postFile(baseUrl, file, format) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${baseUrl}/users`, { method: 'POST', headers: { 'content-type': CONTENT_TYPES[format], 'transfer-encoding': 'chunked' } });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    createReadStream(file).on('error', reject).pipe(req);
+  });
+}
+
+const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-bench-import-'));
+const pgServer = await startLocalPostgres({ dataDir: await tempDataDir('sluice-bench-import-pg-'), persistent: false, durable: true, locale: 'icu-en-US' });
+await migrate(pgServer.url);
+const admin = new pg.Client(pgServer.url);
+await admin.connect();
+const service = await startServerProcess({ DATABASE_URL: pgServer.url, LOG_LEVEL: 'warn' }, SERVER ? { script: SERVER } : {});
+const pid = /** @type {number} */ (service.child.pid);
+const empty = async () => {
+  await admin.query('TRUNCATE users');
+  await admin.query('CHECKPOINT');
+};
+try {
+  const files = { ndjson: path.join(dir, 'users.ndjson'), csv: path.join(dir, 'users.csv') };
+  const sizes = { ndjson: await writeUsers(files.ndjson, 'ndjson', USERS), csv: await writeUsers(files.csv, 'csv', USERS) };
+  say(`${USERS.toLocaleString('en')} users: NDJSON ${(sizes.ndjson / 1e6).toFixed(1)} MB, CSV ${(sizes.csv / 1e6).toFixed(1)} MB`);
+
+  await empty();
+  let started = performance.now();
+  await promisify(execFile)('psql', [pgServer.url, '-v', 'ON_ERROR_STOP=1', '-c', `\\copy users (email, name, phone, password_hash) FROM '${files.csv}' WITH (FORMAT csv, HEADER true)`]);
+  const psqlSeconds = (performance.now() - started) / 1000;
+  const psqlRate = USERS / psqlSeconds;
+  say(`psql \\copy: ${psqlSeconds.toFixed(2)} s, ${Math.round(psqlRate).toLocaleString('en')} rows/s`);
+
+  /** @type {Record<string, unknown>[]} */
+  const rows = [{ load: 'psql \\copy (CSV)', seconds: Number(psqlSeconds.toFixed(2)), rowsPerSecond: Math.round(psqlRate), vsPsql: 1 }];
+  for (const format of FORMATS) {
+    await empty();
+    const stopSampling = sampleRss(pid, 50);
+    started = performance.now();
+    const answer = await postFile(service.baseUrl, files[format], format);
+    const seconds = (performance.now() - started) / 1000;
+    const peak = await stopSampling();
+    const rate = USERS / seconds;
+    say(`${format}: ${answer.status} in ${seconds.toFixed(2)} s, ${Math.round(rate).toLocaleString('en')} rows/s, peak RSS ${Math.round(peak)} MiB`);
+    rows.push({ load: `sluice ${format}`, status: answer.status, answer: answer.body, seconds: Number(seconds.toFixed(2)), rowsPerSecond: Math.round(rate), vsPsql: Number((rate / psqlRate).toFixed(2)), rssPeakMiB: Math.round(peak) });
+  }
+
+  await empty();
+  const invalidLast = path.join(dir, 'invalid-last.ndjson');
+  await writeUsers(invalidLast, 'ndjson', USERS, '{"email":"not-an-email","name":"Last"}\n');
+  const stopSampling = sampleRss(pid, 50);
+  started = performance.now();
+  const refused = await postFile(service.baseUrl, invalidLast, 'ndjson');
+  const seconds = (performance.now() - started) / 1000;
+  const stored = (await admin.query('SELECT count(*)::int AS n FROM users')).rows[0].n;
+  rows.push({ load: 'sluice ndjson, last line invalid', status: refused.status, answer: { ...refused.body, message: refused.body.message }, seconds: Number(seconds.toFixed(2)), rssPeakMiB: Math.round(await stopSampling()), stored });
+  console.log(JSON.stringify({ users: USERS, bytes: sizes, rows }, null, 2));
+} finally {
+  await service.stop();
+  await admin.end();
+  await pgServer.stop();
+  await rm(dir, { recursive: true, force: true });
+}

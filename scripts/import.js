@@ -1,0 +1,110 @@
+// `npm run import -- FILE`: streams an NDJSON or CSV file of users (gzip-compressed too) to the
+// service's POST /users in one request, with progress on stderr, and prints the counts.
+import { createCommand, Option } from '@sluice/db/command-line';
+
+const program = createCommand(
+  'npm run import --',
+  'Streams a file of users to POST /users in one request: all of it is stored, or none. NDJSON or JSON Lines (.ndjson, .jsonl: one user a line) ' +
+    'or CSV (.csv: a header row naming email, name, phone, passwordHash), either gzip-compressed too (.gz, sent compressed). ' +
+    'Progress (bytes and rows per second) on stderr; the counts as one JSON line on stdout; exit 1 with the refusal on stderr when it is refused.',
+  { INGEST_TOKEN: 'the bearer token, when --token is not given (default: none)' },
+)
+  .argument('<file>', 'the file of users')
+  .addOption(new Option('--resolution <r>', 'what the service does with an email already stored').choices(['ignore', 'merge']).default('ignore'))
+  .option('--url <url>', 'the service', 'http://127.0.0.1:3000')
+  .option('--token <token>', 'the bearer token (default: INGEST_TOKEN)')
+  .addOption(new Option('--format <f>', 'the file\'s format (default: from its name)').choices(['ndjson', 'csv']))
+  .parse();
+
+const [file] = program.args;
+const args = program.opts();
+const compressed = file.endsWith('.gz');
+const name = compressed ? file.slice(0, -3) : file;
+const format = args.format ?? (name.endsWith('.csv') ? 'csv' : /\.(ndjson|jsonl|json)$/.test(name) ? 'ndjson' : undefined);
+if (!format) program.error(`error: cannot tell the format of ${file} from its name; give --format ndjson or --format csv`);
+const url = URL.canParse(args.url) ? new URL('/users', args.url) : program.error(`error: --url ${args.url} is not a URL`);
+
+const { createReadStream } = await import('node:fs');
+const { stat } = await import('node:fs/promises');
+const http = await import('node:http');
+const https = await import('node:https');
+const { Transform } = await import('node:stream');
+const { pipeline } = await import('node:stream/promises');
+const zlib = await import('node:zlib');
+
+const total = (await stat(file)).size;
+const started = performance.now();
+let bytes = 0;
+let rows = 0;
+// The rows of a compressed file are counted on a copy of it decompressed here: the service gets it compressed.
+const counter = compressed ? zlib.createGunzip() : undefined;
+/** @param {Buffer} chunk */
+const countLines = (chunk) => {
+  for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) rows++;
+};
+counter?.on('data', countLines).on('error', () => {});
+
+const tty = process.stderr.isTTY;
+let lastShown = 0;
+/** @param {boolean} [last] */
+function showProgress(last = false) {
+  const now = performance.now();
+  if (!last && now - lastShown < (tty ? 200 : 2000)) return;
+  lastShown = now;
+  const seconds = Math.max(0.001, (now - started) / 1000);
+  const line = `${(bytes / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB (${total ? Math.floor((100 * bytes) / total) : 100}%), ` +
+    `${Math.round(rows / seconds).toLocaleString('en-US')} rows/s, ${(bytes / 1e6 / seconds).toFixed(1)} MB/s`;
+  process.stderr.write(tty ? `\r${line}\x1b[K${last ? '\n' : ''}` : `${line}\n`);
+}
+
+const progress = new Transform({
+  transform(chunk, _encoding, done) {
+    bytes += chunk.length;
+    if (counter) counter.write(chunk);
+    else countLines(chunk);
+    showProgress();
+    done(null, chunk);
+  },
+});
+
+const token = args.token ?? process.env.INGEST_TOKEN;
+const request = (url.protocol === 'https:' ? https : http).request(url, {
+  method: 'POST',
+  headers: {
+    'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
+    ...(compressed ? { 'content-encoding': 'gzip' } : {}),
+    'content-length': String(total),
+    ...(args.resolution === 'merge' ? { prefer: 'resolution=merge-duplicates' } : {}),
+    ...(token ? { authorization: `Bearer ${token}` } : {}),
+  },
+});
+/** @type {Promise<{ status: number, text: string }>} */
+const answered = new Promise((resolve, reject) => {
+  request.on('response', (res) => {
+    let text = '';
+    res.setEncoding('utf8');
+    res.on('data', (c) => (text += c));
+    res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    res.on('error', reject);
+  });
+  request.on('error', reject);
+});
+
+try {
+  // A refusal may come before the whole file is sent (an invalid user, a malformed line): the
+  // answer counts, not the upload.
+  const [, { status, text }] = await Promise.all([pipeline(createReadStream(file), progress, request).catch(() => {}), answered]);
+  counter?.end();
+  showProgress(true);
+  if (status >= 200 && status < 300) {
+    const seconds = (performance.now() - started) / 1000;
+    console.log(JSON.stringify({ ...JSON.parse(text), seconds: Number(seconds.toFixed(2)) }));
+  } else {
+    console.error(`import refused (${status}): ${text}`);
+    process.exitCode = 1;
+  }
+} catch (err) {
+  showProgress(true);
+  console.error(`import failed after ${bytes} bytes: ${/** @type {Error} */ (err).message}`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,173 @@
+import { ApiError } from '../errors.js';
+import { checkCodings } from './json-body.js';
+import { parseMediaType } from './media-type.js';
+import { ClientGoneError } from './read-body.js';
+import { repeatedHeaders } from './repeated-headers.js';
+
+// A streamed body (NDJSON, CSV) is read piece by piece and never whole: the reader hands out its
+// text as it arrives and waits while the consumer is busy (the request is paused meanwhile, so TCP
+// holds the client back). Its limits are its own: MAX_STREAM_BYTES in all, and an idle timeout
+// between two pieces instead of one on the whole body, which may rightly take minutes.
+
+/** The media types of a stream, by the format of its records. */
+export const STREAM_TYPES = /** @type {const} */ ({ 'application/x-ndjson': 'ndjson', 'application/jsonl': 'ndjson', 'text/csv': 'csv' });
+/** @typedef {(typeof STREAM_TYPES)[keyof typeof STREAM_TYPES]} StreamFormat */
+
+/**
+ * The stream format a request's Content-Type names, or undefined for any other (the JSON body's
+ * reader then answers for it, refusals included).
+ * @param {import('node:http').IncomingMessage} req
+ * @returns {StreamFormat | undefined}
+ */
+export function streamFormat(req) {
+  const header = req.headers['content-type'];
+  // The JSON array, by far the most common, costs one comparison.
+  if (header === undefined || (header.startsWith('application/json') && !header.startsWith('application/jsonl'))) return undefined;
+  const type = parseMediaType(header);
+  return type && Object.hasOwn(STREAM_TYPES, type.type) ? STREAM_TYPES[/** @type {keyof typeof STREAM_TYPES} */ (type.type)] : undefined;
+}
+
+/**
+ * What is wrong with a stream's headers, or the decoder its body needs.
+ * @param {import('node:http').IncomingMessage} req  whose streamFormat is known
+ * @param {number} maxStreamBytes
+ */
+export function checkStreamHeaders(req, maxStreamBytes) {
+  const [repeated] = repeatedHeaders(req, ['content-type']);
+  if (repeated) return { error: new ApiError('duplicate_header', 'Content-Type is given more than once; send it once') };
+  const charset = parseMediaType(/** @type {string} */ (req.headers['content-type']))?.parameters.get('charset')?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    return { error: new ApiError('unsupported_charset', `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`) };
+  }
+  return checkCodings(req, maxStreamBytes, 'MAX_STREAM_BYTES');
+}
+
+/**
+ * @typedef {object} StreamReader
+ * @property {() => AsyncGenerator<string>} texts  the body's text, piece by piece, decoded and
+ *   checked as UTF-8; throws ApiError (payload_too_large, body_timeout, invalid_utf8,
+ *   malformed_encoding) or ClientGoneError
+ * @property {() => number} bytes  bytes read so far (decoded)
+ * @property {() => void} close  stops reading; what is left of the body stays unread
+ */
+
+/**
+ * @param {import('node:http').IncomingMessage} req
+ * @param {{ decoder: (() => import('node:stream').Transform) | null, maxStreamBytes: number, idleTimeoutMs: number }} options
+ * @returns {StreamReader}
+ */
+export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTimeoutMs }) {
+  const decoder = makeDecoder?.();
+  if (decoder) req.pipe(decoder);
+  /** @type {import('node:stream').Readable} */
+  const source = decoder ?? req;
+  let read = 0;
+  /** @type {AsyncIterator<Buffer> | undefined} */
+  let chunks;
+
+  /** @type {(err: unknown) => void} */
+  let fail = () => {};
+  /** @type {Promise<never>} */
+  const failed = new Promise((_, reject) => {
+    fail = reject;
+  });
+  failed.catch(() => {});
+  const onClose = () => {
+    if (!req.complete) fail(new ClientGoneError());
+  };
+  /** @param {unknown} err */
+  const onRequestError = (err) => fail(req.complete ? err : new ClientGoneError());
+  req.on('close', onClose);
+  if (decoder) req.on('error', onRequestError);
+  // The decoder may fail before anything reads from it (the transaction is opened first).
+  decoder?.on('error', () => fail(new ApiError('malformed_encoding')));
+
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer;
+  const armTimer = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fail(new ApiError('body_timeout', `no part of the body arrived for STREAM_IDLE_TIMEOUT_MS (${idleTimeoutMs} ms); nothing was written`)), idleTimeoutMs);
+  };
+
+  function close() {
+    clearTimeout(timer);
+    req.off('close', onClose);
+    req.off('error', onRequestError);
+    // The iterator's listeners off the request (it is not destroyed): a 'readable' listener left
+    // on it would keep whoever reads the rest of the body (http/unread-body.js) from resuming it.
+    chunks?.return?.().catch(() => {});
+    if (decoder) {
+      req.unpipe(decoder);
+      decoder.destroy();
+    }
+    source.pause();
+  }
+
+  return {
+    bytes: () => read,
+    close,
+    async *texts() {
+      const utf8 = new TextDecoder('utf-8', { fatal: true });
+      const iterator = source.iterator({ destroyOnReturn: false });
+      chunks = iterator;
+      for (;;) {
+        /** @type {IteratorResult<Buffer>} */
+        let next;
+        // Timed only while waiting for the client: not while the consumer (COPY) is behind.
+        armTimer();
+        try {
+          next = await Promise.race([iterator.next(), failed]);
+        } catch (err) {
+          if (err instanceof ApiError || err instanceof ClientGoneError) throw err;
+          if (decoder) throw new ApiError('malformed_encoding');
+          throw !req.complete ? new ClientGoneError() : err;
+        } finally {
+          clearTimeout(timer);
+        }
+        if (next.done) break;
+        const chunk = next.value;
+        read += chunk.length;
+        if (read > maxStreamBytes) throw new ApiError('payload_too_large', `the body is larger than MAX_STREAM_BYTES (${maxStreamBytes}); nothing was written`);
+        yield decodeUtf8(utf8, chunk, true);
+      }
+      const last = decodeUtf8(utf8, undefined, false);
+      if (last !== '') yield last;
+    },
+  };
+}
+
+/**
+ * Decoding would replace bad bytes with U+FFFD, which would then be stored as if sent.
+ * @param {TextDecoder} utf8 @param {Buffer | undefined} chunk @param {boolean} more
+ */
+function decodeUtf8(utf8, chunk, more) {
+  try {
+    return utf8.decode(chunk, { stream: more });
+  } catch {
+    throw new ApiError('invalid_utf8');
+  }
+}
+
+/**
+ * Waits for a writable that is behind to drain, or for the reader to fail meanwhile.
+ * @param {import('node:stream').Writable} writable
+ */
+export function drained(writable) {
+  return new Promise((resolve, reject) => {
+    const onDrain = () => {
+      writable.off('error', onError);
+      writable.off('close', onClose);
+      resolve(undefined);
+    };
+    /** @param {Error} err */
+    const onError = (err) => {
+      writable.off('drain', onDrain);
+      writable.off('close', onClose);
+      reject(err);
+    };
+    const onClose = () => onError(new Error('the COPY stream closed before it drained'));
+    writable.once('drain', onDrain);
+    writable.once('error', onError);
+    writable.once('close', onClose);
+  });
+}

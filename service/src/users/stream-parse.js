@@ -1,0 +1,227 @@
+import { ApiError } from '../errors.js';
+import { findDuplicateKeys } from '../http/json-keys.js';
+
+// The records of a streamed body (NDJSON or CSV), parsed as the text arrives: each record is handed
+// on as soon as it is complete, and only the unfinished one is kept, so what is held does not grow
+// with the body. Lines are counted as editors count them (1-based, every LF; a CSV field quoted
+// across lines counts each of its lines), so an error names the line a person would go to.
+
+/**
+ * Longest line (NDJSON, without its line break) or record (CSV, with it), in UTF-16 code units: a user at every field's maximum,
+ * written with \uXXXX escapes throughout, is under 5,000; longer is not a user, and bounding it
+ * bounds what one parser holds.
+ */
+export const MAX_RECORD_CHARS = 64 * 1024;
+
+/** The columns a CSV header may name: the user's fields. */
+const CSV_COLUMNS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash']);
+const COMMA = 44;
+const QUOTE = 34;
+const LF = 10;
+const CR = 13;
+
+/**
+ * Called with each record: the value (for CSV, an object of the fields sent), the line it starts
+ * on, and the fields given twice in it (NDJSON; JSON.parse keeps the last).
+ * @typedef {(item: unknown, line: number, duplicates: string[]) => void} OnRecord
+ */
+/**
+ * @typedef {object} RecordParser
+ * @property {(text: string, onRecord: OnRecord) => void} feed  the next piece of the body's text
+ * @property {(onRecord: OnRecord) => void} end  the body is complete
+ */
+
+const tooLong = () => `is longer than ${MAX_RECORD_CHARS} characters, which no user is`;
+
+/**
+ * NDJSON / JSON Lines: one JSON value a line; LF or CRLF; lines of white space alone are skipped.
+ * Each line is parsed by JSON.parse (a streaming JSON parser is several times slower).
+ * @returns {RecordParser}
+ */
+export function createNdjsonParser() {
+  let rest = '';
+  let line = 0;
+  let first = true;
+
+  /** @param {string} text @param {OnRecord} onRecord */
+  function parseLine(text, onRecord) {
+    line++;
+    if (first) {
+      first = false;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1); // a byte-order mark is no part of the JSON
+    }
+    if (text.length > MAX_RECORD_CHARS) throw new ApiError('malformed_json', `line ${line} ${tooLong()}; nothing was written`);
+    if (text.charCodeAt(text.length - 1) === CR) text = text.slice(0, -1);
+    if (text.trim() === '') return;
+    let value;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new ApiError('malformed_json', `line ${line} is not valid JSON; nothing was written`);
+    }
+    const duplicates = value !== null && typeof value === 'object' ? findDuplicateKeys(text, value) : [];
+    onRecord(value, line, duplicates.map((d) => d.key));
+  }
+
+  return {
+    feed(text, onRecord) {
+      let start = 0;
+      let lf = text.indexOf('\n');
+      if (lf !== -1 && rest !== '') {
+        parseLine(rest + text.slice(0, lf), onRecord);
+        rest = '';
+        start = lf + 1;
+        lf = text.indexOf('\n', start);
+      }
+      while (lf !== -1) {
+        parseLine(text.slice(start, lf), onRecord);
+        start = lf + 1;
+        lf = text.indexOf('\n', start);
+      }
+      rest += text.slice(start);
+      if (rest.length > MAX_RECORD_CHARS) throw new ApiError('malformed_json', `line ${line + 1} ${tooLong()}; nothing was written`);
+    },
+    end(onRecord) {
+      if (rest !== '') parseLine(rest, onRecord);
+      rest = '';
+    },
+  };
+}
+
+/**
+ * CSV as RFC 4180 has it, in UTF-8: a header row naming the columns (email and name, and phone or
+ * passwordHash if sent, in any order, each once), then one user a record. Fields are separated by
+ * commas, records by LF or CRLF; a field in double quotes may hold commas, quotes (doubled) and
+ * line breaks. An empty field not quoted is a field not sent; `""` is an empty string, sent (as
+ * PostgreSQL's COPY reads CSV). A line of nothing at all is skipped.
+ * @returns {RecordParser}
+ */
+export function createCsvParser() {
+  let rest = '';
+  let line = 1; // the line the next record starts on
+  /** @type {string[] | undefined} */
+  let columns;
+
+  /** @param {string} message @param {number} [at] */
+  const malformed = (message, at = line) => new ApiError('malformed_csv', `line ${at}: ${message}; nothing was written`);
+
+  /**
+   * The record that starts at `pos`, or undefined when the text ends before it does (and more may come).
+   * @param {string} s @param {number} pos @param {boolean} final
+   * @returns {{ fields: (string | undefined)[], next: number, lines: number } | undefined}
+   */
+  function parseRecord(s, pos, final) {
+    /** @type {(string | undefined)[]} */
+    const fields = [];
+    let lines = 0;
+    let i = pos;
+    for (;;) {
+      if (s.charCodeAt(i) === QUOTE) {
+        let value = '';
+        let from = i + 1;
+        for (;;) {
+          const q = s.indexOf('"', from);
+          if (q === -1) {
+            if (final) throw malformed('a quoted field is not closed before the end of the body');
+            return undefined;
+          }
+          value += s.slice(from, q);
+          if (q + 1 >= s.length && !final) return undefined; // `""` may be split between two pieces
+          if (s.charCodeAt(q + 1) === QUOTE) {
+            value += '"';
+            from = q + 2;
+            continue;
+          }
+          i = q + 1;
+          break;
+        }
+        for (let at = value.indexOf('\n'); at !== -1; at = value.indexOf('\n', at + 1)) lines++;
+        fields.push(value);
+      } else {
+        const start = i;
+        for (; i < s.length; i++) {
+          const c = s.charCodeAt(i);
+          if (c === COMMA || c === LF) break;
+          if (c === QUOTE) throw malformed('a double quote inside a field that does not start with one (quote the field and double the quote)', line + lines);
+        }
+        if (i >= s.length && !final) return undefined;
+        const end = i > start && s.charCodeAt(i - 1) === CR ? i - 1 : i;
+        fields.push(end > start ? s.slice(start, end) : undefined);
+      }
+      const c = s.charCodeAt(i);
+      if (c === COMMA) {
+        i++;
+        continue;
+      }
+      if (c === LF) return { fields, next: i + 1, lines: lines + 1 };
+      if (c === CR && s.charCodeAt(i + 1) === LF) return { fields, next: i + 2, lines: lines + 1 };
+      if (i >= s.length || (c === CR && i + 1 >= s.length)) {
+        if (!final) return undefined;
+        return { fields, next: s.length, lines };
+      }
+      throw malformed('a quoted field must be followed by a comma or the end of the line', line + lines);
+    }
+  }
+
+  /** @param {(string | undefined)[]} fields @param {number} at */
+  function readHeader(fields, at) {
+    /** @param {string} message */
+    const malformed = (message) => new ApiError('malformed_csv', `line ${at}: ${message}; nothing was written`);
+    const names = fields.map((f, i) => (i === 0 && f?.charCodeAt(0) === 0xfeff ? f.slice(1) : f) ?? '');
+    for (const name of names) {
+      if (!(/** @type {readonly string[]} */ (CSV_COLUMNS)).includes(name)) {
+        throw malformed(`the header names a column ${JSON.stringify(name)}; the columns are email, name, phone, passwordHash (email and name required)`);
+      }
+    }
+    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    if (twice !== undefined) throw malformed(`the header names the column ${twice} twice`);
+    const missing = ['email', 'name'].filter((n) => !names.includes(n));
+    if (missing.length > 0) throw malformed(`the header must name the column${missing.length > 1 ? 's' : ''} ${missing.join(' and ')}`);
+    columns = names;
+  }
+
+  /** @param {boolean} final @param {OnRecord} onRecord */
+  function consume(final, onRecord) {
+    let pos = 0;
+    while (pos < rest.length) {
+      const record = parseRecord(rest, pos, final);
+      if (!record) break;
+      const at = line;
+      // Whole or not yet, a record is refused past the limit (its line break counted), so the
+      // answer does not depend on how the body was cut into pieces.
+      if (record.next - pos > MAX_RECORD_CHARS) throw malformed(`the record ${tooLong()}`, at);
+      pos = record.next;
+      line += record.lines;
+      const { fields } = record;
+      if (fields.length === 1 && fields[0] === undefined) continue; // an empty line
+      if (columns === undefined) {
+        readHeader(fields, at);
+        continue;
+      }
+      if (fields.length !== columns.length) {
+        throw malformed(`the record has ${fields.length} field${fields.length === 1 ? '' : 's'} where the header names ${columns.length}`, at);
+      }
+      /** @type {Record<string, string>} */
+      const user = {};
+      for (let c = 0; c < columns.length; c++) {
+        const value = fields[c];
+        if (value !== undefined) user[columns[c]] = value;
+      }
+      onRecord(user, at, []);
+    }
+    rest = rest.slice(pos);
+    if (rest.length > MAX_RECORD_CHARS) throw malformed(`the record ${tooLong()}`);
+  }
+
+  return {
+    feed(text, onRecord) {
+      rest += text;
+      consume(false, onRecord);
+    },
+    end(onRecord) {
+      consume(true, onRecord);
+      // An empty body is an empty batch (the importer says so); one of blank lines has no header.
+      if (columns === undefined && line > 1) throw malformed('the body has no header row (email,name[,phone][,passwordHash])', 1);
+    },
+  };
+}
