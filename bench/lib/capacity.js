@@ -25,7 +25,8 @@ export const OPT_IN_VARIANTS = ['tracing'];
  * @property {number} size        users per request
  * @property {number} vus
  * @property {Record<string, string>} [env]  more for k6: REPLAY (1: every other request resends
- *   stored users; changed: with new names), RESOLUTION (merge: Prefer: resolution=merge-duplicates)
+ *   stored users; changed: with new names), RESOLUTION (merge: Prefer: resolution=merge-duplicates),
+ *   RETURN (representation: Prefer: return=representation, count=exact)
  * @property {string[]} [variants] only these variants (default: every selected one)
  * @property {boolean} [baseline] false: no naive or no-op runs (the naive endpoint fails on replays
  *   and cannot merge)
@@ -42,6 +43,8 @@ export const LOADS = [
   { id: '1000x8-merge', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge' }, variants: ['default', 'copy'], baseline: false },
   { id: '1000x8-merge-replay', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: '1' }, variants: ['default', 'copy'], baseline: false },
   { id: '1000x8-merge-changed', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: 'changed' }, variants: ['default', 'copy'], baseline: false },
+  // PostgREST's return=representation (with count=exact): the rows written come back.
+  { id: '1000x8-representation', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RETURN: 'representation' }, variants: ['default'], baseline: false },
 ];
 
 /**

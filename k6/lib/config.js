@@ -15,6 +15,11 @@ export const RUN_ID = __ENV.RUN_ID || `${Date.now().toString(36)}${Math.floor(Ma
 export const REPLAY = __ENV.REPLAY === '1' || __ENV.REPLAY === 'changed' ? __ENV.REPLAY : '';
 /** merge: every request asks `Prefer: resolution=merge-duplicates`; else the default (ignore). */
 export const RESOLUTION = __ENV.RESOLUTION === 'merge' ? 'merge' : 'ignore';
+/**
+ * representation: every request also asks `Prefer: return=representation, count=exact` (PostgREST's
+ * way to get the rows written back), and its counts are read from Content-Range.
+ */
+export const RETURN = __ENV.RETURN === 'representation' ? 'representation' : '';
 /** Where handleSummary writes k6's summary data as JSON; unset, no file (the bench and smoke test set it). */
 export const SUMMARY_FILE = __ENV.SUMMARY_FILE || '';
 
