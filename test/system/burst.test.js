@@ -5,7 +5,11 @@ import { runBurst } from '../support/burst.js';
 import { createTestDatabase } from '../support/database.js';
 import { startServerProcess } from '../support/server-process.js';
 
-const PEAK_RSS_MIB = 256;
+// 256 MiB on Node 20. Node 22, the runtime that ships, idles 16 MiB higher and its peak under this
+// burst varies more from run to run (228 to 298 MiB over ten runs of the same code on a quiet machine,
+// docs/benchmarks.md): the bound catches memory that grows with the burst (a 16 MiB budget peaked
+// over 310 MiB on Node 20), not V8's collection timing.
+const PEAK_RSS_MIB = 320;
 
 describe('a burst of large requests against one service process with the default settings (issue 9)', () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
