@@ -6,10 +6,10 @@ import { createTestDatabase } from '../support/database.js';
 import { startServerProcess } from '../support/server-process.js';
 
 // 256 MiB on Node 20. Node 22, the runtime that ships, idles 16 MiB higher and its peak under this
-// burst varies more from run to run (228 to 298 MiB over ten runs of the same code on a quiet machine,
-// docs/benchmarks.md): the bound catches memory that grows with the burst (a 16 MiB budget peaked
-// over 310 MiB on Node 20), not V8's collection timing.
-const PEAK_RSS_MIB = 320;
+// burst varies much more from run to run (228 to 298 MiB for the same code; 292 in a CI run, where
+// other test files run beside it; docs/benchmarks.md). The bound guards against what admission
+// control prevents, memory that grows with the burst (without it, gigabytes), not V8's timing.
+const PEAK_RSS_MIB = 384;
 
 describe('a burst of large requests against one service process with the default settings (issue 9)', () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
