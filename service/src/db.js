@@ -190,7 +190,7 @@ export function createDatabase(config, logger) {
     const timeout = timeoutOf(err);
     if (timeout) return timeout;
     if (!isTransient(err)) return 'own';
-    if (lastProbe && performance.now() - lastProbe.at < UNREACHABLE_HOLD_MS && !lastProbe.answered) return 'unavailable';
+    if (knownUnreachable()) return 'unavailable';
     return (await answers()) ? 'transient' : 'unavailable';
   }
 

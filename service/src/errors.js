@@ -111,5 +111,17 @@ export class DatabaseTimeoutError extends ApiError {
   }
 }
 
+/**
+ * The 503 a failure diagnosed as the database's state gets (db.js Diagnosis): unavailable, or one of
+ * its time limits; undefined for a failure that is the request's own or passing.
+ * @param {import('./db.js').Diagnosis} diagnosis @param {unknown} cause
+ * @returns {DatabaseUnavailableError | DatabaseTimeoutError | undefined}
+ */
+export function refusalOfDatabaseState(diagnosis, cause) {
+  if (diagnosis === 'unavailable') return cause instanceof DatabaseUnavailableError ? cause : new DatabaseUnavailableError(cause);
+  if (diagnosis === 'lock_timeout' || diagnosis === 'statement_timeout') return new DatabaseTimeoutError(diagnosis, cause);
+  return undefined;
+}
+
 // Bad configuration: the one class for the service and its migrations (db/src/config-error.js).
 export { ConfigError } from '@sluice/env';

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { DatabaseTimeoutError, DatabaseUnavailableError } from '../errors.js';
+import { DatabaseTimeoutError, refusalOfDatabaseState } from '../errors.js';
 import { activeSpan, endSpan, runInSpan, startGroupSpan, tracingOn } from '../tracing/spans.js';
 import { byEmail } from './user-schema.js';
 
@@ -204,11 +204,9 @@ export function createGroupCommit({
    */
   async function refusalForAll(err) {
     const diagnosis = await diagnose(err);
-    if (diagnosis === 'unavailable') return err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
-    if (diagnosis === 'statement_timeout') return new DatabaseTimeoutError(diagnosis, err);
+    if (diagnosis !== 'lock_timeout') return refusalOfDatabaseState(diagnosis, err);
     // A whole-table lock (CREATE INDEX, LOCK TABLE) would lock each request out alone as well.
-    if (diagnosis === 'lock_timeout' && (await isTableLocked())) return new DatabaseTimeoutError(diagnosis, err);
-    return undefined;
+    return (await isTableLocked()) ? refusalOfDatabaseState(diagnosis, err) : undefined;
   }
 
   /** @param {Waiting} w */

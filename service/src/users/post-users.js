@@ -124,24 +124,31 @@ export function postUsers({ writeUsers, maxBatchItems, metrics }) {
     endTimer();
 
     metrics.batchSize.observe(received);
-    metrics.usersReceived.inc(received);
-    metrics.usersInserted.inc(inserted);
-    if (updated > 0) metrics.usersUpdated.inc(updated);
-    if (res.locals.preferenceApplied) res.setHeader('Preference-Applied', res.locals.preferenceApplied);
-    if (res.locals.countRows) res.setHeader('Content-Range', `*/${inserted + updated}`);
-    const status = inserted > 0 ? 201 : 200;
-    // Written directly rather than through res.status().json(): Express's checks of the status, the
-    // type and the body are a few percent of a single-user request's CPU, and this answer never varies.
-    if (returnPreference === undefined) {
-      const body = JSON.stringify({ received, inserted, updated, duplicates: received - inserted });
-      res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
-      return;
-    }
-    if (!withRows) {
-      res.writeHead(status, { 'Content-Length': 0 }).end();
-      return;
-    }
-    const body = JSON.stringify(representation(/** @type {string[]} */ (order), users ?? [], query?.select ?? READ_COLUMNS));
-    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
+    answerWritten(res, metrics, { received, inserted, updated }, withRows ? representation(/** @type {string[]} */ (order), users ?? [], query?.select ?? READ_COLUMNS) : undefined);
   };
+}
+
+/**
+ * Counts what a request wrote (a batch, or a stream: users/stream-import.js) and answers it: the
+ * rows of a representation when given; else sluice's counts, or no body when `Prefer: return=`
+ * asked for minimal or headers-only; `Preference-Applied` and `Content-Range` as asked.
+ * @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics
+ * @param {{ received: number, inserted: number, updated: number }} counts
+ * @param {Record<string, unknown>[]} [rows]  return=representation's rows
+ */
+export function answerWritten(res, metrics, { received, inserted, updated }, rows) {
+  metrics.usersReceived.inc(received);
+  metrics.usersInserted.inc(inserted);
+  if (updated > 0) metrics.usersUpdated.inc(updated);
+  if (res.locals.preferenceApplied) res.setHeader('Preference-Applied', res.locals.preferenceApplied);
+  if (res.locals.countRows) res.setHeader('Content-Range', `*/${inserted + updated}`);
+  const status = inserted > 0 ? 201 : 200;
+  if (rows === undefined && res.locals.returnPreference !== undefined) {
+    res.writeHead(status, { 'Content-Length': 0 }).end();
+    return;
+  }
+  // Written directly rather than through res.status().json(): Express's checks of the status, the
+  // type and the body are a few percent of a single-user request's CPU, and this answer never varies.
+  const body = JSON.stringify(rows ?? { received, inserted, updated, duplicates: received - inserted });
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
 }

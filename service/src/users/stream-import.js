@@ -1,8 +1,9 @@
 import copyStreams from 'pg-copy-streams';
-import { ApiError, DatabaseTimeoutError, DatabaseUnavailableError, InvalidBatchError } from '../errors.js';
+import { ApiError, InvalidBatchError, refusalOfDatabaseState } from '../errors.js';
 import { sendContinue } from '../http/expect-continue.js';
 import { ClientGoneError } from '../http/read-body.js';
 import { checkStreamHeaders, drained, readStream, streamFormat } from '../http/stream-body.js';
+import { answerWritten } from './post-users.js';
 import { createCsvParser, createNdjsonParser } from './stream-parse.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 import { isUniqueViolation } from './user-repository.js';
@@ -78,15 +79,8 @@ export function streamUsers({ db, admit, maxStreamBytes, idleTimeoutMs, metrics 
       ({ received, inserted, updated }) => {
         reader.close();
         if (!req.complete) req.resume(); // anything after a compressed stream, so the request ends
-        metrics.usersReceived.inc(received);
-        metrics.usersInserted.inc(inserted);
-        if (updated > 0) metrics.usersUpdated.inc(updated);
-        if (res.locals.preferenceApplied) res.setHeader('Preference-Applied', res.locals.preferenceApplied);
-        if (res.locals.countRows) res.setHeader('Content-Range', `*/${inserted + updated}`);
-        const status = inserted > 0 ? 201 : 200;
-        // return=minimal or headers-only (PostgREST's): no body; none: sluice's counts.
-        if (res.locals.returnPreference !== undefined) res.writeHead(status, { 'Content-Length': 0 }).end();
-        else res.status(status).json({ received, inserted, updated, duplicates: received - inserted });
+        // representation was refused before the body was read (unsupportedOnStreams).
+        answerWritten(res, metrics, { received, inserted, updated });
       },
       (failure) => {
         reader.close();
@@ -244,7 +238,6 @@ const longQuery = (client, text) => client.query(/** @type {import('pg').QueryCo
 async function diagnosed(db, err) {
   if (err instanceof ApiError || err instanceof ClientGoneError) return err;
   const diagnosis = await db.diagnose(err);
-  if (diagnosis === 'unavailable' || diagnosis === 'transient') return err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
-  if (diagnosis === 'lock_timeout' || diagnosis === 'statement_timeout') return new DatabaseTimeoutError(diagnosis, err);
-  return err;
+  // A passing failure is unavailable too: the body it would be tried again with is gone.
+  return refusalOfDatabaseState(diagnosis === 'transient' ? 'unavailable' : diagnosis, err) ?? err;
 }

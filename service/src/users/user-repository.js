@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
-import { DatabaseTimeoutError, DatabaseUnavailableError } from '../errors.js';
+import { refusalOfDatabaseState } from '../errors.js';
 import { createReplayGuess } from './replay-guess.js';
 import {
   CREATE_STAGING, FROM_STAGING, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, writeStatement,
@@ -83,6 +83,9 @@ async function copyInto(client, table, rows) {
 export const STRATEGIES = /** @type {const} */ ({ format: formatWriter, unnest: unnestWriter, copy: copyWriter });
 /** @typedef {keyof typeof STRATEGIES} Strategy */
 
+/** PostgreSQL's lock_timeout for the rest of the transaction. @param {number} ms */
+const setLockTimeout = (ms) => `SET LOCAL lock_timeout = ${Math.trunc(ms)}`;
+
 /** @param {unknown} err */
 export const isUniqueViolation = (err) => /** @type {{ code?: string }} */ (err)?.code === UNIQUE_VIOLATION;
 
@@ -114,23 +117,48 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
   const replays = createReplayGuess();
   // Sent with the group's statement in one simple query (an implicit transaction), so that
   // SET LOCAL holds for the statement alone and costs no round trip.
-  const groupPrefix = groupLockTimeoutMs ? `SET LOCAL lock_timeout = ${Math.trunc(groupLockTimeoutMs)}; ` : '';
-  /** @param {import('pg').QueryResult | import('pg').QueryResult[]} r */
-  const lastResult = (r) => (Array.isArray(r) ? r[r.length - 1] : r);
+  const groupPrefix = groupLockTimeoutMs ? `${setLockTimeout(groupLockTimeoutMs)}; ` : '';
+
+  /**
+   * One group statement (pg-format, whatever the strategy), with the group's lock timeout; its result.
+   * @param {UserRow[]} rows @param {OnConflict} onConflict @param {import('./user-sql.js').Returning} returning
+   */
+  const groupQuery = (rows, onConflict, returning) =>
+    db
+      .withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), onConflict, returning)))
+      // With the prefix, the simple query answers one result per statement: the write's is the last.
+      .then((/** @type {import('pg').QueryResult | import('pg').QueryResult[]} */ r) => (Array.isArray(r) ? r[r.length - 1] : r));
+
+  /**
+   * Each chunk of `chunkRows` written by `writeChunk`: a single chunk alone (one statement is
+   * atomic), several, or any with a lock timeout of its own or a writer that needs one, in one
+   * transaction.
+   * @template T
+   * @param {UserRow[]} rows @param {number | undefined} lockTimeoutMs @param {boolean} needsTransaction
+   * @param {(client: PoolClient, chunk: UserRow[]) => Promise<T>} writeChunk
+   * @returns {Promise<T[]>}
+   */
+  function inChunks(rows, lockTimeoutMs, needsTransaction, writeChunk) {
+    if (!lockTimeoutMs && !needsTransaction && rows.length <= chunkRows) return db.withClient(async (client) => [await writeChunk(client, rows)]);
+    return db.transaction(async (client) => {
+      if (lockTimeoutMs) await client.query(setLockTimeout(lockTimeoutMs));
+      /** @type {T[]} */
+      const results = [];
+      for (let start = 0; start < rows.length; start += chunkRows) results.push(await writeChunk(client, rows.slice(start, start + chunkRows)));
+      return results;
+    });
+  }
 
   /** @param {UserRow[]} rows @param {OnConflict} onConflict @param {number} [lockTimeoutMs] @returns {Promise<Counts>} */
-  function write(rows, onConflict, lockTimeoutMs) {
-    if (!lockTimeoutMs && rows.length <= chunkRows && !chunkWriter.needsTransaction) return db.withClient((client) => chunkWriter.write(client, rows, onConflict));
-    return db.transaction(async (client) => {
-      if (lockTimeoutMs) await client.query(`SET LOCAL lock_timeout = ${Math.trunc(lockTimeoutMs)}`);
-      const total = { inserted: 0, updated: 0 };
-      for (let start = 0; start < rows.length; start += chunkRows) {
-        const counts = await chunkWriter.write(client, rows.slice(start, start + chunkRows), onConflict);
-        total.inserted += counts.inserted;
-        total.updated += counts.updated;
-      }
-      return total;
-    });
+  async function write(rows, onConflict, lockTimeoutMs) {
+    const chunks = await inChunks(rows, lockTimeoutMs, chunkWriter.needsTransaction === true, (client, chunk) => chunkWriter.write(client, chunk, onConflict));
+    if (chunks.length === 1) return chunks[0];
+    const total = { inserted: 0, updated: 0 };
+    for (const counts of chunks) {
+      total.inserted += counts.inserted;
+      total.updated += counts.updated;
+    }
+    return total;
   }
 
   /**
@@ -148,14 +176,7 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
       for (const u of users) if (u.inserted) inserted++;
       return { inserted, updated: users.length - inserted, users };
     };
-    if (!lockTimeoutMs && rows.length <= chunkRows) return db.withClient(async (client) => counted(await writeChunk(client, rows)));
-    return db.transaction(async (client) => {
-      if (lockTimeoutMs) await client.query(`SET LOCAL lock_timeout = ${Math.trunc(lockTimeoutMs)}`);
-      /** @type {WrittenUser[]} */
-      const users = [];
-      for (let start = 0; start < rows.length; start += chunkRows) users.push(...(await writeChunk(client, rows.slice(start, start + chunkRows))));
-      return counted(users);
-    });
+    return inChunks(rows, lockTimeoutMs, false, writeChunk).then((chunks) => counted(chunks.flat()));
   }
 
   /**
@@ -191,18 +212,13 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
       return await attempt();
     } catch (err) {
       const diagnosis = await db.diagnose(err);
-      if (diagnosis === 'own') throw err;
-      if (diagnosis === 'unavailable') throw err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
-      if (diagnosis !== 'transient') throw new DatabaseTimeoutError(diagnosis, err);
+      if (diagnosis !== 'transient') throw refusalOfDatabaseState(diagnosis, err) ?? err;
     }
     // The database answers: the first attempt failed for a passing reason. Once more, then its own.
     try {
       return await attempt();
     } catch (err) {
-      const diagnosis = await db.diagnose(err);
-      if (diagnosis === 'unavailable') throw err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
-      if (diagnosis === 'lock_timeout' || diagnosis === 'statement_timeout') throw new DatabaseTimeoutError(diagnosis, err);
-      throw err;
+      throw refusalOfDatabaseState(await db.diagnose(err), err) ?? err;
     }
   }
 
@@ -242,9 +258,7 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
   function writeGroupRows(rows, resolution) {
     /** @param {OnConflict} onConflict */
     const attempt = (onConflict) =>
-      db
-        .withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), onConflict, 'rows')))
-        .then((r) => new Map(lastResult(r).rows.map((/** @type {WrittenUser} */ row) => [row.email, row])));
+      groupQuery(rows, onConflict, 'rows').then((r) => new Map(r.rows.map((/** @type {WrittenUser} */ row) => [row.email, row])));
     return allNewFirst(rows.length, () => attempt('fail'), () => attempt(onConflictFor(resolution)), (r) => {
       let inserted = 0;
       for (const u of r.values()) if (u.inserted) inserted++;
@@ -256,11 +270,8 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
   function writeGroupCounts(rows, resolution) {
     return allNewFirst(
       rows.length,
-      () => db.withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), 'fail', 'none'))).then(() => /** @type {const} */ ('all')),
-      () =>
-        db
-          .withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), onConflictFor(resolution), 'emails')))
-          .then((r) => new Map(lastResult(r).rows.map((row) => [row.email, row.inserted]))),
+      () => groupQuery(rows, 'fail', 'none').then(() => /** @type {const} */ ('all')),
+      () => groupQuery(rows, onConflictFor(resolution), 'emails').then((r) => new Map(r.rows.map((row) => [row.email, row.inserted]))),
       (r) => (r === 'all' ? rows.length : [...r.values()].filter(Boolean).length),
     );
   }
