@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError, Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
-import { LOADS, OPT_IN_VARIANTS, VARIANTS, planRuns, summarise } from './lib/capacity.js';
+import { COMPARED, LOADS, OPT_IN_VARIANTS, VARIANTS, baseVariant, planRuns, summarise } from './lib/capacity.js';
 
 const LOAD_IDS = LOADS.map((l) => l.id);
 const VARIANT_NAMES = Object.keys(VARIANTS);
@@ -26,13 +26,15 @@ A report, a JSON file and charts land in bench/results/.`)
     return value;
   }, '10s')
   .addOption(new Option('--pool <n>', "the service's pool, and the COPY ceiling's connections").env('DB_POOL_MAX').argParser(wholeNumber(1)).default(10))
+  .addOption(new Option('--compare <server.js>', "capacity: run every variant on another checkout's service/src/server.js too, side by side (as <variant>@compare)").env('COMPARE_SERVER'))
   .option('--publish', 'copy the charts to docs/')
   .parse()
   .opts();
 const runReference = opts.reference || !opts.capacity;
 const runCapacity = opts.capacity || !opts.reference;
 const loads = /** @type {string[]} */ (opts.loads).map((id) => /** @type {import('./lib/capacity.js').Load} */ (LOADS.find((l) => l.id === id)));
-const variants = /** @type {string[]} */ (opts.variants);
+const COMPARE_SERVER = /** @type {string | undefined} */ (opts.compare);
+const variants = /** @type {string[]} */ (opts.variants).flatMap((v) => (COMPARE_SERVER ? [v, `${v}${COMPARED}`] : [v]));
 const rounds = /** @type {number} */ (opts.rounds);
 const POOL = /** @type {number} */ (opts.pool);
 
@@ -91,7 +93,8 @@ try {
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL ${settings.version.split(' ')[0]} (embedded; ICU ${settings.collation} default collation; fsync and synchronous commit on)`;
   say(`PostgreSQL on 127.0.0.1:${pg0.port}, ${settings.provider} ${settings.collation}; results in ${path.relative(root, outDir)}`);
 
-  const startSluice = (/** @type {Record<string, string>} */ env) => () => startServerProcess({ DATABASE_URL: pg0.url, DB_POOL_MAX: String(POOL), ...env });
+  /** @param {Record<string, string>} env @param {string} [script]  another checkout's server.js (--compare) */
+  const startSluice = (env, script) => () => startServerProcess({ DATABASE_URL: pg0.url, DB_POOL_MAX: String(POOL), ...env }, { script });
   const startNaive = () => startServerProcess({ DATABASE_URL: naiveUrl }, { script: NAIVE_SERVER });
   const startNoop = () => startServerProcess({}, { script: NOOP_SERVER });
   /** @type {Record<string, unknown>} */
@@ -129,9 +132,11 @@ try {
 
   if (runCapacity) {
     // The tracing variant exports to a receiver here that reads and drops what it gets.
-    const receiver = variants.includes('tracing') ? await startOtlpReceiver({ discard: true }) : undefined;
+    const receiver = variants.some((v) => baseVariant(v) === 'tracing') ? await startOtlpReceiver({ discard: true }) : undefined;
     /** @param {string} variant */
-    const envOf = (variant) => (variant === 'tracing' ? { ...VARIANTS.tracing, OTEL_EXPORTER_OTLP_ENDPOINT: receiver?.endpoint ?? '' } : VARIANTS[variant]);
+    const envOf = (variant) => (baseVariant(variant) === 'tracing' ? { ...VARIANTS.tracing, OTEL_EXPORTER_OTLP_ENDPOINT: receiver?.endpoint ?? '' } : VARIANTS[baseVariant(variant)]);
+    /** @param {string} variant */
+    const scriptOf = (variant) => (variant.endsWith(COMPARED) ? path.resolve(/** @type {string} */ (COMPARE_SERVER)) : undefined);
     const plan = planRuns(loads, variants, rounds);
     say(`capacity: ${plan.length} runs of ${opts.duration} (loads ${loads.map((l) => l.id).join(', ')}; variants ${variants.join(', ')}; ${rounds} rounds)`);
     const runs = [];
@@ -143,19 +148,19 @@ try {
         script: path.join(root, 'k6', p.load.script),
         k6Env: { MODE: 'capacity', VUS: String(p.load.vus), DURATION: opts.duration, ...p.load.env },
         summaryFile: path.join(outDir, `${stamp}-capacity-${i}-k6.json`),
-        start: p.target === 'naive' ? startNaive : p.target === 'noop' ? startNoop : startSluice(envOf(p.variant)),
+        start: p.target === 'naive' ? startNaive : p.target === 'noop' ? startNoop : startSluice(envOf(p.variant), scriptOf(p.variant)),
         pgPid,
         // The no-op endpoint writes nothing: its users are what k6 counted.
         table: p.target === 'naive' ? naiveTable : p.target === 'noop' ? undefined : sluiceTable,
       });
       if (r.k6ExitCode !== 0) failedK6.push(name);
       if (r.rows !== undefined && r.rows !== r.k6Items) say(`  ${name}: k6 counted ${r.k6Items} inserted, the table holds ${r.rows}`);
-      runs.push({ load: p.load.id, variant: p.variant, round: p.round, env: p.target === 'sluice' ? VARIANTS[p.variant] : {}, ...r, usersPerSec: r.itemsPerSec });
+      runs.push({ load: p.load.id, variant: p.variant, round: p.round, env: p.target === 'sluice' ? VARIANTS[baseVariant(p.variant)] : {}, ...r, usersPerSec: r.itemsPerSec });
     }
     await receiver?.close();
     const lines = summarise(runs);
     report += `## Capacity (closed loop, no sleep, ${opts.duration} a run, ${rounds} rounds; sluice/naive per round, median quoted)\n\n${capacityTable(lines)}\n\n### Every run\n\n${runsTable(runs)}\n\n`;
-    json.capacity = { duration: opts.duration, rounds, variants: Object.fromEntries(variants.map((v) => [v, VARIANTS[v]])), summary: lines, runs };
+    json.capacity = { duration: opts.duration, rounds, variants: Object.fromEntries(variants.map((v) => [v, VARIANTS[baseVariant(v)]])), compare: COMPARE_SERVER, summary: lines, runs };
     await writeFile(path.join(outDir, `${stamp}-capacity.svg`), ratioChart(lines, `${stamp.slice(0, 10)}, ${os.cpus().length} cores, PostgreSQL ${settings.version.split(' ')[0]} with ICU ${settings.collation}, fsync on; closed loop, ${rounds} × ${opts.duration} a variant`));
   }
 

@@ -19,6 +19,14 @@ export const VARIANTS = {
 export const OPT_IN_VARIANTS = ['tracing'];
 
 /**
+ * The suffix of a variant run on another checkout (`--compare`): `default@compare` is the other
+ * service under the default variant's environment, interleaved with this one's.
+ */
+export const COMPARED = '@compare';
+/** A variant's own name, without the suffix of `--compare`. @param {string} variant */
+export const baseVariant = (variant) => (variant.endsWith(COMPARED) ? variant.slice(0, -COMPARED.length) : variant);
+
+/**
  * @typedef {object} Load
  * @property {string} id          what --loads names
  * @property {string} script      the k6 script under k6/
@@ -73,7 +81,7 @@ export function planRuns(loads, variants, rounds) {
   /** @type {PlannedRun[]} */
   const plan = [];
   for (const load of loads) {
-    const own = variants.filter((v) => !load.variants || load.variants.includes(v));
+    const own = variants.filter((v) => !load.variants || load.variants.includes(baseVariant(v)));
     if (own.length === 0) continue;
     const baseline = load.baseline !== false;
     for (let round = 0; round < rounds; round++) {

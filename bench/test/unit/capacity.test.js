@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { LOADS, median, planRuns, summarise } from '../../lib/capacity.js';
+import { LOADS, baseVariant, median, planRuns, summarise } from '../../lib/capacity.js';
 import { capacityTable, ratioChart } from '../../lib/report.js';
 
 const load = (/** @type {string} */ id) => /** @type {import('../../lib/capacity.js').Load} */ (LOADS.find((l) => l.id === id));
@@ -14,6 +14,16 @@ describe('capacity plan and ratios', () => {
       '1x100:naive:2',
       '1000x8-replay:default:0', '1000x8-replay:copy:0', '1000x8-replay:default:1', '1000x8-replay:copy:1',
     ]);
+  });
+
+  test('--compare: another checkout runs as <variant>@compare beside each variant, where the load takes that variant', () => {
+    const plan = planRuns([load('1000x8'), load('1000x8-representation')], ['default', 'default@compare', 'tracing', 'tracing@compare'], 1);
+    assert.deepEqual(plan.map((p) => `${p.load.id}:${p.variant}`), [
+      '1000x8:naive', '1000x8:noop', '1000x8:default', '1000x8:default@compare', '1000x8:tracing', '1000x8:tracing@compare', '1000x8:naive',
+      '1000x8-representation:default', '1000x8-representation:default@compare',
+    ]);
+    assert.equal(baseVariant('tracing@compare'), 'tracing');
+    assert.equal(baseVariant('default'), 'default');
   });
 
   test('a ratio divides by the mean of the naive runs either side; the median of rounds is quoted', () => {
