@@ -272,7 +272,7 @@ export function credit(rows, written, withRows = false) {
   const users = withRows ? [] : undefined;
   for (const row of rows) {
     const w = written.get(row[0]);
-    const inserted = typeof w === 'object' ? w.inserted : w;
+    const inserted = typeof w === 'object' ? w.updatedAt === null : w;
     if (inserted === true) counts.inserted++;
     else if (inserted === false) counts.updated++;
     if (users && typeof w === 'object') users.push(w);

@@ -1,12 +1,11 @@
 import { ApiError } from '../errors.js';
-import { OUTCOME, READ_COLUMNS } from '../http/write-query.js';
+import { READ_COLUMNS } from '../http/write-query.js';
 import { endSpan, startSpan } from '../tracing/spans.js';
+import { representation } from './representation.js';
 import { parseUserBatch } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-schema.js').Resolution} Resolution */
-/** @typedef {import('./user-repository.js').WrittenUser} WrittenUser */
-/** @typedef {import('../http/write-query.js').ReadColumn} ReadColumn */
 /** @typedef {(rows: UserRow[], resolution: Resolution, options?: import('./user-repository.js').WriteOptions) => Promise<import('./user-repository.js').Counts>} WriteUsers */
 
 const WITH_ROWS = Object.freeze({ withRows: true });
@@ -47,52 +46,6 @@ function onlyColumns(item, columns) {
 }
 
 /**
- * The rows written, in the order their emails were first sent, each with the columns selected.
- * Emails skipped as duplicates were not written and are not in it (as in PostgREST).
- *
- * With `outcome` selected (sluice's per-item report), every item of the request instead, in order:
- * `outcome` is `inserted` or `updated` (with the row as written), `skipped` (already stored, or
- * unchanged in merge mode: nothing written, so its other columns are null but its email), or
- * `repeated` (its email came earlier in the request; that entry tells what was written).
- * @param {string[]} order @param {WrittenUser[]} users @param {readonly ReadColumn[]} select
- */
-export function representation(order, users, select) {
-  /** @type {Map<string, WrittenUser | null>} null: its entry is out already */
-  const byEmail = new Map();
-  for (const u of users) byEmail.set(u.email, u);
-  const report = select.includes(OUTCOME);
-  /** @type {Record<string, unknown>[]} */
-  const out = [];
-  for (const email of order) {
-    const u = byEmail.get(email);
-    if (!report) {
-      if (!u) continue;
-      byEmail.set(email, null); // an email sent twice is one row, shown where it was first sent
-      out.push(pick(u, select));
-      continue;
-    }
-    if (u === null) {
-      out.push(pick({ email }, select, 'repeated'));
-      continue;
-    }
-    byEmail.set(email, null);
-    out.push(u ? pick(u, select, u.inserted ? 'inserted' : 'updated') : pick({ email }, select, 'skipped'));
-  }
-  return out;
-}
-
-/**
- * @param {Partial<WrittenUser>} u @param {readonly ReadColumn[]} select @param {string} [outcome]
- * @returns {Record<string, unknown>}
- */
-function pick(u, select, outcome) {
-  /** @type {Record<string, unknown>} */
-  const row = {};
-  for (const c of select) row[c] = c === OUTCOME ? outcome : (u[c] ?? null);
-  return row;
-}
-
-/**
  * The last step of POST /users (app.js puts authentication, the Prefer header, the query,
  * admission and the body reader before it): validate every item, write all or nothing, answer.
  *
@@ -124,7 +77,8 @@ export function postUsers({ writeUsers, maxBatchItems, metrics }) {
     endTimer();
 
     metrics.batchSize.observe(received);
-    answerWritten(res, metrics, { received, inserted, updated }, withRows ? representation(/** @type {string[]} */ (order), users ?? [], query?.select ?? READ_COLUMNS) : undefined);
+    const shown = withRows ? representation(/** @type {string[]} */ (order), users ?? [], query?.select ?? READ_COLUMNS) : undefined;
+    answerWritten(res, metrics, { received, inserted, updated }, shown);
   };
 }
 
@@ -134,7 +88,7 @@ export function postUsers({ writeUsers, maxBatchItems, metrics }) {
  * asked for minimal or headers-only; `Preference-Applied` and `Content-Range` as asked.
  * @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics
  * @param {{ received: number, inserted: number, updated: number }} counts
- * @param {Record<string, unknown>[]} [rows]  return=representation's rows
+ * @param {string} [rows]  return=representation's rows, as JSON text (representation.js)
  */
 export function answerWritten(res, metrics, { received, inserted, updated }, rows) {
   metrics.usersReceived.inc(received);
@@ -149,6 +103,12 @@ export function answerWritten(res, metrics, { received, inserted, updated }, row
   }
   // Written directly rather than through res.status().json(): Express's checks of the status, the
   // type and the body are a few percent of a single-user request's CPU, and this answer never varies.
-  const body = JSON.stringify(rows ?? { received, inserted, updated, duplicates: received - inserted });
+  if (rows !== undefined) {
+    // Encoded once: a representation is kilobytes, which byteLength and end would each walk.
+    const body = Buffer.from(rows);
+    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length }).end(body);
+    return;
+  }
+  const body = JSON.stringify({ received, inserted, updated, duplicates: received - inserted });
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
 }

@@ -12,9 +12,9 @@ import {
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
 /** @typedef {import('pg').PoolClient} PoolClient */
 /**
- * A row as written, as a representation shows it (return=representation), and whether the write
- * inserted it (else it updated it).
- * @typedef {{ email: string, name: string, phone: string | null, createdAt: string, updatedAt: string | null, inserted: boolean }} WrittenUser
+ * A row as written, as a representation shows it (return=representation), its keys in the
+ * answer's order; the write inserted it when updatedAt is null (else it updated it).
+ * @typedef {{ email: string, name: string, phone: string | null, createdAt: string, updatedAt: string | null }} WrittenUser
  */
 /**
  * What a write did: its counts, and the rows it wrote when asked for them (withRows), sorted by email.
@@ -173,7 +173,7 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
     /** @param {WrittenUser[]} users */
     const counted = (users) => {
       let inserted = 0;
-      for (const u of users) if (u.inserted) inserted++;
+      for (const u of users) if (u.updatedAt === null) inserted++;
       return { inserted, updated: users.length - inserted, users };
     };
     return inChunks(rows, lockTimeoutMs, false, writeChunk).then((chunks) => counted(chunks.flat()));
@@ -261,7 +261,7 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
       groupQuery(rows, onConflict, 'rows').then((r) => new Map(r.rows.map((/** @type {WrittenUser} */ row) => [row.email, row])));
     return allNewFirst(rows.length, () => attempt('fail'), () => attempt(onConflictFor(resolution)), (r) => {
       let inserted = 0;
-      for (const u of r.values()) if (u.inserted) inserted++;
+      for (const u of r.values()) if (u.updatedAt === null) inserted++;
       return inserted;
     });
   }

@@ -13,7 +13,7 @@ import format from 'pg-format';
  */
 /**
  * What it answers: nothing but its command tag; one row of counts; a row per email it wrote; or
- * each row it wrote as stored (return=representation), with whether it was inserted.
+ * each row it wrote as stored (return=representation; updatedAt null where it was inserted).
  * @typedef {'none' | 'counts' | 'emails' | 'rows'} Returning
  */
 
@@ -55,8 +55,10 @@ const changedRows = (source) => `SELECT ${COLUMNS} FROM (${source}) AS t (${COLU
     AND (${storedValues('u')}) IS NOT DISTINCT FROM (${mergedValues('t', 'u')}) OFFSET 0)`;
 
 // A written row as a representation shows it (never the password hash), timestamps in the text
-// JSON gives them (as PostgREST answers them: microseconds and offset), and whether it was inserted.
-const RETURNING_ROWS = `RETURNING email, name, phone, to_json(created_at) #>> '{}' AS "createdAt", to_json(updated_at) #>> '{}' AS "updatedAt", updated_at IS NULL AS inserted`;
+// JSON gives them (as PostgREST answers them: microseconds and offset). Exactly the columns of the
+// answer, in its order, so that pg's row objects are serialised as they come; whether a row was
+// inserted is its updatedAt being null (updated_at is set only by a change).
+const RETURNING_ROWS = `RETURNING email, name, phone, to_json(created_at) #>> '{}' AS "createdAt", to_json(updated_at) #>> '{}' AS "updatedAt"`;
 
 /**
  * The statement around a row source (`SELECT ...` or `VALUES ...` giving the four columns).
@@ -65,13 +67,17 @@ const RETURNING_ROWS = `RETURNING email, name, phone, to_json(created_at) #>> '{
  * @param {Returning} returning
  */
 export function writeStatement(source, onConflict, returning) {
-  const insert = `INSERT INTO users (${COLUMNS}) ${onConflict === 'merge' ? changedRows(source) : source} ${ON_CONFLICT[onConflict]}`;
+  const insert = insertStatement(source, onConflict);
   if (returning === 'emails') return `${insert} RETURNING email, updated_at IS NULL AS inserted`;
   if (returning === 'rows') return `${insert} ${RETURNING_ROWS}`;
   if (returning === 'none') return insert;
   return `WITH written AS (${insert} RETURNING updated_at IS NULL AS inserted)
     SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`;
 }
+
+/** @param {string} source @param {OnConflict} onConflict */
+const insertStatement = (source, onConflict) =>
+  `INSERT INTO users (${COLUMNS}) ${onConflict === 'merge' ? changedRows(source) : source} ${ON_CONFLICT[onConflict]}`;
 
 // pg-format's quoteLiteral walks every string character by character; for a value without a quote
 // or a backslash it returns exactly the value in single quotes, so that is built directly, and

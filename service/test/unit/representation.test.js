@@ -2,10 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { READ_COLUMNS } from '../../src/http/write-query.js';
-import { representation } from '../../src/users/post-users.js';
+import { representation as representationText } from '../../src/users/representation.js';
+import { writeStatement } from '../../src/users/user-sql.js';
 
 /** @param {string} email @param {boolean} inserted */
-const written = (email, inserted) => ({ email, name: `name of ${email}`, phone: null, createdAt: '2026-01-01T00:00:00+00:00', updatedAt: inserted ? null : '2026-01-02T00:00:00+00:00', inserted });
+const written = (email, inserted) => ({ email, name: `name of ${email}`, phone: null, createdAt: '2026-01-01T00:00:00+00:00', updatedAt: inserted ? null : '2026-01-02T00:00:00+00:00' });
+/** @param {Parameters<typeof representationText>} args @returns {Record<string, unknown>[]} */
+const representation = (...args) => JSON.parse(representationText(...args));
 
 describe('a representation from the rows written (unit)', () => {
   test('the rows written, in the order their emails were first sent, each once, with the columns selected; the rest left out', () => {
@@ -24,6 +27,20 @@ describe('a representation from the rows written (unit)', () => {
         }
       }),
     );
+  });
+
+  test('with every column selected in order, the rows as pg gave them; any other selection, those columns in that order', () => {
+    const users = [written('b', true), written('a', false)];
+    assert.equal(representationText(['a', 'b'], users, READ_COLUMNS), JSON.stringify([users[1], users[0]]));
+    assert.equal(representationText(['a', 'b'], users, ['updatedAt', 'email']), '[{"updatedAt":"2026-01-02T00:00:00+00:00","email":"a"},{"updatedAt":null,"email":"b"}]');
+    assert.equal(representationText(['c'], users, READ_COLUMNS), '[]');
+  });
+
+  test("the statement returns READ_COLUMNS, in their order (what serialising pg's rows as they come relies on)", () => {
+    const sql = writeStatement('SELECT 1', 'skip', 'rows');
+    const list = /RETURNING (.*)$/s.exec(sql)?.[1];
+    assert.ok(list, sql);
+    assert.deepEqual(list.split(/,(?![^(]*\))/).map((c) => /AS "(\w+)"$/.exec(c.trim())?.[1] ?? c.trim()), [...READ_COLUMNS]);
   });
 
   test('a column selected that a skipped item has no value for is null', () => {

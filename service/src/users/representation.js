@@ -1,0 +1,61 @@
+import { OUTCOME, READ_COLUMNS } from '../http/write-query.js';
+
+// return=representation's answer, as JSON text: the rows written, in the order sent.
+
+/** @typedef {import('./user-repository.js').WrittenUser} WrittenUser */
+/** @typedef {import('../http/write-query.js').ReadColumn} ReadColumn */
+
+/**
+ * The rows written, in the order their emails were first sent, each with the columns selected, as
+ * the JSON text of the answer. Emails skipped as duplicates were not written and are not in it (as
+ * in PostgREST).
+ *
+ * With `outcome` selected (sluice's per-item report), every item of the request instead, in order:
+ * `outcome` is `inserted` or `updated` (with the row as written), `skipped` (already stored, or
+ * unchanged in merge mode: nothing written, so its other columns are null but its email), or
+ * `repeated` (its email came earlier in the request; that entry tells what was written).
+ *
+ * With every column selected in their order (no `select`, or `*`), pg's rows are serialised as
+ * they came (user-sql.js returns exactly those columns), not copied into objects first.
+ * @param {string[]} order @param {WrittenUser[]} users @param {readonly ReadColumn[]} select
+ * @returns {string}
+ */
+export function representation(order, users, select) {
+  /** @type {Map<string, WrittenUser | null>} null: its entry is out already */
+  const byEmail = new Map();
+  for (const u of users) byEmail.set(u.email, u);
+  const report = select.includes(OUTCOME);
+  const asWritten = isEveryColumn(select);
+  /** @type {Record<string, unknown>[]} */
+  const out = [];
+  for (const email of order) {
+    const u = byEmail.get(email);
+    if (!report) {
+      if (!u) continue;
+      byEmail.set(email, null); // an email sent twice is one row, shown where it was first sent
+      out.push(asWritten ? u : pick(u, select));
+      continue;
+    }
+    if (u === null) {
+      out.push(pick({ email }, select, 'repeated'));
+      continue;
+    }
+    byEmail.set(email, null);
+    out.push(u ? pick(u, select, u.updatedAt === null ? 'inserted' : 'updated') : pick({ email }, select, 'skipped'));
+  }
+  return JSON.stringify(out);
+}
+
+/** Whether `select` is every column of a representation, in order (no select, or `*`). @param {readonly ReadColumn[]} select */
+const isEveryColumn = (select) => select.length === READ_COLUMNS.length && select.every((c, i) => c === READ_COLUMNS[i]);
+
+/**
+ * @param {Partial<WrittenUser>} u @param {readonly ReadColumn[]} select @param {string} [outcome]
+ * @returns {Record<string, unknown>}
+ */
+function pick(u, select, outcome) {
+  /** @type {Record<string, unknown>} */
+  const row = {};
+  for (const c of select) row[c] = c === OUTCOME ? outcome : (u[c] ?? null);
+  return row;
+}
