@@ -122,6 +122,69 @@ export function tracedMiddleware(name, middleware) {
   };
 }
 
+/** Probes and scrapes: not traced, they would outnumber the requests worth a trace. */
+const UNTRACED = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * The HTTP server's listener with a SERVER span around each request (the caller's W3C
+ * `traceparent` honoured), named by its route, with OpenTelemetry's HTTP attributes; returned as
+ * is when tracing is off. Made here rather than by @opentelemetry/instrumentation-http and
+ * -express: they wrap every listener, emitter and router layer of the request, which cost a
+ * single-user request more than its own spans (docs/tracing.md).
+ * @param {import('node:http').RequestListener} listener
+ * @returns {import('node:http').RequestListener}
+ */
+export function tracedRequests(listener) {
+  if (!api || !tracer) return listener;
+  const otel = api;
+  const spans = tracer;
+  return (req, res) => {
+    const path = pathOf(req.url ?? '/');
+    if (UNTRACED.has(path)) return listener(req, res);
+    const parent = otel.propagation.extract(otel.ROOT_CONTEXT, req.headers);
+    const [host, port] = (req.headers.host ?? '').split(':');
+    const span = spans.startSpan(req.method ?? 'HTTP', {
+      kind: otel.SpanKind.SERVER,
+      attributes: {
+        'http.request.method': req.method,
+        'url.path': path,
+        'url.scheme': 'http',
+        'server.address': host || undefined,
+        'server.port': port ? Number(port) : undefined,
+        'client.address': req.socket.remoteAddress,
+        'network.protocol.version': req.httpVersion,
+        'user_agent.original': req.headers['user-agent'],
+      },
+    }, parent);
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      // Express leaves the route it matched on the request.
+      const route = /** @type {{ route?: { path?: unknown } }} */ (/** @type {unknown} */ (req)).route?.path;
+      if (typeof route === 'string') {
+        span.setAttribute('http.route', route);
+        span.updateName(`${req.method} ${route}`);
+      }
+      span.setAttribute('http.response.status_code', res.statusCode);
+      if (res.statusCode >= 500) {
+        span.setAttribute('error.type', String(res.statusCode));
+        span.setStatus({ code: otel.SpanStatusCode.ERROR });
+      }
+      span.end();
+    };
+    res.once('finish', end);
+    res.once('close', end);
+    otel.context.with(otel.trace.setSpan(parent, span), listener, undefined, req, res);
+  };
+}
+
+/** @param {string} url */
+const pathOf = (url) => {
+  const mark = url.indexOf('?');
+  return mark === -1 ? url : url.slice(0, mark);
+};
+
 /**
  * The group commit's statement span: a child of the oldest request's write span, linked to every
  * request it carries (OpenTelemetry's way for one operation done for many: links, not parents).
