@@ -93,9 +93,15 @@ export async function inSpan(name, attributes, fn) {
   }
 }
 
+/** The step spans of a response not yet ended (tracedMiddleware), ended with its request span. */
+const OPEN_STEPS = Symbol('sluice.openSteps');
+
 /**
- * An Express middleware in a span of its own, from its call until it passes on (next) or the
- * response closes; returned as is when tracing is off.
+ * An Express middleware in a span of its own, a child of the request's, from its call until it
+ * passes on (next) or, when it answers itself (a refusal), until the request span ends
+ * (tracedRequests); returned as is when tracing is off. The step runs in the request's context,
+ * not its own: nothing in a step starts a span, and a context switch into each step cost as much as
+ * the span.
  * @param {string} name @param {import('express').RequestHandler} middleware
  * @returns {import('express').RequestHandler}
  */
@@ -103,22 +109,18 @@ export function tracedMiddleware(name, middleware) {
   if (!tracingOn()) return middleware;
   const otel = /** @type {typeof import('@opentelemetry/api')} */ (api);
   return (req, res, next) => {
-    // The next step runs in the request's context, beside this one rather than inside it.
-    const parent = otel.context.active();
+    // A step may pass on from a callback of the request's stream, which runs in the context the
+    // socket was made in: the request's context is put back for the next step.
+    const context = otel.context.active();
     const span = /** @type {Span} */ (startSpan(name));
-    let ended = false;
-    /** @param {unknown} [err] */
-    const end = (err) => {
-      if (ended) return;
-      ended = true;
-      endSpan(span, err);
-    };
-    // A step that answers itself (a refusal) never calls next: the response's end ends the span.
-    res.once('close', () => end());
-    runInSpan(span, () => middleware(req, res, (/** @type {unknown} */ err) => {
-      end(err === undefined || err === 'route' || err === 'router' ? undefined : err);
-      otel.context.with(parent, next, undefined, err);
-    }));
+    const holder = /** @type {{ [OPEN_STEPS]?: Set<Span> }} */ (/** @type {unknown} */ (res));
+    const open = (holder[OPEN_STEPS] ??= new Set());
+    open.add(span);
+    middleware(req, res, (/** @type {unknown} */ err) => {
+      open.delete(span);
+      endSpan(span, err === undefined || err === 'route' || err === 'router' ? undefined : err);
+      otel.context.with(context, next, undefined, err);
+    });
   };
 }
 
@@ -166,6 +168,8 @@ export function tracedRequests(listener) {
         span.setAttribute('http.route', route);
         span.updateName(`${req.method} ${route}`);
       }
+      const steps = /** @type {{ [OPEN_STEPS]?: Set<Span> }} */ (/** @type {unknown} */ (res))[OPEN_STEPS];
+      if (steps) for (const step of steps) step.end();
       span.setAttribute('http.response.status_code', res.statusCode);
       if (res.statusCode >= 500) {
         span.setAttribute('error.type', String(res.statusCode));
