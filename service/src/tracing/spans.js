@@ -93,8 +93,12 @@ export async function inSpan(name, attributes, fn) {
   }
 }
 
-/** The step spans of a response not yet ended (tracedMiddleware), ended with its request span. */
-const OPEN_STEPS = Symbol('sluice.openSteps');
+/**
+ * Where a request's context holds its step spans not yet ended (tracedMiddleware), which end with
+ * the request span. In the context rather than on the response: a property added to every
+ * response changed its shape, which cost more than the span.
+ */
+const OPEN_STEPS = Symbol('sluice.open_steps');
 
 /**
  * An Express middleware in a span of its own, a child of the request's, from its call until it
@@ -113,11 +117,10 @@ export function tracedMiddleware(name, middleware) {
     // socket was made in: the request's context is put back for the next step.
     const context = otel.context.active();
     const span = /** @type {Span} */ (startSpan(name));
-    const holder = /** @type {{ [OPEN_STEPS]?: Set<Span> }} */ (/** @type {unknown} */ (res));
-    const open = (holder[OPEN_STEPS] ??= new Set());
-    open.add(span);
+    const open = /** @type {Set<Span> | undefined} */ (context.getValue(OPEN_STEPS));
+    open?.add(span);
     middleware(req, res, (/** @type {unknown} */ err) => {
-      open.delete(span);
+      open?.delete(span);
       endSpan(span, err === undefined || err === 'route' || err === 'router' ? undefined : err);
       otel.context.with(context, next, undefined, err);
     });
@@ -158,6 +161,8 @@ export function tracedRequests(listener) {
         'user_agent.original': req.headers['user-agent'],
       },
     }, parent);
+    /** @type {Set<Span>} */
+    const steps = new Set();
     let ended = false;
     const end = () => {
       if (ended) return;
@@ -168,8 +173,7 @@ export function tracedRequests(listener) {
         span.setAttribute('http.route', route);
         span.updateName(`${req.method} ${route}`);
       }
-      const steps = /** @type {{ [OPEN_STEPS]?: Set<Span> }} */ (/** @type {unknown} */ (res))[OPEN_STEPS];
-      if (steps) for (const step of steps) step.end();
+      for (const step of steps) step.end();
       span.setAttribute('http.response.status_code', res.statusCode);
       if (res.statusCode >= 500) {
         span.setAttribute('error.type', String(res.statusCode));
@@ -179,7 +183,7 @@ export function tracedRequests(listener) {
     };
     res.once('finish', end);
     res.once('close', end);
-    otel.context.with(otel.trace.setSpan(parent, span), listener, undefined, req, res);
+    otel.context.with(otel.trace.setSpan(parent, span).setValue(OPEN_STEPS, steps), listener, undefined, req, res);
   };
 }
 
