@@ -132,9 +132,10 @@ try {
 
   if (runCapacity) {
     // The tracing variant exports to a receiver here that reads and drops what it gets.
-    const receiver = variants.some((v) => baseVariant(v) === 'tracing') ? await startOtlpReceiver({ discard: true }) : undefined;
+    const traced = (/** @type {string} */ variant) => VARIANTS[baseVariant(variant)].OTEL_TRACES_EXPORTER !== undefined;
+    const receiver = variants.some(traced) ? await startOtlpReceiver({ discard: true }) : undefined;
     /** @param {string} variant */
-    const envOf = (variant) => (baseVariant(variant) === 'tracing' ? { ...VARIANTS.tracing, OTEL_EXPORTER_OTLP_ENDPOINT: receiver?.endpoint ?? '' } : VARIANTS[baseVariant(variant)]);
+    const envOf = (variant) => (traced(variant) ? { ...VARIANTS[baseVariant(variant)], OTEL_EXPORTER_OTLP_ENDPOINT: receiver?.endpoint ?? '' } : VARIANTS[baseVariant(variant)]);
     /** @param {string} variant */
     const scriptOf = (variant) => (variant.endsWith(COMPARED) ? path.resolve(/** @type {string} */ (COMPARE_SERVER)) : undefined);
     const plan = planRuns(loads, variants, rounds);

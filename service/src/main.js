@@ -12,7 +12,7 @@ import { ConfigError } from './errors.js';
 import { createHttpServer } from './http/node-server.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
-import { flushSpans } from './tracing/spans.js';
+import { flushSpans, tracedRequests } from './tracing/spans.js';
 
 /**
  * Serves HTTP in this process until SIGTERM or SIGINT, then stops accepting, lets in-flight
@@ -28,7 +28,7 @@ function serve(config, logger) {
   if (inCluster) shareWorkerMetrics(metrics.registry);
   const app = createApp({ config, db, logger, metrics, renderMetrics: inCluster ? askPrimaryForMetrics : undefined });
 
-  const server = createHttpServer(app);
+  const server = createHttpServer(tracedRequests(app));
   // A deeper accept queue than Node's 511, for bursts of new connections (thousands of load-test VUs).
   server.listen({ port: config.port, host: config.host, backlog: 4096 }, () => {
     const address = /** @type {import('node:net').AddressInfo} */ (server.address());

@@ -12,8 +12,6 @@ import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { defaultResource, detectResources, envDetector } from '@opentelemetry/resources';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { ExpressInstrumentation } from '@opentelemetry/instrumentation-express';
-import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { PinoInstrumentation } from '@opentelemetry/instrumentation-pino';
 import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
@@ -116,11 +114,8 @@ otel.trace.setGlobalTracerProvider(provider);
 registerInstrumentations({
   tracerProvider: provider,
   instrumentations: [
-    new HttpInstrumentation({
-      // Probes and scrapes are not traced: they would outnumber the requests worth a trace.
-      ignoreIncomingRequestHook: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics',
-    }),
-    new ExpressInstrumentation({ ignoreLayersType: [/** @type {any} */ ('middleware'), /** @type {any} */ ('request_handler')] }),
+    // The HTTP server span is the service's own (spans.js tracedRequests): the http and express
+    // instrumentations cost a single-user request more than the rest of its tracing.
     new PgInstrumentation({
       // The span is named by the operation (INSERT, COPY…), not the statement's first words.
       requestHook: (span, { query, connection }) => {

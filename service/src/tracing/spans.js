@@ -94,8 +94,18 @@ export async function inSpan(name, attributes, fn) {
 }
 
 /**
- * An Express middleware in a span of its own, from its call until it passes on (next) or the
- * response closes; returned as is when tracing is off.
+ * Where a request's context holds its step spans not yet ended (tracedMiddleware), which end with
+ * the request span. In the context rather than on the response: a property added to every
+ * response changed its shape, which cost more than the span.
+ */
+const OPEN_STEPS = Symbol('sluice.open_steps');
+
+/**
+ * An Express middleware in a span of its own, a child of the request's, from its call until it
+ * passes on (next) or, when it answers itself (a refusal), until the request span ends
+ * (tracedRequests); returned as is when tracing is off. The step runs in the request's context,
+ * not its own: nothing in a step starts a span, and a context switch into each step cost as much as
+ * the span.
  * @param {string} name @param {import('express').RequestHandler} middleware
  * @returns {import('express').RequestHandler}
  */
@@ -103,24 +113,85 @@ export function tracedMiddleware(name, middleware) {
   if (!tracingOn()) return middleware;
   const otel = /** @type {typeof import('@opentelemetry/api')} */ (api);
   return (req, res, next) => {
-    // The next step runs in the request's context, beside this one rather than inside it.
-    const parent = otel.context.active();
+    // A step may pass on from a callback of the request's stream, which runs in the context the
+    // socket was made in: the request's context is put back for the next step.
+    const context = otel.context.active();
     const span = /** @type {Span} */ (startSpan(name));
-    let ended = false;
-    /** @param {unknown} [err] */
-    const end = (err) => {
-      if (ended) return;
-      ended = true;
-      endSpan(span, err);
-    };
-    // A step that answers itself (a refusal) never calls next: the response's end ends the span.
-    res.once('close', () => end());
-    runInSpan(span, () => middleware(req, res, (/** @type {unknown} */ err) => {
-      end(err === undefined || err === 'route' || err === 'router' ? undefined : err);
-      otel.context.with(parent, next, undefined, err);
-    }));
+    const open = /** @type {Set<Span> | undefined} */ (context.getValue(OPEN_STEPS));
+    open?.add(span);
+    middleware(req, res, (/** @type {unknown} */ err) => {
+      open?.delete(span);
+      endSpan(span, err === undefined || err === 'route' || err === 'router' ? undefined : err);
+      otel.context.with(context, next, undefined, err);
+    });
   };
 }
+
+/** Probes and scrapes: not traced, they would outnumber the requests worth a trace. */
+const UNTRACED = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * The HTTP server's listener with a SERVER span around each request (the caller's W3C
+ * `traceparent` honoured), named by its route, with OpenTelemetry's HTTP attributes; returned as
+ * is when tracing is off. Made here rather than by @opentelemetry/instrumentation-http and
+ * -express: they wrap every listener, emitter and router layer of the request, which cost a
+ * single-user request more than its own spans (docs/tracing.md).
+ * @param {import('node:http').RequestListener} listener
+ * @returns {import('node:http').RequestListener}
+ */
+export function tracedRequests(listener) {
+  if (!api || !tracer) return listener;
+  const otel = api;
+  const spans = tracer;
+  return (req, res) => {
+    const path = pathOf(req.url ?? '/');
+    if (UNTRACED.has(path)) return listener(req, res);
+    const parent = otel.propagation.extract(otel.ROOT_CONTEXT, req.headers);
+    const [host, port] = (req.headers.host ?? '').split(':');
+    const span = spans.startSpan(req.method ?? 'HTTP', {
+      kind: otel.SpanKind.SERVER,
+      attributes: {
+        'http.request.method': req.method,
+        'url.path': path,
+        'url.scheme': 'http',
+        'server.address': host || undefined,
+        'server.port': port ? Number(port) : undefined,
+        'client.address': req.socket.remoteAddress,
+        'network.protocol.version': req.httpVersion,
+        'user_agent.original': req.headers['user-agent'],
+      },
+    }, parent);
+    /** @type {Set<Span>} */
+    const steps = new Set();
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      // Express leaves the route it matched on the request.
+      const route = /** @type {{ route?: { path?: unknown } }} */ (/** @type {unknown} */ (req)).route?.path;
+      if (typeof route === 'string') {
+        span.setAttribute('http.route', route);
+        span.updateName(`${req.method} ${route}`);
+      }
+      for (const step of steps) step.end();
+      span.setAttribute('http.response.status_code', res.statusCode);
+      if (res.statusCode >= 500) {
+        span.setAttribute('error.type', String(res.statusCode));
+        span.setStatus({ code: otel.SpanStatusCode.ERROR });
+      }
+      span.end();
+    };
+    res.once('finish', end);
+    res.once('close', end);
+    otel.context.with(otel.trace.setSpan(parent, span).setValue(OPEN_STEPS, steps), listener, undefined, req, res);
+  };
+}
+
+/** @param {string} url */
+const pathOf = (url) => {
+  const mark = url.indexOf('?');
+  return mark === -1 ? url : url.slice(0, mark);
+};
 
 /**
  * The group commit's statement span: a child of the oldest request's write span, linked to every

@@ -60,6 +60,10 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
     const http = trace.find((s) => s.kind === SERVER);
     assert.ok(http, 'an HTTP server span');
     assert.equal(http.parentSpanId, caller.spanId, 'the traceparent header is honoured');
+    assert.equal(http.name, 'POST /users');
+    assert.equal(http.attributes['http.route'], '/users');
+    assert.equal(http.attributes['http.request.method'], 'POST');
+    assert.equal(http.attributes['http.response.status_code'], 201);
     for (const step of ['sluice.admission', 'sluice.read_body', 'sluice.validate', 'sluice.write']) {
       assert.ok(byName(step), `a ${step} span`);
     }
