@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
 
-const opts = createCommand('npm run bench:import --', "Streams --users users in one POST /users request (NDJSON, then CSV) to one service process on a fresh, durable PostgreSQL (ICU en-US), and loads the same rows with `psql \\copy` (CSV) into the same empty table with its constraints; then a body whose last line is invalid. Each round loads psql's, then each body's, so that a noisy machine slows them alike. Reports the median seconds, rows/s, each rate against psql's (the median of the rounds' ratios), the CPU seconds of the service and of PostgreSQL, and the service's peak RSS over all rounds, as JSON on stdout. Needs psql on PATH.")
+const opts = createCommand('npm run bench:import --', "Streams --users users in one POST /users request (NDJSON, then CSV) to one service process on a fresh, durable PostgreSQL (ICU en-US), and loads the same rows with `psql \\copy` (CSV) into the same empty table with its constraints; then a body whose last line is invalid. Each round loads psql's, then each body's, so that a noisy machine slows them alike. Reports the median seconds, rows/s, each rate against psql's (the median of the rounds' ratios), the CPU seconds of the service and of PostgreSQL for each body, and the service's peak RSS over all rounds, as JSON on stdout. Needs psql on PATH.")
   .addOption(new Option('--users <n>', 'users in each body').env('USERS').argParser(wholeNumber(1)).default(1_000_000))
   .addOption(new Option('--formats <list>', 'the bodies to stream').argParser(listOf(['ndjson', 'csv'])).default(['ndjson', 'csv']))
   .addOption(new Option('--rounds <n>', 'times each load runs, interleaved').env('ROUNDS').argParser(wholeNumber(1)).default(3))
@@ -141,7 +141,8 @@ try {
     const seconds = median(run.seconds);
     const cpuSeconds = { service: round2(median(run.serviceCpu)), postgres: round2(median(run.postgresCpu)) };
     return load === 'psql'
-      ? { load: 'psql \\copy (CSV)', seconds: round2(seconds), rowsPerSecond: Math.round(USERS / seconds), vsPsql: 1, perRound: run.seconds.map(round2), cpuSeconds }
+      // No CPU for psql's load: its backend has ended, and is not yet reaped, when it is read.
+      ? { load: 'psql \\copy (CSV)', seconds: round2(seconds), rowsPerSecond: Math.round(USERS / seconds), vsPsql: 1, perRound: run.seconds.map(round2) }
       : { load: `sluice ${load}`, status: run.status, answer: run.answer, seconds: round2(seconds), rowsPerSecond: Math.round(USERS / seconds), vsPsql: round2(median(run.ratios)), vsPsqlPerRound: run.ratios.map(round2), cpuSeconds, rssPeakMiB: Math.round(Math.max(...run.peaks)) };
   });
 

@@ -220,9 +220,9 @@ describe('POST /users with a streamed body', () => {
   });
 
   test('a long body that meets stored and repeated emails past its first chunks: each email once, its first line kept', async () => {
-    // Ignore mode copies chunks of 20,000 rows straight into users and writes a chunk again through
-    // the staging table when it meets an email stored or sent before: these land in the second
-    // chunk (stored before the request) and the third (sent in the first chunk).
+    // Ignore mode copies chunks of 7,500 rows straight into users and writes a chunk again through
+    // the staging table when it meets an email stored or sent before: these land in the fifth
+    // chunk (stored before the request) and the seventh (sent in the first chunk).
     const users = makeUsers(65_000);
     const stored = users[30_000];
     const first = users[10];
