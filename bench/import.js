@@ -4,15 +4,17 @@
 import { once } from 'node:events';
 import { Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
 
-const opts = createCommand('npm run bench:import --', "Streams --users users in one POST /users request (NDJSON, then CSV) to one service process on a fresh, durable PostgreSQL (ICU en-US), and loads the same rows with `psql \\copy` (CSV) into the same empty table with its constraints; then a body whose last line is invalid. Reports seconds, rows/s, each rate against psql's, and the service's peak RSS, as JSON on stdout. Needs psql on PATH.")
+const opts = createCommand('npm run bench:import --', "Streams --users users in one POST /users request (NDJSON, then CSV) to one service process on a fresh, durable PostgreSQL (ICU en-US), and loads the same rows with `psql \\copy` (CSV) into the same empty table with its constraints; then a body whose last line is invalid. Each round loads psql's, then each body's, so that a noisy machine slows them alike. Reports the median seconds, rows/s, each rate against psql's (the median of the rounds' ratios), the CPU seconds of the service and of PostgreSQL for each body, and the service's peak RSS over all rounds, as JSON on stdout. Needs psql on PATH.")
   .addOption(new Option('--users <n>', 'users in each body').env('USERS').argParser(wholeNumber(1)).default(1_000_000))
   .addOption(new Option('--formats <list>', 'the bodies to stream').argParser(listOf(['ndjson', 'csv'])).default(['ndjson', 'csv']))
+  .addOption(new Option('--rounds <n>', 'times each load runs, interleaved').env('ROUNDS').argParser(wholeNumber(1)).default(3))
   .addOption(new Option('--server <server.js>', "another checkout's service/src/server.js, to measure that one instead").env('SERVER'))
   .parse()
   .opts();
 const USERS = /** @type {number} */ (opts.users);
 const FORMATS = /** @type {('ndjson' | 'csv')[]} */ (opts.formats);
 const SERVER = /** @type {string | undefined} */ (opts.server);
+const ROUNDS = /** @type {number} */ (opts.rounds);
 
 const { createReadStream, createWriteStream } = await import('node:fs');
 const { mkdtemp, rm, stat } = await import('node:fs/promises');
@@ -26,8 +28,11 @@ const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postg
 const { migrate } = await import('@sluice/db/migrate');
 const { startServerProcess } = await import('../test/support/server-process.js');
 const { SAMPLE_HASH } = await import('../test/support/users.js');
-const { sampleRss } = await import('./lib/process-stats.js');
+const { postgresCpuSeconds, postmasterPid, processCpuSeconds, sampleRss } = await import('./lib/process-stats.js');
+const { median } = await import('./lib/capacity.js');
 
+/** @param {number} n */
+const round2 = (n) => Number(n.toFixed(2));
 /** @param {string} m */
 const say = (m) => console.error(`[bench:import] ${m}`);
 const CONTENT_TYPES = { ndjson: 'application/x-ndjson', csv: 'text/csv' };
@@ -74,12 +79,21 @@ function postFile(baseUrl, file, format) {
 }
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-bench-import-'));
-const pgServer = await startLocalPostgres({ dataDir: await tempDataDir('sluice-bench-import-pg-'), persistent: false, durable: true, locale: 'icu-en-US' });
+const pgDataDir = await tempDataDir('sluice-bench-import-pg-');
+const pgServer = await startLocalPostgres({ dataDir: pgDataDir, persistent: false, durable: true, locale: 'icu-en-US' });
 await migrate(pgServer.url);
 const admin = new pg.Client(pgServer.url);
 await admin.connect();
 const service = await startServerProcess({ DATABASE_URL: pgServer.url, LOG_LEVEL: 'warn' }, SERVER ? { script: SERVER } : {});
 const pid = /** @type {number} */ (service.child.pid);
+const pgPid = await postmasterPid(pgDataDir);
+/** CPU seconds so far: the service's, and PostgreSQL's (every backend, psql's too). */
+const cpu = async () => ({ service: await processCpuSeconds(pid), postgres: await postgresCpuSeconds(pgPid) });
+/** @param {{ service: number, postgres: number }} before */
+const cpuSince = async (before) => {
+  const now = await cpu();
+  return { service: now.service - before.service, postgres: now.postgres - before.postgres };
+};
 const empty = async () => {
   await admin.query('TRUNCATE users');
   await admin.query('CHECKPOINT');
@@ -89,37 +103,59 @@ try {
   const sizes = { ndjson: await writeUsers(files.ndjson, 'ndjson', USERS), csv: await writeUsers(files.csv, 'csv', USERS) };
   say(`${USERS.toLocaleString('en')} users: NDJSON ${(sizes.ndjson / 1e6).toFixed(1)} MB, CSV ${(sizes.csv / 1e6).toFixed(1)} MB`);
 
-  await empty();
-  let started = performance.now();
-  await promisify(execFile)('psql', [pgServer.url, '-v', 'ON_ERROR_STOP=1', '-c', `\\copy users (email, name, phone, password_hash) FROM '${files.csv}' WITH (FORMAT csv, HEADER true)`]);
-  const psqlSeconds = (performance.now() - started) / 1000;
-  const psqlRate = USERS / psqlSeconds;
-  say(`psql \\copy: ${psqlSeconds.toFixed(2)} s, ${Math.round(psqlRate).toLocaleString('en')} rows/s`);
+  /** @type {Record<string, { seconds: number[], ratios: number[], peaks: number[], serviceCpu: number[], postgresCpu: number[], answer?: unknown, status?: number }>} */
+  const runs = Object.fromEntries(['psql', ...FORMATS].map((load) => [load, { seconds: [], ratios: [], peaks: [], serviceCpu: [], postgresCpu: [] }]));
+  /** @param {string} load @param {{ service: number, postgres: number }} used */
+  const addCpu = (load, used) => {
+    runs[load].serviceCpu.push(used.service);
+    runs[load].postgresCpu.push(used.postgres);
+  };
+  for (let round = 1; round <= ROUNDS; round++) {
+    await empty();
+    let cpuBefore = await cpu();
+    let started = performance.now();
+    await promisify(execFile)('psql', [pgServer.url, '-v', 'ON_ERROR_STOP=1', '-c', `\\copy users (email, name, phone, password_hash) FROM '${files.csv}' WITH (FORMAT csv, HEADER true)`]);
+    const psqlSeconds = (performance.now() - started) / 1000;
+    runs.psql.seconds.push(psqlSeconds);
+    addCpu('psql', await cpuSince(cpuBefore));
+    say(`round ${round}: psql \\copy: ${psqlSeconds.toFixed(2)} s, ${Math.round(USERS / psqlSeconds).toLocaleString('en')} rows/s`);
+    for (const format of FORMATS) {
+      await empty();
+      const stopSampling = sampleRss(pid, 50);
+      cpuBefore = await cpu();
+      started = performance.now();
+      const answer = await postFile(service.baseUrl, files[format], format);
+      const seconds = (performance.now() - started) / 1000;
+      addCpu(format, await cpuSince(cpuBefore));
+      const peak = await stopSampling();
+      Object.assign(runs[format], { status: answer.status, answer: answer.body });
+      runs[format].seconds.push(seconds);
+      runs[format].ratios.push(psqlSeconds / seconds);
+      runs[format].peaks.push(peak);
+      say(`round ${round}: ${format}: ${answer.status} in ${seconds.toFixed(2)} s, ${Math.round(USERS / seconds).toLocaleString('en')} rows/s, ${(psqlSeconds / seconds).toFixed(2)}x psql, peak RSS ${Math.round(peak)} MiB`);
+    }
+  }
 
   /** @type {Record<string, unknown>[]} */
-  const rows = [{ load: 'psql \\copy (CSV)', seconds: Number(psqlSeconds.toFixed(2)), rowsPerSecond: Math.round(psqlRate), vsPsql: 1 }];
-  for (const format of FORMATS) {
-    await empty();
-    const stopSampling = sampleRss(pid, 50);
-    started = performance.now();
-    const answer = await postFile(service.baseUrl, files[format], format);
-    const seconds = (performance.now() - started) / 1000;
-    const peak = await stopSampling();
-    const rate = USERS / seconds;
-    say(`${format}: ${answer.status} in ${seconds.toFixed(2)} s, ${Math.round(rate).toLocaleString('en')} rows/s, peak RSS ${Math.round(peak)} MiB`);
-    rows.push({ load: `sluice ${format}`, status: answer.status, answer: answer.body, seconds: Number(seconds.toFixed(2)), rowsPerSecond: Math.round(rate), vsPsql: Number((rate / psqlRate).toFixed(2)), rssPeakMiB: Math.round(peak) });
-  }
+  const rows = Object.entries(runs).map(([load, run]) => {
+    const seconds = median(run.seconds);
+    const cpuSeconds = { service: round2(median(run.serviceCpu)), postgres: round2(median(run.postgresCpu)) };
+    return load === 'psql'
+      // No CPU for psql's load: its backend has ended, and is not yet reaped, when it is read.
+      ? { load: 'psql \\copy (CSV)', seconds: round2(seconds), rowsPerSecond: Math.round(USERS / seconds), vsPsql: 1, perRound: run.seconds.map(round2) }
+      : { load: `sluice ${load}`, status: run.status, answer: run.answer, seconds: round2(seconds), rowsPerSecond: Math.round(USERS / seconds), vsPsql: round2(median(run.ratios)), vsPsqlPerRound: run.ratios.map(round2), cpuSeconds, rssPeakMiB: Math.round(Math.max(...run.peaks)) };
+  });
 
   await empty();
   const invalidLast = path.join(dir, 'invalid-last.ndjson');
   await writeUsers(invalidLast, 'ndjson', USERS, '{"email":"not-an-email","name":"Last"}\n');
   const stopSampling = sampleRss(pid, 50);
-  started = performance.now();
+  const started = performance.now();
   const refused = await postFile(service.baseUrl, invalidLast, 'ndjson');
   const seconds = (performance.now() - started) / 1000;
   const stored = (await admin.query('SELECT count(*)::int AS n FROM users')).rows[0].n;
   rows.push({ load: 'sluice ndjson, last line invalid', status: refused.status, answer: { ...refused.body, message: refused.body.message }, seconds: Number(seconds.toFixed(2)), rssPeakMiB: Math.round(await stopSampling()), stored });
-  console.log(JSON.stringify({ users: USERS, bytes: sizes, rows }, null, 2));
+  console.log(JSON.stringify({ users: USERS, rounds: ROUNDS, bytes: sizes, rows }, null, 2));
 } finally {
   await service.stop();
   await admin.end();

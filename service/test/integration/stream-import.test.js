@@ -219,6 +219,60 @@ describe('POST /users with a streamed body', () => {
     assert.equal(await ctx.db.countUsers(), before + 100_000);
   });
 
+  test('a long body that meets stored and repeated emails past its first chunks: each email once, its first line kept', async () => {
+    // Ignore mode copies chunks of 7,500 rows straight into users and writes a chunk again through
+    // the staging table when it meets an email stored or sent before: these land in the fifth
+    // chunk (stored before the request) and the seventh (sent in the first chunk).
+    const users = makeUsers(65_000);
+    const stored = users[30_000];
+    const first = users[10];
+    await ctx.app.postUsers([{ ...stored, name: 'Stored before' }]);
+    const before = await ctx.db.countUsers();
+    const body = users.map((u, i) => (i === 50_000 ? { ...first, name: 'Sent again' } : u));
+    const res = await ctx.app.postUsers(ndjson(body), { contentType: NDJSON });
+    assert.deepEqual([res.status, res.body], [201, { received: 65_000, inserted: 64_998, updated: 0, duplicates: 2 }]);
+    assert.equal(await ctx.db.countUsers(), before + 64_998);
+    const rows = await ctx.db.usersByEmail([stored.email, first.email, users[64_999].email]);
+    assert.equal(rows.get(stored.email)?.name, 'Stored before');
+    assert.equal(rows.get(first.email)?.name, first.name);
+    assert.equal(rows.get(users[64_999].email)?.name, users[64_999].name);
+    assert.equal(rows.has(users[50_000].email), false, 'the line that repeated an email was not stored');
+  });
+
+  test('two bodies streamed at once with the same emails in opposite orders: each email once, a deadlock answered 503 and stored on retry', async () => {
+    // Ignore mode copies rows in the order sent, so two such bodies lock each other's rows: PostgreSQL
+    // ends one of them after deadlock_timeout (1 s), which must be a 503 that leaves nothing behind.
+    const users = makeUsers(25_000);
+    const before = await ctx.db.countUsers();
+    const logged = ctx.app.logs.length;
+    /** @param {object[]} body */
+    const sendUntilStored = async (body) => {
+      const statuses = [];
+      for (let attempt = 0; attempt < 4; attempt++) {
+        const started = performance.now();
+        const res = await ctx.app.postUsers(ndjson(body), { contentType: NDJSON });
+        statuses.push({ status: res.status, ms: performance.now() - started, body: res.body, retryAfter: res.headers.get('retry-after') });
+        if (res.status !== 503) break;
+      }
+      return statuses;
+    };
+    const [forward, backward] = await Promise.all([sendUntilStored(users), sendUntilStored([...users].reverse())]);
+    const answers = [...forward, ...backward];
+    for (const a of answers) {
+      assert.ok([200, 201, 503].includes(a.status), JSON.stringify(a));
+      assert.ok(a.ms < 10_000, `answered in ${Math.round(a.ms)} ms`);
+      if (a.status === 503) assert.deepEqual([a.body.error, a.retryAfter !== null], ['database_unavailable', true]);
+    }
+    const last = [forward.at(-1), backward.at(-1)];
+    assert.deepEqual(last.map((a) => a?.status).sort(), [200, 201], JSON.stringify(answers.map((a) => a.status)));
+    assert.equal(last.reduce((n, a) => n + a?.body.inserted, 0), 25_000);
+    assert.equal(await ctx.db.countUsers(), before + 25_000);
+    const log = JSON.stringify(ctx.app.logs.slice(logged));
+    assert.ok(!log.includes('@example.com'), 'no email in the log');
+    assert.ok(!log.includes(SAMPLE_HASH.slice(0, 20)), 'no password hash in the log');
+    assert.deepEqual(ctx.app.logs.slice(logged).filter((l) => l.level >= 50), [], 'nothing logged as an error');
+  });
+
   test('npm run import streams a file (CSV, gzip-compressed NDJSON) and prints the counts', async () => {
     const script = fileURLToPath(new URL('../../../scripts/import.js', import.meta.url));
     const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-import-'));
