@@ -87,7 +87,10 @@ await admin.connect();
 const service = await startServerProcess({ DATABASE_URL: pgServer.url, LOG_LEVEL: 'warn' }, SERVER ? { script: SERVER } : {});
 const pid = /** @type {number} */ (service.child.pid);
 const pgPid = await postmasterPid(pgDataDir);
-/** CPU seconds so far: the service's, and PostgreSQL's (every backend, psql's too). */
+/**
+ * CPU seconds so far: the service's, and PostgreSQL's (every backend). Not taken for psql's load:
+ * its backend has ended, and is not yet reaped, when it would be read.
+ */
 const cpu = async () => ({ service: await processCpuSeconds(pid), postgres: await postgresCpuSeconds(pgPid) });
 /** @param {{ service: number, postgres: number }} before */
 const cpuSince = async (before) => {
@@ -105,31 +108,26 @@ try {
 
   /** @type {Record<string, { seconds: number[], ratios: number[], peaks: number[], serviceCpu: number[], postgresCpu: number[], answer?: unknown, status?: number }>} */
   const runs = Object.fromEntries(['psql', ...FORMATS].map((load) => [load, { seconds: [], ratios: [], peaks: [], serviceCpu: [], postgresCpu: [] }]));
-  /** @param {string} load @param {{ service: number, postgres: number }} used */
-  const addCpu = (load, used) => {
-    runs[load].serviceCpu.push(used.service);
-    runs[load].postgresCpu.push(used.postgres);
-  };
   for (let round = 1; round <= ROUNDS; round++) {
     await empty();
-    let cpuBefore = await cpu();
     let started = performance.now();
     await promisify(execFile)('psql', [pgServer.url, '-v', 'ON_ERROR_STOP=1', '-c', `\\copy users (email, name, phone, password_hash) FROM '${files.csv}' WITH (FORMAT csv, HEADER true)`]);
     const psqlSeconds = (performance.now() - started) / 1000;
     runs.psql.seconds.push(psqlSeconds);
-    addCpu('psql', await cpuSince(cpuBefore));
     say(`round ${round}: psql \\copy: ${psqlSeconds.toFixed(2)} s, ${Math.round(USERS / psqlSeconds).toLocaleString('en')} rows/s`);
     for (const format of FORMATS) {
       await empty();
       const stopSampling = sampleRss(pid, 50);
-      cpuBefore = await cpu();
+      const cpuBefore = await cpu();
       started = performance.now();
       const answer = await postFile(service.baseUrl, files[format], format);
       const seconds = (performance.now() - started) / 1000;
-      addCpu(format, await cpuSince(cpuBefore));
+      const used = await cpuSince(cpuBefore);
       const peak = await stopSampling();
       Object.assign(runs[format], { status: answer.status, answer: answer.body });
       runs[format].seconds.push(seconds);
+      runs[format].serviceCpu.push(used.service);
+      runs[format].postgresCpu.push(used.postgres);
       runs[format].ratios.push(psqlSeconds / seconds);
       runs[format].peaks.push(peak);
       say(`round ${round}: ${format}: ${answer.status} in ${seconds.toFixed(2)} s, ${Math.round(USERS / seconds).toLocaleString('en')} rows/s, ${(psqlSeconds / seconds).toFixed(2)}x psql, peak RSS ${Math.round(peak)} MiB`);
@@ -139,11 +137,9 @@ try {
   /** @type {Record<string, unknown>[]} */
   const rows = Object.entries(runs).map(([load, run]) => {
     const seconds = median(run.seconds);
-    const cpuSeconds = { service: round2(median(run.serviceCpu)), postgres: round2(median(run.postgresCpu)) };
     return load === 'psql'
-      // No CPU for psql's load: its backend has ended, and is not yet reaped, when it is read.
       ? { load: 'psql \\copy (CSV)', seconds: round2(seconds), rowsPerSecond: Math.round(USERS / seconds), vsPsql: 1, perRound: run.seconds.map(round2) }
-      : { load: `sluice ${load}`, status: run.status, answer: run.answer, seconds: round2(seconds), rowsPerSecond: Math.round(USERS / seconds), vsPsql: round2(median(run.ratios)), vsPsqlPerRound: run.ratios.map(round2), cpuSeconds, rssPeakMiB: Math.round(Math.max(...run.peaks)) };
+      : { load: `sluice ${load}`, status: run.status, answer: run.answer, seconds: round2(seconds), rowsPerSecond: Math.round(USERS / seconds), vsPsql: round2(median(run.ratios)), vsPsqlPerRound: run.ratios.map(round2), cpuSeconds: { service: round2(median(run.serviceCpu)), postgres: round2(median(run.postgresCpu)) }, rssPeakMiB: Math.round(Math.max(...run.peaks)) };
   });
 
   await empty();

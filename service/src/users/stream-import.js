@@ -1,5 +1,3 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
 import { ApiError, InvalidBatchError, refusalOfDatabaseState } from '../errors.js';
 import { sendContinue } from '../http/expect-continue.js';
@@ -180,8 +178,9 @@ async function importStream(db, reader, format, resolution) {
       // Each COPY and the INSERT at the end may rightly run for minutes. DB_LOCK_TIMEOUT_MS still
       // applies; the watchdog still cuts a database that stops answering.
       await client.query('SET LOCAL statement_timeout = 0');
-      await client.query(CREATE_STAGING);
       const direct = resolution !== 'merge';
+      // Ignore mode makes the staging table only when a chunk first needs it.
+      if (!direct) await client.query(CREATE_STAGING);
       /** ignore mode: the current chunk's CSV, until it is in users */
       const chunk = new ChunkBuffer(CHUNK_BYTES);
       let chunkStart = 0;
@@ -203,9 +202,9 @@ async function importStream(db, reader, format, resolution) {
           }
           if (!isUniqueViolation(error)) throw error;
           await client.query('ROLLBACK TO SAVEPOINT chunk');
-          staged = true;
         }
-        inserted += await insertStaged(client, chunk.bytes());
+        inserted += await insertStaged(client, chunk.bytes(), !staged);
+        staged = true;
         chunk.clear();
       };
 
@@ -320,11 +319,14 @@ async function startCopy(client, sql, savepoint) {
 /**
  * Ignore mode's chunk written through the staging table: each email once (its first line), with
  * ON CONFLICT DO NOTHING; the rows inserted.
- * @param {import('pg').PoolClient} client @param {Buffer} csv
+ * @param {import('pg').PoolClient} client @param {Buffer} csv @param {boolean} first  the first chunk staged: the table is made
  */
-async function insertStaged(client, csv) {
-  await client.query(`TRUNCATE ${STAGING}`);
-  await pipeline(Readable.from([csv]), client.query(copyStreams.from(COPY_STAGING)));
+async function insertStaged(client, csv, first) {
+  await client.query(first ? CREATE_STAGING : `TRUNCATE ${STAGING}`);
+  const copy = await startCopy(client, COPY_STAGING);
+  await copy.write(csv);
+  const { error } = await copy.finish();
+  if (error) throw error;
   const result = await longQuery(client, writeStatement(FIRST_OF_EACH, 'skip', 'counts'));
   return /** @type {{ inserted: number }} */ (result.rows[0]).inserted;
 }
