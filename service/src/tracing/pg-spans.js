@@ -3,12 +3,13 @@
 
 /**
  * The statement's operation: its first keyword, or the keyword after the SET LOCAL that
- * user-repository.js puts before a group's statement. Nothing past it is read: a literal could
+ * user-repository.js puts before a group's statement and the now() that user-sql.js puts before a
+ * write that returns its rows. Nothing past it is read: a literal could
  * hold a user.
  * @param {string | undefined} text
  */
 export function operationOf(text) {
-  const m = /^\s*(?:SET LOCAL [a-z_]+ = \d+;\s*)?([A-Za-z]+)\b/.exec(text ?? '');
+  const m = /^\s*(?:SET LOCAL [a-z_]+ = \d+;\s*)?(?:SELECT now\(\);\s*)?([A-Za-z]+)\b/.exec(text ?? '');
   return m ? m[1].toUpperCase() : undefined;
 }
 
