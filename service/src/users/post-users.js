@@ -1,6 +1,6 @@
 import { ApiError } from '../errors.js';
 import { READ_COLUMNS } from '../http/write-query.js';
-import { endSpan, startSpan } from '../tracing/spans.js';
+import { endStep, startStep } from '../tracing/spans.js';
 import { representation } from './representation.js';
 import { parseUserBatch } from './user-schema.js';
 
@@ -62,15 +62,15 @@ export function postUsers({ writeUsers, maxBatchItems, metrics }) {
     const returnPreference = /** @type {import('../http/prefer.js').Preferences['return']} */ (res.locals.returnPreference);
     const query = /** @type {import('../http/write-query.js').WriteQuery | undefined} */ (res.locals.writeQuery);
     const withRows = returnPreference === 'representation';
-    const validation = startSpan('sluice.validate');
+    const validation = startStep('sluice.validate');
     let batch;
     try {
       batch = takeBatch(req, maxBatchItems, resolution, query?.columns, withRows);
     } catch (err) {
-      endSpan(validation, err);
+      endStep(validation, err);
       throw err;
     }
-    endSpan(validation);
+    endStep(validation);
     const { received, rows, order } = batch;
     const endTimer = metrics.insertDuration.startTimer();
     const { inserted, updated, users } = await writeUsers(rows, resolution, withRows ? WITH_ROWS : undefined);

@@ -64,9 +64,18 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
     assert.equal(http.attributes['http.route'], '/users');
     assert.equal(http.attributes['http.request.method'], 'POST');
     assert.equal(http.attributes['http.response.status_code'], 201);
-    for (const step of ['sluice.admission', 'sluice.read_body', 'sluice.validate', 'sluice.write']) {
-      assert.ok(byName(step), `a ${step} span`);
+    // The steps: children of the request's span, within it, one after the other (the write's
+    // span is timed by the SDK's own clock, to the millisecond: its parent only).
+    let previousEnd = http.start;
+    for (const name of ['sluice.admission', 'sluice.read_body', 'sluice.validate']) {
+      const step = byName(name);
+      assert.ok(step, `a ${name} span`);
+      assert.equal(step.parentSpanId, http.spanId, `${name} is a step of the request`);
+      assert.equal(step.status, 0);
+      assert.ok(step.start >= previousEnd && step.start <= step.end && step.end <= http.end, `${name} begins after the step before it ends, and ends within the request`);
+      previousEnd = step.end;
     }
+    assert.equal(byName('sluice.write')?.parentSpanId, http.spanId);
     const write = /** @type {import('../../../test/support/otlp-receiver.js').ReceivedSpan} */ (byName('sluice.write'));
     assert.equal(write.attributes['sluice.group.requests'], 1);
     assert.equal(typeof write.attributes['sluice.group.wait_ms'], 'number');
@@ -115,6 +124,13 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
     assert.equal(res.status, 400);
     const line = await server.waitForLog((l) => l.trace_id === caller.traceId, { from });
     assert.match(line.span_id, /^[0-9a-f]{16}$/);
+    // The step that refused it is marked failed, with the error's code and never its message.
+    const spans = await receiver.waitFor((all) => all.some((s) => s.traceId === caller.traceId && s.kind === SERVER));
+    const validate = spans.find((s) => s.traceId === caller.traceId && s.name === 'sluice.validate');
+    assert.ok(validate);
+    assert.equal(validate.status, 2);
+    assert.equal(validate.attributes['error.type'], 'invalid_batch');
+    assert.ok(spans.filter((s) => s.traceId === caller.traceId).every((s) => s.name !== 'sluice.write'), 'nothing was written');
   });
 });
 
