@@ -49,6 +49,30 @@ export function startSpan(name, attributes) {
 }
 
 /**
+ * A CLIENT span, a child of the active one: undefined when tracing is off or no span is active
+ * (a query outside a traced request, the pool's own).
+ * @param {string} name @param {Attributes} attributes
+ * @returns {Span | undefined}
+ */
+export function startClientSpan(name, attributes) {
+  if (!api || !tracer || !api.trace.getActiveSpan()) return undefined;
+  return tracer.startSpan(name, { kind: api.SpanKind.CLIENT, attributes });
+}
+
+/**
+ * The active span's ids for a log line (pino's mixin, set by logger.js only when tracing is on),
+ * named as OpenTelemetry's pino instrumentation names them. A new object each time: pino merges
+ * the line's own fields into it.
+ * @returns {{ trace_id?: string, span_id?: string, trace_flags?: string }}
+ */
+export function traceFieldsOfLog() {
+  const span = api?.trace.getActiveSpan();
+  if (!span) return {};
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId, trace_flags: `0${traceFlags.toString(16)}` };
+}
+
+/**
  * Ends a span, marking it failed when `err` is given. Only the error's class and code go on the
  * span, never its message: a message may quote what a client sent.
  * @param {Span | undefined} span @param {unknown} [err]

@@ -116,6 +116,40 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
     for (const body of receiver.raw) assert.ok(!body.includes(t), 'no emails in anything exported');
   });
 
+  test("a stored email: the first statement's span fails with its SQLSTATE and never its message; the retry's succeeds", async () => {
+    const t = uniqueTag();
+    const email = `${t}-again@example.com`;
+    assert.equal((await post([{ email, name: 'First' }], newTraceparent().header)).status, 201);
+    const caller = newTraceparent();
+    const res = await post([{ email, name: 'Second' }, { email: `${t}-new@example.com`, name: 'New' }], caller.header);
+    assert.equal(res.status, 201);
+    const spans = await receiver.waitFor((all) => all.filter((s) => s.traceId === caller.traceId && s.kind === CLIENT).length >= 2);
+    const statements = spans.filter((s) => s.traceId === caller.traceId && s.kind === CLIENT);
+    const failed = statements.filter((s) => s.status === 2);
+    assert.equal(failed.length, 1, 'the all-new attempt failed on the stored email');
+    assert.equal(failed[0].attributes['error.type'], '23505');
+    assert.equal(failed[0].attributes['db.operation.name'], 'INSERT');
+    assert.ok(statements.some((s) => s.status === 0 && s.attributes['db.response.returned_rows'] === 1), 'the retry wrote the new one');
+    for (const body of receiver.raw) {
+      assert.ok(!body.includes(t), 'no email in anything exported');
+      assert.ok(!body.includes('duplicate key'), "no database error's message");
+    }
+  });
+
+  test('a streamed body: its COPY is a span with its rows', async () => {
+    const t = uniqueTag();
+    const caller = newTraceparent();
+    const body = Array.from({ length: 3 }, (_, i) => JSON.stringify({ email: `${t}-${i}@example.com`, name: 'Streamed' })).join('\n');
+    const res = await fetch(`${server.baseUrl}/users`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', traceparent: caller.header }, body });
+    assert.equal(res.status, 201);
+    const spans = await receiver.waitFor((all) => all.some((s) => s.traceId === caller.traceId && s.kind === SERVER));
+    const copy = spans.find((s) => s.traceId === caller.traceId && s.kind === CLIENT && s.attributes['db.operation.name'] === 'COPY');
+    assert.ok(copy, `a COPY span; got ${spans.filter((s) => s.traceId === caller.traceId).map((s) => s.name).join(', ')}`);
+    assert.equal(copy.status, 0);
+    assert.equal(copy.attributes['db.response.returned_rows'], 3);
+    for (const b of receiver.raw) assert.ok(!b.includes(t), 'no email in anything exported');
+  });
+
   test('log lines written inside a span carry its trace_id and span_id', async () => {
     const caller = newTraceparent();
     const from = server.logs.length;
