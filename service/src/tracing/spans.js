@@ -134,7 +134,8 @@ const STEPS = Symbol('sluice.steps');
  * from one clock: the SDK anchors each span of its own on Date.now() (whole milliseconds), so
  * steps a few microseconds long would seem to overlap.
  */
-const clock = () => performance.timeOrigin + performance.now();
+const clock = () => TIME_ORIGIN + performance.now();
+const TIME_ORIGIN = performance.timeOrigin;
 
 /**
  * A step begins, in the request being traced; undefined (and nothing allocated) when tracing is
@@ -221,10 +222,7 @@ export function tracedRequests(listener) {
     /** @type {Step[]} */
     const steps = [];
     const context = otel.trace.setSpan(parent, span);
-    let ended = false;
     const end = () => {
-      if (ended) return;
-      ended = true;
       // Express leaves the route it matched on the request.
       const route = /** @type {{ route?: { path?: unknown } }} */ (/** @type {unknown} */ (req)).route?.path;
       if (typeof route === 'string') {
@@ -244,7 +242,7 @@ export function tracedRequests(listener) {
       }
       span.end(now);
     };
-    res.once('finish', end);
+    // A response emits close once it is finished, or when its connection is lost before.
     res.once('close', end);
     otel.context.with(context.setValue(STEPS, steps), listener, undefined, req, res);
   };
