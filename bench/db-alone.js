@@ -46,8 +46,11 @@ const VARIANTS = {
   // return=representation (issue 23): what RETURNING the written rows costs, by what it returns.
   'all-new INSERT, RETURNING email, name, phone and both timestamps through to_json (the representation before)': { schema: 'migrations', write: returning(`email, name, phone, to_json(created_at) #>> '{}', to_json(updated_at) #>> '{}'`) },
   'all-new INSERT, RETURNING email and created_at': { schema: 'migrations', write: returning('email, created_at') },
-  'all-new INSERT, now() once, then RETURNING email (the representation)': {
+  'all-new INSERT after now(), RETURNING nothing (the representation, all new: every row written)': {
     schema: 'migrations', write: (client, rows) => client.query({ text: SQL.writeStatement(SQL.rowsAsArrays(rows), 'fail', 'rows'), ...SQL.RETURNED_AS_TEXT }),
+  },
+  'all-new INSERT ... ON CONFLICT DO NOTHING after now(), RETURNING email (the representation, after a stored email)': {
+    schema: 'migrations', write: (client, rows) => client.query({ text: SQL.writeStatement(SQL.rowsAsArrays(rows), 'skip', 'rows'), ...SQL.RETURNED_AS_TEXT }),
   },
   'all-new INSERT, no CHECK at all': { schema: `email text COLLATE "C" PRIMARY KEY, ${REST}, updated_at timestamptz`, write: sluice('fail') },
   'all-new, merge clause from the start (DO UPDATE)': { schema: 'migrations', write: sluice('merge') },

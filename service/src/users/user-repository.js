@@ -287,8 +287,8 @@ const lastOf = (r) => (Array.isArray(r) ? r[r.length - 1] : r);
 
 /**
  * The rows a statement wrote as a representation shows them, from what it returned
- * (user-sql.js RETURNING_ROWS: the emails after now(); in merge mode each row's email, created_at,
- * phone and updated_at) and the rows sent. PostgreSQL returns them in the order they were sent
+ * (user-sql.js RETURNING_ROWS: now(), then the emails written, or none when it had to write every
+ * row; in merge mode each row's email, created_at, phone and updated_at) and the rows sent. PostgreSQL returns them in the order they were sent
  * (sorted by email), so the two are walked side by side; should a plan ever return them in another
  * order, they are matched by email.
  * @param {UserRow[]} sent  sorted by email, no email twice
@@ -306,6 +306,8 @@ export function writtenUsers(sent, result, onConflict) {
   const user = merge
     ? (row, r) => ({ email: row[0], name: row[1], phone: r[2], createdAt: timestampAsJson(/** @type {string} */ (r[1])), updatedAt: r[3] === null ? null : timestampAsJson(r[3]) })
     : (row) => ({ email: row[0], name: row[1], phone: row[2], createdAt: now, updatedAt: null });
+  // Without a conflict clause the statement wrote every row, or failed.
+  if (onConflict === 'fail') return sent.map((row) => user(row, []));
   /** @type {WrittenUser[]} */
   const users = [];
   let next = 0;

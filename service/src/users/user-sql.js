@@ -60,10 +60,11 @@ const changedRows = (source) => `SELECT ${COLUMNS} FROM (${source}) AS t (${COLU
 // stored phone where the item had none) and when it was updated (null where it was inserted). The
 // name and the other phones are the ones sent. Rows that can only have been inserted (fail, skip)
 // were all created at their transaction's start: now(), asked once before the statement in the same
-// transaction, instead of a created_at a row. Timestamps in PostgreSQL's own text, made JSON's by
+// transaction, instead of a created_at a row. A statement that fails on any stored email (fail:
+// the all-new attempt) wrote every row when it did not fail, so it returns none. Timestamps in PostgreSQL's own text, made JSON's by
 // timestampAsJson. Returning less, and no to_json a timestamp, costs PostgreSQL about 1.1x the
 // default statement instead of 1.3x (npm run bench:db).
-const RETURNING_ROWS = { fail: 'RETURNING email', skip: 'RETURNING email', merge: 'RETURNING email, created_at, phone, updated_at' };
+const RETURNING_ROWS = { fail: '', skip: 'RETURNING email', merge: 'RETURNING email, created_at, phone, updated_at' };
 /** The statement before a write that returns rows: when the rows it inserts are created. */
 export const CREATED_NOW = 'SELECT now()';
 
@@ -100,7 +101,7 @@ export const RETURNED_AS_TEXT = Object.freeze({ rowMode: 'array', types: { getTy
 export function writeStatement(source, onConflict, returning) {
   const insert = insertStatement(source, onConflict);
   if (returning === 'emails') return `${insert} RETURNING email, updated_at IS NULL AS inserted`;
-  if (returning === 'rows') return `${onConflict === 'merge' ? '' : `${CREATED_NOW}; `}${insert} ${RETURNING_ROWS[onConflict]}`;
+  if (returning === 'rows') return `${onConflict === 'merge' ? '' : `${CREATED_NOW}; `}${insert}${RETURNING_ROWS[onConflict] ? ` ${RETURNING_ROWS[onConflict]}` : ''}`;
   if (returning === 'none') return insert;
   return `WITH written AS (${insert} RETURNING updated_at IS NULL AS inserted)
     SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`;

@@ -8,8 +8,10 @@ import { timestampAsJson } from '../../src/users/user-sql.js';
 
 /** @param {string} email @param {boolean} inserted */
 const written = (email, inserted) => ({ email, name: `name of ${email}`, phone: null, createdAt: '2026-01-01T00:00:00+00:00', updatedAt: inserted ? null : '2026-01-02T00:00:00+00:00' });
-/** @param {Parameters<typeof representationText>} args @returns {Record<string, unknown>[]} */
-const representation = (...args) => JSON.parse(representationText(...args));
+/** The request's rows in the order sent, as the validator gives them. @param {string[]} emails @returns {import('../../src/users/user-schema.js').UserRow[]} */
+const sent = (emails) => emails.map((e) => [e, `name of ${e}`, null, null]);
+/** @param {string[]} emails @param {import('../../src/users/user-repository.js').WrittenUser[]} users @param {Parameters<typeof representationText>[2]} select */
+const representation = (emails, users, select) => JSON.parse(representationText(sent(emails), users, select));
 
 describe('a representation from the rows written (unit)', () => {
   test('the rows written, in the order their emails were first sent, each once, with the columns selected; the rest left out', () => {
@@ -32,9 +34,17 @@ describe('a representation from the rows written (unit)', () => {
 
   test('with every column selected in order, the rows as pg gave them; any other selection, those columns in that order', () => {
     const users = [written('b', true), written('a', false)];
-    assert.equal(representationText(['a', 'b'], users, READ_COLUMNS), JSON.stringify([users[1], users[0]]));
-    assert.equal(representationText(['a', 'b'], users, ['updatedAt', 'email']), '[{"updatedAt":"2026-01-02T00:00:00+00:00","email":"a"},{"updatedAt":null,"email":"b"}]');
-    assert.equal(representationText(['c'], users, READ_COLUMNS), '[]');
+    assert.equal(representationText(sent(['a', 'b']), users, READ_COLUMNS), JSON.stringify([users[1], users[0]]));
+    assert.equal(representationText(sent(['a', 'b']), users, ['updatedAt', 'email']), '[{"updatedAt":"2026-01-02T00:00:00+00:00","email":"a"},{"updatedAt":null,"email":"b"}]');
+    assert.equal(representationText(sent(['c']), users, READ_COLUMNS), '[]');
+  });
+
+  test('every item inserted once, by one transaction: the items themselves as stored, in the order sent; any other case goes by email', () => {
+    const inserted = [written('a', true), written('b', true), written('c', true)];
+    assert.equal(representationText(sent(['c', 'a', 'b']), inserted, READ_COLUMNS), JSON.stringify([inserted[2], inserted[0], inserted[1]]));
+    // Two transactions' rows (two createdAt): each row as written, found by its email.
+    const twice = [inserted[0], { ...inserted[1], createdAt: '2026-01-03T00:00:00+00:00', name: 'as stored' }];
+    assert.deepEqual(representation(['b', 'a'], twice, READ_COLUMNS), [twice[1], twice[0]]);
   });
 
   test("the rows built from what the statement returned have READ_COLUMNS as keys, in their order (what serialising them as they come relies on)", () => {
