@@ -61,9 +61,9 @@ const changedRows = (source) => `SELECT ${COLUMNS} FROM (${source}) AS t (${COLU
 // name and the other phones are the ones sent. Rows that can only have been inserted (fail, skip)
 // were all created at their transaction's start: now(), asked once before the statement in the same
 // transaction, instead of a created_at a row. A statement that fails on any stored email (fail:
-// the all-new attempt) wrote every row when it did not fail, so it returns none. Timestamps in PostgreSQL's own text, made JSON's by
-// timestampAsJson. Returning less, and no to_json a timestamp, costs PostgreSQL about 1.1x the
-// default statement instead of 1.3x (npm run bench:db).
+// the all-new attempt) wrote every row when it did not fail, so it returns none. Timestamps come in
+// PostgreSQL's own text, made JSON's by timestampAsJson. All new, this costs PostgreSQL 1.01x the
+// default statement a row; RETURNING every column through to_json cost 1.26x (npm run bench:db).
 const RETURNING_ROWS = { fail: '', skip: 'RETURNING email', merge: 'RETURNING email, created_at, phone, updated_at' };
 /** The statement before a write that returns rows: when the rows it inserts are created. */
 export const CREATED_NOW = 'SELECT now()';
