@@ -29,6 +29,9 @@ const sluice = (onConflict) => (client, rows) => STRATEGIES.format.write(/** @ty
 /** @param {(rows: UserRow[]) => string} source @returns {Write} */
 const shaped = (source) => (client, rows) => client.query(SQL.writeStatement(source(rows), 'fail', 'none'));
 
+/** @param {string} columns @returns {Write} */
+const returning = (columns) => (client, rows) => client.query({ text: `${SQL.writeStatement(SQL.rowsAsArrays(rows), 'fail', 'none')} RETURNING ${columns}`, ...SQL.RETURNED_AS_TEXT });
+
 /** @type {Record<string, Variant>} */
 const VARIANTS = {
   '0001 table, INSERT ... ON CONFLICT': { schema: `email text NOT NULL UNIQUE, ${ID}, ${REST}, ${REGEX_CHECKS}`, write: sluice('skip') },
@@ -40,6 +43,15 @@ const VARIANTS = {
   'all-new INSERT, unnest of array literals (format, the default)': { schema: 'migrations', write: sluice('fail') },
   'all-new INSERT, unnest of array parameters (unnest)': { schema: 'migrations', write: (c, rows) => STRATEGIES.unnest.write(/** @type {any} */ (c), rows, 'fail') },
   'all-new, COPY (copy)': { schema: 'migrations', write: (c, rows) => STRATEGIES.copy.write(/** @type {any} */ (c), rows, 'fail') },
+  // return=representation (issue 23): what RETURNING the written rows costs, by what it returns.
+  'all-new INSERT, RETURNING email, name, phone and both timestamps through to_json (the representation before)': { schema: 'migrations', write: returning(`email, name, phone, to_json(created_at) #>> '{}', to_json(updated_at) #>> '{}'`) },
+  'all-new INSERT, RETURNING email and created_at': { schema: 'migrations', write: returning('email, created_at') },
+  'all-new INSERT after now(), RETURNING nothing (the representation, all new: every row written)': {
+    schema: 'migrations', write: (client, rows) => client.query({ text: SQL.writeStatement(SQL.rowsAsArrays(rows), 'fail', 'rows'), ...SQL.RETURNED_AS_TEXT }),
+  },
+  'all-new INSERT ... ON CONFLICT DO NOTHING after now(), RETURNING email (the representation, after a stored email)': {
+    schema: 'migrations', write: (client, rows) => client.query({ text: SQL.writeStatement(SQL.rowsAsArrays(rows), 'skip', 'rows'), ...SQL.RETURNED_AS_TEXT }),
+  },
   'all-new INSERT, no CHECK at all': { schema: `email text COLLATE "C" PRIMARY KEY, ${REST}, updated_at timestamptz`, write: sluice('fail') },
   'all-new, merge clause from the start (DO UPDATE)': { schema: 'migrations', write: sluice('merge') },
   'replay, ignore (DO NOTHING)': { schema: 'migrations', write: sluice('skip'), rows: 'replay' },

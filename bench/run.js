@@ -28,6 +28,7 @@ A report, a JSON file and charts land in bench/results/.`)
   .addOption(new Option('--pool <n>', "the service's pool, and the COPY ceiling's connections").env('DB_POOL_MAX').argParser(wholeNumber(1)).default(10))
   .addOption(new Option('--compare <server.js>', "capacity: run every variant on another checkout's service/src/server.js too, side by side (as <variant>@compare)").env('COMPARE_SERVER'))
   .option('--publish', 'copy the charts to docs/')
+  .option('--cpu-prof <dir>', "write a V8 CPU profile of every sluice run into this directory (node --cpu-prof; it slows the service, so its figures are not comparable)")
   .parse()
   .opts();
 const runReference = opts.reference || !opts.capacity;
@@ -37,6 +38,7 @@ const COMPARE_SERVER = /** @type {string | undefined} */ (opts.compare);
 const variants = /** @type {string[]} */ (opts.variants).flatMap((v) => (COMPARE_SERVER ? [v, `${v}${COMPARED}`] : [v]));
 const rounds = /** @type {number} */ (opts.rounds);
 const POOL = /** @type {number} */ (opts.pool);
+const PROFILE_ARGS = opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(String(opts.cpuProf))}`] : [];
 
 // What starts or measures anything is loaded once the command line is known to be good.
 const { default: pg } = await import('pg');
@@ -94,7 +96,7 @@ try {
   say(`PostgreSQL on 127.0.0.1:${pg0.port}, ${settings.provider} ${settings.collation}; results in ${path.relative(root, outDir)}`);
 
   /** @param {Record<string, string>} env @param {string} [script]  another checkout's server.js (--compare) */
-  const startSluice = (env, script) => () => startServerProcess({ DATABASE_URL: pg0.url, DB_POOL_MAX: String(POOL), ...env }, { script });
+  const startSluice = (env, script) => () => startServerProcess({ DATABASE_URL: pg0.url, DB_POOL_MAX: String(POOL), ...env }, { script, nodeArgs: PROFILE_ARGS });
   const startNaive = () => startServerProcess({ DATABASE_URL: naiveUrl }, { script: NAIVE_SERVER });
   const startNoop = () => startServerProcess({}, { script: NOOP_SERVER });
   /** @type {Record<string, unknown>} */

@@ -1,6 +1,8 @@
 import pg from 'pg';
 import { DatabaseUnavailableError } from './errors.js';
 import { createDbWatchdog } from './db-watchdog.js';
+import { traceQueries } from './tracing/pg-spans.js';
+import { tracingOn } from './tracing/spans.js';
 
 // Failures that can come from the database's state rather than from the statement: the connection
 // went away, the server is starting or stopping, or is out of connections, or the statement was
@@ -91,6 +93,8 @@ export function createDatabase(config, logger) {
   });
   // An idle client whose server went away emits here; unhandled, it would crash the process.
   pool.on('error', (err) => logger.warn({ err }, 'idle database connection lost'));
+  // Traced, each query made for a traced request is a span (tracing/pg-spans.js).
+  if (tracingOn()) pool.on('connect', traceQueries);
 
   /** @type {{ at: number, answered: boolean, ready: boolean } | undefined} */
   let lastProbe;

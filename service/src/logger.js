@@ -1,10 +1,12 @@
 import pino from 'pino';
 import { logSafeError } from './log-safe-error.js';
+import { traceFieldsOfLog, tracingOn } from './tracing/spans.js';
 
 /**
  * JSON logs on stdout. Secrets never reach a line: the Authorization header is censored wherever
  * a request's log would print it, and an error is logged through logSafeError (a database error by
- * its SQLSTATE, constraint, table and column; never the row it refused).
+ * its SQLSTATE, constraint, table and column; never the row it refused). Traced, each line written
+ * while a span is active carries its trace_id and span_id.
  *
  * @param {{ logLevel: string }} config
  * @param {pino.DestinationStream} [destination]
@@ -16,6 +18,8 @@ export function createLogger({ logLevel }, destination) {
       base: { pid: process.pid },
       serializers: { err: logSafeError },
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+      // Traced, a line written while a span is active carries its trace_id and span_id.
+      ...(tracingOn() ? { mixin: traceFieldsOfLog } : {}),
     },
     destination,
   );

@@ -17,6 +17,8 @@ import { gunzipSync } from 'node:zlib';
  * @property {{ traceId: string, spanId: string, attributes: Record<string, unknown> }[]} links
  * @property {{ name: string, attributes: Record<string, unknown> }[]} events
  * @property {number} status  0 unset, 1 ok, 2 error
+ * @property {bigint} start  nanoseconds since the epoch
+ * @property {bigint} end
  */
 
 /** @param {any} v  an OTLP AnyValue @returns {unknown} */
@@ -57,6 +59,8 @@ export function flattenSpans(request) {
           links: (s.links ?? []).map((/** @type {any} */ l) => ({ traceId: l.traceId, spanId: l.spanId, attributes: attributes(l.attributes) })),
           events: (s.events ?? []).map((/** @type {any} */ e) => ({ name: e.name, attributes: attributes(e.attributes) })),
           status: s.status?.code ?? 0,
+          start: BigInt(s.startTimeUnixNano ?? 0),
+          end: BigInt(s.endTimeUnixNano ?? 0),
         });
       }
     }

@@ -8,11 +8,11 @@ const SERVER = fileURLToPath(new URL('../../service/src/server.js', import.meta.
  * The real service as a child process (node service/src/server.js) on 127.0.0.1 and a free port,
  * with its JSON log lines collected.
  * @param {Record<string, string>} env
- * @param {{ script?: string }} [options]  script: another server that logs the same `listening`
- *   line (the bench's naive baseline)
+ * @param {{ script?: string, nodeArgs?: string[] }} [options]  script: another server that logs the
+ *   same `listening` line (the bench's naive baseline); nodeArgs: Node's own flags (a profile)
  */
-export async function startServerProcess(env, { script = SERVER } = {}) {
-  const child = spawn(process.execPath, [script], {
+export async function startServerProcess(env, { script = SERVER, nodeArgs = [] } = {}) {
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     // At least info: the port is read from the `listening` line.
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env, LOG_LEVEL: env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace' ? env.LOG_LEVEL : 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -1,14 +1,16 @@
-// What a pg span says of a statement: its operation and its row count, never its text (pg-format
-// inlines the users a statement writes). Apart from sdk.js so that it is tested without the SDK.
+// pg's spans: what one says of a statement is its operation and its row count, never its text
+// (pg-format inlines the users a statement writes).
+import { endSpan, startClientSpan } from './spans.js';
 
 /**
  * The statement's operation: its first keyword, or the keyword after the SET LOCAL that
- * user-repository.js puts before a group's statement. Nothing past it is read: a literal could
+ * user-repository.js puts before a group's statement and the now() that user-sql.js puts before a
+ * write that returns its rows. Nothing past it is read: a literal could
  * hold a user.
  * @param {string | undefined} text
  */
 export function operationOf(text) {
-  const m = /^\s*(?:SET LOCAL [a-z_]+ = \d+;\s*)?([A-Za-z]+)\b/.exec(text ?? '');
+  const m = /^\s*(?:SET LOCAL [a-z_]+ = \d+;\s*)?(?:SELECT now\(\);\s*)?([A-Za-z]+)\b/.exec(text ?? '');
   return m ? m[1].toUpperCase() : undefined;
 }
 
@@ -20,4 +22,60 @@ export function rowCountOf(result) {
   const last = Array.isArray(result) ? result[result.length - 1] : result;
   const count = /** @type {{ rowCount?: unknown } | undefined} */ (last)?.rowCount;
   return typeof count === 'number' ? count : undefined;
+}
+
+/**
+ * A pooled client whose queries, made for a traced request, are each a CLIENT span (a child of
+ * the active span): OpenTelemetry's database attributes, the operation and the row count, never
+ * the statement's text, its values or an error's message. Made here rather than by OpenTelemetry's
+ * pg instrumentation, which records the text (then taken off again), puts an error's message on
+ * the span's status, and needs an import hook for pg; a query outside a traced request
+ * costs one check. Called for each new connection, only when tracing is on (db.js).
+ * @param {import('pg').ClientBase} client
+ */
+export function traceQueries(client) {
+  const { database = 'postgresql', host, port } = /** @type {{ connectionParameters?: { database?: string, host?: string, port?: number } }} */ (/** @type {unknown} */ (client)).connectionParameters ?? {};
+  const query = /** @type {(...args: any[]) => any} */ (client.query);
+  const attributes = { 'db.system.name': 'postgresql', 'db.namespace': database, 'server.address': host, 'server.port': port };
+  /** @param {any[]} args */
+  client.query = /** @type {any} */ (function tracedQuery(/** @type {any[]} */ ...args) {
+    const [config] = args;
+    const text = typeof config === 'string' ? config : config?.text;
+    const operation = operationOf(text ?? (typeof config?.submit === 'function' ? 'COPY' : undefined));
+    const span = startClientSpan(`${operation ?? 'query'} ${database}`, operation ? { ...attributes, 'db.operation.name': operation } : attributes);
+    if (!span) return query.apply(this, args);
+    /** @param {unknown} err @param {unknown} [result] */
+    const spanEnds = (err, result) => {
+      const rows = err ? undefined : rowCountOf(result);
+      if (rows !== undefined) span.setAttribute('db.response.returned_rows', rows);
+      endSpan(span, err ?? undefined);
+    };
+    const last = args.length - 1;
+    if (typeof args[last] === 'function') {
+      const callback = args[last];
+      args[last] = (/** @type {unknown} */ err, /** @type {unknown} */ result) => {
+        spanEnds(err, result);
+        callback(err, result);
+      };
+      return query.apply(this, args);
+    }
+    const answer = query.apply(this, args);
+    if (typeof answer?.then === 'function') {
+      answer.then((/** @type {unknown} */ result) => spanEnds(undefined, result), (/** @type {unknown} */ err) => spanEnds(err));
+    } else if (typeof answer?.once === 'function') {
+      // A COPY stream (pg-copy-streams): its end, or the server's refusal (which may not close it).
+      let ended = false;
+      const once = (/** @type {unknown} */ err) => {
+        if (ended) return;
+        ended = true;
+        spanEnds(err, answer);
+      };
+      answer.once('error', once);
+      answer.once('close', () => once(undefined));
+      answer.once('finish', () => once(undefined));
+    } else {
+      spanEnds(undefined);
+    }
+    return answer;
+  });
 }

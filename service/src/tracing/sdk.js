@@ -1,27 +1,16 @@
 // OpenTelemetry's tracing SDK, loaded by server.js only when the OTEL_ variables ask for traces and
-// before any module of the service, so that the instrumentations' import hooks see http, express,
-// pg and pino arrive. Traces only, put together from the SDK's parts rather than
+// before any module of the service. Traces only, put together from the SDK's parts rather than
 // @opentelemetry/sdk-node, which loads the metrics and logs SDKs and every exporter (gRPC's
 // included): 130 MiB of RSS at idle with it, 113 MiB without (90 MiB with tracing off). Spans leave through a
 // batch processor over OTLP/HTTP; the exporter reads OTEL_EXPORTER_OTLP_* itself.
-import { register } from 'node:module';
 import * as otel from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { defaultResource, detectResources, envDetector } from '@opentelemetry/resources';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
-import { PinoInstrumentation } from '@opentelemetry/instrumentation-pino';
 import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
-import { createAddHookMessageChannel } from 'import-in-the-middle';
-import { operationOf, rowCountOf } from './pg-spans.js';
 import { enableSpans } from './spans.js';
-
-// Only the modules an instrumentation asks for are wrapped by the ESM hook, not every import.
-const { registerOptions, waitForAllMessagesAcknowledged } = createAddHookMessageChannel();
-register('import-in-the-middle/hook.mjs', import.meta.url, registerOptions);
 
 process.env.OTEL_SERVICE_NAME ||= 'sluice-service';
 // The SDK's own messages on stderr (console.warn): stdout holds the service's JSON log only.
@@ -54,31 +43,6 @@ function samplerFromEnv() {
 }
 
 /**
- * What may hold user data on a span, taken off before it is exported: a statement's text and
- * values (pg-format inlines the users it writes), and an exception's message and stack (a
- * database error may quote a value). A span keeps the operation (db.operation.name), the row
- * count and the error's type.
- * @type {import('@opentelemetry/sdk-trace').SpanProcessor}
- */
-const withoutUserData = {
-  onStart() {},
-  onEnd(span) {
-    const attributes = /** @type {Record<string, unknown>} */ (span.attributes);
-    delete attributes['db.query.text'];
-    delete attributes['db.statement'];
-    delete attributes['db.postgresql.values'];
-    for (const event of span.events) {
-      if (event.name !== 'exception' || !event.attributes) continue;
-      const e = /** @type {Record<string, unknown>} */ (event.attributes);
-      delete e['exception.message'];
-      delete e['exception.stacktrace'];
-    }
-  },
-  forceFlush: async () => {},
-  shutdown: async () => {},
-};
-
-/**
  * OTLP over HTTP, protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL says http/json, batched as the
  * OTEL_BSP_ variables say (the SDK reads them only for processors it makes itself).
  */
@@ -104,40 +68,15 @@ const provider = new TracerProvider({
   resource: defaultResource().merge(detectResources({ detectors: [envDetector] })),
   sampler: samplerFromEnv(),
   // The batch processor: a span costs the request a queue push, export happens off its path.
-  // It runs after withoutUserData, so nothing it exports holds a statement's text.
-  spanProcessors: [withoutUserData, batchProcessor()],
+  spanProcessors: [batchProcessor()],
 });
 otel.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 // W3C trace context in and out: the caller's traceparent is honoured.
 otel.propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 otel.trace.setGlobalTracerProvider(provider);
-registerInstrumentations({
-  tracerProvider: provider,
-  instrumentations: [
-    // The HTTP server span is the service's own (spans.js tracedRequests): the http and express
-    // instrumentations cost a single-user request more than the rest of its tracing.
-    new PgInstrumentation({
-      // The span is named by the operation (INSERT, COPY…), not the statement's first words.
-      requestHook: (span, { query, connection }) => {
-        const operation = operationOf(query.text);
-        if (!operation) return;
-        span.setAttribute('db.operation.name', operation);
-        span.updateName(`${operation} ${connection.database ?? 'postgresql'}`);
-      },
-      responseHook: (span, { data }) => {
-        const rows = rowCountOf(data);
-        if (rows !== undefined) span.setAttribute('db.response.returned_rows', rows);
-      },
-      // Only pg calls made for a traced request; no span per pool checkout.
-      requireParentSpan: true,
-      ignoreConnectSpans: true,
-      enhancedDatabaseReporting: false,
-    }),
-    // trace_id and span_id on every log line written while a span is active; pino's lines stay on
-    // stdout (no log sending).
-    new PinoInstrumentation({ disableLogSending: true }),
-  ],
-});
-await waitForAllMessagesAcknowledged();
+// No instrumentation library: the HTTP server span, the steps' and pg's spans are the service's own
+// (spans.js, pg-spans.js), and logger.js adds the trace's ids to each line. Those libraries wrap
+// every listener, router layer and query, and recorded what had then to be taken off again (a
+// statement's text, an error's message).
 // main.js flushes the last spans through flushSpans() before it exits on SIGTERM.
 enableSpans(otel, () => provider.shutdown());

@@ -49,6 +49,30 @@ export function startSpan(name, attributes) {
 }
 
 /**
+ * A CLIENT span, a child of the active one: undefined when tracing is off or no span is active
+ * (a query outside a traced request, the pool's own).
+ * @param {string} name @param {Attributes} attributes
+ * @returns {Span | undefined}
+ */
+export function startClientSpan(name, attributes) {
+  if (!api || !tracer || !api.trace.getActiveSpan()) return undefined;
+  return tracer.startSpan(name, { kind: api.SpanKind.CLIENT, attributes });
+}
+
+/**
+ * The active span's ids for a log line (pino's mixin, set by logger.js only when tracing is on),
+ * named as OpenTelemetry's pino instrumentation names them. A new object each time: pino merges
+ * the line's own fields into it.
+ * @returns {{ trace_id?: string, span_id?: string, trace_flags?: string }}
+ */
+export function traceFieldsOfLog() {
+  const span = api?.trace.getActiveSpan();
+  if (!span) return {};
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId, trace_flags: `0${traceFlags.toString(16)}` };
+}
+
+/**
  * Ends a span, marking it failed when `err` is given. Only the error's class and code go on the
  * span, never its message: a message may quote what a client sent.
  * @param {Span | undefined} span @param {unknown} [err]
@@ -94,18 +118,53 @@ export async function inSpan(name, attributes, fn) {
 }
 
 /**
- * Where a request's context holds its step spans not yet ended (tracedMiddleware), which end with
- * the request span. In the context rather than on the response: a property added to every
- * response changed its shape, which cost more than the span.
+ * A step of a request (admission, body read, validation): when it began and ended, and how it
+ * failed. Recorded as it happens, made a span when the request ends (tracedRequests): no span is
+ * alive during the step and nothing switches context for it. Live step spans, each with a context
+ * of its own and restored for the next step, cost a single-user request more than the rest of its
+ * tracing did (docs/tracing.md).
+ * @typedef {{ name: string, start: number, end: number | undefined, err: unknown }} Step
  */
-const OPEN_STEPS = Symbol('sluice.open_steps');
+
+/** Where a request's context holds its steps (tracedRequests). */
+const STEPS = Symbol('sluice.steps');
 
 /**
- * An Express middleware in a span of its own, a child of the request's, from its call until it
- * passes on (next) or, when it answers itself (a refusal), until the request span ends
- * (tracedRequests); returned as is when tracing is off. The step runs in the request's context,
- * not its own: nothing in a step starts a span, and a context switch into each step cost as much as
- * the span.
+ * The time of a request's span and its steps, in epoch milliseconds to the microsecond, all read
+ * from one clock: the SDK anchors each span of its own on Date.now() (whole milliseconds), so
+ * steps a few microseconds long would seem to overlap.
+ */
+const clock = () => TIME_ORIGIN + performance.now();
+const TIME_ORIGIN = performance.timeOrigin;
+
+/**
+ * A step begins, in the request being traced; undefined (and nothing allocated) when tracing is
+ * off or no request is. End it with endStep.
+ * @param {string} name @returns {Step | undefined}
+ */
+export function startStep(name) {
+  const steps = /** @type {Step[] | undefined} */ (api?.context.active().getValue(STEPS));
+  if (!steps) return undefined;
+  /** @type {Step} */
+  const step = { name, start: clock(), end: undefined, err: undefined };
+  steps.push(step);
+  return step;
+}
+
+/**
+ * A step ends, failed when `err` is given. A step never ended (its middleware answered the
+ * request itself: a refusal) ends with the request.
+ * @param {Step | undefined} step @param {unknown} [err]
+ */
+export function endStep(step, err) {
+  if (!step) return;
+  step.end = clock();
+  step.err = err;
+}
+
+/**
+ * An Express middleware as a step of the request (a span, a child of the request's, from its
+ * call until it passes on with next); returned as is when tracing is off.
  * @param {string} name @param {import('express').RequestHandler} middleware
  * @returns {import('express').RequestHandler}
  */
@@ -113,16 +172,14 @@ export function tracedMiddleware(name, middleware) {
   if (!tracingOn()) return middleware;
   const otel = /** @type {typeof import('@opentelemetry/api')} */ (api);
   return (req, res, next) => {
-    // A step may pass on from a callback of the request's stream, which runs in the context the
-    // socket was made in: the request's context is put back for the next step.
     const context = otel.context.active();
-    const span = /** @type {Span} */ (startSpan(name));
-    const open = /** @type {Set<Span> | undefined} */ (context.getValue(OPEN_STEPS));
-    open?.add(span);
+    const step = startStep(name);
     middleware(req, res, (/** @type {unknown} */ err) => {
-      open?.delete(span);
-      endSpan(span, err === undefined || err === 'route' || err === 'router' ? undefined : err);
-      otel.context.with(context, next, undefined, err);
+      endStep(step, err === undefined || err === 'route' || err === 'router' ? undefined : err);
+      // A step may pass on from a callback of the request's stream, which runs in the context the
+      // socket was made in: then the request's context is put back for the next step.
+      if (otel.context.active() === context) next(err);
+      else otel.context.with(context, next, undefined, err);
     });
   };
 }
@@ -150,6 +207,7 @@ export function tracedRequests(listener) {
     const [host, port] = (req.headers.host ?? '').split(':');
     const span = spans.startSpan(req.method ?? 'HTTP', {
       kind: otel.SpanKind.SERVER,
+      startTime: clock(),
       attributes: {
         'http.request.method': req.method,
         'url.path': path,
@@ -161,29 +219,32 @@ export function tracedRequests(listener) {
         'user_agent.original': req.headers['user-agent'],
       },
     }, parent);
-    /** @type {Set<Span>} */
-    const steps = new Set();
-    let ended = false;
+    /** @type {Step[]} */
+    const steps = [];
+    const context = otel.trace.setSpan(parent, span);
     const end = () => {
-      if (ended) return;
-      ended = true;
       // Express leaves the route it matched on the request.
       const route = /** @type {{ route?: { path?: unknown } }} */ (/** @type {unknown} */ (req)).route?.path;
       if (typeof route === 'string') {
         span.setAttribute('http.route', route);
         span.updateName(`${req.method} ${route}`);
       }
-      for (const step of steps) step.end();
+      const now = clock();
+      for (const step of steps) {
+        const stepSpan = spans.startSpan(step.name, { startTime: step.start }, context);
+        if (step.err !== undefined) failSpan(stepSpan, step.err);
+        stepSpan.end(step.end ?? now);
+      }
       span.setAttribute('http.response.status_code', res.statusCode);
       if (res.statusCode >= 500) {
         span.setAttribute('error.type', String(res.statusCode));
         span.setStatus({ code: otel.SpanStatusCode.ERROR });
       }
-      span.end();
+      span.end(now);
     };
-    res.once('finish', end);
+    // A response emits close once it is finished, or when its connection is lost before.
     res.once('close', end);
-    otel.context.with(otel.trace.setSpan(parent, span).setValue(OPEN_STEPS, steps), listener, undefined, req, res);
+    otel.context.with(context.setValue(STEPS, steps), listener, undefined, req, res);
   };
 }
 

@@ -1,8 +1,8 @@
 import { ApiError } from '../errors.js';
 import { READ_COLUMNS } from '../http/write-query.js';
-import { endSpan, startSpan } from '../tracing/spans.js';
+import { endStep, startStep } from '../tracing/spans.js';
 import { representation } from './representation.js';
-import { parseUserBatch } from './user-schema.js';
+import { checkUserBatch, oncePerEmail, parseUserBatch } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-schema.js').Resolution} Resolution */
@@ -17,7 +17,7 @@ const WITH_ROWS = Object.freeze({ withRows: true });
  * @param {number} maxBatchItems
  * @param {Resolution} resolution
  * @param {string[] | undefined} columns  ?columns: only these keys of each object are read
- * @param {boolean} inOrder  also answer the emails in the order sent (for a representation)
+ * @param {boolean} inOrder  also answer the rows in the order sent, repeats included (for a representation)
  */
 function takeBatch(req, maxBatchItems, resolution, columns, inOrder) {
   let items = req.body;
@@ -26,10 +26,11 @@ function takeBatch(req, maxBatchItems, resolution, columns, inOrder) {
   if (items.length === 0) throw new ApiError('empty_batch');
   if (items.length > maxBatchItems) throw new ApiError('too_many_items', `${items.length} users is over MAX_BATCH_ITEMS (${maxBatchItems}); split the batch`);
   if (columns) items = items.map((item) => onlyColumns(item, columns));
-  const rows = parseUserBatch(items, resolution);
-  // Every item is a valid user by now; rows are sorted by email, so the order sent is kept apart.
-  const order = inOrder ? items.map((item) => /** @type {string} */ (item.email).toLowerCase()) : undefined;
-  return { received: items.length, rows, order };
+  if (!inOrder) return { received: items.length, rows: parseUserBatch(items, resolution), sent: undefined };
+  // The rows written are sorted by email, so the rows in the order sent are kept apart.
+  const checked = checkUserBatch(items);
+  const sent = checked.slice();
+  return { received: items.length, rows: oncePerEmail(checked, resolution), sent };
 }
 
 /**
@@ -62,22 +63,22 @@ export function postUsers({ writeUsers, maxBatchItems, metrics }) {
     const returnPreference = /** @type {import('../http/prefer.js').Preferences['return']} */ (res.locals.returnPreference);
     const query = /** @type {import('../http/write-query.js').WriteQuery | undefined} */ (res.locals.writeQuery);
     const withRows = returnPreference === 'representation';
-    const validation = startSpan('sluice.validate');
+    const validation = startStep('sluice.validate');
     let batch;
     try {
       batch = takeBatch(req, maxBatchItems, resolution, query?.columns, withRows);
     } catch (err) {
-      endSpan(validation, err);
+      endStep(validation, err);
       throw err;
     }
-    endSpan(validation);
-    const { received, rows, order } = batch;
+    endStep(validation);
+    const { received, rows, sent } = batch;
     const endTimer = metrics.insertDuration.startTimer();
     const { inserted, updated, users } = await writeUsers(rows, resolution, withRows ? WITH_ROWS : undefined);
     endTimer();
 
     metrics.batchSize.observe(received);
-    const shown = withRows ? representation(/** @type {string[]} */ (order), users ?? [], query?.select ?? READ_COLUMNS) : undefined;
+    const shown = withRows ? representation(/** @type {UserRow[]} */ (sent), users ?? [], query?.select ?? READ_COLUMNS) : undefined;
     answerWritten(res, metrics, { received, inserted, updated }, shown);
   };
 }

@@ -3,6 +3,7 @@ import { OUTCOME, READ_COLUMNS } from '../http/write-query.js';
 // return=representation's answer, as JSON text: the rows written, in the order sent.
 
 /** @typedef {import('./user-repository.js').WrittenUser} WrittenUser */
+/** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('../http/write-query.js').ReadColumn} ReadColumn */
 
 /**
@@ -15,20 +16,30 @@ import { OUTCOME, READ_COLUMNS } from '../http/write-query.js';
  * unchanged in merge mode: nothing written, so its other columns are null but its email), or
  * `repeated` (its email came earlier in the request; that entry tells what was written).
  *
- * With every column selected in their order (no `select`, or `*`), pg's rows are serialised as
- * they came (user-sql.js returns exactly those columns), not copied into objects first.
- * @param {string[]} order @param {WrittenUser[]} users @param {readonly ReadColumn[]} select
+ * With every column selected in their order (no `select`, or `*`), the rows are serialised as they
+ * are; and when every item was inserted, once each, they are the items themselves as stored: no
+ * lookup by email.
+ * @param {UserRow[]} sent  the request's rows in the order sent (emails lower-cased, repeats kept)
+ * @param {WrittenUser[]} users  the rows written
+ * @param {readonly ReadColumn[]} select
  * @returns {string}
  */
-export function representation(order, users, select) {
+export function representation(sent, users, select) {
+  const report = select.includes(OUTCOME);
+  const asWritten = isEveryColumn(select);
+  if (asWritten && !report && users.length === sent.length) {
+    const createdAt = insertedAtOnce(users);
+    if (createdAt !== undefined) {
+      return JSON.stringify(sent.map((row) => ({ email: row[0], name: row[1], phone: row[2], createdAt, updatedAt: null })));
+    }
+  }
   /** @type {Map<string, WrittenUser | null>} null: its entry is out already */
   const byEmail = new Map();
   for (const u of users) byEmail.set(u.email, u);
-  const report = select.includes(OUTCOME);
-  const asWritten = isEveryColumn(select);
   /** @type {Record<string, unknown>[]} */
   const out = [];
-  for (const email of order) {
+  for (const row of sent) {
+    const email = row[0];
     const u = byEmail.get(email);
     if (!report) {
       if (!u) continue;
@@ -44,6 +55,17 @@ export function representation(order, users, select) {
     out.push(u ? pick(u, select, u.updatedAt === null ? 'inserted' : 'updated') : pick({ email }, select, 'skipped'));
   }
   return JSON.stringify(out);
+}
+
+/**
+ * When every row written was inserted, by one transaction (one createdAt), that createdAt: each
+ * row is then the item as sent. Undefined otherwise.
+ * @param {WrittenUser[]} users
+ */
+function insertedAtOnce(users) {
+  const createdAt = users[0]?.createdAt;
+  for (const u of users) if (u.updatedAt !== null || u.createdAt !== createdAt) return undefined;
+  return createdAt;
 }
 
 /** Whether `select` is every column of a representation, in order (no select, or `*`). @param {readonly ReadColumn[]} select */

@@ -4,7 +4,7 @@ import copyStreams from 'pg-copy-streams';
 import { refusalOfDatabaseState } from '../errors.js';
 import { createReplayGuess } from './replay-guess.js';
 import {
-  CREATE_STAGING, FROM_STAGING, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, writeStatement,
+  CREATE_STAGING, FROM_STAGING, RETURNED_AS_TEXT, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, timestampAsJson, writeStatement,
 } from './user-sql.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
@@ -120,14 +120,16 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
   const groupPrefix = groupLockTimeoutMs ? `${setLockTimeout(groupLockTimeoutMs)}; ` : '';
 
   /**
-   * One group statement (pg-format, whatever the strategy), with the group's lock timeout; its result.
+   * One group statement (pg-format, whatever the strategy), with the group's lock timeout. With the
+   * prefix, the simple query answers one result per statement: the write's is the last.
    * @param {UserRow[]} rows @param {OnConflict} onConflict @param {import('./user-sql.js').Returning} returning
+   * @returns {Promise<import('pg').QueryResult | import('pg').QueryResult[]>}
    */
   const groupQuery = (rows, onConflict, returning) =>
-    db
-      .withClient((client) => client.query(groupPrefix + writeStatement(rowsAsArrays(rows), onConflict, returning)))
-      // With the prefix, the simple query answers one result per statement: the write's is the last.
-      .then((/** @type {import('pg').QueryResult | import('pg').QueryResult[]} */ r) => (Array.isArray(r) ? r[r.length - 1] : r));
+    db.withClient((client) => {
+      const text = groupPrefix + writeStatement(rowsAsArrays(rows), onConflict, returning);
+      return client.query(returning === 'rows' ? { text, ...RETURNED_AS_TEXT } : text);
+    });
 
   /**
    * Each chunk of `chunkRows` written by `writeChunk`: a single chunk alone (one statement is
@@ -169,7 +171,8 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
    */
   function writeReturningRows(rows, onConflict, lockTimeoutMs) {
     /** @param {PoolClient} client @param {UserRow[]} chunk @returns {Promise<WrittenUser[]>} */
-    const writeChunk = async (client, chunk) => (await client.query(writeStatement(rowsAsArrays(chunk), onConflict, 'rows'))).rows;
+    const writeChunk = async (client, chunk) =>
+      writtenUsers(chunk, await client.query({ text: writeStatement(rowsAsArrays(chunk), onConflict, 'rows'), ...RETURNED_AS_TEXT }), onConflict);
     /** @param {WrittenUser[]} users */
     const counted = (users) => {
       let inserted = 0;
@@ -258,7 +261,7 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
   function writeGroupRows(rows, resolution) {
     /** @param {OnConflict} onConflict */
     const attempt = (onConflict) =>
-      groupQuery(rows, onConflict, 'rows').then((r) => new Map(r.rows.map((/** @type {WrittenUser} */ row) => [row.email, row])));
+      groupQuery(rows, onConflict, 'rows').then((r) => new Map(writtenUsers(rows, r, onConflict).map((u) => [u.email, u])));
     return allNewFirst(rows.length, () => attempt('fail'), () => attempt(onConflictFor(resolution)), (r) => {
       let inserted = 0;
       for (const u of r.values()) if (u.updatedAt === null) inserted++;
@@ -271,10 +274,53 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
     return allNewFirst(
       rows.length,
       () => groupQuery(rows, 'fail', 'none').then(() => /** @type {const} */ ('all')),
-      () => groupQuery(rows, onConflictFor(resolution), 'emails').then((r) => new Map(r.rows.map((row) => [row.email, row.inserted]))),
+      () => groupQuery(rows, onConflictFor(resolution), 'emails').then((r) => new Map(lastOf(r).rows.map((row) => [row.email, row.inserted]))),
       (r) => (r === 'all' ? rows.length : [...r.values()].filter(Boolean).length),
     );
   }
 }
 
 /** @typedef {ReturnType<typeof createUserWriter>} UserWriter */
+
+/** The write's result, when statements came before it in one simple query. @param {import('pg').QueryResult | import('pg').QueryResult[]} r */
+const lastOf = (r) => (Array.isArray(r) ? r[r.length - 1] : r);
+
+/**
+ * The rows a statement wrote as a representation shows them, from what it returned
+ * (user-sql.js RETURNING_ROWS: now(), then the emails written, or none when it had to write every
+ * row; in merge mode each row's email, created_at, phone and updated_at) and the rows sent. PostgreSQL returns them in the order they were sent
+ * (sorted by email), so the two are walked side by side; should a plan ever return them in another
+ * order, they are matched by email.
+ * @param {UserRow[]} sent  sorted by email, no email twice
+ * @param {import('pg').QueryResult | import('pg').QueryResult[]} result  pg's, rows as arrays of text
+ *   (RETURNED_AS_TEXT); several when statements came before the write (now(), a SET LOCAL)
+ * @param {OnConflict} onConflict
+ * @returns {WrittenUser[]} in the order of `sent`
+ */
+export function writtenUsers(sent, result, onConflict) {
+  /** @type {(string | null)[][]} */
+  const returned = lastOf(result).rows;
+  const merge = onConflict === 'merge';
+  const now = merge ? '' : timestampAsJson((Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0]);
+  /** @param {UserRow} row @param {(string | null)[]} r @returns {WrittenUser} */
+  const user = merge
+    ? (row, r) => ({ email: row[0], name: row[1], phone: r[2], createdAt: timestampAsJson(/** @type {string} */ (r[1])), updatedAt: r[3] === null ? null : timestampAsJson(r[3]) })
+    : (row) => ({ email: row[0], name: row[1], phone: row[2], createdAt: now, updatedAt: null });
+  // Without a conflict clause the statement wrote every row, or failed.
+  if (onConflict === 'fail') return sent.map((row) => user(row, []));
+  /** @type {WrittenUser[]} */
+  const users = [];
+  let next = 0;
+  for (const row of sent) {
+    if (next === returned.length) break;
+    if (returned[next][0] === row[0]) users.push(user(row, returned[next++]));
+  }
+  if (next === returned.length) return users;
+  const byEmail = new Map(returned.map((r) => [r[0], r]));
+  users.length = 0;
+  for (const row of sent) {
+    const r = byEmail.get(row[0]);
+    if (r) users.push(user(row, r));
+  }
+  return users;
+}

@@ -159,6 +159,17 @@ function codePoints(s) {
  * @throws {InvalidBatchError} naming up to 100 problems, in index order
  */
 export function parseUserBatch(items, resolution = 'ignore') {
+  return oncePerEmail(checkUserBatch(items), resolution);
+}
+
+/**
+ * Every item of a batch checked against the contract: a row an item, in the order sent (emails
+ * lower-cased, repeats kept), when all pass.
+ * @param {unknown[]} items
+ * @returns {UserRow[]}
+ * @throws {InvalidBatchError} naming up to 100 problems, in index order
+ */
+export function checkUserBatch(items) {
   /** @type {ItemError[]} */
   const problems = [];
   let invalidItems = 0;
@@ -177,7 +188,7 @@ export function parseUserBatch(items, resolution = 'ignore') {
     const errors = problems.slice(0, MAX_REPORTED_ERRORS);
     throw new InvalidBatchError(`${invalidItems} of ${items.length} users are invalid; nothing was written`, errors);
   }
-  return oncePerEmail(rows, resolution);
+  return rows;
 }
 
 /**

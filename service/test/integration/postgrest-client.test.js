@@ -14,6 +14,15 @@ import { WRITE_VARIANTS } from '../../../test/support/write-variants.js';
 /** A timestamp as PostgreSQL's JSON gives it (PostgREST's form): microseconds and the session's offset. */
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d$/;
 
+/**
+ * Rows as PostgreSQL's JSON shows them stored: what a representation must equal, to the
+ * microsecond and the offset.
+ * @param {import('pg').Pool} pool @param {string[]} emails
+ */
+const storedAsJson = async (pool, emails) =>
+  new Map((await pool.query(`SELECT email, name, phone, to_json(created_at) #>> '{}' AS "createdAt", to_json(updated_at) #>> '{}' AS "updatedAt"
+    FROM users WHERE email = ANY($1)`, [emails])).rows.map((r) => [r.email, r]));
+
 for (const { label, env } of WRITE_VARIANTS) {
   describe(`postgrest-js against POST /users (${label})`, () => {
     // Chunks of 3 rows: a request of a few users alone is several statements in one transaction.
@@ -22,6 +31,9 @@ for (const { label, env } of WRITE_VARIANTS) {
     /** @param {string[]} emails */
     const stored = async (emails) =>
       new Map((await ctx.db.pool.query('SELECT email, name, phone, password_hash, updated_at FROM users WHERE email = ANY($1)', [emails])).rows.map((r) => [r.email, r]));
+
+    /** @param {string[]} emails */
+    const asStored = (emails) => storedAsJson(ctx.db.pool, emails);
 
     test('insert stores the users; without a return preference the answer is sluice\'s counts', async () => {
       const batch = makeUsers(3);
@@ -47,6 +59,19 @@ for (const { label, env } of WRITE_VARIANTS) {
         assert.match(row.createdAt, TIMESTAMP);
         assert.equal(row.updatedAt, null, 'inserted, never updated');
       }
+      const rows = await asStored(batch.map((u) => u.email.toLowerCase()));
+      for (const row of data) assert.deepEqual(row, rows.get(row.email), 'as stored, to the microsecond');
+    });
+
+    test('upsert().select() of a stored user sent without a phone: the phone it kept, and when it was updated', async () => {
+      const [a, b] = makeUsers(2);
+      assert.equal((await users().insert([a])).error, null);
+      const { data, error } = await users().upsert([{ email: a.email, name: 'Renamed' }, b], { onConflict: 'email' }).select();
+      assert.equal(error, null, JSON.stringify(error));
+      const rows = await asStored([a.email, b.email]);
+      assert.deepEqual(data, [rows.get(a.email), rows.get(b.email)]);
+      assert.equal(data?.[0].phone, a.phone);
+      assert.match(data?.[0].updatedAt, TIMESTAMP);
     });
 
     test('a request too large to be grouped, written in several statements: all its rows, in order', async () => {
@@ -270,9 +295,11 @@ describe('postgrest-js: every column (pg\'s rows serialised as they come) and a 
         ? [{ email: c.email, name: 'C again' }, { email: a.email, name: 'Renamed' }, { email: d.email, name: d.name }]
         : [{ email: c.email, name: c.name }, { email: d.email, name: d.name }];
       assert.deepEqual(whole.data?.map((r) => ({ email: r.email, name: r.name })), expected);
+      const rows = await storedAsJson(ctx.db.pool, batch.map((u) => u.email.toLowerCase()));
       for (const row of whole.data ?? []) {
         assert.deepEqual(Object.keys(row), ['email', 'name', 'phone', 'createdAt', 'updatedAt']);
         assert.match(row.createdAt, TIMESTAMP);
+        assert.deepEqual(row, rows.get(row.email), 'as stored, to the microsecond');
       }
       // The same request again, the columns picked from the rows written: the same rows (merge
       // leaves them unchanged now, so the second answer is read back from the first).

@@ -64,9 +64,18 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
     assert.equal(http.attributes['http.route'], '/users');
     assert.equal(http.attributes['http.request.method'], 'POST');
     assert.equal(http.attributes['http.response.status_code'], 201);
-    for (const step of ['sluice.admission', 'sluice.read_body', 'sluice.validate', 'sluice.write']) {
-      assert.ok(byName(step), `a ${step} span`);
+    // The steps: children of the request's span, within it, one after the other (the write's
+    // span is timed by the SDK's own clock, to the millisecond: its parent only).
+    let previousEnd = http.start;
+    for (const name of ['sluice.admission', 'sluice.read_body', 'sluice.validate']) {
+      const step = byName(name);
+      assert.ok(step, `a ${name} span`);
+      assert.equal(step.parentSpanId, http.spanId, `${name} is a step of the request`);
+      assert.equal(step.status, 0);
+      assert.ok(step.start >= previousEnd && step.start <= step.end && step.end <= http.end, `${name} begins after the step before it ends, and ends within the request`);
+      previousEnd = step.end;
     }
+    assert.equal(byName('sluice.write')?.parentSpanId, http.spanId);
     const write = /** @type {import('../../../test/support/otlp-receiver.js').ReceivedSpan} */ (byName('sluice.write'));
     assert.equal(write.attributes['sluice.group.requests'], 1);
     assert.equal(typeof write.attributes['sluice.group.wait_ms'], 'number');
@@ -107,6 +116,40 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
     for (const body of receiver.raw) assert.ok(!body.includes(t), 'no emails in anything exported');
   });
 
+  test("a stored email: the first statement's span fails with its SQLSTATE and never its message; the retry's succeeds", async () => {
+    const t = uniqueTag();
+    const email = `${t}-again@example.com`;
+    assert.equal((await post([{ email, name: 'First' }], newTraceparent().header)).status, 201);
+    const caller = newTraceparent();
+    const res = await post([{ email, name: 'Second' }, { email: `${t}-new@example.com`, name: 'New' }], caller.header);
+    assert.equal(res.status, 201);
+    const spans = await receiver.waitFor((all) => all.filter((s) => s.traceId === caller.traceId && s.kind === CLIENT).length >= 2);
+    const statements = spans.filter((s) => s.traceId === caller.traceId && s.kind === CLIENT);
+    const failed = statements.filter((s) => s.status === 2);
+    assert.equal(failed.length, 1, 'the all-new attempt failed on the stored email');
+    assert.equal(failed[0].attributes['error.type'], '23505');
+    assert.equal(failed[0].attributes['db.operation.name'], 'INSERT');
+    assert.ok(statements.some((s) => s.status === 0 && s.attributes['db.response.returned_rows'] === 1), 'the retry wrote the new one');
+    for (const body of receiver.raw) {
+      assert.ok(!body.includes(t), 'no email in anything exported');
+      assert.ok(!body.includes('duplicate key'), "no database error's message");
+    }
+  });
+
+  test('a streamed body: its COPY is a span with its rows', async () => {
+    const t = uniqueTag();
+    const caller = newTraceparent();
+    const body = Array.from({ length: 3 }, (_, i) => JSON.stringify({ email: `${t}-${i}@example.com`, name: 'Streamed' })).join('\n');
+    const res = await fetch(`${server.baseUrl}/users`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', traceparent: caller.header }, body });
+    assert.equal(res.status, 201);
+    const spans = await receiver.waitFor((all) => all.some((s) => s.traceId === caller.traceId && s.kind === SERVER));
+    const copy = spans.find((s) => s.traceId === caller.traceId && s.kind === CLIENT && s.attributes['db.operation.name'] === 'COPY');
+    assert.ok(copy, `a COPY span; got ${spans.filter((s) => s.traceId === caller.traceId).map((s) => s.name).join(', ')}`);
+    assert.equal(copy.status, 0);
+    assert.equal(copy.attributes['db.response.returned_rows'], 3);
+    for (const b of receiver.raw) assert.ok(!b.includes(t), 'no email in anything exported');
+  });
+
   test('log lines written inside a span carry its trace_id and span_id', async () => {
     const caller = newTraceparent();
     const from = server.logs.length;
@@ -115,6 +158,13 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
     assert.equal(res.status, 400);
     const line = await server.waitForLog((l) => l.trace_id === caller.traceId, { from });
     assert.match(line.span_id, /^[0-9a-f]{16}$/);
+    // The step that refused it is marked failed, with the error's code and never its message.
+    const spans = await receiver.waitFor((all) => all.some((s) => s.traceId === caller.traceId && s.kind === SERVER));
+    const validate = spans.find((s) => s.traceId === caller.traceId && s.name === 'sluice.validate');
+    assert.ok(validate);
+    assert.equal(validate.status, 2);
+    assert.equal(validate.attributes['error.type'], 'invalid_batch');
+    assert.ok(spans.filter((s) => s.traceId === caller.traceId).every((s) => s.name !== 'sluice.write'), 'nothing was written');
   });
 });
 

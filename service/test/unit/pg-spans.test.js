@@ -6,6 +6,7 @@ import { operationOf, rowCountOf } from '../../src/tracing/pg-spans.js';
 test("a statement's operation is its first keyword, after the group's SET LOCAL", () => {
   assert.equal(operationOf("INSERT INTO users VALUES ('a@b.co')"), 'INSERT');
   assert.equal(operationOf("SET LOCAL lock_timeout = 250; INSERT INTO users VALUES ('a@b.co')"), 'INSERT');
+  assert.equal(operationOf("SET LOCAL lock_timeout = 250; SELECT now(); INSERT INTO users VALUES ('a@b.co') RETURNING email"), 'INSERT', 'the now() before a write that returns its rows');
   assert.equal(operationOf('copy users_staging FROM STDIN'), 'COPY');
   assert.equal(operationOf(''), undefined);
 });

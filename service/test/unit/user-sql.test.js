@@ -78,7 +78,10 @@ describe('the statement of return=representation (unit)', () => {
   test('returns each row written as a representation shows it, never the password hash; the other returnings are unchanged', () => {
     const sql = writeStatement('VALUES (1)', 'skip', 'rows');
     const returning = sql.slice(sql.indexOf('RETURNING'));
-    assert.match(returning, /^RETURNING email, name, phone, .*"createdAt", .*"updatedAt"$/);
+    assert.equal(returning, 'RETURNING email', 'what the request does not hold: which rows were written');
+    assert.match(sql, /^SELECT now\(\); INSERT INTO users /, 'and when: every row it inserts was created at its transaction\'s start');
+    assert.doesNotMatch(writeStatement('VALUES (1)', 'fail', 'rows'), /RETURNING/, 'all new: it wrote every row, or failed');
+    assert.match(writeStatement('VALUES (1)', 'merge', 'rows'), /RETURNING email, created_at, phone, updated_at$/, 'a merge may keep a stored phone');
     assert.doesNotMatch(returning, /password/);
     assert.doesNotMatch(writeStatement('VALUES (1)', 'fail', 'none'), /RETURNING/, 'the default path returns nothing');
   });
