@@ -13,12 +13,14 @@ export const VARIANTS = {
   // Tracing on, default sampler, exporting (protobuf, batched) to a local receiver that run.js
   // starts and names in OTEL_EXPORTER_OTLP_ENDPOINT. Opt-in: --variants default,tracing.
   tracing: { OTEL_TRACES_EXPORTER: 'otlp' },
+  // Tracing on, one request in ten sampled (a trace begun by a caller keeps the caller's decision).
+  'tracing-sampled': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' },
   // The same, exported as OTLP/JSON instead of protobuf.
   'tracing-json': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
 };
 
 /** Variants run only when --variants names them. */
-export const OPT_IN_VARIANTS = ['tracing', 'tracing-json'];
+export const OPT_IN_VARIANTS = ['tracing', 'tracing-sampled', 'tracing-json'];
 
 /**
  * The suffix of a variant run on another checkout (`--compare`): `default@compare` is the other

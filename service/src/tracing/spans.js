@@ -244,7 +244,8 @@ export function tracedRequests(listener) {
     };
     // A response emits close once it is finished, or when its connection is lost before.
     res.once('close', end);
-    otel.context.with(context.setValue(STEPS, steps), listener, undefined, req, res);
+    // A request the sampler left out records no steps: its spans would not be exported anyway.
+    otel.context.with(span.isRecording() ? context.setValue(STEPS, steps) : context, listener, undefined, req, res);
   };
 }
 

@@ -150,6 +150,18 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
     for (const b of receiver.raw) assert.ok(!b.includes(t), 'no email in anything exported');
   });
 
+  test("a caller's trace it did not sample: nothing exported, the request answered as ever", async () => {
+    const t = uniqueTag();
+    const unsampled = newTraceparent();
+    const res = await post([{ email: `${t}-unsampled@example.com`, name: 'N' }], unsampled.header.replace(/-01$/, '-00'));
+    assert.equal(res.status, 201);
+    // A sampled request after it: once its spans are in, the unsampled one's would be too.
+    const sampled = newTraceparent();
+    assert.equal((await post([{ email: `${t}-sampled@example.com`, name: 'N' }], sampled.header)).status, 201);
+    const spans = await receiver.waitFor((all) => all.some((s) => s.traceId === sampled.traceId && s.kind === SERVER));
+    assert.deepEqual(spans.filter((s) => s.traceId === unsampled.traceId), []);
+  });
+
   test('log lines written inside a span carry its trace_id and span_id', async () => {
     const caller = newTraceparent();
     const from = server.logs.length;
