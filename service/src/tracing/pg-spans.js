@@ -40,8 +40,8 @@ export function traceQueries(client) {
   /** @param {any[]} args */
   client.query = /** @type {any} */ (function tracedQuery(/** @type {any[]} */ ...args) {
     const [config] = args;
-    const text = typeof config === 'string' ? config : config?.text;
-    const operation = operationOf(text ?? (typeof config?.submit === 'function' ? 'COPY' : undefined));
+    // A text, a query config, or a COPY stream (pg-copy-streams keeps its statement as text too).
+    const operation = operationOf(typeof config === 'string' ? config : config?.text);
     const span = startClientSpan(`${operation ?? 'query'} ${database}`, operation ? { ...attributes, 'db.operation.name': operation } : attributes);
     if (!span) return query.apply(this, args);
     /** @param {unknown} err @param {unknown} [result] */

@@ -2,7 +2,7 @@ import { ApiError } from '../errors.js';
 import { READ_COLUMNS } from '../http/write-query.js';
 import { endStep, startStep } from '../tracing/spans.js';
 import { representation } from './representation.js';
-import { checkUserBatch, oncePerEmail, parseUserBatch } from './user-schema.js';
+import { checkUserBatch, oncePerEmail } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-schema.js').Resolution} Resolution */
@@ -26,10 +26,9 @@ function takeBatch(req, maxBatchItems, resolution, columns, inOrder) {
   if (items.length === 0) throw new ApiError('empty_batch');
   if (items.length > maxBatchItems) throw new ApiError('too_many_items', `${items.length} users is over MAX_BATCH_ITEMS (${maxBatchItems}); split the batch`);
   if (columns) items = items.map((item) => onlyColumns(item, columns));
-  if (!inOrder) return { received: items.length, rows: parseUserBatch(items, resolution), sent: undefined };
-  // The rows written are sorted by email, so the rows in the order sent are kept apart.
   const checked = checkUserBatch(items);
-  const sent = checked.slice();
+  // The rows written are sorted by email (in place), so the rows in the order sent are kept apart.
+  const sent = inOrder ? checked.slice() : undefined;
   return { received: items.length, rows: oncePerEmail(checked, resolution), sent };
 }
 

@@ -64,9 +64,9 @@ const changedRows = (source) => `SELECT ${COLUMNS} FROM (${source}) AS t (${COLU
 // the all-new attempt) wrote every row when it did not fail, so it returns none. Timestamps come in
 // PostgreSQL's own text, made JSON's by timestampAsJson. All new, this costs PostgreSQL 1.01x the
 // default statement a row; RETURNING every column through to_json cost 1.26x (npm run bench:db).
-const RETURNING_ROWS = { fail: '', skip: 'RETURNING email', merge: 'RETURNING email, created_at, phone, updated_at' };
-/** The statement before a write that returns rows: when the rows it inserts are created. */
-export const CREATED_NOW = 'SELECT now()';
+const RETURNING_ROWS = { fail: '', skip: ' RETURNING email', merge: ' RETURNING email, created_at, phone, updated_at' };
+/** The statement before a write that returns rows, unless it merges: when the rows it inserts are created. */
+const CREATED_NOW = { fail: 'SELECT now(); ', skip: 'SELECT now(); ', merge: '' };
 
 /**
  * A timestamptz as PostgreSQL writes it in text (DateStyle ISO, which pg assumes too:
@@ -101,7 +101,7 @@ export const RETURNED_AS_TEXT = Object.freeze({ rowMode: 'array', types: { getTy
 export function writeStatement(source, onConflict, returning) {
   const insert = insertStatement(source, onConflict);
   if (returning === 'emails') return `${insert} RETURNING email, updated_at IS NULL AS inserted`;
-  if (returning === 'rows') return `${onConflict === 'merge' ? '' : `${CREATED_NOW}; `}${insert}${RETURNING_ROWS[onConflict] ? ` ${RETURNING_ROWS[onConflict]}` : ''}`;
+  if (returning === 'rows') return `${CREATED_NOW[onConflict]}${insert}${RETURNING_ROWS[onConflict]}`;
   if (returning === 'none') return insert;
   return `WITH written AS (${insert} RETURNING updated_at IS NULL AS inserted)
     SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`;
