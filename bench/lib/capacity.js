@@ -138,8 +138,9 @@ function costs(rs) {
 }
 
 /**
- * One line per load and variant: medians over rounds, and the sluice/naive ratio of each round
- * (its users/s over the mean of the naive runs either side), the median quoted.
+ * One line per load and variant: medians over rounds, the sluice/naive ratio of each round (its
+ * users/s over the mean of the naive runs either side), and the service's CPU a user against the
+ * default variant's of the same round; of each ratio the median is quoted.
  * @param {RunResult[]} runs
  */
 export function summarise(runs) {
@@ -157,6 +158,14 @@ export function summarise(runs) {
         const around = [naiveAt(r.round), naiveAt(r.round + 1)].filter((v) => v !== undefined);
         return around.length ? [r.usersPerSec / (around.reduce((a, b) => a + b, 0) / around.length)] : [];
       });
+      // The service's CPU a user against the default variant's in the same round (each --compare
+      // checkout against its own default): what a variant's targets are set as (issue 26's tracing).
+      const reference = variant.endsWith(COMPARED) ? `default${COMPARED}` : 'default';
+      const cpuVsDefault = variant === reference ? [] : own.flatMap((r) => {
+        const d = ofLoad.find((x) => x.variant === reference && x.round === r.round);
+        const ratio = d ? perUser(r.serviceCpuSeconds, r) / perUser(d.serviceCpuSeconds, d) : NaN;
+        return Number.isFinite(ratio) ? [ratio] : [];
+      });
       return {
         load,
         variant,
@@ -166,6 +175,8 @@ export function summarise(runs) {
         rowUpdates: pick(own, (r) => r.rowUpdates ?? NaN),
         ratio: ratios.length ? median(ratios) : undefined,
         ratios,
+        cpuVsDefault: cpuVsDefault.length ? median(cpuVsDefault) : undefined,
+        cpuVsDefaultRatios: cpuVsDefault,
         naive: naive.length ? costs(naive) : undefined,
         noop: noop.length ? costs(noop) : undefined,
       };

@@ -71,20 +71,24 @@ const ratioText = (/** @type {number | undefined} */ v) => (v === undefined ? '�
 /** A number that may be missing or NaN. @param {number | undefined} v @param {(v: number) => string} f */
 const maybe = (v, f) => (v === undefined || Number.isNaN(v) ? '–' : f(v));
 
+/** The range of a ratio over rounds, when there are several. @param {number[]} ratios */
+const rangeText = (ratios) => (ratios.length > 1 ? ` (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})` : '');
+
 /**
  * The capacity table: per load and sluice variant, medians over rounds beside the references',
  * the sluice/naive ratio (median of the rounds' ratios, with their range), and what a user costs:
  * CPU microseconds of the service's process and of PostgreSQL per user sent (per request at one
- * user a request), sluice's and the naive endpoint's, and the no-op Express endpoint's service cost.
+ * user a request), sluice's (and against the default variant's, per round) and the naive
+ * endpoint's, and the no-op Express endpoint's service cost.
  * @param {import('./capacity.js').CapacityLine[]} lines
  */
 export function capacityTable(lines) {
-  const head = '| load | variant | × naive | users/s | naive users/s | p99 ms | naive p99 ms | service µs/user | naive service µs/user | no-op service µs/user | DB µs/user | naive DB µs/user | service RSS MiB | row updates | errors (naive) |';
+  const head = '| load | variant | × naive | users/s | naive users/s | p99 ms | naive p99 ms | service µs/user | service CPU × default | naive service µs/user | no-op service µs/user | DB µs/user | naive DB µs/user | service RSS MiB | row updates | errors (naive) |';
   const out = [head, head.replace(/[^|]+/g, ' --- ')];
   for (const l of lines) {
-    const range = l.ratios.length > 1 ? ` (${Math.min(...l.ratios).toFixed(2)}–${Math.max(...l.ratios).toFixed(2)})` : '';
+    const range = rangeText(l.ratios);
     const users = l.sentPerSec !== undefined && Math.abs(l.sentPerSec - l.usersPerSec) > 0.5 ? `${n0(l.usersPerSec)} new of ${n0(l.sentPerSec)} sent` : n0(l.usersPerSec);
-    out.push(`| ${l.load} | ${l.variant} | ${ratioText(l.ratio)}${range} | ${users} | ${n0(l.naive?.usersPerSec)} | ${n1(l.p99)} | ${n1(l.naive?.p99)} | ${maybe(l.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.naive?.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.noop?.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.dbUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.naive?.dbUsPerUser, (v) => v.toFixed(1))} | ${n0(l.servicePeakRssMiB)} | ${maybe(l.rowUpdates, (v) => n0(v))} | ${l.errors} (${l.naive?.errors ?? '–'}) |`);
+    out.push(`| ${l.load} | ${l.variant} | ${ratioText(l.ratio)}${range} | ${users} | ${n0(l.naive?.usersPerSec)} | ${n1(l.p99)} | ${n1(l.naive?.p99)} | ${maybe(l.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.cpuVsDefault, (v) => `${v.toFixed(2)}×${rangeText(l.cpuVsDefaultRatios)}`)} | ${maybe(l.naive?.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.noop?.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.dbUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.naive?.dbUsPerUser, (v) => v.toFixed(1))} | ${n0(l.servicePeakRssMiB)} | ${maybe(l.rowUpdates, (v) => n0(v))} | ${l.errors} (${l.naive?.errors ?? '–'}) |`);
   }
   return out.join('\n');
 }

@@ -65,7 +65,33 @@ describe('capacity plan and ratios', () => {
     assert.ok(Math.abs(line.serviceUsPerUser - 2.6) < 1e-9 && Math.abs(line.dbUsPerUser - 5) < 1e-9);
     assert.ok(Math.abs(/** @type {number} */ (line.naive?.dbUsPerUser) - 8.1) < 1e-9);
     assert.ok(Math.abs(/** @type {number} */ (line.noop?.serviceUsPerUser) - 1) < 1e-9);
-    assert.match(capacityTable([line]), /\| 2\.6 \| 2\.4 \| 1\.0 \| 5\.0 \| 8\.1 \| 100 \| 0 \|/);
+    assert.match(capacityTable([line]), /\| 2\.6 \| – \| 2\.4 \| 1\.0 \| 5\.0 \| 8\.1 \| 100 \| 0 \|/);
+  });
+
+  test("a variant's service CPU a user against the default's of the same round; a --compare checkout against its own default", () => {
+    const base = { load: '1x100', p99: 10, errors: 0, servicePeakRssMiB: 100, dbCpuSeconds: 1, usersPerSec: 1000, sent: 10_000 };
+    const runs = [
+      { ...base, variant: 'default', round: 0, serviceCpuSeconds: 1 },
+      { ...base, variant: 'tracing', round: 0, serviceCpuSeconds: 1.2 },
+      { ...base, variant: 'default@compare', round: 0, serviceCpuSeconds: 2 },
+      { ...base, variant: 'tracing@compare', round: 0, serviceCpuSeconds: 3 },
+      // The machine slowed down: both dearer, the ratio of the round the same.
+      { ...base, variant: 'default', round: 1, serviceCpuSeconds: 2 },
+      { ...base, variant: 'tracing', round: 1, serviceCpuSeconds: 2.8 },
+      { ...base, variant: 'default@compare', round: 1, serviceCpuSeconds: 2 },
+      { ...base, variant: 'tracing@compare', round: 1, serviceCpuSeconds: 3 },
+      // A round whose default run is missing gives no ratio.
+      { ...base, variant: 'tracing', round: 2, serviceCpuSeconds: 9 },
+    ];
+    const lines = Object.fromEntries(summarise(runs).map((l) => [l.variant, l]));
+    assert.equal(lines.default.cpuVsDefault, undefined);
+    assert.deepEqual(lines.default.cpuVsDefaultRatios, []);
+    assert.deepEqual(lines.tracing.cpuVsDefaultRatios.map((r) => Math.round(r * 100) / 100), [1.2, 1.4]);
+    assert.ok(Math.abs(/** @type {number} */ (lines.tracing.cpuVsDefault) - 1.3) < 1e-9);
+    assert.deepEqual(lines['tracing@compare'].cpuVsDefaultRatios, [1.5, 1.5]);
+    const table = capacityTable(Object.values(lines));
+    assert.match(table, /\| 1x100 \| tracing \| .* \| 1\.30× \(1\.20–1\.40\) \|/);
+    assert.match(table, /\| 1x100 \| default \| .* \| – \|/);
   });
 
   test('median', () => {
