@@ -48,14 +48,17 @@ export function startSpan(name, attributes) {
   return tracer?.startSpan(name, { attributes });
 }
 
+/** Whether the active span records (a traced request the sampler kept): its children would too. */
+export const activeSpanRecords = () => api?.trace.getActiveSpan()?.isRecording() === true;
+
 /**
  * A CLIENT span, a child of the active one: undefined when tracing is off, no span is active (a
- * query outside a traced request, the pool's own) or the active one was sampled out (leftOut).
+ * query outside a traced request, the pool's own) or the active one was sampled out.
  * @param {string} name @param {Attributes} attributes
  * @returns {Span | undefined}
  */
 export function startClientSpan(name, attributes) {
-  if (!api || !tracer || !api.trace.getActiveSpan()?.isRecording()) return undefined;
+  if (!api || !tracer || !activeSpanRecords()) return undefined;
   return tracer.startSpan(name, { kind: api.SpanKind.CLIENT, attributes });
 }
 
