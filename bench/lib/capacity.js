@@ -15,12 +15,15 @@ export const VARIANTS = {
   tracing: { OTEL_TRACES_EXPORTER: 'otlp' },
   // Tracing on, one request in ten sampled (a trace begun by a caller keeps the caller's decision).
   'tracing-sampled': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' },
-  // The same, exported as OTLP/JSON instead of protobuf.
+  // Tracing on, only the traces a caller sampled (the bench's callers send no traceparent): what
+  // tracing costs a request that records nothing.
+  'tracing-unsampled': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_always_off' },
+  // Tracing on, every request sampled, exported as OTLP/JSON instead of protobuf.
   'tracing-json': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
 };
 
 /** Variants run only when --variants names them. */
-export const OPT_IN_VARIANTS = ['tracing', 'tracing-sampled', 'tracing-json'];
+export const OPT_IN_VARIANTS = ['tracing', 'tracing-sampled', 'tracing-unsampled', 'tracing-json'];
 
 /**
  * The suffix of a variant run on another checkout (`--compare`): `default@compare` is the other

@@ -1,6 +1,6 @@
 // pg's spans: what one says of a statement is its operation and its row count, never its text
 // (pg-format inlines the users a statement writes).
-import { endSpan, startClientSpan } from './spans.js';
+import { activeSpanRecords, endSpan, startClientSpan } from './spans.js';
 
 /**
  * The statement's operation: its first keyword, or the keyword after the SET LOCAL that
@@ -29,8 +29,8 @@ export function rowCountOf(result) {
  * the active span): OpenTelemetry's database attributes, the operation and the row count, never
  * the statement's text, its values or an error's message. Made here rather than by OpenTelemetry's
  * pg instrumentation, which records the text (then taken off again), puts an error's message on
- * the span's status, and needs an import hook for pg; a query outside a traced request
- * costs one check. Called for each new connection, only when tracing is on (db.js).
+ * the span's status, and needs an import hook for pg; a query outside a traced request, or in one
+ * the sampler left out, costs one check. Called for each new connection, only when tracing is on (db.js).
  * @param {import('pg').ClientBase} client
  */
 export function traceQueries(client) {
@@ -39,6 +39,8 @@ export function traceQueries(client) {
   const attributes = { 'db.system.name': 'postgresql', 'db.namespace': database, 'server.address': host, 'server.port': port };
   /** @param {any[]} args */
   client.query = /** @type {any} */ (function tracedQuery(/** @type {any[]} */ ...args) {
+    // Outside a request the sampler kept, nothing to name or record: the query goes as it came.
+    if (!activeSpanRecords()) return query.apply(this, args);
     const [config] = args;
     // A text, a query config, or a COPY stream (pg-copy-streams keeps its statement as text too).
     const operation = operationOf(typeof config === 'string' ? config : config?.text);

@@ -48,14 +48,17 @@ export function startSpan(name, attributes) {
   return tracer?.startSpan(name, { attributes });
 }
 
+/** Whether the active span records (a traced request the sampler kept): its children would too. */
+export const activeSpanRecords = () => api?.trace.getActiveSpan()?.isRecording() === true;
+
 /**
- * A CLIENT span, a child of the active one: undefined when tracing is off or no span is active
- * (a query outside a traced request, the pool's own).
+ * A CLIENT span, a child of the active one: undefined when tracing is off, no span is active (a
+ * query outside a traced request, the pool's own) or the active one was sampled out.
  * @param {string} name @param {Attributes} attributes
  * @returns {Span | undefined}
  */
 export function startClientSpan(name, attributes) {
-  if (!api || !tracer || !api.trace.getActiveSpan()) return undefined;
+  if (!api || !tracer || !activeSpanRecords()) return undefined;
   return tracer.startSpan(name, { kind: api.SpanKind.CLIENT, attributes });
 }
 
@@ -101,11 +104,24 @@ export function runInSpan(span, fn) {
 }
 
 /**
- * Runs an async step in a span of its own, ended when it settles. Only called when tracing is on
- * (callers check tracingOn() once, when they are built), so the off path has no closure.
+ * Whether the active span was left out by the sampler: then no child of it is started. Each of
+ * the six samplers OTEL_TRACES_SAMPLER names would leave the child out too (the parent-based ones
+ * follow the parent; traceidratio decides by the trace's id, which the child shares; always_on
+ * leaves nothing out), so the request pays neither for the child nor for a context to hold it.
+ */
+const leftOut = () => {
+  const active = api?.trace.getActiveSpan();
+  return active !== undefined && !active.isRecording();
+};
+
+/**
+ * Runs an async step in a span of its own, ended when it settles; in no span when its request was
+ * sampled out. Only called when tracing is on (callers check tracingOn() once, when they are
+ * built), so the off path has no closure.
  * @template T @param {string} name @param {Attributes} attributes @param {() => Promise<T>} fn @returns {Promise<T>}
  */
 export async function inSpan(name, attributes, fn) {
+  if (leftOut()) return fn();
   const span = /** @type {Span} */ (startSpan(name, attributes));
   try {
     const result = await runInSpan(span, fn);
@@ -256,16 +272,20 @@ const pathOf = (url) => {
 };
 
 /**
- * The group commit's statement span: a child of the oldest request's write span, linked to every
- * request it carries (OpenTelemetry's way for one operation done for many: links, not parents).
+ * The group commit's statement span: a child of the oldest sampled request's write span, linked to
+ * every sampled request it carries (OpenTelemetry's way for one operation done for many: links,
+ * not parents). A request sampled out is neither parent nor link: its spans are never exported,
+ * and a span under it would share its fate, leaving the group's sampled requests without their
+ * statement. When no request of the group was sampled, a span that records nothing.
  * @param {(Span | undefined)[]} requestSpans @param {Attributes} attributes
  * @returns {Span | undefined}
  */
 export function startGroupSpan(requestSpans, attributes) {
   if (!api || !tracer) return undefined;
-  const parent = requestSpans[0];
-  const links = [];
-  for (const s of requestSpans) if (s) links.push({ context: s.spanContext() });
-  const ctx = parent ? api.trace.setSpan(api.ROOT_CONTEXT, parent) : api.ROOT_CONTEXT;
-  return tracer.startSpan('sluice.group_commit.write', { attributes, links }, ctx);
+  const sampled = requestSpans.filter((s) => s?.isRecording());
+  // A span that records nothing, for the statement to run under: its queries start no span, and
+  // do not land under whichever request's context the group's write happened to begin in.
+  if (sampled.length === 0) return api.trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT);
+  const links = sampled.map((s) => ({ context: /** @type {Span} */ (s).spanContext() }));
+  return tracer.startSpan('sluice.group_commit.write', { attributes, links }, api.trace.setSpan(api.ROOT_CONTEXT, /** @type {Span} */ (sampled[0])));
 }

@@ -77,6 +77,48 @@ test("a group's statement span is the oldest request's child and links to every 
   assert.deepEqual(calls.map((c) => c.active?.spanContext().spanId), groups.map((g) => g.spanContext().spanId));
 });
 
+/** A request its caller sampled out (traceparent flags 00): the default sampler follows it. @param {() => Promise<unknown>} fn */
+const unsampled = (fn) => {
+  const parent = otel.trace.setSpanContext(otel.ROOT_CONTEXT, { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: 0, isRemote: true });
+  return otel.context.with(parent, fn);
+};
+
+test("a group's statement span hangs under and links to its sampled requests only; a group with none records nothing", async () => {
+  exporter.reset();
+  const { gc, calls, finish } = recordingGroupCommit();
+  // 'a' is written alone; b, c, d form one group of which only c was sampled. Then e and f, both
+  // sampled out.
+  const write = (/** @type {string} */ e) => () => inSpan('sluice.write', {}, () => gc.writeUsers([row(`${e}@x.co`)], 'ignore'));
+  const first = [write('a')(), unsampled(write('b')), write('c')(), unsampled(write('d'))];
+  await tick();
+  await finish();
+  await finish();
+  await Promise.all(first);
+  const second = [unsampled(write('e')), unsampled(write('f'))];
+  await tick();
+  await finish();
+  await Promise.all(second);
+  await settled();
+
+  const spans = exporter.getFinishedSpans();
+  const requests = spans.filter((s) => s.name === 'sluice.write');
+  assert.equal(requests.length, 2, 'a sampled-out request starts no write span');
+  const groups = spans.filter((s) => s.name === 'sluice.group_commit.write');
+  assert.deepEqual(groups.map((g) => g.attributes['sluice.group.requests']), [1, 3], 'the group of e and f exports no span');
+  const [, group] = groups;
+  const c = /** @type {typeof requests[number]} */ (requests.find((r) => r.attributes['sluice.group.requests'] === 3));
+  assert.equal(group.parentSpanContext?.spanId, c.spanContext().spanId, 'under c, the oldest sampled request, not b');
+  assert.deepEqual(group.links.map((l) => l.context.spanId), [c.spanContext().spanId]);
+  // Each statement ran under its group's span; e's and f's (a slot was free for e: two groups of
+  // one) under one that records nothing.
+  assert.equal(calls.length, 4);
+  assert.deepEqual(calls.slice(0, 2).map((x) => x.active?.spanContext().spanId), groups.map((g) => g.spanContext().spanId));
+  for (const { active } of calls.slice(2)) {
+    assert.equal(active?.isRecording(), false);
+    assert.equal(otel.trace.isSpanContextValid(/** @type {otel.Span} */ (active).spanContext()), false);
+  }
+});
+
 test("a failed group's requests are written alone, each in its own span's context", async () => {
   exporter.reset();
   const { gc, calls, finish } = recordingGroupCommit({ failGroup: true });

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { operationOf, rowCountOf } from '../../src/tracing/pg-spans.js';
+import * as otel from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { enableSpans } from '../../src/tracing/spans.js';
+import { operationOf, rowCountOf, traceQueries } from '../../src/tracing/pg-spans.js';
 
 test("a statement's operation is its first keyword, after the group's SET LOCAL", () => {
   assert.equal(operationOf("INSERT INTO users VALUES ('a@b.co')"), 'INSERT');
@@ -22,4 +26,44 @@ test('the row count is the last statement\'s when a query held several', () => {
   assert.equal(rowCountOf({ rowCount: 3 }), 3);
   assert.equal(rowCountOf([{ rowCount: null }, { rowCount: 7 }]), 7);
   assert.equal(rowCountOf(undefined), undefined);
+});
+
+test("a query is a span in a request the sampler kept; in one it left out, or outside any, it goes as it came", async () => {
+  // This file's process only: the SDK with spans kept in memory, and the facade turned on.
+  const exporter = new InMemorySpanExporter();
+  const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+  otel.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  otel.trace.setGlobalTracerProvider(provider);
+  enableSpans(otel, () => provider.shutdown());
+  /** @type {unknown[][]} */
+  const calls = [];
+  const client = /** @type {import('pg').ClientBase} */ (/** @type {unknown} */ ({
+    connectionParameters: { database: 'sluice', host: '127.0.0.1', port: 5432 },
+    query: async (/** @type {unknown[]} */ ...args) => {
+      calls.push(args);
+      return { rowCount: 2 };
+    },
+  }));
+  traceQueries(client);
+  const statement = "INSERT INTO users VALUES ('a@b.co'), ('c@d.co')";
+  const within = (/** @type {number} */ flags) =>
+    otel.context.with(otel.trace.setSpanContext(otel.ROOT_CONTEXT, { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: flags, isRemote: true }), () => {
+      const request = otel.trace.getTracer('test').startSpan('request');
+      return otel.context.with(otel.trace.setSpan(otel.context.active(), request), async () => {
+        const result = await client.query(statement);
+        request.end();
+        return result;
+      });
+    });
+  assert.deepEqual(await within(1), { rowCount: 2 });
+  assert.deepEqual(await within(0), { rowCount: 2 });
+  assert.deepEqual(await client.query(statement), { rowCount: 2 });
+  assert.deepEqual(calls, [[statement], [statement], [statement]], 'each query reached pg as it was made');
+  await provider.forceFlush();
+  const queries = exporter.getFinishedSpans().filter((s) => s.kind === otel.SpanKind.CLIENT);
+  assert.equal(queries.length, 1, 'one span: the sampled request\'s query');
+  assert.equal(queries[0].name, 'INSERT sluice');
+  assert.equal(queries[0].attributes['db.response.returned_rows'], 2);
+  assert.equal(queries[0].parentSpanContext?.traceId, '0af7651916cd43dd8448eb211c80319c');
+  await provider.shutdown();
 });
