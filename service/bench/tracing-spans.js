@@ -31,6 +31,7 @@ Object.assign(process.env, {
 await import('../src/tracing/sdk.js');
 const otel = await import('@opentelemetry/api');
 const { flushSpans } = await import('../src/tracing/spans.js');
+const { median } = await import('../../bench/lib/capacity.js');
 const tracer = otel.trace.getTracer('sluice-service');
 
 /** The request span's attributes, as tracedRequests sets them for a k6 client. */
@@ -80,9 +81,6 @@ async function run(shape) {
   const cpu = process.cpuUsage(before);
   return (cpu.user + cpu.system) / opts.requests;
 }
-
-/** @param {number[]} xs */
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 for (const shape of SHAPES) await run(shape); // warm-up
 /** @type {Record<string, number[]>} */

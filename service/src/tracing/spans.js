@@ -52,13 +52,13 @@ export function startSpan(name, attributes) {
 export const activeSpanRecords = () => api?.trace.getActiveSpan()?.isRecording() === true;
 
 /**
- * A CLIENT span, a child of the active one: undefined when tracing is off, no span is active (a
- * query outside a traced request, the pool's own) or the active one was sampled out.
+ * A CLIENT span, a child of the active one, which the caller found recording (activeSpanRecords:
+ * checked before it names the span); undefined when tracing is off.
  * @param {string} name @param {Attributes} attributes
  * @returns {Span | undefined}
  */
 export function startClientSpan(name, attributes) {
-  if (!api || !tracer || !activeSpanRecords()) return undefined;
+  if (!api || !tracer) return undefined;
   return tracer.startSpan(name, { kind: api.SpanKind.CLIENT, attributes });
 }
 
