@@ -1,7 +1,7 @@
 // docs/configuration.md, made from each component's declaration of its variables (`npm run docs:config`
 // writes it; test/unit/configuration-doc.test.js fails when the file and this text differ).
 import { markdownTable } from 'markdown-table';
-import { DATABASE_VARIABLES } from '@sluice/db/database-url';
+import { DATABASE_VARIABLES, MIGRATION_VARIABLES } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, describeEnv } from '@sluice/env';
 import { FEEDER_VARIABLES } from '../lambda/src/config.js';
 import { RUNNER_VARIABLES, SQS_VARIABLES } from '../lambda/local/sqs-config.js';
@@ -19,6 +19,11 @@ export const SECTIONS = [
     heading: 'The database (`db/src/database-url.js`)',
     intro: 'Read by the service and by `npm run migrate`: `DATABASE_URL`, or else a URL built from the PG* variables (how ECS injects the RDS secret, so no URL holding the password is written into a template).',
     declarations: DATABASE_VARIABLES,
+  },
+  {
+    heading: 'The migrations (`db/src/database-url.js`)',
+    intro: '`npm run migrate` and `npm start` (which migrates first) read this too. The migrations run in one transaction under a transaction-scoped lock, so they are safe through a transaction pooler; a direct URL still avoids the pooler\'s timeouts and pinning ([Behind a connection pooler](deploy-aws.md#behind-a-connection-pooler)).',
+    declarations: MIGRATION_VARIABLES,
   },
   {
     heading: 'The service (`service/src/config.js`)',
