@@ -38,6 +38,9 @@ const quoted = (v) => `'${v.replaceAll("'", "''")}'`;
  * @property {number} port
  * @property {(database?: string) => string} urlFor  a URL through the pooler to another database of the same server
  * @property {() => Promise<Record<string, string>[]>} showPools  the admin console's SHOW POOLS
+ * @property {(database?: string) => Promise<{ transactions: number, queries: number }>} stats  the
+ *   admin console's SHOW STATS totals for a database (the upstream URL's by default): transactions
+ *   and queries (a client's Query or Sync: a round trip) run through the pooler since it started
  * @property {(options?: { downMs?: number }) => Promise<void>} restart  an immediate shutdown (every
  *   client and server connection dropped at once, as a crashed or redeployed pooler does), downMs
  *   with nothing listening, then the same pooler on the same port again
@@ -173,6 +176,10 @@ export async function startPgBouncer({ upstreamUrl, poolSize = 5, poolMode = 'tr
     port,
     urlFor: (name = database) => urlFor(name),
     showPools: () => admin('SHOW POOLS'),
+    async stats(name = database) {
+      const row = (await admin('SHOW STATS')).find((r) => r.database === name);
+      return { transactions: Number(row?.total_xact_count ?? 0), queries: Number(row?.total_query_count ?? 0) };
+    },
     async restart({ downMs = 0 } = {}) {
       await kill();
       if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));

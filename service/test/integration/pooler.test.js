@@ -111,6 +111,44 @@ describe('through PgBouncer in transaction mode', () => {
     assert.equal(ours.pool_mode, 'transaction');
   });
 
+  test('round trips per request, counted by the pooler: the time limits cost none with the default strategy', async () => {
+    const alone = await serviceThroughPooler({ GROUP_COMMIT: 'off' });
+    const unnest = await serviceThroughPooler({ GROUP_COMMIT: 'off', INSERT_STRATEGY: 'unnest' });
+    const copy = await serviceThroughPooler({ GROUP_COMMIT: 'off', INSERT_STRATEGY: 'copy' });
+    /** @param {() => Promise<{ status: number }>} request */
+    const roundTrips = async (request) => {
+      const before = await pooler.stats();
+      const res = await request();
+      assert.ok(res.status < 300, `answered ${res.status}`);
+      return (await pooler.stats()).queries - before.queries;
+    };
+    const [stored] = makeUsers(1);
+    assert.equal((await alone.postUsers([stored])).status, 201);
+    const counted = {
+      'one user': await roundTrips(() => alone.postUsers(makeUsers(1))),
+      'one user, return=representation': await roundTrips(() => alone.postUsers(makeUsers(1), { headers: { Prefer: 'return=representation' } })),
+      'one user already stored (all-new try, then ON CONFLICT)': await roundTrips(() => alone.postUsers([stored])),
+      '2500 users (3 chunks, BEGIN, COMMIT)': await roundTrips(() => alone.postUsers(makeUsers(2500))),
+      'one user, group commit': await roundTrips(() => app.postUsers(makeUsers(1))),
+      'one user, unnest (BEGIN, INSERT with parameters, COMMIT)': await roundTrips(() => unnest.postUsers(makeUsers(1))),
+      'one user, copy (BEGIN, COPY, COMMIT)': await roundTrips(() => copy.postUsers(makeUsers(1))),
+      'NDJSON stream (BEGIN, SAVEPOINT, COPY, RELEASE, COMMIT)': await roundTrips(() => alone.postUsers(ndjson(makeUsers(10)), { contentType: NDJSON })),
+      '/readyz': await roundTrips(() => fetch(`${alone.baseUrl}/readyz`)),
+    };
+    console.error(`[pooler] round trips: ${JSON.stringify(counted)}`);
+    assert.deepEqual(counted, {
+      'one user': 1,
+      'one user, return=representation': 1,
+      'one user already stored (all-new try, then ON CONFLICT)': 2,
+      '2500 users (3 chunks, BEGIN, COMMIT)': 5,
+      'one user, group commit': 1,
+      'one user, unnest (BEGIN, INSERT with parameters, COMMIT)': 3,
+      'one user, copy (BEGIN, COPY, COMMIT)': 3,
+      'NDJSON stream (BEGIN, SAVEPOINT, COPY, RELEASE, COMMIT)': 5,
+      '/readyz': 1,
+    });
+  });
+
   test('group commit: 200 concurrent single users, each answered 201 as direct, all stored', async () => {
     const users = makeUsers(200);
     const started = performance.now();
