@@ -1,7 +1,7 @@
 // docs/configuration.md, made from each component's declaration of its variables (`npm run docs:config`
 // writes it; test/unit/configuration-doc.test.js fails when the file and this text differ).
 import { markdownTable } from 'markdown-table';
-import { DATABASE_VARIABLES } from '@sluice/db/database-url';
+import { DATABASE_VARIABLES, MIGRATION_VARIABLES } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, describeEnv } from '@sluice/env';
 import { FEEDER_VARIABLES } from '../lambda/src/config.js';
 import { RUNNER_VARIABLES, SQS_VARIABLES } from '../lambda/local/sqs-config.js';
@@ -19,6 +19,11 @@ export const SECTIONS = [
     heading: 'The database (`db/src/database-url.js`)',
     intro: 'Read by the service and by `npm run migrate`: `DATABASE_URL`, or else a URL built from the PG* variables (how ECS injects the RDS secret, so no URL holding the password is written into a template).',
     declarations: DATABASE_VARIABLES,
+  },
+  {
+    heading: 'The migrations (`db/src/database-url.js`)',
+    intro: '`npm run migrate` and `npm start` (which migrates first) read this too. The migrations run in one transaction under a transaction-scoped lock, so they are safe through a transaction pooler; a direct URL still keeps them out of reach of the pooler\'s timeouts and pinning ([Behind a connection pooler](#behind-a-connection-pooler)).',
+    declarations: MIGRATION_VARIABLES,
   },
   {
     heading: 'The service (`service/src/config.js`)',
@@ -52,6 +57,38 @@ export const SECTIONS = [
   },
 ];
 
+// What DATABASE_URL may point at, said after the tables (written here, not generated).
+const BEHIND_A_POOLER = `## Behind a connection pooler
+
+\`DATABASE_URL\` may be a transaction-pooling PgBouncer, Amazon RDS Proxy or a managed "pooled"
+connection string (Neon, Supabase's transaction pooler): the service keeps no state on a connection
+from one transaction to the next. Each transaction sets its own time limits, inside it and in the
+round trip that already carries its first statement: \`SET LOCAL statement_timeout = …; SET LOCAL
+lock_timeout = …;\` before a statement that needs no transaction of its own (one simple query is one
+implicit transaction), or after \`BEGIN\` in the same query (\`service/src/transaction-settings.js\`
+builds both). Nothing but \`application_name\` goes in the startup parameters; no named prepared
+statement, no session lock; the staging tables of \`COPY\` are dropped with their transaction.
+\`DB_STATEMENT_TIMEOUT_MS\` and \`DB_LOCK_TIMEOUT_MS\` mean what they mean direct (PostgreSQL 13 and
+later start each statement's timeout anew within one query; every supported version does).
+PgBouncer needs \`pool_mode = transaction\` and no \`ignore_startup_parameters\` beyond the usual
+\`extra_float_digits\`; \`service/test/integration/pooler.test.js\` runs every write path through
+PgBouncer 1.18 that way.
+
+- **What it costs.** Nothing with the default \`INSERT_STRATEGY=format\`: a request written by one
+  statement is still one round trip, a batch of several chunks still \`BEGIN\`, a statement a chunk,
+  \`COMMIT\`. \`INSERT_STRATEGY=unnest\` sends its rows as \`$n\` parameters, and a statement with
+  parameters must go alone in its query, so even one chunk is \`BEGIN\` (with the settings), the
+  statement and \`COMMIT\`: three round trips instead of one.
+- **Connections.** \`DB_POOL_MAX\` is then each process's connections to the pooler; PostgreSQL sees
+  the pooler's pool (PgBouncer's \`default_pool_size\`) however many processes run. A transaction
+  holds a server connection for as long as it lasts: a write waiting for a locked row up to
+  \`DB_LOCK_TIMEOUT_MS\`, a streamed import for its whole body. Size the pool for those on top of the
+  short writes.
+- **Migrations.** \`npm run migrate\` applies every pending migration in one transaction under a
+  transaction-scoped advisory lock, so it is safe through the pooler; \`DIRECT_DATABASE_URL\` sends
+  it (and \`npm start\`'s) straight to the server instead, out of reach of the pooler's timeouts and
+  of RDS Proxy's pinning.`.split('\n');
+
 /** @param {Declarations} declarations */
 const table = (declarations) => markdownTable([
   ['variable', 'default', 'values', 'meaning'],
@@ -77,6 +114,8 @@ export function configurationDoc(sections = SECTIONS) {
     'the same as an unset one. A bad value stops start-up with one message naming every variable at',
     'fault. `--help` of each command lists the variables it reads, made from the same declarations.',
     ...sections.flatMap((s) => ['', `## ${s.heading}`, '', s.intro, '', table(s.declarations)]),
+    '',
+    ...BEHIND_A_POOLER,
     '',
   ].join('\n');
 }

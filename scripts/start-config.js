@@ -1,4 +1,4 @@
-import { DATABASE_VARIABLES } from '@sluice/db/database-url';
+import { DATABASE_VARIABLES, MIGRATION_VARIABLES } from '@sluice/db/database-url';
 import { defineVariables, integer } from '@sluice/env';
 import { SERVICE_VARIABLES } from '../service/src/config.js';
 
@@ -8,4 +8,4 @@ export const START_VARIABLES = defineVariables({
 });
 
 /** Every variable `npm start` and the service it starts read, for its --help. */
-export const START_AND_SERVICE_VARIABLES = { ...START_VARIABLES, ...DATABASE_VARIABLES, ...SERVICE_VARIABLES };
+export const START_AND_SERVICE_VARIABLES = { ...START_VARIABLES, ...MIGRATION_VARIABLES, ...DATABASE_VARIABLES, ...SERVICE_VARIABLES };

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createCommand } from '@sluice/db/command-line';
-import { databaseUrlFromEnv } from '@sluice/db/database-url';
+import { databaseUrlFromEnv, migrationUrlFromEnv } from '@sluice/db/database-url';
 import { ConfigError, environmentHelp, loadEnv } from '@sluice/env';
 import { START_AND_SERVICE_VARIABLES, START_VARIABLES } from './start-config.js';
 
@@ -16,10 +16,13 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const say = (msg) => console.error(`[sluice] ${msg}`);
 
 let databaseUrl;
+/** @type {string | undefined} DIRECT_DATABASE_URL, when the migrations go elsewhere than the service */
+let migrationUrl;
 /** @type {number | undefined} */
 let embeddedPort;
 try {
   databaseUrl = databaseUrlFromEnv(process.env);
+  migrationUrl = migrationUrlFromEnv(process.env);
   embeddedPort = loadEnv(START_VARIABLES, process.env).EMBEDDED_PG_PORT;
 } catch (err) {
   if (!(err instanceof ConfigError)) throw err;
@@ -37,7 +40,9 @@ if (!databaseUrl) {
   say(`embedded PostgreSQL on 127.0.0.1:${localPostgres.port}`);
 }
 
-const applied = await migrate(databaseUrl);
+// The embedded PostgreSQL is migrated where the service writes; a configured one, where
+// DIRECT_DATABASE_URL says when set.
+const applied = await migrate(localPostgres ? databaseUrl : (migrationUrl ?? databaseUrl));
 say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'schema is up to date');
 
 // A person at a terminal reads pino-pretty's lines; anywhere else (pipes, files, containers)

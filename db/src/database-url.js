@@ -52,3 +52,27 @@ export function databaseUrlFrom(v) {
 export function databaseUrlFromEnv(env) {
   return databaseUrlFrom(loadEnv(DATABASE_VARIABLES, env, databaseRules));
 }
+
+/**
+ * Where the migrations run, when not where the service writes: the convention of Prisma
+ * (`directUrl`) and Supabase, a direct connection beside a pooled DATABASE_URL. Migrations are safe
+ * through a transaction pooler too (one transaction, a transaction-scoped lock: migrate.js), but a
+ * pooler may end a long migration (PgBouncer's query_timeout, idle_transaction_timeout), RDS Proxy
+ * pins its connection, and the pooled role may not own the schema.
+ */
+export const MIGRATION_VARIABLES = defineVariables({
+  DIRECT_DATABASE_URL: {
+    parser: url({ protocols: ['postgres', 'postgresql'] }),
+    defaultText: 'DATABASE_URL (or the PG* variables)',
+    description: 'PostgreSQL for the migrations (npm run migrate, npm start), straight to the server when DATABASE_URL is a pooler\'s',
+  },
+});
+
+/**
+ * The URL the migrations use: DIRECT_DATABASE_URL, or else the service's (databaseUrlFromEnv).
+ * @param {NodeJS.ProcessEnv} env
+ * @returns {string | undefined} undefined when none of them is set
+ */
+export function migrationUrlFromEnv(env) {
+  return loadEnv(MIGRATION_VARIABLES, env).DIRECT_DATABASE_URL ?? databaseUrlFromEnv(env);
+}

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { DatabaseUnavailableError } from './errors.js';
 import { createDbWatchdog } from './db-watchdog.js';
+import { createTransactionSettings, lastResult } from './transaction-settings.js';
 import { traceQueries } from './tracing/pg-spans.js';
 import { tracingOn } from './tracing/spans.js';
 
@@ -12,6 +13,7 @@ const TRANSIENT_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EP
 const TRANSIENT_SQLSTATE = /^(08|53|57P0|57014|40001|40P01)/;
 const TRANSIENT_MESSAGES = /timeout exceeded when trying to connect|Connection terminated|connection error and is not queryable|Query read timeout|Client has encountered a connection error|connection cut by the watchdog/i;
 
+const READY = "SELECT to_regclass('public.users') IS NOT NULL AS ready";
 // A query running this long makes the watchdog ask whether the database answers (db-watchdog.js).
 const STALL_MS = 2_000;
 // A probe that found the database unreachable is believed this long: requests meanwhile get 503 at
@@ -55,7 +57,11 @@ export function timeoutOf(err) {
  * @typedef {object} Database
  * @property {pg.Pool} pool
  * @property {<T>(fn: (client: pg.PoolClient) => Promise<T>) => Promise<T>} withClient
- * @property {<T>(fn: (client: pg.PoolClient) => Promise<T>) => Promise<T>} transaction
+ * @property {<T>(fn: (client: pg.PoolClient) => Promise<T>, options?: { limits?: import('./transaction-settings.js').TimeLimits, then?: string }) => Promise<T>} transaction
+ *   BEGIN under the transaction settings (limits: overrides of the defaults; then: more statements
+ *   in BEGIN's round trip), fn, COMMIT; ROLLBACK when fn fails
+ * @property {import('./transaction-settings.js').TransactionSettings} settings  the time limits every
+ *   transaction sets for itself (DB_STATEMENT_TIMEOUT_MS, DB_LOCK_TIMEOUT_MS): nothing is set on a connection
  * @property {() => Promise<boolean>} isReady  the database answers and the schema is in place
  * @property {(err: unknown) => Promise<Diagnosis>} diagnose  what a failed write means (see Diagnosis)
  * @property {() => Promise<boolean>} isTableLocked  another session holds a lock on users that stops every insert
@@ -65,6 +71,10 @@ export function timeoutOf(err) {
 /**
  * The one module that owns the pool. Every query goes through a client it lends; a client that
  * cannot be had is DatabaseUnavailableError (503), and `diagnose` says what any other failure means.
+ * A connection carries no state from one transaction to the next (no time limit in its startup
+ * parameters, no session SET, no named prepared statement, no session lock, no temporary table
+ * that outlives its transaction), so DATABASE_URL may be a transaction pooler's: every transaction
+ * sets its own time limits (transaction-settings.js).
  *
  * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number, dbLockTimeoutMs?: number }} config
  * @param {import('pino').Logger} logger
@@ -84,13 +94,13 @@ export function createDatabase(config, logger) {
     // A request waits this long for a free connection, then gets 503: never an unbounded queue.
     connectionTimeoutMillis: config.dbConnectTimeoutMs,
     idleTimeoutMillis: 30_000,
-    statement_timeout: config.dbStatementTimeoutMs,
-    // A row another writer holds (an uncommitted insert of the same email, SELECT ... FOR UPDATE)
-    // is waited for this long, then the write gets 503 lock_timeout instead of waiting with it.
-    ...(config.dbLockTimeoutMs ? { lock_timeout: config.dbLockTimeoutMs } : {}),
     // Client-side too, so that a database that stops answering (not just refusing) cannot hang us.
     query_timeout: config.dbStatementTimeoutMs + 5_000,
   });
+  // The server-side limits, set by each transaction for itself. A row another writer holds (an
+  // uncommitted insert of the same email, SELECT ... FOR UPDATE) is waited for DB_LOCK_TIMEOUT_MS,
+  // then the write gets 503 lock_timeout instead of waiting with it.
+  const settings = createTransactionSettings({ statementTimeoutMs: config.dbStatementTimeoutMs, lockTimeoutMs: config.dbLockTimeoutMs });
   // An idle client whose server went away emits here; unhandled, it would crash the process.
   pool.on('error', (err) => logger.warn({ err }, 'idle database connection lost'));
   // Traced, each query made for a traced request is a span (tracing/pg-spans.js).
@@ -111,8 +121,9 @@ export function createDatabase(config, logger) {
       client.on('error', () => {});
       try {
         await client.connect();
-        const { rows } = await client.query("SELECT to_regclass('public.users') IS NOT NULL AS ready");
-        return { answered: true, ready: rows[0].ready === true };
+        // Through a pooler it waits for a server connection: bounded on both sides.
+        const result = await client.query(settings.statement(READY, { statementTimeoutMs: config.dbConnectTimeoutMs }));
+        return { answered: true, ready: lastResult(result).rows[0].ready === true };
       } catch {
         return { answered: false, ready: false };
       } finally {
@@ -174,10 +185,11 @@ export function createDatabase(config, logger) {
   }
 
   /** @type {Database['transaction']} */
-  function transaction(fn) {
+  function transaction(fn, { limits, then } = {}) {
     return withClient(async (client) => {
-      await client.query('BEGIN');
       try {
+        // In the try: a failure of BEGIN's round trip (a statement of `then`) leaves it open.
+        await client.query(settings.begin(limits, then));
         const result = await fn(client);
         await client.query('COMMIT');
         return result;
@@ -201,17 +213,16 @@ export function createDatabase(config, logger) {
   /** @type {Database['isTableLocked']} */
   function isTableLocked() {
     // ROW EXCLUSIVE is what every INSERT takes; NOWAIT refuses at once if a SHARE lock or stronger
-    // (CREATE INDEX without CONCURRENTLY, LOCK TABLE, ALTER TABLE) is held or queued.
+    // (CREATE INDEX without CONCURRENTLY, LOCK TABLE, ALTER TABLE) is held or queued. LOCK TABLE
+    // needs a transaction: the settings' SET LOCALs make the query one (implicit), which ends, and
+    // lets the lock go, with the query: one round trip.
     return withClient(async (client) => {
-      await client.query('BEGIN');
       try {
-        await client.query('LOCK TABLE users IN ROW EXCLUSIVE MODE NOWAIT');
+        await client.query(settings.statement('LOCK TABLE users IN ROW EXCLUSIVE MODE NOWAIT'));
         return false;
       } catch (err) {
         if (timeoutOf(err) === 'lock_timeout') return true;
         throw err;
-      } finally {
-        await client.query('ROLLBACK');
       }
     }).catch(() => false);
   }
@@ -220,6 +231,7 @@ export function createDatabase(config, logger) {
     pool,
     withClient,
     transaction,
+    settings,
     isReady: async () => (await probe()).ready,
     diagnose,
     isTableLocked,

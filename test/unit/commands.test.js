@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
-import { DATABASE_VARIABLES } from '@sluice/db/database-url';
+import { DATABASE_VARIABLES, MIGRATION_VARIABLES } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, describeEnv } from '@sluice/env';
 import { FEEDER_VARIABLES } from '../../lambda/src/config.js';
 import { RUNNER_VARIABLES, SQS_VARIABLES } from '../../lambda/local/sqs-config.js';
@@ -96,7 +96,7 @@ describe('every command answers --help and refuses an unknown option', () => {
   for (const [name, declarations] of /** @type {[string, import('@sluice/env/load-env').Declarations][]} */ ([
     ['start', START_AND_SERVICE_VARIABLES],
     [SERVICE, { ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES }],
-    ['migrate', DATABASE_VARIABLES],
+    ['migrate', { ...MIGRATION_VARIABLES, ...DATABASE_VARIABLES }],
     ['feeder', { ...SQS_VARIABLES, ...RUNNER_VARIABLES, ...FEEDER_VARIABLES, ...TRACING_VARIABLES }],
     ['produce', { ...SQS_VARIABLES, ...TRACING_VARIABLES }],
   ])) {

@@ -1,16 +1,20 @@
 // pg's spans: what one says of a statement is its operation and its row count, never its text
 // (pg-format inlines the users a statement writes).
+import { SETTINGS_PREFIX } from '../transaction-settings.js';
 import { activeSpanRecords, endSpan, startClientSpan } from './spans.js';
 
+// The transaction's SET LOCALs (SETTINGS_PREFIX: transaction-settings.js, which writes them, says
+// what they look like), then the now() that user-sql.js puts before a write that returns its rows.
+const OPERATION = new RegExp(`${SETTINGS_PREFIX.source}(?:SELECT now\\(\\);\\s*)?([A-Za-z]+)\\b`);
+
 /**
- * The statement's operation: its first keyword, or the keyword after the SET LOCAL that
- * user-repository.js puts before a group's statement and the now() that user-sql.js puts before a
- * write that returns its rows. Nothing past it is read: a literal could
- * hold a user.
+ * The statement's operation: its first keyword, or the keyword after the transaction's settings
+ * and the now() before a write that returns its rows (`BEGIN` for the query that opens a
+ * transaction with its settings). Nothing past it is read: a literal could hold a user.
  * @param {string | undefined} text
  */
 export function operationOf(text) {
-  const m = /^\s*(?:SET LOCAL [a-z_]+ = \d+;\s*)?(?:SELECT now\(\);\s*)?([A-Za-z]+)\b/.exec(text ?? '');
+  const m = OPERATION.exec(text ?? '');
   return m ? m[1].toUpperCase() : undefined;
 }
 

@@ -173,14 +173,12 @@ async function importStream(db, reader, format, resolution) {
     new InvalidBatchError(`${complete ? '' : 'at least '}${invalid} of ${complete ? '' : 'the first '}${received} users are invalid; nothing was written`, problems);
 
   try {
-    return await db.withClient(async (client) => {
-      await client.query('BEGIN');
-      // Each COPY and the INSERT at the end may rightly run for minutes. DB_LOCK_TIMEOUT_MS still
-      // applies; the watchdog still cuts a database that stops answering.
-      await client.query('SET LOCAL statement_timeout = 0');
-      const direct = resolution !== 'merge';
-      // Ignore mode makes the staging table only when a chunk first needs it.
-      if (!direct) await client.query(CREATE_STAGING);
+    const direct = resolution !== 'merge';
+    // One transaction. BEGIN's round trip carries its settings and (merge mode) its staging table;
+    // ignore mode makes that only when a chunk first needs it. Each COPY and the INSERT at the end
+    // may rightly run for minutes: no statement timeout. DB_LOCK_TIMEOUT_MS still applies; the
+    // watchdog still cuts a database that stops answering.
+    return await db.transaction(async (client) => {
       /** ignore mode: the current chunk's CSV, until it is in users */
       const chunk = new ChunkBuffer(CHUNK_BYTES);
       let chunkStart = 0;
@@ -253,15 +251,14 @@ async function importStream(db, reader, format, resolution) {
           if (error) throw error;
           counts = await writeStaged(client, resolution);
         }
-        await client.query('COMMIT');
         return { received, ...counts };
       } catch (err) {
+        // The COPY ended before the transaction rolls back (db.transaction).
         copy?.abandon();
         await copy?.finish();
-        await client.query('ROLLBACK').catch(() => {});
         throw err;
       }
-    });
+    }, { limits: { statementTimeoutMs: 0 }, then: direct ? '' : CREATE_STAGING });
   } catch (err) {
     throw await diagnosed(db, err);
   }

@@ -3,14 +3,16 @@ import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
 import { refusalOfDatabaseState } from '../errors.js';
 import { createReplayGuess } from './replay-guess.js';
+import { lastResult } from '../transaction-settings.js';
 import {
-  CREATE_STAGING, FROM_STAGING, RETURNED_AS_TEXT, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, timestampAsJson, writeStatement,
+  CREATE_STAGING, EMPTY_STAGING, FROM_STAGING, RETURNED_AS_TEXT, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, timestampAsJson, writeStatement,
 } from './user-sql.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-schema.js').Resolution} Resolution */
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
 /** @typedef {import('pg').PoolClient} PoolClient */
+/** @typedef {import('../transaction-settings.js').TimeLimits} TimeLimits */
 /**
  * A row as written, as a representation shows it (return=representation), its keys in the
  * answer's order; the write inserted it when updatedAt is null (else it updated it).
@@ -24,51 +26,66 @@ import {
 /**
  * Writes one chunk; a stored email fails it (23505) when `onConflict` is 'fail'.
  * @typedef {object} ChunkWriter
- * @property {(client: PoolClient, rows: UserRow[], onConflict: OnConflict) => Promise<Counts>} write
- * @property {boolean} [needsTransaction]  even a single chunk runs in BEGIN/COMMIT
+ * @property {(client: PoolClient, rows: UserRow[], onConflict: OnConflict, settings?: string) => Promise<Counts>} write
+ *   settings: the transaction's SET LOCALs to put before the chunk's statement in its query (a single
+ *   chunk outside an explicit transaction); none when BEGIN set them
+ * @property {boolean} [needsTransaction]  even a single chunk runs in BEGIN/COMMIT: its statement
+ *   cannot carry the settings (parameters, COPY)
+ * @property {(onConflict: OnConflict) => string} [beginWith]  statements for BEGIN's round trip
  */
 
 const UNIQUE_VIOLATION = '23505';
 
 /**
- * A statement's answer as counts: its command tag when it only inserts, its counts row otherwise.
- * @param {import('pg').QueryResult} result @param {OnConflict} onConflict
+ * A statement's answer as counts: its command tag when it only inserts, its counts row otherwise
+ * (the last statement's, after SET LOCALs).
+ * @param {import('pg').QueryResult | import('pg').QueryResult[]} answer @param {OnConflict} onConflict
  * @returns {Counts}
  */
-const countsOf = (result, onConflict) => (onConflict === 'merge' ? result.rows[0] : { inserted: result.rowCount ?? 0, updated: 0 });
+function countsOf(answer, onConflict) {
+  const result = lastResult(answer);
+  return onConflict === 'merge' ? result.rows[0] : { inserted: result.rowCount ?? 0, updated: 0 };
+}
 /** @param {OnConflict} onConflict */
 const returningFor = (onConflict) => (onConflict === 'merge' ? 'counts' : 'none');
 
-/** One pg-format statement a chunk, each column one array literal (user-sql.js). @type {ChunkWriter} */
+/**
+ * One pg-format statement a chunk, each column one array literal (user-sql.js): a single chunk is
+ * one query, its settings before it. @type {ChunkWriter}
+ */
 const formatWriter = {
-  write: async (client, rows, onConflict) => countsOf(await client.query(writeStatement(rowsAsArrays(rows), onConflict, returningFor(onConflict))), onConflict),
+  write: async (client, rows, onConflict, settings = '') =>
+    countsOf(await client.query(settings + writeStatement(rowsAsArrays(rows), onConflict, returningFor(onConflict))), onConflict),
 };
 
-/** Four array parameters instead of literals: no quoting, one parse. @type {ChunkWriter} */
+/**
+ * Four array parameters instead of literals: no quoting, one parse. A statement with parameters
+ * goes alone in its query, so the settings come in BEGIN's: even a single chunk is BEGIN, the
+ * statement and COMMIT, three round trips where the format strategy makes one.
+ * @type {ChunkWriter}
+ */
 const unnestWriter = {
+  needsTransaction: true,
   write: async (client, rows, onConflict) =>
     countsOf(await client.query(writeStatement(ROWS_AS_PARAMETERS, onConflict, returningFor(onConflict)), columnArrays(rows)), onConflict),
 };
 
-/** @type {WeakSet<PoolClient>} connections that hold the staging table already */
-const staged = new WeakSet();
-
 /**
- * COPY: straight into users when every email must be new; otherwise into the connection's
- * temporary staging table, then INSERT ... SELECT from it with the conflict clause. The staging
- * table is emptied at commit, so this runs in a transaction even for one chunk.
+ * COPY: straight into users when every email must be new; otherwise into a staging table, then
+ * INSERT ... SELECT from it with the conflict clause, emptied in the same query for the next chunk.
+ * The staging table is the transaction's own (made in BEGIN's round trip, dropped at its end), so
+ * this runs in a transaction even for one chunk.
  * @type {ChunkWriter}
  */
 const copyWriter = {
   needsTransaction: true,
+  beginWith: (onConflict) => (onConflict === 'fail' ? '' : CREATE_STAGING),
   async write(client, rows, onConflict) {
     if (onConflict === 'fail') return { inserted: await copyInto(client, 'users', rows), updated: 0 };
-    if (!staged.has(client)) {
-      await client.query(CREATE_STAGING);
-      staged.add(client);
-    }
     await copyInto(client, STAGING_TABLE, rows);
-    return countsOf(await client.query(writeStatement(FROM_STAGING, onConflict, returningFor(onConflict))), onConflict);
+    const answer = await client.query(`${writeStatement(FROM_STAGING, onConflict, returningFor(onConflict))}; ${EMPTY_STAGING}`);
+    // Two statements, two results: the write's is the first.
+    return countsOf(/** @type {import('pg').QueryResult[]} */ (/** @type {unknown} */ (answer))[0], onConflict);
   },
 };
 
@@ -82,9 +99,6 @@ async function copyInto(client, table, rows) {
 /** How a chunk is written, by INSERT_STRATEGY; its keys are the strategies config.js accepts. */
 export const STRATEGIES = /** @type {const} */ ({ format: formatWriter, unnest: unnestWriter, copy: copyWriter });
 /** @typedef {keyof typeof STRATEGIES} Strategy */
-
-/** PostgreSQL's lock_timeout for the rest of the transaction. @param {number} ms */
-const setLockTimeout = (ms) => `SET LOCAL lock_timeout = ${Math.trunc(ms)}`;
 
 /** @param {unknown} err */
 export const isUniqueViolation = (err) => /** @type {{ code?: string }} */ (err)?.code === UNIQUE_VIOLATION;
@@ -115,45 +129,49 @@ const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip'
 export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }) {
   const chunkWriter = STRATEGIES[strategy];
   const replays = createReplayGuess();
-  // Sent with the group's statement in one simple query (an implicit transaction), so that
-  // SET LOCAL holds for the statement alone and costs no round trip.
-  const groupPrefix = groupLockTimeoutMs ? `${setLockTimeout(groupLockTimeoutMs)}; ` : '';
+  const { settings } = db;
+  /** @type {TimeLimits | undefined} a group's statement waits briefly for a locked row */
+  const groupLimits = groupLockTimeoutMs ? { lockTimeoutMs: groupLockTimeoutMs } : undefined;
 
   /**
-   * One group statement (pg-format, whatever the strategy), with the group's lock timeout. With the
-   * prefix, the simple query answers one result per statement: the write's is the last.
+   * One group statement (pg-format, whatever the strategy), its settings (the group's lock timeout)
+   * before it in one simple query: one implicit transaction, one round trip. The query answers one
+   * result per statement: the write's is the last.
    * @param {UserRow[]} rows @param {OnConflict} onConflict @param {import('./user-sql.js').Returning} returning
    * @returns {Promise<import('pg').QueryResult | import('pg').QueryResult[]>}
    */
   const groupQuery = (rows, onConflict, returning) =>
     db.withClient((client) => {
-      const text = groupPrefix + writeStatement(rowsAsArrays(rows), onConflict, returning);
+      const text = settings.statement(writeStatement(rowsAsArrays(rows), onConflict, returning), groupLimits);
       return client.query(returning === 'rows' ? { text, ...RETURNED_AS_TEXT } : text);
     });
 
   /**
-   * Each chunk of `chunkRows` written by `writeChunk`: a single chunk alone (one statement is
-   * atomic), several, or any with a lock timeout of its own or a writer that needs one, in one
-   * transaction.
+   * Each chunk of `chunkRows` written by `writeChunk`: a single chunk alone, its settings before its
+   * statement in one query (one statement is atomic, and the query one implicit transaction);
+   * several, or a writer whose statement cannot carry the settings, in one transaction that BEGIN
+   * sets them for.
    * @template T
-   * @param {UserRow[]} rows @param {number | undefined} lockTimeoutMs @param {boolean} needsTransaction
-   * @param {(client: PoolClient, chunk: UserRow[]) => Promise<T>} writeChunk
+   * @param {UserRow[]} rows @param {number | undefined} lockTimeoutMs  a lock timeout of its own
+   * @param {ChunkWriter} writer  whether it needsTransaction, what it beginsWith
+   * @param {OnConflict} onConflict
+   * @param {(client: PoolClient, chunk: UserRow[], settings: string) => Promise<T>} writeChunk
    * @returns {Promise<T[]>}
    */
-  function inChunks(rows, lockTimeoutMs, needsTransaction, writeChunk) {
-    if (!lockTimeoutMs && !needsTransaction && rows.length <= chunkRows) return db.withClient(async (client) => [await writeChunk(client, rows)]);
+  function inChunks(rows, lockTimeoutMs, writer, onConflict, writeChunk) {
+    const limits = lockTimeoutMs ? { lockTimeoutMs } : undefined;
+    if (!writer.needsTransaction && rows.length <= chunkRows) return db.withClient(async (client) => [await writeChunk(client, rows, settings.statement('', limits))]);
     return db.transaction(async (client) => {
-      if (lockTimeoutMs) await client.query(setLockTimeout(lockTimeoutMs));
       /** @type {T[]} */
       const results = [];
-      for (let start = 0; start < rows.length; start += chunkRows) results.push(await writeChunk(client, rows.slice(start, start + chunkRows)));
+      for (let start = 0; start < rows.length; start += chunkRows) results.push(await writeChunk(client, rows.slice(start, start + chunkRows), ''));
       return results;
-    });
+    }, { limits, then: writer.beginWith?.(onConflict) });
   }
 
   /** @param {UserRow[]} rows @param {OnConflict} onConflict @param {number} [lockTimeoutMs] @returns {Promise<Counts>} */
   async function write(rows, onConflict, lockTimeoutMs) {
-    const chunks = await inChunks(rows, lockTimeoutMs, chunkWriter.needsTransaction === true, (client, chunk) => chunkWriter.write(client, chunk, onConflict));
+    const chunks = await inChunks(rows, lockTimeoutMs, chunkWriter, onConflict, (client, chunk, prefix) => chunkWriter.write(client, chunk, onConflict, prefix));
     if (chunks.length === 1) return chunks[0];
     const total = { inserted: 0, updated: 0 };
     for (const counts of chunks) {
@@ -170,16 +188,16 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
    * @returns {Promise<Counts & { users: WrittenUser[] }>}
    */
   function writeReturningRows(rows, onConflict, lockTimeoutMs) {
-    /** @param {PoolClient} client @param {UserRow[]} chunk @returns {Promise<WrittenUser[]>} */
-    const writeChunk = async (client, chunk) =>
-      writtenUsers(chunk, await client.query({ text: writeStatement(rowsAsArrays(chunk), onConflict, 'rows'), ...RETURNED_AS_TEXT }), onConflict);
+    /** @param {PoolClient} client @param {UserRow[]} chunk @param {string} prefix @returns {Promise<WrittenUser[]>} */
+    const writeChunk = async (client, chunk, prefix) =>
+      writtenUsers(chunk, await client.query({ text: prefix + writeStatement(rowsAsArrays(chunk), onConflict, 'rows'), ...RETURNED_AS_TEXT }), onConflict);
     /** @param {WrittenUser[]} users */
     const counted = (users) => {
       let inserted = 0;
       for (const u of users) if (u.updatedAt === null) inserted++;
       return { inserted, updated: users.length - inserted, users };
     };
-    return inChunks(rows, lockTimeoutMs, false, writeChunk).then((chunks) => counted(chunks.flat()));
+    return inChunks(rows, lockTimeoutMs, formatWriter, onConflict, writeChunk).then((chunks) => counted(chunks.flat()));
   }
 
   /**
@@ -274,16 +292,13 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
     return allNewFirst(
       rows.length,
       () => groupQuery(rows, 'fail', 'none').then(() => /** @type {const} */ ('all')),
-      () => groupQuery(rows, onConflictFor(resolution), 'emails').then((r) => new Map(lastOf(r).rows.map((row) => [row.email, row.inserted]))),
+      () => groupQuery(rows, onConflictFor(resolution), 'emails').then((r) => new Map(lastResult(r).rows.map((row) => [row.email, row.inserted]))),
       (r) => (r === 'all' ? rows.length : [...r.values()].filter(Boolean).length),
     );
   }
 }
 
 /** @typedef {ReturnType<typeof createUserWriter>} UserWriter */
-
-/** The write's result, when statements came before it in one simple query. @param {import('pg').QueryResult | import('pg').QueryResult[]} r */
-const lastOf = (r) => (Array.isArray(r) ? r[r.length - 1] : r);
 
 /**
  * The rows a statement wrote as a representation shows them, from what it returned
@@ -299,7 +314,7 @@ const lastOf = (r) => (Array.isArray(r) ? r[r.length - 1] : r);
  */
 export function writtenUsers(sent, result, onConflict) {
   /** @type {(string | null)[][]} */
-  const returned = lastOf(result).rows;
+  const returned = lastResult(result).rows;
   const merge = onConflict === 'merge';
   const now = merge ? '' : timestampAsJson((Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0]);
   /** @param {UserRow} row @param {(string | null)[]} r @returns {WrittenUser} */

@@ -197,7 +197,10 @@ export const rowsAsCsv = (rows) => rows.map((r) => `${csvField(r[0])},${csvField
 export const copySql = (table) => `COPY ${table} (${COLUMNS}) FROM STDIN (FORMAT csv)`;
 
 // COPY cannot resolve conflicts: the copy strategy stages a chunk in a temporary table, then
-// inserts from it. Temporary, so it is the connection's own; emptied at each commit.
+// inserts from it. The transaction's own: made in it, dropped at its end (commit or rollback), so
+// nothing outlives the transaction on a connection a pooler hands to someone else next; emptied
+// after each chunk.
 export const STAGING_TABLE = 'users_staging';
-export const CREATE_STAGING = `CREATE TEMPORARY TABLE IF NOT EXISTS ${STAGING_TABLE} (email text, name text, phone text, password_hash text) ON COMMIT DELETE ROWS`;
+export const CREATE_STAGING = `CREATE TEMPORARY TABLE ${STAGING_TABLE} (email text, name text, phone text, password_hash text) ON COMMIT DROP`;
+export const EMPTY_STAGING = `TRUNCATE ${STAGING_TABLE}`;
 export const FROM_STAGING = `SELECT ${COLUMNS} FROM ${STAGING_TABLE}`;

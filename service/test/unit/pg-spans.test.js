@@ -6,11 +6,16 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { enableSpans } from '../../src/tracing/spans.js';
 import { operationOf, rowCountOf, traceQueries } from '../../src/tracing/pg-spans.js';
+import { createTransactionSettings } from '../../src/transaction-settings.js';
 
-test("a statement's operation is its first keyword, after the group's SET LOCAL", () => {
+test("a statement's operation is its first keyword, after the transaction's SET LOCALs", () => {
+  const settings = createTransactionSettings({ statementTimeoutMs: 30_000, lockTimeoutMs: 3000 });
   assert.equal(operationOf("INSERT INTO users VALUES ('a@b.co')"), 'INSERT');
   assert.equal(operationOf("SET LOCAL lock_timeout = 250; INSERT INTO users VALUES ('a@b.co')"), 'INSERT');
-  assert.equal(operationOf("SET LOCAL lock_timeout = 250; SELECT now(); INSERT INTO users VALUES ('a@b.co') RETURNING email"), 'INSERT', 'the now() before a write that returns its rows');
+  assert.equal(operationOf(settings.statement("INSERT INTO users VALUES ('a@b.co')", { lockTimeoutMs: 250 })), 'INSERT', "a group's statement");
+  assert.equal(operationOf(settings.statement("SELECT now(); INSERT INTO users VALUES ('a@b.co') RETURNING email")), 'INSERT', 'the now() before a write that returns its rows');
+  assert.equal(operationOf(settings.statement('LOCK TABLE users IN ROW EXCLUSIVE MODE NOWAIT')), 'LOCK');
+  assert.equal(operationOf(settings.begin({ statementTimeoutMs: 0 }, 'CREATE TEMPORARY TABLE t (x int) ON COMMIT DROP')), 'BEGIN');
   assert.equal(operationOf('copy users_staging FROM STDIN'), 'COPY');
   assert.equal(operationOf(''), undefined);
 });
