@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError, Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
-import { COMPARED, LOADS, OPT_IN_VARIANTS, VARIANTS, baseVariant, planRuns, summarise } from './lib/capacity.js';
+import { COMPARED, LOADS, OPT_IN_VARIANTS, THROUGH_POOLER, VARIANTS, baseVariant, planRuns, summarise } from './lib/capacity.js';
 
 const LOAD_IDS = LOADS.map((l) => l.id);
 const VARIANT_NAMES = Object.keys(VARIANTS);
@@ -46,6 +46,7 @@ const { migrate } = await import('@sluice/db/migrate');
 const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
 const { startServerProcess } = await import('../test/support/server-process.js');
 const { startOtlpReceiver } = await import('../test/support/otlp-receiver.js');
+const { startPgBouncer } = await import('../test/support/pgbouncer.js');
 const { measureCopyCeiling } = await import('./lib/copy-ceiling.js');
 const { findK6 } = await import('./lib/k6-binary.js');
 const { measureRun, openTable } = await import('./lib/measure.js');
@@ -85,6 +86,8 @@ async function databaseSettings() {
 }
 
 let exitCode = 0;
+/** @type {Awaited<ReturnType<typeof startPgBouncer>> | undefined} */
+let pooler;
 try {
   const settings = await databaseSettings();
   await migrate(pg0.url);
@@ -136,8 +139,17 @@ try {
     // The tracing variant exports to a receiver here that reads and drops what it gets.
     const traced = (/** @type {string} */ variant) => VARIANTS[baseVariant(variant)].OTEL_TRACES_EXPORTER !== undefined;
     const receiver = variants.some(traced) ? await startOtlpReceiver({ discard: true }) : undefined;
+    // The pooled variant goes through PgBouncer in transaction mode, its pool the service's size.
+    const pooled = (/** @type {string} */ variant) => VARIANTS[baseVariant(variant)].DATABASE_URL === THROUGH_POOLER;
+    pooler = variants.some(pooled) ? await startPgBouncer({ upstreamUrl: pg0.url, poolSize: POOL }) : undefined;
+    if (pooler) say(`PgBouncer (transaction pooling, pool of ${POOL}) on 127.0.0.1:${pooler.port}`);
     /** @param {string} variant */
-    const envOf = (variant) => (traced(variant) ? { ...VARIANTS[baseVariant(variant)], OTEL_EXPORTER_OTLP_ENDPOINT: receiver?.endpoint ?? '' } : VARIANTS[baseVariant(variant)]);
+    const envOf = (variant) => {
+      const env = VARIANTS[baseVariant(variant)];
+      if (traced(variant)) return { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver?.endpoint ?? '' };
+      if (pooled(variant)) return { ...env, DATABASE_URL: pooler?.url ?? '' };
+      return env;
+    };
     /** @param {string} variant */
     const scriptOf = (variant) => (variant.endsWith(COMPARED) ? path.resolve(/** @type {string} */ (COMPARE_SERVER)) : undefined);
     const plan = planRuns(loads, variants, rounds);
@@ -155,6 +167,7 @@ try {
         pgPid,
         // The no-op endpoint writes nothing: its users are what k6 counted.
         table: p.target === 'naive' ? naiveTable : p.target === 'noop' ? undefined : sluiceTable,
+        poolerPid: p.target === 'sluice' && pooled(p.variant) ? pooler?.pid() : undefined,
       });
       if (r.k6ExitCode !== 0) failedK6.push(name);
       if (r.rows !== undefined && r.rows !== r.k6Items) say(`  ${name}: k6 counted ${r.k6Items} inserted, the table holds ${r.rows}`);
@@ -183,6 +196,7 @@ try {
   exitCode = failedK6.length ? 1 : 0;
   await Promise.all([sluiceTable.close(), naiveTable.close()]);
 } finally {
+  await pooler?.stop();
   await pg0.stop();
   await rm(path.dirname(dataDir), { recursive: true, force: true });
 }

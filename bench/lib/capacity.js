@@ -20,10 +20,16 @@ export const VARIANTS = {
   'tracing-unsampled': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_always_off' },
   // Tracing on, every request sampled, exported as OTLP/JSON instead of protobuf.
   'tracing-json': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
+  // Through PgBouncer 1.18 in transaction mode (pool as large as the service's), which run.js starts
+  // in front of the bench's PostgreSQL and puts in place of THROUGH_POOLER: what a pooler costs.
+  pgbouncer: { DATABASE_URL: 'THROUGH_POOLER' },
 };
 
+/** The DATABASE_URL a variant names to be sent through the bench's PgBouncer. */
+export const THROUGH_POOLER = 'THROUGH_POOLER';
+
 /** Variants run only when --variants names them. */
-export const OPT_IN_VARIANTS = ['tracing', 'tracing-sampled', 'tracing-unsampled', 'tracing-json'];
+export const OPT_IN_VARIANTS = ['tracing', 'tracing-sampled', 'tracing-unsampled', 'tracing-json', 'pgbouncer'];
 
 /**
  * The suffix of a variant run on another checkout (`--compare`): `default@compare` is the other
@@ -117,6 +123,7 @@ export function median(xs) {
  * @property {number} [rowUpdates] row versions written by updates in the run (pg_stat_user_tables.n_tup_upd)
  * @property {number} p99 @property {number} errors
  * @property {number} serviceCpuSeconds @property {number} servicePeakRssMiB @property {number} dbCpuSeconds
+ * @property {number} [poolerCpuSeconds] the pooler's CPU, when the run went through one
  */
 
 /** CPU microseconds per user sent (per request when each holds one user). @param {number} cpuSeconds @param {RunResult} r */
@@ -137,6 +144,7 @@ function costs(rs) {
     dbCpuSeconds: pick((r) => r.dbCpuSeconds),
     serviceUsPerUser: pick((r) => perUser(r.serviceCpuSeconds, r)),
     dbUsPerUser: pick((r) => perUser(r.dbCpuSeconds, r)),
+    poolerUsPerUser: rs.every((r) => r.poolerCpuSeconds !== undefined) ? pick((r) => perUser(/** @type {number} */ (r.poolerCpuSeconds), r)) : undefined,
   };
 }
 

@@ -42,21 +42,23 @@ export async function openTable(databaseUrl) {
  * @param {{
  *   k6: string, script: string, k6Env: Record<string, string>, summaryFile: string,
  *   start: () => Promise<{ child: import('node:child_process').ChildProcess, baseUrl: string, exited: Promise<unknown> }>,
- *   pgPid: number, table?: Awaited<ReturnType<typeof openTable>>,
- * }} options
+ *   pgPid: number, table?: Awaited<ReturnType<typeof openTable>>, poolerPid?: number,
+ * }} options  poolerPid: a connection pooler between the service and PostgreSQL, whose CPU is read too
  */
-export async function measureRun({ k6, script, k6Env, summaryFile, start, pgPid, table }) {
+export async function measureRun({ k6, script, k6Env, summaryFile, start, pgPid, table, poolerPid }) {
   await table?.reset();
   const updates0 = await table?.updates();
   const server = await start();
   const pid = /** @type {number} */ (server.child.pid);
   let measured;
   try {
-    const [svc0, db0] = [await processCpuSeconds(pid), await postgresCpuSeconds(pgPid)];
+    const pooler = async () => (poolerPid === undefined ? undefined : processCpuSeconds(poolerPid));
+    const [svc0, db0, pool0] = [await processCpuSeconds(pid), await postgresCpuSeconds(pgPid), await pooler()];
     const stopRss = sampleRss(pid);
     const { code, cpuSeconds: k6CpuSeconds } = await runK6(k6, script, { ...k6Env, BASE_URL: server.baseUrl, SUMMARY_FILE: summaryFile });
-    const [svc1, db1, peakRss] = [await processCpuSeconds(pid), await postgresCpuSeconds(pgPid), await stopRss()];
-    measured = { code, k6CpuSeconds, serviceCpuSeconds: svc1 - svc0, dbCpuSeconds: db1 - db0, servicePeakRssMiB: peakRss };
+    const [svc1, db1, pool1, peakRss] = [await processCpuSeconds(pid), await postgresCpuSeconds(pgPid), await pooler(), await stopRss()];
+    const poolerCpuSeconds = pool0 === undefined || pool1 === undefined ? undefined : pool1 - pool0;
+    measured = { code, k6CpuSeconds, serviceCpuSeconds: svc1 - svc0, dbCpuSeconds: db1 - db0, poolerCpuSeconds, servicePeakRssMiB: peakRss };
   } finally {
     // Never left running behind a failed run.
     server.child.kill('SIGTERM');
@@ -89,6 +91,7 @@ export async function measureRun({ k6, script, k6Env, summaryFile, start, pgPid,
     errors: m.http_req_failed.values.passes,
     serviceCpuSeconds: measured.serviceCpuSeconds,
     dbCpuSeconds: measured.dbCpuSeconds,
+    poolerCpuSeconds: measured.poolerCpuSeconds,
     servicePeakRssMiB: measured.servicePeakRssMiB,
     k6CpuSeconds: measured.k6CpuSeconds,
   };

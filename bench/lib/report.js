@@ -68,8 +68,8 @@ ${panel(470, 'p95 latency (ms)', (r) => r.p95, (v) => v.toFixed(0))}
 
 const ratioText = (/** @type {number | undefined} */ v) => (v === undefined ? '–' : `${v.toFixed(2)}×`);
 
-/** A number that may be missing or NaN. @param {number | undefined} v @param {(v: number) => string} f */
-const maybe = (v, f) => (v === undefined || Number.isNaN(v) ? '–' : f(v));
+/** A number that may be missing or NaN. @param {number | undefined} v @param {(v: number) => string} f @param {string} [none] */
+const maybe = (v, f, none = '–') => (v === undefined || Number.isNaN(v) ? none : f(v));
 
 /** The range of a ratio over rounds, when there are several. @param {number[]} ratios */
 const rangeText = (ratios) => (ratios.length > 1 ? ` (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})` : '');
@@ -88,7 +88,7 @@ export function capacityTable(lines) {
   for (const l of lines) {
     const range = rangeText(l.ratios);
     const users = l.sentPerSec !== undefined && Math.abs(l.sentPerSec - l.usersPerSec) > 0.5 ? `${n0(l.usersPerSec)} new of ${n0(l.sentPerSec)} sent` : n0(l.usersPerSec);
-    out.push(`| ${l.load} | ${l.variant} | ${ratioText(l.ratio)}${range} | ${users} | ${n0(l.naive?.usersPerSec)} | ${n1(l.p99)} | ${n1(l.naive?.p99)} | ${maybe(l.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.cpuVsDefault, (v) => `${v.toFixed(2)}×${rangeText(l.cpuVsDefaultRatios)}`)} | ${maybe(l.naive?.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.noop?.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.dbUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.naive?.dbUsPerUser, (v) => v.toFixed(1))} | ${n0(l.servicePeakRssMiB)} | ${maybe(l.rowUpdates, (v) => n0(v))} | ${l.errors} (${l.naive?.errors ?? '–'}) |`);
+    out.push(`| ${l.load} | ${l.variant} | ${ratioText(l.ratio)}${range} | ${users} | ${n0(l.naive?.usersPerSec)} | ${n1(l.p99)} | ${n1(l.naive?.p99)} | ${maybe(l.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.cpuVsDefault, (v) => `${v.toFixed(2)}×${rangeText(l.cpuVsDefaultRatios)}`)} | ${maybe(l.naive?.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.noop?.serviceUsPerUser, (v) => v.toFixed(1))} | ${maybe(l.dbUsPerUser, (v) => v.toFixed(1))}${maybe(l.poolerUsPerUser, (v) => ` (+ ${v.toFixed(1)} pooler)`, '')} | ${maybe(l.naive?.dbUsPerUser, (v) => v.toFixed(1))} | ${n0(l.servicePeakRssMiB)} | ${maybe(l.rowUpdates, (v) => n0(v))} | ${l.errors} (${l.naive?.errors ?? '–'}) |`);
   }
   return out.join('\n');
 }

@@ -46,6 +46,7 @@ const quoted = (v) => `'${v.replaceAll("'", "''")}'`;
  *   with nothing listening, then the same pooler on the same port again
  * @property {() => Promise<void>} stop  shuts it down for good, its files removed
  * @property {() => string} log  what it logged so far (its last 64 KiB)
+ * @property {() => number | undefined} pid  the running pooler's process id (the bench reads its CPU)
  */
 
 /**
@@ -190,6 +191,7 @@ export async function startPgBouncer({ upstreamUrl, poolSize = 5, poolMode = 'tr
       await rm(dir, { recursive: true, force: true });
     },
     log: () => logText,
+    pid: () => child?.pid,
   };
 }
 

@@ -68,6 +68,21 @@ describe('capacity plan and ratios', () => {
     assert.match(capacityTable([line]), /\| 2\.6 \| – \| 2\.4 \| 1\.0 \| 5\.0 \| 8\.1 \| 100 \| 0 \|/);
   });
 
+  test("through a pooler: the pooler's CPU a user beside PostgreSQL's", () => {
+    const base = { load: '1x100', p99: 10, errors: 0, servicePeakRssMiB: 100, usersPerSec: 1000, sent: 10_000, serviceCpuSeconds: 1, dbCpuSeconds: 0.05 };
+    const runs = [
+      { ...base, variant: 'default', round: 0 },
+      { ...base, variant: 'pgbouncer', round: 0, poolerCpuSeconds: 0.012 },
+      { ...base, variant: 'pgbouncer', round: 1, poolerCpuSeconds: 0.014 },
+    ];
+    const lines = Object.fromEntries(summarise(runs).map((l) => [l.variant, l]));
+    assert.equal(lines.default.poolerUsPerUser, undefined);
+    assert.ok(Math.abs(/** @type {number} */ (lines.pgbouncer.poolerUsPerUser) - 1.3) < 1e-9);
+    const table = capacityTable(Object.values(lines));
+    assert.match(table, /\| default \|.*\| 5\.0 \| – \|/);
+    assert.match(table, /\| pgbouncer \|.*\| 5\.0 \(\+ 1\.3 pooler\) \| – \|/);
+  });
+
   test("a variant's service CPU a user against the default's of the same round; a --compare checkout against its own default", () => {
     const base = { load: '1x100', p99: 10, errors: 0, servicePeakRssMiB: 100, dbCpuSeconds: 1, usersPerSec: 1000, sent: 10_000 };
     const runs = [
