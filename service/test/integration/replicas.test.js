@@ -13,7 +13,7 @@ import { makeUsers } from '../../../test/support/users.js';
 const REPLICAS = 3;
 const WORKERS = 2;
 const POOLER_POOL = 8;
-const BATCHES = 36;
+const BATCHES = 90;
 const BATCH = 1000;
 const POOL_OF_USERS = 6000;
 // A refused batch is sent again, as the feeder would, after its Retry-After; a batch still refused
@@ -65,7 +65,7 @@ describe(`${REPLICAS} replicas × ${WORKERS} workers behind one PgBouncer (trans
     // Each batch takes an overlapping window of the users, shuffled, so that lock orders would
     // cross between replicas if the service did not sort; every other batch merges changed names.
     const batches = Array.from({ length: BATCHES }, (_, b) => {
-      const start = (b * 500) % (POOL_OF_USERS - BATCH);
+      const start = (b * 300) % (POOL_OF_USERS - BATCH);
       const mode = /** @type {'ignore' | 'merge'} */ (b % 2 ? 'merge' : 'ignore');
       const window = users.slice(start, start + BATCH).map((u) => (mode === 'merge' ? { ...u, name: `${u.name} (batch ${b})` } : u));
       return { mode, users: window.sort(() => Math.random() - 0.5) };
