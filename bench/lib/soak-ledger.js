@@ -6,8 +6,8 @@
  * A group ends in one of three states:
  * - acked: a 2xx answer; every one of its users must be in the table;
  * - refused: a 4xx/5xx answer (503s retried until the end included); none of its users may be stored;
- * - doubt: the last attempts got no answer (network error, timeout); all or none may be stored, since
- *   a batch is one transaction.
+ * - doubt: an attempt got no answer (network error, timeout) or 503 outcome_unknown, and the last
+ *   was no 2xx; all or none may be stored, since a batch is one transaction.
  */
 
 export const EMAIL_DOMAIN = 'soak.test';

@@ -108,7 +108,8 @@ export function startTraffic({ client, ledger, stats, graceMs = 60_000 }) {
 
   /** @param {Kind} kind @param {string} json */
   async function deliver(kind, json) {
-    let saw503 = false, sawNetwork = false;
+    // sawDoubt: an attempt whose outcome is unknown (no answer, or 503 outcome_unknown) may have written.
+    let saw503 = false, sawDoubt = false;
     for (;;) {
       const a = await client.postUsers(json);
       stats.record(kind, a);
@@ -120,9 +121,10 @@ export function startTraffic({ client, ledger, stats, graceMs = 60_000 }) {
         outage.recoveredAt = Date.now();
       }
       const retryable = a.status === 503 || a.status === 429 || a.status === 0;
-      if (!retryable || Date.now() > giveUpAt) return { a, saw503, sawNetwork };
+      if (a.status === 503 && a.body?.error === 'outcome_unknown') sawDoubt = true;
+      if (!retryable || Date.now() > giveUpAt) return { a, saw503, sawDoubt };
       if (a.status === 0) {
-        sawNetwork = true;
+        sawDoubt = true;
         totals.retriedNetwork++;
         await sleep(1_000);
       } else {
@@ -142,17 +144,18 @@ export function startTraffic({ client, ledger, stats, graceMs = 60_000 }) {
       const i = Math.floor(Math.random() * size);
       users[i] = SPOILERS[seq.x % SPOILERS.length](users[i]);
     }
-    const { a, saw503, sawNetwork } = await deliver(kind, JSON.stringify(users));
+    const { a, saw503, sawDoubt } = await deliver(kind, JSON.stringify(users));
     users = [];
     const ok = a.status >= 200 && a.status < 300;
     if (ok) {
       totals.usersInserted += Number(a.body?.inserted ?? 0);
       // Only new emails were sent: a 2xx that calls some duplicates means an earlier attempt wrote
-      // them, which only an attempt without an answer may do (a 503 writes nothing).
-      if (a.body?.inserted !== size && !sawNetwork) violate(saw503 ? 'a 2xx after a 503 found rows written by the 503' : 'new users answered as duplicates');
+      // them, which only an attempt in doubt may do (no answer, or 503 outcome_unknown; any other
+      // 503 says nothing was written).
+      if (a.body?.inserted !== size && !sawDoubt) violate(saw503 ? 'a 2xx after a 503 found rows written by the 503' : 'new users answered as duplicates');
       if (kind === 'invalid') violate('an invalid batch was accepted');
       ledger.settle(prefix, size, 'acked', { replayable: kind !== 'invalid' });
-    } else if (a.status === 0 || (sawNetwork && (a.status === 503 || a.status === 429))) {
+    } else if (a.status === 0 || (sawDoubt && (a.status === 503 || a.status === 429))) {
       ledger.settle(prefix, size, 'doubt');
     } else {
       if (kind !== 'invalid' || a.status !== 400) violate(`${a.status} for ${kind === 'invalid' ? 'an invalid batch' : 'valid users'}${a.status === 503 ? ' (retries ran out)' : ''}`);

@@ -2,7 +2,7 @@ import { defineVariables, integer, loadEnv, milliseconds, text, url } from '@slu
 
 /** Where the local runner and the producer find SQS, declared once. */
 export const SQS_VARIABLES = defineVariables({
-  SQS_ENDPOINT: { parser: url({ protocols: ['http', 'https'] }), defaultText: "AWS's", description: 'an SQS-compatible endpoint such as ElasticMQ' },
+  SQS_ENDPOINT: { parser: url({ protocols: ['http', 'https'] }), defaultText: "AWS's SQS endpoint for the region", description: 'an SQS-compatible endpoint such as ElasticMQ' },
   QUEUE_URL: { parser: url({ protocols: ['http', 'https'] }), required: true, description: 'the queue' },
   AWS_REGION: { parser: text(), defaultText: 'AWS_DEFAULT_REGION, else us-east-1', description: "the queue's region" },
   AWS_DEFAULT_REGION: { parser: text(), description: 'the region when AWS_REGION is unset' },

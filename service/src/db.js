@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { DatabaseUnavailableError } from './errors.js';
 import { createDbWatchdog } from './db-watchdog.js';
+import { endLending, startLending, watchCommits } from './db-outcome.js';
 import { createTransactionSettings, lastResult } from './transaction-settings.js';
 import { traceQueries } from './tracing/pg-spans.js';
 import { tracingOn } from './tracing/spans.js';
@@ -50,6 +51,8 @@ export function timeoutOf(err) {
  * - transient: the database answers a probe, so the attempt failed for a passing reason (one
  *   connection lost, a deadlock): the write may be tried again once;
  * - own: the statement itself failed, and will fail the same way again.
+ * Apart from what it means, whether the write may have been committed all the same (its commit was
+ * sent, its answer lost) is db-outcome.js's outcomeInDoubt, which the refusal reads (errors.js).
  * @typedef {'unavailable' | 'lock_timeout' | 'statement_timeout' | 'transient' | 'own'} Diagnosis
  */
 
@@ -103,6 +106,8 @@ export function createDatabase(config, logger) {
   const settings = createTransactionSettings({ statementTimeoutMs: config.dbStatementTimeoutMs, lockTimeoutMs: config.dbLockTimeoutMs });
   // An idle client whose server went away emits here; unhandled, it would crash the process.
   pool.on('error', (err) => logger.warn({ err }, 'idle database connection lost'));
+  // Whether a failed write may have been committed is told by what was sent on its connection.
+  pool.on('connect', watchCommits);
   // Traced, each query made for a traced request is a span (tracing/pg-spans.js).
   if (tracingOn()) pool.on('connect', traceQueries);
 
@@ -158,12 +163,15 @@ export function createDatabase(config, logger) {
       throw new DatabaseUnavailableError(err);
     }
     const lent = client;
+    startLending(client);
     // pg-pool removes its own 'error' listener from a client it lends out. A connection that dies
     // while we hold the client between two queries (PostgreSQL crashed, a failover, a cut network)
     // would then emit an unhandled 'error' and take the whole process down. So we listen for as
     // long as we hold it, and a client that failed this way is destroyed, never reused.
     /** @type {unknown} */
     let failure;
+    /** @type {unknown} */
+    let thrown;
     /** @param {Error} err */
     const onError = (err) => {
       failure ??= err;
@@ -174,10 +182,13 @@ export function createDatabase(config, logger) {
       return await fn(client);
     } catch (err) {
       failure ??= err;
+      thrown = err;
       throw err;
     } finally {
       done();
       client.off('error', onError);
+      // The failure is in doubt when its commit had been sent (db-outcome.js).
+      endLending(client, thrown);
       // A client whose statement failed for its own reason is fine; one that may have lost its
       // connection is destroyed rather than lent again.
       client.release(failure !== undefined && isTransient(failure) ? /** @type {Error} */ (failure) : undefined);

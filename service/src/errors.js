@@ -1,3 +1,5 @@
+import { outcomeInDoubt } from './db-outcome.js';
+
 // Every refusal and failure the API can answer, declared once. The error handler answers from this
 // catalogue, the HTTP server's own refusals (http/node-server.js) too, and the OpenAPI document
 // (openapi.js) is generated from it, so an answer the document does not describe cannot exist.
@@ -19,7 +21,7 @@
 export const API_ERRORS = /** @type {const} */ ({
   invalid_batch: { status: 400, pgrst: '23514', scope: 'users', message: 'some users are invalid; nothing was written', when: 'Users that break the rules, each named by index and field in `errors` (at most 100, in index order; in a streamed body, by `line` too).' },
   not_an_array: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body must be a JSON array of users', when: 'The body is JSON, but not an array.' },
-  empty_batch: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the array is empty: send 1 to MAX_BATCH_ITEMS users', when: 'An empty array.' },
+  empty_batch: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the array is empty: send at least one user', when: 'An empty array.' },
   malformed_json: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid JSON', when: 'The body is not JSON, or a line of an NDJSON body is not (named by its line).' },
   malformed_csv: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid CSV; nothing was written', when: 'A `text/csv` body whose header row or a record is malformed (RFC 4180), named by its line.' },
   invalid_utf8: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid UTF-8; nothing was written', when: 'The body holds bytes that are not UTF-8.' },
@@ -48,9 +50,13 @@ export const API_ERRORS = /** @type {const} */ ({
   lock_timeout: { status: 503, pgrst: '55P03', scope: 'users', message: 'a row this request writes is held by another writer; nothing was written, retry later', when: 'A row this request writes stayed locked by another writer for DB_LOCK_TIMEOUT_MS (PostgreSQL\'s lock_timeout). Requests for other emails are not held back.', headers: { 'Retry-After': '1' } },
   statement_timeout: { status: 503, pgrst: '57014', scope: 'users', message: 'the database did not finish the write within DB_STATEMENT_TIMEOUT_MS; nothing was written, retry later', when: 'The write ran longer than DB_STATEMENT_TIMEOUT_MS (a database under load or a whole-table lock): the database\'s state, not the request\'s fault.', headers: { 'Retry-After': '2' } },
   database_unavailable: { status: 503, pgrst: 'PGRST000', scope: 'users', message: 'the database cannot take writes now; nothing was written, retry later', when: 'PostgreSQL is unreachable, or every pooled connection is busy.', headers: { 'Retry-After': '2' } },
+  outcome_unknown: { status: 503, pgrst: '08007', scope: 'users', message: 'the connection to the database was lost after the write was sent: it may have been written; retrying is safe (writes are idempotent)', when: 'The connection to PostgreSQL was lost (a crash, a pause, a cut network) after the write\'s commit was sent and before its answer came: the write may or may not have been committed. Sending the same request again is safe: an email already stored is not written twice.', headers: { 'Retry-After': '2' } },
 });
 
 /** @typedef {keyof typeof API_ERRORS} ApiErrorCode */
+
+/** empty_batch's message, naming the configured limit. @param {number} maxBatchItems */
+export const emptyBatchMessage = (maxBatchItems) => `the array is empty: send 1 to ${maxBatchItems} users`;
 
 /**
  * @typedef {{ index: number, field: string | null, message: string, line?: number }} ItemError
@@ -112,12 +118,27 @@ export class DatabaseTimeoutError extends ApiError {
 }
 
 /**
+ * The write's commit was sent and its answer never came (db-outcome.js): it may have been written.
+ * Safe to retry, since a write replayed stores nothing twice.
+ */
+export class OutcomeUnknownError extends ApiError {
+  /** @param {unknown} [cause] */
+  constructor(cause) {
+    super('outcome_unknown', undefined, { cause });
+    this.name = 'OutcomeUnknownError';
+  }
+}
+
+/**
  * The 503 a failure diagnosed as the database's state gets (db.js Diagnosis): unavailable, or one of
- * its time limits; undefined for a failure that is the request's own or passing.
+ * its time limits; undefined for a failure that is the request's own or passing. Whatever the
+ * diagnosis, a failure after which the write may have been committed is outcome_unknown: only a
+ * refusal that provably wrote nothing says so.
  * @param {import('./db.js').Diagnosis} diagnosis @param {unknown} cause
- * @returns {DatabaseUnavailableError | DatabaseTimeoutError | undefined}
+ * @returns {DatabaseUnavailableError | DatabaseTimeoutError | OutcomeUnknownError | undefined}
  */
 export function refusalOfDatabaseState(diagnosis, cause) {
+  if (outcomeInDoubt(cause)) return cause instanceof OutcomeUnknownError ? cause : new OutcomeUnknownError(cause);
   if (diagnosis === 'unavailable') return cause instanceof DatabaseUnavailableError ? cause : new DatabaseUnavailableError(cause);
   if (diagnosis === 'lock_timeout' || diagnosis === 'statement_timeout') return new DatabaseTimeoutError(diagnosis, cause);
   return undefined;

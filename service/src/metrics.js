@@ -1,4 +1,5 @@
 import client from 'prom-client';
+import { REFUSAL_REASONS } from './http/admission.js';
 
 /**
  * Everything /metrics exposes, on a registry of its own so tests can build several apps.
@@ -20,7 +21,14 @@ export function createMetrics(db) {
     usersReceived: new client.Counter({ name: 'sluice_users_received_total', help: 'Users received in valid batches', registers }),
     usersInserted: new client.Counter({ name: 'sluice_users_inserted_total', help: 'Users written (new emails)', registers }),
     usersUpdated: new client.Counter({ name: 'sluice_users_updated_total', help: 'Stored users changed by merge mode', registers }),
-    batchSize: new client.Histogram({ name: 'sluice_batch_size_users', help: 'Users per POST /users', registers, buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10000] }),
+    batchSize: new client.Histogram({ name: 'sluice_batch_size_users', help: 'Users per POST /users with a JSON array body', registers, buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10000] }),
+    // Apart from the arrays: a stream may hold millions of users, which would all fall in the
+    // arrays' last bucket (MAX_BATCH_ITEMS) and move their quantiles, the ones that tune
+    // MAX_BATCH_ITEMS and group commit.
+    streamSize: new client.Histogram({
+      name: 'sluice_stream_size_users', help: 'Users per streamed POST /users (NDJSON or CSV body), counted once committed', registers,
+      buckets: [1, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000],
+    }),
     insertDuration: new client.Histogram({
       name: 'sluice_db_insert_duration_seconds', help: 'Time to write one batch, transaction included', registers,
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
@@ -52,12 +60,16 @@ export function createMetrics(db) {
  */
 function admissionMetrics(registers) {
   const shed = new client.Counter({ name: 'sluice_admission_shed_total', help: 'Requests refused with 503 by admission control, by reason', labelNames: ['reason'], registers });
+  // Every label known up front is exported from the start, at zero: a rate over a series that
+  // appears only with its first event misses that event, and an alert on it has nothing to read.
+  for (const reason of REFUSAL_REASONS) shed.inc({ reason }, 0);
   const wait = new client.Histogram({
     name: 'sluice_admission_wait_seconds', help: 'Time a request that did not fit at once waited for admission (admitted or not)', registers,
     buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
   });
   const inFlight = new client.Gauge({ name: 'sluice_admission_in_flight_bytes', help: 'Request body bytes admitted and not yet released, by lane', labelNames: ['lane'], registers });
   const waiting = new client.Gauge({ name: 'sluice_admission_waiting_requests', help: 'Requests waiting to be admitted', registers });
+  for (const lane of ['large', 'small']) inFlight.set({ lane }, 0);
   return {
     shed: (reason) => shed.inc({ reason }),
     waited: (seconds) => wait.observe(seconds),

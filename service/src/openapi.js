@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { API_ERRORS, itemErrorsAsDetails } from './errors.js';
+import { API_ERRORS, emptyBatchMessage, itemErrorsAsDetails } from './errors.js';
 import { READ_COLUMNS, WRITE_COLUMNS } from './http/write-query.js';
 import { MAX_REPORTED_ERRORS, MESSAGES, userSchema } from './users/user-schema.js';
 
@@ -124,9 +124,11 @@ const INVALID_ERRORS = [
 
 /**
  * The examples of POST /users in docs/api.md: each request with the status and body it gets on an empty
- * table. The test sends every one to the real service and checks the answers.
+ * table, under a MAX_BATCH_ITEMS of `maxBatchItems`. The test sends every one to the real service and
+ * checks the answers.
+ * @param {number} maxBatchItems
  */
-export const POST_USERS_EXAMPLES = {
+export const postUsersExamples = (maxBatchItems) => ({
   new: { request: [{ email: 'new@example.com', name: 'New' }], status: 201, response: { received: 1, inserted: 1, updated: 0, duplicates: 0 } },
   duplicate: { request: [{ email: 'NEW@example.com', name: 'New' }], status: 200, response: { received: 1, inserted: 0, updated: 0, duplicates: 1 } },
   merged: {
@@ -145,8 +147,8 @@ export const POST_USERS_EXAMPLES = {
     }),
   },
   notAnArray: { request: { email: 'a@b.co' }, status: 400, response: errorExample('not_an_array') },
-  empty: { request: [], status: 400, response: errorExample('empty_batch') },
-};
+  empty: { request: [], status: 400, response: errorExample('empty_batch', { message: emptyBatchMessage(maxBatchItems) }) },
+});
 
 const REPRESENTATION_EXAMPLE = new Example(
   [{ email: 'ada@example.com', name: 'Ada Lovelace', phone: null, createdAt: '2026-11-24T17:22:07.123456+00:00', updatedAt: null }],
@@ -154,15 +156,15 @@ const REPRESENTATION_EXAMPLE = new Example(
 );
 
 // The answers of one status, each described by the request that gets it.
-const byStatus = (/** @type {number} */ status) =>
+const byStatus = (/** @type {number} */ status, /** @type {number} */ maxBatchItems) =>
   Object.fromEntries(
-    Object.entries(POST_USERS_EXAMPLES)
+    Object.entries(postUsersExamples(maxBatchItems))
       .filter(([, e]) => e.status === status)
       .map(([name, e]) => [name, new Example(e.response, `The answer to \`${JSON.stringify(e.request)}\`${name === 'duplicate' ? ' after `new`' : ''}.`)]),
   );
 // Only the valid requests are request examples: a request example must match the request schema.
-const validRequests = () =>
-  Object.fromEntries(Object.entries(POST_USERS_EXAMPLES).filter(([, e]) => e.status < 300).map(([name, e]) => [name, e.request]));
+const validRequests = (/** @type {number} */ maxBatchItems) =>
+  Object.fromEntries(Object.entries(postUsersExamples(maxBatchItems)).filter(([, e]) => e.status < 300).map(([name, e]) => [name, e.request]));
 
 /**
  * The OpenAPI 3.1 document of the service. The user object is the schema ajv validates with, so
@@ -254,7 +256,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
             content: {
               ...json(
                 { type: 'array', minItems: 1, maxItems: maxBatchItems, items: { $ref: '#/components/schemas/User' } },
-                validRequests(),
+                validRequests(maxBatchItems),
               ),
               ...streamedBodies(),
             },
@@ -263,14 +265,14 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
             201: {
               description: 'At least one user was inserted. The counts; with `Prefer: return=representation` the rows written; with `return=minimal` or `headers-only` no body.',
               headers: writeHeaders,
-              content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, { ...byStatus(201), representation: REPRESENTATION_EXAMPLE }),
+              content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, { ...byStatus(201, maxBatchItems), representation: REPRESENTATION_EXAMPLE }),
             },
             200: {
               description: 'No user was inserted: every one was already stored (skipped, or updated in merge mode). The body as for 201.',
               headers: writeHeaders,
-              content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, byStatus(200)),
+              content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, byStatus(200, maxBatchItems)),
             },
-            ...errorResponses(['users', 'any'], { 400: byStatus(400) }),
+            ...errorResponses(['users', 'any'], { 400: byStatus(400, maxBatchItems) }),
           },
         },
       },

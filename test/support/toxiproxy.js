@@ -87,8 +87,18 @@ export async function startToxiproxy() {
             await call(`/proxies/${name}/toxics`, { method: 'POST', body: JSON.stringify({ name: `blackhole-${stream}`, type: 'timeout', stream, attributes: { timeout: 0 } }) });
           }
         },
+        /**
+         * Holds every byte one way and closes nothing: `downstream`, PostgreSQL's answers. A statement
+         * sent then reaches PostgreSQL and runs (and commits), and its answer never comes.
+         * @param {'upstream' | 'downstream'} stream
+         */
+        async withhold(stream) {
+          await call(`/proxies/${name}/toxics`, { method: 'POST', body: JSON.stringify({ name: `blackhole-${stream}`, type: 'timeout', stream, attributes: { timeout: 0 } }) });
+        },
+        /** Removes every toxic: bytes flow both ways again. */
         async heal() {
-          for (const stream of ['upstream', 'downstream']) await call(`/proxies/${name}/toxics/blackhole-${stream}`, { method: 'DELETE' });
+          const toxics = /** @type {{ name: string }[]} */ (await call(`/proxies/${name}/toxics`));
+          for (const { name: toxic } of toxics) await call(`/proxies/${name}/toxics/${toxic}`, { method: 'DELETE' });
         },
       };
     },
@@ -101,4 +111,4 @@ export async function startToxiproxy() {
   };
 }
 
-/** @typedef {{ listen: string, blackhole: () => Promise<void>, heal: () => Promise<void> }} Proxy */
+/** @typedef {{ listen: string, blackhole: () => Promise<void>, withhold: (stream: 'upstream' | 'downstream') => Promise<void>, heal: () => Promise<void> }} Proxy */

@@ -43,6 +43,13 @@ describe('the feeder artifact (sam build)', () => {
     assert.deepEqual(readdirSync(artifact, { recursive: true }).sort(), ['handler.mjs', 'handler.mjs.map']);
     const bytes = readdirSync(artifact).reduce((sum, f) => sum + statSync(path.join(artifact, f)).size, 0);
     assert.ok(bytes <= MAX_ARTIFACT_BYTES, `${bytes} bytes`);
+    // The sizes feeder.md states, within 5 % (a dependency's patch release moves them a little).
+    const stated = /\*\*2 files, ([\d.]+) MB\*\* \(a (\d+) KB bundle and a (\d+) KB map\)/.exec(readFileSync(path.join(ROOT, 'docs', 'feeder.md'), 'utf8'));
+    assert.ok(stated, 'docs/feeder.md states the artifact\'s size as "**2 files, N MB** (a N KB bundle and a N KB map)"');
+    const sizeOf = (/** @type {string} */ f) => statSync(path.join(artifact, f)).size;
+    for (const [what, said, actual] of /** @type {const} */ ([['the artifact', Number(stated[1]) * 1e6, bytes], ['the bundle', Number(stated[2]) * 1e3, sizeOf('handler.mjs')], ['the map', Number(stated[3]) * 1e3, sizeOf('handler.mjs.map')]])) {
+      assert.ok(Math.abs(said - actual) <= 0.05 * actual, `docs/feeder.md says ${what} is ${said / 1e3} KB; it is ${(actual / 1e3).toFixed(0)} KB`);
+    }
     assert.equal(builtFunction.Properties.Handler, 'handler.handler');
     // SAM turns the source map on for the function, as it was measured (bench:feeder-cold-start).
     assert.equal(builtFunction.Properties.Environment.Variables.NODE_OPTIONS.trim(), '--enable-source-maps');

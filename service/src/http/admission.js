@@ -21,7 +21,9 @@ export const WAITING_BUDGETS = 4;
  * @property {boolean} large
  * @property {boolean} released
  */
-/** @typedef {'queue_full' | 'timeout' | 'aborted' | 'overflow'} RefusalReason */
+/** Why admission control refuses a request (metrics.js exports each from the start). */
+export const REFUSAL_REASONS = /** @type {const} */ (['queue_full', 'timeout', 'aborted', 'overflow']);
+/** @typedef {typeof REFUSAL_REASONS[number]} RefusalReason */
 
 export class AdmissionRefusedError extends ApiError {
   /** @param {RefusalReason} reason */

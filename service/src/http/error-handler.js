@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { API_ERRORS, ApiError, DatabaseTimeoutError, DatabaseUnavailableError, InvalidBatchError, itemErrorsAsDetails } from '../errors.js';
+import { API_ERRORS, ApiError, DatabaseTimeoutError, DatabaseUnavailableError, InvalidBatchError, OutcomeUnknownError, itemErrorsAsDetails } from '../errors.js';
 import { finishUnreadBody } from './unread-body.js';
 
 /**
@@ -40,6 +40,7 @@ export function errorHandler(limits) {
     if (res.headersSent) return req.socket.destroy();
     const { status, headers, body, apiError } = describeError(err);
     if (apiError instanceof DatabaseUnavailableError) req.log.warn({ err: apiError.cause }, 'database unavailable');
+    if (apiError instanceof OutcomeUnknownError) req.log.warn({ err: apiError.cause }, 'connection lost after the commit was sent: outcome unknown');
     if (apiError instanceof DatabaseTimeoutError) req.log.warn({ err: apiError.cause }, apiError.code === 'lock_timeout' ? 'locked out by another writer' : 'statement timed out');
     if (!apiError) req.log.error({ err, errorId: body.errorId }, 'unexpected error');
     finishUnreadBody(req, res, { ...limits, code: apiError?.code });

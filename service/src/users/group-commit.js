@@ -38,7 +38,9 @@ import { byEmail } from './user-schema.js';
  * - One request never fails or holds back another. A group that fails is diagnosed: when the
  *   database is unavailable (no connection, or a probe on another connection fails too) every
  *   request of the group gets 503; when its statement ran out of time every request gets 503 too,
- *   as when the users table itself is locked; for any other failure, whatever its SQLSTATE, each
+ *   as when the users table itself is locked; when the connection was lost after the statement was
+ *   sent, every request gets 503 outcome_unknown (the statement may have committed: no request
+ *   of it may be told nothing was written); for any other failure, whatever its SQLSTATE, each
  *   request is written again alone, in the same write slots (no stampede on the pool), and gets its
  *   own answer.
  * - A group's statement waits for a row another writer holds only briefly (the writer's group lock

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.js';
+import { ApiError, emptyBatchMessage } from '../errors.js';
 import { READ_COLUMNS } from '../http/write-query.js';
 import { endStep, startStep } from '../tracing/spans.js';
 import { representation } from './representation.js';
@@ -23,7 +23,7 @@ function takeBatch(req, maxBatchItems, resolution, columns, inOrder) {
   let items = req.body;
   req.body = undefined;
   if (!Array.isArray(items)) throw new ApiError('not_an_array');
-  if (items.length === 0) throw new ApiError('empty_batch');
+  if (items.length === 0) throw new ApiError('empty_batch', emptyBatchMessage(maxBatchItems));
   if (items.length > maxBatchItems) throw new ApiError('too_many_items', `${items.length} users is over MAX_BATCH_ITEMS (${maxBatchItems}); split the batch`);
   if (columns) items = items.map((item) => onlyColumns(item, columns));
   const checked = checkUserBatch(items);

@@ -105,6 +105,7 @@ export function streamUsers({ db, admit, maxStreamBytes, idleTimeoutMs, metrics 
       ({ received, inserted, updated }) => {
         reader.close();
         if (!req.complete) req.resume(); // anything after a compressed stream, so the request ends
+        metrics.streamSize.observe(received);
         // representation was refused before the body was read (unsupportedOnStreams).
         answerWritten(res, metrics, { received, inserted, updated });
       },

@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
-import { refusalOfDatabaseState } from '../errors.js';
+import { outcomeInDoubt } from '../db-outcome.js';
+import { OutcomeUnknownError, refusalOfDatabaseState } from '../errors.js';
 import { createReplayGuess } from './replay-guess.js';
 import { lastResult } from '../transaction-settings.js';
 import {
@@ -119,7 +120,9 @@ const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip'
  * A write that fails is diagnosed (db.diagnose): the database unavailable is
  * DatabaseUnavailableError (503); a lock or statement timeout is DatabaseTimeoutError (503, not
  * tried again: it would wait as long); a passing failure with the database answering is tried once
- * more; anything else is the request's own failure and is thrown as it is (500).
+ * more; anything else is the request's own failure and is thrown as it is (500). A failure after
+ * the write's commit was sent is OutcomeUnknownError (503: it may have been written), and so is
+ * any failure of the attempt after one.
  *
  * @param {import('../db.js').Database} db
  * @param {{ chunkRows: number, strategy: Strategy, groupLockTimeoutMs?: number }} options
@@ -229,17 +232,23 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
    * @returns {Promise<T>}
    */
   async function withDiagnosis(attempt) {
+    /** @type {unknown} the first attempt's failure, when it may have been committed all the same */
+    let inDoubt;
     try {
       return await attempt();
     } catch (err) {
       const diagnosis = await db.diagnose(err);
       if (diagnosis !== 'transient') throw refusalOfDatabaseState(diagnosis, err) ?? err;
+      if (outcomeInDoubt(err)) inDoubt = err;
     }
-    // The database answers: the first attempt failed for a passing reason. Once more, then its own.
+    // The database answers: the first attempt failed for a passing reason. Once more (safe even
+    // when the first may have been written: a replay writes nothing twice), then its own; but if
+    // the first may have been written, no failure of the second can say nothing was.
     try {
       return await attempt();
     } catch (err) {
-      throw refusalOfDatabaseState(await db.diagnose(err), err) ?? err;
+      const refusal = refusalOfDatabaseState(await db.diagnose(err), err) ?? err;
+      throw inDoubt === undefined || refusal instanceof OutcomeUnknownError ? refusal : new OutcomeUnknownError(inDoubt);
     }
   }
 
@@ -251,7 +260,7 @@ export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }
      * @param {{ lockTimeoutMs?: number } & WriteOptions} [options]  lockTimeoutMs: a lock_timeout of its own
      *   instead of DB_LOCK_TIMEOUT_MS
      * @returns {Promise<Counts>}
-     * @throws {DatabaseUnavailableError | DatabaseTimeoutError} or the request's own failure
+     * @throws {DatabaseUnavailableError | DatabaseTimeoutError | OutcomeUnknownError} or the request's own failure
      */
     writeUsers: (rows, resolution, { lockTimeoutMs, withRows } = {}) =>
       withDiagnosis(() =>

@@ -66,7 +66,9 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
   test('400s: the batch, the JSON, the bytes, the keys, the headers, the preference', async () => {
     expectCode('invalid_batch', 'post', '/users', await post([{ email: 'x', name: 'X' }]));
     expectCode('not_an_array', 'post', '/users', await post({ email: 'a@b.co', name: 'A' }));
-    expectCode('empty_batch', 'post', '/users', await post([]));
+    const empty = await post([]);
+    expectCode('empty_batch', 'post', '/users', empty);
+    assert.equal(empty.body.message, 'the array is empty: send 1 to 3 users', 'names the configured MAX_BATCH_ITEMS');
     expectCode('malformed_json', 'post', '/users', await post('[{"email": '));
     expectCode('invalid_batch', 'post', '/users', await app.postUsers('{"email":"x","name":"X"}\n', { token: TOKEN, contentType: 'application/x-ndjson' }));
     expectCode('malformed_csv', 'post', '/users', await app.postUsers('email,name,nickname\n', { token: TOKEN, contentType: 'text/csv' }));
@@ -187,6 +189,34 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
       await holder.query('DROP TRIGGER IF EXISTS sleepy ON users; DROP FUNCTION IF EXISTS sleepy()').catch(() => {});
       await holder.end();
       await slow.close();
+    }
+  });
+
+  test('503: the connection lost after the write was sent (outcome_unknown)', async () => {
+    const holder = new pg.Client(db.url);
+    await holder.connect();
+    try {
+      // The statement sleeps in a trigger, and an operator ends its session meanwhile: the write was
+      // sent, and its answer is PostgreSQL ending the session, which may come after a commit.
+      await holder.query(`CREATE FUNCTION doomed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.name = 'Doomed' THEN PERFORM pg_sleep(5); END IF; RETURN NEW; END $$;
+        CREATE TRIGGER doomed BEFORE INSERT ON users FOR EACH ROW EXECUTE FUNCTION doomed()`);
+      let answered = false;
+      const answer = post([{ ...makeUsers(1)[0], name: 'Doomed' }]).finally(() => {
+        answered = true;
+      });
+      // Every attempt (a write that fails this way may be tried once more) is ended the same way.
+      while (!answered) {
+        await holder.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'sluice' AND wait_event = 'PgSleep'");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const res = await answer;
+      expectCode('outcome_unknown', 'post', '/users', res);
+      assert.equal(res.headers.get('retry-after'), '2');
+      assert.equal(res.body.code, '08007');
+    } finally {
+      await holder.query('DROP TRIGGER IF EXISTS doomed ON users; DROP FUNCTION IF EXISTS doomed()').catch(() => {});
+      await holder.end();
     }
   });
 

@@ -83,8 +83,10 @@ describe('a network blackhole between the service and PostgreSQL (Toxiproxy)', (
 
     assert.ok(slowest < ANSWER_WITHIN_MS, `every answer within ${ANSWER_WITHIN_MS} ms, the slowest took ${Math.round(slowest)} ms`);
     assert.deepEqual(Object.keys(byStatus).sort(), ['201', '503'], 'only written or 503, never 500');
+    // A write in flight when the packets stopped may have been committed (outcome_unknown); any
+    // other 503 said nothing was written, and must be right.
     for (const a of byStatus['503'] ?? []) {
-      assert.equal(a.error, 'database_unavailable');
+      assert.ok(a.error === 'database_unavailable' || a.error === 'outcome_unknown', a.error);
       assert.equal(a.retryAfter, '2');
     }
     assert.ok(during.length > 0 && during.every((a) => a.status === 503), 'answered 503 while the packets were dropped');
@@ -93,6 +95,8 @@ describe('a network blackhole between the service and PostgreSQL (Toxiproxy)', (
     const acknowledged = answers.filter((a) => a.status === 201).flatMap((a) => a.emails);
     const stored = await db.usersByEmail(acknowledged);
     assert.equal(stored.size, acknowledged.length, 'every acknowledged user is stored');
+    const saidNothing = (byStatus['503'] ?? []).filter((a) => a.error === 'database_unavailable').flatMap((a) => a.emails);
+    assert.equal((await db.usersByEmail(saidNothing)).size, 0, 'no user of a "nothing was written" answer is stored');
 
     const log = JSON.stringify(app.logs);
     assert.ok(!log.includes('@x.co') && !log.includes('@example.com'), 'no email in the log');

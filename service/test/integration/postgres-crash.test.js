@@ -46,6 +46,10 @@ describe('PostgreSQL crashing under load, again and again', () => {
 
   test(`${CRASHES} immediate shutdowns of PostgreSQL under ${SINGLE_CLIENTS} single-user and ${BATCH_CLIENTS} batch clients`, async () => {
     /** @type {Set<string>} */ const acknowledged = new Set();
+    // The users of the 503s that said nothing was written: none may be stored. (A write whose
+    // commit was in flight at the crash is 503 outcome_unknown, and may be.)
+    /** @type {Set<string>} */ const refused = new Set();
+    const inDoubt = { answers: 0 };
     const statuses = new Map();
     /** @type {string[]} */ const problems = [];
     let stop = false;
@@ -69,6 +73,10 @@ describe('PostgreSQL crashing under load, again and again', () => {
           if (res.status === 201) for (const u of users) acknowledged.add(u.email);
           else if (res.status === 503) {
             if (!res.headers.get('retry-after')) problems.push('503 without Retry-After');
+            const { error, message } = JSON.parse(body);
+            if (/nothing was written/.test(message)) for (const u of users) refused.add(u.email);
+            else if (error === 'outcome_unknown') inDoubt.answers++;
+            else problems.push(`503 that says neither: ${body.slice(0, 200)}`);
             await sleep(50); // a client's pause before it tries again, not a wait for the test
           } else problems.push(`${res.status}: ${body.slice(0, 200)}`);
         } catch (err) {
@@ -98,6 +106,7 @@ describe('PostgreSQL crashing under load, again and again', () => {
       await Promise.all(clients);
     }
 
+    console.error(`[crash] ${[...statuses].map(([status, n]) => `${status} × ${n}`).join(', ')}; 503 in doubt (outcome_unknown): ${inDoubt.answers}; users of 503s that said nothing was written: ${refused.size}`);
     assert.equal(service.child.exitCode, null, 'the service process is still up');
     assert.deepEqual(problems.slice(0, 10), [], 'every answer was 201 or 503 with Retry-After');
     assert.ok((statuses.get(503) ?? 0) > 0, 'the outages were seen as 503');
@@ -108,6 +117,8 @@ describe('PostgreSQL crashing under load, again and again', () => {
     try {
       const { rows } = await db.query('SELECT email FROM users WHERE email = ANY($1)', [[...acknowledged]]);
       assert.equal(rows.length, acknowledged.size, 'every acknowledged user is stored');
+      const { rows: written } = await db.query('SELECT email FROM users WHERE email = ANY($1)', [[...refused]]);
+      assert.deepEqual(written, [], `no user of a 503 that said "nothing was written" is stored (${refused.size} such users; ${inDoubt.answers} answers in doubt)`);
     } finally {
       await db.end();
     }

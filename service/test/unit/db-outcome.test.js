@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import pg from 'pg';
+import { endLending, outcomeInDoubt, startLending, watchCommits } from '../../src/db-outcome.js';
+import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError, refusalOfDatabaseState } from '../../src/errors.js';
+import { createGroupCommit } from '../../src/users/group-commit.js';
+import { createUserWriter } from '../../src/users/user-repository.js';
+
+const lost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
+/** PostgreSQL's own error, as pg hands it on. @param {string} code @param {string} [severity] */
+const serverError = (code, severity = 'ERROR') => Object.assign(new pg.DatabaseError('from the server', 0, 'error'), { code, severity });
+
+/**
+ * A pooled connection as db.js watches it: each query is noted, then answered by `answer`
+ * (resolves, or throws the failure it returns).
+ * @param {(text: string) => Error | undefined} answer
+ */
+function fakeConnection(answer) {
+  /** @type {string[]} */
+  const sent = [];
+  const client = /** @type {any} */ ({
+    query: async (/** @type {string | { text: string }} */ q) => {
+      const text = typeof q === 'string' ? q : q.text;
+      sent.push(text);
+      const failure = answer(text);
+      if (failure) throw failure;
+      return { rows: [], rowCount: 1, command: 'INSERT' };
+    },
+  });
+  watchCommits(client);
+  /** Lends the connection to `fn` as db.js's withClient does. @template T @param {(c: any) => Promise<T>} fn @returns {Promise<T>} */
+  const withClient = async (fn) => {
+    startLending(client);
+    /** @type {unknown} */
+    let thrown;
+    try {
+      return await fn(client);
+    } catch (err) {
+      thrown = err;
+      throw err;
+    } finally {
+      endLending(client, thrown);
+    }
+  };
+  return { client, sent, withClient };
+}
+
+/** The failure of `statements` on one lending, the last failing with `failure`. @param {string[]} statements @param {Error} failure */
+async function failureAfter(statements, failure) {
+  const last = statements.at(-1);
+  const { withClient } = fakeConnection((text) => (text === last ? failure : undefined));
+  await assert.rejects(withClient(async (c) => {
+    for (const s of statements) await c.query(s);
+  }));
+  return failure;
+}
+
+describe('whether a failed write may have been committed (unit)', () => {
+  test('a statement outside BEGIN commits itself: a lost connection after it was sent is in doubt', async () => {
+    assert.equal(outcomeInDoubt(await failureAfter(['INSERT INTO users ...'], lost())), true);
+    assert.equal(outcomeInDoubt(await failureAfter(['SET LOCAL lock_timeout = 250; INSERT INTO users ...'], lost())), true, 'several statements in one simple query: one implicit transaction');
+  });
+
+  test('in a transaction, only once its COMMIT was sent', async () => {
+    assert.equal(outcomeInDoubt(await failureAfter(['BEGIN', 'INSERT INTO users ...'], lost())), false, 'lost before COMMIT: PostgreSQL rolls back');
+    assert.equal(outcomeInDoubt(await failureAfter(['BEGIN', 'SAVEPOINT chunk', 'ROLLBACK TO SAVEPOINT chunk', 'INSERT INTO users ...'], lost())), false, 'ROLLBACK TO stays in the transaction');
+    assert.equal(outcomeInDoubt(await failureAfter(['BEGIN', 'INSERT INTO users ...', 'COMMIT'], lost())), true, 'lost after COMMIT was sent');
+    assert.equal(outcomeInDoubt(await failureAfter(['begin; SET LOCAL statement_timeout = 0', 'INSERT INTO users ...'], lost())), false, 'BEGIN with more in one query');
+  });
+
+  test("PostgreSQL's refusal of the statement rolled it back; a session it ended, or a crash, says nothing", async () => {
+    // A trigger may raise any SQLSTATE as an ERROR: the statement is rolled back all the same.
+    for (const code of ['23505', '55P03', '57014', '40P01', '23514', '08P01', 'XX000', '53300']) assert.equal(outcomeInDoubt(await failureAfter(['INSERT INTO users ...'], serverError(code))), false, code);
+    for (const [code, severity] of [['57P01', 'FATAL'], ['57P02', 'FATAL'], ['57P01', 'FATALE'], ['08P01', 'FATAL'], ['XX000', 'PANIC']]) {
+      assert.equal(outcomeInDoubt(await failureAfter(['BEGIN', 'COMMIT'], serverError(code, severity))), true, `${code} ${severity}`);
+    }
+  });
+
+  test('a connection not lent is not watched; each lending starts afresh', async () => {
+    const { client, withClient } = fakeConnection((text) => (text === 'FAIL' ? lost() : undefined));
+    await client.query('INSERT INTO users ...');
+    await withClient((c) => c.query('SELECT 1'));
+    const err = await withClient((c) => c.query('FAIL')).catch((e) => e);
+    assert.equal(outcomeInDoubt(err), true, 'the failing query itself commits outside BEGIN');
+    const inTx = await withClient(async (c) => {
+      await c.query('BEGIN');
+      await c.query('FAIL');
+    }).catch((e) => e);
+    assert.equal(outcomeInDoubt(inTx), false);
+  });
+
+  test('the refusal: outcome_unknown whatever the diagnosis when in doubt; otherwise as before', async () => {
+    const doubt = await failureAfter(['INSERT INTO users ...'], lost());
+    for (const diagnosis of /** @type {const} */ (['unavailable', 'transient', 'own'])) assert.ok(refusalOfDatabaseState(diagnosis, doubt) instanceof OutcomeUnknownError, diagnosis);
+    const sure = await failureAfter(['BEGIN', 'INSERT INTO users ...'], lost());
+    assert.ok(refusalOfDatabaseState('unavailable', sure) instanceof DatabaseUnavailableError);
+    assert.equal(refusalOfDatabaseState('transient', sure), undefined);
+    assert.ok(refusalOfDatabaseState('lock_timeout', serverError('55P03')) instanceof DatabaseTimeoutError);
+    const refusal = /** @type {OutcomeUnknownError} */ (refusalOfDatabaseState('unavailable', doubt));
+    assert.deepEqual([refusal.status, refusal.code, refusal.cause], [503, 'outcome_unknown', doubt]);
+    assert.match(refusal.message, /may have been written; retrying is safe/);
+  });
+});
+
+describe('the writer tries a passing failure once more, and keeps the doubt (unit)', () => {
+  /**
+   * A writer over one fake connection whose attempts fail as `attempts` says, diagnosed as `diagnoses` says.
+   * @param {((text: string) => Error | undefined)[]} attempts  one per lending
+   * @param {import('../../src/db.js').Diagnosis[]} diagnoses  one per failure
+   * @param {number} [chunkRows]
+   */
+  function writer(attempts, diagnoses, chunkRows = 1000) {
+    let lending = -1;
+    const connection = fakeConnection((text) => attempts[lending]?.(text));
+    const withClient = (/** @type {(c: any) => Promise<any>} */ fn) => {
+      lending++;
+      if (attempts[lending] === null) return Promise.reject(new DatabaseUnavailableError(new Error('no connection')));
+      return connection.withClient(fn);
+    };
+    const db = /** @type {any} */ ({
+      withClient,
+      transaction: (/** @type {(c: any) => Promise<any>} */ fn) =>
+        withClient(async (c) => {
+          await c.query('BEGIN');
+          try {
+            const result = await fn(c);
+            await c.query('COMMIT');
+            return result;
+          } catch (err) {
+            await c.query('ROLLBACK').catch(() => {});
+            throw err;
+          }
+        }),
+      diagnose: async (/** @type {unknown} */ err) => (err instanceof DatabaseUnavailableError ? 'unavailable' : diagnoses.shift() ?? 'own'),
+    });
+    return createUserWriter(db, { chunkRows, strategy: 'format' });
+  }
+  const rows = /** @type {import('../../src/users/user-schema.js').UserRow[]} */ ([['a@x.co', 'A', null, null], ['b@x.co', 'B', null, null]]);
+  const failInsert = () => (/** @type {string} */ text) => (text.startsWith('INSERT') ? lost() : undefined);
+  const succeed = () => () => undefined;
+
+  test('in doubt, then written: the answer is the second attempt\'s', async () => {
+    const counts = await writer([failInsert(), succeed()], ['transient']).writeUsers(rows, 'ignore');
+    assert.deepEqual(counts, { inserted: 1, updated: 0 });
+  });
+
+  test('in doubt, then refused for want of a connection: still outcome_unknown, never "nothing was written"', async () => {
+    const err = await writer([failInsert(), /** @type {any} */ (null)], ['transient']).writeUsers(rows, 'ignore').catch((e) => e);
+    assert.ok(err instanceof OutcomeUnknownError, String(err));
+  });
+
+  test('in doubt, then lost again: outcome_unknown (not a 500 that says nothing was written)', async () => {
+    const err = await writer([failInsert(), failInsert()], ['transient', 'transient']).writeUsers(rows, 'ignore').catch((e) => e);
+    assert.ok(err instanceof OutcomeUnknownError, String(err));
+  });
+
+  test('lost before its COMMIT, then refused: database_unavailable, nothing written', async () => {
+    const err = await writer([failInsert(), /** @type {any} */ (null)], ['transient'], 1).writeUsers(rows, 'ignore').catch((e) => e);
+    assert.ok(err instanceof DatabaseUnavailableError, String(err));
+  });
+
+  test('in doubt with the database unreachable: outcome_unknown at once', async () => {
+    const err = await writer([failInsert()], ['unavailable']).writeUsers(rows, 'ignore').catch((e) => e);
+    assert.ok(err instanceof OutcomeUnknownError, String(err));
+  });
+
+  test('group commit: every request of a group in doubt gets outcome_unknown; none is written alone', async () => {
+    const doubt = await failureAfter(['INSERT INTO users ...'], lost());
+    /** @type {string[]} */
+    const writes = [];
+    const gc = createGroupCommit({
+      writeGroup: async () => {
+        writes.push('group');
+        throw doubt;
+      },
+      writeAlone: async (r) => {
+        writes.push('alone');
+        return { inserted: r.length, updated: 0 };
+      },
+      diagnose: async () => 'transient',
+      maxRows: 1000,
+    });
+    const answers = await Promise.allSettled([gc.writeUsers([rows[0]], 'ignore'), gc.writeUsers([rows[1]], 'ignore')]);
+    for (const a of answers) assert.ok(a.status === 'rejected' && a.reason instanceof OutcomeUnknownError && a.reason.cause === doubt);
+    assert.ok(writes.every((w) => w === 'group'), writes.join());
+  });
+});
