@@ -4,6 +4,7 @@ import pg from 'pg';
 import { endLending, outcomeInDoubt, startLending, watchCommits } from '../../src/db-outcome.js';
 import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError, refusalOfDatabaseState } from '../../src/errors.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
+import { createTransactionSettings } from '../../src/transaction-settings.js';
 import { createUserWriter } from '../../src/users/user-repository.js';
 
 const lost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
@@ -119,6 +120,7 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
     };
     const db = /** @type {any} */ ({
       withClient,
+      settings: createTransactionSettings({ statementTimeoutMs: 1000 }),
       transaction: (/** @type {(c: any) => Promise<any>} */ fn) =>
         withClient(async (c) => {
           await c.query('BEGIN');
@@ -136,7 +138,7 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
     return createUserWriter(db, { chunkRows, strategy: 'format' });
   }
   const rows = /** @type {import('../../src/users/user-schema.js').UserRow[]} */ ([['a@x.co', 'A', null, null], ['b@x.co', 'B', null, null]]);
-  const failInsert = () => (/** @type {string} */ text) => (text.startsWith('INSERT') ? lost() : undefined);
+  const failInsert = () => (/** @type {string} */ text) => (/^(?:SET LOCAL [^;]+; )*INSERT/.test(text) ? lost() : undefined);
   const succeed = () => () => undefined;
 
   test('in doubt, then written: the answer is the second attempt\'s', async () => {
