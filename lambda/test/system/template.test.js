@@ -155,7 +155,7 @@ describe('template.yaml', () => {
     // to make CloudFormation drop the default egress rule.
     const placeholder = { IpProtocol: 'icmp', FromPort: 252, ToPort: 86, CidrIp: '255.255.255.255/32', Description: 'Disallow all traffic' };
     const groups = Object.entries(t.Resources).filter(([, r]) => r.Type === 'AWS::EC2::SecurityGroup');
-    assert.deepEqual(groups.map(([n]) => n).sort(), ['RdsProxySecurityGroup', 'DatabaseSecurityGroup', 'EndpointSecurityGroup', 'FeederSecurityGroup', 'LoadBalancerSecurityGroup', 'ServiceSecurityGroup']);
+    assert.deepEqual(groups.map(([n]) => n).sort(), ['DatabaseSecurityGroup', 'EndpointSecurityGroup', 'FeederSecurityGroup', 'LoadBalancerSecurityGroup', 'RdsProxySecurityGroup', 'ServiceSecurityGroup']);
     for (const [name, g] of groups) {
       assert.equal(g.Properties.SecurityGroupIngress, undefined, `${name}: inline ingress`);
       assert.deepEqual(g.Properties.SecurityGroupEgress, [placeholder], `${name}: inline egress`);
