@@ -295,6 +295,11 @@ describe('template.yaml', () => {
     // Through the proxy, batches go as parameters (a statement's text over 16 KB pins the session).
     assert.deepEqual(env(service).INSERT_STRATEGY['Fn::If'][0], 'UseDatabaseProxy');
     assert.equal(env(service).INSERT_STRATEGY['Fn::If'][1].Value, 'unnest');
+    // ...and group commit's pg-format statement stays small: 64 users of at most 165 bytes.
+    for (const name of ['GROUP_COMMIT_MAX_ROWS', 'GROUP_COMMIT_SMALL_ROWS']) {
+      assert.equal(env(service)[name]['Fn::If'][0], 'UseDatabaseProxy');
+      assert.ok(Number(env(service)[name]['Fn::If'][1].Value) * 165 < 16 * 1024, `${name}: a group's statement under 16 KB`);
+    }
     // Migrations: always the instance itself.
     assert.deepEqual(env(migrate).PGHOST, { 'Fn::GetAtt': ['Database', 'Endpoint.Address'] });
     assert.match(env(migrate).DIRECT_DATABASE_URL['Fn::Sub'], /^postgresql:\/\/\$\{Database\.Endpoint\.Address\}:\$\{Database\.Endpoint\.Port\}\/sluice\?sslmode=verify-full$/);
