@@ -125,14 +125,21 @@ describe('template.yaml', () => {
       assert.notEqual(p.NoEcho, true, `${name}: a NoEcho parameter means a secret passes through CloudFormation`);
       if (secretish.test(name)) assert.ok(/Arn$/.test(name) && p.AllowedPattern.includes('arn:aws'), `${name}: a secret is passed by its ARN only`);
     }
-    /** @param {string} where @param {string[]} names */
-    const noSecretNames = (where, names) => {
-      for (const n of names) assert.ok(!secretish.test(n) || /_SECRET_ARN$/.test(n), `${where}: ${n} must come from Secrets Manager, not the environment`);
+    // A *DATABASE_URL may name a host, never carry a user or a password (they come as secrets).
+    const credentialFreeUrl = (/** @type {any} */ v) => /^postgresql:\/\/\$\{[^@]*$/.test(v?.['Fn::Sub'] ?? '');
+    /** @param {string} where @param {{ name: string, value?: unknown }[]} vars */
+    const noSecretNames = (where, vars) => {
+      for (const { name: n, value } of vars) {
+        if (/DATABASE_URL$/.test(n)) assert.ok(credentialFreeUrl(value), `${where}: ${n} must name the host only, no credentials`);
+        else assert.ok(!secretish.test(n) || /_SECRET_ARN$/.test(n), `${where}: ${n} must come from Secrets Manager, not the environment`);
+      }
     };
     for (const [name, r] of Object.entries(t.Resources)) {
-      if (r.Type === 'AWS::Serverless::Function') noSecretNames(name, Object.keys(r.Properties.Environment?.Variables ?? {}));
+      if (r.Type === 'AWS::Serverless::Function') noSecretNames(name, Object.entries(r.Properties.Environment?.Variables ?? {}).map(([n, value]) => ({ name: n, value })));
       for (const c of r.Type === 'AWS::ECS::TaskDefinition' ? r.Properties.ContainerDefinitions : []) {
-        noSecretNames(`${name}/${c.Name}`, (c.Environment ?? []).map((/** @type {any} */ e) => e.Name));
+        // An entry may be an Fn::If that adds a variable only in one configuration.
+        const entries = (c.Environment ?? []).map((/** @type {any} */ e) => e['Fn::If']?.[1] ?? e);
+        noSecretNames(`${name}/${c.Name}`, entries.map((/** @type {any} */ e) => ({ name: e.Name, value: e.Value })));
       }
     }
     const db = t.Resources.Database.Properties;
@@ -148,7 +155,7 @@ describe('template.yaml', () => {
     // to make CloudFormation drop the default egress rule.
     const placeholder = { IpProtocol: 'icmp', FromPort: 252, ToPort: 86, CidrIp: '255.255.255.255/32', Description: 'Disallow all traffic' };
     const groups = Object.entries(t.Resources).filter(([, r]) => r.Type === 'AWS::EC2::SecurityGroup');
-    assert.deepEqual(groups.map(([n]) => n).sort(), ['DatabaseSecurityGroup', 'EndpointSecurityGroup', 'FeederSecurityGroup', 'LoadBalancerSecurityGroup', 'ServiceSecurityGroup']);
+    assert.deepEqual(groups.map(([n]) => n).sort(), ['DatabaseSecurityGroup', 'EndpointSecurityGroup', 'FeederSecurityGroup', 'LoadBalancerSecurityGroup', 'RdsProxySecurityGroup', 'ServiceSecurityGroup']);
     for (const [name, g] of groups) {
       assert.equal(g.Properties.SecurityGroupIngress, undefined, `${name}: inline ingress`);
       assert.deepEqual(g.Properties.SecurityGroupEgress, [placeholder], `${name}: inline egress`);
@@ -170,7 +177,9 @@ describe('template.yaml', () => {
     const byPeer = rules.map(([, r]) => `${r.Properties.GroupId.Ref} ${r.Type.endsWith('Ingress') ? '<-' : '->'} ${r.Properties.SourceSecurityGroupId?.Ref ?? r.Properties.DestinationSecurityGroupId?.Ref ?? 'S3'}:${r.Properties.FromPort}`);
     for (const edge of ['FeederSecurityGroup -> LoadBalancerSecurityGroup:80', 'LoadBalancerSecurityGroup <- FeederSecurityGroup:80',
       'LoadBalancerSecurityGroup -> ServiceSecurityGroup:3000', 'ServiceSecurityGroup <- LoadBalancerSecurityGroup:3000',
-      'ServiceSecurityGroup -> DatabaseSecurityGroup:5432', 'DatabaseSecurityGroup <- ServiceSecurityGroup:5432']) {
+      'ServiceSecurityGroup -> DatabaseSecurityGroup:5432', 'DatabaseSecurityGroup <- ServiceSecurityGroup:5432',
+      'ServiceSecurityGroup -> RdsProxySecurityGroup:5432', 'RdsProxySecurityGroup <- ServiceSecurityGroup:5432',
+      'RdsProxySecurityGroup -> DatabaseSecurityGroup:5432', 'DatabaseSecurityGroup <- RdsProxySecurityGroup:5432']) {
       assert.ok(byPeer.includes(edge), `missing ${edge}`);
     }
     assert.ok(!byPeer.some((e) => e.startsWith('DatabaseSecurityGroup ->')), 'the database reaches nothing');
@@ -248,9 +257,58 @@ describe('template.yaml', () => {
   test('feeder-only mode: with ServiceUrl set, every service-side resource is conditional', () => {
     const always = ['DeadLetterQueue', 'IngestQueue', 'DataKey', 'FeederLogGroup', 'FeederRole', 'FeederFunction', 'DeadLetterAlarm',
       'QueueAgeAlarm', 'FeederErrorsAlarm', 'FeederThrottlesAlarm', 'Dashboard'];
+    // The proxy's resources are the full deployment's too: UseDatabaseProxy includes DeployService.
+    assert.deepEqual(t.Conditions.UseDatabaseProxy['Fn::And'][0], { Condition: 'DeployService' });
     for (const [name, r] of Object.entries(t.Resources)) {
-      if (!always.includes(name)) assert.equal(r.Condition, 'DeployService', `${name} must not be deployed in the ServiceUrl mode`);
+      if (!always.includes(name)) assert.ok(['DeployService', 'UseDatabaseProxy'].includes(r.Condition), `${name} must not be deployed in the ServiceUrl mode`);
     }
+  });
+
+  test('the RDS Proxy, when enabled: TLS required, Secrets Manager auth, the service through it, migrations direct, no InitQuery', () => {
+    const r = t.Resources;
+    assert.equal(t.Parameters.DatabaseProxy.Default, 'Disabled');
+    assert.deepEqual(t.Parameters.DatabaseProxy.AllowedValues, ['Enabled', 'Disabled']);
+    assert.deepEqual(t.Conditions.UseDatabaseProxy['Fn::And'][1], { 'Fn::Equals': [{ Ref: 'DatabaseProxy' }, 'Enabled'] });
+    for (const name of ['RdsProxy', 'RdsProxyTargetGroup', 'RdsProxyRole', 'RdsProxySecurityGroup']) {
+      assert.equal(r[name].Condition, 'UseDatabaseProxy', `${name} exists only with the proxy`);
+    }
+    const proxy = r.RdsProxy.Properties;
+    assert.equal(proxy.EngineFamily, 'POSTGRESQL');
+    assert.equal(proxy.RequireTLS, true);
+    assert.deepEqual(proxy.Auth, [{
+      AuthScheme: 'SECRETS', SecretArn: { 'Fn::GetAtt': ['Database', 'MasterUserSecret.SecretArn'] }, IAMAuth: 'DISABLED', ClientPasswordAuthType: 'POSTGRES_SCRAM_SHA_256',
+    }]);
+    const pool = r.RdsProxyTargetGroup.Properties.ConnectionPoolConfigurationInfo;
+    assert.deepEqual(pool.MaxConnectionsPercent, { Ref: 'DbProxyMaxConnectionsPercent' });
+    // Time limits are the service's, per transaction: a session setting on every proxied connection would contradict them.
+    assert.equal(pool.InitQuery, undefined);
+    assert.ok(pool.ConnectionBorrowTimeout <= 10, 'a saturated proxy answers within seconds');
+    // The proxy's role reads this secret only.
+    const role = r.RdsProxyRole.Properties.Policies.flatMap((/** @type {any} */ p) => p.PolicyDocument.Statement);
+    assert.deepEqual(role.find((/** @type {any} */ s) => s.Action === 'secretsmanager:GetSecretValue').Resource, { 'Fn::GetAtt': ['Database', 'MasterUserSecret.SecretArn'] });
+    assert.ok(role.every((/** @type {any} */ s) => s.Resource !== '*'));
+    const [migrate, service] = ['migrate', 'service'].map((n) => r.TaskDefinition.Properties.ContainerDefinitions.find((/** @type {any} */ c) => c.Name === n));
+    const env = (/** @type {any} */ c) => Object.fromEntries(c.Environment.map((/** @type {any} */ e) => e['Fn::If'] ? [e['Fn::If'][1].Name, e] : [e.Name, e.Value]));
+    // The service: the proxy's endpoint when enabled, the instance's otherwise; TLS verified either way.
+    assert.deepEqual(env(service).PGHOST, { 'Fn::If': ['UseDatabaseProxy', { 'Fn::GetAtt': ['RdsProxy', 'Endpoint'] }, { 'Fn::GetAtt': ['Database', 'Endpoint.Address'] }] });
+    assert.equal(env(service).PGSSLMODE, 'verify-full');
+    // Through the proxy, batches go as parameters (a statement's text over 16 KB pins the session).
+    assert.deepEqual(env(service).INSERT_STRATEGY['Fn::If'][0], 'UseDatabaseProxy');
+    assert.equal(env(service).INSERT_STRATEGY['Fn::If'][1].Value, 'unnest');
+    // ...and group commit's pg-format statement stays small: 64 users of at most 165 bytes.
+    for (const name of ['GROUP_COMMIT_MAX_ROWS', 'GROUP_COMMIT_SMALL_ROWS']) {
+      assert.equal(env(service)[name]['Fn::If'][0], 'UseDatabaseProxy');
+      assert.ok(Number(env(service)[name]['Fn::If'][1].Value) * 165 < 16 * 1024, `${name}: a group's statement under 16 KB`);
+    }
+    // Migrations: always the instance itself.
+    assert.deepEqual(env(migrate).PGHOST, { 'Fn::GetAtt': ['Database', 'Endpoint.Address'] });
+    assert.match(env(migrate).DIRECT_DATABASE_URL['Fn::Sub'], /^postgresql:\/\/\$\{Database\.Endpoint\.Address\}:\$\{Database\.Endpoint\.Port\}\/sluice\?sslmode=verify-full$/);
+    // No task starts before the proxy's target and its network rules exist.
+    assert.ok(r.Service.DependsOn.includes('RdsProxyReady'));
+    const waitsFor = r.RdsProxyReady.Metadata.WaitsFor['Fn::If'];
+    assert.equal(waitsFor[0], 'UseDatabaseProxy');
+    assert.deepEqual(waitsFor[1].map((/** @type {any} */ x) => x.Ref).sort(),
+      ['DatabaseFromRdsProxy', 'RdsProxyFromService', 'RdsProxyTargetGroup', 'RdsProxyToDatabase', 'ServiceToRdsProxy']);
   });
 
   test('the dashboard follows the pipeline from the queue to rows written', () => {
