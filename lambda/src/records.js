@@ -1,13 +1,15 @@
 import { PoisonMessageError } from './errors.js';
+import { messageGroupOf } from './message-groups.js';
 
 /**
  * @typedef {object} SqsRecordLike
  * @property {string} messageId
  * @property {string} body
  * @property {Record<string, { stringValue?: string }>} [messageAttributes]
+ * @property {{ MessageGroupId?: string }} [attributes]  a FIFO queue's records name their message group
  */
 /** @typedef {'ignore' | 'merge'} Resolution */
-/** @typedef {{ messageId: string, user: unknown, resolution: Resolution }} Item */
+/** @typedef {{ messageId: string, user: unknown, resolution: Resolution, group?: string }} Item */
 
 /** The message attribute `resolution`, with the values of the service's Prefer header. */
 const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
@@ -27,7 +29,8 @@ export function unpackRecords(records, defaultResolution = 'ignore') {
   const items = [];
   /** @type {Map<string, PoisonMessageError>} */
   const poisoned = new Map();
-  for (const { messageId, body, messageAttributes } of records) {
+  for (const record of records) {
+    const { messageId, body, messageAttributes } = record;
     const asked = messageAttributes?.resolution?.stringValue;
     const resolution = asked === undefined ? defaultResolution : Object.hasOwn(RESOLUTIONS, asked) ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (asked)] : undefined;
     if (!resolution) {
@@ -46,7 +49,8 @@ export function unpackRecords(records, defaultResolution = 'ignore') {
       poisoned.set(messageId, new PoisonMessageError('body must be a user object or a non-empty array of them'));
       continue;
     }
-    for (const user of users) items.push({ messageId, user, resolution });
+    const group = messageGroupOf(record);
+    for (const user of users) items.push(group === undefined ? { messageId, user, resolution } : { messageId, user, resolution, group });
   }
   return { items, poisoned };
 }
