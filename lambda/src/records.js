@@ -16,9 +16,10 @@ const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merg
 
 /**
  * Unpacks each record's body (one user object, or an array of them) into items that remember
- * their message and its resolution (the message's `resolution` attribute, else the feeder's). A
- * body that is not JSON, or not an object or array of objects, or an unknown resolution, is
- * poison: that message fails alone and the others go on.
+ * their message, its message group (a FIFO queue's) and its resolution (the message's `resolution`
+ * attribute, else the feeder's). A body that is not JSON, or not an object or array of objects, or
+ * an unknown resolution, is poison: that message fails alone and the others go on (on a FIFO
+ * queue, with the later messages of its group: handler.js).
  *
  * @param {SqsRecordLike[]} records
  * @param {Resolution} [defaultResolution]

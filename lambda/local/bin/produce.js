@@ -17,7 +17,7 @@ const positive = (/** @type {string} */ value) => {
 // The command line every sluice command has (db/src/command-line.js, which this image does not
 // hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
 const program = new Command('npm run produce --')
-  .description('Generates users (or reads them from an NDJSON file, one user a line) and sends them to QUEUE_URL, many per message, with SendMessageBatch; a progress bar on stderr, then a final count as one JSON line. Give --count, --file or both (the first N users of the file).')
+  .description('Generates users (or reads them from an NDJSON file, one user a line) and sends them to QUEUE_URL, many per message, with SendMessageBatch; a progress bar on stderr, then a final count as one JSON line. Give --count, --file or both (the first N users of the file). To a FIFO queue (QUEUE_URL ends in .fifo) each message also gets a message group and a deduplication id of its own.')
   .helpOption('-h, --help', 'print this usage and exit')
   .showHelpAfterError()
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
