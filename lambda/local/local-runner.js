@@ -17,11 +17,21 @@ import { lambdaContext, toLambdaRecord } from './sqs-event.js';
  * @property {(line: object) => void} [log]
  */
 
+/** Lambda's largest batch from a FIFO queue, which is also SQS's largest receive. */
+export const FIFO_MAX_BATCH = 10;
+
 /**
  * Plays Lambda's SQS event-source mapping against any SQS endpoint: long-polling receivers fill
  * batches of up to `batchSize` messages, cut at `batchWindowMs`; each batch goes to the handler in
  * Lambda's event shape; only the messages it did not report as failed are deleted, so the rest
  * reappear after their visibility timeout (and reach the dead-letter queue after maxReceiveCount).
+ *
+ * A FIFO queue (its FifoQueue attribute) is played as Lambda plays one: each receive (at most 10
+ * messages, fewer if `batchSize` is smaller) is one batch, handed over at once (no batching
+ * window), never cut or joined to another, so a message group's messages stay in one batch in
+ * their order. SQS (and ElasticMQ) delivers nothing more of a group while one of its messages is
+ * in flight, so two batches never hold the same group; the messages the handler reported stay in
+ * flight, and their group waits until their visibility timeout runs out.
  */
 export class LocalEventSource {
   /** @param {RunnerOptions} options */
@@ -30,6 +40,9 @@ export class LocalEventSource {
     this.log = options.log ?? ((line) => console.log(JSON.stringify(line)));
     /** @type {Message[]} */
     this.buffer = [];
+    /** @type {Message[][]} FIFO: received batches waiting for a free invocation */
+    this.fifoBatches = [];
+    this.fifo = false;
     /** @type {NodeJS.Timeout | undefined} */
     this.windowTimer = undefined;
     /** @type {Set<Promise<void>>} */
@@ -44,8 +57,9 @@ export class LocalEventSource {
 
   async start() {
     const { sqs, queueUrl } = this.options;
-    const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn', 'FifoQueue'] }));
     this.queueArn = attrs.Attributes?.QueueArn ?? `arn:aws:sqs:${this.options.region}:000000000000:${queueUrl.split('/').pop()}`;
+    this.fifo = attrs.Attributes?.FifoQueue === 'true' || queueUrl.endsWith('.fifo');
     this.receiving = Promise.all(Array.from({ length: this.options.receivers }, () => this.receiveLoop()));
   }
 
@@ -54,7 +68,7 @@ export class LocalEventSource {
     this.stopping = true;
     this.abort.abort();
     await this.receiving?.catch(() => {});
-    while (this.buffer.length > 0 || this.inFlight.size > 0) {
+    while (this.buffer.length > 0 || this.fifoBatches.length > 0 || this.inFlight.size > 0) {
       this.flush();
       await Promise.race(this.inFlight);
     }
@@ -73,7 +87,7 @@ export class LocalEventSource {
         const out = await sqs.send(
           new ReceiveMessageCommand({
             QueueUrl: queueUrl,
-            MaxNumberOfMessages: 10,
+            MaxNumberOfMessages: this.fifo ? Math.min(this.options.batchSize, FIFO_MAX_BATCH) : 10,
             WaitTimeSeconds: waitTimeSeconds,
             MessageSystemAttributeNames: ['All'],
             MessageAttributeNames: ['All'],
@@ -88,6 +102,11 @@ export class LocalEventSource {
         continue;
       }
       if (messages.length === 0) continue;
+      if (this.fifo) {
+        this.fifoBatches.push(messages);
+        this.flush();
+        continue;
+      }
       if (this.buffer.length === 0) this.bufferSince = Date.now();
       this.buffer.push(...messages);
       this.maybeFlush();
@@ -95,13 +114,15 @@ export class LocalEventSource {
   }
 
   waitForCapacity() {
-    const full = () => this.inFlight.size >= this.options.concurrency && this.buffer.length >= this.options.batchSize;
+    const held = () => (this.fifo ? this.fifoBatches.length > 0 : this.buffer.length >= this.options.batchSize);
+    const full = () => this.inFlight.size >= this.options.concurrency && held();
     if (!full()) return Promise.resolve();
     return new Promise((resolve) => this.capacityWaiters.push(() => resolve(undefined)));
   }
 
   /** Sends the buffer on when a batch is full, its window has passed, or the runner is stopping. */
   maybeFlush() {
+    if (this.fifo) return this.flush();
     if (this.buffer.length === 0) return;
     const waited = Date.now() - this.bufferSince;
     if (this.buffer.length >= this.options.batchSize || waited >= this.options.batchWindowMs || this.stopping) return this.flush();
@@ -115,8 +136,10 @@ export class LocalEventSource {
   flush() {
     clearTimeout(this.windowTimer);
     this.windowTimer = undefined;
-    while (this.buffer.length > 0 && this.inFlight.size < this.options.concurrency) {
-      const batch = this.buffer.splice(0, this.options.batchSize);
+    const nextBatch = () => (this.fifo ? this.fifoBatches.shift() : this.buffer.length > 0 ? this.buffer.splice(0, this.options.batchSize) : undefined);
+    while (this.inFlight.size < this.options.concurrency) {
+      const batch = nextBatch();
+      if (!batch) break;
       const run = this.invoke(batch).finally(() => {
         this.inFlight.delete(run);
         for (const wake of this.capacityWaiters.splice(0)) wake();

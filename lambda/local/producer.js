@@ -1,3 +1,4 @@
+import { createHash, randomUUID } from 'node:crypto';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { backoffMs, sleep } from '../src/retry.js';
 import { formatTraceparent } from '../src/traceparent.js';
@@ -23,33 +24,59 @@ function attributesOf(resolution, traced = false) {
   return { attributes: { resolution: { DataType: 'String', StringValue: resolution } }, bytes: Buffer.byteLength(`resolutionString${resolution}`) + traceBytes };
 }
 
+/** @typedef {{ body: string, users: number, group?: string }} PackedMessage */
+
+/** On a FIFO queue, the message group of messages packed without groups: one, so one order for all. */
+export const SINGLE_GROUP = 'users';
+
+/**
+ * The message group of a user on a FIFO queue: a bucket of a hash of its email as the service
+ * stores it (lower-cased), so every change of one user goes to one group, in order, while
+ * `groups` groups spread the load (Lambda runs one batch per group at a time).
+ * @param {unknown} user @param {number} groups
+ */
+export function messageGroupOf(user, groups) {
+  const email = /** @type {{ email?: unknown }} */ (user)?.email;
+  const key = typeof email === 'string' ? email.toLowerCase() : JSON.stringify(email ?? null);
+  return `users-${createHash('sha256').update(key).digest().readUInt32BE(0) % groups}`;
+}
+
 /**
  * Packs users into message bodies of up to `perMessage` users, closing a body early when one more
  * user would pass SQS's size limit (less what the resolution attribute, when given, takes of it).
+ * With `groups` (for a FIFO queue), a message holds users of one message group only
+ * (`messageGroupOf`), one message filled per group at a time, and names its group; a group's
+ * messages come out in the order of its users.
  * @param {AsyncIterable<object> | Iterable<object>} users
  * @param {number} perMessage
- * @param {{ resolution?: Resolution, traced?: boolean }} [options]  the resolution the messages will be
- *   sent with; traced: whether they will carry a traceparent
- * @returns {AsyncGenerator<{ body: string, users: number }>}
+ * @param {{ resolution?: Resolution, traced?: boolean, groups?: number }} [options]  the resolution the
+ *   messages will be sent with; traced: whether they will carry a traceparent; groups: message groups
+ * @returns {AsyncGenerator<PackedMessage>}
  */
-export async function* packMessages(users, perMessage, { resolution, traced } = {}) {
+export async function* packMessages(users, perMessage, { resolution, traced, groups } = {}) {
   const limit = MAX_MESSAGE_BYTES - attributesOf(resolution, traced).bytes;
-  /** @type {string[]} */
-  let parts = [];
-  let bytes = 2;
+  /** @type {Map<string | undefined, { parts: string[], bytes: number }>} the message being filled, per group */
+  const open = new Map();
+  /** @param {{ parts: string[] }} m @param {string | undefined} group @returns {PackedMessage} */
+  const close = ({ parts }, group) => {
+    const message = { body: perMessage === 1 ? parts[0] : `[${parts.join(',')}]`, users: parts.length };
+    return group === undefined ? message : { ...message, group };
+  };
   for await (const user of users) {
     const json = JSON.stringify(user);
     const size = Buffer.byteLength(json) + 1;
     if (size + 2 > limit) throw new Error(`one user is ${size} bytes, over SQS's ${MAX_MESSAGE_BYTES}-byte message limit`);
-    if (parts.length > 0 && (parts.length >= perMessage || bytes + size > limit)) {
-      yield { body: perMessage === 1 ? parts[0] : `[${parts.join(',')}]`, users: parts.length };
-      parts = [];
-      bytes = 2;
+    const group = groups ? messageGroupOf(user, groups) : undefined;
+    let message = open.get(group);
+    if (message && (message.parts.length >= perMessage || message.bytes + size > limit)) {
+      yield close(message, group);
+      message = undefined;
     }
-    parts.push(json);
-    bytes += size;
+    if (!message) open.set(group, (message = { parts: [], bytes: 2 }));
+    message.parts.push(json);
+    message.bytes += size;
   }
-  if (parts.length > 0) yield { body: perMessage === 1 ? parts[0] : `[${parts.join(',')}]`, users: parts.length };
+  for (const [group, message] of open) yield close(message, group);
 }
 
 /**
@@ -58,11 +85,19 @@ export async function* packMessages(users, perMessage, { resolution, traced } = 
  * `maxAttempts` stops the run with an error.
  *
  * A resolution, when given, goes with every message as its `resolution` attribute, which the
- * feeder obeys over its own CONFLICT_RESOLUTION. With a tracer, each SendMessageBatch is a PRODUCER
+ * feeder obeys over its own CONFLICT_RESOLUTION.
+ *
+ * To a FIFO queue (its URL ends in `.fifo`) each message goes with its group (`SINGLE_GROUP` when
+ * packed without groups) and a deduplication id of its own: this run's random id and the message's
+ * number, the same on every retry of it, so a send whose answer was lost is not enqueued twice (SQS
+ * keeps the id 5 minutes), while a body sent again on purpose (a user changed back) is not taken
+ * for a duplicate, as a hash of the body would be. A group's messages are enqueued in order: never
+ * two of one group in one SendMessageBatch, and none while an earlier one of its group is in flight
+ * (or being retried). With a tracer, each SendMessageBatch is a PRODUCER
  * span whose context every message carries as its `traceparent` attribute (the feeder's span
  * links to it); the messages must have been packed with `traced`.
  *
- * @param {{ sqs: import('@aws-sdk/client-sqs').SQSClient, queueUrl: string, messages: AsyncIterable<{ body: string, users: number }>,
+ * @param {{ sqs: import('@aws-sdk/client-sqs').SQSClient, queueUrl: string, messages: AsyncIterable<PackedMessage>,
  *   resolution?: Resolution, tracer?: import('@opentelemetry/api').Tracer,
  *   concurrency?: number, maxAttempts?: number, onSent?: (users: number, messages: number) => void }} options
  */
@@ -72,8 +107,14 @@ export async function sendMessages({ sqs, queueUrl, messages, resolution, tracer
   const totals = { messages: 0, users: 0, retries: 0 };
   /** @type {Set<Promise<void>>} */
   const inFlight = new Set();
+  const fifo = queueUrl.endsWith('.fifo');
+  const runId = randomUUID();
+  let sequence = 0;
+  /** FIFO: the send in flight for each group. @type {Map<string, Promise<void>>} */
+  const busy = new Map();
 
-  /** @param {{ body: string, users: number }[]} batch */
+  /** @typedef {{ body: string, users: number, group?: string, deduplicationId?: string }} Outgoing */
+  /** @param {Outgoing[]} batch */
   async function send(batch) {
     const span = tracer?.startSpan(`send ${queue}`, {
       kind: /** @type {import('@opentelemetry/api').SpanKind} */ (3), // PRODUCER
@@ -90,11 +131,11 @@ export async function sendMessages({ sqs, queueUrl, messages, resolution, tracer
   }
 
   /**
-   * @param {{ body: string, users: number }[]} batch
+   * @param {Outgoing[]} batch
    * @param {Record<string, import('@aws-sdk/client-sqs').MessageAttributeValue> | undefined} MessageAttributes
    */
   async function sendBatch(batch, MessageAttributes) {
-    let entries = batch.map((m, i) => ({ Id: String(i), MessageBody: m.body, users: m.users }));
+    let entries = batch.map((m, i) => ({ Id: String(i), MessageBody: m.body, users: m.users, MessageGroupId: m.group, MessageDeduplicationId: m.deduplicationId }));
     for (let attempt = 0; entries.length > 0; attempt++) {
       if (attempt >= maxAttempts) throw new Error(`${entries.length} messages still failed after ${maxAttempts} attempts`);
       if (attempt > 0) {
@@ -102,7 +143,10 @@ export async function sendMessages({ sqs, queueUrl, messages, resolution, tracer
         await sleep(backoffMs(attempt - 1, { baseMs: 100, maxMs: 5000 }));
       }
       const out = await sqs
-        .send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries.map(({ Id, MessageBody }) => ({ Id, MessageBody, MessageAttributes })) }))
+        .send(new SendMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: entries.map(({ Id, MessageBody, MessageGroupId, MessageDeduplicationId }) => ({ Id, MessageBody, MessageAttributes, MessageGroupId, MessageDeduplicationId })),
+        }))
         .catch((err) => ({ Successful: [], Failed: entries.map((e) => ({ Id: e.Id, Message: err.message })) }));
       const failed = new Set((out.Failed ?? []).map((f) => f.Id));
       const sent = entries.filter((e) => !failed.has(e.Id));
@@ -114,19 +158,30 @@ export async function sendMessages({ sqs, queueUrl, messages, resolution, tracer
     }
   }
 
-  /** @type {{ body: string, users: number }[]} */
+  /** @type {Outgoing[]} */
   let batch = [];
   let batchBytes = 0;
   const dispatch = async () => {
-    const run = send(batch).finally(() => inFlight.delete(run));
+    const groups = batch.flatMap((m) => (m.group === undefined ? [] : [m.group]));
+    const run = send(batch).finally(() => {
+      inFlight.delete(run);
+      for (const group of groups) if (busy.get(group) === run) busy.delete(group);
+    });
     inFlight.add(run);
+    for (const group of groups) busy.set(group, run);
     batch = [];
     batchBytes = 0;
     if (inFlight.size >= concurrency) await Promise.race(inFlight);
   };
-  for await (const message of messages) {
+  for await (const packed of messages) {
+    /** @type {Outgoing} */
+    // (A standard queue takes no group: there MessageGroupId would ask for fair queueing.)
+    const message = fifo ? { ...packed, group: packed.group ?? SINGLE_GROUP, deduplicationId: `${runId}-${sequence++}` } : { body: packed.body, users: packed.users };
     const size = Buffer.byteLength(message.body) + attributeBytes;
-    if (batch.length > 0 && (batch.length >= MAX_BATCH_ENTRIES || batchBytes + size > MAX_MESSAGE_BYTES)) await dispatch();
+    const sameGroup = fifo && batch.some((m) => m.group === message.group);
+    if (batch.length > 0 && (sameGroup || batch.length >= MAX_BATCH_ENTRIES || batchBytes + size > MAX_MESSAGE_BYTES)) await dispatch();
+    // FIFO: the group's previous message is enqueued (retries included) before this one goes.
+    for (let previous; (previous = busy.get(/** @type {string} */ (message.group))); ) await previous;
     batch.push(message);
     batchBytes += size;
   }

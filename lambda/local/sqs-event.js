@@ -16,6 +16,12 @@ export function toLambdaRecord(message, { queueArn, region }) {
       ApproximateFirstReceiveTimestamp: attrs.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
       // Present when the sender was traced by X-Ray, as in Lambda's records.
       ...(attrs.AWSTraceHeader ? { AWSTraceHeader: attrs.AWSTraceHeader } : {}),
+      // A FIFO queue's records carry their group, deduplication id and sequence number, as in Lambda's.
+      ...(attrs.MessageGroupId === undefined ? {} : {
+        SequenceNumber: attrs.SequenceNumber ?? '',
+        MessageGroupId: attrs.MessageGroupId,
+        MessageDeduplicationId: attrs.MessageDeduplicationId ?? '',
+      }),
     },
     messageAttributes: Object.fromEntries(
       Object.entries(message.MessageAttributes ?? {}).map(([name, a]) => [name, {

@@ -2,6 +2,7 @@ import { toBatchItemFailures } from './batch-response.js';
 import { loadFeederConfig } from './config.js';
 import { ServiceUnavailableError } from './errors.js';
 import { withIngestToken } from './ingest-token.js';
+import { heldBehind, laterInGroup, withHeldFollowers } from './message-groups.js';
 import { reportFailures, reportInvocation } from './observability.js';
 import { unpackRecords } from './records.js';
 import { postUsers } from './service-client.js';
@@ -10,9 +11,10 @@ import { endInvocationSpan, loadTracing, runInSpan, startInvocationSpan } from '
 /** @typedef {import('./records.js').Item} Item */
 /**
  * Why a message was not stored: poison (it will never be: bad JSON, a user the service refuses, a
- * failure of its own) or unavailable (the service could not be reached: it may be later). The
+ * failure of its own), unavailable (the service could not be reached: it may be later), or held
+ * (on a FIFO queue, an earlier message of its group failed: it must come back after that one). The
  * reason names the rule or the error id, never a user.
- * @typedef {{ kind: 'poison' | 'unavailable', reason: string }} Failure
+ * @typedef {{ kind: 'poison' | 'unavailable' | 'held', reason: string }} Failure
  */
 
 /**
@@ -30,11 +32,34 @@ function chunksOf(items, size) {
 }
 
 /**
+ * A FIFO batch's items in chunks of at most `size`, in the batch's order: a new chunk starts when
+ * the resolution changes, so no message overtakes an earlier one of its group (the service applies
+ * one request's users in order).
+ * @param {Item[]} items @param {number} size
+ */
+function chunksInOrder(items, size) {
+  /** @type {Item[][]} */
+  const chunks = [];
+  for (const item of items) {
+    const last = chunks.at(-1);
+    if (last && last.length < size && last[0].resolution === item.resolution) last.push(item);
+    else chunks.push([item]);
+  }
+  return chunks;
+}
+
+/**
  * Posts every user of the batch in chunks, several at once, and works out which messages were
  * not stored whole. A chunk the service refuses names its bad users (400) and only their messages
  * fail; one refused for another reason that is not an outage (its own 500, a 4xx) is split by
  * message, halves posted apart, until the message that holds the bad user is alone: it fails, and
  * every other message is stored.
+ *
+ * On a FIFO queue (records with a MessageGroupId) a group's messages are posted in order: chunks
+ * follow the batch's order, and a chunk waits while an earlier one that holds a message of one of
+ * its groups is still being fed. A failed message holds back every later message of its group: they
+ * are not posted (or no more), and are reported as failed even if they were stored, so that SQS
+ * hands them back after it (message-groups.js).
  *
  * @param {import('./records.js').SqsRecordLike[]} records
  * @param {import('./config.js').FeederConfig} config
@@ -45,10 +70,15 @@ export async function feedRecords(records, config, deadline) {
   /** @type {Map<string, Failure>} */
   const failed = new Map([...poisoned].map(([id, err]) => [id, /** @type {Failure} */ ({ kind: 'poison', reason: err.message })]));
   const stats = { posts: 0, retries: 0, inserted: 0, updated: 0, stored: 0 };
+  const later = laterInGroup(records);
   /** @param {string} id @param {Failure} failure */
   const fail = (id, failure) => {
     if (failed.get(id)?.kind !== 'poison') failed.set(id, failure);
+    // FIFO: the group's later messages wait for this one; none of them is posted from now on.
+    for (const next of later.get(id) ?? []) if (!failed.has(next)) failed.set(next, heldBehind(id));
   };
+  // Poison found while unpacking holds back its group's later messages before anything is posted.
+  for (const [id, failure] of [...failed]) fail(id, failure);
 
   /** @param {Item[]} chunk */
   async function feedChunk(chunk) {
@@ -111,14 +141,27 @@ export async function feedRecords(records, config, deadline) {
   /** @param {Item[]} pending @param {Failure} failure */
   const failAll = (pending, failure) => pending.forEach((item) => fail(item.messageId, failure));
 
-  const chunks = chunksOf(items, config.postChunkItems);
+  const fifo = later.size > 0;
+  const chunks = fifo ? chunksInOrder(items, config.postChunkItems) : chunksOf(items, config.postChunkItems);
+  // FIFO: the chunks each chunk must wait for (an earlier one sharing a message group with it).
+  const groups = chunks.map((chunk) => new Set(chunk.flatMap((item) => (item.group === undefined ? [] : [item.group]))));
+  /** @type {Promise<void>[]} each chunk's feeding, once it started */
+  const fed = [];
+  /** @param {number} i */
+  function feedInTurn(i) {
+    const earlier = fed.filter((_, j) => [...groups[j]].some((group) => groups[i].has(group)));
+    // Chunks start in order, so every chunk waited for has started: no chunk waits for a later one.
+    fed[i] = Promise.allSettled(earlier).then(() => feedChunk(chunks[i]));
+    return fed[i];
+  }
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(config.postConcurrency, chunks.length) }, async () => {
-      while (next < chunks.length) await feedChunk(chunks[next++]);
+      while (next < chunks.length) await feedInTurn(next++);
     }),
   );
-  return { items, failed, stats };
+  // The rule, whatever the order failures were found in: a group fails from its first failure on.
+  return { items, failed: fifo ? withHeldFollowers(records, failed) : failed, stats };
 }
 
 /** @type {import('./config.js').FeederConfig | undefined} */
@@ -161,11 +204,13 @@ export async function handler(event, context) {
     retries: stats.retries,
     failedMessages: failed.size,
     poisonMessages: failures.filter((f) => f.kind === 'poison').length,
+    heldMessages: failures.filter((f) => f.kind === 'held').length,
     durationMs: Date.now() - started,
   });
   if (failed.size > 0) reportFailures(failed);
 
-  if (records.length > 0 && failed.size === records.length && failures.every((f) => f.kind === 'unavailable')) {
+  // Held messages follow an earlier failure of their group; with no poison, that was an outage too.
+  if (records.length > 0 && failed.size === records.length && failures.every((f) => f.kind !== 'poison')) {
     throw new ServiceUnavailableError(`the service could not take any of ${records.length} messages; the batch goes back to the queue`);
   }
   return toBatchItemFailures(failed.keys());

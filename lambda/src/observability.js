@@ -18,6 +18,7 @@ const metrics = new Metrics({ namespace: 'sluice', serviceName: 'sluice-feeder' 
  * @property {number} retries
  * @property {number} failedMessages
  * @property {number} poisonMessages
+ * @property {number} heldMessages     FIFO: failed only because an earlier message of their group did
  * @property {number} durationMs
  */
 
@@ -34,6 +35,7 @@ export function reportInvocation({ requestId, ...counts }) {
   metrics.addMetric('usersUpdated', MetricUnit.Count, counts.updated);
   metrics.addMetric('messagesFailed', MetricUnit.Count, counts.failedMessages);
   metrics.addMetric('poisonMessages', MetricUnit.Count, counts.poisonMessages);
+  metrics.addMetric('heldMessages', MetricUnit.Count, counts.heldMessages);
   metrics.addMetric('retries', MetricUnit.Count, counts.retries);
   metrics.addMetric('posts', MetricUnit.Count, counts.posts);
   metrics.addMetric('durationMs', MetricUnit.Milliseconds, counts.durationMs);

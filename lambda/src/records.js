@@ -1,22 +1,25 @@
 import { PoisonMessageError } from './errors.js';
+import { messageGroupOf } from './message-groups.js';
 
 /**
  * @typedef {object} SqsRecordLike
  * @property {string} messageId
  * @property {string} body
  * @property {Record<string, { stringValue?: string }>} [messageAttributes]
+ * @property {{ MessageGroupId?: string }} [attributes]  a FIFO queue's records name their message group
  */
 /** @typedef {'ignore' | 'merge'} Resolution */
-/** @typedef {{ messageId: string, user: unknown, resolution: Resolution }} Item */
+/** @typedef {{ messageId: string, user: unknown, resolution: Resolution, group?: string }} Item */
 
 /** The message attribute `resolution`, with the values of the service's Prefer header. */
 const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
 
 /**
  * Unpacks each record's body (one user object, or an array of them) into items that remember
- * their message and its resolution (the message's `resolution` attribute, else the feeder's). A
- * body that is not JSON, or not an object or array of objects, or an unknown resolution, is
- * poison: that message fails alone and the others go on.
+ * their message, its message group (a FIFO queue's) and its resolution (the message's `resolution`
+ * attribute, else the feeder's). A body that is not JSON, or not an object or array of objects, or
+ * an unknown resolution, is poison: that message fails alone and the others go on (on a FIFO
+ * queue, with the later messages of its group: handler.js).
  *
  * @param {SqsRecordLike[]} records
  * @param {Resolution} [defaultResolution]
@@ -27,7 +30,8 @@ export function unpackRecords(records, defaultResolution = 'ignore') {
   const items = [];
   /** @type {Map<string, PoisonMessageError>} */
   const poisoned = new Map();
-  for (const { messageId, body, messageAttributes } of records) {
+  for (const record of records) {
+    const { messageId, body, messageAttributes } = record;
     const asked = messageAttributes?.resolution?.stringValue;
     const resolution = asked === undefined ? defaultResolution : Object.hasOwn(RESOLUTIONS, asked) ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (asked)] : undefined;
     if (!resolution) {
@@ -46,7 +50,8 @@ export function unpackRecords(records, defaultResolution = 'ignore') {
       poisoned.set(messageId, new PoisonMessageError('body must be a user object or a non-empty array of them'));
       continue;
     }
-    for (const user of users) items.push({ messageId, user, resolution });
+    const group = messageGroupOf(record);
+    for (const user of users) items.push(group === undefined ? { messageId, user, resolution } : { messageId, user, resolution, group });
   }
   return { items, poisoned };
 }

@@ -17,7 +17,7 @@ const positive = (/** @type {string} */ value) => {
 // The command line every sluice command has (db/src/command-line.js, which this image does not
 // hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
 const program = new Command('npm run produce --')
-  .description('Generates users (or reads them from an NDJSON file, one user a line) and sends them to QUEUE_URL, many per message, with SendMessageBatch; a progress bar on stderr, then a final count as one JSON line. Give --count, --file or both (the first N users of the file).')
+  .description('Generates users (or reads them from an NDJSON file, one user a line) and sends them to QUEUE_URL, many per message, with SendMessageBatch; a progress bar on stderr, then a final count as one JSON line. Give --count, --file or both (the first N users of the file). To a FIFO queue (QUEUE_URL ends in .fifo) each message also gets a message group and a deduplication id of its own.')
   .helpOption('-h, --help', 'print this usage and exit')
   .showHelpAfterError()
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
@@ -25,6 +25,7 @@ const program = new Command('npm run produce --')
   .option('--file <users.ndjson>', 'send the users of this file instead')
   .option('--per-message <k>', 'users per SQS message', positive, 100)
   .option('--concurrency <c>', 'SendMessageBatch calls in flight at once', positive, 8)
+  .option('--message-groups <g>', "to a FIFO queue (QUEUE_URL ends in .fifo): message groups, by a hash of each user's email, so one user's changes keep their order while groups spread the load; a message holds users of one group", positive, 32)
   .addOption(
     new Option('--resolution <r>', "the messages' resolution attribute: what the service does with an email already stored (default: none, the feeder's CONFLICT_RESOLUTION)")
       .choices(['merge-duplicates', 'ignore-duplicates']),
@@ -92,7 +93,8 @@ try {
   const totals = await sendMessages({
     sqs,
     queueUrl: config.queueUrl,
-    messages: packMessages(users(), perMessage, { resolution: args.resolution, traced: stopTracing !== undefined }),
+    // A FIFO queue's messages each hold users of one message group (lambda/local/producer.js).
+    messages: packMessages(users(), perMessage, { resolution: args.resolution, traced: stopTracing !== undefined, groups: config.queueUrl.endsWith('.fifo') ? args.messageGroups : undefined }),
     resolution: args.resolution,
     tracer: stopTracing ? (await import('@opentelemetry/api')).trace.getTracer('sluice-producer') : undefined,
     concurrency,

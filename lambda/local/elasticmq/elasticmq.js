@@ -22,7 +22,8 @@ export function ensureElasticMQ({ log = (/** @type {string} */ m) => console.err
 }
 
 /**
- * @typedef {{ name: string, visibilityTimeoutSeconds?: number, deadLetter?: { name: string, maxReceiveCount: number } }} QueueSpec
+ * A queue; `fifo` for a FIFO queue (its name ends in `.fifo`), without content-based deduplication.
+ * @typedef {{ name: string, visibilityTimeoutSeconds?: number, deadLetter?: { name: string, maxReceiveCount: number }, fifo?: boolean }} QueueSpec
  */
 
 /** @param {QueueSpec[]} queues @param {number} port */
@@ -31,6 +32,7 @@ function configFor(queues, port) {
     const parts = [];
     if (q.visibilityTimeoutSeconds) parts.push(`defaultVisibilityTimeout = ${q.visibilityTimeoutSeconds} seconds`);
     if (q.deadLetter) parts.push(`deadLettersQueue { name = "${q.deadLetter.name}", maxReceiveCount = ${q.deadLetter.maxReceiveCount} }`);
+    if (q.fifo) parts.push('fifo = true', 'contentBasedDeduplication = false');
     return `  "${q.name}" { ${parts.join('\n    ')} }`;
   });
   return `include classpath("application.conf")
@@ -43,10 +45,15 @@ ${queueLines.join('\n')}
 `;
 }
 
-/** The queue pair sluice uses by default; the same as docker-compose's and the SAM template's shape. */
+/**
+ * The queue pairs sluice uses by default, standard and FIFO; the same as docker-compose's and the
+ * SAM template's shape (QueueType Standard or Fifo).
+ */
 export const DEFAULT_QUEUES = /** @type {QueueSpec[]} */ ([
   { name: 'sluice-users-dlq' },
   { name: 'sluice-users', visibilityTimeoutSeconds: 60, deadLetter: { name: 'sluice-users-dlq', maxReceiveCount: 5 } },
+  { name: 'sluice-users-dlq.fifo', fifo: true },
+  { name: 'sluice-users.fifo', visibilityTimeoutSeconds: 60, deadLetter: { name: 'sluice-users-dlq.fifo', maxReceiveCount: 5 }, fifo: true },
 ]);
 
 /**

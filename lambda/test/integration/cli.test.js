@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { runNode } from '../../../test/support/child-process.js';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { messageGroupOf } from '../../local/producer.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
 import { createQueuePair, makeSqsClient, sqsEndpoint, waitUntil } from '../support/queues.js';
 
@@ -66,6 +67,49 @@ describe('the producer and feeder commands', () => {
     assert.equal(await feeder.exited, 1, feeder.err());
     assert.match(feeder.out() + feeder.err(), /stopped at once/);
     await waitUntil(async () => (await visible()) === 10, 'the messages to return to the queue', 30_000);
+    assert.equal(await queues.depth(queues.dlqUrl), 0);
+    await queues.delete();
+  });
+
+  test('to a FIFO queue, produce gives each message a group of its users\' emails and an id of its own; the feeder drains it', async () => {
+    const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 30, maxReceiveCount: 5, fifo: true });
+    const env = { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: queues.queueUrl, SERVICE_URL: ctx.app.baseUrl };
+    const produce = async (/** @type {number} */ count) => {
+      const producer = run('produce.js', ['--count', String(count), '--per-message', '50', '--message-groups', '8'], env);
+      assert.equal(await producer.exited, 0, producer.err());
+      return JSON.parse(producer.out().trim().split('\n').at(-1) ?? '{}');
+    };
+    const first = await produce(2000);
+    assert.equal(first.users, 2000);
+
+    // Every message, taken off the queue (a FIFO receive hides the rest of a group while some is in flight).
+    /** @type {import('@aws-sdk/client-sqs').Message[]} */
+    const seen = [];
+    for (let i = 0; i < 40 && seen.length < first.messages; i++) {
+      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'] }));
+      for (const m of out.Messages ?? []) {
+        seen.push(m);
+        await sqs.send(new DeleteMessageCommand({ QueueUrl: queues.queueUrl, ReceiptHandle: m.ReceiptHandle }));
+      }
+    }
+    assert.equal(seen.length, first.messages);
+    assert.equal(new Set(seen.map((m) => m.Attributes?.MessageGroupId)).size, 8);
+    let users = 0;
+    for (const m of seen) {
+      const inIt = JSON.parse(/** @type {string} */ (m.Body));
+      users += inIt.length;
+      assert.ok(inIt.every((/** @type {any} */ u) => messageGroupOf(u, 8) === m.Attributes?.MessageGroupId), 'a message holds users of its group only');
+    }
+    assert.equal(users, 2000);
+    assert.equal(new Set(seen.map((m) => m.Attributes?.MessageDeduplicationId)).size, seen.length);
+
+    // The feeder command plays the FIFO queue (its receives are its batches) and drains another run.
+    const before = await ctx.db.countUsers();
+    await produce(500);
+    const feeder = run('feeder.js', [], env);
+    await waitUntil(async () => (await ctx.db.countUsers()) === before + 500 && (await queues.depth(queues.queueUrl)) === 0, 'the feeder to drain the FIFO queue', 60_000);
+    feeder.child.kill('SIGTERM');
+    assert.equal(await feeder.exited, 0, feeder.err());
     assert.equal(await queues.depth(queues.dlqUrl), 0);
     await queues.delete();
   });

@@ -13,20 +13,26 @@ export function sqsEndpoint() {
 export const makeSqsClient = () =>
   new SQSClient({ endpoint: sqsEndpoint(), region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
 
+/** What template.yaml's QueueType Fifo sets on the queue (the dead-letter queue takes the first). */
+const FIFO_ATTRIBUTES = { FifoQueue: 'true' };
+const FIFO_QUEUE_ATTRIBUTES = { ...FIFO_ATTRIBUTES, ContentBasedDeduplication: 'false', DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' };
+
 /**
- * A queue and its dead-letter queue, of this test's own.
+ * A queue and its dead-letter queue, of this test's own: standard, or both FIFO (named `.fifo`).
  * @param {import('@aws-sdk/client-sqs').SQSClient} sqs
- * @param {{ visibilityTimeoutSeconds: number, maxReceiveCount: number }} options
+ * @param {{ visibilityTimeoutSeconds: number, maxReceiveCount: number, fifo?: boolean }} options
  */
-export async function createQueuePair(sqs, { visibilityTimeoutSeconds, maxReceiveCount }) {
+export async function createQueuePair(sqs, { visibilityTimeoutSeconds, maxReceiveCount, fifo = false }) {
   const name = `t-${randomBytes(5).toString('hex')}`;
-  const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }));
+  const suffix = fifo ? '.fifo' : '';
+  const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq${suffix}`, Attributes: fifo ? FIFO_ATTRIBUTES : undefined }));
   const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
   const queue = await sqs.send(new CreateQueueCommand({
-    QueueName: name,
+    QueueName: `${name}${suffix}`,
     Attributes: {
       VisibilityTimeout: String(visibilityTimeoutSeconds),
       RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount }),
+      ...(fifo ? FIFO_QUEUE_ATTRIBUTES : {}),
     },
   }));
   const queueUrl = /** @type {string} */ (queue.QueueUrl);

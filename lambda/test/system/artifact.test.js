@@ -59,7 +59,7 @@ describe('the feeder artifact (sam build)', () => {
     const { sources } = JSON.parse(readFileSync(path.join(artifact, 'handler.mjs.map'), 'utf8'));
     const ours = sources.filter((/** @type {string} */ s) => !s.includes('node_modules/'));
     assert.deepEqual(ours.filter((/** @type {string} */ s) => s.includes('lambda/src/')).map((/** @type {string} */ s) => path.basename(s)).sort(),
-      ['batch-response.js', 'config.js', 'errors.js', 'handler.js', 'ingest-token.js', 'observability.js', 'records.js', 'retry.js', 'service-client.js', 'traceparent.js', 'tracing.js']);
+      ['batch-response.js', 'config.js', 'errors.js', 'handler.js', 'ingest-token.js', 'message-groups.js', 'observability.js', 'records.js', 'retry.js', 'service-client.js', 'traceparent.js', 'tracing.js']);
     // The handler's code and the configuration loader it shares (@sluice/env); never db/ or service/.
     assert.deepEqual(ours.filter((/** @type {string} */ s) => !s.includes('lambda/src/')).filter((/** @type {string} */ s) => !s.includes('env/src/')), []);
     const packages = new Set(sources.map((/** @type {string} */ s) => s.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/)?.[1]).filter(Boolean));
@@ -134,6 +134,19 @@ describe('the feeder artifact (sam build)', () => {
         ['good-1@artifact.test', 'good-2@artifact.test']);
       assert.equal(output.logs.findLast((l) => l.message === 'sqs batch fed')?.poisonMessages, 2);
       assert.deepEqual(output.logs.at(-1)?.failures.map((/** @type {any} */ f) => f.messageId).sort(), [badJson.messageId, invalid.messageId].sort(), 'why each failed is logged');
+    });
+
+    test("a FIFO batch: a group's failed message is reported with the group's later ones; other groups are stored", async () => {
+      const handler = await coldStart(app.baseUrl);
+      const a1 = makeRecord(user('fifo-a1'), { group: 'A' });
+      const a2 = makeRecord([user('fifo-a2'), { email: 'not-an-email', name: 'Bad' }], { group: 'A' });
+      const a3 = makeRecord(user('fifo-a3'), { group: 'A' });
+      const b1 = makeRecord(user('fifo-b1'), { group: 'B' });
+      const result = await handler({ Records: [a1, b1, a2, a3] }, lambdaContext(30_000));
+      assert.deepEqual(result.batchItemFailures.map((f) => f.itemIdentifier).sort(), [a2.messageId, a3.messageId].sort());
+      assert.deepEqual([...(await db.usersByEmail(['a1', 'a2', 'a3', 'b1'].map((t) => `fifo-${t}@artifact.test`))).keys()].sort(),
+        ['fifo-a1@artifact.test', 'fifo-b1@artifact.test']);
+      assert.equal(output.logs.findLast((l) => l.message === 'sqs batch fed')?.heldMessages, 1);
     });
 
     test('an outage (the service answers 503: its database is gone) throws, so Lambda returns the batch and backs off', async () => {

@@ -56,10 +56,10 @@ describe('template.yaml', () => {
     const ev = Object.values(fn.Events).find((/** @type {any} */ e) => e.Type === 'SQS').Properties;
     assert.deepEqual(ev.Queue, { 'Fn::GetAtt': ['IngestQueue', 'Arn'] });
     assert.deepEqual(ev.FunctionResponseTypes, ['ReportBatchItemFailures']);
-    assert.deepEqual(ev.BatchSize, { Ref: 'BatchSize' });
+    assert.deepEqual(ev.BatchSize, { 'Fn::If': ['IsFifo', 10, { Ref: 'BatchSize' }] });
     assert.equal(t.Parameters.BatchSize.Default, 1000);
     assert.equal(t.Parameters.BatchSize.MaxValue, 10000);
-    assert.deepEqual(ev.MaximumBatchingWindowInSeconds, { Ref: 'MaximumBatchingWindowInSeconds' });
+    assert.deepEqual(ev.MaximumBatchingWindowInSeconds, { 'Fn::If': ['IsFifo', { Ref: 'AWS::NoValue' }, { Ref: 'MaximumBatchingWindowInSeconds' }] });
     assert.deepEqual(ev.ScalingConfig.MaximumConcurrency, { Ref: 'MaximumConcurrency' });
     // The full deployment points it at the internal load balancer; ServiceUrl keeps today's mode.
     assert.deepEqual(fn.Environment.Variables.SERVICE_URL, {
@@ -71,6 +71,33 @@ describe('template.yaml', () => {
     assert.deepEqual(fn.Environment.Variables.INGEST_TOKEN_SECRET_ARN['Fn::If'][1], { Ref: 'IngestTokenSecret' });
     assert.deepEqual(fn.VpcConfig['Fn::If'][0], 'DeployService');
     assert.deepEqual(fn.VpcConfig['Fn::If'][1].SecurityGroupIds, [{ Ref: 'FeederSecurityGroup' }]);
+  });
+
+  test('QueueType Fifo: both queues FIFO and named .fifo, high-throughput, deduplication by the producer\'s ids; batches of 10, no window', () => {
+    assert.deepEqual({ default: t.Parameters.QueueType.Default, allowed: t.Parameters.QueueType.AllowedValues }, { default: 'Standard', allowed: ['Standard', 'Fifo'] });
+    assert.deepEqual(t.Conditions.IsFifo, { 'Fn::Equals': [{ Ref: 'QueueType' }, 'Fifo'] });
+    /** What a property is with QueueType Fifo, and with Standard (undefined: left out). @param {any} value */
+    const whenFifo = (value) => {
+      if (!value?.['Fn::If']) return { fifo: value, standard: value };
+      const [condition, fifo, standard] = value['Fn::If'];
+      assert.equal(condition, 'IsFifo');
+      const omitted = (/** @type {any} */ v) => (v?.Ref === 'AWS::NoValue' ? undefined : v);
+      return { fifo: omitted(fifo), standard: omitted(standard) };
+    };
+    const { IngestQueue: q, DeadLetterQueue: dlq } = t.Resources;
+    for (const [queue, suffix] of [[q, '-ingest.fifo'], [dlq, '-dlq.fifo']]) {
+      assert.deepEqual(whenFifo(queue.Properties.FifoQueue), { fifo: true, standard: undefined });
+      assert.deepEqual(whenFifo(queue.Properties.QueueName), { fifo: { 'Fn::Sub': `\${AWS::StackName}${suffix}` }, standard: undefined });
+    }
+    // 80 characters at most for a queue's name: the parameter's description says what that leaves the stack's.
+    assert.match(t.Parameters.QueueType.Description, new RegExp(`at most ${80 - '-ingest.fifo'.length} characters`));
+    assert.deepEqual(whenFifo(q.Properties.ContentBasedDeduplication), { fifo: false, standard: undefined });
+    assert.deepEqual(whenFifo(q.Properties.DeduplicationScope), { fifo: 'messageGroup', standard: undefined });
+    assert.deepEqual(whenFifo(q.Properties.FifoThroughputLimit), { fifo: 'perMessageGroupId', standard: undefined });
+    const ev = Object.values(t.Resources.FeederFunction.Properties.Events).find((/** @type {any} */ e) => e.Type === 'SQS').Properties;
+    assert.deepEqual(whenFifo(ev.BatchSize), { fifo: 10, standard: { Ref: 'BatchSize' } });
+    assert.deepEqual(whenFifo(ev.MaximumBatchingWindowInSeconds), { fifo: undefined, standard: { Ref: 'MaximumBatchingWindowInSeconds' } });
+    assert.deepEqual(ev.FunctionResponseTypes, ['ReportBatchItemFailures'], 'partial batch responses on both');
   });
 
   test('visibility timeout ≥ 6 × function timeout + the largest batching window', () => {

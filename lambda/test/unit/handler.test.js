@@ -142,7 +142,7 @@ describe('handler (unit, scripted service)', () => {
     assert.ok(Number.isInteger(emf._aws.Timestamp));
     assert.deepEqual(
       Object.fromEntries(directive.Metrics.map((/** @type {any} */ m) => [m.Name, m.Unit])),
-      { usersStored: 'Count', usersUpdated: 'Count', messagesFailed: 'Count', poisonMessages: 'Count', retries: 'Count', posts: 'Count', durationMs: 'Milliseconds' },
+      { usersStored: 'Count', usersUpdated: 'Count', messagesFailed: 'Count', poisonMessages: 'Count', heldMessages: 'Count', retries: 'Count', posts: 'Count', durationMs: 'Milliseconds' },
     );
     assert.deepEqual(
       { usersStored: emf.usersStored, messagesFailed: emf.messagesFailed, poisonMessages: emf.poisonMessages, retries: emf.retries, posts: emf.posts },
@@ -213,5 +213,84 @@ describe('handler (unit, scripted service)', () => {
       ['resolution=ignore-duplicates', ['asked-ignore']],
       ['resolution=merge-duplicates', ['asked-merge', 'default-merge']],
     ]);
+  });
+  describe('a FIFO batch (records with a MessageGroupId)', () => {
+    /** A 400 naming every user whose name starts with "bad". @param {any[]} users */
+    const refuseBad = (users) => {
+      const bad = users.map((u, index) => (u.name.startsWith('bad') ? { index, field: 'name', message: 'x' } : null)).filter(Boolean);
+      return /** @type {[number, unknown]} */ (bad.length ? [400, { error: 'invalid_batch', message: 'no', errors: bad }] : stored(users));
+    };
+
+    test("the second message of a group fails: it and the group's later messages are reported, the other groups' are stored", async () => {
+      const run = await withService(refuseBad);
+      const a1 = makeRecord([user('a1')], { group: 'A' });
+      const b1 = makeRecord([user('b1')], { group: 'B' });
+      const a2 = makeRecord([user('a2'), { ...user('a2-bad'), name: 'bad' }], { group: 'A' });
+      const b2 = makeRecord([user('b2')], { group: 'B' });
+      const a3 = makeRecord([user('a3')], { group: 'A' });
+      const c1 = makeRecord([user('c1')], { group: 'C' });
+      const result = await run({ Records: [a1, b1, a2, b2, a3, c1] }, lambdaContext(10_000));
+      assert.deepEqual(failures(result), [a2.messageId, a3.messageId].sort());
+      const [first, second] = /** @type {any} */ (stub).requests;
+      assert.deepEqual(first.map((/** @type {any} */ u) => u.name), ['a1', 'b1', 'a2', 'bad', 'b2', 'a3', 'c1'], 'one chunk, in the batch\'s order');
+      assert.deepEqual(second.map((/** @type {any} */ u) => u.name), ['a1', 'b1', 'b2', 'c1'], 'posted again without the failed message and what follows it in its group');
+      const warning = output.logs.find((l) => l.message === 'messages not stored');
+      assert.deepEqual(warning?.failures.map((/** @type {any} */ f) => [f.messageId, f.kind]).sort(), [[a2.messageId, 'poison'], [a3.messageId, 'held']].sort());
+      assert.equal(output.logs.find((l) => l.message === 'sqs batch fed')?.heldMessages, 1);
+    });
+
+    test("a message whose users span two chunks fails in the second: its group's later message, in that chunk, is not posted again", async () => {
+      // Chunks of 2: [a1, a2's first user] is stored; [a2's bad user, a3] is refused whole. a2 fails
+      // (half stored: it comes back whole and is applied again), and a3 with it.
+      const run = await withService(refuseBad, { POST_CHUNK_ITEMS: '2' });
+      const a1 = makeRecord([user('a1')], { group: 'A' });
+      const a2 = makeRecord([user('a2'), { ...user('a2-bad'), name: 'bad' }], { group: 'A' });
+      const a3 = makeRecord([user('a3')], { group: 'A' });
+      const result = await run({ Records: [a1, a2, a3] }, lambdaContext(10_000));
+      assert.deepEqual(failures(result), [a2.messageId, a3.messageId].sort());
+      const posted = /** @type {any} */ (stub).requests.map((/** @type {any[]} */ users) => users.map((u) => u.name));
+      assert.deepEqual(posted, [['a1', 'a2'], ['bad', 'a3']], 'a3 is not posted again once a2 failed');
+    });
+
+    test("a group's chunks go one after another, in order, even when one is retried; other groups are not held up", async () => {
+      let refusedOnce = false;
+      const run = await withService((users) => {
+        if (users[0].name === 'a1' && !refusedOnce) {
+          refusedOnce = true;
+          return [503, { error: 'database_unavailable' }];
+        }
+        return stored(users);
+      }, { POST_CHUNK_ITEMS: '1', POST_CONCURRENCY: '4' });
+      const records = [makeRecord(user('a1'), { group: 'A' }), makeRecord(user('a2'), { group: 'A' }), makeRecord(user('b1'), { group: 'B' }), makeRecord(user('a3'), { group: 'A' })];
+      const result = await run({ Records: records }, lambdaContext(10_000));
+      assert.deepEqual(result, { batchItemFailures: [] });
+      const names = /** @type {any} */ (stub).requests.map((/** @type {any[]} */ users) => users[0].name);
+      assert.deepEqual(names.filter((/** @type {string} */ n) => n.startsWith('a')), ['a1', 'a1', 'a2', 'a3'], 'a2 waited for a1\'s retry');
+      assert.ok(names.indexOf('b1') < names.lastIndexOf('a1'), `b1 went while a1 was retried: ${names}`);
+    });
+
+    test("an outage on one group's chunk: that group fails from there on, the others are stored, nothing is thrown", async () => {
+      const run = await withService((users) => (users.some((u) => u.name === 'a2') ? [503, { error: 'database_unavailable' }] : stored(users)), { POST_CHUNK_ITEMS: '1', SAFETY_MARGIN_MS: '400' });
+      const records = [makeRecord(user('a1'), { group: 'A' }), makeRecord(user('a2'), { group: 'A' }), makeRecord(user('a3'), { group: 'A' }), makeRecord(user('b1'), { group: 'B' })];
+      const result = await run({ Records: records }, lambdaContext(1_500));
+      assert.deepEqual(failures(result), [records[1].messageId, records[2].messageId].sort());
+      const names = /** @type {any} */ (stub).requests.map((/** @type {any[]} */ users) => users[0].name);
+      assert.ok(!names.includes('a3'), 'a3 waits for a2: never posted');
+      assert.ok(names.includes('a1') && names.includes('b1'));
+    });
+
+    test('bad JSON in a message holds back its group from the start: the later messages are not posted', async () => {
+      const run = await withService(stored);
+      const records = [makeRecord('{"email": ', { group: 'A' }), makeRecord(user('a2'), { group: 'A' }), makeRecord(user('b1'), { group: 'B' })];
+      const result = await run({ Records: records }, lambdaContext(10_000));
+      assert.deepEqual(failures(result), [records[0].messageId, records[1].messageId].sort());
+      assert.deepEqual(/** @type {any} */ (stub).requests.flat().map((/** @type {any} */ u) => u.name), ['b1']);
+    });
+
+    test('every message failed for an outage (some held behind it): it throws, as on a standard queue', async () => {
+      const run = await withService(() => [503, { error: 'database_unavailable' }]);
+      await stub?.close();
+      await assert.rejects(run({ Records: [makeRecord(user('a1'), { group: 'A' }), makeRecord(user('a2'), { group: 'A' })] }, lambdaContext(600)), ServiceUnavailableError);
+    });
   });
 });

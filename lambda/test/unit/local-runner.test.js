@@ -10,8 +10,12 @@ const QUEUE_ARN = 'arn:aws:sqs:us-east-1:000000000000:sluice-users';
  * waits, as a long poll does, until the runner aborts it. Deletes are recorded.
  * @param {number} count
  */
-function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle, /** @type {number} */ _call) => /** @type {{ SenderFault: boolean, Code: string } | null} */ (null)) {
-  const waiting = Array.from({ length: count }, (_, i) => ({ MessageId: `m${i}`, ReceiptHandle: `rh${i}`, Body: JSON.stringify({ email: `u${i}@x.io`, name: `U${i}` }), Attributes: { ApproximateReceiveCount: '1' } }));
+function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle, /** @type {number} */ _call) => /** @type {{ SenderFault: boolean, Code: string } | null} */ (null), { fifo = false } = {}) {
+  // FIFO: messages of groups g0, g1, g2 in turn, with the attributes SQS gives a FIFO queue's.
+  const fifoAttributes = (/** @type {number} */ i) => (fifo ? { MessageGroupId: `g${i % 3}`, MessageDeduplicationId: `d${i}`, SequenceNumber: String(i) } : {});
+  const waiting = Array.from({ length: count }, (_, i) => ({ MessageId: `m${i}`, ReceiptHandle: `rh${i}`, Body: JSON.stringify({ email: `u${i}@x.io`, name: `U${i}` }), Attributes: { ApproximateReceiveCount: '1', ...fifoAttributes(i) } }));
+  /** @type {number[]} the MaxNumberOfMessages of each receive */
+  const receives = [];
   /** @type {string[]} */
   const deleted = [];
   /** @type {string[]} every receipt handle a delete was asked for, retries included */
@@ -19,7 +23,7 @@ function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle,
   let deleteCalls = 0;
   const sqs = /** @type {any} */ ({
     async send(/** @type {any} */ command, /** @type {{ abortSignal?: AbortSignal }} */ options = {}) {
-      if (command instanceof GetQueueAttributesCommand) return { Attributes: { QueueArn: QUEUE_ARN } };
+      if (command instanceof GetQueueAttributesCommand) return { Attributes: { QueueArn: fifo ? `${QUEUE_ARN}.fifo` : QUEUE_ARN, ...(fifo ? { FifoQueue: 'true' } : {}) } };
       if (command instanceof DeleteMessageBatchCommand) {
         deleteCalls++;
         /** @type {any[]} */
@@ -38,11 +42,12 @@ function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle,
         return { Successful, Failed };
       }
       assert.ok(command instanceof ReceiveMessageCommand);
+      receives.push(command.input.MaxNumberOfMessages);
       if (waiting.length > 0) return { Messages: waiting.splice(0, command.input.MaxNumberOfMessages) };
       return new Promise((_, reject) => options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
     },
   });
-  return { sqs, deleted, deleteAsked, left: () => waiting.length };
+  return { sqs, deleted, deleteAsked, receives, left: () => waiting.length };
 }
 
 /** Lets every settled promise run its continuations. */
@@ -176,5 +181,42 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     }
     const totals = await source.stop();
     assert.equal(totals.deleted, 100);
+  });
+  test('a FIFO queue: each receive is one batch, handed over at once (no window), at most 10, its records in Lambda\'s FIFO shape', async () => {
+    const queue = fakeQueue(25, undefined, { fifo: true });
+    /** @type {any[][]} */
+    const events = [];
+    const { source } = runner(queue, async (event) => {
+      events.push(event.Records);
+      // The second message of group g1 fails in the first batch: the handler reports it and g1's later one.
+      return { batchItemFailures: events.length === 1 ? [{ itemIdentifier: 'm4' }, { itemIdentifier: 'm7' }] : [] };
+    }, { batchSize: 1000, batchWindowMs: 60_000, concurrency: 4 });
+    await source.start();
+    await flush();
+    assert.deepEqual(events.map((e) => e.length), [10, 10, 5], 'not joined, not cut, not kept for the window');
+    assert.ok(queue.receives.every((n) => n === 10), `receives of at most 10: ${queue.receives}`);
+    assert.deepEqual(events[0][1].attributes, {
+      ApproximateReceiveCount: '1', SentTimestamp: String(Date.now()), SenderId: '000000000000', ApproximateFirstReceiveTimestamp: String(Date.now()),
+      SequenceNumber: '1', MessageGroupId: 'g1', MessageDeduplicationId: 'd1',
+    });
+    const totals = await source.stop();
+    assert.ok(!queue.deleted.includes('rh4') && !queue.deleted.includes('rh7'), 'the reported messages stay in flight');
+    assert.equal(queue.deleted.length, 23);
+    assert.equal(totals.failed, 2);
+  });
+
+  test('a FIFO queue with BATCH_SIZE under 10 receives that many at a time', async () => {
+    const queue = fakeQueue(7, undefined, { fifo: true });
+    /** @type {number[]} */
+    const sizes = [];
+    const { source } = runner(queue, async (event) => {
+      sizes.push(event.Records.length);
+      return { batchItemFailures: [] };
+    }, { batchSize: 3, concurrency: 4 });
+    await source.start();
+    await flush();
+    assert.deepEqual(sizes, [3, 3, 1]);
+    assert.equal(queue.receives[0], 3);
+    await source.stop();
   });
 });

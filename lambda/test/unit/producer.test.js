@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import fc from 'fast-check';
-import { MAX_MESSAGE_BYTES, packMessages, sendMessages } from '../../local/producer.js';
+import { MAX_MESSAGE_BYTES, SINGLE_GROUP, messageGroupOf, packMessages, sendMessages } from '../../local/producer.js';
 
 /** @template T @param {AsyncIterable<T>} iterable */
 async function collect(iterable) {
@@ -82,6 +82,38 @@ describe('packMessages (unit)', () => {
           assert.equal(usersOf(m, perMessage).length, m.users);
         }
         assert.deepEqual(messages.flatMap((m) => usersOf(m, perMessage)), users);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('packMessages with message groups (unit, for a FIFO queue)', () => {
+  test("a user's group is a bucket of a hash of its email as stored (lower-cased): the same for every change of that user", () => {
+    assert.equal(messageGroupOf({ email: 'Ada@Example.com', name: 'A' }, 16), messageGroupOf({ email: 'ada@example.com', name: 'B' }, 16));
+    const groups = new Set(Array.from({ length: 2000 }, (_, i) => messageGroupOf({ email: `u${i}@example.com` }, 16)));
+    assert.equal(groups.size, 16, 'every group is used');
+    for (const g of groups) assert.match(g, /^users-([0-9]|1[0-5])$/);
+    assert.match(messageGroupOf({ name: 'no email' }, 16), /^users-\d+$/, 'a user without an email (the service will refuse it) still has a group');
+  });
+
+  test('any users, any perMessage and groups: a message holds one group only, and each user\'s changes keep their order', async () => {
+    const change = fc.record({ email: fc.constantFrom(...Array.from({ length: 12 }, (_, i) => `p${i}@example.com`)), name: fc.string({ maxLength: 8 }) }, { noNullPrototype: true });
+    await fc.assert(
+      fc.asyncProperty(fc.array(change, { maxLength: 60 }), fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 8 }), async (users, perMessage, groups) => {
+        const messages = await collect(packMessages(users, perMessage, { groups }));
+        for (const m of messages) {
+          const inIt = usersOf(m, perMessage);
+          assert.ok(m.users >= 1 && m.users <= perMessage && inIt.length === m.users);
+          assert.ok(inIt.every((/** @type {any} */ u) => messageGroupOf(u, groups) === m.group), 'one group a message');
+        }
+        // Read back group by group, in the order of each group's messages: every user's changes in the order sent.
+        for (const email of new Set(users.map((u) => u.email))) {
+          const sent = users.filter((u) => u.email === email);
+          const packed = messages.flatMap((m) => usersOf(m, perMessage)).filter((/** @type {any} */ u) => u.email === email);
+          assert.deepEqual(packed, sent);
+        }
+        assert.equal(messages.reduce((n, m) => n + m.users, 0), users.length);
       }),
       { numRuns: 200 },
     );
@@ -177,5 +209,61 @@ describe('sendMessages (unit, SQS stand-in, mocked timers)', () => {
       return { Successful: command.input.Entries.map((/** @type {any} */ e) => ({ Id: e.Id })), Failed: [] };
     } });
     assert.deepEqual(await withTimersRun(sendMessages({ sqs, queueUrl: 'q', messages: messages(4) })), { messages: 4, users: 8, retries: 1 });
+  });
+  describe('to a FIFO queue', () => {
+    const FIFO_URL = 'http://sqs.local/000000000000/sluice-users.fifo';
+    /** @param {number} n @param {(i: number) => string} groupOf */
+    async function* grouped(n, groupOf) {
+      for (let i = 0; i < n; i++) yield { body: `${i}.`, users: 1, group: groupOf(i) };
+    }
+    /** @param {any} entry */
+    const bodyOf = (entry) => entry.MessageBody.split('.')[0];
+
+    test('every message goes with its group and a deduplication id of its own, within SQS\'s limits; none to a standard queue', async () => {
+      const { sqs, calls } = fakeSqs();
+      await withTimersRun(sendMessages({ sqs, queueUrl: FIFO_URL, messages: grouped(30, (i) => `users-${i % 15}`) }));
+      const entries = /** @type {any[]} */ (calls.flat());
+      assert.equal(entries.length, 30);
+      for (const e of entries) {
+        assert.equal(e.MessageGroupId, `users-${Number(bodyOf(e)) % 15}`);
+        assert.match(e.MessageDeduplicationId, /^[A-Za-z0-9!-/:-@[-`{-~]{1,128}$/, 'at most 128 of the characters SQS allows');
+      }
+      assert.equal(new Set(entries.map((e) => e.MessageDeduplicationId)).size, 30, 'one id a message, even for equal bodies');
+      const standard = fakeSqs();
+      await withTimersRun(sendMessages({ sqs: standard.sqs, queueUrl: 'q', messages: grouped(3, () => 'users-1') }));
+      assert.ok(standard.calls.flat().every((/** @type {any} */ e) => e.MessageGroupId === undefined && e.MessageDeduplicationId === undefined));
+    });
+
+    test('messages packed without groups all go in one group, so one order for all', async () => {
+      const { sqs, calls } = fakeSqs();
+      await withTimersRun(sendMessages({ sqs, queueUrl: FIFO_URL, messages: messages(3), concurrency: 4 }));
+      assert.deepEqual(calls.flat().map((/** @type {any} */ e) => e.MessageGroupId), [SINGLE_GROUP, SINGLE_GROUP, SINGLE_GROUP]);
+      assert.deepEqual(calls.map((c) => c.length), [1, 1, 1], 'never two of one group in one call');
+    });
+
+    test("a group's messages reach SQS in order: never two in one call, none while an earlier one is being retried", async () => {
+      // Message 0 (group A) is refused twice; messages 1..9 alternate A, B, C. With 8 calls in flight.
+      let attemptsOfFirst = 0;
+      /** @type {any[]} what SQS took, in order */
+      const enqueued = [];
+      const { sqs, calls } = fakeSqs((e) => {
+        const refused = bodyOf(e) === '0' && ++attemptsOfFirst <= 2;
+        if (!refused) enqueued.push(e);
+        return refused;
+      });
+      await withTimersRun(sendMessages({ sqs, queueUrl: FIFO_URL, messages: grouped(10, (i) => 'ABC'[i % 3]), concurrency: 8 }));
+      for (const entries of calls) {
+        const groups = entries.map((/** @type {any} */ e) => e.MessageGroupId);
+        assert.equal(new Set(groups).size, groups.length, `one message a group per call: ${groups}`);
+      }
+      for (const group of 'ABC') {
+        const order = enqueued.filter((e) => e.MessageGroupId === group).map(bodyOf).map(Number);
+        assert.deepEqual(order, [...order].sort((a, b) => a - b), `group ${group} enqueued in order: ${order}`);
+      }
+      assert.equal(enqueued.length, 10);
+      const retried = calls.flat().filter((/** @type {any} */ e) => bodyOf(e) === '0').map((/** @type {any} */ e) => e.MessageDeduplicationId);
+      assert.equal(retried.length, 3);
+      assert.equal(new Set(retried).size, 1, 'a retry keeps its deduplication id');
+    });
   });
 });

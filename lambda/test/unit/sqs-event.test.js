@@ -36,6 +36,22 @@ describe('toLambdaRecord (unit)', () => {
     });
   });
 
+  test("a FIFO queue's message: its group, deduplication id and sequence number, where Lambda puts them", () => {
+    const record = toLambdaRecord({
+      MessageId: 'm-3',
+      ReceiptHandle: 'rh-3',
+      Body: '{}',
+      Attributes: {
+        ApproximateReceiveCount: '1', SentTimestamp: '1700000000000', SenderId: 'AIDA123', ApproximateFirstReceiveTimestamp: '1700000000500',
+        SequenceNumber: '18849496460467696128', MessageGroupId: 'users-07', MessageDeduplicationId: 'run-1-42',
+      },
+    }, { queueArn: 'arn:aws:sqs:eu-west-1:123456789012:sluice-users.fifo', region: 'eu-west-1' });
+    assert.deepEqual(record.attributes, {
+      ApproximateReceiveCount: '1', SentTimestamp: '1700000000000', SenderId: 'AIDA123', ApproximateFirstReceiveTimestamp: '1700000000500',
+      SequenceNumber: '18849496460467696128', MessageGroupId: 'users-07', MessageDeduplicationId: 'run-1-42',
+    });
+  });
+
   describe('with the clock stopped', () => {
     beforeEach(() => mock.timers.enable({ apis: ['Date'], now: 1_700_000_000_000 }));
     afterEach(() => mock.timers.reset());
