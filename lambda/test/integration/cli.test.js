@@ -78,6 +78,24 @@ describe('the producer and feeder commands', () => {
     assert.equal(await noService.exited, 1);
     assert.match(noService.err(), /SERVICE_URL is required/);
   });
+
+  test('a file, a queue or an SQS that is not there: one line naming it, exit 1, no stack trace', async () => {
+    const missing = '/nonexistent/users.ndjson';
+    const noFile = run('produce.js', ['--file', missing], { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: `${sqsEndpoint()}/000000000000/sluice-nope` });
+    assert.equal(await noFile.exited, 1);
+    assert.equal(noFile.err(), `produce: cannot read ${missing}: no such file\n`);
+
+    const queueUrl = `${sqsEndpoint()}/000000000000/sluice-no-such-queue`;
+    const noQueue = run('feeder.js', [], { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: queueUrl, SERVICE_URL: ctx.app.baseUrl });
+    assert.equal(await noQueue.exited, 1);
+    assert.equal(noQueue.err(), `feeder: cannot use the queue ${queueUrl}: The specified queue does not exist (QueueDoesNotExist); is ElasticMQ running (\`npm run elasticmq\`), and is QUEUE_URL one of its queues?\n`);
+
+    // Port 1 on loopback: nothing listens.
+    const noSqs = run('feeder.js', [], { SQS_ENDPOINT: 'http://127.0.0.1:1', QUEUE_URL: 'http://127.0.0.1:1/000000000000/sluice-users', SERVICE_URL: ctx.app.baseUrl });
+    assert.equal(await noSqs.exited, 1);
+    assert.match(noSqs.err(), /^feeder: cannot use the queue http:\/\/127\.0\.0\.1:1\/000000000000\/sluice-users: connect ECONNREFUSED 127\.0\.0\.1:1; is ElasticMQ running/);
+    assert.equal(noSqs.err().split('\n').filter(Boolean).length, 1, noSqs.err());
+  });
 });
 
 describe('the feeder against a service that refuses its token', () => {
