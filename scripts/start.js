@@ -53,7 +53,10 @@ if (!databaseUrl) {
       return fail(`${shown} is in use by another \`npm start\` (its PostgreSQL has PID ${err.pid}${err.port ? ` on port ${err.port}` : ''}): ` +
         `stop that one (Ctrl-C in its terminal), or give this one a data directory of its own with EMBEDDED_PG_DIR${shared}`);
     }
-    return fail(`the embedded PostgreSQL did not start: ${err instanceof Error ? err.message : String(err)}`);
+    const why = err instanceof Error ? err.message : String(err);
+    const portTaken = settings.embeddedPort && /could not (create any TCP\/IP sockets|bind)/.test(why)
+      ? `; is port ${settings.embeddedPort} taken? Set EMBEDDED_PG_PORT to another, or unset it for a free one` : '';
+    return fail(`the embedded PostgreSQL did not start: ${why}${portTaken}`);
   });
   localPostgres = started;
   databaseUrl = started.url;

