@@ -3,12 +3,9 @@
 // and the dead-letter queue the producer and the feeder use.
 import net from 'node:net';
 import { Command } from 'commander';
-import { ConfigError, defineVariables, integer, loadEnv } from '@sluice/env';
+import { ConfigError, loadEnv } from '@sluice/env';
 import { environmentSection } from '../environment-help.js';
-
-const ELASTICMQ_VARIABLES = defineVariables({
-  ELASTICMQ_PORT: { parser: integer({ min: 1, max: 65535 }), default: 9324, description: "ElasticMQ's port on 127.0.0.1" },
-});
+import { ELASTICMQ_VARIABLES } from '../sqs-config.js';
 
 // The command line every sluice command has (db/src/command-line.js, which this image does not
 // hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
