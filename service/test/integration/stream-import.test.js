@@ -300,7 +300,8 @@ describe('npm run import refused at once, or unable to read its file', () => {
   const ctx = useAppAndDatabase({ INGEST_TOKEN: 'the-right-token' });
   const script = fileURLToPath(new URL('../../../scripts/import.js', import.meta.url));
   /** @param {string[]} args */
-  const run = (args) => promisify(execFile)(process.execPath, [script, ...args]).then(() => ({ code: 0, stdout: '', stderr: '' }), (/** @type {any} */ err) => err);
+  const run = (args) => promisify(execFile)(process.execPath, [script, ...args], { env: { ...process.env, INGEST_TOKEN: '' } })
+    .then(() => ({ code: 0, stdout: '', stderr: '' }), (/** @type {any} */ err) => err);
 
   test('a wrong or missing token: the 401 is printed and the upload stops at once (exit 1), whatever the file\'s size', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-import-'));
