@@ -123,6 +123,10 @@ describe('npm start: each start-up failure is one line naming the cause and the 
       assert.equal(await service.exited, 1, service.err());
       assert.match(service.err(), new RegExp(`^sluice: port ${port} on 127\\.0\\.0\\.1 is in use by another process`));
       assertNoStack(service.err());
+      // And its cluster's primary, once, rather than each worker and its replacements.
+      const cluster = runNode([path.join(root, 'service/src/server.js')], { env: { ...process.env, DATABASE_URL: ctx.db.url, HOST: '127.0.0.1', PORT: String(port), WORKERS: '2', LOG_LEVEL: 'silent' } });
+      assert.equal(await cluster.exited, 1, cluster.err());
+      assert.equal(cluster.err(), service.err());
     } finally {
       holder.close();
       await rm(dir, { recursive: true, force: true });
