@@ -4,7 +4,7 @@ import { markdownTable } from 'markdown-table';
 import { DATABASE_VARIABLES, MIGRATION_VARIABLES } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, describeEnv } from '@sluice/env';
 import { FEEDER_VARIABLES } from '../lambda/src/config.js';
-import { RUNNER_VARIABLES, SQS_VARIABLES } from '../lambda/local/sqs-config.js';
+import { ELASTICMQ_VARIABLES, RUNNER_VARIABLES, SQS_VARIABLES } from '../lambda/local/sqs-config.js';
 import { SERVICE_VARIABLES } from '../service/src/config.js';
 import { START_VARIABLES } from './start-config.js';
 
@@ -54,6 +54,11 @@ export const SECTIONS = [
     heading: 'The local runner (`lambda/local/sqs-config.js`)',
     intro: '`npm run feeder`: Lambda\'s event-source mapping played locally, with Lambda\'s meaning and the SAM template\'s defaults.',
     declarations: RUNNER_VARIABLES,
+  },
+  {
+    heading: 'ElasticMQ for the local walkthrough (`lambda/local/sqs-config.js`)',
+    intro: '`npm run elasticmq` ([feeder.md](feeder.md#running-it-locally)): the SQS emulator on 127.0.0.1, with the queue `sluice-users` and its dead-letter queue.',
+    declarations: ELASTICMQ_VARIABLES,
   },
 ];
 

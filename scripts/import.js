@@ -25,14 +25,27 @@ if (!format) program.error(`error: cannot tell the format of ${file} from its na
 const url = URL.canParse(args.url) ? new URL('/users', args.url) : program.error(`error: --url ${args.url} is not a URL`);
 
 const { createReadStream } = await import('node:fs');
-const { stat } = await import('node:fs/promises');
+const { open } = await import('node:fs/promises');
 const http = await import('node:http');
 const https = await import('node:https');
 const { Transform } = await import('node:stream');
 const { pipeline } = await import('node:stream/promises');
 const zlib = await import('node:zlib');
 
-const total = (await stat(file)).size;
+// A file that cannot be read is one line naming it and why, not a stack trace.
+/** @type {Record<string, string>} */
+const FILE_PROBLEMS = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a directory', ELOOP: 'too many symbolic links' };
+/** @param {unknown} err @returns {never} */
+function cannotRead(err) {
+  const { code = '', message } = /** @type {NodeJS.ErrnoException} */ (err);
+  console.error(`import: cannot read ${file}: ${FILE_PROBLEMS[code] ?? message}`);
+  process.exit(1);
+}
+const handle = await open(file, 'r').catch(cannotRead);
+const info = await handle.stat().catch(cannotRead);
+// A directory opens on Linux; reading it fails later, mid-request.
+if (!info.isFile()) cannotRead({ message: 'not a regular file' });
+const total = info.size;
 const started = performance.now();
 let bytes = 0;
 let rows = 0;
@@ -78,22 +91,41 @@ const request = (url.protocol === 'https:' ? https : http).request(url, {
     ...(token ? { authorization: `Bearer ${token}` } : {}),
   },
 });
-/** @type {Promise<{ status: number, text: string }>} */
+/**
+ * The service's answer. It may come before the whole file is sent: a wrong token, an invalid user or
+ * a malformed line is refused at once. Then the answer is what counts and the upload stops there,
+ * rather than going on into a connection the service has stopped reading until BODY_READ_TIMEOUT_MS.
+ * A service that closes the connection after an early refusal may cut the upload short (EPIPE,
+ * ECONNRESET): once an answer has begun, what it says is the outcome.
+ * @type {Promise<{ status: number, text: string }>}
+ */
 const answered = new Promise((resolve, reject) => {
+  let answering = false;
   request.on('response', (res) => {
+    answering = true;
     let text = '';
     res.setEncoding('utf8');
     res.on('data', (c) => (text += c));
-    res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    res.on('error', reject);
+    const done = () => resolve({ status: res.statusCode ?? 0, text });
+    res.on('end', done);
+    res.on('close', done);
+    res.on('error', done);
   });
-  request.on('error', reject);
+  request.on('error', (err) => {
+    if (!answering) reject(err);
+  });
 });
 
+const source = createReadStream('', { fd: handle });
+// Its failures reach the request (pipeline destroys it with the error), and so `answered`.
+const uploaded = pipeline(source, progress, request).catch(() => {});
+
 try {
-  // A refusal may come before the whole file is sent (an invalid user, a malformed line): the
-  // answer counts, not the upload.
-  const [, { status, text }] = await Promise.all([pipeline(createReadStream(file), progress, request).catch(() => {}), answered]);
+  const { status, text } = await answered;
+  // Whatever is left of the file is not sent: the service has answered.
+  source.destroy();
+  request.destroy();
+  await uploaded;
   counter?.end();
   showProgress(true);
   if (status >= 200 && status < 300) {
@@ -105,6 +137,8 @@ try {
   }
 } catch (err) {
   showProgress(true);
-  console.error(`import failed after ${bytes} bytes: ${/** @type {Error} */ (err).message}`);
+  const { code, message } = /** @type {NodeJS.ErrnoException} */ (err);
+  const hint = code === 'ECONNREFUSED' ? ` (is the service running at ${url.origin}? \`npm start\` starts it; --url names another)` : '';
+  console.error(`import failed after ${bytes} bytes: ${message || code}${hint}`);
   process.exitCode = 1;
 }

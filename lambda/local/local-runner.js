@@ -1,4 +1,4 @@
-import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { lambdaContext, toLambdaRecord } from './sqs-event.js';
 
 /** @typedef {import('@aws-sdk/client-sqs').Message} Message */
@@ -32,6 +32,9 @@ export const FIFO_MAX_BATCH = 10;
  * their order. SQS (and ElasticMQ) delivers nothing more of a group while one of its messages is
  * in flight, so two batches never hold the same group; the messages the handler reported stay in
  * flight, and their group waits until their visibility timeout runs out.
+ *
+ * One thing Lambda has no counterpart for: when the runner stops, the failed messages still hidden
+ * are made visible again, so the next run (with its token corrected, say) takes them at once.
  */
 export class LocalEventSource {
   /** @param {RunnerOptions} options */
@@ -50,6 +53,11 @@ export class LocalEventSource {
     this.stopping = false;
     this.abort = new AbortController();
     this.totals = { batches: 0, messages: 0, deleted: 0, failed: 0, handlerErrors: 0 };
+    /** @type {Map<string, number>} receipt handle of a failed message → when it becomes visible again (epoch ms) */
+    this.hidden = new Map();
+    this.visibilityMs = 30_000;
+    /** When the last long poll sent may answer at the latest (epoch ms): SQS holds it that long even once aborted here. */
+    this.pollsEndBy = 0;
     /** @type {(() => void)[]} */
     this.capacityWaiters = [];
     this.bufferSince = 0;
@@ -57,9 +65,10 @@ export class LocalEventSource {
 
   async start() {
     const { sqs, queueUrl } = this.options;
-    const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn', 'FifoQueue'] }));
+    const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn', 'FifoQueue', 'VisibilityTimeout'] }));
     this.queueArn = attrs.Attributes?.QueueArn ?? `arn:aws:sqs:${this.options.region}:000000000000:${queueUrl.split('/').pop()}`;
     this.fifo = attrs.Attributes?.FifoQueue === 'true' || queueUrl.endsWith('.fifo');
+    this.visibilityMs = Number(attrs.Attributes?.VisibilityTimeout ?? 30) * 1000;
     this.receiving = Promise.all(Array.from({ length: this.options.receivers }, () => this.receiveLoop()));
   }
 
@@ -72,7 +81,37 @@ export class LocalEventSource {
       this.flush();
       await Promise.race(this.inFlight);
     }
+    await this.releaseHidden();
     return this.totals;
+  }
+
+  /**
+   * Makes the failed messages that are still hidden visible again. Lambda leaves them hidden until
+   * the queue's visibility timeout (60 s for sluice-users), its backoff while the runner polls; once
+   * it has stopped, that wait only delays the next run. A handle gone stale (the message received
+   * again, or deleted) is refused, and changes nothing.
+   */
+  async releaseHidden() {
+    // A long poll aborted here still waits at the queue and would take what is made visible, and
+    // hide it again for the whole timeout: the polls are let run out first (at most WaitTimeSeconds).
+    const wait = this.pollsEndBy - Date.now();
+    if (this.hidden.size > 0 && wait > 0) {
+      this.log({ level: 'info', msg: 'waiting for the long polls to end before making the failed messages visible again', ms: wait });
+      // A second more: the queue counts its wait from when the request reached it, on a busy machine later than it was sent.
+      await new Promise((resolve) => setTimeout(resolve, wait + 1000));
+    }
+    const now = Date.now();
+    const handles = [...this.hidden].filter(([, until]) => until > now).map(([handle]) => handle);
+    this.hidden.clear();
+    let released = 0;
+    for (let i = 0; i < handles.length; i += 10) {
+      const entries = handles.slice(i, i + 10).map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle, VisibilityTimeout: 0 }));
+      const out = await this.options.sqs
+        .send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.options.queueUrl, Entries: entries }))
+        .catch(() => ({ Successful: [] }));
+      released += out.Successful?.length ?? 0;
+    }
+    if (released) this.log({ level: 'info', msg: 'failed messages made visible again for the next run', count: released });
   }
 
   async receiveLoop() {
@@ -83,6 +122,7 @@ export class LocalEventSource {
       await this.waitForCapacity();
       if (this.stopping) return;
       let messages;
+      this.pollsEndBy = Math.max(this.pollsEndBy, Date.now() + waitTimeSeconds * 1000);
       try {
         const out = await sqs.send(
           new ReceiveMessageCommand({
@@ -165,6 +205,14 @@ export class LocalEventSource {
       failed = new Set(batch.map((m) => /** @type {string} */ (m.MessageId)));
     }
     const done = batch.filter((m) => !failed.has(/** @type {string} */ (m.MessageId)));
+    // Hidden since they were received (a little earlier than now: the expiry errs late, harmlessly).
+    const now = Date.now();
+    for (const [handle, at] of this.hidden) {
+      // In the order they failed, so in the order they reappear: the visible ones are forgotten.
+      if (at > now) break;
+      this.hidden.delete(handle);
+    }
+    for (const m of batch) if (failed.has(/** @type {string} */ (m.MessageId))) this.hidden.set(/** @type {string} */ (m.ReceiptHandle), now + this.visibilityMs);
     await this.deleteMessages(done);
     this.totals.batches++;
     this.totals.messages += batch.length;

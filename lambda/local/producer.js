@@ -136,8 +136,10 @@ export async function sendMessages({ sqs, queueUrl, messages, resolution, tracer
    */
   async function sendBatch(batch, MessageAttributes) {
     let entries = batch.map((m, i) => ({ Id: String(i), MessageBody: m.body, users: m.users, MessageGroupId: m.group, MessageDeduplicationId: m.deduplicationId }));
+    /** @type {string | undefined} what SQS (or the network) said last: the failure's cause, for its one line */
+    let lastReason;
     for (let attempt = 0; entries.length > 0; attempt++) {
-      if (attempt >= maxAttempts) throw new Error(`${entries.length} messages still failed after ${maxAttempts} attempts`);
+      if (attempt >= maxAttempts) throw new Error(`${entries.length} messages still failed after ${maxAttempts} attempts${lastReason ? ` (the last: ${lastReason})` : ''}`);
       if (attempt > 0) {
         totals.retries++;
         await sleep(backoffMs(attempt - 1, { baseMs: 100, maxMs: 5000 }));
@@ -149,6 +151,7 @@ export async function sendMessages({ sqs, queueUrl, messages, resolution, tracer
         }))
         .catch((err) => ({ Successful: [], Failed: entries.map((e) => ({ Id: e.Id, Message: err.message })) }));
       const failed = new Set((out.Failed ?? []).map((f) => f.Id));
+      lastReason = out.Failed?.[0]?.Message ?? lastReason;
       const sent = entries.filter((e) => !failed.has(e.Id));
       const users = sent.reduce((n, e) => n + e.users, 0);
       totals.messages += sent.length;

@@ -18,6 +18,11 @@ export const RUNNER_VARIABLES = defineVariables({
   FUNCTION_TIMEOUT_MS: { parser: milliseconds({ min: 1000, max: 900_000 }), default: 60_000, description: "one invocation's time limit" },
 });
 
+/** `npm run elasticmq`'s own: where the SQS emulator of the local walkthrough listens. */
+export const ELASTICMQ_VARIABLES = defineVariables({
+  ELASTICMQ_PORT: { parser: integer({ min: 1, max: 65535 }), default: 9324, description: "ElasticMQ's port on 127.0.0.1 (its endpoint: SQS_ENDPOINT for the runner and the producer)" },
+});
+
 /**
  * @param {import('@sluice/env/load-env').Values<typeof SQS_VARIABLES>} v
  */

@@ -3,7 +3,7 @@ import { loadFeederConfig } from './config.js';
 import { ServiceUnavailableError } from './errors.js';
 import { withIngestToken } from './ingest-token.js';
 import { heldBehind, laterInGroup, withHeldFollowers } from './message-groups.js';
-import { reportFailures, reportInvocation } from './observability.js';
+import { reportCredentialsRefused, reportFailures, reportInvocation } from './observability.js';
 import { unpackRecords } from './records.js';
 import { postUsers } from './service-client.js';
 import { endInvocationSpan, loadTracing, runInSpan, startInvocationSpan } from './tracing.js';
@@ -118,7 +118,10 @@ export async function feedRecords(records, config, deadline) {
         case 'refused':
           // A refused token is the deployment's fault, not the message's: it must not send good
           // users to the dead-letter queue, so it counts as unavailable and the messages come back.
-          if (outcome.status === 401 || outcome.status === 403) return failAll(pending, { kind: 'unavailable', reason: outcome.reason });
+          if (outcome.status === 401 || outcome.status === 403) {
+            credentialsRefused(outcome.status, config);
+            return failAll(pending, { kind: 'unavailable', reason: outcome.reason });
+          }
           return splitByMessage(pending, outcome.reason);
         case 'unavailable':
           return failAll(pending, { kind: 'unavailable', reason: outcome.reason });
@@ -162,6 +165,20 @@ export async function feedRecords(records, config, deadline) {
   );
   // The rule, whatever the order failures were found in: a group fails from its first failure on.
   return { items, failed: fifo ? withHeldFollowers(records, failed) : failed, stats };
+}
+
+/** Said once per execution environment: every batch after it is refused the same way. */
+let credentialsRefusedSaid = false;
+
+/**
+ * The service refused the feeder's credentials: an operator's fix, said clearly once (what to set,
+ * never the token), rather than only as a reason among the failed messages of every invocation.
+ * @param {number} status @param {import('./config.js').FeederConfig} config
+ */
+function credentialsRefused(status, config) {
+  if (credentialsRefusedSaid) return;
+  credentialsRefusedSaid = true;
+  reportCredentialsRefused({ status, tokenSent: Boolean(config.ingestToken), fromSecret: Boolean(config.ingestTokenSecretArn) });
 }
 
 /** @type {import('./config.js').FeederConfig | undefined} */

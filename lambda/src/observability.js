@@ -55,3 +55,19 @@ export function reportFailures(failures) {
   const listed = [...failures].slice(0, LISTED_FAILURES).map(([messageId, f]) => ({ messageId, kind: f.kind, reason: f.reason }));
   logger.warn('messages not stored', { failures: listed, notListed: Math.max(0, failures.size - LISTED_FAILURES) });
 }
+
+/**
+ * The service refused the feeder's credentials (401, 403): one error line saying so and what to
+ * set, never the token itself. The messages are not stored and come back after the queue's
+ * visibility timeout, so without this line a wrong token looks like a slow queue.
+ * @param {{ status: number, tokenSent: boolean, fromSecret: boolean }} refusal
+ */
+export function reportCredentialsRefused({ status, tokenSent, fromSecret }) {
+  const what = tokenSent
+    ? `refused the feeder's bearer token (HTTP ${status})`
+    : `refused the feeder (HTTP ${status}): it wants a bearer token and the feeder sends none`;
+  const fix = fromSecret
+    ? "Put the service's INGEST_TOKEN into the Secrets Manager secret INGEST_TOKEN_SECRET_ARN names (read at a cold start)"
+    : "Set the feeder's INGEST_TOKEN to the service's INGEST_TOKEN and start it again";
+  logger.error(`the service ${what}. ${fix}; until then no message is stored, and each returns to the queue after its visibility timeout`, { status, tokenSent });
+}

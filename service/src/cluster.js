@@ -7,6 +7,8 @@ const METRICS_REPLY = 'sluice:metrics-reply';
 // A worker that dies this soon after starting is crash-looping: wait before replacing it.
 const CRASH_LOOP_MS = 5_000;
 const CRASH_LOOP_DELAY_MS = 1_000;
+/** A worker's exit code when it cannot listen (the port taken since the primary checked): EX_CONFIG. */
+export const CANNOT_LISTEN_EXIT_CODE = 78;
 
 /**
  * The primary of `WORKERS` mode: forks the workers, replaces any that dies, renders /metrics for
@@ -35,6 +37,12 @@ export function runPrimary(config, logger) {
         process.exit(0);
       }
       return;
+    }
+    if (code === CANNOT_LISTEN_EXIT_CODE) {
+      // Its replacement could not listen either; the worker has said why on stderr.
+      logger.fatal({ workerPid: worker.process.pid, code }, 'a worker cannot listen; stopping');
+      for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM');
+      process.exit(1);
     }
     logger.error({ workerPid: worker.process.pid, code, signal }, 'worker died; starting a replacement');
     setTimeout(fork, lived < CRASH_LOOP_MS ? CRASH_LOOP_DELAY_MS : 0);

@@ -5,10 +5,11 @@ import { createCommand } from '@sluice/db/command-line';
 import { DATABASE_VARIABLES } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, environmentHelp } from '@sluice/env';
 import { createApp } from './app.js';
-import { askPrimaryForMetrics, runPrimary, shareWorkerMetrics } from './cluster.js';
+import { CANNOT_LISTEN_EXIT_CODE, askPrimaryForMetrics, runPrimary, shareWorkerMetrics } from './cluster.js';
 import { SERVICE_VARIABLES, loadConfig } from './config.js';
 import { createDatabase } from './db.js';
 import { ConfigError } from './errors.js';
+import { checkCanListen, listenProblem } from './http/listen-problem.js';
 import { createHttpServer } from './http/node-server.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
@@ -29,6 +30,13 @@ function serve(config, logger) {
   const app = createApp({ config, db, logger, metrics, renderMetrics: inCluster ? askPrimaryForMetrics : undefined });
 
   const server = createHttpServer(tracedRequests(app));
+  server.once('error', (err) => {
+    const problem = listenProblem(err, config);
+    if (!problem) throw err;
+    console.error(`sluice: ${problem}`);
+    // A worker that cannot listen is not replaced: the primary stops on this code (cluster.js).
+    process.exit(cluster.isWorker ? CANNOT_LISTEN_EXIT_CODE : 1);
+  });
   // A deeper accept queue than Node's 511, for bursts of new connections (thousands of load-test VUs).
   server.listen({ port: config.port, host: config.host, backlog: 4096 }, () => {
     const address = /** @type {import('node:net').AddressInfo} */ (server.address());
@@ -63,7 +71,7 @@ function serve(config, logger) {
   process.on('SIGINT', shutdown);
 }
 
-function main() {
+async function main() {
   createCommand('node service/src/server.js', "The sluice ingestion service: POST /users into PostgreSQL at DATABASE_URL. Configured by the environment only (service/src/config.js declares each variable; docs/configuration.md lists them).", environmentHelp({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES })).parse();
   let config;
   try {
@@ -86,8 +94,16 @@ function main() {
   if (cluster.isPrimary && !config.ingestToken) {
     logger.warn('INGEST_TOKEN is unset: POST /users accepts requests from anyone who can reach it');
   }
-  if (cluster.isPrimary && config.workers > 0) return runPrimary(config, logger);
+  if (cluster.isPrimary && config.workers > 0) {
+    // The workers listen through the primary: a busy port is said once here, not by each worker.
+    const problem = await checkCanListen(config);
+    if (problem) {
+      console.error(`sluice: ${problem}`);
+      process.exit(1);
+    }
+    return runPrimary(config, logger);
+  }
   serve({ ...config, databaseUrl }, logger);
 }
 
-main();
+await main();

@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import { DATABASE_VARIABLES, MIGRATION_VARIABLES } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, describeEnv } from '@sluice/env';
 import { FEEDER_VARIABLES } from '../../lambda/src/config.js';
-import { RUNNER_VARIABLES, SQS_VARIABLES } from '../../lambda/local/sqs-config.js';
+import { ELASTICMQ_VARIABLES, RUNNER_VARIABLES, SQS_VARIABLES } from '../../lambda/local/sqs-config.js';
 import { START_AND_SERVICE_VARIABLES } from '../../scripts/start-config.js';
 import { SERVICE_VARIABLES } from '../../service/src/config.js';
 
@@ -99,6 +99,7 @@ describe('every command answers --help and refuses an unknown option', () => {
     ['migrate', { ...MIGRATION_VARIABLES, ...DATABASE_VARIABLES }],
     ['feeder', { ...SQS_VARIABLES, ...RUNNER_VARIABLES, ...FEEDER_VARIABLES, ...TRACING_VARIABLES }],
     ['produce', { ...SQS_VARIABLES, ...TRACING_VARIABLES }],
+    ['elasticmq', ELASTICMQ_VARIABLES],
   ])) {
     test(`${name}: its usage lists exactly the variables it declares, with their defaults`, async () => {
       const { stdout } = await /** @type {NonNullable<typeof answers[string]>} */ (answers[name]).help;

@@ -60,7 +60,16 @@ const runner = new LocalEventSource({
     else logger.info(msg, fields);
   },
 });
-await runner.start();
+await runner.start().catch((/** @type {Error & { Code?: string, code?: string }} */ err) => {
+  // The queue is asked for its attributes first: an SQS that cannot be reached, or a queue it does
+  // not have, is one line here rather than a stack trace.
+  const cause = err.Code?.replace(/^.*#/, '') ?? err.code ?? err.name;
+  const said = (err.message || cause).replace(/\.$/, '');
+  const hint = config.endpoint ? '; is ElasticMQ running (`npm run elasticmq`), and is QUEUE_URL one of its queues?' : '';
+  console.error(`feeder: cannot use the queue ${config.queueUrl}: ${said}${said.includes(cause) ? '' : ` (${cause})`}${hint}`);
+  sqs.destroy();
+  process.exit(1);
+});
 logger.info('feeder polling', { queueUrl: config.queueUrl, batchSize: config.batchSize, batchWindowMs: config.batchWindowMs });
 
 let stopping = false;

@@ -38,6 +38,20 @@ const perMessage = /** @type {number} */ (args.perMessage);
 const concurrency = /** @type {number} */ (args.concurrency);
 if (!count && !args.file) program.error('error: say how many users to generate (--count) or which file to send (--file)');
 
+// A file that cannot be read is one line naming it and why, before the queue is touched.
+if (args.file) {
+  const { access } = await import('node:fs/promises');
+  const { statSync } = await import('node:fs');
+  const problem = await access(args.file).then(
+    () => (statSync(args.file).isFile() ? undefined : 'not a regular file'),
+    (/** @type {NodeJS.ErrnoException} */ err) => ({ ENOENT: 'no such file', EACCES: 'permission denied' })[err.code ?? ''] ?? err.message,
+  );
+  if (problem) {
+    console.error(`produce: cannot read ${args.file}: ${problem}`);
+    process.exit(1);
+  }
+}
+
 const { SQSClient } = await import('@aws-sdk/client-sqs');
 const { Presets, SingleBar } = await import('cli-progress');
 const { packMessages, sendMessages } = await import('../producer.js');

@@ -57,6 +57,16 @@ export const DEFAULT_QUEUES = /** @type {QueueSpec[]} */ ([
 ]);
 
 /**
+ * What Java said that names the problem (an exception's first line, e.g. a BindException for a port
+ * in use), rather than its whole stack: the first line that is no `at ...` frame.
+ * @param {string} stderr
+ */
+function firstWords(stderr) {
+  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('at ') && !l.startsWith('...'));
+  return lines.find((l) => /Exception|Error/.test(l)) ?? lines.at(-1) ?? 'no output';
+}
+
+/**
  * Starts ElasticMQ on 127.0.0.1 with these queues and waits until it answers.
  * @param {{ port: number, queues?: QueueSpec[], log?: (m: string) => void }} options
  */
@@ -69,16 +79,36 @@ export async function startElasticMQ({ port, queues = DEFAULT_QUEUES, log }) {
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
   const endpoint = `http://127.0.0.1:${port}`;
-  const exited = new Promise((resolve) => child.on('exit', resolve));
+  /** @type {Error | undefined} */
+  let spawnError;
+  /** @type {Promise<{ code: number | null, signal: NodeJS.Signals | null }>} */
+  const exited = new Promise((resolve) => {
+    child.on('exit', (code, signal) => resolve({ code, signal }));
+    // No java on PATH: an 'error' and no 'exit'.
+    child.on('error', (err) => {
+      spawnError = err;
+      resolve({ code: null, signal: null });
+    });
+  });
+  const cleanUp = () => rm(dir, { recursive: true, force: true });
 
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`ElasticMQ exited at start: ${stderr}`);
+    if (spawnError) {
+      await cleanUp();
+      const missing = /** @type {NodeJS.ErrnoException} */ (spawnError).code === 'ENOENT';
+      throw new Error(missing ? 'ElasticMQ needs Java 17 or later, and there is no `java` on PATH: install a JDK or JRE 17' : `could not run java: ${spawnError.message}`);
+    }
+    if (child.exitCode !== null) {
+      await cleanUp();
+      throw Object.assign(new Error(`ElasticMQ exited at start (exit code ${child.exitCode}): ${firstWords(stderr)}`), { stderr });
+    }
     const ok = await fetch(`${endpoint}/?Action=ListQueues`).then((r) => r.ok, () => false);
     if (ok) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`ElasticMQ did not answer on ${endpoint} within 60 s: ${stderr}`);
+      await cleanUp();
+      throw Object.assign(new Error(`ElasticMQ did not answer on ${endpoint} within 60 s: ${firstWords(stderr)}`), { stderr });
     }
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -86,10 +116,14 @@ export async function startElasticMQ({ port, queues = DEFAULT_QUEUES, log }) {
     endpoint,
     /** @param {string} name */
     queueUrl: (name) => `${endpoint}/000000000000/${name}`,
+    /** Resolves when the server exits, for whatever reason (stop(), a signal, a crash). */
+    exited,
+    /** The end of what the server wrote on stderr, its first meaningful line: why it exited. */
+    lastWords: () => firstWords(stderr),
     async stop() {
       child.kill('SIGTERM');
       await exited;
-      await rm(dir, { recursive: true, force: true });
+      await cleanUp();
     },
   };
 }

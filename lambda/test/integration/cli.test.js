@@ -122,4 +122,72 @@ describe('the producer and feeder commands', () => {
     assert.equal(await noService.exited, 1);
     assert.match(noService.err(), /SERVICE_URL is required/);
   });
+
+  test('a file, a queue or an SQS that is not there: one line naming it, exit 1, no stack trace', async () => {
+    const missing = '/nonexistent/users.ndjson';
+    const noFile = run('produce.js', ['--file', missing], { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: `${sqsEndpoint()}/000000000000/sluice-nope` });
+    assert.equal(await noFile.exited, 1);
+    assert.equal(noFile.err(), `produce: cannot read ${missing}: no such file\n`);
+
+    const queueUrl = `${sqsEndpoint()}/000000000000/sluice-no-such-queue`;
+    const noQueue = run('feeder.js', [], { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: queueUrl, SERVICE_URL: ctx.app.baseUrl });
+    assert.equal(await noQueue.exited, 1);
+    assert.equal(noQueue.err(), `feeder: cannot use the queue ${queueUrl}: The specified queue does not exist (QueueDoesNotExist); is ElasticMQ running (\`npm run elasticmq\`), and is QUEUE_URL one of its queues?\n`);
+
+    // Port 1 on loopback: nothing listens.
+    const noSqs = run('feeder.js', [], { SQS_ENDPOINT: 'http://127.0.0.1:1', QUEUE_URL: 'http://127.0.0.1:1/000000000000/sluice-users', SERVICE_URL: ctx.app.baseUrl });
+    assert.equal(await noSqs.exited, 1);
+    assert.match(noSqs.err(), /^feeder: cannot use the queue http:\/\/127\.0\.0\.1:1\/000000000000\/sluice-users: connect ECONNREFUSED 127\.0\.0\.1:1; is ElasticMQ running/);
+    assert.equal(noSqs.err().split('\n').filter(Boolean).length, 1, noSqs.err());
+  });
+});
+
+describe('the feeder against a service that refuses its token', () => {
+  const sqs = makeSqsClient();
+  const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn', INGEST_TOKEN: 'the-service-token' });
+  after(() => sqs.destroy());
+
+  test('the refusal is said once, naming what to set and never the token; after Ctrl-C the corrected run stores every message at once', async () => {
+    // Lambda's 60 s of visibility: without the runner's release on stop, the corrected run would wait that long.
+    const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 60, maxReceiveCount: 5 });
+    const users = Array.from({ length: 500 }, (_, i) => ({ email: `refused-${i}@example.com`, name: `Refused ${i}` }));
+    await queues.send(Array.from({ length: 5 }, (_, m) => JSON.stringify(users.slice(m * 100, m * 100 + 100))));
+    const env = { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: queues.queueUrl, SERVICE_URL: ctx.app.baseUrl, BATCH_SIZE: '2', BATCH_WINDOW_MS: '100' };
+
+    const wrong = run('feeder.js', [], { ...env, INGEST_TOKEN: 'a-wrong-token' });
+    await waitUntil(() => (wrong.out().match(/"batch done"/g) ?? []).length >= 3, 'three batches refused');
+    // Powertools' Logger writes warnings and errors on stderr.
+    const said = wrong.err().split('\n').filter((l) => l.includes('refused the feeder'));
+    assert.equal(said.length, 1, 'said once, not once a batch');
+    assert.match(said[0], /"level":"ERROR","message":"the service refused the feeder's bearer token \(HTTP 401\)\. Set the feeder's INGEST_TOKEN to the service's INGEST_TOKEN and start it again/);
+    const stopping = Date.now();
+    wrong.child.kill('SIGINT');
+    assert.equal(await wrong.exited, 0, wrong.err());
+    assert.ok(Date.now() - stopping < 30_000, 'it stops once its long polls have ended');
+    assert.match(wrong.out(), /"failed messages made visible again for the next run".*"count":5/);
+    assert.ok(!(wrong.out() + wrong.err()).includes('a-wrong-token'), 'the token is never printed');
+    assert.equal(await ctx.db.countUsers(), 0);
+
+    const started = Date.now();
+    const right = run('feeder.js', [], { ...env, INGEST_TOKEN: 'the-service-token' });
+    await waitUntil(async () => (await ctx.db.countUsers()) === 500, 'the corrected run to store every user', 20_000)
+      .catch(async (err) => assert.fail(`${err.message}: ${await ctx.db.countUsers()} stored\n${wrong.out()}\n${right.out()}\n${right.err()}`));
+    assert.ok(Date.now() - started < 20_000, 'not after the 60 s visibility timeout');
+    right.child.kill('SIGINT');
+    assert.equal(await right.exited, 0, right.err());
+    assert.doesNotMatch(right.out() + right.err(), /refused the feeder/);
+    assert.equal(await queues.depth(queues.queueUrl), 0);
+    await queues.delete();
+  });
+
+  test('no token at all: said as such', async () => {
+    const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 60, maxReceiveCount: 5 });
+    await queues.send([JSON.stringify({ email: 'tokenless@example.com', name: 'Tokenless' })]);
+    const feeder = run('feeder.js', [], { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: queues.queueUrl, SERVICE_URL: ctx.app.baseUrl, BATCH_WINDOW_MS: '100', INGEST_TOKEN: '' });
+    await waitUntil(() => feeder.out().includes('"batch done"'), 'the batch refused');
+    assert.match(feeder.err(), /the service refused the feeder \(HTTP 401\): it wants a bearer token and the feeder sends none\. Set the feeder's INGEST_TOKEN/);
+    feeder.child.kill('SIGTERM');
+    assert.equal(await feeder.exited, 0, feeder.err());
+    await queues.delete();
+  });
 });

@@ -104,9 +104,21 @@ describe('handler (unit, scripted service)', () => {
     await assert.rejects(run(makeEvent([user('x'), user('y')]), lambdaContext(600)), ServiceUnavailableError);
   });
 
-  test('a wrong token does not send good messages to the dead-letter queue', async () => {
-    const run = await withService(() => [401, { error: 'unauthorized' }]);
-    await assert.rejects(run(makeEvent([user('t')]), lambdaContext(5_000)), ServiceUnavailableError);
+  test('a wrong token does not send good messages to the dead-letter queue, and is said once: what to set, never the token', async () => {
+    const run = await withService(() => [401, { error: 'unauthorized' }], { INGEST_TOKEN: 'feeder-wrong-token-xyz' });
+    for (let i = 0; i < 3; i++) await assert.rejects(run(makeEvent([user(`t${i}`)]), lambdaContext(5_000)), ServiceUnavailableError);
+    assert.equal(/** @type {any} */ (stub).requests.length, 3, 'one post an invocation: a refused token is not retried');
+    const said = output.logs.filter((l) => l.level === 'ERROR');
+    assert.equal(said.length, 1, 'once, not once an invocation');
+    assert.match(said[0].message, /^the service refused the feeder's bearer token \(HTTP 401\)\. Set the feeder's INGEST_TOKEN to the service's INGEST_TOKEN and start it again/);
+    assert.deepEqual({ status: said[0].status, tokenSent: said[0].tokenSent }, { status: 401, tokenSent: true });
+    assert.ok(!JSON.stringify(output.logs).includes('feeder-wrong-token-xyz'), 'the token is never logged');
+  });
+
+  test('no token where the service wants one (403 from a proxy too): said as such', async () => {
+    const run = await withService(() => [403, { error: 'forbidden' }]);
+    await assert.rejects(run(makeEvent([user('n')]), lambdaContext(5_000)), ServiceUnavailableError);
+    assert.match(output.logs.find((l) => l.level === 'ERROR')?.message ?? '', /refused the feeder \(HTTP 403\): it wants a bearer token and the feeder sends none/);
   });
 
   test('the log line has counts and the request id as correlation id, never a user or the token', async () => {

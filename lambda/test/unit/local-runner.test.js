@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
-import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { LocalEventSource } from '../../local/local-runner.js';
 
 const QUEUE_ARN = 'arn:aws:sqs:us-east-1:000000000000:sluice-users';
@@ -21,9 +21,16 @@ function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle,
   /** @type {string[]} every receipt handle a delete was asked for, retries included */
   const deleteAsked = [];
   let deleteCalls = 0;
+  /** @type {string[]} receipt handles made visible again */
+  const released = [];
   const sqs = /** @type {any} */ ({
     async send(/** @type {any} */ command, /** @type {{ abortSignal?: AbortSignal }} */ options = {}) {
-      if (command instanceof GetQueueAttributesCommand) return { Attributes: { QueueArn: fifo ? `${QUEUE_ARN}.fifo` : QUEUE_ARN, ...(fifo ? { FifoQueue: 'true' } : {}) } };
+      if (command instanceof GetQueueAttributesCommand) return { Attributes: { QueueArn: fifo ? `${QUEUE_ARN}.fifo` : QUEUE_ARN, VisibilityTimeout: '60', ...(fifo ? { FifoQueue: 'true' } : {}) } };
+      if (command instanceof ChangeMessageVisibilityBatchCommand) {
+        assert.ok(command.input.Entries.every((/** @type {any} */ e) => e.VisibilityTimeout === 0));
+        released.push(...command.input.Entries.map((/** @type {any} */ e) => e.ReceiptHandle));
+        return { Successful: command.input.Entries.map((/** @type {any} */ e) => ({ Id: e.Id })), Failed: [] };
+      }
       if (command instanceof DeleteMessageBatchCommand) {
         deleteCalls++;
         /** @type {any[]} */
@@ -47,7 +54,19 @@ function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle,
       return new Promise((_, reject) => options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
     },
   });
-  return { sqs, deleted, deleteAsked, receives, left: () => waiting.length };
+  return { sqs, deleted, deleteAsked, receives, released, left: () => waiting.length };
+}
+
+/**
+ * Stops the runner, letting the long polls it aborted run out at the queue (20 s) first, as it
+ * waits before making failed messages visible again.
+ * @param {LocalEventSource} source
+ */
+async function stopAfterPolls(source) {
+  const stopped = source.stop();
+  await flush();
+  mock.timers.tick(21_000);
+  return stopped;
 }
 
 /** Lets every settled promise run its continuations. */
@@ -103,9 +122,10 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     const { source } = runner(queue, async () => ({ batchItemFailures: [{ itemIdentifier: 'm3' }, { itemIdentifier: 'm7' }] }));
     await source.start();
     await flush();
-    const totals = await source.stop();
+    const totals = await stopAfterPolls(source);
     assert.deepEqual(queue.deleted.sort(), ['rh0', 'rh1', 'rh2', 'rh4', 'rh5', 'rh6', 'rh8', 'rh9']);
     assert.deepEqual({ deleted: totals.deleted, failed: totals.failed }, { deleted: 8, failed: 2 });
+    assert.deepEqual(queue.released.sort(), ['rh3', 'rh7'], 'the failed ones, made visible again on stop');
   });
 
   test('a delete SQS refuses as a sender fault (a stale receipt handle) is not retried; a throttled one is, until it passes', async () => {
@@ -135,10 +155,40 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     });
     await source.start();
     await flush();
-    const totals = await source.stop();
+    const totals = await stopAfterPolls(source);
     assert.deepEqual(queue.deleted, []);
     assert.deepEqual({ handlerErrors: totals.handlerErrors, failed: totals.failed }, { handlerErrors: 1, failed: 10 });
     assert.ok(logs.some((l) => l.msg === 'handler failed; the batch returns to the queue' && l.messages === 10 && l.error === 'service down'));
+  });
+
+  test('on stop, the failed messages still hidden are made visible again for the next run; those visible already are left alone', async () => {
+    const queue = fakeQueue(20);
+    let call = 0;
+    const { source, logs } = runner(queue, async (event) => {
+      call++;
+      if (call === 1) return { batchItemFailures: [{ itemIdentifier: event.Records[3].messageId }] };
+      throw new Error('HTTP 401');
+    });
+    await source.start();
+    await flush();
+    assert.equal(call, 2);
+    // 61 s on, past the queue's visibility timeout (60 s): every failed message is visible again already.
+    mock.timers.tick(61_000);
+    const totals = await source.stop();
+    assert.deepEqual({ deleted: totals.deleted, failed: totals.failed }, { deleted: 9, failed: 11 });
+    assert.deepEqual(queue.released, []);
+    // 59 s on, they are all still hidden: each is made visible.
+    const again = fakeQueue(10);
+    const second = runner(again, async () => {
+      throw new Error('HTTP 401');
+    });
+    await second.source.start();
+    await flush();
+    mock.timers.tick(59_000);
+    await second.source.stop();
+    assert.deepEqual(again.released.sort(), Array.from({ length: 10 }, (_, i) => `rh${i}`).sort());
+    assert.ok(second.logs.some((l) => l.msg === 'failed messages made visible again for the next run' && l.count === 10));
+    assert.ok(logs.every((l) => l.msg !== 'failed messages made visible again for the next run'));
   });
 
   test('stop() stops polling and hands what was received to the handler before it resolves', async () => {

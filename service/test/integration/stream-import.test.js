@@ -296,6 +296,62 @@ describe('POST /users with a streamed body', () => {
   });
 });
 
+describe('npm run import refused at once, or unable to read its file', () => {
+  const ctx = useAppAndDatabase({ INGEST_TOKEN: 'the-right-token' });
+  const script = fileURLToPath(new URL('../../../scripts/import.js', import.meta.url));
+  /** @param {string[]} args */
+  const run = (args) => promisify(execFile)(process.execPath, [script, ...args], { env: { ...process.env, INGEST_TOKEN: '' } })
+    .then(() => ({ code: 0, stdout: '', stderr: '' }), (/** @type {any} */ err) => err);
+
+  test('a wrong or missing token: the 401 is printed and the upload stops at once (exit 1), whatever the file\'s size', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-import-'));
+    try {
+      // 40 MB: the service would read and drop it for BODY_READ_TIMEOUT_MS (30 s) if the CLI kept sending.
+      const file = path.join(dir, 'big.ndjson');
+      const lines = ndjson(makeUsers(20_000));
+      await writeFile(file, lines.repeat(Math.ceil(40e6 / lines.length)));
+      for (const token of [['--token', 'a-wrong-token'], []]) {
+        const started = performance.now();
+        const refused = await run([file, '--url', ctx.app.baseUrl, ...token]);
+        const ms = performance.now() - started;
+        assert.equal(refused.code, 1, refused.stderr);
+        assert.match(refused.stderr, /import refused \(401\): .*"unauthorized"/);
+        assert.ok(ms < 5000, `answered in ${Math.round(ms)} ms`);
+        assert.ok(!refused.stderr.includes('a-wrong-token'), 'the token is not printed');
+      }
+      assert.equal(await ctx.db.countUsers(), 0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a file that cannot be read: one line naming it and why, exit 1, nothing sent', async () => {
+    const missing = path.join(os.tmpdir(), 'sluice-no-such-file.ndjson');
+    const lost = await run([missing, '--url', ctx.app.baseUrl]);
+    assert.equal(lost.code, 1);
+    assert.equal(lost.stderr, `import: cannot read ${missing}: no such file\n`);
+    const dir = await run([os.tmpdir(), '--format', 'ndjson', '--url', ctx.app.baseUrl]);
+    assert.equal(dir.code, 1);
+    assert.equal(dir.stderr, `import: cannot read ${os.tmpdir()}: not a regular file\n`);
+  });
+
+  test('no service there: one line saying so (exit 1)', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-import-'));
+    try {
+      const file = path.join(dir, 'users.ndjson');
+      await writeFile(file, ndjson(makeUsers(10)));
+      // Port 1 on loopback: nothing listens.
+      const refused = await run([file, '--url', 'http://127.0.0.1:1']);
+      assert.equal(refused.code, 1);
+      const lines = refused.stderr.trim().split('\n');
+      assert.match(lines.at(-1) ?? '', /^import failed after \d+ bytes: connect ECONNREFUSED 127\.0\.0\.1:1 \(is the service running/);
+      assert.doesNotMatch(refused.stderr, /\n\s+at /, 'no stack trace');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('POST /users with a streamed body refused early', () => {
   const ctx = useAppAndDatabase({});
 
