@@ -6,7 +6,8 @@ import { DATABASE_VARIABLES } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, environmentHelp } from '@sluice/env';
 import { createApp } from './app.js';
 import { askPrimaryForMetrics, runPrimary, shareWorkerMetrics } from './cluster.js';
-import { SERVICE_VARIABLES, loadConfig } from './config.js';
+import { startAuthentication } from './auth/start-auth.js';
+import { SERVICE_VARIABLES, authRequired, loadConfig } from './config.js';
 import { createDatabase } from './db.js';
 import { ConfigError } from './errors.js';
 import { createHttpServer } from './http/node-server.js';
@@ -21,12 +22,21 @@ import { flushSpans, tracedRequests } from './tracing/spans.js';
  * @param {import('./config.js').Config & { databaseUrl: string }} config
  * @param {import('pino').Logger} logger
  */
-function serve(config, logger) {
+async function serve(config, logger) {
+  /** @type {import('./auth/start-auth.js').Authentication} */
+  let auth;
+  try {
+    auth = await startAuthentication(config.auth, { logger });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    logger.fatal({ variable: err.variable }, `bad configuration: ${err.message}`);
+    process.exit(1);
+  }
   const db = createDatabase(config, logger);
   const metrics = createMetrics(db);
   const inCluster = cluster.isWorker;
   if (inCluster) shareWorkerMetrics(metrics.registry);
-  const app = createApp({ config, db, logger, metrics, renderMetrics: inCluster ? askPrimaryForMetrics : undefined });
+  const app = createApp({ config, db, logger, metrics, auth, renderMetrics: inCluster ? askPrimaryForMetrics : undefined });
 
   const server = createHttpServer(tracedRequests(app));
   // A deeper accept queue than Node's 511, for bursts of new connections (thousands of load-test VUs).
@@ -54,6 +64,7 @@ function serve(config, logger) {
     const idleCloser = setInterval(() => server.closeIdleConnections(), 100);
     await closed;
     clearInterval(idleCloser);
+    auth.close();
     await db.close();
     await flushSpans();
     logger.info('stopped');
@@ -83,11 +94,11 @@ function main() {
     logger.fatal('DATABASE_URL is not set: point it at PostgreSQL, or run `npm start`, which starts an embedded one');
     process.exit(1);
   }
-  if (cluster.isPrimary && !config.ingestToken) {
-    logger.warn('INGEST_TOKEN is unset: POST /users accepts requests from anyone who can reach it');
+  if (cluster.isPrimary && !authRequired(config.auth)) {
+    logger.warn('no credentials are configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET, ...): POST /users accepts requests from anyone who can reach it');
   }
   if (cluster.isPrimary && config.workers > 0) return runPrimary(config, logger);
-  serve({ ...config, databaseUrl }, logger);
+  void serve({ ...config, databaseUrl }, logger);
 }
 
 main();
