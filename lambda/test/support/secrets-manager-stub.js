@@ -16,7 +16,7 @@ export const SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:
 export async function startSecretsManagerStub({ token }) {
   /** @type {{ target: string, secretId: string, authorization: string, versionStage?: string }[]} */
   const requests = [];
-  /** @type {Map<string, { value: string, stages: Set<string> }>} versionId → its value and stages */
+  /** @type {Map<string, { value: string | undefined, stages: Set<string> }>} versionId → its value (none yet: a rotation's new version before createSecret) and stages */
   const versions = new Map([['v1', { value: token, stages: new Set(['AWSCURRENT']) }]]);
   const withStage = (/** @type {string} */ stage) => [...versions].find(([, v]) => v.stages.has(stage));
   /** Moves a stage to a version, from wherever it was. @param {string} stage @param {string} id */
@@ -30,13 +30,17 @@ export async function startSecretsManagerStub({ token }) {
     switch (target) {
       case 'secretsmanager.GetSecretValue': {
         const found = input.VersionId ? [input.VersionId, versions.get(input.VersionId)] : withStage(input.VersionStage ?? 'AWSCURRENT');
-        if (!found?.[1]) return [400, { __type: 'ResourceNotFoundException', message: `no version ${input.VersionId ?? input.VersionStage}` }];
+        if (found?.[1]?.value === undefined || (input.VersionId && input.VersionStage && !found[1].stages.has(input.VersionStage))) {
+          return [400, { __type: 'ResourceNotFoundException', message: `no version ${input.VersionId ?? input.VersionStage}` }];
+        }
         const [id, v] = /** @type {[string, { value: string, stages: Set<string> }]} */ (found);
         return [200, { ARN: SECRET_ARN, Name: 'sluice/ingest-token', SecretString: v.value, VersionId: id, VersionStages: [...v.stages] }];
       }
       case 'secretsmanager.PutSecretValue': {
         const id = input.ClientRequestToken ?? randomUUID();
-        if (!versions.has(id)) versions.set(id, { value: input.SecretString, stages: new Set() });
+        const existing = versions.get(id);
+        if (!existing) versions.set(id, { value: input.SecretString, stages: new Set() });
+        else existing.value ??= input.SecretString;
         const stages = input.VersionStages ?? ['AWSCURRENT'];
         for (const stage of stages) {
           if (stage === 'AWSCURRENT') {
@@ -84,6 +88,16 @@ export async function startSecretsManagerStub({ token }) {
     valueAt: (stage) => withStage(stage)?.[1].value,
     /** A new AWSCURRENT version, as `aws secretsmanager put-secret-value` makes one. @param {string} value */
     put: (value) => void answer('secretsmanager.PutSecretValue', { SecretId: SECRET_ARN, SecretString: value }),
+    /**
+     * A rotation begins as RotateSecret begins one: a new version, AWSPENDING, with no value yet;
+     * its id is the ClientRequestToken each step of the rotation function is invoked with.
+     */
+    startRotation: () => {
+      const id = randomUUID();
+      versions.set(id, { value: undefined, stages: new Set() });
+      moveStage('AWSPENDING', id);
+      return id;
+    },
     env: {
       INGEST_TOKEN_SECRET_ARN: SECRET_ARN,
       AWS_ENDPOINT_URL_SECRETS_MANAGER: `http://127.0.0.1:${port}`,
