@@ -24,7 +24,7 @@ const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
  * attribute), a malformed one (invalid_request), a token that is not valid (invalid_token: a
  * token no client has, or a JWT that does not verify, its message saying why).
  *
- * An accepted request carries its client's name in `req.client`: the access log writes it, the
+ * An accepted request carries its client's name in `req.clientName` (not `req.client`: Node's alias of the socket): the access log writes it, the
  * request's span gets it as `sluice.client`, and it counts in sluice_auth_accepted_total by client
  * (a configured name, or `jwt`: a JWT's `sub` is logged, never a label). The token itself is never
  * kept, logged or echoed. An `apikey` header (supabase-js sends one) is ignored, as PostgREST
@@ -44,7 +44,7 @@ export function authenticate({ tokens, verifyJwt, metrics }) {
 
   /** @param {import('express').Request} req @param {string} client @param {string} label */
   const accept = (req, client, label) => {
-    req.client = client;
+    req.clientName = client;
     metrics.accepted(label);
     activeSpan()?.setAttribute('sluice.client', client);
   };

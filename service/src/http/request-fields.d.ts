@@ -6,6 +6,6 @@ declare module 'http' {
     id: string;
     log: Logger;
     /** The client whose credentials were accepted (http/authenticate.js): a configured name, or a JWT's subject. */
-    client?: string;
+    clientName?: string;
   }
 }
