@@ -59,9 +59,8 @@ export async function feedRecords(records, config, deadline, { rereadToken } = {
    */
   const newerToken = async (used) => {
     if (!rereadToken) return false;
-    reread ??= rereadToken().then((fresh) => {
-      current = fresh;
-    }, () => {});
+    // A failed read leaves the token as it was: the chunk then fails as unavailable.
+    reread ??= rereadToken().then((fresh) => void (current = fresh), () => undefined);
     await reread;
     return current.ingestToken !== used.ingestToken;
   };

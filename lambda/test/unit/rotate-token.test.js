@@ -4,8 +4,6 @@ import { PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { rotate } from '../../src/rotate-token.js';
 import { SECRET_ARN, startSecretsManagerStub } from '../support/secrets-manager-stub.js';
 
-const STEPS = /** @type {const} */ (['createSecret', 'setSecret', 'testSecret', 'finishSecret']);
-
 /** The rotation's four steps against the Secrets Manager stand-in, through the real SDK client. */
 describe('the token rotation function (unit, Secrets Manager stand-in)', () => {
   /** @param {string} token */
@@ -24,7 +22,7 @@ describe('the token rotation function (unit, Secrets Manager stand-in)', () => {
     const { secrets, deps, waited, close } = await withSecret(JSON.stringify(old));
     t.after(close);
     const version = secrets.startRotation();
-    /** @param {typeof STEPS[number]} step */
+    /** @param {'createSecret' | 'setSecret' | 'testSecret' | 'finishSecret'} step */
     const run = (step) => rotate({ Step: step, SecretId: SECRET_ARN, ClientRequestToken: version }, deps);
 
     await run('createSecret');
