@@ -5,6 +5,16 @@ import { randomBytes } from 'node:crypto';
 import {
   DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient, UpdateSecretVersionStageCommand,
 } from '@aws-sdk/client-secrets-manager';
+import { defineVariables, loadEnv, milliseconds } from '@sluice/env';
+
+/** The rotation function's one variable (template.yaml sets it), declared once. */
+export const ROTATION_VARIABLES = defineVariables({
+  ROTATION_WAIT_MS: {
+    parser: milliseconds({ min: 0, max: 840_000 }),
+    default: 125_000,
+    description: "how long setSecret waits for every service to read the pending version: two of the services' INGEST_TOKENS_REFRESH_MS and a margin, within the function's timeout",
+  },
+});
 
 /**
  * @typedef {object} RotationEvent  what Secrets Manager invokes the function with, once per step
@@ -98,11 +108,11 @@ export async function rotate({ Step: step, SecretId: secretId, ClientRequestToke
   }
 }
 
-/** The rotation function: ROTATION_WAIT_MS is the services' refresh interval and a margin (template.yaml). */
+/** The rotation function (template.yaml's TokenRotationFunction). */
 export async function handler(/** @type {RotationEvent} */ event) {
   await rotate(event, {
     client: new SecretsManagerClient({}),
-    waitMs: Number(process.env.ROTATION_WAIT_MS ?? 65_000),
+    waitMs: loadEnv(ROTATION_VARIABLES, process.env).ROTATION_WAIT_MS,
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   });
 }
