@@ -2,6 +2,15 @@
 // variants, interleaved so that a sluice/naive ratio survives a noisy machine.
 
 /**
+ * Credentials (issue 37), side by side: `token` is one static INGEST_TOKEN, the reference the other
+ * two are compared with; `tokens` is INGEST_TOKENS with eight clients (every one compared at each
+ * request, the bench's among them); `jwt` is an HS256 JWT checked for signature, exp, aud and role
+ * (remembered once verified, as PostgREST's cache does). k6 sends each its TOKEN (credentialsFor).
+ * Bench-only values, generated nowhere else.
+ */
+const BENCH_TOKEN = 'bench-client-token-0123456789abcdefghijklmnop';
+const BENCH_JWT_SECRET = 'bench-jwt-secret-0123456789abcdefghijklmnop';
+/**
  * sluice variants: the environment the service process gets. Adding a variant is one line.
  * @type {Record<string, Record<string, string>>}
  */
@@ -20,10 +29,29 @@ export const VARIANTS = {
   'tracing-unsampled': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_always_off' },
   // Tracing on, every request sampled, exported as OTLP/JSON instead of protobuf.
   'tracing-json': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
+  // Credentials (issue 37), opt-in: token is the reference for tokens and jwt (see BENCH_TOKEN).
+  token: { INGEST_TOKEN: BENCH_TOKEN },
+  tokens: { INGEST_TOKENS: JSON.stringify(Object.fromEntries([...Array.from({ length: 7 }, (_, i) => [`client-${i}`, `${BENCH_TOKEN}-${i}`]), ['bench', BENCH_TOKEN]])) },
+  jwt: { JWT_SECRET: BENCH_JWT_SECRET, JWT_AUDIENCE: 'sluice' },
 };
 
+/**
+ * What k6 sends as TOKEN to a variant: the static token, or a JWT signed now (valid for a day),
+ * with jose as a client would sign it; nothing for the variants without authentication.
+ * @param {string} variant  a variant's own name (baseVariant)
+ * @returns {Promise<Record<string, string>>}
+ */
+export async function credentialsFor(variant) {
+  if (variant === 'token' || variant === 'tokens') return { TOKEN: BENCH_TOKEN };
+  if (variant !== 'jwt') return {};
+  const { SignJWT } = await import('jose');
+  const jwt = await new SignJWT({ role: 'service_role', sub: 'bench' }).setProtectedHeader({ alg: 'HS256' })
+    .setAudience('sluice').setIssuedAt().setExpirationTime('1d').sign(new TextEncoder().encode(BENCH_JWT_SECRET));
+  return { TOKEN: jwt };
+}
+
 /** Variants run only when --variants names them. */
-export const OPT_IN_VARIANTS = ['tracing', 'tracing-sampled', 'tracing-unsampled', 'tracing-json'];
+export const OPT_IN_VARIANTS = ['tracing', 'tracing-sampled', 'tracing-unsampled', 'tracing-json', 'token', 'tokens', 'jwt'];
 
 /**
  * The suffix of a variant run on another checkout (`--compare`): `default@compare` is the other
