@@ -23,15 +23,7 @@ import { flushSpans, tracedRequests } from './tracing/spans.js';
  * @param {import('pino').Logger} logger
  */
 async function serve(config, logger) {
-  /** @type {import('./auth/start-auth.js').Authentication} */
-  let auth;
-  try {
-    auth = await startAuthentication(config.auth, { logger });
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    logger.fatal({ variable: err.variable }, `bad configuration: ${err.message}`);
-    process.exit(1);
-  }
+  const auth = await authenticationOrExit(config, logger);
   const db = createDatabase(config, logger);
   const metrics = createMetrics(db);
   const inCluster = cluster.isWorker;
@@ -74,7 +66,22 @@ async function serve(config, logger) {
   process.on('SIGINT', shutdown);
 }
 
-function main() {
+/**
+ * The credentials read (a token file or secret for the first time), or exit 1 naming the variable
+ * that cannot be read.
+ * @param {import('./config.js').Config} config @param {import('pino').Logger} logger
+ */
+async function authenticationOrExit(config, logger) {
+  try {
+    return await startAuthentication(config.auth, { logger });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    logger.fatal({ variable: err.variable }, `bad configuration: ${err.message}`);
+    process.exit(1);
+  }
+}
+
+async function main() {
   createCommand('node service/src/server.js', "The sluice ingestion service: POST /users into PostgreSQL at DATABASE_URL. Configured by the environment only (service/src/config.js declares each variable; docs/configuration.md lists them).", environmentHelp({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES })).parse();
   let config;
   try {
@@ -97,8 +104,13 @@ function main() {
   if (cluster.isPrimary && !authRequired(config.auth)) {
     logger.warn('no credentials are configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET, ...): POST /users accepts requests from anyone who can reach it');
   }
-  if (cluster.isPrimary && config.workers > 0) return runPrimary(config, logger);
-  void serve({ ...config, databaseUrl }, logger);
+  if (cluster.isPrimary && config.workers > 0) {
+    // A token file or secret that cannot be read stops the start here, once, rather than each
+    // worker in turn (each then reads its own and keeps it current).
+    (await authenticationOrExit(config, logger)).close();
+    return runPrimary(config, logger);
+  }
+  await serve({ ...config, databaseUrl }, logger);
 }
 
-main();
+await main();

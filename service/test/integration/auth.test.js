@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
@@ -183,6 +184,21 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
     assertInvalidToken(await post('hs256', `Bearer ${await hs({ role: 'authenticated' })}`), 'a role JWT_ROLES does not list');
     assertInvalidToken(await post('hs256', `Bearer ${await jwt({ claims: { role: 'service_role' } })}`), 'RS256 where HS256 is expected');
     assertInvalidToken(await post('hs256', `Bearer ${await hs({ role: 'service_role' }, new TextEncoder().encode(`${jwtSecret}-other`))}`), 'another secret');
+  });
+
+  test('a token file that cannot be read, or duplicate tokens: the service does not start, and names the variable, never a token', () => {
+    const server = new URL('../../src/server.js', import.meta.url).pathname;
+    for (const [env, variable] of /** @type {[Record<string, string>, string][]} */ ([
+      [{ INGEST_TOKENS_FILE: '/nonexistent/sluice-tokens.json' }, 'INGEST_TOKENS_FILE'],
+      [{ INGEST_TOKENS_FILE: '/nonexistent/sluice-tokens.json', WORKERS: '2' }, 'INGEST_TOKENS_FILE'],
+      [{ INGEST_TOKENS: JSON.stringify({ a: feederToken, b: feederToken }) }, 'INGEST_TOKENS'],
+    ])) {
+      const r = spawnSync(process.execPath, [server], { env: { ...process.env, DATABASE_URL: db.url, HOST: '127.0.0.1', PORT: '0', ...env }, encoding: 'utf8', timeout: 20_000 });
+      const out = `${r.stdout}${r.stderr}`;
+      assert.equal(r.status, 1, out);
+      assert.match(out, new RegExp(`bad configuration: ${variable} `));
+      assert.ok(!out.includes(feederToken), 'no token in the message');
+    }
   });
 
   test('no token, no secret, no key material in any log line at debug level', () => {
