@@ -1,5 +1,6 @@
 // The capacity experiment: closed-loop k6 (no sleep) against the naive baseline and sluice's
 // variants, interleaved so that a sluice/naive ratio survives a noisy machine.
+import { createHmac } from 'node:crypto';
 
 /**
  * Credentials (issue 37), side by side: `token` is one static INGEST_TOKEN, the reference the other
@@ -36,18 +37,19 @@ export const VARIANTS = {
 };
 
 /**
- * What k6 sends as TOKEN to a variant: the static token, or a JWT signed now (valid for a day),
- * with jose as a client would sign it; nothing for the variants without authentication.
+ * What k6 sends as TOKEN to a variant: the static token, or an HS256 JWT signed now (valid for a
+ * day; signed with node:crypto, which is all HS256 is, so the bench needs no JWT library of its
+ * own); nothing for the variants without authentication.
  * @param {string} variant  a variant's own name (baseVariant)
  * @returns {Promise<Record<string, string>>}
  */
 export async function credentialsFor(variant) {
   if (variant === 'token' || variant === 'tokens') return { TOKEN: BENCH_TOKEN };
   if (variant !== 'jwt') return {};
-  const { SignJWT } = await import('jose');
-  const jwt = await new SignJWT({ role: 'service_role', sub: 'bench' }).setProtectedHeader({ alg: 'HS256' })
-    .setAudience('sluice').setIssuedAt().setExpirationTime('1d').sign(new TextEncoder().encode(BENCH_JWT_SECRET));
-  return { TOKEN: jwt };
+  const now = Math.floor(Date.now() / 1000);
+  const part = (/** @type {object} */ json) => Buffer.from(JSON.stringify(json)).toString('base64url');
+  const signed = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({ role: 'service_role', sub: 'bench', aud: 'sluice', iat: now, exp: now + 86_400 })}`;
+  return { TOKEN: `${signed}.${createHmac('sha256', BENCH_JWT_SECRET).update(signed).digest('base64url')}` };
 }
 
 /** Variants run only when --variants names them. */
