@@ -70,14 +70,15 @@ export function authenticate({ tokens, verifyJwt, metrics }) {
       return next();
     }
     if (!verifyJwt || !JWT_SHAPE.test(token)) return refuse(next, 'invalid_token', 'unknown_token');
-    verifyJwt(token).then(
+    // Returned: Express 5 passes a rejection to the error handler rather than losing it.
+    return verifyJwt(token).then(
       (subject) => {
         accept(req, subject ?? JWT_LABEL, JWT_LABEL);
-        next();
+        return next();
       },
       (err) => {
         if (!(err instanceof JwtRefusal)) return next(err);
-        refuse(next, 'invalid_token', err.reason, err.message);
+        return refuse(next, 'invalid_token', err.reason, err.message);
       },
     );
   };
