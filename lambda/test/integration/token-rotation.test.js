@@ -20,7 +20,7 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(
 const newToken = () => randomBytes(24).toString('base64url');
 
 /**
- * A producer that keeps sending until stopped: a message of 5 users every few milliseconds, so the
+ * A producer that keeps sending until stopped: four messages of 5 users every few milliseconds, so the
  * feeder posts all through the rotation (POST_CHUNK_ITEMS=5: a post per message).
  * @param {import('@aws-sdk/client-sqs').SQSClient} sqs @param {string} queueUrl @param {string} tag
  */
@@ -29,7 +29,7 @@ function keepProducing(sqs, queueUrl, tag) {
   let made = 0;
   async function* users() {
     while (producing) {
-      for (let i = 0; i < 5; i++) yield { email: `${tag}-${made++}@rotation.example`, name: `Rotation ${made}` };
+      for (let i = 0; i < 20; i++) yield { email: `${tag}-${made++}@rotation.example`, name: `Rotation ${made}` };
       await sleep(1);
     }
   }
@@ -70,6 +70,7 @@ describe('token rotation under load: zero failed posts, zero dead letters, nothi
       sqs, queueUrl: queues.queueUrl, serviceUrl: app.baseUrl, batchSize: 20, functionTimeoutMs: 10_000,
       env: { ...secrets.env, POST_CHUNK_ITEMS: '5', POST_CONCURRENCY: '4' },
     });
+    const started = performance.now();
     try {
       const producer = keepProducing(sqs, queues.queueUrl, tag);
       const before = await db.countUsers();
@@ -79,10 +80,11 @@ describe('token rotation under load: zero failed posts, zero dead letters, nothi
       const sent = await producer.stop();
       await waitUntil(async () => (await db.countUsers()) - before >= sent && (await queues.depth(queues.queueUrl)) === 0, `all ${sent} users stored`, 60_000);
       const totals = await feeder.stop();
+      const seconds = (performance.now() - started) / 1000;
       const stored = await db.countUsers() - before;
       const deadLetters = await queues.depth(queues.dlqUrl);
       await queues.delete();
-      return { sent, stored, totals, deadLetters, handlerLogs: feeder.handlerLogs };
+      return { sent, stored, totals, deadLetters, seconds, handlerLogs: feeder.handlerLogs };
     } finally {
       await feeder.stop();
     }
@@ -101,7 +103,7 @@ describe('token rotation under load: zero failed posts, zero dead letters, nothi
     assert.ok(refused.length >= 1, 'the old token was refused at least once (the re-read was exercised)');
     assert.ok(refused.every((l) => l.client === undefined), 'a refusal names no client');
     const posts = run.handlerLogs.reduce((n, l) => n + (l.posts ?? 0), 0);
-    t.diagnostic(`${run.sent} users, ${posts} posts, ${refused.length} answered 401 and posted again with the new token`);
+    t.diagnostic(`${run.sent} users, ${posts} posts in ${run.seconds.toFixed(1)} s (one every ${Math.round((run.seconds * 1000) / posts)} ms), ${refused.length} answered 401 and posted again with the new token`);
   }
 
   test('a token file: the second token added, the feeder\'s secret switched to it, the first removed', async (t) => {
