@@ -33,8 +33,9 @@ const VERIFIED_CACHE_SIZE = 1000;
 const ANONYMOUS_ROLE = 'anon';
 
 /**
- * Why a JWT was refused: the 401's message, naming no secret and quoting nothing of the token.
- * `unavailable`: the key set could not be fetched (still a 401: the token could not be verified).
+ * Why a JWT was refused: the 401's message, naming no secret and quoting nothing of the token, and
+ * a fixed word for sluice_auth_refused_total (`jwks_unavailable`: the key set could not be fetched,
+ * still a 401, since the token could not be verified).
  */
 export class JwtRefusal extends Error {
   /** @param {string} message @param {string} reason  a metric label: a short fixed word */
