@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError, Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-line';
-import { COMPARED, LOADS, OPT_IN_VARIANTS, THROUGH_POOLER, VARIANTS, baseVariant, planRuns, summarise } from './lib/capacity.js';
+import { COMPARED, LOADS, OPT_IN_VARIANTS, THROUGH_POOLER, VARIANTS, baseVariant, credentialsFor, planRuns, summarise } from './lib/capacity.js';
 
 const LOAD_IDS = LOADS.map((l) => l.id);
 const VARIANT_NAMES = Object.keys(VARIANTS);
@@ -161,7 +161,8 @@ try {
       const r = await measureRun({
         k6,
         script: path.join(root, 'k6', p.load.script),
-        k6Env: { MODE: 'capacity', VUS: String(p.load.vus), DURATION: opts.duration, ...p.load.env },
+        // The credentials variants' TOKEN (a static token or a JWT); the references need none.
+        k6Env: { MODE: 'capacity', VUS: String(p.load.vus), DURATION: opts.duration, ...p.load.env, ...(p.target === 'sluice' ? await credentialsFor(baseVariant(p.variant)) : {}) },
         summaryFile: path.join(outDir, `${stamp}-capacity-${i}-k6.json`),
         start: p.target === 'naive' ? startNaive : p.target === 'noop' ? startNoop : startSluice(envOf(p.variant), scriptOf(p.variant)),
         pgPid,

@@ -4,6 +4,7 @@ import { markdownTable } from 'markdown-table';
 import { DATABASE_VARIABLES, MIGRATION_VARIABLES } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, describeEnv } from '@sluice/env';
 import { FEEDER_VARIABLES } from '../lambda/src/config.js';
+import { ROTATION_VARIABLES } from '../lambda/src/rotate-token.js';
 import { ELASTICMQ_VARIABLES, RUNNER_VARIABLES, SQS_VARIABLES } from '../lambda/local/sqs-config.js';
 import { SERVICE_VARIABLES } from '../service/src/config.js';
 import { START_VARIABLES } from './start-config.js';
@@ -39,6 +40,11 @@ export const SECTIONS = [
     heading: 'The feeder\'s handler (`lambda/src/config.js`)',
     intro: 'The Lambda function (set by `template.yaml`), and the handler under the local runner.',
     declarations: FEEDER_VARIABLES,
+  },
+  {
+    heading: 'The token rotation function (`lambda/src/rotate-token.js`)',
+    intro: "Secrets Manager's rotation of the stack's ingest tokens (`template.yaml` sets it; [operations.md](operations.md#credentials-adding-a-client-rotating-revoking)).",
+    declarations: ROTATION_VARIABLES,
   },
   {
     heading: 'Tracing (`env/src/tracing.js`)',

@@ -1,6 +1,16 @@
 // The capacity experiment: closed-loop k6 (no sleep) against the naive baseline and sluice's
 // variants, interleaved so that a sluice/naive ratio survives a noisy machine.
+import { createHmac } from 'node:crypto';
 
+/**
+ * Credentials (issue 37), side by side: `token` is one static INGEST_TOKEN, the reference the other
+ * two are compared with; `tokens` is INGEST_TOKENS with eight clients (every one compared at each
+ * request, the bench's among them); `jwt` is an HS256 JWT checked for signature, exp, aud and role
+ * (remembered once verified, as PostgREST's cache does). k6 sends each its TOKEN (credentialsFor).
+ * Bench-only values, generated nowhere else.
+ */
+const BENCH_TOKEN = 'bench-client-token-0123456789abcdefghijklmnop';
+const BENCH_JWT_SECRET = 'bench-jwt-secret-0123456789abcdefghijklmnop';
 /**
  * sluice variants: the environment the service process gets. Adding a variant is one line.
  * @type {Record<string, Record<string, string>>}
@@ -20,6 +30,10 @@ export const VARIANTS = {
   'tracing-unsampled': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_always_off' },
   // Tracing on, every request sampled, exported as OTLP/JSON instead of protobuf.
   'tracing-json': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
+  // Credentials, opt-in: token is the reference for tokens and jwt (see BENCH_TOKEN).
+  token: { INGEST_TOKEN: BENCH_TOKEN },
+  tokens: { INGEST_TOKENS: JSON.stringify(Object.fromEntries([...Array.from({ length: 7 }, (_, i) => [`client-${i}`, `${BENCH_TOKEN}-${i}`]), ['bench', BENCH_TOKEN]])) },
+  jwt: { JWT_SECRET: BENCH_JWT_SECRET, JWT_AUDIENCE: 'sluice' },
   // Through PgBouncer 1.18 in transaction mode (pool as large as the service's), which run.js starts
   // in front of the bench's PostgreSQL and puts in place of THROUGH_POOLER: what a pooler costs.
   pgbouncer: { DATABASE_URL: 'THROUGH_POOLER' },
@@ -28,8 +42,24 @@ export const VARIANTS = {
 /** The DATABASE_URL a variant names to be sent through the bench's PgBouncer. */
 export const THROUGH_POOLER = 'THROUGH_POOLER';
 
+/**
+ * What k6 sends as TOKEN to a variant: the static token, or an HS256 JWT signed now (valid for a
+ * day; signed with node:crypto, which is all HS256 is, so the bench needs no JWT library of its
+ * own); nothing for the variants without authentication.
+ * @param {string} variant  a variant's own name (baseVariant)
+ * @returns {Promise<Record<string, string>>}
+ */
+export async function credentialsFor(variant) {
+  if (variant === 'token' || variant === 'tokens') return { TOKEN: BENCH_TOKEN };
+  if (variant !== 'jwt') return {};
+  const now = Math.floor(Date.now() / 1000);
+  const part = (/** @type {object} */ json) => Buffer.from(JSON.stringify(json)).toString('base64url');
+  const signed = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({ role: 'service_role', sub: 'bench', aud: 'sluice', iat: now, exp: now + 86_400 })}`;
+  return { TOKEN: `${signed}.${createHmac('sha256', BENCH_JWT_SECRET).update(signed).digest('base64url')}` };
+}
+
 /** Variants run only when --variants names them. */
-export const OPT_IN_VARIANTS = ['tracing', 'tracing-sampled', 'tracing-unsampled', 'tracing-json', 'pgbouncer'];
+export const OPT_IN_VARIANTS = ['tracing', 'tracing-sampled', 'tracing-unsampled', 'tracing-json', 'pgbouncer', 'token', 'tokens', 'jwt'];
 
 /**
  * The suffix of a variant run on another checkout (`--compare`): `default@compare` is the other

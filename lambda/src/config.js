@@ -5,6 +5,7 @@ import { defineVariables, loadEnv, matching, milliseconds, integer, oneOf, text,
  * @property {string} serviceUrl          base URL of the sluice service
  * @property {string | undefined} ingestToken
  * @property {string | undefined} ingestTokenSecretArn  Secrets Manager secret holding the token (AWS)
+ * @property {string} ingestClientName    the feeder's entry when that secret holds a JSON object of name → token
  * @property {number} postChunkItems      users per POST /users
  * @property {number} postConcurrency     POSTs in flight at once
  * @property {number} requestTimeoutMs    one POST's limit
@@ -21,8 +22,9 @@ export const FEEDER_VARIABLES = defineVariables({
   INGEST_TOKEN: { parser: text({ trim: false }), description: "the service's bearer token" },
   INGEST_TOKEN_SECRET_ARN: {
     parser: matching(/^arn:aws[\w-]*:secretsmanager:/, 'a Secrets Manager secret ARN'),
-    description: 'on AWS: the Secrets Manager secret holding the token as plain text, instead of INGEST_TOKEN',
+    description: "on AWS: the Secrets Manager secret holding the token, instead of INGEST_TOKEN: plain text, or a JSON object of client name → token (the service's INGEST_TOKENS form); read at a cold start and again when the service answers 401",
   },
+  INGEST_CLIENT_NAME: { parser: text(), default: 'feeder', description: "the feeder's client name: its entry in a secret that holds a JSON object of name → token" },
   POST_CHUNK_ITEMS: { parser: integer({ min: 1, max: 10_000 }), default: 1000, description: 'users per POST /users' },
   POST_CONCURRENCY: { parser: integer({ min: 1, max: 64 }), default: 4, description: 'POSTs in flight at once' },
   REQUEST_TIMEOUT_MS: { parser: milliseconds({ min: 100, max: 900_000 }), default: 30_000, description: "one POST's limit" },
@@ -52,6 +54,7 @@ export function loadFeederConfig(env = process.env) {
     serviceUrl: v.SERVICE_URL,
     ingestToken: v.INGEST_TOKEN,
     ingestTokenSecretArn: v.INGEST_TOKEN_SECRET_ARN,
+    ingestClientName: v.INGEST_CLIENT_NAME,
     postChunkItems: v.POST_CHUNK_ITEMS,
     postConcurrency: v.POST_CONCURRENCY,
     requestTimeoutMs: v.REQUEST_TIMEOUT_MS,

@@ -61,12 +61,34 @@ function chunksInOrder(items, size) {
  * are not posted (or no more), and are reported as failed even if they were stored, so that SQS
  * hands them back after it (message-groups.js).
  *
+ * A 401 may mean the token was rotated since it was read: the token is read again (`rereadToken`,
+ * once per invocation, shared by the chunks in flight) and a chunk refused with the old one is
+ * posted again with the new one. Refused again, or with the token unchanged, the chunk's messages
+ * fail as unavailable (never poison: a token is the deployment's fault, not the message's).
+ *
  * @param {import('./records.js').SqsRecordLike[]} records
  * @param {import('./config.js').FeederConfig} config
  * @param {number} deadline  epoch ms after which no request starts
+ * @param {{ rereadToken?: () => Promise<import('./config.js').FeederConfig> }} [options]
  */
-export async function feedRecords(records, config, deadline) {
+export async function feedRecords(records, config, deadline, { rereadToken } = {}) {
   const { items, poisoned } = unpackRecords(records, config.conflictResolution);
+  /** The configuration posts use: its token replaced when read again. */
+  let current = config;
+  /** @type {Promise<void> | undefined} */
+  let reread;
+  /**
+   * Whether a chunk refused with `used` may be posted again: the token is read again (once) and
+   * differs from the one the chunk was refused with.
+   * @param {import('./config.js').FeederConfig} used
+   */
+  const newerToken = async (used) => {
+    if (!rereadToken) return false;
+    // A failed read leaves the token as it was: the chunk then fails as unavailable.
+    reread ??= rereadToken().then((fresh) => void (current = fresh), () => undefined);
+    await reread;
+    return current.ingestToken !== used.ingestToken;
+  };
   /** @type {Map<string, Failure>} */
   const failed = new Map([...poisoned].map(([id, err]) => [id, /** @type {Failure} */ ({ kind: 'poison', reason: err.message })]));
   const stats = { posts: 0, retries: 0, inserted: 0, updated: 0, stored: 0 };
@@ -87,7 +109,8 @@ export async function feedRecords(records, config, deadline) {
       // A message already failed elsewhere fails whole: its other users need not be sent now.
       pending = pending.filter((item) => !failed.has(item.messageId));
       if (pending.length === 0) return;
-      const outcome = await postUsers(config, pending.map((item) => item.user), {
+      const used = current;
+      const outcome = await postUsers(used, pending.map((item) => item.user), {
         deadline,
         resolution: pending[0].resolution,
         onAttempt: (retry) => {
@@ -118,6 +141,7 @@ export async function feedRecords(records, config, deadline) {
         case 'refused':
           // A refused token is the deployment's fault, not the message's: it must not send good
           // users to the dead-letter queue, so it counts as unavailable and the messages come back.
+          if (outcome.status === 401 && (await newerToken(used))) continue;
           if (outcome.status === 401 || outcome.status === 403) {
             credentialsRefused(outcome.status, config);
             return failAll(pending, { kind: 'unavailable', reason: outcome.reason });
@@ -201,7 +225,9 @@ export async function handler(event, context) {
   let fed;
   try {
     const feederConfig = config;
-    fed = await runInSpan(span, () => feedRecords(records, feederConfig, deadline));
+    // A rotated token: read again on a 401, and kept for the next invocations once read.
+    const rereadToken = async () => (config = await withIngestToken(feederConfig));
+    fed = await runInSpan(span, () => feedRecords(records, feederConfig, deadline, { rereadToken }));
   } catch (err) {
     endInvocationSpan(span, {}, err);
     throw err;

@@ -6,7 +6,7 @@ import { readJsonBody } from './http/json-body.js';
 import { readPreferences } from './http/prefer.js';
 import { readWriteQuery } from './http/write-query.js';
 import { observeRequests } from './http/request-log.js';
-import { requireToken } from './http/require-token.js';
+import { authenticate } from './http/authenticate.js';
 import { createOpenApiDocument } from './openapi.js';
 import { inSpan, tracedMiddleware, tracingOn } from './tracing/spans.js';
 import { createGroupCommit } from './users/group-commit.js';
@@ -26,10 +26,12 @@ const GROUP_LOCK_TIMEOUT_MS = 250;
  *   db: import('./db.js').Database,
  *   logger: import('pino').Logger,
  *   metrics: import('./metrics.js').Metrics,
+ *   auth: import('./auth/start-auth.js').Authentication,
  *   renderMetrics?: () => Promise<string>,
- * }} deps  renderMetrics: how /metrics is rendered (the cluster aggregates across workers)
+ * }} deps  auth: the credentials POST /users accepts (auth/start-auth.js, started before);
+ *   renderMetrics: how /metrics is rendered (the cluster aggregates across workers)
  */
-export function createApp({ config, db, logger, metrics, renderMetrics = () => metrics.registry.metrics() }) {
+export function createApp({ config, db, logger, metrics, auth, renderMetrics = () => metrics.registry.metrics() }) {
   // Writing: a request alone, or small ones grouped into one statement (users/group-commit.js).
   // A group waits for a row another writer holds only briefly: one locked email must not hold
   // back the requests it shares a statement with (group commit splits the group instead).
@@ -71,7 +73,7 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
   // refuses what it can before the next one costs anything; the body is read only once admitted.
   app.post(
     '/users',
-    requireToken(config.ingestToken),
+    authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth }),
     readPreferences(),
     readWriteQuery(),
     // An NDJSON or CSV body is streamed (users/stream-import.js) and answered there; a JSON one goes on.

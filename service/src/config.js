@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { DATABASE_VARIABLES, databaseRules, databaseUrlFrom } from '@sluice/db/database-url';
-import { boolean, defineVariables, integer, loadEnv, milliseconds, oneOf, text } from '@sluice/env';
+import { boolean, defineVariables, integer, loadEnv, matching, milliseconds, oneOf, text, url } from '@sluice/env';
+import { DEFAULT_CLIENT, mergeNamedTokens, parseNamedTokens } from './auth/token-set.js';
 import { STRATEGIES } from './users/user-repository.js';
 
 /**
@@ -8,7 +9,7 @@ import { STRATEGIES } from './users/user-repository.js';
  * @property {string | undefined} databaseUrl
  * @property {number} port
  * @property {string} host
- * @property {string | undefined} ingestToken
+ * @property {Auth} auth                who may POST /users (docs/operations.md, "Credentials")
  * @property {number} dbPoolMax
  * @property {number} dbConnectTimeoutMs  how long a request waits for a pool connection before 503
  * @property {number} dbStatementTimeoutMs
@@ -30,6 +31,25 @@ import { STRATEGIES } from './users/user-repository.js';
  * @property {number} admissionWaitMs       how long a request that does not fit waits before 503 (0: never waits)
  */
 
+/**
+ * @typedef {import('./auth/token-source.js').TokenSourceConfig & { jwt: import('./auth/jwt.js').JwtConfig | undefined }} Auth
+ */
+
+/** INGEST_TOKENS: checked whole at start-up (auth/token-set.js), its problems naming clients, never tokens. */
+const namedTokens = { kind: 'a JSON object of client name → token', parse: parseNamedTokens };
+/** A comma-separated list of words, none empty. */
+const wordList = {
+  kind: 'a comma-separated list',
+  parse: (/** @type {string} */ value) => {
+    const words = value.split(',').map((w) => w.trim());
+    if (words.some((w) => w === '')) throw new TypeError(`must be a comma-separated list of non-empty values, got ${JSON.stringify(value)}`);
+    return words;
+  },
+};
+/** PostgREST asks the same of its jwt-secret: HS256 with a shorter secret can be brute-forced. */
+const JWT_SECRET_MIN_LENGTH = 32;
+const JWT_ONLY = /** @type {const} */ (['JWT_AUDIENCE', 'JWT_ISSUER', 'JWT_ROLES']);
+
 const LOG_LEVELS = /** @type {const} */ (['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 const HOUR_MS = 3_600_000;
 const workersParser = integer({ min: 0, max: 256 });
@@ -39,10 +59,25 @@ export const SERVICE_VARIABLES = defineVariables({
   PORT: { parser: integer({ min: 0, max: 65535 }), default: 3000, description: 'HTTP port (0: any free port)' },
   HOST: {
     parser: text(),
-    defaultText: '127.0.0.1, or 0.0.0.0 when INGEST_TOKEN is set',
+    defaultText: '127.0.0.1, or 0.0.0.0 when a token or a JWT is required',
     description: 'address to listen on: an open write endpoint is never exposed by default',
   },
-  INGEST_TOKEN: { parser: text({ trim: false }), description: 'when set, POST /users needs it as a bearer token (Authorization header, compared in constant time); unset: a warning at start-up' },
+  INGEST_TOKEN: { parser: text({ trim: false }), description: `when set, POST /users accepts it as a bearer token (Authorization header, compared in constant time), the client named ${DEFAULT_CLIENT}; no credential of any kind set: a warning at start-up` },
+  INGEST_TOKENS: { parser: namedTokens, description: "clients and their bearer tokens: any of them is accepted (compared in constant time), so a new token is added before the old one is removed; the client's name, never its token, goes in the access log, the request's span and a metric label" },
+  INGEST_TOKENS_FILE: { parser: text(), description: 'a file holding that JSON object instead of INGEST_TOKENS, read again every INGEST_TOKENS_REFRESH_MS: a client is added, rotated or revoked by rewriting it, with no restart (a bad rewrite is logged and the tokens in force stay)' },
+  INGEST_TOKENS_SECRET_ARN: {
+    parser: matching(/^arn:aws[\w-]*:secretsmanager:/, 'a Secrets Manager secret ARN'),
+    description: 'on AWS: a Secrets Manager secret holding that JSON object instead, read again every INGEST_TOKENS_REFRESH_MS; the clients of its AWSCURRENT and AWSPENDING versions are both accepted, so a rotation needs no restart',
+  },
+  INGEST_TOKENS_REFRESH_MS: { parser: milliseconds({ min: 100, max: HOUR_MS }), defaultText: '1000 for a file, 60000 for a secret', description: 'how often INGEST_TOKENS_FILE or INGEST_TOKENS_SECRET_ARN is read again' },
+  JWT_SECRET: { parser: text({ trim: false }), description: `bearer JWTs signed with HS256 and this secret (at least ${JWT_SECRET_MIN_LENGTH} characters) are accepted` },
+  JWT_JWKS_URL: { parser: url({ protocols: ['http', 'https'] }), description: "instead of JWT_SECRET: bearer JWTs signed with an asymmetric key (RS, PS, ES, EdDSA) of this JSON Web Key Set are accepted; keys cached, fetched again on an unknown kid (at most every 30 s) and every 10 minutes" },
+  JWT_JWKS_TIMEOUT_MS: { parser: milliseconds({ min: 100, max: 4000 }), default: 2000, description: 'one fetch of the key set, at most: a key host that does not answer costs a request this long, then 401' },
+  JWT_AUDIENCE: { parser: text(), description: "when set, a JWT's aud must hold it" },
+  JWT_ISSUER: { parser: text(), description: "when set, a JWT's iss must be it" },
+  JWT_ROLE_CLAIM: { parser: text(), default: 'role', description: "the claim that must grant writing (PostgREST's role claim)" },
+  JWT_ROLES: { parser: wordList, defaultText: 'any role but anon', description: "the values of JWT_ROLE_CLAIM that grant writing; unset, any but anon (Supabase's public anonymous key), and a JWT without the claim is refused" },
+  JWT_CLIENT_CLAIM: { parser: text(), default: 'sub', description: 'the claim that names the client in the access log and the span (the metric label of every JWT is jwt: a subject is not a bounded label)' },
   DB_POOL_MAX: { parser: integer({ min: 1, max: 1000 }), default: 10, description: 'PostgreSQL connections per process' },
   DB_CONNECT_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: 600_000 }), default: 2000, description: 'how long a request waits for a pooled connection before 503' },
   DB_STATEMENT_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 30_000, description: "server-side statement timeout, set by each transaction (SET LOCAL: never on the connection, so a transaction pooler keeps it); and a client-side guard" },
@@ -87,13 +122,14 @@ export const SERVICE_VARIABLES = defineVariables({
  * @returns {Config}
  */
 export function loadConfig(env = process.env) {
-  const v = loadEnv({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES }, env, databaseRules);
+  const v = loadEnv({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES }, env, (values) => [...databaseRules(values), ...authRules(values)]);
+  const auth = authFrom(v);
   return {
     databaseUrl: databaseUrlFrom(v),
     port: v.PORT,
-    // Without a token the write endpoint is open to whoever reaches it: loopback unless asked otherwise.
-    host: v.HOST ?? (v.INGEST_TOKEN ? '0.0.0.0' : '127.0.0.1'),
-    ingestToken: v.INGEST_TOKEN,
+    // Without credentials the write endpoint is open to whoever reaches it: loopback unless asked otherwise.
+    host: v.HOST ?? (authRequired(auth) ? '0.0.0.0' : '127.0.0.1'),
+    auth,
     dbPoolMax: v.DB_POOL_MAX,
     dbConnectTimeoutMs: v.DB_CONNECT_TIMEOUT_MS,
     dbStatementTimeoutMs: v.DB_STATEMENT_TIMEOUT_MS,
@@ -115,3 +151,62 @@ export function loadConfig(env = process.env) {
     admissionWaitMs: v.ADMISSION_WAIT_MS,
   };
 }
+
+/** @typedef {ReturnType<typeof loadEnv<typeof SERVICE_VARIABLES>>} ServiceValues */
+
+/**
+ * Checks across the authentication variables: one source of named tokens, one kind of JWT key,
+ * no JWT setting without a key, a long enough secret, no token given to two clients.
+ * @param {ServiceValues} v
+ * @returns {{ variable: string, problem: string }[]}
+ */
+function authRules(v) {
+  const problems = [];
+  const sources = /** @type {const} */ (['INGEST_TOKENS', 'INGEST_TOKENS_FILE', 'INGEST_TOKENS_SECRET_ARN']).filter((name) => v[name] !== undefined);
+  if (sources.length > 1) problems.push({ variable: sources[1], problem: `and ${sources[0]} are both set: give the named tokens one way` });
+  if (v.INGEST_TOKEN !== undefined && v.INGEST_TOKENS !== undefined) {
+    try {
+      mergeNamedTokens([[{ name: DEFAULT_CLIENT, token: v.INGEST_TOKEN }], v.INGEST_TOKENS]);
+      if (v.INGEST_TOKENS.some((t) => t.name === DEFAULT_CLIENT)) problems.push({ variable: 'INGEST_TOKENS', problem: `names a client ${DEFAULT_CLIENT}, which is INGEST_TOKEN's name: rename it` });
+    } catch (err) {
+      problems.push({ variable: 'INGEST_TOKENS', problem: `${/** @type {Error} */ (err).message} (INGEST_TOKEN is the client ${DEFAULT_CLIENT})` });
+    }
+  }
+  if (v.JWT_SECRET !== undefined && v.JWT_JWKS_URL !== undefined) problems.push({ variable: 'JWT_JWKS_URL', problem: 'and JWT_SECRET are both set: verify JWTs with one of them' });
+  if (v.JWT_SECRET !== undefined && v.JWT_SECRET.length < JWT_SECRET_MIN_LENGTH) problems.push({ variable: 'JWT_SECRET', problem: `must be at least ${JWT_SECRET_MIN_LENGTH} characters long` });
+  if (v.JWT_SECRET === undefined && v.JWT_JWKS_URL === undefined) {
+    for (const name of JWT_ONLY) if (v[name] !== undefined) problems.push({ variable: name, problem: 'is set, but neither JWT_SECRET nor JWT_JWKS_URL is: no JWT would be accepted' });
+  }
+  return problems;
+}
+
+/** @param {ServiceValues} v @returns {Auth} */
+function authFrom(v) {
+  const fromSecret = v.INGEST_TOKENS_SECRET_ARN !== undefined;
+  return {
+    ingestToken: v.INGEST_TOKEN,
+    ingestTokens: v.INGEST_TOKENS,
+    ingestTokensFile: v.INGEST_TOKENS_FILE,
+    ingestTokensSecretArn: v.INGEST_TOKENS_SECRET_ARN,
+    ingestTokensRefreshMs: v.INGEST_TOKENS_REFRESH_MS ?? (fromSecret ? 60_000 : 1000),
+    jwt: v.JWT_SECRET !== undefined || v.JWT_JWKS_URL !== undefined
+      ? {
+          secret: v.JWT_SECRET,
+          jwksUrl: v.JWT_JWKS_URL,
+          jwksTimeoutMs: v.JWT_JWKS_TIMEOUT_MS,
+          audience: v.JWT_AUDIENCE,
+          issuer: v.JWT_ISSUER,
+          roleClaim: v.JWT_ROLE_CLAIM,
+          roles: v.JWT_ROLES,
+          clientClaim: v.JWT_CLIENT_CLAIM,
+        }
+      : undefined,
+  };
+}
+
+/**
+ * Whether POST /users needs credentials.
+ * @param {Auth} auth
+ */
+export const authRequired = (auth) =>
+  auth.ingestToken !== undefined || auth.ingestTokens !== undefined || auth.ingestTokensFile !== undefined || auth.ingestTokensSecretArn !== undefined || auth.jwt !== undefined;

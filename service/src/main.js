@@ -6,7 +6,8 @@ import { DATABASE_VARIABLES } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, environmentHelp } from '@sluice/env';
 import { createApp } from './app.js';
 import { CANNOT_LISTEN_EXIT_CODE, askPrimaryForMetrics, runPrimary, shareWorkerMetrics } from './cluster.js';
-import { SERVICE_VARIABLES, loadConfig } from './config.js';
+import { startAuthentication } from './auth/start-auth.js';
+import { SERVICE_VARIABLES, authRequired, loadConfig } from './config.js';
 import { createDatabase } from './db.js';
 import { ConfigError } from './errors.js';
 import { checkCanListen, listenProblem } from './http/listen-problem.js';
@@ -22,12 +23,13 @@ import { flushSpans, tracedRequests } from './tracing/spans.js';
  * @param {import('./config.js').Config & { databaseUrl: string }} config
  * @param {import('pino').Logger} logger
  */
-function serve(config, logger) {
+async function serve(config, logger) {
+  const auth = await authenticationOrExit(config, logger);
   const db = createDatabase(config, logger);
   const metrics = createMetrics(db);
   const inCluster = cluster.isWorker;
   if (inCluster) shareWorkerMetrics(metrics.registry);
-  const app = createApp({ config, db, logger, metrics, renderMetrics: inCluster ? askPrimaryForMetrics : undefined });
+  const app = createApp({ config, db, logger, metrics, auth, renderMetrics: inCluster ? askPrimaryForMetrics : undefined });
 
   const server = createHttpServer(tracedRequests(app));
   server.once('error', (err) => {
@@ -62,6 +64,7 @@ function serve(config, logger) {
     const idleCloser = setInterval(() => server.closeIdleConnections(), 100);
     await closed;
     clearInterval(idleCloser);
+    auth.close();
     await db.close();
     await flushSpans();
     logger.info('stopped');
@@ -69,6 +72,21 @@ function serve(config, logger) {
   }
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+}
+
+/**
+ * The credentials read (a token file or secret for the first time), or exit 1 naming the variable
+ * that cannot be read.
+ * @param {import('./config.js').Config} config @param {import('pino').Logger} logger
+ */
+async function authenticationOrExit(config, logger) {
+  try {
+    return await startAuthentication(config.auth, { logger });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    logger.fatal({ variable: err.variable }, `bad configuration: ${err.message}`);
+    process.exit(1);
+  }
 }
 
 async function main() {
@@ -91,8 +109,8 @@ async function main() {
     logger.fatal('DATABASE_URL is not set: point it at PostgreSQL, or run `npm start`, which starts an embedded one');
     process.exit(1);
   }
-  if (cluster.isPrimary && !config.ingestToken) {
-    logger.warn('INGEST_TOKEN is unset: POST /users accepts requests from anyone who can reach it');
+  if (cluster.isPrimary && !authRequired(config.auth)) {
+    logger.warn('no credentials are configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET, ...): POST /users accepts requests from anyone who can reach it');
   }
   if (cluster.isPrimary && config.workers > 0) {
     // The workers listen through the primary: a busy port is said once here, not by each worker.
@@ -101,9 +119,12 @@ async function main() {
       console.error(`sluice: ${problem}`);
       process.exit(1);
     }
+    // A token file or secret that cannot be read stops the start here, once, rather than each
+    // worker in turn (each then reads its own and keeps it current).
+    (await authenticationOrExit(config, logger)).close();
     return runPrimary(config, logger);
   }
-  serve({ ...config, databaseUrl }, logger);
+  await serve({ ...config, databaseUrl }, logger);
 }
 
 await main();

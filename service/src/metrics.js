@@ -13,6 +13,7 @@ export function createMetrics(db) {
   const metrics = {
     registry,
     admission: admissionMetrics(registers),
+    auth: authMetrics(registers),
     httpRequests: new client.Counter({ name: 'sluice_http_requests_total', help: 'HTTP requests answered', labelNames: ['method', 'route', 'status'], registers }),
     httpDuration: new client.Histogram({
       name: 'sluice_http_request_duration_seconds', help: 'Time to answer a request', labelNames: ['method', 'route'], registers,
@@ -79,6 +80,28 @@ function admissionMetrics(registers) {
       inFlight.set({ lane: 'small' }, usage.smallBytes);
       waiting.set(usage.waiting);
     },
+  };
+}
+
+/**
+ * Who was let in and who was not: sluice_auth_accepted_total by client (a configured name, or
+ * `jwt`: http/authenticate.js keeps the label bounded) and sluice_auth_refused_total by reason (a
+ * fixed word). Children kept by label, as the HTTP counters are: no label object hashed per request.
+ * @param {client.Registry[]} registers
+ * @returns {import('./http/authenticate.js').AuthMetrics}
+ */
+function authMetrics(registers) {
+  const accepted = new client.Counter({ name: 'sluice_auth_accepted_total', help: 'Requests whose credentials were accepted, by client (a configured name, or jwt)', labelNames: ['client'], registers });
+  const refused = new client.Counter({ name: 'sluice_auth_refused_total', help: 'Requests refused with 401, by reason', labelNames: ['reason'], registers });
+  /** @type {Map<string, client.Counter.Internal>} */
+  const acceptedBy = new Map();
+  return {
+    accepted(label) {
+      let child = acceptedBy.get(label);
+      if (!child) acceptedBy.set(label, (child = accepted.labels({ client: label })));
+      child.inc();
+    },
+    refused: (reason) => refused.inc({ reason }),
   };
 }
 

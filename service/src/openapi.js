@@ -64,7 +64,10 @@ class Example {
 
 const HEADER_SCHEMAS = {
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
-  'WWW-Authenticate': { description: 'The authentication scheme.', schema: { type: 'string', const: 'Bearer' } },
+  'WWW-Authenticate': {
+    description: 'The scheme, and the RFC 6750 error code when credentials were sent: `invalid_request` for a malformed header, `invalid_token` for a token that is not valid.',
+    schema: { type: 'string', enum: ['Bearer', 'Bearer error="invalid_request"', 'Bearer error="invalid_token"'] },
+  },
 };
 const preferenceApplied = {
   description: 'The preferences of `Prefer` that were honoured, in PostgREST\'s order: `resolution`, `return`, `count`, `handling`.',
@@ -203,7 +206,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
           description:
             `A JSON array of 1 to ${maxBatchItems} users (MAX_BATCH_ITEMS), at most ${maxBodyBytes} bytes decoded (MAX_BODY_BYTES); ` +
             'UTF-8 JSON only, gzip or deflate `Content-Encoding` accepted. The whole array is written in one transaction; ' +
-            'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token is required only when the service runs with INGEST_TOKEN set. ' +
+            'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token (a static token of a client, or a JWT) is required only when the service runs with authentication configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL); an `apikey` header (supabase-js) is ignored. ' +
             `Or a stream of users, as many as fit in ${maxStreamBytes} bytes decoded (MAX_STREAM_BYTES): \`application/x-ndjson\` or \`application/jsonl\` (one user object a line) ` +
             'or `text/csv` (RFC 4180, a header row naming the columns email, name, phone, passwordHash). A stream is validated and written as it arrives, ' +
             'in one transaction: all or nothing, whatever its size; each error names the user\'s `line`. An email sent twice in one body is written once ' +
@@ -338,7 +341,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
     },
     components: {
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: 'INGEST_TOKEN, compared in constant time.' },
+        bearer: { type: 'http', scheme: 'bearer', description: "A client's static token (INGEST_TOKEN, INGEST_TOKENS: compared in constant time), or a JWT (JWT_SECRET for HS256, JWT_JWKS_URL for asymmetric keys) whose role claim grants writing." },
       },
       schemas: {
         User: user,

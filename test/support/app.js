@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import { createApp } from '../../service/src/app.js';
+import { startAuthentication } from '../../service/src/auth/start-auth.js';
 import { loadConfig } from '../../service/src/config.js';
 import { createDatabase } from '../../service/src/db.js';
 import { createHttpServer } from '../../service/src/http/node-server.js';
@@ -8,9 +9,11 @@ import { createMetrics } from '../../service/src/metrics.js';
 
 /**
  * The service's app on 127.0.0.1, port 0, in this process, with its log lines kept for assertions.
- * @param {{ databaseUrl: string, env?: Record<string, string>, serverTimeouts?: Parameters<typeof createHttpServer>[1] }} options
+ * @param {{ databaseUrl: string, env?: Record<string, string>, serverTimeouts?: Parameters<typeof createHttpServer>[1],
+ *   secrets?: import('../../service/src/auth/token-source.js').SecretReader }} options
+ *   secrets: where INGEST_TOKENS_SECRET_ARN is read (a stand-in of Secrets Manager)
  */
-export async function startTestApp({ databaseUrl, env = {}, serverTimeouts }) {
+export async function startTestApp({ databaseUrl, env = {}, serverTimeouts, secrets }) {
   const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', ...env });
   /** @type {any[]} */
   const logs = [];
@@ -23,7 +26,8 @@ export async function startTestApp({ databaseUrl, env = {}, serverTimeouts }) {
   const logger = createLogger(config, sink);
   const db = createDatabase({ ...config, databaseUrl }, logger);
   const metrics = createMetrics(db);
-  const app = createApp({ config, db, logger, metrics });
+  const auth = await startAuthentication(config.auth, { logger, secrets });
+  const app = createApp({ config, db, logger, metrics, auth });
   // Served as server.js serves it: the same HTTP server hooks (http/node-server.js).
   const server = createHttpServer(app, serverTimeouts);
   await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)));
@@ -34,6 +38,8 @@ export async function startTestApp({ databaseUrl, env = {}, serverTimeouts }) {
     baseUrl,
     logs,
     config,
+    auth,
+    metrics,
     /**
      * @param {unknown} body  serialised as JSON unless a string or bytes (sent as they are)
      * @param {{ token?: string, contentType?: string, headers?: Record<string, string> }} [options]
@@ -58,6 +64,7 @@ export async function startTestApp({ databaseUrl, env = {}, serverTimeouts }) {
       return { status: res.status, headers: res.headers, body: json, text };
     },
     async close() {
+      auth.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await db.close();

@@ -59,12 +59,12 @@ describe('docker-compose.yml and the Dockerfiles', () => {
     const env = (/** @type {string} */ name) => config.services[name].environment;
     const service = loadConfig(env('service'));
     assert.equal(new URL(/** @type {string} */ (service.databaseUrl)).hostname, 'postgres');
-    assert.ok(service.ingestToken);
+    assert.ok(service.auth.ingestToken);
     assert.equal(new URL(env('migrate').DATABASE_URL).hostname, 'postgres');
     const feeder = { ...loadRunnerConfig(env('feeder')), ...loadFeederConfig(env('feeder')) };
     assert.equal(new URL(feeder.serviceUrl).hostname, 'service');
     assert.equal(new URL(/** @type {string} */ (feeder.endpoint)).hostname, 'elasticmq');
-    assert.equal(feeder.ingestToken, service.ingestToken);
+    assert.equal(feeder.ingestToken, service.auth.ingestToken);
     assert.equal(new URL(/** @type {string} */ (loadSqsConfig(env('producer')).endpoint)).hostname, 'elasticmq');
     assert.equal(new URL(env('k6').BASE_URL).hostname, 'service');
   });

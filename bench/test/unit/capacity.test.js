@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { LOADS, baseVariant, median, planRuns, summarise } from '../../lib/capacity.js';
+import { LOADS, VARIANTS, baseVariant, credentialsFor, median, planRuns, summarise } from '../../lib/capacity.js';
+import { startAuthentication } from '../../../service/src/auth/start-auth.js';
+import { loadConfig } from '../../../service/src/config.js';
 import { capacityTable, ratioChart } from '../../lib/report.js';
 
 const load = (/** @type {string} */ id) => /** @type {import('../../lib/capacity.js').Load} */ (LOADS.find((l) => l.id === id));
@@ -107,6 +109,19 @@ describe('capacity plan and ratios', () => {
     const table = capacityTable(Object.values(lines));
     assert.match(table, /\| 1x100 \| tracing \| .* \| 1\.30× \(1\.20–1\.40\) \|/);
     assert.match(table, /\| 1x100 \| default \| .* \| – \|/);
+  });
+
+  test('the credentials variants: what k6 sends is what each service accepts; the others send nothing', async () => {
+    const logger = /** @type {any} */ ({ info() {}, warn() {} });
+    for (const variant of ['token', 'tokens', 'jwt']) {
+      const { TOKEN } = await credentialsFor(variant);
+      const auth = await startAuthentication(loadConfig(VARIANTS[variant]).auth, { logger });
+      const client = auth.tokens?.current.match(TOKEN) ?? (await auth.verifyJwt?.(TOKEN));
+      assert.equal(client, variant === 'token' ? 'default' : 'bench', variant);
+      auth.close();
+    }
+    assert.equal(JSON.parse(VARIANTS.tokens.INGEST_TOKENS) && Object.keys(JSON.parse(VARIANTS.tokens.INGEST_TOKENS)).length, 8);
+    assert.deepEqual(await credentialsFor('default'), {});
   });
 
   test('median', () => {

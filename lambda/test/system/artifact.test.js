@@ -167,6 +167,31 @@ describe('the feeder artifact (sam build)', () => {
     });
   });
 
+  test('the token rotation function: its own bundle, which runs the four steps against Secrets Manager\'s protocol', async (t) => {
+    const built = parse(readFileSync(path.join(BUILD, 'template.yaml'), 'utf8')).Resources.TokenRotationFunction;
+    const folder = path.join(BUILD, built.Properties.CodeUri);
+    assert.deepEqual(readdirSync(folder, { recursive: true }).sort(), ['rotate-token.mjs', 'rotate-token.mjs.map']);
+    const { sources } = JSON.parse(readFileSync(path.join(folder, 'rotate-token.mjs.map'), 'utf8'));
+    assert.deepEqual(sources.filter((/** @type {string} */ s) => !s.includes('node_modules/') && !s.includes('env/src/')).map((/** @type {string} */ s) => path.basename(s)), ['rotate-token.js']);
+    const task = mkdtempSync(path.join(os.tmpdir(), 'sluice-rotation-task-'));
+    t.after(() => rmSync(task, { recursive: true, force: true }));
+    cpSync(folder, task, { recursive: true });
+    const secrets = await startSecretsManagerStub({ token: JSON.stringify({ feeder: 'before-rotation' }) });
+    const saved = { ...process.env };
+    t.after(async () => {
+      for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+      Object.assign(process.env, saved);
+      await secrets.close();
+    });
+    Object.assign(process.env, secrets.env, { ROTATION_WAIT_MS: '10' });
+    const { handler } = await import(pathToFileURL(path.join(task, 'rotate-token.mjs')).href);
+    const version = secrets.startRotation();
+    for (const Step of ['createSecret', 'setSecret', 'testSecret', 'finishSecret']) await handler({ Step, SecretId: secrets.env.INGEST_TOKEN_SECRET_ARN, ClientRequestToken: version });
+    const rotated = JSON.parse(/** @type {string} */ (secrets.valueAt('AWSCURRENT')));
+    assert.match(rotated.feeder, /^[\w-]{48}$/);
+    assert.equal(JSON.parse(/** @type {string} */ (secrets.valueAt('AWSPREVIOUS'))).feeder, 'before-rotation');
+  });
+
   test('the folder sam build writes is ignored by git', () => {
     assert.ok(existsSync(BUILD));
     const r = spawnSync('git', ['check-ignore', '-q', path.join(BUILD, 'template.yaml')], { cwd: ROOT });

@@ -173,7 +173,9 @@ describe('template.yaml', () => {
     assert.equal(db.MasterUserPassword, undefined);
     assert.equal(db.ManageMasterUserPassword, true);
     const service = t.Resources.TaskDefinition.Properties.ContainerDefinitions.find((/** @type {any} */ c) => c.Name === 'service');
-    assert.deepEqual(service.Secrets.map((/** @type {any} */ s) => s.Name).sort(), ['INGEST_TOKEN', 'PGPASSWORD', 'PGUSER']);
+    assert.deepEqual(service.Secrets.map((/** @type {any} */ s) => s.Name).sort(), ['PGPASSWORD', 'PGUSER']);
+    // The tokens by their secret's ARN: the service reads the secret itself, again at each refresh.
+    assert.deepEqual(service.Environment.find((/** @type {any} */ e) => e.Name === 'INGEST_TOKENS_SECRET_ARN').Value, { Ref: 'IngestTokenSecret' });
     assert.match(JSON.stringify(service.Secrets), /MasterUserSecret\.SecretArn\}:password::/);
   });
 
@@ -182,7 +184,7 @@ describe('template.yaml', () => {
     // to make CloudFormation drop the default egress rule.
     const placeholder = { IpProtocol: 'icmp', FromPort: 252, ToPort: 86, CidrIp: '255.255.255.255/32', Description: 'Disallow all traffic' };
     const groups = Object.entries(t.Resources).filter(([, r]) => r.Type === 'AWS::EC2::SecurityGroup');
-    assert.deepEqual(groups.map(([n]) => n).sort(), ['DatabaseSecurityGroup', 'EndpointSecurityGroup', 'FeederSecurityGroup', 'LoadBalancerSecurityGroup', 'RdsProxySecurityGroup', 'ServiceSecurityGroup']);
+    assert.deepEqual(groups.map(([n]) => n).sort(), ['DatabaseSecurityGroup', 'EndpointSecurityGroup', 'FeederSecurityGroup', 'LoadBalancerSecurityGroup', 'RdsProxySecurityGroup', 'RotationSecurityGroup', 'ServiceSecurityGroup']);
     for (const [name, g] of groups) {
       assert.equal(g.Properties.SecurityGroupIngress, undefined, `${name}: inline ingress`);
       assert.deepEqual(g.Properties.SecurityGroupEgress, [placeholder], `${name}: inline egress`);
@@ -278,7 +280,35 @@ describe('template.yaml', () => {
     assert.deepEqual(feeder.find((/** @type {any} */ s) => s.Sid === 'ReceiveAndDeleteBatches').Resource, { 'Fn::GetAtt': ['IngestQueue', 'Arn'] });
     assert.match(JSON.stringify(feeder.find((/** @type {any} */ s) => s.Sid === 'WriteTheFeederLogs').Resource), /FeederLogGroup\.Arn/);
     assert.match(JSON.stringify(exec.find((/** @type {any} */ s) => s.Sid === 'WriteTheServiceLogs').Resource), /ServiceLogGroup\.Arn/);
-    assert.equal(t.Resources.TaskDefinition.Properties.TaskRoleArn, undefined, 'the application itself calls no AWS API');
+    // The application's one AWS call: GetSecretValue on the token secret, and nothing else.
+    assert.deepEqual(t.Resources.TaskDefinition.Properties.TaskRoleArn, { 'Fn::GetAtt': ['ServiceTaskRole', 'Arn'] });
+    const task = statements(t.Resources.ServiceTaskRole);
+    assert.deepEqual(task.map((/** @type {any} */ s) => [s.Action, s.Resource]), [
+      ['secretsmanager:GetSecretValue', { Ref: 'IngestTokenSecret' }],
+      ['kms:Decrypt', { 'Fn::GetAtt': ['DataKey', 'Arn'] }],
+    ]);
+    assert.ok(!JSON.stringify(exec).includes('IngestTokenSecret'), 'ECS no longer injects the token at start');
+    const rotation = statements(t.Resources.TokenRotationRole);
+    for (const s of rotation.filter((/** @type {any} */ s) => String(s.Action).includes('secretsmanager'))) assert.deepEqual(s.Resource, { Ref: 'IngestTokenSecret' }, `${s.Sid}: this secret only`);
+    for (const s of rotation.filter((/** @type {any} */ s) => s.Resource === '*')) assert.ok([].concat(s.Action).every((/** @type {string} */ a) => a.startsWith('ec2:')), `${s.Sid}: "*" resource`);
+  });
+
+  test('the token secret rotates on a schedule, by a function of ours that waits for the services to read the pending version', () => {
+    const r = t.Resources;
+    const secret = r.IngestTokenSecret.Properties.GenerateSecretString;
+    assert.deepEqual([secret.SecretStringTemplate, secret.GenerateStringKey], ['{}', 'feeder'], 'an INGEST_TOKENS object: the feeder under "feeder"');
+    const schedule = r.TokenRotationSchedule.Properties;
+    assert.deepEqual(schedule.SecretId, { Ref: 'IngestTokenSecret' });
+    assert.deepEqual(schedule.RotationLambdaARN, { 'Fn::GetAtt': ['TokenRotationFunction', 'Arn'] });
+    assert.deepEqual(schedule.RotationRules.ScheduleExpression, { 'Fn::Sub': 'rate(${RotationDays} days)' });
+    assert.equal(r.TokenRotationPermission.Properties.Principal, 'secretsmanager.amazonaws.com');
+    const fn = r.TokenRotationFunction.Properties;
+    assert.equal(fn.Handler, 'rotate-token.handler');
+    assert.deepEqual(r.TokenRotationFunction.Metadata.BuildProperties.EntryPoints, ['rotate-token.js']);
+    // setSecret waits two of the service's refreshes (60 s for a secret) and must fit in the timeout.
+    const waitMs = Number(fn.Environment.Variables.ROTATION_WAIT_MS);
+    assert.ok(waitMs >= 2 * 60_000, `ROTATION_WAIT_MS ${waitMs}`);
+    assert.ok(fn.Timeout * 1000 >= waitMs + 30_000, `a timeout of ${fn.Timeout} s leaves room after the wait`);
   });
 
   test('feeder-only mode: with ServiceUrl set, every service-side resource is conditional', () => {

@@ -17,6 +17,7 @@ describe("the handler's configuration (unit)", () => {
       serviceUrl: 'http://127.0.0.1:3000',
       ingestToken: undefined,
       ingestTokenSecretArn: undefined,
+      ingestClientName: 'feeder',
       postChunkItems: 1000,
       postConcurrency: 4,
       requestTimeoutMs: 30_000,

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, test } from 'node:test';
 import { ServiceUnavailableError } from '../../src/errors.js';
 import { setEnv } from '../../../test/support/env.js';
 import { captureHandlerOutput } from '../support/handler-output.js';
+import { startSecretsManagerStub } from '../support/secrets-manager-stub.js';
 import { lambdaContext, makeEvent, makeRecord } from '../support/sqs-events.js';
 import { startStubService } from '../support/stub-service.js';
 
@@ -119,6 +120,28 @@ describe('handler (unit, scripted service)', () => {
     const run = await withService(() => [403, { error: 'forbidden' }]);
     await assert.rejects(run(makeEvent([user('n')]), lambdaContext(5_000)), ServiceUnavailableError);
     assert.match(output.logs.find((l) => l.level === 'ERROR')?.message ?? '', /refused the feeder \(HTTP 403\): it wants a bearer token and the feeder sends none/);
+  });
+
+  test('a 401 after a rotation: the token is read again, once, and the batch is stored with the new one', async (t) => {
+    const secrets = await startSecretsManagerStub({ token: JSON.stringify({ feeder: 'old-token' }) });
+    t.after(() => secrets.close());
+    /** @type {string} */ let accepted = 'Bearer old-token';
+    const run = await withService(() => (/** @type {NonNullable<typeof stub>} */ (stub).headers.at(-1)?.authorization === accepted ? stored([1]) : [401, { error: 'invalid_token' }]), { ...secrets.env, POST_CHUNK_ITEMS: '1' });
+    assert.deepEqual(await run(makeEvent([user('a'), user('b')]), lambdaContext(5_000)), { batchItemFailures: [] });
+    const reads = () => secrets.requests.filter((r) => r.target === 'secretsmanager.GetSecretValue').length;
+    assert.equal(reads(), 1, 'read at the cold start only');
+
+    secrets.put(JSON.stringify({ feeder: 'new-token' }));
+    accepted = 'Bearer new-token';
+    const event = makeEvent([user('c'), user('d'), user('e'), user('f')]);
+    assert.deepEqual(await run(event, lambdaContext(5_000)), { batchItemFailures: [] }, 'every message stored after one read');
+    assert.equal(reads(), 2, 'read once more, for the four chunks refused at once');
+    assert.equal(await run(makeEvent([user('g')]), lambdaContext(5_000)).then((r) => r.batchItemFailures.length), 0);
+    assert.equal(reads(), 2, 'the new token kept for the next invocations');
+
+    accepted = 'Bearer a-token-nobody-has';
+    await assert.rejects(run(makeEvent([user('h')]), lambdaContext(5_000)), ServiceUnavailableError, 'refused with the token read again: the batch goes back, as before');
+    assert.equal(reads(), 3, 'one read per invocation');
   });
 
   test('the log line has counts and the request id as correlation id, never a user or the token', async () => {

@@ -29,6 +29,17 @@ describe('the ingest token (unit)', () => {
     assert.equal(secrets.asked[0].input.SecretId, ARN);
   });
 
+  test('a secret holding a JSON object of client name → token: the feeder takes INGEST_CLIENT_NAME\'s (feeder by default)', async () => {
+    const object = JSON.stringify({ feeder: 'feeder-token-1', crm: 'crm-token-2' });
+    const config = loadFeederConfig({ SERVICE_URL: 'http://alb.internal', INGEST_TOKEN_SECRET_ARN: ARN });
+    assert.equal((await withIngestToken(config, { client: fakeSecrets(object).client })).ingestToken, 'feeder-token-1');
+    const crm = loadFeederConfig({ SERVICE_URL: 'http://alb.internal', INGEST_TOKEN_SECRET_ARN: ARN, INGEST_CLIENT_NAME: 'crm' });
+    assert.equal((await withIngestToken(crm, { client: fakeSecrets(object).client })).ingestToken, 'crm-token-2');
+    const other = loadFeederConfig({ SERVICE_URL: 'http://alb.internal', INGEST_TOKEN_SECRET_ARN: ARN, INGEST_CLIENT_NAME: 'billing' });
+    await assert.rejects(withIngestToken(other, { client: fakeSecrets(object).client }), (err) => err instanceof ConfigError && /no token for the client "billing"/.test(err.message) && !err.message.includes('-token-'));
+    await assert.rejects(withIngestToken(config, { client: fakeSecrets('{"feeder": "x').client }), (err) => err instanceof ConfigError && err.message.startsWith('INGEST_TOKEN_SECRET_ARN'));
+  });
+
   test('a plain INGEST_TOKEN (the local runner) is used as it is and nothing is fetched', async () => {
     const secrets = fakeSecrets('never');
     const config = loadFeederConfig({ SERVICE_URL: 'http://127.0.0.1:3000', INGEST_TOKEN: 'local-token' });

@@ -5,5 +5,7 @@ declare module 'http' {
   interface IncomingMessage {
     id: string;
     log: Logger;
+    /** The client whose credentials were accepted (http/authenticate.js): a configured name, or a JWT's subject. */
+    clientName?: string;
   }
 }

@@ -18,7 +18,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * at error, always;
  * successful requests at debug, since at thousands of requests a second they are noise that
  * /metrics already counts by route and status. Only what helps operate the service is logged:
- * never headers or bodies (user data, the token).
+ * never headers or bodies (user data, the token); the client's name when one was accepted.
  *
  * @param {import('express').Express} app  its request prototype gets `log`
  * @param {import('pino').Logger} logger
@@ -47,7 +47,9 @@ export function observeRequests(app, logger, metrics, { quiet = () => false } = 
       counted(req.method, req.route?.path ?? 'unmatched', status, seconds);
       const level = status >= 500 && status !== 503 ? 'error' : status >= 400 ? 'warn' : 'debug';
       if (!logger.isLevelEnabled(level) || quiet(req)) return;
-      req.log[level]({ req: { method: req.method, url: req.originalUrl }, res: { statusCode: status }, responseTime: Math.round(seconds * 1000) }, 'request completed');
+      // The client's name when its credentials were accepted (http/authenticate.js), never a token.
+      const client = /** @type {import('express').Request} */ (req).clientName;
+      req.log[level]({ req: { method: req.method, url: req.originalUrl }, res: { statusCode: status }, responseTime: Math.round(seconds * 1000), ...(client === undefined ? {} : { client }) }, 'request completed');
     });
     next();
   };

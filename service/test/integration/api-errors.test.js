@@ -99,8 +99,10 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     expectCode('bad_request', 'get', '/healthz', garbled);
   });
 
-  test('401, 404', async () => {
+  test('401 (no credentials, a malformed Authorization, a token no client has), 404', async () => {
     expectCode('unauthorized', 'post', '/users', await app.postUsers(makeUsers(1)));
+    expectCode('malformed_authorization', 'post', '/users', await app.postUsers(makeUsers(1), { headers: { authorization: `Basic ${TOKEN}` } }));
+    expectCode('invalid_token', 'post', '/users', await app.postUsers(makeUsers(1), { token: `${TOKEN}x` }));
     const res = await fetch(`${app.baseUrl}/no-such-route`);
     expectCode('not_found', 'get', '/no-such-route', { status: res.status, headers: res.headers, body: await res.json() });
   });

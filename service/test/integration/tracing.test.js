@@ -17,6 +17,8 @@ function newTraceparent() {
   return { traceId, spanId, header: `00-${traceId}-${spanId}-01` };
 }
 
+const TOKEN = `tracing-token-${Math.random().toString(36).slice(2)}`;
+
 describe('tracing: the service exports its spans over OTLP/HTTP', () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let testDb;
   /** @type {Awaited<ReturnType<typeof startOtlpReceiver>>} */ let receiver;
@@ -32,6 +34,8 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
       OTEL_BSP_SCHEDULE_DELAY: '100',
       // One write slot's worth of requests at once forms groups of several.
       GROUP_COMMIT: 'true',
+      // A named client: its name goes on the request's span, never its token.
+      INGEST_TOKENS: JSON.stringify({ 'tracing-client': TOKEN }),
     });
   });
   after(async () => {
@@ -43,7 +47,7 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
   /** @param {unknown[]} users @param {string} traceparent */
   const post = (users, traceparent) => fetch(`${server.baseUrl}/users`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', traceparent },
+    headers: { 'content-type': 'application/json', traceparent, authorization: `Bearer ${TOKEN}` },
     body: JSON.stringify(users),
   });
 
@@ -64,6 +68,8 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
     assert.equal(http.attributes['http.route'], '/users');
     assert.equal(http.attributes['http.request.method'], 'POST');
     assert.equal(http.attributes['http.response.status_code'], 201);
+    assert.equal(http.attributes['sluice.client'], 'tracing-client', "the client's name, never its token");
+    assert.ok(!JSON.stringify(spans, (_key, value) => (typeof value === 'bigint' ? String(value) : value)).includes(TOKEN), 'no token in any span');
     // The steps: children of the request's span, within it, one after the other (the write's
     // span is timed by the SDK's own clock, to the millisecond: its parent only).
     let previousEnd = http.start;
@@ -140,7 +146,7 @@ describe('tracing: the service exports its spans over OTLP/HTTP', () => {
     const t = uniqueTag();
     const caller = newTraceparent();
     const body = Array.from({ length: 3 }, (_, i) => JSON.stringify({ email: `${t}-${i}@example.com`, name: 'Streamed' })).join('\n');
-    const res = await fetch(`${server.baseUrl}/users`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', traceparent: caller.header }, body });
+    const res = await fetch(`${server.baseUrl}/users`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', traceparent: caller.header, authorization: `Bearer ${TOKEN}` }, body });
     assert.equal(res.status, 201);
     const spans = await receiver.waitFor((all) => all.some((s) => s.traceId === caller.traceId && s.kind === SERVER));
     const copy = spans.find((s) => s.traceId === caller.traceId && s.kind === CLIENT && s.attributes['db.operation.name'] === 'COPY');

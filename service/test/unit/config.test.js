@@ -18,7 +18,7 @@ describe('configuration (unit)', () => {
     assert.equal(c.groupCommitSmallRows, 100);
     assert.equal(c.workers, 0);
     assert.equal(c.databaseUrl, undefined);
-    assert.equal(c.ingestToken, undefined);
+    assert.equal(c.auth.ingestToken, undefined);
     assert.equal(c.dbPoolMax, 10);
     assert.equal(c.dbConnectTimeoutMs, 2000);
     assert.equal(c.dbStatementTimeoutMs, 30_000);
@@ -36,10 +36,10 @@ describe('configuration (unit)', () => {
       DATABASE_URL: 'postgresql://u:p@db:5432/sluice',
     });
     assert.deepEqual(
-      [c.port, c.host, c.insertChunkRows, c.insertStrategy, c.logLevel, c.maxBatchItems, c.admissionWaitMs, c.dbPoolMax, c.ingestToken, c.databaseUrl],
+      [c.port, c.host, c.insertChunkRows, c.insertStrategy, c.logLevel, c.maxBatchItems, c.admissionWaitMs, c.dbPoolMax, c.auth.ingestToken, c.databaseUrl],
       [0, '127.0.0.1', 1, 'copy', 'silent', 1_000_000, 0, 10, 's3cret', 'postgresql://u:p@db:5432/sluice'],
     );
-    assert.equal(loadConfig({ INGEST_TOKEN: '' }).ingestToken, undefined, 'an empty token is no token: requests are not authenticated');
+    assert.equal(loadConfig({ INGEST_TOKEN: '' }).auth.ingestToken, undefined, 'an empty token is no token: requests are not authenticated');
     // No token: loopback, so an open write endpoint is never exposed by default; a token: every address.
     assert.equal(loadConfig({ HOST: '   ' }).host, '127.0.0.1');
     assert.equal(loadConfig({ HOST: '', INGEST_TOKEN: 't' }).host, '0.0.0.0');

@@ -1,0 +1,118 @@
+// Secrets Manager's rotation of the ingest tokens (template.yaml's TokenRotationSchedule): a
+// Lambda of its own, bundled from this file alone. The secret holds the service's INGEST_TOKENS
+// object, client name → token; a rotation gives every client a new token.
+import { randomBytes } from 'node:crypto';
+import {
+  DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient, UpdateSecretVersionStageCommand,
+} from '@aws-sdk/client-secrets-manager';
+import { defineVariables, loadEnv, milliseconds } from '@sluice/env';
+
+/** The rotation function's one variable (template.yaml sets it), declared once. */
+export const ROTATION_VARIABLES = defineVariables({
+  ROTATION_WAIT_MS: {
+    parser: milliseconds({ min: 0, max: 840_000 }),
+    default: 125_000,
+    description: "how long setSecret waits for every service to read the pending version: two of the services' INGEST_TOKENS_REFRESH_MS and a margin, within the function's timeout",
+  },
+});
+
+/**
+ * @typedef {object} RotationEvent  what Secrets Manager invokes the function with, once per step
+ * @property {'createSecret' | 'setSecret' | 'testSecret' | 'finishSecret'} Step
+ * @property {string} SecretId
+ * @property {string} ClientRequestToken  the new version's id
+ */
+
+/**
+ * @typedef {object} RotationDeps
+ * @property {{ send: (command: any) => Promise<any> }} client  Secrets Manager
+ * @property {number} waitMs  how long setSecret waits for every service to read the pending version
+ * @property {(ms: number) => Promise<void>} sleep
+ */
+
+/** 36 random bytes: 48 URL-safe characters (base64url has no padding, no punctuation but - and _). */
+const newToken = () => randomBytes(36).toString('base64url');
+
+/**
+ * A secret's text as the object it must be: the same check the service makes (a JSON object of
+ * non-empty string tokens); the message names no token.
+ * @param {string | undefined} text @param {string} what
+ * @returns {Record<string, string>}
+ */
+function tokensOf(text, what) {
+  let parsed;
+  try {
+    parsed = JSON.parse(text ?? '');
+  } catch {
+    throw new Error(`${what} is not a JSON object of client name → token`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || Object.keys(parsed).length === 0) throw new Error(`${what} is not a JSON object of client name → token`);
+  for (const [name, token] of Object.entries(parsed)) if (typeof token !== 'string' || token === '') throw new Error(`${what} gives the client ${JSON.stringify(name)} no token`);
+  return parsed;
+}
+
+/**
+ * One step of a rotation, as Secrets Manager's rotation protocol has them:
+ * - createSecret: a new version, AWSPENDING, with a new token for every client of AWSCURRENT;
+ * - setSecret: waits `waitMs`, so that every service (which reads AWSPENDING beside AWSCURRENT
+ *   every INGEST_TOKENS_REFRESH_MS) accepts the new tokens before any client is given them;
+ * - testSecret: the pending version is a well-formed object with the same clients, each token new;
+ * - finishSecret: AWSCURRENT moves to the new version (the old becomes AWSPREVIOUS, which the
+ *   services stop accepting at their next read); the feeder reads its new token at its next 401.
+ * Each step can run twice (Secrets Manager retries a failed step): each checks whether it is done.
+ * @param {RotationEvent} event @param {RotationDeps} deps
+ */
+export async function rotate({ Step: step, SecretId: secretId, ClientRequestToken: version }, { client, waitMs, sleep }) {
+  const described = await client.send(new DescribeSecretCommand({ SecretId: secretId }));
+  if (described.RotationEnabled === false) throw new Error(`rotation is not enabled on ${secretId}`);
+  const stages = /** @type {Record<string, string[]>} */ (described.VersionIdsToStages ?? {});
+  if (!stages[version]) throw new Error(`version ${version} is not a version of ${secretId}`);
+  if (stages[version].includes('AWSCURRENT')) return;
+  if (!stages[version].includes('AWSPENDING')) throw new Error(`version ${version} of ${secretId} is not AWSPENDING`);
+
+  switch (step) {
+    case 'createSecret': {
+      const current = tokensOf((await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT' }))).SecretString, 'AWSCURRENT');
+      try {
+        await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionId: version, VersionStage: 'AWSPENDING' }));
+        return;
+      } catch (err) {
+        if (!(err instanceof ResourceNotFoundException)) throw err;
+      }
+      const next = Object.fromEntries(Object.keys(current).map((name) => [name, newToken()]));
+      await client.send(new PutSecretValueCommand({ SecretId: secretId, ClientRequestToken: version, SecretString: JSON.stringify(next), VersionStages: ['AWSPENDING'] }));
+      return;
+    }
+    case 'setSecret':
+      await sleep(waitMs);
+      return;
+    case 'testSecret': {
+      const current = tokensOf((await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT' }))).SecretString, 'AWSCURRENT');
+      const pending = tokensOf((await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionId: version, VersionStage: 'AWSPENDING' }))).SecretString, 'AWSPENDING');
+      const names = (/** @type {object} */ o) => Object.keys(o).sort().join(',');
+      if (names(current) !== names(pending)) throw new Error('AWSPENDING does not name the same clients as AWSCURRENT');
+      if (Object.keys(pending).some((name) => pending[name] === current[name])) throw new Error('AWSPENDING keeps a token of AWSCURRENT');
+      if (new Set(Object.values(pending)).size !== Object.keys(pending).length) throw new Error('AWSPENDING gives two clients the same token');
+      return;
+    }
+    case 'finishSecret': {
+      const current = Object.entries(stages).find(([, s]) => s.includes('AWSCURRENT'))?.[0];
+      await client.send(new UpdateSecretVersionStageCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT', MoveToVersionId: version, RemoveFromVersionId: current }));
+      // The services read AWSPENDING too: it is taken off, so a later put-secret-value is not
+      // shadowed by a pending version nobody rotates to.
+      await client.send(new UpdateSecretVersionStageCommand({ SecretId: secretId, VersionStage: 'AWSPENDING', RemoveFromVersionId: version }));
+      return;
+    }
+    default:
+      throw new Error(`unknown rotation step ${JSON.stringify(step)}`);
+  }
+}
+
+/** The rotation function (template.yaml's TokenRotationFunction). */
+export async function handler(/** @type {RotationEvent} */ event) {
+  await rotate(event, {
+    client: new SecretsManagerClient({}),
+    waitMs: loadEnv(ROTATION_VARIABLES, process.env).ROTATION_WAIT_MS,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  });
+}
