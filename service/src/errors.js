@@ -33,11 +33,10 @@ export const API_ERRORS = /** @type {const} */ ({
   unsupported_query: { status: 400, pgrst: 'PGRST100', scope: 'users', message: 'a query parameter cannot be read', when: '`?select` asks for more than a list of columns (embedding, renaming, casts, JSON paths), or a query parameter sluice reads is empty or given twice.' },
   unsupported_preference: { status: 400, pgrst: 'PGRST122', scope: 'users', message: 'Prefer: resolution must be merge-duplicates or ignore-duplicates', when: 'A `Prefer` header asks for a `resolution` other than `merge-duplicates` or `ignore-duplicates`.' },
   bad_request: { status: 400, pgrst: 'PGRST100', scope: 'any', message: 'the request is not valid HTTP/1.1; nothing was read or written', when: 'A request that is not valid HTTP/1.1: a malformed request line or header, both `Content-Length` and `Transfer-Encoding`, or a body that does not match its `Content-Length`.' },
-  // The three 401s (RFC 6750, 3.1): no credentials (no error attribute), a malformed Authorization
-  // header, a token that is not valid. Only when authentication is configured (docs/api.md).
-  unauthorized: { status: 401, pgrst: 'PGRST302', scope: 'users', message: 'no credentials: send Authorization: Bearer and a token', when: 'No `Authorization` header, when a token or a JWT is required (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL set).', headers: { 'WWW-Authenticate': 'Bearer' } },
-  malformed_authorization: { status: 401, pgrst: 'PGRST301', scope: 'users', message: 'the Authorization header must be Bearer and a token', when: 'An `Authorization` header of another scheme, or `Bearer` with no token.', headers: { 'WWW-Authenticate': 'Bearer error="invalid_request"' } },
-  invalid_token: { status: 401, pgrst: 'PGRST301', scope: 'users', message: 'the bearer token is not valid', when: 'A token no client has, or a JWT that does not verify: expired or not valid yet, for another audience or issuer, a wrong signature, an algorithm not accepted, a kid the key set does not have (or a key set that cannot be fetched within JWT_JWKS_TIMEOUT_MS), or a role claim that does not grant writing. The message says which, and names no secret.', headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } },
+  // Every 401 is `unauthorized`, as it always was; RFC 6750 (3.1) tells its cases apart in
+  // WWW-Authenticate (UnauthorizedError): no error attribute when no credentials were sent,
+  // invalid_request for a malformed header, invalid_token for a token that is not valid.
+  unauthorized: { status: 401, pgrst: 'PGRST301', scope: 'users', message: 'missing or wrong bearer token', when: 'Only when a token or a JWT is required (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL set): no `Authorization` header (`WWW-Authenticate: Bearer`); one of another scheme, or `Bearer` with no token (`Bearer error="invalid_request"`); or a token that is not valid (`Bearer error="invalid_token"`): a token no client has, or a JWT that does not verify (expired or not valid yet, for another audience or issuer, a wrong signature, an algorithm not accepted, a kid the key set does not have or a key set that cannot be fetched within JWT_JWKS_TIMEOUT_MS, a role claim that does not grant writing). The message says which, and names no secret.', headers: { 'WWW-Authenticate': 'Bearer' } },
   not_found: { status: 404, pgrst: 'PGRST125', scope: 'unrouted', message: 'no route for this method and path', when: 'A method and path this API does not serve.' },
   body_timeout: { status: 408, pgrst: 'PGRST102', scope: 'users', message: 'the body did not arrive within BODY_READ_TIMEOUT_MS; nothing was written', when: 'The body did not arrive in full within BODY_READ_TIMEOUT_MS.' },
   request_timeout: { status: 408, pgrst: 'PGRST100', scope: 'any', message: 'the request did not arrive in time; nothing was read or written', when: 'The request line and headers did not arrive in time.' },
@@ -96,6 +95,24 @@ export class InvalidBatchError extends ApiError {
     super('invalid_batch', message);
     this.name = 'InvalidBatchError';
     this.errors = errors;
+  }
+}
+
+/** RFC 6750's challenge (3.1) for each kind of refused credential. */
+export const BEARER_CHALLENGES = /** @type {const} */ ({
+  missing: 'Bearer',
+  malformed: 'Bearer error="invalid_request"',
+  invalid: 'Bearer error="invalid_token"',
+});
+
+/** A 401: `unauthorized`, its WWW-Authenticate saying which kind of credential was refused. */
+export class UnauthorizedError extends ApiError {
+  /** @param {keyof typeof BEARER_CHALLENGES} kind @param {string} [message] */
+  constructor(kind, message = kind === 'missing' ? 'no credentials: send Authorization: Bearer and a token' : kind === 'malformed' ? 'the Authorization header must be Bearer and a token' : 'the bearer token is not valid') {
+    super('unauthorized', message);
+    this.name = 'UnauthorizedError';
+    /** @type {Record<string, string>} the catalogue's headers, as this case sends them */
+    this.headers = { 'WWW-Authenticate': BEARER_CHALLENGES[kind] };
   }
 }
 

@@ -126,7 +126,7 @@ describe('handler (unit, scripted service)', () => {
     const secrets = await startSecretsManagerStub({ token: JSON.stringify({ feeder: 'old-token' }) });
     t.after(() => secrets.close());
     /** @type {string} */ let accepted = 'Bearer old-token';
-    const run = await withService(() => (/** @type {NonNullable<typeof stub>} */ (stub).headers.at(-1)?.authorization === accepted ? stored([1]) : [401, { error: 'invalid_token' }]), { ...secrets.env, POST_CHUNK_ITEMS: '1' });
+    const run = await withService(() => (/** @type {NonNullable<typeof stub>} */ (stub).headers.at(-1)?.authorization === accepted ? stored([1]) : [401, { error: 'unauthorized' }]), { ...secrets.env, POST_CHUNK_ITEMS: '1' });
     assert.deepEqual(await run(makeEvent([user('a'), user('b')]), lambdaContext(5_000)), { batchItemFailures: [] });
     const reads = () => secrets.requests.filter((r) => r.target === 'secretsmanager.GetSecretValue').length;
     assert.equal(reads(), 1, 'read at the cold start only');

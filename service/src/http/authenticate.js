@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.js';
+import { ApiError, UnauthorizedError } from '../errors.js';
 import { JwtRefusal } from '../auth/jwt.js';
 import { activeSpan } from '../tracing/spans.js';
 import { repeatedHeaders } from './repeated-headers.js';
@@ -20,9 +20,10 @@ const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 /**
  * Who may POST /users: a client's static token (INGEST_TOKEN, INGEST_TOKENS, from a file or a
  * secret: auth/token-source.js keeps the set current) or a JWT (auth/jwt.js). A request is
- * refused with one of three 401s (errors.js; RFC 6750): no Authorization header (no error
- * attribute), a malformed one (invalid_request), a token that is not valid (invalid_token: a
- * token no client has, or a JWT that does not verify, its message saying why).
+ * refused with a 401 `unauthorized` whose WWW-Authenticate tells three cases apart (errors.js
+ * UnauthorizedError; RFC 6750): no Authorization header (no error attribute), a malformed one
+ * (invalid_request), a token that is not valid (invalid_token: a token no client has, or a JWT
+ * that does not verify, its message saying why).
  *
  * An accepted request carries its client's name in `req.clientName` (not `req.client`: Node's alias of the socket): the access log writes it, the
  * request's span gets it as `sluice.client`, and it counts in sluice_auth_accepted_total by client
@@ -48,10 +49,10 @@ export function authenticate({ tokens, verifyJwt, metrics }) {
     metrics.accepted(label);
     activeSpan()?.setAttribute('sluice.client', client);
   };
-  /** @param {import('express').NextFunction} next @param {'unauthorized' | 'malformed_authorization' | 'invalid_token'} code @param {string} reason @param {string} [message] */
-  const refuse = (next, code, reason, message) => {
+  /** @param {import('express').NextFunction} next @param {'missing' | 'malformed' | 'invalid'} kind @param {string} reason @param {string} [message] */
+  const refuse = (next, kind, reason, message) => {
     metrics.refused(reason);
-    next(new ApiError(code, message));
+    next(new UnauthorizedError(kind, message));
   };
 
   return (req, _res, next) => {
@@ -59,9 +60,9 @@ export function authenticate({ tokens, verifyJwt, metrics }) {
       return next(new ApiError('duplicate_header', 'Authorization is given more than once; send it once'));
     }
     const header = req.headers.authorization;
-    if (header === undefined) return refuse(next, 'unauthorized', 'missing');
+    if (header === undefined) return refuse(next, 'missing', 'missing');
     const match = BEARER.exec(header);
-    if (!match) return refuse(next, 'malformed_authorization', 'malformed');
+    if (!match) return refuse(next, 'malformed', 'malformed');
     const token = match[1];
 
     const client = tokens?.current.match(token);
@@ -69,7 +70,7 @@ export function authenticate({ tokens, verifyJwt, metrics }) {
       accept(req, client, client);
       return next();
     }
-    if (!verifyJwt || !JWT_SHAPE.test(token)) return refuse(next, 'invalid_token', 'unknown_token');
+    if (!verifyJwt || !JWT_SHAPE.test(token)) return refuse(next, 'invalid', 'unknown_token');
     // Returned: Express 5 passes a rejection to the error handler rather than losing it.
     return verifyJwt(token).then(
       (subject) => {
@@ -78,7 +79,7 @@ export function authenticate({ tokens, verifyJwt, metrics }) {
       },
       (err) => {
         if (!(err instanceof JwtRefusal)) return next(err);
-        return refuse(next, 'invalid_token', err.reason, err.message);
+        return refuse(next, 'invalid', err.reason, err.message);
       },
     );
   };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { API_ERRORS, ApiError, DatabaseTimeoutError, DatabaseUnavailableError, InvalidBatchError, OutcomeUnknownError, itemErrorsAsDetails } from '../errors.js';
+import { API_ERRORS, ApiError, DatabaseTimeoutError, DatabaseUnavailableError, InvalidBatchError, OutcomeUnknownError, UnauthorizedError, itemErrorsAsDetails } from '../errors.js';
 import { finishUnreadBody } from './unread-body.js';
 
 /**
@@ -23,7 +23,9 @@ export function describeError(err) {
   body.code = spec.pgrst;
   body.details = apiError.details ?? (apiError instanceof InvalidBatchError ? itemErrorsAsDetails(apiError.errors) : null);
   body.hint = spec.hint ?? null;
-  return { status: spec.status, headers: 'headers' in spec ? { ...spec.headers } : {}, body, apiError };
+  // A 401 says in WWW-Authenticate which credential it refused (one of the values the document lists).
+  const headers = { ...('headers' in spec ? spec.headers : {}), ...(apiError instanceof UnauthorizedError ? apiError.headers : {}) };
+  return { status: spec.status, headers, body, apiError };
 }
 
 /**

@@ -101,8 +101,13 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
 
   test('401 (no credentials, a malformed Authorization, a token no client has), 404', async () => {
     expectCode('unauthorized', 'post', '/users', await app.postUsers(makeUsers(1)));
-    expectCode('malformed_authorization', 'post', '/users', await app.postUsers(makeUsers(1), { headers: { authorization: `Basic ${TOKEN}` } }));
-    expectCode('invalid_token', 'post', '/users', await app.postUsers(makeUsers(1), { token: `${TOKEN}x` }));
+    // The same code, RFC 6750's case in WWW-Authenticate (one of the values the document lists).
+    const basic = await app.postUsers(makeUsers(1), { headers: { authorization: `Basic ${TOKEN}` } });
+    expectCode('unauthorized', 'post', '/users', basic);
+    assert.equal(basic.headers.get('www-authenticate'), 'Bearer error="invalid_request"');
+    const wrong = await app.postUsers(makeUsers(1), { token: `${TOKEN}x` });
+    expectCode('unauthorized', 'post', '/users', wrong);
+    assert.equal(wrong.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
     const res = await fetch(`${app.baseUrl}/no-such-route`);
     expectCode('not_found', 'get', '/no-such-route', { status: res.status, headers: res.headers, body: await res.json() });
   });

@@ -105,7 +105,7 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
   /** @param {Awaited<ReturnType<typeof post>>} res @param {string} message */
   function assertInvalidToken(res, message) {
     assert.equal(res.status, 401, message);
-    assert.equal(res.body.error, 'invalid_token', message);
+    assert.equal(res.body.error, 'unauthorized', message);
     assert.equal(res.wwwAuthenticate, 'Bearer error="invalid_token"', message);
     assert.ok(res.ms < REFUSAL_BOUND_MS, `${message}: answered in ${Math.round(res.ms)} ms`);
     assert.equal(res.stored, 0, `${message}: nothing written`);
@@ -159,7 +159,7 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
     const none = await post('jwks', undefined);
     assert.deepEqual([none.status, none.body.error, none.wwwAuthenticate, none.stored], [401, 'unauthorized', 'Bearer', 0]);
     const basic = await post('jwks', `Basic ${Buffer.from(`x:${feederToken}`).toString('base64')}`);
-    assert.deepEqual([basic.status, basic.body.error, basic.wwwAuthenticate, basic.stored], [401, 'malformed_authorization', 'Bearer error="invalid_request"', 0]);
+    assert.deepEqual([basic.status, basic.body.error, basic.wwwAuthenticate, basic.stored], [401, 'unauthorized', 'Bearer error="invalid_request"', 0]);
   });
 
   test('a key host that accepts and never answers: 401 within 5 s (JWT_JWKS_TIMEOUT_MS), every time', async () => {
