@@ -1,5 +1,6 @@
 // The capacity experiment: closed-loop k6 (no sleep) against the naive baseline and sluice's
 // variants, interleaved so that a sluice/naive ratio survives a noisy machine.
+import { median } from './stats.js';
 
 /**
  * sluice variants: the environment the service process gets. Adding a variant is one line.
@@ -104,14 +105,6 @@ export function planRuns(loads, variants, rounds) {
     if (baseline) plan.push({ load, target: 'naive', variant: 'naive', round: rounds });
   }
   return plan;
-}
-
-/** @param {number[]} xs */
-export function median(xs) {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 /**

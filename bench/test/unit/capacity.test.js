@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { LOADS, baseVariant, median, planRuns, summarise } from '../../lib/capacity.js';
+import { LOADS, baseVariant, planRuns, summarise } from '../../lib/capacity.js';
 import { capacityTable, ratioChart } from '../../lib/report.js';
 
 const load = (/** @type {string} */ id) => /** @type {import('../../lib/capacity.js').Load} */ (LOADS.find((l) => l.id === id));
@@ -107,10 +107,5 @@ describe('capacity plan and ratios', () => {
     const table = capacityTable(Object.values(lines));
     assert.match(table, /\| 1x100 \| tracing \| .* \| 1\.30× \(1\.20–1\.40\) \|/);
     assert.match(table, /\| 1x100 \| default \| .* \| – \|/);
-  });
-
-  test('median', () => {
-    assert.equal(median([3, 1, 2]), 2);
-    assert.equal(median([4, 1, 2, 3]), 2.5);
   });
 });
