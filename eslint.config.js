@@ -29,7 +29,6 @@ const COMMANDS = [
   'bench/*.js',
   'bench/naive/server.js',
   'bench/noop/server.js',
-  'service/bench/*.js',
   'service/src/server.js',
   'service/src/main.js',
   'service/src/cluster.js',
@@ -42,7 +41,7 @@ const COMMANDS = [
 // workspace's for service/, db/ and lambda/local/, hence the leading `**/`.
 const EXECUTABLES = [
   ...['docs-config', 'fuzz', 'lint', 'start', 'test'].map((name) => `scripts/${name}.js`),
-  '**/bench/*.js',
+  'bench/*.js',
   'bench/naive/server.js',
   'bench/noop/server.js',
   '**/src/server.js',
@@ -69,7 +68,7 @@ export default [
 
       // The root package's scripts, benchmarks and tests use the workspaces (@sluice/*) and their
       // dependencies, which npm installs at the root; each workspace's own imports are still checked.
-      'n/no-extraneous-import': ['error', { allowModules: ['@sluice/db', '@sluice/env', '@sluice/lambda', '@aws-sdk/client-sqs', 'pg', 'pg-format', 'pg-copy-streams', 'express', 'ajv'] }],
+      'n/no-extraneous-import': ['error', { allowModules: ['@sluice/db', '@sluice/env', '@sluice/lambda', '@aws-sdk/client-sqs', 'pg', 'pg-format', 'pg-copy-streams', 'express', 'ajv', '@opentelemetry/api'] }],
       // Features still flagged experimental on the oldest supported Node (fetch, mock timers,
       // fs.cpSync) are used on purpose, and the tests run on it; a feature it lacks still fails.
       'n/no-unsupported-features/node-builtins': ['error', { allowExperimental: true }],

@@ -86,6 +86,7 @@ const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postg
 const { STRATEGIES } = await import('../service/src/users/user-repository.js');
 const SQL = await import('../service/src/users/user-sql.js');
 const { postgresCpuSeconds, postmasterPid } = await import('./lib/process-stats.js');
+const { median, range } = await import('./lib/stats.js');
 
 /** The arrays as ARRAY[...] constructors of one literal a value (pg-format's %L on a list). @param {UserRow[]} rows */
 function arrayConstructors(rows) {
@@ -179,11 +180,11 @@ try {
   await rm(path.dirname(dataDir), { recursive: true, force: true });
 }
 
-const median = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const first = median(results[names[0]].map((r) => r.usPerRow));
 const lines = ['| # | variant | PostgreSQL CPU µs a row (median) | min – max | × first | rows/s (median) |', '| --- | --- | --- | --- | --- | --- |'];
 for (const name of names) {
   const us = results[name].map((r) => r.usPerRow);
-  lines.push(`| ${ALL.indexOf(name)} | ${name} | ${median(us).toFixed(2)} | ${Math.min(...us).toFixed(2)} – ${Math.max(...us).toFixed(2)} | ${(median(us) / first).toFixed(2)} | ${Math.round(median(results[name].map((r) => r.rate))).toLocaleString('en-US')} |`);
+  const { min, max } = range(us);
+  lines.push(`| ${ALL.indexOf(name)} | ${name} | ${median(us).toFixed(2)} | ${min.toFixed(2)} – ${max.toFixed(2)} | ${(median(us) / first).toFixed(2)} | ${Math.round(median(results[name].map((r) => r.rate))).toLocaleString('en-US')} |`);
 }
 console.log(`\n${lines.join('\n')}\n\n${CONNECTIONS} connections, 1000-row statements, ${SECONDS} s × ${ROUNDS} rounds, en-US ICU database, fsync on; CPU of every PostgreSQL process while the variant wrote.`);

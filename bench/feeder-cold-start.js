@@ -29,6 +29,7 @@ const { startSecretsManagerStub } = await import('../lambda/test/support/secrets
 const { lintTools } = await import('../test/support/python-tools.js');
 const { makeRecord } = await import('../lambda/test/support/sqs-events.js');
 const { startStubService } = await import('../lambda/test/support/stub-service.js');
+const { median, range } = await import('./lib/stats.js');
 
 const execFile = promisify(execFileCallback);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -146,9 +147,8 @@ try {
 
 /** @param {number[]} values */
 function summary(values) {
-  const v = [...values].sort((a, b) => a - b);
-  const median = v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-  return `${median.toFixed(1)} (${v[0].toFixed(1)} to ${v.at(-1)?.toFixed(1)})`;
+  const { min, max } = range(values);
+  return `${median(values).toFixed(1)} (${min.toFixed(1)} to ${max.toFixed(1)})`;
 }
 console.log(markdownTable([
   ['module', 'import ms, median (min to max)', 'import CPU ms', 'import + first invocation ms', 'its CPU ms'],

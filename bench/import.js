@@ -29,7 +29,7 @@ const { migrate } = await import('@sluice/db/migrate');
 const { startServerProcess } = await import('../test/support/server-process.js');
 const { SAMPLE_HASH } = await import('../test/support/users.js');
 const { postgresCpuSeconds, postmasterPid, processCpuSeconds, sampleRss } = await import('./lib/process-stats.js');
-const { median } = await import('./lib/capacity.js');
+const { median } = await import('./lib/stats.js');
 
 /** @param {number} n */
 const round2 = (n) => Number(n.toFixed(2));

@@ -33,6 +33,7 @@ const { createSoakClient } = await import('./lib/soak-client.js');
 const { Ledger, checkTable } = await import('./lib/soak-ledger.js');
 const { rssGrowth, soakChart, soakTable } = await import('./lib/soak-report.js');
 const { MAX_IN_FLIGHT, MIX, WindowStats, startTraffic } = await import('./lib/soak-traffic.js');
+const { median, range } = await import('./lib/stats.js');
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** @param {string} m */
@@ -145,7 +146,7 @@ try {
 }
 
 const growth = rssGrowth(samples, DURATION_S);
-const eldValues = samples.map((s) => s.eldP99Ms).filter((v) => v !== undefined).sort((a, b) => a - b);
+const eldValues = samples.map((s) => s.eldP99Ms).filter((v) => v !== undefined);
 const sum = (/** @type {(s: typeof samples[number]) => number} */ f) => samples.reduce((a, s) => a + f(s), 0);
 const acked = ledger.count('acked'), refused = ledger.count('refused'), doubt = ledger.count('doubt');
 const { outage, violations, totals } = traffic;
@@ -175,7 +176,7 @@ const summary = [
   growth
     ? `Service RSS: ${growth.fromMiB.toFixed(1)} MiB at minute ${growth.fromMinute.toFixed(1)}, ${growth.toMiB.toFixed(1)} MiB at minute ${growth.toMinute.toFixed(1)}: growth ${growth.growthMiB >= 0 ? '+' : ''}${growth.growthMiB.toFixed(1)} MiB (least-squares slope ${growth.slopeMiBPerMin >= 0 ? '+' : ''}${growth.slopeMiBPerMin.toFixed(2)} MiB/min); peak ${Math.max(...samples.map((s) => s.rssMiB)).toFixed(1)} MiB.`
     : 'Service RSS growth: too few samples.',
-  eldValues.length ? `Event-loop delay p99 per window (prom-client's sluice_nodejs_eventloop_lag_p99_seconds since the previous scrape, less its ${LOOP_TICK_MS} ms sampling tick): median ${eldValues[Math.floor(eldValues.length / 2)].toFixed(1)} ms, max ${eldValues[eldValues.length - 1].toFixed(1)} ms.` : 'Event-loop delay: /metrics did not answer.',
+  eldValues.length ? `Event-loop delay p99 per window (prom-client's sluice_nodejs_eventloop_lag_p99_seconds since the previous scrape, less its ${LOOP_TICK_MS} ms sampling tick): median ${median(eldValues).toFixed(1)} ms, max ${range(eldValues).max.toFixed(1)} ms.` : 'Event-loop delay: /metrics did not answer.',
   `Service log: ${logCounts.warn} warnings, ${logCounts.error} errors, ${logCounts.fatal} fatal${errorMessages.size ? ` (${[...errorMessages].slice(0, 5).join('; ')})` : ''}.`,
   check.ok
     ? 'Table check: exactly the acknowledged users are stored (every acknowledged request whole, nothing refused, nothing unknown).'

@@ -1,6 +1,7 @@
 // The capacity experiment: closed-loop k6 (no sleep) against the naive baseline and sluice's
 // variants, interleaved so that a sluice/naive ratio survives a noisy machine.
 import { createHmac } from 'node:crypto';
+import { median } from './stats.js';
 
 /**
  * Credentials (issue 37), side by side: `token` is one static INGEST_TOKEN, the reference the other
@@ -134,14 +135,6 @@ export function planRuns(loads, variants, rounds) {
     if (baseline) plan.push({ load, target: 'naive', variant: 'naive', round: rounds });
   }
   return plan;
-}
-
-/** @param {number[]} xs */
-export function median(xs) {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 /**

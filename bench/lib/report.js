@@ -1,4 +1,5 @@
 import { markdownTable as gfmTable } from 'markdown-table';
+import { range } from './stats.js';
 
 /**
  * @typedef {object} Row
@@ -72,7 +73,11 @@ const ratioText = (/** @type {number | undefined} */ v) => (v === undefined ? '�
 const maybe = (v, f, none = '–') => (v === undefined || Number.isNaN(v) ? none : f(v));
 
 /** The range of a ratio over rounds, when there are several. @param {number[]} ratios */
-const rangeText = (ratios) => (ratios.length > 1 ? ` (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})` : '');
+function rangeText(ratios) {
+  if (ratios.length < 2) return '';
+  const { min, max } = range(ratios);
+  return ` (${min.toFixed(2)}–${max.toFixed(2)})`;
+}
 
 /**
  * The capacity table: per load and sluice variant, medians over rounds beside the references',

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EMAIL_DOMAIN } from './soak-ledger.js';
+import { percentile } from './stats.js';
 
 const HASH = '$argon2id$v=19$m=65536,t=3,p=4$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG';
 
@@ -40,9 +41,6 @@ const SPOILERS = [
   (/** @type {any} */ u) => ({ email: u.email, nmae: u.name }),
 ];
 
-/** @param {number[]} sorted @param {number} q */
-const quantile = (sorted, q) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] : undefined);
-
 const freshWindow = () => ({
   /** @type {Record<Kind, number[]>} */
   ms: { single: [], batch: [], replay: [], invalid: [] },
@@ -72,15 +70,14 @@ export class WindowStats {
   take(seconds) {
     const { w } = this;
     this.w = freshWindow();
-    const sorted = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b);
-    const all = sorted(Object.values(w.ms).flat());
+    const all = Object.values(w.ms).flat();
     return {
       requests: all.length,
       reqPerSec: all.length / seconds,
       usersPerSec: w.usersInserted / seconds,
-      p99Ms: quantile(all, 0.99),
-      p99SingleMs: quantile(sorted(w.ms.single), 0.99),
-      p99BatchMs: quantile(sorted(w.ms.batch), 0.99),
+      p99Ms: percentile(all, 0.99),
+      p99SingleMs: percentile(w.ms.single, 0.99),
+      p99BatchMs: percentile(w.ms.batch, 0.99),
       ...w.status,
     };
   }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { LOADS, VARIANTS, baseVariant, credentialsFor, median, planRuns, summarise } from '../../lib/capacity.js';
+import { LOADS, VARIANTS, baseVariant, credentialsFor, planRuns, summarise } from '../../lib/capacity.js';
 import { startAuthentication } from '../../../service/src/auth/start-auth.js';
 import { loadConfig } from '../../../service/src/config.js';
 import { capacityTable, ratioChart } from '../../lib/report.js';
@@ -122,10 +122,5 @@ describe('capacity plan and ratios', () => {
     }
     assert.equal(JSON.parse(VARIANTS.tokens.INGEST_TOKENS) && Object.keys(JSON.parse(VARIANTS.tokens.INGEST_TOKENS)).length, 8);
     assert.deepEqual(await credentialsFor('default'), {});
-  });
-
-  test('median', () => {
-    assert.equal(median([3, 1, 2]), 2);
-    assert.equal(median([4, 1, 2, 3]), 2.5);
   });
 });

@@ -8,11 +8,11 @@ const opts = createCommand('npm run bench:request-memory --', "What one POST /us
   .opts();
 const USERS = /** @type {number} */ (opts.users);
 
-const { makeUsers } = await import('../../test/support/users.js');
-const { rowsAsArrays, writeStatement } = await import('../src/users/user-sql.js');
-const { parseUserBatch } = await import('../src/users/user-schema.js');
+const { makeUsers } = await import('../test/support/users.js');
+const { rowsAsArrays, writeStatement } = await import('../service/src/users/user-sql.js');
+const { parseUserBatch } = await import('../service/src/users/user-schema.js');
 
-/** The default strategy's statement for an all-new chunk. @param {import('../src/users/user-schema.js').UserRow[]} rows */
+/** The default strategy's statement for an all-new chunk. @param {import('../service/src/users/user-schema.js').UserRow[]} rows */
 const buildInsertSql = (rows) => writeStatement(rowsAsArrays(rows), 'fail', 'none');
 
 const CHUNK = 1000;
@@ -43,7 +43,7 @@ const raw = /** @type {Buffer} */ (keep['raw body (Buffer)']);
 measure('decoded string', () => raw.toString('utf8'));
 measure('parsed objects (req.body)', () => JSON.parse(/** @type {string} */ (keep['decoded string'])));
 measure('rows (parseUserBatch)', () => parseUserBatch(/** @type {unknown[]} */ (keep['parsed objects (req.body)'])));
-const rows = /** @type {import('../src/users/user-schema.js').UserRow[]} */ (keep['rows (parseUserBatch)']);
+const rows = /** @type {import('../service/src/users/user-schema.js').UserRow[]} */ (keep['rows (parseUserBatch)']);
 measure(`SQL of one ${CHUNK}-row chunk`, () => buildInsertSql(rows.slice(0, CHUNK)));
 measure(`SQL of one ${CHUNK}-row chunk as sent (Buffer)`, () => Buffer.from(/** @type {string} */ (keep[`SQL of one ${CHUNK}-row chunk`])));
 

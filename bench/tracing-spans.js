@@ -28,10 +28,10 @@ Object.assign(process.env, {
   // Room for every span of a run: a span dropped would be a span not paid for.
   OTEL_BSP_MAX_QUEUE_SIZE: '100000',
 });
-await import('../src/tracing/sdk.js');
+await import('../service/src/tracing/sdk.js');
 const otel = await import('@opentelemetry/api');
-const { flushSpans } = await import('../src/tracing/spans.js');
-const { median } = await import('../../bench/lib/capacity.js');
+const { flushSpans } = await import('../service/src/tracing/spans.js');
+const { median, range } = await import('./lib/stats.js');
 const tracer = otel.trace.getTracer('sluice-service');
 
 /** The request span's attributes, as tracedRequests sets them for a k6 client. */
@@ -99,9 +99,9 @@ console.log(JSON.stringify({
   rounds: opts.rounds,
   // The loop alone, then each shape's CPU a request above it, with the range over rounds.
   loopMicros: Math.round(loop * 10) / 10,
-  spansMicrosPerRequest: Object.fromEntries(SHAPES.map((s) => [s, {
-    median: Math.round((median(figures[s]) - loop) * 10) / 10,
-    min: Math.round((Math.min(...figures[s]) - loop) * 10) / 10,
-    max: Math.round((Math.max(...figures[s]) - loop) * 10) / 10,
-  }])),
+  spansMicrosPerRequest: Object.fromEntries(SHAPES.map((s) => {
+    const { min, max } = range(figures[s]);
+    const above = (/** @type {number} */ v) => Math.round((v - loop) * 10) / 10;
+    return [s, { median: above(median(figures[s])), min: above(min), max: above(max) }];
+  })),
 }, null, 2));

@@ -9,19 +9,20 @@ createCommand('npm run bench:hot-path --', 'What POST /users spends in this proc
 
 const { default: pg } = await import('pg');
 const { migrate } = await import('@sluice/db/migrate');
-const { makeUsers } = await import('../../test/support/users.js');
-const { parseJsonBody } = await import('../src/http/json-body.js');
-const { rowsAsArrays, writeStatement } = await import('../src/users/user-sql.js');
-const { parseUserBatch } = await import('../src/users/user-schema.js');
+const { makeUsers } = await import('../test/support/users.js');
+const { parseJsonBody } = await import('../service/src/http/json-body.js');
+const { rowsAsArrays, writeStatement } = await import('../service/src/users/user-sql.js');
+const { parseUserBatch } = await import('../service/src/users/user-schema.js');
+const { median } = await import('./lib/stats.js');
 
-/** The default strategy's statement for an all-new chunk. @param {import('../src/users/user-schema.js').UserRow[]} rows */
+/** The default strategy's statement for an all-new chunk. @param {import('../service/src/users/user-schema.js').UserRow[]} rows */
 const buildInsertSql = (rows) => writeStatement(rowsAsArrays(rows), 'fail', 'none');
 
 const BATCH = 1000;
 const ROUNDS = 300;
 
 /** Median milliseconds of fn over ROUNDS runs, after a warm-up. @param {(i: number) => unknown} fn */
-async function median(fn, rounds = ROUNDS) {
+async function medianMs(fn, rounds = ROUNDS) {
   for (let i = 0; i < 30; i++) await fn(-1 - i);
   const times = [];
   for (let i = 0; i < rounds; i++) {
@@ -29,8 +30,7 @@ async function median(fn, rounds = ROUNDS) {
     await fn(i);
     times.push(performance.now() - t);
   }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)];
+  return median(times);
 }
 
 const body = JSON.stringify(makeUsers(BATCH, 'hot'));
@@ -38,11 +38,11 @@ const parsed = JSON.parse(body);
 const rows = parseUserBatch(parsed);
 const bodyBytes = Buffer.from(body);
 const results = {
-  jsonParseMs: await median(() => JSON.parse(body)),
+  jsonParseMs: await medianMs(() => JSON.parse(body)),
   // What the service does with the bytes: UTF-8 check, decode, JSON.parse, duplicate-key count.
-  readBodyMs: await median(() => parseJsonBody(bodyBytes)),
-  validateMs: await median(() => parseUserBatch(parsed)),
-  buildSqlMs: await median(() => buildInsertSql(rows)),
+  readBodyMs: await medianMs(() => parseJsonBody(bodyBytes)),
+  validateMs: await medianMs(() => parseUserBatch(parsed)),
+  buildSqlMs: await medianMs(() => buildInsertSql(rows)),
 };
 
 let local;
@@ -56,7 +56,7 @@ await migrate(url);
 const client = new pg.Client(url);
 await client.connect();
 const rounds = 100;
-results.databaseInsertMs = await median(async (i) => {
+results.databaseInsertMs = await medianMs(async (i) => {
   const fresh = parseUserBatch(makeUsers(BATCH, `hot-${i}-${Date.now()}`));
   await client.query(buildInsertSql(fresh));
 }, rounds);
