@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// `npm run bench:burst`: the burst of issue 9 against one service process with its default settings.
+// `npm run bench:burst`: a burst of large requests, then of single users, against one service process with its default settings.
 import { Option, createCommand, wholeNumber } from '@sluice/db/command-line';
 
-const opts = createCommand('npm run bench:burst --', "The burst of issue 9 against one service process with its default settings, on a fresh PostgreSQL: large requests at once (about 1 MB each), then single-user requests at once, then every refused batch retried after Retry-After. Reports the service's peak RSS, the answers, what admission control shed, and the time to drain.")
+const opts = createCommand('npm run bench:burst --', "A burst of large requests, then of single users, against one service process with its default settings, on a fresh PostgreSQL: large requests at once (about 1 MB each), then single-user requests at once, then every refused batch retried after Retry-After. Reports the service's peak RSS, the answers, what admission control shed, and the time to drain.")
   .addOption(new Option('--large <n>', 'large requests sent at once').env('LARGE').argParser(wholeNumber(1)).default(128))
   .addOption(new Option('--users <n>', 'users in each large request').env('USERS').argParser(wholeNumber(1)).default(10_000))
   .addOption(new Option('--singles <n>', 'single-user requests sent at once').env('SINGLES').argParser(wholeNumber(0)).default(2000))

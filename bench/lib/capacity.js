@@ -4,7 +4,7 @@ import { createHmac } from 'node:crypto';
 import { median } from './stats.js';
 
 /**
- * Credentials (issue 37), side by side: `token` is one static INGEST_TOKEN, the reference the other
+ * Credentials, side by side: `token` is one static INGEST_TOKEN, the reference the other
  * two are compared with; `tokens` is INGEST_TOKENS with eight clients (every one compared at each
  * request, the bench's among them); `jwt` is an HS256 JWT checked for signature, exp, aud and role
  * (remembered once verified, as PostgREST's cache does). k6 sends each its TOKEN (credentialsFor).
@@ -91,7 +91,7 @@ export const LOADS = [
   { id: '1000x100', script: 'stress-test-batch.js', size: 1000, vus: 100 },
   // The naive endpoint has no ON CONFLICT: a replay is a 500 there, so these loads are sluice's alone.
   { id: '1000x8-replay', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { REPLAY: '1' }, variants: ['default', 'copy'], baseline: false },
-  // Merge mode (issue 15): all new users; a replay of unchanged users; a replay that changes every one.
+  // Merge mode: all new users; a replay of unchanged users; a replay that changes every one.
   { id: '1000x8-merge', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge' }, variants: ['default', 'copy'], baseline: false },
   { id: '1000x8-merge-replay', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: '1' }, variants: ['default', 'copy'], baseline: false },
   { id: '1000x8-merge-changed', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: 'changed' }, variants: ['default', 'copy'], baseline: false },
@@ -193,7 +193,7 @@ export function summarise(runs) {
         return around.length ? [r.usersPerSec / (around.reduce((a, b) => a + b, 0) / around.length)] : [];
       });
       // The service's CPU a user against the default variant's in the same round (each --compare
-      // checkout against its own default): what a variant's targets are set as (issue 26's tracing).
+      // checkout against its own default): what a variant's targets are set as (tracing's, for one).
       const reference = variant.endsWith(COMPARED) ? `default${COMPARED}` : 'default';
       const cpuVsDefault = variant === reference ? [] : own.flatMap((r) => {
         const d = ofLoad.find((x) => x.variant === reference && x.round === r.round);
