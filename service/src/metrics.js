@@ -1,5 +1,6 @@
 import client from 'prom-client';
 import { REFUSAL_REASONS } from './http/admission.js';
+import { AUTH_REFUSAL_REASONS } from './http/authenticate.js';
 
 /**
  * Everything /metrics exposes, on a registry of its own so tests can build several apps.
@@ -93,6 +94,7 @@ function admissionMetrics(registers) {
 function authMetrics(registers) {
   const accepted = new client.Counter({ name: 'sluice_auth_accepted_total', help: 'Requests whose credentials were accepted, by client (a configured name, or jwt)', labelNames: ['client'], registers });
   const refused = new client.Counter({ name: 'sluice_auth_refused_total', help: 'Requests refused with 401, by reason', labelNames: ['reason'], registers });
+  for (const reason of AUTH_REFUSAL_REASONS) refused.inc({ reason }, 0);
   /** @type {Map<string, client.Counter.Internal>} */
   const acceptedBy = new Map();
   return {

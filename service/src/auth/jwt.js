@@ -37,8 +37,11 @@ const ANONYMOUS_ROLE = 'anon';
  * a fixed word for sluice_auth_refused_total (`jwks_unavailable`: the key set could not be fetched,
  * still a 401, since the token could not be verified).
  */
+/** Every reason a JWT is refused for (sluice_auth_refused_total exports each from the start). */
+export const JWT_REFUSAL_REASONS = /** @type {const} */ (['expired', 'not_yet_valid', 'audience', 'issuer', 'claim', 'signature', 'algorithm', 'unknown_key', 'jwks_unavailable', 'malformed', 'role']);
+
 export class JwtRefusal extends Error {
-  /** @param {string} message @param {string} reason  a metric label: a short fixed word */
+  /** @param {string} message @param {typeof JWT_REFUSAL_REASONS[number]} reason  a metric label: a short fixed word */
   constructor(message, reason) {
     super(message);
     this.name = 'JwtRefusal';

@@ -9,7 +9,8 @@ const ROOT = new URL('../../../', import.meta.url);
 const DOCS = ['README.md', ...readdirSync(new URL('docs/', ROOT)).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 const read = (/** @type {string} */ file) => readFileSync(new URL(file, ROOT), 'utf8');
 // Labelled by what was answered (route, status): no series until the first answer of each.
-const LABELLED_BY_ANSWERS = new Set(['sluice_http_requests_total', 'sluice_http_request_duration_seconds']);
+// And by whom: sluice_auth_accepted_total's clients are those let in (none without credentials configured).
+const LABELLED_BY_ANSWERS = new Set(['sluice_http_requests_total', 'sluice_http_request_duration_seconds', 'sluice_auth_accepted_total']);
 
 /**
  * The metric names a Markdown text names: `sluice_...` in code spans (a `{label}` left out, a
@@ -36,6 +37,8 @@ export function metricNamesIn(markdown) {
   return names;
 }
 
+const TOKEN = 'metrics-docs-token-0123456789';
+
 /** The metric families of a Prometheus text, with their sample count. @param {string} text */
 function families(text) {
   /** @type {Map<string, number>} */
@@ -57,11 +60,12 @@ describe('the metrics the docs name are the ones /metrics exports', () => {
   /** @type {Map<string, number>} */ let exported;
   before(async () => {
     db = await createTestDatabase();
-    app = await startTestApp({ databaseUrl: db.url });
+    // A named client, so that the access metrics have whom they count.
+    app = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKENS: JSON.stringify({ docs: TOKEN }) } });
     atStart = families(await (await fetch(`${app.baseUrl}/metrics`)).text());
     // An array and a stream written, so that every family has what it records.
-    assert.equal((await app.postUsers(makeUsers(2))).status, 201);
-    assert.equal((await app.postUsers(makeUsers(2).map((u) => JSON.stringify(u)).join('\n'), { contentType: 'application/x-ndjson' })).status, 201);
+    assert.equal((await app.postUsers(makeUsers(2), { token: TOKEN })).status, 201);
+    assert.equal((await app.postUsers(makeUsers(2).map((u) => JSON.stringify(u)).join('\n'), { token: TOKEN, contentType: 'application/x-ndjson' })).status, 201);
     exported = families(await (await fetch(`${app.baseUrl}/metrics`)).text());
   });
   after(async () => {
