@@ -8,7 +8,7 @@ import { readWriteQuery } from './http/write-query.js';
 import { observeRequests } from './http/request-log.js';
 import { requireToken } from './http/require-token.js';
 import { createOpenApiDocument } from './openapi.js';
-import { inSpan, tracedMiddleware, tracingOn } from './tracing/spans.js';
+import { NO_TRACING } from './tracing/tracing.js';
 import { createGroupCommit } from './users/group-commit.js';
 import { postUsers } from './users/post-users.js';
 import { STREAM_HOLD_BYTES, streamUsers } from './users/stream-import.js';
@@ -27,9 +27,11 @@ const GROUP_LOCK_TIMEOUT_MS = 250;
  *   logger: import('pino').Logger,
  *   metrics: import('./metrics.js').Metrics,
  *   renderMetrics?: () => Promise<string>,
- * }} deps  renderMetrics: how /metrics is rendered (the cluster aggregates across workers)
+ *   tracing?: import('./tracing/tracing.js').Tracing,
+ * }} deps  renderMetrics: how /metrics is rendered (the cluster aggregates across workers); tracing:
+ *   the spans of the request's steps and of its write (off unless handed one: main.js makes it)
  */
-export function createApp({ config, db, logger, metrics, renderMetrics = () => metrics.registry.metrics() }) {
+export function createApp({ config, db, logger, metrics, renderMetrics = () => metrics.registry.metrics(), tracing = NO_TRACING }) {
   // Writing: a request alone, or small ones grouped into one statement (users/group-commit.js).
   // A group waits for a row another writer holds only briefly: one locked email must not hold
   // back the requests it shares a statement with (group commit splits the group instead).
@@ -48,6 +50,7 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
           metrics.groupRows.observe(rows);
           for (const s of waitedSeconds) metrics.groupWait.observe(s);
         },
+        tracing,
       })
     : undefined;
   /** @type {import('./users/post-users.js').WriteUsers} */
@@ -55,8 +58,8 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
     groupCommit && rows.length <= config.groupCommitSmallRows ? groupCommit.writeUsers(rows, resolution, options) : writer.writeUsers(rows, resolution, options);
   // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
   /** @type {import('./users/post-users.js').WriteUsers} */
-  const writeUsers = tracingOn()
-    ? (rows, resolution, options) => inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
+  const writeUsers = tracing.enabled
+    ? (rows, resolution, options) => tracing.inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
     : write;
   // The in-flight work budget, in body bytes (http/admission.js).
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
@@ -82,9 +85,9 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
       idleTimeoutMs: config.streamIdleTimeoutMs,
       metrics,
     }),
-    tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
-    tracedMiddleware('sluice.read_body', readJsonBody(config)),
-    postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics }),
+    tracing.tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
+    tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),
+    postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics, tracing }),
   );
 
   app.get('/healthz', (_req, res) => {

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { DATABASE_VARIABLES, databaseRules, databaseUrlFrom } from '@sluice/db/database-url';
-import { boolean, defineVariables, integer, loadEnv, milliseconds, oneOf, text } from '@sluice/env';
+import { TRACING_VARIABLES, boolean, defineVariables, integer, loadEnv, milliseconds, oneOf, text, tracingConfigFrom } from '@sluice/env';
 import { STRATEGIES } from './users/user-repository.js';
 
 /**
@@ -28,6 +28,7 @@ import { STRATEGIES } from './users/user-repository.js';
  * @property {string} logLevel
  * @property {number} admissionBudgetBytes  request body bytes one process serves at once (http/admission.js)
  * @property {number} admissionWaitMs       how long a request that does not fit waits before 503 (0: never waits)
+ * @property {import('@sluice/env/tracing').TracingConfig} tracing  OpenTelemetry's OTEL_ variables (@sluice/env/tracing)
  */
 
 const LOG_LEVELS = /** @type {const} */ (['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -80,14 +81,15 @@ export const SERVICE_VARIABLES = defineVariables({
 });
 
 /**
- * Reads and checks every variable the service uses, once. A bad value stops start-up with a
- * message naming every variable at fault, rather than failing later on the first request.
+ * Reads and checks every variable the service uses, once (the OTEL_ ones of tracing too: the
+ * tracing SDK is built from what this returns). A bad value stops start-up with a message naming
+ * every variable at fault, rather than failing later on the first request.
  *
  * @param {NodeJS.ProcessEnv} [env]
  * @returns {Config}
  */
 export function loadConfig(env = process.env) {
-  const v = loadEnv({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES }, env, databaseRules);
+  const v = loadEnv({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES }, env, databaseRules);
   return {
     databaseUrl: databaseUrlFrom(v),
     port: v.PORT,
@@ -113,5 +115,6 @@ export function loadConfig(env = process.env) {
     logLevel: v.LOG_LEVEL,
     admissionBudgetBytes: v.ADMISSION_BUDGET_BYTES,
     admissionWaitMs: v.ADMISSION_WAIT_MS,
+    tracing: tracingConfigFrom(v),
   };
 }

@@ -4,7 +4,7 @@ import { createDbWatchdog } from './db-watchdog.js';
 import { endLending, startLending, watchCommits } from './db-outcome.js';
 import { createTransactionSettings, lastResult } from './transaction-settings.js';
 import { traceQueries } from './tracing/pg-spans.js';
-import { tracingOn } from './tracing/spans.js';
+import { NO_TRACING } from './tracing/tracing.js';
 
 // Failures that can come from the database's state rather than from the statement: the connection
 // went away, the server is starting or stopping, or is out of connections, or the statement was
@@ -81,9 +81,10 @@ export function timeoutOf(err) {
  *
  * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number, dbLockTimeoutMs?: number }} config
  * @param {import('pino').Logger} logger
+ * @param {import('./tracing/tracing.js').Tracing} [tracing]  off (NO_TRACING) unless handed one
  * @returns {Database}
  */
-export function createDatabase(config, logger) {
+export function createDatabase(config, logger, tracing = NO_TRACING) {
   const connection = {
     connectionString: config.databaseUrl,
     application_name: 'sluice',
@@ -109,7 +110,7 @@ export function createDatabase(config, logger) {
   // Whether a failed write may have been committed is told by what was sent on its connection.
   pool.on('connect', watchCommits);
   // Traced, each query made for a traced request is a span (tracing/pg-spans.js).
-  if (tracingOn()) pool.on('connect', traceQueries);
+  if (tracing.enabled) pool.on('connect', (client) => traceQueries(client, tracing));
 
   /** @type {{ at: number, answered: boolean, ready: boolean } | undefined} */
   let lastProbe;

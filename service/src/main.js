@@ -1,5 +1,5 @@
 // The service: reads the configuration, then either runs the cluster primary or serves requests
-// (server.js is the entry: it loads tracing first when asked, then this).
+// (server.js is the entry). Tracing is made here, from the configuration, when this process serves.
 import cluster from 'node:cluster';
 import { createCommand } from '@sluice/db/command-line';
 import { DATABASE_VARIABLES } from '@sluice/db/database-url';
@@ -13,7 +13,7 @@ import { checkCanListen, listenProblem } from './http/listen-problem.js';
 import { createHttpServer } from './http/node-server.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
-import { flushSpans, tracedRequests } from './tracing/spans.js';
+import { NO_TRACING, startTracing } from './tracing/tracing.js';
 
 /**
  * Serves HTTP in this process until SIGTERM or SIGINT, then stops accepting, lets in-flight
@@ -21,15 +21,16 @@ import { flushSpans, tracedRequests } from './tracing/spans.js';
  *
  * @param {import('./config.js').Config & { databaseUrl: string }} config
  * @param {import('pino').Logger} logger
+ * @param {import('./tracing/tracing.js').Tracing} tracing
  */
-function serve(config, logger) {
-  const db = createDatabase(config, logger);
+function serve(config, logger, tracing) {
+  const db = createDatabase(config, logger, tracing);
   const metrics = createMetrics(db);
   const inCluster = cluster.isWorker;
   if (inCluster) shareWorkerMetrics(metrics.registry);
-  const app = createApp({ config, db, logger, metrics, renderMetrics: inCluster ? askPrimaryForMetrics : undefined });
+  const app = createApp({ config, db, logger, metrics, renderMetrics: inCluster ? askPrimaryForMetrics : undefined, tracing });
 
-  const server = createHttpServer(tracedRequests(app));
+  const server = createHttpServer(tracing.tracedRequests(app));
   server.once('error', (err) => {
     const problem = listenProblem(err, config);
     if (!problem) throw err;
@@ -63,7 +64,7 @@ function serve(config, logger) {
     await closed;
     clearInterval(idleCloser);
     await db.close();
-    await flushSpans();
+    await tracing.flush();
     logger.info('stopped');
     process.exit(0);
   }
@@ -81,7 +82,10 @@ async function main() {
     console.error(`sluice: bad configuration: ${err.message}`);
     process.exit(1);
   }
-  const logger = createLogger(config);
+  // A cluster's primary serves no request: it records no span, and loads no tracing SDK.
+  const runsWorkers = cluster.isPrimary && config.workers > 0;
+  const tracing = runsWorkers ? NO_TRACING : await startTracing(config.tracing);
+  const logger = createLogger(config, undefined, tracing);
   process.on('unhandledRejection', (err) => {
     logger.fatal({ err }, 'unhandled rejection');
     process.exit(1);
@@ -94,7 +98,7 @@ async function main() {
   if (cluster.isPrimary && !config.ingestToken) {
     logger.warn('INGEST_TOKEN is unset: POST /users accepts requests from anyone who can reach it');
   }
-  if (cluster.isPrimary && config.workers > 0) {
+  if (runsWorkers) {
     // The workers listen through the primary: a busy port is said once here, not by each worker.
     const problem = await checkCanListen(config);
     if (problem) {
@@ -103,7 +107,7 @@ async function main() {
     }
     return runPrimary(config, logger);
   }
-  serve({ ...config, databaseUrl }, logger);
+  serve({ ...config, databaseUrl }, logger, tracing);
 }
 
 await main();
