@@ -1,6 +1,7 @@
 import express from 'express';
 import { ApiError } from './errors.js';
-import { AdmissionBudget, admitRequest } from './http/admission.js';
+import { AdmissionBudget } from './http/admission-budget.js';
+import { admitRequest } from './http/admission.js';
 import { errorHandler } from './http/error-handler.js';
 import { readJsonBody } from './http/json-body.js';
 import { readPreferences } from './http/prefer.js';
@@ -61,7 +62,7 @@ export function createApp({ config, db, logger, metrics, renderMetrics = () => m
   const writeUsers = tracing.enabled
     ? (rows, resolution, options) => tracing.inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
     : write;
-  // The in-flight work budget, in body bytes (http/admission.js).
+  // The in-flight work budget, in body bytes (http/admission-budget.js; http/admission.js admits a request into it).
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
 
   const app = express();

@@ -26,7 +26,7 @@ import { STRATEGIES } from './users/user-repository.js';
  * @property {number} workers             0: no cluster, this process serves
  * @property {number} shutdownTimeoutMs
  * @property {string} logLevel
- * @property {number} admissionBudgetBytes  request body bytes one process serves at once (http/admission.js)
+ * @property {number} admissionBudgetBytes  request body bytes one process serves at once (http/admission-budget.js)
  * @property {number} admissionWaitMs       how long a request that does not fit waits before 503 (0: never waits)
  * @property {import('@sluice/env/tracing').TracingConfig} tracing  OpenTelemetry's OTEL_ variables (@sluice/env/tracing)
  */

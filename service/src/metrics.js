@@ -1,5 +1,5 @@
 import client from 'prom-client';
-import { REFUSAL_REASONS } from './http/admission.js';
+import { REFUSAL_REASONS } from './http/admission-budget.js';
 
 /**
  * Everything /metrics exposes, on a registry of its own so tests can build several apps.
