@@ -2,10 +2,11 @@ import { defineVariables, loadEnv } from './load-env.js';
 import { decimal, integer, oneOf, text, url } from './parsers.js';
 
 /**
- * OpenTelemetry's own variables, as the service, the feeder and the producer read them: their
- * SDKs read these themselves (the spec's names and meanings); they are declared here so that
- * --help and docs/configuration.md list them, a bad value stops start-up, and every component
- * turns tracing on by the same rule (tracingRequested).
+ * OpenTelemetry's own variables (the spec's names and meanings), as the service, the feeder and
+ * the producer read them: declared here so that --help and docs/configuration.md list them, a bad
+ * value stops start-up, and every component turns tracing on by the same rule. The service builds
+ * its SDK from what they are read into (TracingConfig); the feeder's and the producer's SDKs read
+ * them again themselves.
  */
 export const TRACING_VARIABLES = defineVariables({
   OTEL_TRACES_EXPORTER: {
