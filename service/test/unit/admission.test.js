@@ -279,6 +279,27 @@ describe('admitRequest middleware (unit, fake request and response)', () => {
     assert.equal(budget.usage.totalBytes, 10 * MiB, 'and no longer counted');
   });
 
+  test('the body reader may start any time after admission: what arrived before it is read, and charged as it is read', async () => {
+    const budget = budgetOf();
+    const x = exchange({ 'transfer-encoding': 'chunked' });
+    middleware(budget)(x.req, x.res, x.next);
+    x.req.write(Buffer.alloc(3 * MiB));
+    await settled(Promise.resolve());
+    assert.equal(budget.usage.totalBytes, 0, 'nothing read, nothing charged');
+    /** @type {{ err: unknown, body: Buffer | undefined }[]} */
+    const read = [];
+    readBody(/** @type {any} */ (x.req), x.req, { limit: MAX_BODY, allowance: x.res.locals.bodyAllowance }, (err, body) => read.push({ err, body }));
+    x.req.end(Buffer.alloc(MiB));
+    await settled(Promise.resolve());
+    await settled(Promise.resolve());
+    assert.equal(read.length, 1);
+    assert.equal(read[0].err, undefined);
+    assert.equal(read[0].body?.length, 4 * MiB, 'no byte lost to a listener before the reader');
+    assert.equal(budget.usage.totalBytes, 4 * MiB);
+    x.res.emit('close');
+    assert.equal(budget.usage.totalBytes, 0);
+  });
+
   test('a request that must wait goes on when room is made, and the wait is measured', async () => {
     const budget = budgetOf();
     const holder = /** @type {any} */ (budget.tryAcquire(15 * MiB));
