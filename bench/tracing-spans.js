@@ -28,9 +28,10 @@ Object.assign(process.env, {
   // Room for every span of a run: a span dropped would be a span not paid for.
   OTEL_BSP_MAX_QUEUE_SIZE: '100000',
 });
-await import('../service/src/tracing/sdk.js');
+const { loadTracingConfig } = await import('@sluice/env');
+const { startTracing } = await import('../service/src/tracing/tracing.js');
+const tracing = await startTracing(loadTracingConfig());
 const otel = await import('@opentelemetry/api');
-const { flushSpans } = await import('../service/src/tracing/spans.js');
 const { median, range } = await import('./lib/stats.js');
 const tracer = otel.trace.getTracer('sluice-service');
 
@@ -88,7 +89,7 @@ const figures = Object.fromEntries(['none', ...SHAPES].map((s) => [s, []]));
 for (let round = 0; round < opts.rounds; round++) {
   for (const shape of /** @type {(Shape | 'none')[]} */ (['none', ...SHAPES])) figures[shape].push(await run(shape));
 }
-await flushSpans(10_000);
+await tracing.flush(10_000);
 receiver.kill();
 
 const loop = median(figures.none);

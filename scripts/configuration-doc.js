@@ -48,7 +48,7 @@ export const SECTIONS = [
   },
   {
     heading: 'Tracing (`env/src/tracing.js`)',
-    intro: "OpenTelemetry's own variables, read by the service, the feeder (its handler and local runner) and the producer; off unless `OTEL_TRACES_EXPORTER=otlp` or an OTLP endpoint is set, and then the SDK reads the rest of the spec's variables too (`OTEL_EXPORTER_OTLP_PROTOCOL`, `OTEL_BSP_*`, `OTEL_RESOURCE_ATTRIBUTES`). [tracing.md](tracing.md) says what each component records.",
+    intro: "OpenTelemetry's own variables, read by the service, the feeder (its handler and local runner) and the producer; off unless `OTEL_TRACES_EXPORTER=otlp` or an OTLP endpoint is set. The service reads them once, with its own configuration, and builds its SDK from what it read; the feeder's and the producer's SDKs (the ADOT layer's on AWS) read them again themselves. The spec's variables not listed here (`OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`) are left to each SDK. [tracing.md](tracing.md) says what each component records.",
     declarations: TRACING_VARIABLES,
   },
   {

@@ -1,5 +1,5 @@
 import { DATABASE_VARIABLES, MIGRATION_VARIABLES } from '@sluice/db/database-url';
-import { ConfigError, defineVariables, integer, loadEnv, text, tracingRequested } from '@sluice/env';
+import { ConfigError, defineVariables, integer, loadEnv, text } from '@sluice/env';
 import { SERVICE_VARIABLES, loadConfig } from '../service/src/config.js';
 
 /** What `npm start` reads itself; it passes every variable on to the service, which reads the rest. */
@@ -35,8 +35,8 @@ export function loadStartConfig(env = process.env) {
   };
   const start = attempt(() => loadEnv(START_VARIABLES, env));
   const migration = attempt(() => loadEnv(MIGRATION_VARIABLES, env));
+  // The service's configuration holds tracing's OTEL_ variables too.
   const service = attempt(() => loadConfig(env));
-  attempt(() => tracingRequested(env));
   if (!start || !service || problems.length) throw new ConfigError(problems[0].variable, problems[0].problem, problems);
   return { embeddedPort: start.EMBEDDED_PG_PORT, embeddedDir: start.EMBEDDED_PG_DIR, migrationUrl: migration?.DIRECT_DATABASE_URL, service };
 }

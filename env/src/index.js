@@ -1,7 +1,7 @@
 // sluice's configuration from the environment: parsers, the loader made from a declaration, and
 // the help and doc made from the same declaration (env/README.md says why this is not env-schema).
 export { ConfigError } from './config-error.js';
-export { boolean, integer, matching, milliseconds, oneOf, text, url } from './parsers.js';
+export { boolean, decimal, integer, matching, milliseconds, oneOf, text, url } from './parsers.js';
 export { defineVariables, loadEnv } from './load-env.js';
 export { describeEnv, environmentHelp } from './describe-env.js';
-export { TRACING_VARIABLES, tracingRequested } from './tracing.js';
+export { TRACING_VARIABLES, loadTracingConfig, tracingConfigFrom, tracingRequested } from './tracing.js';

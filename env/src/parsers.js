@@ -36,6 +36,25 @@ export function integer({ min = 0, max = Number.MAX_SAFE_INTEGER, unit } = {}) {
 }
 
 /**
+ * A number within bounds, written in decimal digits with an optional fraction (`0.25`, `.5`, `1`):
+ * no sign, no exponent.
+ * @param {{ min: number, max: number }} bounds
+ * @returns {Parser<number>}
+ */
+export function decimal({ min, max }) {
+  return {
+    kind: `a number from ${min} to ${max}`,
+    parse(text) {
+      const trimmed = text.trim();
+      if (!/^(?:\d+(?:\.\d*)?|\.\d+)$/.test(trimmed)) refuse(`must be a number from ${min} to ${max}, got ${JSON.stringify(text)}`);
+      const value = Number(trimmed);
+      if (value < min || value > max) refuse(`must be between ${min} and ${max}, got ${value}`);
+      return value;
+    },
+  };
+}
+
+/**
  * A duration in milliseconds: a whole number within bounds.
  * @param {{ min?: number, max?: number }} [bounds]
  */

@@ -1,11 +1,12 @@
 import { defineVariables, loadEnv } from './load-env.js';
-import { integer, oneOf, text, url } from './parsers.js';
+import { decimal, integer, oneOf, text, url } from './parsers.js';
 
 /**
- * OpenTelemetry's own variables, as the service, the feeder and the producer read them: their
- * SDKs read these themselves (the spec's names and meanings); they are declared here so that
- * --help and docs/configuration.md list them, a bad value stops start-up, and every component
- * turns tracing on by the same rule (tracingRequested).
+ * OpenTelemetry's own variables (the spec's names and meanings), as the service, the feeder and
+ * the producer read them: declared here so that --help and docs/configuration.md list them, a bad
+ * value stops start-up, and every component turns tracing on by the same rule. The service builds
+ * its SDK from what they are read into (TracingConfig); the feeder's and the producer's SDKs read
+ * them again themselves.
  */
 export const TRACING_VARIABLES = defineVariables({
   OTEL_TRACES_EXPORTER: {
@@ -29,7 +30,8 @@ export const TRACING_VARIABLES = defineVariables({
     defaultText: 'parentbased_always_on',
     description: 'which traces are recorded; parentbased_* follows the caller\'s traceparent',
   },
-  OTEL_TRACES_SAMPLER_ARG: { parser: text(), defaultText: 'unset', description: 'the ratio of traceidratio samplers, 0 to 1' },
+  // Only the ratio samplers take an argument among the six above: it is a ratio, or refused.
+  OTEL_TRACES_SAMPLER_ARG: { parser: decimal({ min: 0, max: 1 }), defaultText: '1', description: 'the ratio of the traceidratio samplers (traceidratio, parentbased_traceidratio)' },
   OTEL_EXPORTER_OTLP_PROTOCOL: {
     parser: oneOf(/** @type {const} */ (['http/protobuf', 'http/json'])),
     defaultText: 'http/protobuf',
@@ -46,14 +48,59 @@ export const TRACING_VARIABLES = defineVariables({
   OTEL_SDK_DISABLED: { parser: oneOf(/** @type {const} */ (['true', 'false'])), defaultText: 'false', description: 'true: tracing off whatever else is set' },
 });
 
+/** @typedef {import('./load-env.js').Values<typeof TRACING_VARIABLES>} TracingValues */
+
 /**
- * Whether the environment asks for traces: OTEL_TRACES_EXPORTER=otlp, or an OTLP endpoint, unless
- * OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true. Checks every OTEL_ variable declared above
- * (a ConfigError names the bad ones), so a typo fails at start-up rather than inside the SDK.
+ * Tracing as the variables above set it, read once: a component builds its SDK from this, never
+ * from process.env again. Unset values are undefined (the SDK's defaults then).
+ * @typedef {object} TracingConfig
+ * @property {boolean} enabled  OTEL_TRACES_EXPORTER=otlp, or an OTLP endpoint, unless
+ *   OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true
+ * @property {string} tracesUrl  where spans are sent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
+ *   OTEL_EXPORTER_OTLP_ENDPOINT's /v1/traces, else localhost's
+ * @property {'http/protobuf' | 'http/json'} protocol
+ * @property {string | undefined} serviceName
+ * @property {NonNullable<TracingValues['OTEL_TRACES_SAMPLER']>} sampler
+ * @property {number} samplerRatio  the ratio samplers' ratio, 0 to 1
+ * @property {{ scheduledDelayMillis?: number, maxQueueSize?: number, maxExportBatchSize?: number, exportTimeoutMillis?: number }} batch
+ *   the batch span processor (OTEL_BSP_*)
+ * @property {string | undefined} logLevel  the SDK's own messages (OTEL_LOG_LEVEL)
+ */
+
+/**
+ * The tracing configuration of variables read by loadEnv (alone, or with a component's own).
+ * @param {TracingValues} v
+ * @returns {TracingConfig}
+ */
+export function tracingConfigFrom(v) {
+  const off = v.OTEL_SDK_DISABLED === 'true' || v.OTEL_TRACES_EXPORTER === 'none';
+  const asked = v.OTEL_TRACES_EXPORTER === 'otlp' || v.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || v.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined;
+  return {
+    enabled: !off && asked,
+    tracesUrl: v.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${v.OTEL_EXPORTER_OTLP_ENDPOINT ?? 'http://localhost:4318'}/v1/traces`,
+    protocol: v.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? v.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
+    serviceName: v.OTEL_SERVICE_NAME,
+    sampler: v.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on',
+    samplerRatio: v.OTEL_TRACES_SAMPLER_ARG ?? 1,
+    batch: {
+      scheduledDelayMillis: v.OTEL_BSP_SCHEDULE_DELAY,
+      maxQueueSize: v.OTEL_BSP_MAX_QUEUE_SIZE,
+      maxExportBatchSize: v.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
+      exportTimeoutMillis: v.OTEL_BSP_EXPORT_TIMEOUT,
+    },
+    logLevel: v.OTEL_LOG_LEVEL,
+  };
+}
+
+/**
+ * Reads and checks every OTEL_ variable declared above (a ConfigError names the bad ones), so a
+ * typo fails at start-up rather than inside the SDK.
  * @param {NodeJS.ProcessEnv} [env]
  */
-export function tracingRequested(env = process.env) {
-  const v = loadEnv(TRACING_VARIABLES, env);
-  if (v.OTEL_SDK_DISABLED === 'true' || v.OTEL_TRACES_EXPORTER === 'none') return false;
-  return v.OTEL_TRACES_EXPORTER === 'otlp' || v.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || v.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined;
-}
+export const loadTracingConfig = (env = process.env) => tracingConfigFrom(loadEnv(TRACING_VARIABLES, env));
+
+/**
+ * Whether the environment asks for traces (TracingConfig's enabled), every OTEL_ variable checked.
+ * @param {NodeJS.ProcessEnv} [env]
+ */
+export const tracingRequested = (env = process.env) => loadTracingConfig(env).enabled;

@@ -1,6 +1,7 @@
 import express from 'express';
 import { ApiError } from './errors.js';
-import { AdmissionBudget, admitRequest } from './http/admission.js';
+import { AdmissionBudget } from './http/admission-budget.js';
+import { admitRequest } from './http/admission.js';
 import { errorHandler } from './http/error-handler.js';
 import { readJsonBody } from './http/json-body.js';
 import { readPreferences } from './http/prefer.js';
@@ -8,7 +9,7 @@ import { readWriteQuery } from './http/write-query.js';
 import { observeRequests } from './http/request-log.js';
 import { authenticate } from './http/authenticate.js';
 import { createOpenApiDocument } from './openapi.js';
-import { inSpan, tracedMiddleware, tracingOn } from './tracing/spans.js';
+import { NO_TRACING } from './tracing/tracing.js';
 import { createGroupCommit } from './users/group-commit.js';
 import { postUsers } from './users/post-users.js';
 import { STREAM_HOLD_BYTES, streamUsers } from './users/stream-import.js';
@@ -28,10 +29,12 @@ const GROUP_LOCK_TIMEOUT_MS = 250;
  *   metrics: import('./metrics.js').Metrics,
  *   auth: import('./auth/start-auth.js').Authentication,
  *   renderMetrics?: () => Promise<string>,
+ *   tracing?: import('./tracing/tracing.js').Tracing,
  * }} deps  auth: the credentials POST /users accepts (auth/start-auth.js, started before);
- *   renderMetrics: how /metrics is rendered (the cluster aggregates across workers)
+ *   renderMetrics: how /metrics is rendered (the cluster aggregates across workers); tracing: the
+ *   spans of the request's steps and of its write (off unless handed one: main.js makes it)
  */
-export function createApp({ config, db, logger, metrics, auth, renderMetrics = () => metrics.registry.metrics() }) {
+export function createApp({ config, db, logger, metrics, auth, renderMetrics = () => metrics.registry.metrics(), tracing = NO_TRACING }) {
   // Writing: a request alone, or small ones grouped into one statement (users/group-commit.js).
   // A group waits for a row another writer holds only briefly: one locked email must not hold
   // back the requests it shares a statement with (group commit splits the group instead).
@@ -50,6 +53,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
           metrics.groupRows.observe(rows);
           for (const s of waitedSeconds) metrics.groupWait.observe(s);
         },
+        tracing,
       })
     : undefined;
   /** @type {import('./users/post-users.js').WriteUsers} */
@@ -57,10 +61,10 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
     groupCommit && rows.length <= config.groupCommitSmallRows ? groupCommit.writeUsers(rows, resolution, options) : writer.writeUsers(rows, resolution, options);
   // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
   /** @type {import('./users/post-users.js').WriteUsers} */
-  const writeUsers = tracingOn()
-    ? (rows, resolution, options) => inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
+  const writeUsers = tracing.enabled
+    ? (rows, resolution, options) => tracing.inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
     : write;
-  // The in-flight work budget, in body bytes (http/admission.js).
+  // The in-flight work budget, in body bytes (http/admission-budget.js; http/admission.js admits a request into it).
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
 
   const app = express();
@@ -73,7 +77,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   // refuses what it can before the next one costs anything; the body is read only once admitted.
   app.post(
     '/users',
-    authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth }),
+    authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth, tracing }),
     readPreferences(),
     readWriteQuery(),
     // An NDJSON or CSV body is streamed (users/stream-import.js) and answered there; a JSON one goes on.
@@ -84,9 +88,9 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
       idleTimeoutMs: config.streamIdleTimeoutMs,
       metrics,
     }),
-    tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
-    tracedMiddleware('sluice.read_body', readJsonBody(config)),
-    postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics }),
+    tracing.tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
+    tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),
+    postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics, tracing }),
   );
 
   app.get('/healthz', (_req, res) => {

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { DATABASE_VARIABLES, databaseRules, databaseUrlFrom } from '@sluice/db/database-url';
-import { boolean, defineVariables, integer, loadEnv, matching, milliseconds, oneOf, text, url } from '@sluice/env';
+import { TRACING_VARIABLES, boolean, defineVariables, integer, loadEnv, matching, milliseconds, oneOf, text, tracingConfigFrom, url } from '@sluice/env';
 import { DEFAULT_CLIENT, mergeNamedTokens, parseNamedTokens } from './auth/token-set.js';
 import { STRATEGIES } from './users/user-repository.js';
 
@@ -27,8 +27,9 @@ import { STRATEGIES } from './users/user-repository.js';
  * @property {number} workers             0: no cluster, this process serves
  * @property {number} shutdownTimeoutMs
  * @property {string} logLevel
- * @property {number} admissionBudgetBytes  request body bytes one process serves at once (http/admission.js)
+ * @property {number} admissionBudgetBytes  request body bytes one process serves at once (http/admission-budget.js)
  * @property {number} admissionWaitMs       how long a request that does not fit waits before 503 (0: never waits)
+ * @property {import('@sluice/env/tracing').TracingConfig} tracing  OpenTelemetry's OTEL_ variables (@sluice/env/tracing)
  */
 
 /**
@@ -115,14 +116,15 @@ export const SERVICE_VARIABLES = defineVariables({
 });
 
 /**
- * Reads and checks every variable the service uses, once. A bad value stops start-up with a
- * message naming every variable at fault, rather than failing later on the first request.
+ * Reads and checks every variable the service uses, once (the OTEL_ ones of tracing too: the
+ * tracing SDK is built from what this returns). A bad value stops start-up with a message naming
+ * every variable at fault, rather than failing later on the first request.
  *
  * @param {NodeJS.ProcessEnv} [env]
  * @returns {Config}
  */
 export function loadConfig(env = process.env) {
-  const v = loadEnv({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES }, env, (values) => [...databaseRules(values), ...authRules(values)]);
+  const v = loadEnv({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES }, env, (values) => [...databaseRules(values), ...authRules(values)]);
   const auth = authFrom(v);
   return {
     databaseUrl: databaseUrlFrom(v),
@@ -149,6 +151,7 @@ export function loadConfig(env = process.env) {
     logLevel: v.LOG_LEVEL,
     admissionBudgetBytes: v.ADMISSION_BUDGET_BYTES,
     admissionWaitMs: v.ADMISSION_WAIT_MS,
+    tracing: tracingConfigFrom(v),
   };
 }
 

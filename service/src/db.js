@@ -4,7 +4,7 @@ import { createDbWatchdog } from './db-watchdog.js';
 import { endLending, startLending, watchCommits } from './db-outcome.js';
 import { createTransactionSettings, lastResult } from './transaction-settings.js';
 import { traceQueries } from './tracing/pg-spans.js';
-import { tracingOn } from './tracing/spans.js';
+import { NO_TRACING } from './tracing/tracing.js';
 
 // Failures that can come from the database's state rather than from the statement: the connection
 // went away, the server is starting or stopping, or is out of connections, or the statement was
@@ -81,9 +81,10 @@ export function timeoutOf(err) {
  *
  * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number, dbLockTimeoutMs?: number }} config
  * @param {import('pino').Logger} logger
+ * @param {import('./tracing/tracing.js').Tracing} [tracing]  off (NO_TRACING) unless handed one
  * @returns {Database}
  */
-export function createDatabase(config, logger) {
+export function createDatabase(config, logger, tracing = NO_TRACING) {
   const connection = {
     connectionString: config.databaseUrl,
     application_name: 'sluice',
@@ -109,43 +110,9 @@ export function createDatabase(config, logger) {
   // Whether a failed write may have been committed is told by what was sent on its connection.
   pool.on('connect', watchCommits);
   // Traced, each query made for a traced request is a span (tracing/pg-spans.js).
-  if (tracingOn()) pool.on('connect', traceQueries);
+  if (tracing.enabled) pool.on('connect', (client) => traceQueries(client, tracing));
 
-  /** @type {{ at: number, answered: boolean, ready: boolean } | undefined} */
-  let lastProbe;
-  /** @type {Promise<{ answered: boolean, ready: boolean }> | undefined} */
-  let probing;
-  /**
-   * Does the database answer, on a fresh connection of its own (a pooled one may be the one that
-   * hangs), within the connect timeout? Concurrent callers share one probe: a failing group of 300
-   * requests asks once, not 300 times.
-   */
-  function probe() {
-    probing ??= (async () => {
-      const client = new pg.Client({ ...connection, connectionTimeoutMillis: config.dbConnectTimeoutMs, query_timeout: config.dbConnectTimeoutMs });
-      client.on('error', () => {});
-      try {
-        await client.connect();
-        // Through a pooler it waits for a server connection: bounded on both sides.
-        const result = await client.query(settings.statement(READY, { statementTimeoutMs: config.dbConnectTimeoutMs }));
-        return { answered: true, ready: lastResult(result).rows[0].ready === true };
-      } catch {
-        return { answered: false, ready: false };
-      } finally {
-        client.end().catch(() => {});
-      }
-    })()
-      .then((result) => {
-        lastProbe = { at: performance.now(), ...result };
-        return result;
-      })
-      .finally(() => {
-        probing = undefined;
-      });
-    return probing;
-  }
-  const answers = async () => (await probe()).answered;
-  const knownUnreachable = () => lastProbe !== undefined && !lastProbe.answered && performance.now() - lastProbe.at < UNREACHABLE_HOLD_MS;
+  const { probe, answers, knownUnreachable } = createProbe(connection, config.dbConnectTimeoutMs, settings);
 
   const watchdog = createDbWatchdog({
     probe: answers,
@@ -162,37 +129,7 @@ export function createDatabase(config, logger) {
     } catch (err) {
       throw new DatabaseUnavailableError(err);
     }
-    const lent = client;
-    startLending(client);
-    // pg-pool removes its own 'error' listener from a client it lends out. A connection that dies
-    // while we hold the client between two queries (PostgreSQL crashed, a failover, a cut network)
-    // would then emit an unhandled 'error' and take the whole process down. So we listen for as
-    // long as we hold it, and a client that failed this way is destroyed, never reused.
-    /** @type {unknown} */
-    let failure;
-    /** @type {unknown} */
-    let thrown;
-    /** @param {Error} err */
-    const onError = (err) => {
-      failure ??= err;
-    };
-    client.on('error', onError);
-    const done = watchdog.watch((err) => /** @type {{ connection: { stream: import('node:net').Socket } }} */ (/** @type {unknown} */ (lent)).connection.stream.destroy(err));
-    try {
-      return await fn(client);
-    } catch (err) {
-      failure ??= err;
-      thrown = err;
-      throw err;
-    } finally {
-      done();
-      client.off('error', onError);
-      // The failure is in doubt when its commit had been sent (db-outcome.js).
-      endLending(client, thrown);
-      // A client whose statement failed for its own reason is fine; one that may have lost its
-      // connection is destroyed rather than lent again.
-      client.release(failure !== undefined && isTransient(failure) ? /** @type {Error} */ (failure) : undefined);
-    }
+    return holdClient(client, watchdog, fn);
   }
 
   /** @type {Database['transaction']} */
@@ -251,4 +188,91 @@ export function createDatabase(config, logger) {
       return pool.end();
     },
   };
+}
+
+/**
+ * Does the database answer, and is the schema in place? Asked on a fresh connection of its own,
+ * never a pooled one; the last answer is remembered (a database found unreachable is believed
+ * UNREACHABLE_HOLD_MS).
+ * @param {pg.ClientConfig} connection @param {number} connectTimeoutMs
+ * @param {import('./transaction-settings.js').TransactionSettings} settings
+ */
+function createProbe(connection, connectTimeoutMs, settings) {
+  /** @type {{ at: number, answered: boolean, ready: boolean } | undefined} */
+  let lastProbe;
+  /** @type {Promise<{ answered: boolean, ready: boolean }> | undefined} */
+  let probing;
+  /**
+   * Does the database answer, on a fresh connection of its own (a pooled one may be the one that
+   * hangs), within the connect timeout? Concurrent callers share one probe: a failing group of 300
+   * requests asks once, not 300 times.
+   */
+  function probe() {
+    probing ??= (async () => {
+      const client = new pg.Client({ ...connection, connectionTimeoutMillis: connectTimeoutMs, query_timeout: connectTimeoutMs });
+      client.on('error', () => {});
+      try {
+        await client.connect();
+        // Through a pooler it waits for a server connection: bounded on both sides.
+        const result = await client.query(settings.statement(READY, { statementTimeoutMs: connectTimeoutMs }));
+        return { answered: true, ready: lastResult(result).rows[0].ready === true };
+      } catch {
+        return { answered: false, ready: false };
+      } finally {
+        client.end().catch(() => {});
+      }
+    })()
+      .then((result) => {
+        lastProbe = { at: performance.now(), ...result };
+        return result;
+      })
+      .finally(() => {
+        probing = undefined;
+      });
+    return probing;
+  }
+  const answers = async () => (await probe()).answered;
+  const knownUnreachable = () => lastProbe !== undefined && !lastProbe.answered && performance.now() - lastProbe.at < UNREACHABLE_HOLD_MS;
+  return { probe, answers, knownUnreachable };
+}
+
+/**
+ * Runs `fn` with a client lent by the pool, watched as long as it is held, and gives it back:
+ * destroyed rather than lent again when it may have lost its connection.
+ * @template T
+ * @param {pg.PoolClient} client @param {ReturnType<typeof createDbWatchdog>} watchdog
+ * @param {(client: pg.PoolClient) => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+async function holdClient(client, watchdog, fn) {
+  startLending(client);
+  // pg-pool removes its own 'error' listener from a client it lends out. A connection that dies
+  // while we hold the client between two queries (PostgreSQL crashed, a failover, a cut network)
+  // would then emit an unhandled 'error' and take the whole process down. So we listen for as
+  // long as we hold it, and a client that failed this way is destroyed, never reused.
+  /** @type {unknown} */
+  let failure;
+  /** @type {unknown} */
+  let thrown;
+  /** @param {Error} err */
+  const onError = (err) => {
+    failure ??= err;
+  };
+  client.on('error', onError);
+  const done = watchdog.watch((err) => /** @type {{ connection: { stream: import('node:net').Socket } }} */ (/** @type {unknown} */ (client)).connection.stream.destroy(err));
+  try {
+    return await fn(client);
+  } catch (err) {
+    failure ??= err;
+    thrown = err;
+    throw err;
+  } finally {
+    done();
+    client.off('error', onError);
+    // The failure is in doubt when its commit had been sent (db-outcome.js).
+    endLending(client, thrown);
+    // A client whose statement failed for its own reason is fine; one that may have lost its
+    // connection is destroyed rather than lent again.
+    client.release(failure !== undefined && isTransient(failure) ? /** @type {Error} */ (failure) : undefined);
+  }
 }

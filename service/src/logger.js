@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { logSafeError } from './log-safe-error.js';
-import { traceFieldsOfLog, tracingOn } from './tracing/spans.js';
+import { NO_TRACING } from './tracing/tracing.js';
 
 /**
  * JSON logs on stdout. Secrets never reach a line: the Authorization header is censored wherever
@@ -10,8 +10,9 @@ import { traceFieldsOfLog, tracingOn } from './tracing/spans.js';
  *
  * @param {{ logLevel: string }} config
  * @param {pino.DestinationStream} [destination]
+ * @param {import('./tracing/tracing.js').Tracing} [tracing]  off (NO_TRACING) unless handed one
  */
-export function createLogger({ logLevel }, destination) {
+export function createLogger({ logLevel }, destination, tracing = NO_TRACING) {
   return pino(
     {
       level: logLevel,
@@ -19,7 +20,7 @@ export function createLogger({ logLevel }, destination) {
       serializers: { err: logSafeError },
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
       // Traced, a line written while a span is active carries its trace_id and span_id.
-      ...(tracingOn() ? { mixin: traceFieldsOfLog } : {}),
+      ...(tracing.enabled ? { mixin: tracing.traceFieldsOfLog } : {}),
     },
     destination,
   );

@@ -1,5 +1,5 @@
 // The service: reads the configuration, then either runs the cluster primary or serves requests
-// (server.js is the entry: it loads tracing first when asked, then this).
+// (server.js is the entry). Tracing is made here, from the configuration, when this process serves.
 import cluster from 'node:cluster';
 import { createCommand } from '@sluice/db/command-line';
 import { DATABASE_VARIABLES } from '@sluice/db/database-url';
@@ -14,7 +14,7 @@ import { checkCanListen, listenProblem } from './http/listen-problem.js';
 import { createHttpServer } from './http/node-server.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
-import { flushSpans, tracedRequests } from './tracing/spans.js';
+import { NO_TRACING, startTracing } from './tracing/tracing.js';
 
 /**
  * Serves HTTP in this process until SIGTERM or SIGINT, then stops accepting, lets in-flight
@@ -22,16 +22,17 @@ import { flushSpans, tracedRequests } from './tracing/spans.js';
  *
  * @param {import('./config.js').Config & { databaseUrl: string }} config
  * @param {import('pino').Logger} logger
+ * @param {import('./tracing/tracing.js').Tracing} tracing
  */
-async function serve(config, logger) {
+async function serve(config, logger, tracing) {
   const auth = await authenticationOrExit(config, logger);
-  const db = createDatabase(config, logger);
+  const db = createDatabase(config, logger, tracing);
   const metrics = createMetrics(db);
   const inCluster = cluster.isWorker;
   if (inCluster) shareWorkerMetrics(metrics.registry);
-  const app = createApp({ config, db, logger, metrics, auth, renderMetrics: inCluster ? askPrimaryForMetrics : undefined });
+  const app = createApp({ config, db, logger, metrics, auth, renderMetrics: inCluster ? askPrimaryForMetrics : undefined, tracing });
 
-  const server = createHttpServer(tracedRequests(app));
+  const server = createHttpServer(tracing.tracedRequests(app));
   server.once('error', (err) => {
     const problem = listenProblem(err, config);
     if (!problem) throw err;
@@ -66,7 +67,7 @@ async function serve(config, logger) {
     clearInterval(idleCloser);
     auth.close();
     await db.close();
-    await flushSpans();
+    await tracing.flush();
     logger.info('stopped');
     process.exit(0);
   }
@@ -99,7 +100,10 @@ async function main() {
     console.error(`sluice: bad configuration: ${err.message}`);
     process.exit(1);
   }
-  const logger = createLogger(config);
+  // A cluster's primary serves no request: it records no span, and loads no tracing SDK.
+  const runsWorkers = cluster.isPrimary && config.workers > 0;
+  const tracing = runsWorkers ? NO_TRACING : await startTracing(config.tracing);
+  const logger = createLogger(config, undefined, tracing);
   process.on('unhandledRejection', (err) => {
     logger.fatal({ err }, 'unhandled rejection');
     process.exit(1);
@@ -112,7 +116,7 @@ async function main() {
   if (cluster.isPrimary && !authRequired(config.auth)) {
     logger.warn('no credentials are configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET, ...): POST /users accepts requests from anyone who can reach it');
   }
-  if (cluster.isPrimary && config.workers > 0) {
+  if (runsWorkers) {
     // The workers listen through the primary: a busy port is said once here, not by each worker.
     const problem = await checkCanListen(config);
     if (problem) {
@@ -124,7 +128,7 @@ async function main() {
     (await authenticationOrExit(config, logger)).close();
     return runPrimary(config, logger);
   }
-  await serve({ ...config, databaseUrl }, logger);
+  await serve({ ...config, databaseUrl }, logger, tracing);
 }
 
 await main();

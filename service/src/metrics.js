@@ -1,5 +1,5 @@
 import client from 'prom-client';
-import { REFUSAL_REASONS } from './http/admission.js';
+import { REFUSAL_REASONS } from './http/admission-budget.js';
 import { AUTH_REFUSAL_REASONS } from './http/authenticate.js';
 
 /**

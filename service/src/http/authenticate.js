@@ -1,6 +1,6 @@
 import { ApiError, UnauthorizedError } from '../errors.js';
 import { JWT_REFUSAL_REASONS, JwtRefusal } from '../auth/jwt.js';
-import { activeSpan } from '../tracing/spans.js';
+import { NO_TRACING } from '../tracing/tracing.js';
 import { repeatedHeaders } from './repeated-headers.js';
 
 /** Every reason a request is refused for: sluice_auth_refused_total's label, each exported from the start. */
@@ -40,17 +40,19 @@ const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
  *   tokens?: { current: { match: (token: string) => string | undefined } },
  *   verifyJwt?: (token: string) => Promise<string | undefined>,
  *   metrics: AuthMetrics,
- * }} deps  tokens: the static tokens in force (read at each request: a refresh replaces them)
+ *   tracing?: import('../tracing/tracing.js').Tracing,
+ * }} deps  tokens: the static tokens in force (read at each request: a refresh replaces them);
+ *   tracing: the request's span gets the client's name
  * @returns {import('express').RequestHandler}
  */
-export function authenticate({ tokens, verifyJwt, metrics }) {
+export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING }) {
   if (!tokens && !verifyJwt) return (_req, _res, next) => next();
 
   /** @param {import('express').Request} req @param {string} client @param {string} label */
   const accept = (req, client, label) => {
     req.clientName = client;
     metrics.accepted(label);
-    activeSpan()?.setAttribute('sluice.client', client);
+    tracing.activeSpan()?.setAttribute('sluice.client', client);
   };
   /** @param {import('express').NextFunction} next @param {'missing' | 'malformed' | 'invalid'} kind @param {string} reason @param {string} [message] */
   const refuse = (next, kind, reason, message) => {

@@ -124,7 +124,8 @@ export function parseJsonBody(buffer) {
 
 /**
  * Middleware: checks the headers, reads the body (decompressed, at most `maxBodyBytes` of it, within
- * `bodyReadTimeoutMs`), parses it strictly and puts the value on req.body.
+ * `bodyReadTimeoutMs`, and within admission control's allowance when it left one in
+ * res.locals.bodyAllowance), parses it strictly and puts the value on req.body.
  *
  * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} options
  * @returns {import('express').RequestHandler}
@@ -166,7 +167,9 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
       settle(new ApiError('body_timeout', `the body did not arrive within BODY_READ_TIMEOUT_MS (${bodyReadTimeoutMs} ms); nothing was written`));
     }, bodyReadTimeoutMs);
     const declared = req.headers['content-length'];
-    const stop = readBody(req, source, { limit: maxBodyBytes, length: declared === undefined ? undefined : Number(declared) }, settle);
+    // A body admission control charges as it is read (no Content-Length): its allowance, asked per chunk.
+    const allowance = /** @type {import('./admission.js').BodyAllowance | undefined} */ (res.locals.bodyAllowance);
+    const stop = readBody(req, source, { limit: maxBodyBytes, length: declared === undefined ? undefined : Number(declared), allowance }, settle);
   };
 }
 

@@ -21,17 +21,19 @@ export class ClientGoneError extends Error {
  * chunks of a body of unknown length are copied into shared blocks; only chunks of some size are
  * kept as they are. What is held is the body plus at most one block.
  *
- * Errors: ApiError('payload_too_large') past `limit`; ApiError('bad_request') when the body does
- * not match `length`; ClientGoneError when the request closed early; an error of `source` (a
- * decoder's, or one emitted on the request by admission control) as it is.
+ * Errors: admission control's refusal when `allowance` gives one (a body that outgrew the budget);
+ * ApiError('payload_too_large') past `limit`; ApiError('bad_request') when the body does not match
+ * `length`; ClientGoneError when the request closed early; an error of `source` (a decoder's) as it is.
  *
  * @param {import('node:http').IncomingMessage} req  the request, watched for the client leaving
  * @param {import('node:stream').Readable} source  the request itself, or its decoder
- * @param {{ limit: number, length?: number }} options  length: the declared length of an undecoded body
+ * @param {{ limit: number, length?: number, allowance?: import('./admission.js').BodyAllowance }} options
+ *   length: the declared length of an undecoded body; allowance: asked with the bytes read so far
+ *   before each chunk is kept (a body admission control charges as it is read)
  * @param {(err: unknown, body?: Buffer) => void} callback  called once
  * @returns {() => void}  stops reading (listeners removed, the source paused); the callback is not called
  */
-export function readBody(req, source, { limit, length }, callback) {
+export function readBody(req, source, { limit, length, allowance }, callback) {
   const known = length !== undefined && source === req;
   /** @type {Buffer[]} */
   const parts = [];
@@ -44,6 +46,8 @@ export function readBody(req, source, { limit, length }, callback) {
   /** @param {Buffer} chunk */
   function onData(chunk) {
     const next = received + chunk.length;
+    const refused = allowance?.(next);
+    if (refused) return finish(refused);
     if (next > limit) return finish(new ApiError('payload_too_large'));
     if (known && next > /** @type {number} */ (length)) return finish(lengthMismatch());
     if (known) {

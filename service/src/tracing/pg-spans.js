@@ -1,7 +1,6 @@
 // pg's spans: what one says of a statement is its operation and its row count, never its text
 // (pg-format inlines the users a statement writes).
 import { SETTINGS_PREFIX } from '../transaction-settings.js';
-import { activeSpanRecords, endSpan, startClientSpan } from './spans.js';
 
 // The transaction's SET LOCALs (SETTINGS_PREFIX: transaction-settings.js, which writes them, says
 // what they look like), then the now() that user-sql.js puts before a write that returns its rows.
@@ -36,25 +35,26 @@ export function rowCountOf(result) {
  * the span's status, and needs an import hook for pg; a query outside a traced request, or in one
  * the sampler left out, costs one check. Called for each new connection, only when tracing is on (db.js).
  * @param {import('pg').ClientBase} client
+ * @param {import('./tracing.js').Tracing} tracing
  */
-export function traceQueries(client) {
+export function traceQueries(client, tracing) {
   const { database = 'postgresql', host, port } = /** @type {{ connectionParameters?: { database?: string, host?: string, port?: number } }} */ (/** @type {unknown} */ (client)).connectionParameters ?? {};
   const query = /** @type {(...args: any[]) => any} */ (client.query);
   const attributes = { 'db.system.name': 'postgresql', 'db.namespace': database, 'server.address': host, 'server.port': port };
   /** @param {any[]} args */
   client.query = /** @type {any} */ (function tracedQuery(/** @type {any[]} */ ...args) {
     // Outside a request the sampler kept, nothing to name or record: the query goes as it came.
-    if (!activeSpanRecords()) return query.apply(this, args);
+    if (!tracing.activeSpanSampled()) return query.apply(this, args);
     const [config] = args;
     // A text, a query config, or a COPY stream (pg-copy-streams keeps its statement as text too).
     const operation = operationOf(typeof config === 'string' ? config : config?.text);
-    const span = startClientSpan(`${operation ?? 'query'} ${database}`, operation ? { ...attributes, 'db.operation.name': operation } : attributes);
+    const span = tracing.startClientSpan(`${operation ?? 'query'} ${database}`, operation ? { ...attributes, 'db.operation.name': operation } : attributes);
     if (!span) return query.apply(this, args);
     /** @param {unknown} err @param {unknown} [result] */
     const spanEnds = (err, result) => {
       const rows = err ? undefined : rowCountOf(result);
       if (rows !== undefined) span.setAttribute('db.response.returned_rows', rows);
-      endSpan(span, err ?? undefined);
+      tracing.endSpan(span, err ?? undefined);
     };
     const last = args.length - 1;
     if (typeof args[last] === 'function') {

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { DatabaseTimeoutError, refusalOfDatabaseState } from '../errors.js';
-import { activeSpan, endSpan, runInSpan, startGroupSpan, tracingOn } from '../tracing/spans.js';
+import { NO_TRACING } from '../tracing/tracing.js';
 import { byEmail } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
@@ -16,7 +16,7 @@ import { byEmail } from './user-schema.js';
  * @property {(counts: Counts) => void} resolve
  * @property {(err: unknown) => void} reject
  * @property {number} since  performance.now() when it arrived
- * @property {import('../tracing/spans.js').Span | undefined} span  its write's span (traced only)
+ * @property {import('../tracing/tracing.js').Span | undefined} span  its write's span (traced only)
  */
 
 /**
@@ -62,15 +62,17 @@ import { byEmail } from './user-schema.js';
  *   maxInFlight?: number,
  *   maxSlow?: number,
  *   observe?: (group: { requests: number, rows: number, waitedSeconds: number[] }) => void,
+ *   tracing?: import('../tracing/tracing.js').Tracing,
  * }} options
  *   writeGroup: one statement for a group (UserWriter.writeGroup); writeAlone: one request on its
  *   own, failures diagnosed (UserWriter.writeUsers), as briefly locked out as a group; writeSlow:
  *   the same with the full lock timeout; diagnose: what a failed group means (Database.diagnose);
  *   isTableLocked: whether a group's lock timeout is the whole table's (Database.isTableLocked);
- *   maxInFlight: writes at once (2: one is written while the next gathers); maxSlow: slow-lane slots
+ *   maxInFlight: writes at once (2: one is written while the next gathers); maxSlow: slow-lane slots;
+ *   tracing: the service's (off unless handed one)
  */
 export function createGroupCommit({
-  writeGroup, writeAlone, writeSlow, diagnose, isTableLocked = async () => false, maxRows, maxInFlight = 2, maxSlow = 4, observe = () => {},
+  writeGroup, writeAlone, writeSlow, diagnose, isTableLocked = async () => false, maxRows, maxInFlight = 2, maxSlow = 4, observe = () => {}, tracing = NO_TRACING,
 }) {
   /** @type {Waiting[]} */
   let waiting = [];
@@ -157,12 +159,12 @@ export function createGroupCommit({
     observe({ requests: group.length, rows: rows.length, waitedSeconds: group.map((w) => (started - w.since) / 1000) });
     const withRows = group.some((w) => w.withRows);
     const write = () => (withRows ? writeGroup(rows, group[0].resolution, true) : writeGroup(rows, group[0].resolution));
-    const span = tracingOn() ? traceGroup(group, rows.length, started) : undefined;
+    const span = tracing.enabled ? traceGroup(group, rows.length, started) : undefined;
     let written;
     try {
-      written = await (span ? runInSpan(span, write) : write());
+      written = await (span ? tracing.runInSpan(span, write) : write());
     } catch (err) {
-      endSpan(span, err);
+      tracing.endSpan(span, err);
       const refusal = await refusalForAll(err);
       if (refusal) {
         for (const w of group) answer(w, { err: refusal });
@@ -172,7 +174,7 @@ export function createGroupCommit({
       alone.push(...group);
       return;
     }
-    endSpan(span);
+    tracing.endSpan(span);
     for (const w of group) answer(w, { counts: credit(w.rows, written, w.withRows) });
   }
 
@@ -185,7 +187,7 @@ export function createGroupCommit({
     for (const w of group) {
       w.span?.setAttributes({ 'sluice.group.requests': group.length, 'sluice.group.rows': rows, 'sluice.group.wait_ms': started - w.since });
     }
-    return startGroupSpan(group.map((w) => w.span), { 'sluice.group.requests': group.length, 'sluice.group.rows': rows });
+    return tracing.startGroupSpan(group.map((w) => w.span), { 'sluice.group.requests': group.length, 'sluice.group.rows': rows });
   }
 
   /**
@@ -196,7 +198,7 @@ export function createGroupCommit({
     if (!w.span) return write(w.rows, w.resolution, optionsOf(w));
     const span = w.span;
     span.setAttribute('sluice.group.written_alone', true);
-    return runInSpan(span, () => write(w.rows, w.resolution, optionsOf(w)));
+    return tracing.runInSpan(span, () => write(w.rows, w.resolution, optionsOf(w)));
   }
 
   /**
@@ -249,7 +251,7 @@ export function createGroupCommit({
      */
     writeUsers(rows, resolution, options) {
       return new Promise((resolve, reject) => {
-        waiting.push({ rows, resolution, withRows: options?.withRows === true, resolve, reject, since: performance.now(), span: activeSpan() });
+        waiting.push({ rows, resolution, withRows: options?.withRows === true, resolve, reject, since: performance.now(), span: tracing.activeSpan() });
         drain();
       });
     },

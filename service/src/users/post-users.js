@@ -1,6 +1,6 @@
 import { ApiError, emptyBatchMessage } from '../errors.js';
 import { READ_COLUMNS } from '../http/write-query.js';
-import { endStep, startStep } from '../tracing/spans.js';
+import { NO_TRACING } from '../tracing/tracing.js';
 import { representation } from './representation.js';
 import { checkUserBatch, oncePerEmail } from './user-schema.js';
 
@@ -53,24 +53,25 @@ function onlyColumns(item, columns) {
  * vocabulary): `representation` answers the rows written; `minimal` and `headers-only` nothing.
  * `count=exact` adds `Content-Range: *\/<rows inserted or updated>`.
  *
- * @param {{ writeUsers: WriteUsers, maxBatchItems: number, metrics: import('../metrics.js').Metrics }} deps
+ * @param {{ writeUsers: WriteUsers, maxBatchItems: number, metrics: import('../metrics.js').Metrics, tracing?: import('../tracing/tracing.js').Tracing }} deps
+ *   tracing: validation is a step of the request's trace (off unless handed one)
  * @returns {import('express').RequestHandler}
  */
-export function postUsers({ writeUsers, maxBatchItems, metrics }) {
+export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRACING }) {
   return async (req, res) => {
     const resolution = /** @type {Resolution} */ (res.locals.resolution ?? 'ignore');
     const returnPreference = /** @type {import('../http/prefer.js').Preferences['return']} */ (res.locals.returnPreference);
     const query = /** @type {import('../http/write-query.js').WriteQuery | undefined} */ (res.locals.writeQuery);
     const withRows = returnPreference === 'representation';
-    const validation = startStep('sluice.validate');
+    const validation = tracing.startStep('sluice.validate');
     let batch;
     try {
       batch = takeBatch(req, maxBatchItems, resolution, query?.columns, withRows);
     } catch (err) {
-      endStep(validation, err);
+      tracing.endStep(validation, err);
       throw err;
     }
-    endStep(validation);
+    tracing.endStep(validation);
     const { received, rows, sent } = batch;
     const endTimer = metrics.insertDuration.startTimer();
     const { inserted, updated, users } = await writeUsers(rows, resolution, withRows ? WITH_ROWS : undefined);

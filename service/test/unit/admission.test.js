@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
+import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
-import { AdmissionBudget, AdmissionRefusedError, SMALL_BODY_BYTES, WAITING_BUDGETS, admitRequest } from '../../src/http/admission.js';
+import { AdmissionBudget, AdmissionRefusedError, SMALL_BODY_BYTES, WAITING_BUDGETS } from '../../src/http/admission-budget.js';
+import { admitRequest } from '../../src/http/admission.js';
+import { readBody } from '../../src/http/read-body.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -45,7 +48,7 @@ describe('admission budget (unit)', () => {
 
   test('a release counts once, however often it is called', () => {
     const budget = budgetOf();
-    const a = /** @type {import('../../src/http/admission.js').Grant} */ (budget.tryAcquire(10 * MiB));
+    const a = /** @type {import('../../src/http/admission-budget.js').Grant} */ (budget.tryAcquire(10 * MiB));
     const b = budget.tryAcquire(4 * MiB);
     assert.ok(b);
     budget.release(a);
@@ -195,10 +198,12 @@ describe('admitRequest middleware (unit, fake request and response)', () => {
    * @param {Record<string, string>} headers
    */
   function exchange(headers) {
-    const req = Object.assign(new EventEmitter(), { headers });
+    // A stream, as the body reader reads it.
+    const req = Object.assign(new PassThrough(), { headers, complete: false });
     const res = Object.assign(new EventEmitter(), {
       destroyed: false,
       writableFinished: false,
+      /** @type {Record<string, any>} */ locals: {},
       /** @type {Record<string, string>} */ set: {},
       /** @param {string} name @param {string} value */
       setHeader(name, value) {
@@ -246,25 +251,53 @@ describe('admitRequest middleware (unit, fake request and response)', () => {
     assert.equal(budget.usage.totalBytes, MAX_BODY + 100, 'identity is no encoding');
   });
 
-  test('a body without a length is charged as it arrives, and cut off with an overflow 503 when it outgrows the budget', () => {
+  test('a body without a length is charged as it arrives, and cut off with an overflow 503 when it outgrows the budget', async () => {
     const budget = budgetOf();
     budget.tryAcquire(10 * MiB);
     const metrics = metricsSpy();
     const x = exchange({ 'transfer-encoding': 'chunked' });
     /** @type {unknown[]} */
     const requestErrors = [];
-    x.req.on('error', (err) => requestErrors.push(err));
     middleware(budget, metrics)(x.req, x.res, x.next);
+    // The body reader, given admission's allowance, may start whenever it likes: here a turn later.
+    await settled(Promise.resolve());
+    readBody(/** @type {any} */ (x.req), x.req, { limit: MAX_BODY, allowance: x.res.locals.bodyAllowance }, (err) => requestErrors.push(err));
+    /** @param {number} bytes */
+    const arrive = async (bytes) => {
+      x.req.write(Buffer.alloc(bytes));
+      await settled(Promise.resolve());
+    };
     assert.equal(budget.usage.totalBytes, 10 * MiB, 'nothing charged before a byte arrives');
-    x.req.emit('data', Buffer.alloc(4 * MiB));
+    await arrive(4 * MiB);
     assert.equal(budget.usage.totalBytes, 14 * MiB);
-    x.req.emit('data', Buffer.alloc(2 * MiB));
+    await arrive(2 * MiB);
     assert.equal(requestErrors.length, 1);
     assert.ok(refusedFor('overflow')(requestErrors[0]));
     assert.deepEqual(metrics.shed.mock.calls.map((c) => c.arguments), [['overflow']]);
     assert.equal(budget.usage.totalBytes, 10 * MiB, 'its bytes are given back at once');
-    x.req.emit('data', Buffer.alloc(MiB));
+    await arrive(MiB);
     assert.equal(budget.usage.totalBytes, 10 * MiB, 'and no longer counted');
+  });
+
+  test('the body reader may start any time after admission: what arrived before it is read, and charged as it is read', async () => {
+    const budget = budgetOf();
+    const x = exchange({ 'transfer-encoding': 'chunked' });
+    middleware(budget)(x.req, x.res, x.next);
+    x.req.write(Buffer.alloc(3 * MiB));
+    await settled(Promise.resolve());
+    assert.equal(budget.usage.totalBytes, 0, 'nothing read, nothing charged');
+    /** @type {{ err: unknown, body: Buffer | undefined }[]} */
+    const read = [];
+    readBody(/** @type {any} */ (x.req), x.req, { limit: MAX_BODY, allowance: x.res.locals.bodyAllowance }, (err, body) => read.push({ err, body }));
+    x.req.end(Buffer.alloc(MiB));
+    await settled(Promise.resolve());
+    await settled(Promise.resolve());
+    assert.equal(read.length, 1);
+    assert.equal(read[0].err, undefined);
+    assert.equal(read[0].body?.length, 4 * MiB, 'no byte lost to a listener before the reader');
+    assert.equal(budget.usage.totalBytes, 4 * MiB);
+    x.res.emit('close');
+    assert.equal(budget.usage.totalBytes, 0);
   });
 
   test('a request that must wait goes on when room is made, and the wait is measured', async () => {

@@ -85,4 +85,26 @@ describe('configuration (unit)', () => {
       assert.throws(() => loadConfig({ [variable]: value }), (err) => err instanceof ConfigError && err.message.startsWith(variable));
     });
   }
+  test("tracing's OTEL_ variables are read with the rest, once: off by default, the SDK's settings from them", () => {
+    const off = loadConfig({});
+    assert.equal(off.tracing.enabled, false);
+    assert.equal(off.tracing.sampler, 'parentbased_always_on');
+    assert.equal(off.tracing.samplerRatio, 1);
+    const on = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: ' 0.25 ', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100' });
+    assert.equal(on.tracing.enabled, true);
+    assert.equal(on.tracing.tracesUrl, 'http://collector:4318/v1/traces');
+    assert.equal(on.tracing.samplerRatio, 0.25);
+    assert.equal(on.tracing.protocol, 'http/json');
+    assert.equal(on.tracing.batch.scheduledDelayMillis, 100);
+    assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/traces' }).tracing.tracesUrl, 'http://c:4318/traces');
+    assert.equal(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_SDK_DISABLED: 'true' }).tracing.enabled, false);
+    assert.equal(loadConfig({ OTEL_TRACES_SAMPLER_ARG: '0' }).tracing.samplerRatio, 0);
+    assert.equal(loadConfig({ OTEL_TRACES_SAMPLER_ARG: '1' }).tracing.samplerRatio, 1);
+  });
+
+  test('a sampler argument that is no ratio from 0 to 1 is refused at start, naming OTEL_TRACES_SAMPLER_ARG (it was used as 1)', () => {
+    for (const arg of ['2', '1.01', '-0.5', 'half', '1e-2', '0x1']) {
+      assert.throws(() => loadConfig({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: arg }), (err) => err instanceof ConfigError && /^OTEL_TRACES_SAMPLER_ARG must be/.test(err.message), arg);
+    }
+  });
 });

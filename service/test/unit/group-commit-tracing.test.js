@@ -3,15 +3,16 @@ import { after, test } from 'node:test';
 import * as otel from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { enableSpans, inSpan } from '../../src/tracing/spans.js';
+import { OtelTracing } from '../../src/tracing/spans.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
 
-// This file's process only: the SDK with spans kept in memory, and the facade turned on.
+// This file's process only: the SDK with spans kept in memory, and the service's tracing over it.
 const exporter = new InMemorySpanExporter();
 const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
 otel.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 otel.trace.setGlobalTracerProvider(provider);
-enableSpans(otel, () => provider.shutdown());
+const tracing = new OtelTracing(otel, provider);
+const { inSpan } = tracing;
 after(() => provider.shutdown());
 
 /** @param {string} email @returns {import('../../src/users/user-schema.js').UserRow} */
@@ -28,6 +29,7 @@ function recordingGroupCommit({ failGroup = false } = {}) {
   const pending = [];
   const hold = () => new Promise((resolve) => pending.push(() => resolve(undefined)));
   const gc = createGroupCommit({
+    tracing,
     maxRows: 1000,
     maxInFlight: 1,
     diagnose: async () => 'own',

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import * as otel from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { enableSpans } from '../../src/tracing/spans.js';
+import { OtelTracing } from '../../src/tracing/spans.js';
 import { operationOf, rowCountOf, traceQueries } from '../../src/tracing/pg-spans.js';
 import { createTransactionSettings } from '../../src/transaction-settings.js';
 
@@ -34,12 +34,12 @@ test('the row count is the last statement\'s when a query held several', () => {
 });
 
 test("a query is a span in a request the sampler kept; in one it left out, or outside any, it goes as it came", async () => {
-  // This file's process only: the SDK with spans kept in memory, and the facade turned on.
+  // This file's process only: the SDK with spans kept in memory, and the service's tracing over it.
   const exporter = new InMemorySpanExporter();
   const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
   otel.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   otel.trace.setGlobalTracerProvider(provider);
-  enableSpans(otel, () => provider.shutdown());
+  const tracing = new OtelTracing(otel, provider);
   /** @type {unknown[][]} */
   const calls = [];
   const client = /** @type {import('pg').ClientBase} */ (/** @type {unknown} */ ({
@@ -49,7 +49,7 @@ test("a query is a span in a request the sampler kept; in one it left out, or ou
       return { rowCount: 2 };
     },
   }));
-  traceQueries(client);
+  traceQueries(client, tracing);
   const statement = "INSERT INTO users VALUES ('a@b.co'), ('c@d.co')";
   const within = (/** @type {number} */ flags) =>
     otel.context.with(otel.trace.setSpanContext(otel.ROOT_CONTEXT, { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: flags, isRemote: true }), () => {
