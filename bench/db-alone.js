@@ -121,7 +121,7 @@ const REPLAY_STATEMENTS = 40;
 function makeRows(prefix, n, name = 'Load') {
   /** @type {UserRow[]} */
   const rows = [];
-  for (let i = 0; i < 1000; i++) rows.push([`k6-${RUN}${prefix}-${n}-${i}@load.test`, `${name} ${n}.${i}`, '+15550100100', null]);
+  for (let i = 0; i < 1000; i++) rows.push([`k6-${RUN}${prefix}-${n}-${i}@load.test`, `${name} ${n}.${i}`, '+15550100100', null, null]);
   return rows.sort((a, b) => (a[0] < b[0] ? -1 : 1));
 }
 
