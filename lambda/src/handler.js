@@ -69,7 +69,7 @@ export async function feedRecords(records, config, deadline) {
   const { items, poisoned } = unpackRecords(records, config.conflictResolution);
   /** @type {Map<string, Failure>} */
   const failed = new Map([...poisoned].map(([id, err]) => [id, /** @type {Failure} */ ({ kind: 'poison', reason: err.message })]));
-  const stats = { posts: 0, retries: 0, inserted: 0, updated: 0, stored: 0 };
+  const stats = { posts: 0, retries: 0, inserted: 0, updated: 0, stale: 0, stored: 0 };
   const later = laterInGroup(records);
   /** @param {string} id @param {Failure} failure */
   const fail = (id, failure) => {
@@ -99,6 +99,7 @@ export async function feedRecords(records, config, deadline) {
         case 'stored':
           stats.inserted += outcome.inserted;
           stats.updated += outcome.updated;
+          stats.stale += outcome.stale;
           stats.stored += pending.length;
           return;
         case 'invalid':
@@ -217,6 +218,7 @@ export async function handler(event, context) {
     usersStored: stats.stored,
     inserted: stats.inserted,
     updated: stats.updated,
+    stale: stats.stale,
     posts: stats.posts,
     retries: stats.retries,
     failedMessages: failed.size,

@@ -52,7 +52,7 @@ const MESSAGES = {
   name: { type: 'must be a string', minLength: 'must not be empty', maxLength: 'must be at most 200 characters', pattern: 'must not contain control characters (NUL included)' },
   phone: { type: 'must be a string (leave the field out when there is none)', pattern: 'must be + followed by 6 to 15 digits' },
   passwordHash: { type: 'must be a string (leave the field out when there is none)', maxLength: 'must be at most 255 characters', pattern: 'must be a PHC / modular-crypt hash: $id$ then only letters, digits and . / + = , $ - (e.g. $argon2id$v=19$...)' },
-  changedAt: { type: 'string', pattern: 'must be an RFC 3339 date-time with an offset, to the microsecond at most (e.g. 2026-11-26T09:30:00.123456Z or 2026-11-26T10:30:00+01:00)' },
+  changedAt: { type: 'must be a string', pattern: 'must be an RFC 3339 date-time with an offset, to the microsecond at most (e.g. 2026-11-26T09:30:00.123456Z or 2026-11-26T10:30:00+01:00)' },
 };
 const TOO_PRECISE = 'has more than 6 fractional digits: PostgreSQL keeps microseconds, so it could not be stored as sent (round it at the source)';
 const NOT_A_DATE = 'must be a date and time that exist (month 01-12, a day the month has, hour 00-23, minute and second 00-59, offset at most 23:59)';
