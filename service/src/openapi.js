@@ -123,7 +123,7 @@ export function errorResponses(scopes, examples = {}) {
 const INVALID_ERRORS = [
   { index: 0, field: 'email', message: MESSAGES.email.pattern },
   { index: 1, field: 'name', message: 'is required' },
-  { index: 1, field: 'nome', message: 'is not a known field (allowed: email, name, phone, passwordHash)' },
+  { index: 1, field: 'nome', message: 'is not a known field (allowed: email, name, phone, passwordHash, changedAt)' },
 ];
 
 /**

@@ -55,7 +55,7 @@ const MESSAGES = {
   changedAt: { type: 'must be a string', pattern: 'must be an RFC 3339 date-time with an offset, to the microsecond at most (e.g. 2026-11-26T09:30:00.123456Z or 2026-11-26T10:30:00+01:00)' },
 };
 const TOO_PRECISE = 'has more than 6 fractional digits: PostgreSQL keeps microseconds, so it could not be stored as sent (round it at the source)';
-const NOT_A_DATE = 'must be a date and time that exist (month 01-12, a day the month has, hour 00-23, minute and second 00-59, offset at most 23:59)';
+const NOT_A_DATE = 'must be a date and time that exist (month 01-12, a day the month has, hour 00-23, minute and second 00-59) with an offset PostgreSQL takes (at most ±15:59; real ones are within -12:00 and +14:00)';
 const TOO_PRECISE_PATTERN = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{7,}(Z|[+-][0-9]{2}:[0-9]{2})$/;
 const PASSWORD_REFUSED = 'plaintext passwords are never accepted: hash it (argon2id, bcrypt, scrypt) and send passwordHash';
 const LONE_SURROGATE = 'contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which cannot be stored as sent';
@@ -151,8 +151,9 @@ function wellFormed(u) {
 const isWellFormed = (s) => /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
 
 /**
- * Whether a date-time of CHANGED_AT's shape names one that exists: PostgreSQL would refuse a
- * 30 February or an hour 24 with a 500, and roll a second 60 over into the next minute (not as sent).
+ * Whether a date-time of CHANGED_AT's shape names one that exists, in an offset PostgreSQL takes:
+ * it would refuse a 30 February, an hour 24 or an offset of +16:00 (a 500), and roll a second 60
+ * over into the next minute (not as sent).
  * @param {string} s
  */
 export function isRealDateTime(s) {
@@ -162,8 +163,10 @@ export function isRealDateTime(s) {
   if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
   if (num(s, 11, 2) > 23 || num(s, 14, 2) > 59 || num(s, 17, 2) > 59) return false;
   if (s.endsWith('Z')) return true;
-  return num(s, s.length - 5, 2) <= 23 && num(s, s.length - 2, 2) <= 59;
+  // RFC 3339 allows offsets to ±23:59, PostgreSQL only to ±15:59 (a 22008 error past it).
+  return num(s, s.length - 5, 2) <= MAX_OFFSET_HOURS && num(s, s.length - 2, 2) <= 59;
 }
+const MAX_OFFSET_HOURS = 15;
 /** @param {string} s @param {number} at @param {number} length */
 const num = (s, at, length) => Number(s.slice(at, at + length));
 /** @param {number} year @param {number} month  1-12 */
