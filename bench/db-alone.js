@@ -11,7 +11,8 @@ import { Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-l
 /**
  * A variant: a table shape, a statement shape, and what its rows are: new (default), already
  * stored and sent again unchanged (replay), or stored and sent with every name changed (changed).
- * @typedef {{ schema: string | 'migrations', write: Write, rows?: 'new' | 'replay' | 'changed' }} Variant
+ * ordered: every row carries changedAt (merge mode's ordering value, issue 36); a changed row a newer one.
+ * @typedef {{ schema: string | 'migrations', write: Write, rows?: 'new' | 'replay' | 'changed', ordered?: boolean }} Variant
  */
 
 // 0001's table, as it was, and the steps from it to 0002 one at a time.
@@ -62,8 +63,12 @@ const VARIANTS = {
   'replay with every name changed, merge without the filter': { schema: 'migrations', write: mergeUnfiltered, rows: 'changed' },
   'naive: its table, parameterized INSERT': {
     schema: 'id serial PRIMARY KEY, email text UNIQUE, name text, phone text, password_hash text, created_at timestamptz DEFAULT now()',
-    write: (client, rows) => client.query(`INSERT INTO users (email, name, phone, password_hash) VALUES ${rows.map((_, i) => `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`).join(', ')}`, rows.flat()),
+    write: (client, rows) => client.query(`INSERT INTO users (email, name, phone, password_hash) VALUES ${rows.map((_, i) => `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`).join(', ')}`, rows.flatMap((r) => r.slice(0, 4))),
   },
+  // Merge mode with changedAt on every row (issue 36): the ordering value's cost beside the three above.
+  'all-new, merge clause from the start, with changedAt': { schema: 'migrations', write: sluice('merge'), ordered: true },
+  'replay unchanged with changedAt, merge (stale: filtered out by the same probe)': { schema: 'migrations', write: sluice('merge'), rows: 'replay', ordered: true },
+  'replay with every name changed and a newer changedAt, merge': { schema: 'migrations', write: sluice('merge'), rows: 'changed', ordered: true },
 };
 const ALL = Object.keys(VARIANTS);
 const opts = createCommand('npm run bench:db --', `PostgreSQL's own cost per row: 1000-row statements over some connections for some seconds each, on a fresh production-like database (en-US ICU collation, fsync on), with its CPU time read from /proc (the postmaster and every backend): microseconds of PostgreSQL CPU per row, and rows/s. Each variant is a table shape, a statement shape and its rows (new; or stored first, untimed, then sent again unchanged or changed); the variants run in turn, round after round, the order reversed every other round, and the median is quoted. The variants:
@@ -118,11 +123,12 @@ const REPLAY_STATEMENTS = 40;
 /**
  * Emails shaped like the load tests': a long shared prefix, then the writer, the statement, the row.
  * @param {string} prefix @param {number} n @param {string} [name]  how the names begin
+ * @param {string | null} [changedAt]  every row's ordering value (none by default)
  */
-function makeRows(prefix, n, name = 'Load') {
+function makeRows(prefix, n, name = 'Load', changedAt = null) {
   /** @type {UserRow[]} */
   const rows = [];
-  for (let i = 0; i < 1000; i++) rows.push([`k6-${RUN}${prefix}-${n}-${i}@load.test`, `${name} ${n}.${i}`, '+15550100100', null]);
+  for (let i = 0; i < 1000; i++) rows.push([`k6-${RUN}${prefix}-${n}-${i}@load.test`, `${name} ${n}.${i}`, '+15550100100', null, changedAt]);
   return rows.sort((a, b) => (a[0] < b[0] ? -1 : 1));
 }
 
@@ -133,7 +139,9 @@ try {
   await admin.connect();
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of round % 2 ? [...names].reverse() : names) {
-      const { schema, write, rows: kind = 'new' } = VARIANTS[name];
+      const { schema, write, rows: kind = 'new', ordered = false } = VARIANTS[name];
+      /** The ordering value of a cycle's rows (a changed replay: one cycle later, newer). @param {number} cycle */
+      const at = (cycle) => (ordered ? new Date(Date.UTC(2026, 0, 1) + cycle * 1000).toISOString().replace('Z', '123Z') : null);
       await admin.query('DROP DATABASE IF EXISTS bench_db WITH (FORCE)');
       await admin.query('CREATE DATABASE bench_db');
       const url = server.url.replace(/\/postgres$/, '/bench_db');
@@ -146,7 +154,7 @@ try {
       if (schema !== 'migrations') await clients[0].query(`CREATE TABLE users (${schema})`);
       if (kind !== 'new') {
         await Promise.all(clients.map(async (client, c) => {
-          for (let n = 0; n < REPLAY_STATEMENTS; n++) await STRATEGIES.format.write(/** @type {any} */ (client), makeRows(`${round}-${c}`, n), 'fail');
+          for (let n = 0; n < REPLAY_STATEMENTS; n++) await STRATEGIES.format.write(/** @type {any} */ (client), makeRows(`${round}-${c}`, n, 'Load', at(0)), 'fail');
         }));
       }
       const stored = kind === 'new' ? 0 : CONNECTIONS * REPLAY_STATEMENTS * 1000;
@@ -158,7 +166,10 @@ try {
       await Promise.all(clients.map(async (client, c) => {
         for (let n = 0; Date.now() < deadline; n++) {
           // A replay cycles through the stored statements; a changed one renames them each cycle.
-          const rows = kind === 'new' ? makeRows(`${round}-${c}`, n) : makeRows(`${round}-${c}`, n % REPLAY_STATEMENTS, kind === 'changed' ? `Changed ${Math.floor(n / REPLAY_STATEMENTS)}` : 'Load');
+          const cycle = Math.floor(n / REPLAY_STATEMENTS);
+          const rows = kind === 'new'
+            ? makeRows(`${round}-${c}`, n, 'Load', at(0))
+            : makeRows(`${round}-${c}`, n % REPLAY_STATEMENTS, kind === 'changed' ? `Changed ${cycle}` : 'Load', kind === 'changed' ? at(cycle + 1) : at(0));
           await write(client, rows);
           written += 1000;
         }

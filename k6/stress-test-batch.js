@@ -1,5 +1,5 @@
 // Arrays of 1000 users: 100 VUs for 10 s, each sleeping 1 s between requests.
-// k6 run k6/stress-test-batch.js   (BASE_URL, TOKEN, VUS, DURATION, MODE=capacity, P95_MS, SUMMARY_FILE)
+// k6 run k6/stress-test-batch.js   (BASE_URL, TOKEN, VUS, DURATION, MODE=capacity, P95_MS, SUMMARY_FILE, RESOLUTION, REPLAY, CHANGED_AT)
 import { scenario } from './lib/config.js';
 import { postBatch, thresholds } from './lib/ingest.js';
 import { summaryHandler } from './lib/summary.js';

@@ -78,6 +78,7 @@ export const baseVariant = (variant) => (variant.endsWith(COMPARED) ? variant.sl
  * @property {number} vus
  * @property {Record<string, string>} [env]  more for k6: REPLAY (1: every other request resends
  *   stored users; changed: with new names), RESOLUTION (merge: Prefer: resolution=merge-duplicates),
+ *   CHANGED_AT (1: every user carries changedAt, merge mode's ordering value; a changed replay a newer one),
  *   RETURN (representation: Prefer: return=representation, count=exact)
  * @property {string[]} [variants] only these variants (default: every selected one)
  * @property {boolean} [baseline] false: no naive or no-op runs (the naive endpoint fails on replays
@@ -95,6 +96,10 @@ export const LOADS = [
   { id: '1000x8-merge', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge' }, variants: ['default', 'copy'], baseline: false },
   { id: '1000x8-merge-replay', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: '1' }, variants: ['default', 'copy'], baseline: false },
   { id: '1000x8-merge-changed', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: 'changed' }, variants: ['default', 'copy'], baseline: false },
+  // The same three with changedAt on every user (issue 36): what the ordering value costs a merge.
+  { id: '1000x8-merge-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false },
+  { id: '1000x8-merge-replay-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: '1', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false },
+  { id: '1000x8-merge-changed-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: 'changed', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false },
   // PostgREST's return=representation (with count=exact): the rows written come back.
   { id: '1000x8-representation', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RETURN: 'representation' }, variants: ['default'], baseline: false },
 ];

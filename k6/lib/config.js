@@ -13,6 +13,11 @@ export const RUN_ID = __ENV.RUN_ID || `${Date.now().toString(36)}${Math.floor(Ma
  * every replayed row.
  */
 export const REPLAY = __ENV.REPLAY === '1' || __ENV.REPLAY === 'changed' ? __ENV.REPLAY : '';
+/**
+ * 1: every user carries `changedAt` (merge mode's ordering value), the time of its iteration's
+ * change: a replay sends the same (stale in merge mode), a changed replay a newer one (updated).
+ */
+export const CHANGED_AT = __ENV.CHANGED_AT === '1';
 /** merge: every request asks `Prefer: resolution=merge-duplicates`; else the default (ignore). */
 export const RESOLUTION = __ENV.RESOLUTION === 'merge' ? 'merge' : 'ignore';
 /**

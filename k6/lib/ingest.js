@@ -1,7 +1,7 @@
 import { check, sleep } from 'k6';
 import http from 'k6/http';
 import { Counter, Rate } from 'k6/metrics';
-import { BASE_URL, MODE, REPLAY, RESOLUTION, RETURN, RUN_ID, TOKEN } from './config.js';
+import { BASE_URL, CHANGED_AT, MODE, REPLAY, RESOLUTION, RETURN, RUN_ID, TOKEN } from './config.js';
 
 export const insertedItems = new Counter('inserted_items');
 export const updatedItems = new Counter('updated_items');
@@ -22,6 +22,8 @@ const params = {
 
 const ITER_MARK = '@ITER@';
 const NAME_MARK = '@NAME@';
+const AT_MARK = '@AT@';
+const CHANGES_FROM = Date.UTC(2026, 0, 1);
 /** @type {Record<number, string>} this VU's body template per batch size */
 const templates = {};
 
@@ -32,16 +34,22 @@ const templates = {};
  * @param {number} size
  * @param {number} [iteration]  whose users: this iteration's unless a replay asks for an earlier one
  * @param {string} [name]  how the names begin ('Load'; a changed replay gives another)
+ * @param {boolean} [changed]  with CHANGED_AT: the change is a later one than its iteration's first
  */
-export function makeBatch(size, iteration = __ITER, name = 'Load') {
+export function makeBatch(size, iteration = __ITER, name = 'Load', changed = false) {
   if (!templates[size]) {
     const users = new Array(size);
     for (let i = 0; i < size; i++) {
       users[i] = { email: `k6-${RUN_ID}-${__VU}-${ITER_MARK}-${i}@load.test`, name: `${NAME_MARK} ${__VU}.${ITER_MARK}.${i}`, phone: '+15550100100' };
+      if (CHANGED_AT) users[i].changedAt = AT_MARK;
     }
     templates[size] = JSON.stringify(users);
   }
-  return templates[size].replaceAll(ITER_MARK, String(iteration)).replaceAll(NAME_MARK, name);
+  const body = templates[size].replaceAll(ITER_MARK, String(iteration)).replaceAll(NAME_MARK, name);
+  if (!CHANGED_AT) return body;
+  // One instant a batch, to the microsecond: a second an iteration, a changed replay a millisecond later.
+  const at = new Date(CHANGES_FROM + iteration * 1000 + (changed ? 1 : 0)).toISOString().replace('Z', '123Z');
+  return body.replaceAll(AT_MARK, at);
 }
 
 /**
@@ -56,7 +64,7 @@ export function postBatch(size) {
   const changed = replay && REPLAY === 'changed';
   const expected = replay ? 0 : size;
   const expectedUpdates = changed && RESOLUTION === 'merge' ? size : 0;
-  const res = http.post(`${BASE_URL}/users`, makeBatch(size, replay ? __ITER - 1 : __ITER, changed ? 'Changed' : 'Load'), params);
+  const res = http.post(`${BASE_URL}/users`, makeBatch(size, replay ? __ITER - 1 : __ITER, changed ? 'Changed' : 'Load', changed), params);
   let inserted = 0;
   let updated = 0;
   if ((res.status === 201 || res.status === 200) && RETURN) {

@@ -30,6 +30,25 @@ function attributesOf(resolution, traced = false) {
 export const SINGLE_GROUP = 'users';
 
 /**
+ * `npm run produce -- --stamp-changed-at`: gives each user that has no `changedAt` the time it was
+ * produced, as the service's ordering value takes it (RFC 3339, UTC, microseconds). Strictly
+ * increasing, a microsecond apart at least, so the order users are produced in is the order of their
+ * changes even within one millisecond: a later line of a file is a newer change.
+ * @param {() => number} [nowMs]  the clock, in milliseconds with a fraction (performance's)
+ * @returns {(user: unknown) => unknown}  anything but an object goes through as it is (the service names it)
+ */
+export function changeStamper(nowMs = () => performance.timeOrigin + performance.now()) {
+  let last = 0;
+  return (user) => {
+    if (user === null || typeof user !== 'object' || Array.isArray(user) || Object.hasOwn(user, 'changedAt')) return user;
+    last = Math.max(last + 1, Math.floor(nowMs() * 1000));
+    const ms = Math.floor(last / 1000);
+    const micros = String(last % 1000).padStart(3, '0');
+    return { ...user, changedAt: new Date(ms).toISOString().replace('Z', `${micros}Z`) };
+  };
+}
+
+/**
  * The message group of a user on a FIFO queue: a bucket of a hash of its email as the service
  * stores it (lower-cased), so every change of one user goes to one group, in order, while
  * `groups` groups spread the load (Lambda runs one batch per group at a time).

@@ -91,7 +91,7 @@ export async function feedRecords(records, config, deadline, { rereadToken } = {
   };
   /** @type {Map<string, Failure>} */
   const failed = new Map([...poisoned].map(([id, err]) => [id, /** @type {Failure} */ ({ kind: 'poison', reason: err.message })]));
-  const stats = { posts: 0, retries: 0, inserted: 0, updated: 0, stored: 0 };
+  const stats = { posts: 0, retries: 0, inserted: 0, updated: 0, stale: 0, stored: 0 };
   const later = laterInGroup(records);
   /** @param {string} id @param {Failure} failure */
   const fail = (id, failure) => {
@@ -122,6 +122,7 @@ export async function feedRecords(records, config, deadline, { rereadToken } = {
         case 'stored':
           stats.inserted += outcome.inserted;
           stats.updated += outcome.updated;
+          stats.stale += outcome.stale;
           stats.stored += pending.length;
           return;
         case 'invalid':
@@ -243,6 +244,7 @@ export async function handler(event, context) {
     usersStored: stats.stored,
     inserted: stats.inserted,
     updated: stats.updated,
+    stale: stats.stale,
     posts: stats.posts,
     retries: stats.retries,
     failedMessages: failed.size,

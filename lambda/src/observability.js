@@ -14,6 +14,7 @@ const metrics = new Metrics({ namespace: 'sluice', serviceName: 'sluice-feeder' 
  * @property {number} usersStored      accepted by the service (inserted, or already there)
  * @property {number} inserted
  * @property {number} updated          stored users changed (merge mode)
+ * @property {number} stale            merge mode: users that wrote nothing, no newer change than the row stored (changedAt)
  * @property {number} posts
  * @property {number} retries
  * @property {number} failedMessages
@@ -33,6 +34,7 @@ export function reportInvocation({ requestId, ...counts }) {
 
   metrics.addMetric('usersStored', MetricUnit.Count, counts.usersStored);
   metrics.addMetric('usersUpdated', MetricUnit.Count, counts.updated);
+  metrics.addMetric('usersStale', MetricUnit.Count, counts.stale);
   metrics.addMetric('messagesFailed', MetricUnit.Count, counts.failedMessages);
   metrics.addMetric('poisonMessages', MetricUnit.Count, counts.poisonMessages);
   metrics.addMetric('heldMessages', MetricUnit.Count, counts.heldMessages);

@@ -9,7 +9,7 @@ import { currentTraceparent } from './tracing.js';
  * - refused: any other answer that retrying cannot fix: a 4xx, or the service's own 500 (a failure
  *   of this request alone, with its error id); not an outage;
  * - unavailable: still 429, 503, another 5xx or a network error when the time budget ran out.
- * @typedef {{ kind: 'stored', inserted: number, updated: number }
+ * @typedef {{ kind: 'stored', inserted: number, updated: number, stale: number }
  *   | { kind: 'invalid', errors: ItemError[] }
  *   | { kind: 'tooLarge' }
  *   | { kind: 'refused', status: number, reason: string }
@@ -64,7 +64,7 @@ async function postOnce(config, users, resolution, timeoutMs) {
   // between may answer anything.
   if (res.status === 200 || res.status === 201) {
     const result = /** @type {Partial<BatchResult> | undefined} */ (body);
-    return { kind: 'stored', inserted: result?.inserted ?? 0, updated: result?.updated ?? 0 };
+    return { kind: 'stored', inserted: result?.inserted ?? 0, updated: result?.updated ?? 0, stale: result?.stale ?? 0 };
   }
   // The service's own 500 names a failure of this request alone (its error id is in the service's
   // log): another try would fail the same way. Any other 5xx is the way there (a proxy, a restart).

@@ -23,6 +23,7 @@ export function createMetrics(db) {
     usersReceived: new client.Counter({ name: 'sluice_users_received_total', help: 'Users received in valid batches', registers }),
     usersInserted: new client.Counter({ name: 'sluice_users_inserted_total', help: 'Users written (new emails)', registers }),
     usersUpdated: new client.Counter({ name: 'sluice_users_updated_total', help: 'Stored users changed by merge mode', registers }),
+    usersStale: new client.Counter({ name: 'sluice_users_stale_total', help: 'Items of merge mode that wrote nothing: not a newer change than the row stored or another item of their email', registers }),
     batchSize: new client.Histogram({ name: 'sluice_batch_size_users', help: 'Users per POST /users with a JSON array body', registers, buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10000] }),
     // Apart from the arrays: a stream may hold millions of users, which would all fall in the
     // arrays' last bucket (MAX_BATCH_ITEMS) and move their quantiles, the ones that tune

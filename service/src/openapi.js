@@ -11,6 +11,10 @@ const FIELD_NOTES = {
   name: 'Stored exactly as sent.',
   phone: '`+` and 6 to 15 digits.',
   passwordHash: 'A PHC / modular-crypt hash (`$id$...`: letters, digits and `. / + = , $ -`). A `password` field is refused: plaintext is never stored.',
+  changedAt:
+    'When the change happened at its source: RFC 3339 with an offset (`Z` or `±hh:mm`), at most 6 fractional digits (PostgreSQL keeps microseconds; more are refused, not rounded). ' +
+    'Merge mode\'s ordering value: a stored row is replaced only by a strictly newer change; an older or equal one, or one without `changedAt` against a row that has one, writes nothing and is counted in `stale`. ' +
+    'A change with `changedAt` always beats a row stored without one. Stored on insert in both modes.',
 };
 
 /** @param {string} code */
@@ -122,7 +126,7 @@ export function errorResponses(scopes, examples = {}) {
 const INVALID_ERRORS = [
   { index: 0, field: 'email', message: MESSAGES.email.pattern },
   { index: 1, field: 'name', message: 'is required' },
-  { index: 1, field: 'nome', message: 'is not a known field (allowed: email, name, phone, passwordHash)' },
+  { index: 1, field: 'nome', message: 'is not a known field (allowed: email, name, phone, passwordHash, changedAt)' },
 ];
 
 /**
@@ -138,7 +142,7 @@ export const postUsersExamples = (maxBatchItems) => ({
     request: [{ email: 'new@example.com', name: 'Renamed' }],
     prefer: 'resolution=merge-duplicates',
     status: 200,
-    response: { received: 1, inserted: 0, updated: 1, duplicates: 1 },
+    response: { received: 1, inserted: 0, updated: 1, stale: 0, duplicates: 1 },
   },
   invalid: {
     request: [{ email: 'x', name: 'X' }, { email: 'y@example.com', nome: 'Y' }],
@@ -208,9 +212,9 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
             'UTF-8 JSON only, gzip or deflate `Content-Encoding` accepted. The whole array is written in one transaction; ' +
             'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token (a static token of a client, or a JWT) is required only when the service runs with authentication configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL); an `apikey` header (supabase-js) is ignored. ' +
             `Or a stream of users, as many as fit in ${maxStreamBytes} bytes decoded (MAX_STREAM_BYTES): \`application/x-ndjson\` or \`application/jsonl\` (one user object a line) ` +
-            'or `text/csv` (RFC 4180, a header row naming the columns email, name, phone, passwordHash). A stream is validated and written as it arrives, ' +
+            'or `text/csv` (RFC 4180, a header row naming the columns email, name, phone, passwordHash, changedAt). A stream is validated and written as it arrives, ' +
             'in one transaction: all or nothing, whatever its size; each error names the user\'s `line`. An email sent twice in one body is written once ' +
-            '(the first occurrence, or in merge mode the last).',
+            '(the first occurrence, or in merge mode its newest change: by `changedAt`, items without one oldest, a tie going to the later line).',
           security: [{ bearer: [] }, {}],
           parameters: [
             {
@@ -220,7 +224,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
               description:
                 'RFC 7240, PostgREST\'s vocabulary; several preferences in one header or several headers, the first of a name counts. ' +
                 '`resolution=merge-duplicates`: a stored email takes the sent `name`, and the sent `phone` and `passwordHash` where the user has them; ' +
-                'a row that would not change is not written. `resolution=ignore-duplicates`, or none: a stored email is skipped; another value is 400 `unsupported_preference`. ' +
+                'a row that would not change is not written, nor one whose stored `changedAt` is as new as the sent one or newer (counted in `stale`). `resolution=ignore-duplicates`, or none: a stored email is skipped; another value is 400 `unsupported_preference`. ' +
                 '`return=representation`: the answer is the rows inserted or updated, as stored, in the order sent (`UserRow`; emails skipped are not in it); ' +
                 '`return=minimal` or `return=headers-only`: no body; no `return`: the counts (`BatchResult`). ' +
                 '`count=exact` (`planned`, `estimated`: the same exact count): `Content-Range: */<rows inserted or updated>`. ' +
@@ -353,7 +357,14 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
             received: { type: 'integer', minimum: 1, description: 'Users in the request.' },
             inserted: { type: 'integer', minimum: 0, description: 'Rows written.' },
             updated: { type: 'integer', minimum: 0, description: 'Stored rows changed (merge mode; always 0 otherwise).' },
-            duplicates: { type: 'integer', minimum: 0, description: 'received - inserted: emails already stored, or repeated in the batch.' },
+            stale: {
+              type: 'integer',
+              minimum: 0,
+              description:
+                'Merge mode only (absent otherwise): items that wrote nothing because they were no newer change than the row stored (an older or equal `changedAt`, none against a row that has one, or the same values) ' +
+                'or than another item of their email in the request. inserted + updated + stale = received.',
+            },
+            duplicates: { type: 'integer', minimum: 0, description: 'received - inserted: emails already stored, or repeated in the batch (in merge mode: updated + stale).' },
           },
         },
         UserRow: {

@@ -22,7 +22,7 @@ import fc from 'fast-check';
 /** @typedef {{ v: unknown, ok: boolean }} Field  v undefined: the field is left out; ok: it follows the contract */
 /** @typedef {'same' | 'upper' | 'lower' | 'title'} Recase */
 /**
- * @typedef {{ email: Field, name: Field, phone: Field, passwordHash: Field, oddity: Oddity | null } | { notAUser: unknown }} GeneratedUser
+ * @typedef {{ email: Field, name: Field, phone: Field, passwordHash: Field, changedAt: Field, oddity: Oddity | null } | { notAUser: unknown }} GeneratedUser
  * @typedef {{ drop: 'email' | 'name' } | { add: [string, unknown] }} Oddity
  */
 
@@ -254,6 +254,46 @@ const hostileHash = fc.oneof(
   notAString,
 );
 
+// ---- changedAt -----------------------------------------------------------------------------
+
+// A few instants, so that generated changes of one email are often older, newer or the same instant
+// (merge mode's ordering), each written in one of several offsets and with as many fractional
+// digits as it needs or more (up to 6): the same instant spelt differently is one change.
+const OFFSETS = [['Z', 0], ['+00:00', 0], ['+01:00', 60], ['-05:30', -330], ['+14:00', 840], ['-15:59', -959]];
+const INSTANTS = [
+  [Date.parse('2026-11-26T10:00:00Z'), 0],
+  [Date.parse('2026-11-26T10:00:00Z'), 1],
+  [Date.parse('2026-11-26T10:00:00.5Z'), 0],
+  [Date.parse('2026-11-26T10:00:01Z'), 999],
+  [Date.parse('2024-02-29T23:59:59.999Z'), 999],
+  [Date.parse('2000-01-01T00:00:00Z'), 0],
+];
+/**
+ * An instant (milliseconds, and microseconds beyond them) as RFC 3339 in an offset.
+ * @param {number} ms @param {number} micros @param {string} offset @param {number} offsetMinutes @param {number} extraDigits
+ */
+function rfc3339(ms, micros, offset, offsetMinutes, extraDigits) {
+  const local = new Date(ms + offsetMinutes * 60_000).toISOString();
+  let fraction = `${local.slice(20, 23)}${String(micros).padStart(3, '0')}`.replace(/0+$/, '');
+  fraction = fraction.padEnd(Math.min(6, fraction.length + extraDigits), '0');
+  return `${local.slice(0, 19)}${fraction ? `.${fraction}` : ''}${offset}`;
+}
+const plausibleChangedAt = fc
+  .tuple(fc.constantFrom(...INSTANTS), fc.constantFrom(...OFFSETS), fc.nat({ max: 6 }))
+  .map(([[ms, micros], [offset, minutes], extra]) => rfc3339(ms, micros, /** @type {string} */ (offset), /** @type {number} */ (minutes), extra));
+const hostileChangedAt = fc.oneof(
+  { weight: 6, arbitrary: fc.constantFrom(
+    '2025-02-29T00:00:00Z', '2100-02-29T00:00:00Z', '2026-04-31T00:00:00Z', '2026-11-26T24:00:00Z', '2026-11-26T10:60:00Z', '2016-12-31T23:59:60Z',
+    '2026-11-26T10:00:00', '2026-11-26T10:00:00.1234567Z', '2026-11-26T10:00:00.Z', '2026-11-26 10:00:00Z', '2026-11-26t10:00:00z', '2026-13-01T00:00:00Z',
+    '2026-00-10T00:00:00Z', '2026-11-00T00:00:00Z', '2026-11-26T10:00:00+24:00', '2026-11-26T10:00:00-23:59', '2026-11-26T10:00:00+16:00', '2026-11-26T10:00:00+01:60', '2026-11-26T10:00:00+0100', '0000-01-01T00:00:00Z',
+    '+02026-11-26T10:00:00Z', '2026-11-26', '10:00:00Z', '2026-11-26T10:00Z', 'now', 'infinity', '', '2026-11-26T10:00:00Z\n', ' 2026-11-26T10:00:00Z',
+  ) },
+  { weight: 2, arbitrary: withInserted(plausibleChangedAt, flaw) },
+  fc.integer(),
+  hostileString,
+  notAString,
+);
+
 // ---- users, requests, cases ----------------------------------------------------------------
 
 const oddity = fc.oneof(
@@ -277,6 +317,7 @@ const userArbitrary = (hostileWeight) =>
         name: field(plausibleName, hostileName, hostileWeight),
         phone: optionalField(plausiblePhone, hostilePhone, hostileWeight),
         passwordHash: optionalField(plausibleHash, hostileHash, hostileWeight),
+        changedAt: optionalField(plausibleChangedAt, hostileChangedAt, hostileWeight),
         oddity: hostileWeight === 0 ? fc.constant(null) : fc.oneof({ weight: 19, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: oddity }),
       }),
     },
@@ -314,6 +355,8 @@ const generatedFollowUp = fc.record({
       name: fc.oneof(fc.constant(null), field(plausibleName, hostileName, 1), field(plausibleName, hostileName, 1)),
       phone: fc.oneof(fc.constant('keep'), fc.constant('omit'), field(plausiblePhone, hostilePhone, 1)),
       passwordHash: fc.oneof(fc.constant('keep'), fc.constant('omit'), field(plausibleHash, hostileHash, 1)),
+      // A change's ordering value, when it has one: a few instants, so often older, newer or the same.
+      changedAt: fc.oneof(fc.constant('omit'), field(plausibleChangedAt, hostileChangedAt, 1), field(plausibleChangedAt, hostileChangedAt, 1)),
     }),
     { minLength: 1, maxLength: 4 },
   ),
@@ -344,11 +387,11 @@ function userOf(g) {
   if ('notAUser' in g) return { item: g.notAUser, plausible: false };
   /** @type {Record<string, unknown>} */
   const u = {};
-  for (const key of /** @type {const} */ (['email', 'name', 'phone', 'passwordHash'])) if (g[key].v !== undefined) u[key] = g[key].v;
+  for (const key of /** @type {const} */ (['email', 'name', 'phone', 'passwordHash', 'changedAt'])) if (g[key].v !== undefined) u[key] = g[key].v;
   if (g.oddity && 'drop' in g.oddity) delete u[g.oddity.drop];
   // defineProperty: `__proto__` becomes a key like any other, as JSON.parse makes it on the other side.
   if (g.oddity && 'add' in g.oddity) Object.defineProperty(u, g.oddity.add[0], { value: g.oddity.add[1], enumerable: true, configurable: true, writable: true });
-  return { item: u, plausible: g.email.ok && g.name.ok && g.phone.ok && g.passwordHash.ok && g.oddity === null };
+  return { item: u, plausible: g.email.ok && g.name.ok && g.phone.ok && g.passwordHash.ok && g.changedAt.ok && g.oddity === null };
 }
 
 /**
@@ -433,6 +476,10 @@ export function materialize(g) {
               ok &&= change.ok;
             }
           }
+          if (update.changedAt !== 'omit') {
+            if (update.changedAt.v !== undefined) u.changedAt = update.changedAt.v;
+            ok &&= update.changedAt.ok;
+          }
           users.push({ item: u, plausible: ok });
         }
       }
@@ -444,9 +491,9 @@ export function materialize(g) {
 
 // ---- every flaw, in every field --------------------------------------------------------------
 
-const SWEEP_BASE = { email: 'sweep@example.com', name: 'Sweep', phone: '+15550100', passwordHash: '$argon2id$v=19$c2FsdA$aGFzaA' };
+const SWEEP_BASE = { email: 'sweep@example.com', name: 'Sweep', phone: '+15550100', passwordHash: '$argon2id$v=19$c2FsdA$aGFzaA', changedAt: '2026-11-26T10:00:00.123456+01:00' };
 // Where a flaw goes in each field's value: inside it (after this many characters), or at its end.
-const SWEEP_INSIDE = { email: 3, name: 2, phone: 5, passwordHash: 18 };
+const SWEEP_INSIDE = { email: 3, name: 2, phone: 5, passwordHash: 18, changedAt: 13 };
 const SWEEP_FLAWS = [
   ...CONTROLS,
   ...['\ud800', '\udbff', '\udc00', '\udfff', '\udc00\ud800', '\ud83d\ude00'],
@@ -470,7 +517,7 @@ export function everyFlawInEveryField() {
   const requests = [];
   let n = 0;
   for (const flawText of SWEEP_FLAWS) {
-    for (const key of /** @type {const} */ (['email', 'name', 'phone', 'passwordHash'])) {
+    for (const key of /** @type {const} */ (['email', 'name', 'phone', 'passwordHash', 'changedAt'])) {
       const items = [SWEEP_INSIDE[key], Infinity].map((at) => {
         const u = { ...SWEEP_BASE, email: `sweep-${n++}@example.com` };
         u[key] = u[key].slice(0, at) + flawText + u[key].slice(at);

@@ -15,7 +15,11 @@ import { contractBreaches } from './user-contract.js';
 /** @typedef {import('./fuzz-users.js').FuzzRequest} FuzzRequest */
 /** @typedef {Awaited<ReturnType<typeof import('./app.js').startTestApp>>} TestApp */
 /** @typedef {{ pool: import('pg').Pool }} TestDatabase */
-/** @typedef {[string, string, string | null, string | null]} Row  email (lower-cased), name, phone, password_hash */
+/**
+ * email (lower-cased), name, phone, password_hash, changed_at (in UTC to the microsecond, as
+ * checkTable reads it back: fixed width, so it orders as text)
+ * @typedef {[string, string, string | null, string | null, string | null]} Row
+ */
 
 /**
  * The service's settings for a fuzz run, beside the write variant. Sizes small enough that the
@@ -26,7 +30,7 @@ import { contractBreaches } from './user-contract.js';
  */
 export const FUZZ_APP_ENV = { GROUP_COMMIT_SMALL_ROWS: '4', INSERT_CHUNK_ROWS: '5', ADMISSION_WAIT_MS: '30000', LOG_LEVEL: 'warn' };
 
-const FIELDS = ['email', 'name', 'phone', 'passwordHash'];
+const FIELDS = ['email', 'name', 'phone', 'passwordHash', 'changedAt'];
 // The largest generated body is a few megabytes, which the service checks and writes in tens of
 // milliseconds: an answer this late means work that grows faster than the body (a regular
 // expression that backtracks), which one request can use to hold the event loop for minutes.
@@ -68,7 +72,7 @@ const SHOWN = 4000;
 export function encodeBody(items, format) {
   if (format === 'json') return { body: items, contentType: 'application/json' };
   if (format === 'csv' && items.every(csvCanCarry)) {
-    let body = 'email,name,phone,passwordHash\r\n';
+    let body = 'email,name,phone,passwordHash,changedAt\r\n';
     let line = 2;
     const lines = [];
     let tooLongAt;
@@ -193,11 +197,10 @@ function checkAnswer(request, answer, table, logs, stats, sent) {
 
   const expected = write(table, items, resolution);
   stats.updated += expected.updated;
-  assert.deepEqual(
-    answer.body,
-    { received: items.length, inserted: expected.inserted, updated: expected.updated, duplicates: items.length - expected.inserted },
-    `counts\n${context()}`,
-  );
+  const counts = { received: items.length, inserted: expected.inserted, updated: expected.updated, duplicates: items.length - expected.inserted };
+  // Merge mode counts every item that wrote nothing as stale: inserted + updated + stale = received.
+  const answered = resolution === 'merge' ? { ...counts, stale: items.length - expected.inserted - expected.updated } : counts;
+  assert.deepEqual(answer.body, answered, `counts\n${context()}`);
   assert.equal(answer.status, expected.inserted > 0 ? 201 : 200, `status\n${context()}`);
 }
 
@@ -213,29 +216,39 @@ function errorLogs(logs) {
 /**
  * What an accepted request does to the table, as the contract says: in one request an email sent
  * twice is applied in order (ignore keeps the first; merge takes the later name, and its phone and
- * hash where it has them); a stored email is skipped (ignore) or takes the request's values (merge,
- * an omitted phone or hash keeping the stored one), counted as updated only when a value changes.
+ * hash where it has them), in merge mode the order of the changes: those without changedAt first,
+ * then by changedAt, a tie keeping the order sent. A stored email is skipped (ignore) or takes the
+ * request's values (merge, an omitted phone or hash keeping the stored one), counted as updated only
+ * when a value changes, and only when the change is newer than the stored one: a row with changedAt
+ * takes only a later changedAt; a row without takes any change.
  * @param {Map<string, Row>} table  changed in place
  * @param {any[]} items  valid users (the service accepted them)
  * @param {'ignore' | 'merge'} resolution
  */
 function write(table, items, resolution) {
-  /** @type {Map<string, Row>} */
-  const folded = new Map();
+  /** @type {Map<string, Row[]>} */
+  const byEmail = new Map();
   for (const u of items) {
-    const row = /** @type {Row} */ ([u.email.toLowerCase(), u.name, u.phone ?? null, u.passwordHash ?? null]);
-    const earlier = folded.get(row[0]);
-    if (earlier === undefined) folded.set(row[0], row);
-    else if (resolution === 'merge') folded.set(row[0], merged(earlier, row));
+    const row = /** @type {Row} */ ([u.email.toLowerCase(), u.name, u.phone ?? null, u.passwordHash ?? null, u.changedAt === undefined ? null : inUtc(u.changedAt)]);
+    const rows = byEmail.get(row[0]);
+    if (rows) rows.push(row);
+    else byEmail.set(row[0], [row]);
   }
   let inserted = 0;
   let updated = 0;
-  for (const [email, row] of folded) {
+  for (const [email, rows] of byEmail) {
+    /** @type {Row} */
+    let row;
+    if (resolution === 'ignore') row = rows[0];
+    else {
+      const ordered = rows.map((r, i) => ({ r, i })).sort((a, b) => (older(a.r[4], b.r[4]) ? -1 : older(b.r[4], a.r[4]) ? 1 : a.i - b.i)).map((x) => x.r);
+      row = ordered.reduce((before, next) => merged(before, next));
+    }
     const stored = table.get(email);
     if (stored === undefined) {
       table.set(email, row);
       inserted++;
-    } else if (resolution === 'merge') {
+    } else if (resolution === 'merge' && (stored[4] === null || (row[4] !== null && row[4] > stored[4]))) {
       const next = merged(stored, row);
       if (next.some((v, c) => v !== stored[c])) {
         table.set(email, next);
@@ -246,8 +259,21 @@ function write(table, items, resolution) {
   return { inserted, updated };
 }
 
+/** Whether change a is older than b: none is older than any. @param {string | null} a @param {string | null} b */
+const older = (a, b) => (a === null ? b !== null : b !== null && a < b);
+
+/**
+ * A changedAt as checkTable reads it back: UTC, 6 fractional digits.
+ * @param {string} s  RFC 3339 with an offset
+ */
+function inUtc(s) {
+  const offsetAt = s.endsWith('Z') ? s.length - 1 : s.length - 6;
+  const fraction = s[19] === '.' ? s.slice(20, offsetAt).padEnd(6, '0') : '000000';
+  return `${new Date(Date.parse(`${s.slice(0, 19)}${s.slice(offsetAt)}`)).toISOString().slice(0, 19)}.${fraction}Z`;
+}
+
 /** @param {Row} before @param {Row} row @returns {Row} */
-const merged = (before, row) => [row[0], row[1], row[2] ?? before[2], row[3] ?? before[3]];
+const merged = (before, row) => [row[0], row[1], row[2] ?? before[2], row[3] ?? before[3], row[4]];
 
 /**
  * The table holds exactly the expected rows: each read back by its email, byte for byte, and no
@@ -256,8 +282,11 @@ const merged = (before, row) => [row[0], row[1], row[2] ?? before[2], row[3] ?? 
  * @param {Map<string, Row>} table
  */
 async function checkTable(db, table) {
-  const { rows } = await db.pool.query('SELECT email, name, phone, password_hash FROM users WHERE email = ANY($1::text[])', [[...table.keys()]]);
-  const stored = new Map(rows.map((r) => [r.email, /** @type {Row} */ ([r.email, r.name, r.phone, r.password_hash])]));
+  const { rows } = await db.pool.query(
+    `SELECT email, name, phone, password_hash, to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS changed_at FROM users WHERE email = ANY($1::text[])`,
+    [[...table.keys()]],
+  );
+  const stored = new Map(rows.map((r) => [r.email, /** @type {Row} */ ([r.email, r.name, r.phone, r.password_hash, r.changed_at])]));
   for (const [email, row] of table) {
     const found = stored.get(email);
     assert.ok(found, `${show(email)} was accepted but is not stored under that email`);

@@ -4,7 +4,7 @@
 // address") these hold what any reading of it must: they are looser than the validator, never
 // stricter, so a user they pass may still be refused.
 
-const FIELDS = ['email', 'name', 'phone', 'passwordHash'];
+const FIELDS = ['email', 'name', 'phone', 'passwordHash', 'changedAt'];
 const CONTROL = /\p{Cc}/u;
 const WHITESPACE = /[\s\p{White_Space}]/u;
 const PHONE = /^\+[0-9]{6,15}$/;
@@ -33,6 +33,23 @@ function emailBreaches(email) {
   return found;
 }
 
+/**
+ * RFC 3339's date-time with an offset, kept to the microsecond: a date and time that exist (read
+ * back through a Date, which rolls a 30 February over into March), an offset within ±15:59.
+ * @param {string} s
+ */
+function isChangedAt(s) {
+  const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d{1,6})?(?:Z|[+-](\d\d):(\d\d))$/.exec(s);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second, offsetHours = 0, offsetMinutes = 0] = m.slice(1).map((v) => Number(v ?? 0));
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day);
+  d.setUTCHours(hour, minute, second);
+  const same = d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day && d.getUTCHours() === hour && d.getUTCMinutes() === minute && d.getUTCSeconds() === second;
+  // RFC 3339 allows offsets to ±23:59; the contract only what PostgreSQL stores, ±15:59.
+  return same && year >= 1 && offsetHours <= 15 && offsetMinutes <= 59;
+}
+
 /** @typedef {{ field: string | null, rule: string }} Breach  field null: the item itself */
 
 /**
@@ -59,6 +76,9 @@ export function contractBreaches(item) {
   if (phone !== undefined && (typeof phone !== 'string' || !PHONE.test(phone))) found.push({ field: 'phone', rule: '+ and 6 to 15 digits' });
   if (passwordHash !== undefined && (typeof passwordHash !== 'string' || passwordHash.length > 255 || !PASSWORD_HASH.test(passwordHash))) {
     found.push({ field: 'passwordHash', rule: '$id$ then printable ASCII without quotes, backslash or space, at most 255 characters' });
+  }
+  if (u.changedAt !== undefined && (typeof u.changedAt !== 'string' || !isChangedAt(u.changedAt))) {
+    found.push({ field: 'changedAt', rule: 'RFC 3339 with an offset, to the microsecond, a date and time that exist' });
   }
   return found;
 }

@@ -63,6 +63,22 @@ describe('k6 smoke runs (a few seconds, 3 VUs)', () => {
     assert.equal(m.successful_requests.values.rate, 1);
   });
 
+  test('CHANGED_AT=1 in merge mode: every user carries changedAt; a changed replay is newer and updates every row, a plain replay is stale', async () => {
+    for (const replay of ['changed', '1']) {
+      const before = await db.countUsers();
+      const summaryFile = path.join(outDir, `ordered-${replay}.json`);
+      const { code } = await runK6(k6, path.join(K6_DIR, 'stress-test-batch.js'), {
+        BASE_URL: app.baseUrl, TOKEN, VUS: '2', DURATION: '2s', MODE: 'capacity', REPLAY: replay, RESOLUTION: 'merge', CHANGED_AT: '1', SUMMARY_FILE: summaryFile,
+      }, { quiet: true });
+      assert.equal(code, 0, `REPLAY=${replay}`);
+      const m = JSON.parse(await readFile(summaryFile, 'utf8')).metrics;
+      assert.equal(m.successful_requests.values.rate, 1, 'k6 checked every answer: inserted, and updated only by a changed (newer) replay');
+      assert.equal(await db.countUsers(), before + m.inserted_items.values.count);
+    }
+    const { rows } = await db.pool.query("SELECT count(*)::int AS changed, count(changed_at)::int AS ordered FROM users WHERE name LIKE 'Changed%'");
+    assert.ok(rows[0].changed > 0 && rows[0].ordered === rows[0].changed, `every merged row holds its newer changedAt: ${JSON.stringify(rows[0])}`);
+  });
+
   test('without SUMMARY_FILE: k6\'s standard summary with the test\'s figures, and no file unless --summary-export', async () => {
     const cwd = path.join(outDir, 'plain');
     await mkdir(cwd);

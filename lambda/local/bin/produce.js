@@ -26,6 +26,7 @@ const program = new Command('npm run produce --')
   .option('--per-message <k>', 'users per SQS message', positive, 100)
   .option('--concurrency <c>', 'SendMessageBatch calls in flight at once', positive, 8)
   .option('--message-groups <g>', "to a FIFO queue (QUEUE_URL ends in .fifo): message groups, by a hash of each user's email, so one user's changes keep their order while groups spread the load; a message holds users of one group", positive, 32)
+  .option('--stamp-changed-at', "give each user without a changedAt the time it is produced (RFC 3339, microseconds, strictly increasing): merge mode then keeps each user's newest change whatever order the queue delivers in")
   .addOption(
     new Option('--resolution <r>', "the messages' resolution attribute: what the service does with an email already stored (default: none, the feeder's CONFLICT_RESOLUTION)")
       .choices(['merge-duplicates', 'ignore-duplicates']),
@@ -54,7 +55,7 @@ if (args.file) {
 
 const { SQSClient } = await import('@aws-sdk/client-sqs');
 const { Presets, SingleBar } = await import('cli-progress');
-const { packMessages, sendMessages } = await import('../producer.js');
+const { changeStamper, packMessages, sendMessages } = await import('../producer.js');
 const { startLocalTracing } = await import('../tracing.js');
 
 let config;
@@ -69,8 +70,17 @@ try {
 }
 
 const runId = Date.now().toString(36);
-/** @returns {AsyncGenerator<object>} */
+/** The users to send, each stamped with its changedAt when asked. @returns {AsyncGenerator<object>} */
 async function* users() {
+  if (!args.stampChangedAt) {
+    yield* unstamped();
+    return;
+  }
+  const stamp = changeStamper();
+  for await (const user of unstamped()) yield stamp(user);
+}
+/** @returns {AsyncGenerator<object>} */
+async function* unstamped() {
   if (args.file) {
     let line = 0;
     for await (const text of readline.createInterface({ input: createReadStream(args.file) })) {

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { runNode } from '../../../test/support/child-process.js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
@@ -45,6 +48,24 @@ describe('the producer and feeder commands', () => {
     again.child.kill('SIGINT');
     assert.equal(await again.exited, 0);
     assert.equal(await queues.depth(queues.dlqUrl), 0);
+    await queues.delete();
+  });
+
+  test('produce --stamp-changed-at: each user without changedAt gets the time it was produced, in the order read; a file\'s own is kept', async () => {
+    const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 30, maxReceiveCount: 5 });
+    const dir = await mkdtemp(path.join(tmpdir(), 'sluice-produce-'));
+    const file = path.join(dir, 'users.ndjson');
+    const own = '2020-01-01T00:00:00+01:00';
+    await writeFile(file, [{ email: 'a@x.io', name: 'A' }, { email: 'b@x.io', name: 'B', changedAt: own }, { email: 'c@x.io', name: 'C' }].map((u) => JSON.stringify(u)).join('\n'));
+    const producer = run('produce.js', ['--file', file, '--per-message', '10', '--stamp-changed-at'], { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: queues.queueUrl });
+    assert.equal(await producer.exited, 0, producer.err());
+    const received = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+    const users = /** @type {{ email: string, changedAt: string }[]} */ (JSON.parse(received.Messages?.[0]?.Body ?? '[]'));
+    assert.deepEqual(users.map((u) => u.email), ['a@x.io', 'b@x.io', 'c@x.io']);
+    assert.equal(users[1].changedAt, own);
+    assert.match(users[0].changedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    assert.ok(users[0].changedAt < users[2].changedAt, 'a later line is a newer change');
+    await rm(dir, { recursive: true, force: true });
     await queues.delete();
   });
 

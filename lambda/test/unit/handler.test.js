@@ -177,7 +177,7 @@ describe('handler (unit, scripted service)', () => {
     assert.ok(Number.isInteger(emf._aws.Timestamp));
     assert.deepEqual(
       Object.fromEntries(directive.Metrics.map((/** @type {any} */ m) => [m.Name, m.Unit])),
-      { usersStored: 'Count', usersUpdated: 'Count', messagesFailed: 'Count', poisonMessages: 'Count', heldMessages: 'Count', retries: 'Count', posts: 'Count', durationMs: 'Milliseconds' },
+      { usersStored: 'Count', usersUpdated: 'Count', usersStale: 'Count', messagesFailed: 'Count', poisonMessages: 'Count', heldMessages: 'Count', retries: 'Count', posts: 'Count', durationMs: 'Milliseconds' },
     );
     assert.deepEqual(
       { usersStored: emf.usersStored, messagesFailed: emf.messagesFailed, poisonMessages: emf.poisonMessages, retries: emf.retries, posts: emf.posts },

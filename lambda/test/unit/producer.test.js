@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import fc from 'fast-check';
-import { MAX_MESSAGE_BYTES, SINGLE_GROUP, messageGroupOf, packMessages, sendMessages } from '../../local/producer.js';
+import { MAX_MESSAGE_BYTES, SINGLE_GROUP, changeStamper, messageGroupOf, packMessages, sendMessages } from '../../local/producer.js';
 
 /** @template T @param {AsyncIterable<T>} iterable */
 async function collect(iterable) {
@@ -265,5 +265,25 @@ describe('sendMessages (unit, SQS stand-in, mocked timers)', () => {
       assert.equal(retried.length, 3);
       assert.equal(new Set(retried).size, 1, 'a retry keeps its deduplication id');
     });
+  });
+});
+
+describe('changeStamper (unit): npm run produce -- --stamp-changed-at', () => {
+  test('each user without changedAt gets the time it was produced, to the microsecond, strictly increasing; one with it keeps its own', () => {
+    let clock = Date.parse('2026-11-26T10:00:00Z') + 0.0005;
+    const stamp = changeStamper(() => clock);
+    const a = /** @type {Record<string, string>} */ (stamp({ email: 'a@x.io', name: 'A' }));
+    const b = /** @type {Record<string, string>} */ (stamp({ email: 'b@x.io', name: 'B' }));
+    clock += 2.25;
+    const c = /** @type {Record<string, string>} */ (stamp({ email: 'c@x.io', name: 'C' }));
+    assert.deepEqual([a.changedAt, b.changedAt, c.changedAt], ['2026-11-26T10:00:00.000000Z', '2026-11-26T10:00:00.000001Z', '2026-11-26T10:00:00.002250Z']);
+    assert.deepEqual(stamp({ email: 'd@x.io', name: 'D', changedAt: '2020-01-01T00:00:00+01:00' }), { email: 'd@x.io', name: 'D', changedAt: '2020-01-01T00:00:00+01:00' });
+    assert.equal(stamp('not a user'), 'not a user');
+  });
+
+  test('the stamps it gives pass the service\'s validation', async () => {
+    const { checkUser } = await import('../../../service/src/users/user-schema.js');
+    const stamp = changeStamper();
+    for (let i = 0; i < 100; i++) assert.equal(typeof checkUser(stamp({ email: `u${i}@x.io`, name: 'U' }), i)[0], 'string');
   });
 });

@@ -5,7 +5,7 @@ import { ApiError } from '../errors.js';
 // columns of a return=representation answer). Other parameters are ignored, as before.
 
 /** The keys a user object may have (user-schema.js), which are the columns one can write. */
-export const WRITE_COLUMNS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash']);
+export const WRITE_COLUMNS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash', 'changedAt']);
 /** The columns a representation holds, in this order: never the password hash. */
 export const READ_COLUMNS = /** @type {const} */ (['email', 'name', 'phone', 'createdAt', 'updatedAt']);
 /**

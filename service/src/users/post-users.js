@@ -85,7 +85,8 @@ export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRA
 
 /**
  * Counts what a request wrote (a batch, or a stream: users/stream-import.js) and answers it: the
- * rows of a representation when given; else sluice's counts, or no body when `Prefer: return=`
+ * rows of a representation when given; else sluice's counts (in merge mode with `stale`, the items
+ * that wrote nothing), or no body when `Prefer: return=`
  * asked for minimal or headers-only; `Preference-Applied` and `Content-Range` as asked.
  * @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics
  * @param {{ received: number, inserted: number, updated: number }} counts
@@ -95,6 +96,11 @@ export function answerWritten(res, metrics, { received, inserted, updated }, row
   metrics.usersReceived.inc(received);
   metrics.usersInserted.inc(inserted);
   if (updated > 0) metrics.usersUpdated.inc(updated);
+  const merge = res.locals.resolution === 'merge';
+  // Merge mode: every item that wrote nothing was not a newer change than the row stored (or than
+  // another item of its email in the request), so inserted + updated + stale = received.
+  const stale = merge ? received - inserted - updated : 0;
+  if (stale > 0) metrics.usersStale.inc(stale);
   if (res.locals.preferenceApplied) res.setHeader('Preference-Applied', res.locals.preferenceApplied);
   if (res.locals.countRows) res.setHeader('Content-Range', `*/${inserted + updated}`);
   const status = inserted > 0 ? 201 : 200;
@@ -110,6 +116,6 @@ export function answerWritten(res, metrics, { received, inserted, updated }, row
     res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length }).end(body);
     return;
   }
-  const body = JSON.stringify({ received, inserted, updated, duplicates: received - inserted });
+  const body = JSON.stringify(merge ? { received, inserted, updated, stale, duplicates: received - inserted } : { received, inserted, updated, duplicates: received - inserted });
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
 }

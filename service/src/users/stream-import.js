@@ -8,7 +8,7 @@ import { answerWritten } from './post-users.js';
 import { createCsvParser, createNdjsonParser } from './stream-parse.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 import { isUniqueViolation } from './user-repository.js';
-import { COLUMNS, csvField, writeStatement } from './user-sql.js';
+import { COLUMNS, csvLine, writeStatement } from './user-sql.js';
 
 // POST /users with a streamed body (NDJSON or CSV) of any size, written as it arrives and all or
 // nothing: one transaction on one connection; each record is validated (the one schema) and sent
@@ -57,15 +57,19 @@ const STAGING = 'users_stream';
 // `ord` keeps the order the users were sent (COPY numbers them as they come), which decides which
 // of an email's lines wins. COLLATE "C" as in users: the sort and the grouping by email compare
 // bytes, not through ICU.
-const CREATE_STAGING = `CREATE TEMPORARY TABLE ${STAGING} (ord bigint GENERATED ALWAYS AS IDENTITY, email text COLLATE "C", name text, phone text, password_hash text) ON COMMIT DROP`;
+const CREATE_STAGING = `CREATE TEMPORARY TABLE ${STAGING} (ord bigint GENERATED ALWAYS AS IDENTITY, email text COLLATE "C", name text, phone text, password_hash text, changed_at timestamptz) ON COMMIT DROP`;
 const COPY_STAGING = `COPY ${STAGING} (${COLUMNS}) FROM STDIN (FORMAT csv)`;
 const COPY_USERS = `COPY users (${COLUMNS}) FROM STDIN (FORMAT csv)`;
 // Every email once, sorted (concurrent writers lock rows in one order): ignore keeps an email's
-// first line; merge its last name, and its last phone and hash sent (as parseUserBatch merges).
+// first line; merge the name of its newest change, and the newest phone and hash sent, its changes
+// ordered by changedAt, those without one oldest, a tie going to the later line (as
+// parseUserBatch merges).
 const FIRST_OF_EACH = `SELECT DISTINCT ON (email) ${COLUMNS} FROM ${STAGING} ORDER BY email, ord`;
-const MERGED_OF_EACH = `SELECT email, (array_agg(name ORDER BY ord DESC))[1],
-  (array_agg(phone ORDER BY ord DESC) FILTER (WHERE phone IS NOT NULL))[1],
-  (array_agg(password_hash ORDER BY ord DESC) FILTER (WHERE password_hash IS NOT NULL))[1]
+const NEWEST_FIRST = 'changed_at DESC NULLS LAST, ord DESC';
+const MERGED_OF_EACH = `SELECT email, (array_agg(name ORDER BY ${NEWEST_FIRST}))[1],
+  (array_agg(phone ORDER BY ${NEWEST_FIRST}) FILTER (WHERE phone IS NOT NULL))[1],
+  (array_agg(password_hash ORDER BY ${NEWEST_FIRST}) FILTER (WHERE password_hash IS NOT NULL))[1],
+  max(changed_at)
   FROM ${STAGING} GROUP BY email ORDER BY email`;
 const ALL_AS_SENT = `SELECT ${COLUMNS} FROM ${STAGING} ORDER BY email`;
 
@@ -158,7 +162,7 @@ async function importStream(db, reader, format, resolution) {
     const checked = duplicates.length > 0 ? [] : checkUser(item, index, problems.length < MAX_REPORTED_ERRORS);
     if (typeof checked[0] === 'string') {
       const row = /** @type {import('./user-schema.js').UserRow} */ (checked);
-      if (invalid === 0) csv += `${csvField(row[0])},${csvField(row[1])},${csvField(row[2])},${csvField(row[3])}\n`;
+      if (invalid === 0) csv += csvLine(row);
       return;
     }
     invalid++;

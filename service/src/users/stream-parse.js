@@ -14,7 +14,7 @@ import { findDuplicateKeys } from '../http/json-keys.js';
 export const MAX_RECORD_CHARS = 64 * 1024;
 
 /** The columns a CSV header may name: the user's fields. */
-const CSV_COLUMNS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash']);
+const CSV_COLUMNS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash', 'changedAt']);
 const COMMA = 44;
 const QUOTE = 34;
 const LF = 10;
@@ -89,8 +89,8 @@ export function createNdjsonParser() {
 }
 
 /**
- * CSV as RFC 4180 has it, in UTF-8: a header row naming the columns (email and name, and phone or
- * passwordHash if sent, in any order, each once), then one user a record. Fields are separated by
+ * CSV as RFC 4180 has it, in UTF-8: a header row naming the columns (email and name, and phone,
+ * passwordHash or changedAt if sent, in any order, each once), then one user a record. Fields are separated by
  * commas, records by LF or CRLF; a field in double quotes may hold commas, quotes (doubled) and
  * line breaks. An empty field not quoted is a field not sent; `""` is an empty string, sent (as
  * PostgreSQL's COPY reads CSV). A line of nothing at all is skipped.
@@ -170,7 +170,7 @@ export function createCsvParser() {
     const names = fields.map((f, i) => (i === 0 && f?.charCodeAt(0) === 0xfeff ? f.slice(1) : f) ?? '');
     for (const name of names) {
       if (!(/** @type {readonly string[]} */ (CSV_COLUMNS)).includes(name)) {
-        throw malformed(`the header names a column ${JSON.stringify(name)}; the columns are email, name, phone, passwordHash (email and name required)`);
+        throw malformed(`the header names a column ${JSON.stringify(name)}; the columns are email, name, phone, passwordHash, changedAt (email and name required)`);
       }
     }
     const twice = names.find((n, i) => names.indexOf(n) !== i);
@@ -221,7 +221,7 @@ export function createCsvParser() {
     end(onRecord) {
       consume(true, onRecord);
       // An empty body is an empty batch (the importer says so); one of blank lines has no header.
-      if (columns === undefined && line > 1) throw malformed('the body has no header row (email,name[,phone][,passwordHash])', 1);
+      if (columns === undefined && line > 1) throw malformed('the body has no header row (email,name[,phone][,passwordHash][,changedAt])', 1);
     },
   };
 }

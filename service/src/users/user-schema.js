@@ -2,9 +2,12 @@ import { Ajv } from 'ajv';
 import { InvalidBatchError } from '../errors.js';
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
-/** @typedef {{ email: string, name: string, phone?: string, passwordHash?: string }} User */
-/** A row as the table takes it: [email (lower-cased), name, phone, password_hash]; null: not sent. */
-/** @typedef {[string, string, string | null, string | null]} UserRow */
+/** @typedef {{ email: string, name: string, phone?: string, passwordHash?: string, changedAt?: string }} User */
+/**
+ * A row as the table takes it: [email (lower-cased), name, phone, password_hash, changed_at (as
+ * sent: RFC 3339 with an offset)]; null: not sent.
+ * @typedef {[string, string, string | null, string | null, string | null]} UserRow
+ */
 /**
  * What to do with an email already stored: ignore (skip it) or merge (update it with what was sent).
  * @typedef {'ignore' | 'merge'} Resolution
@@ -24,6 +27,11 @@ const EMAIL = `^${EMAIL_CHAR}+@${EMAIL_CHAR}(?=${EMAIL_CHAR}*\\.${EMAIL_CHAR})${
 // PHC strings and modular crypt: `$id$`, then base64 (standard or crypt's), parameters and separators.
 // Nothing else, so no quote, backslash, space, control character or NUL ever reaches a statement.
 const PASSWORD_HASH = '^\\$[a-z0-9-]+\\$[A-Za-z0-9./+=,$-]*$';
+// When the change happened at its source, merge mode's ordering value: RFC 3339's date-time with an
+// offset (Z or ±hh:mm), to the microsecond at most. PostgreSQL's timestamptz keeps microseconds, so
+// a seventh digit could not be stored as sent: refused, not rounded. Whether the date exists (a
+// 30 February, an hour 24) is checked after the schema (calendarProblem).
+const CHANGED_AT = '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})$';
 
 const userSchema = {
   type: 'object',
@@ -34,6 +42,7 @@ const userSchema = {
     name: { type: 'string', minLength: 1, maxLength: 200, pattern: NO_CONTROL },
     phone: { type: 'string', pattern: '^\\+[0-9]{6,15}$' },
     passwordHash: { type: 'string', maxLength: 255, pattern: PASSWORD_HASH },
+    changedAt: { type: 'string', pattern: CHANGED_AT },
   },
 };
 
@@ -43,12 +52,17 @@ const MESSAGES = {
   name: { type: 'must be a string', minLength: 'must not be empty', maxLength: 'must be at most 200 characters', pattern: 'must not contain control characters (NUL included)' },
   phone: { type: 'must be a string (leave the field out when there is none)', pattern: 'must be + followed by 6 to 15 digits' },
   passwordHash: { type: 'must be a string (leave the field out when there is none)', maxLength: 'must be at most 255 characters', pattern: 'must be a PHC / modular-crypt hash: $id$ then only letters, digits and . / + = , $ - (e.g. $argon2id$v=19$...)' },
+  changedAt: { type: 'must be a string', pattern: 'must be an RFC 3339 date-time with an offset, to the microsecond at most (e.g. 2026-11-26T09:30:00.123456Z or 2026-11-26T10:30:00+01:00)' },
 };
+const TOO_PRECISE = 'has more than 6 fractional digits: PostgreSQL keeps microseconds, so it could not be stored as sent (round it at the source)';
+const NOT_A_DATE = 'must be a date and time that exist (month 01-12, a day the month has, hour 00-23, minute and second 00-59) with an offset PostgreSQL takes (at most ±15:59; real ones are within -12:00 and +14:00)';
+const TOO_PRECISE_PATTERN = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{7,}(Z|[+-][0-9]{2}:[0-9]{2})$/;
 const PASSWORD_REFUSED = 'plaintext passwords are never accepted: hash it (argon2id, bcrypt, scrypt) and send passwordHash';
 const LONE_SURROGATE = 'contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which cannot be stored as sent';
 const FIELDS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash']);
 const MAX_EMAIL_LENGTH = userSchema.properties.email.maxLength;
 const EMAIL_PATTERN = new RegExp(EMAIL, 'u');
+const CHANGED_AT_PATTERN = new RegExp(CHANGED_AT, 'u');
 
 // Compiled once: the compiled function is plain JavaScript, about a microsecond a user.
 const validateUser = new Ajv({ allErrors: true, strict: true, unicodeRegExp: true }).compile(userSchema);
@@ -57,21 +71,25 @@ const validateUser = new Ajv({ allErrors: true, strict: true, unicodeRegExp: tru
  * Turns ajv's findings about one item into the contract's error entries.
  * @param {number} index
  * @param {import('ajv').ErrorObject[]} errors
+ * @param {unknown} item  the item they are about
  * @returns {ItemError[]}
  */
-function describe(index, errors) {
+function describe(index, errors, item) {
   return errors.map((e) => {
     if (e.keyword === 'required') {
       return { index, field: e.params.missingProperty, message: 'is required' };
     }
     if (e.keyword === 'additionalProperties') {
       const field = e.params.additionalProperty;
-      return { index, field, message: field === 'password' ? PASSWORD_REFUSED : 'is not a known field (allowed: email, name, phone, passwordHash)' };
+      return { index, field, message: field === 'password' ? PASSWORD_REFUSED : 'is not a known field (allowed: email, name, phone, passwordHash, changedAt)' };
     }
     if (e.instancePath === '') {
       return { index, field: null, message: 'each item must be a user object' };
     }
     const field = e.instancePath.slice(1);
+    if (field === 'changedAt' && e.keyword === 'pattern' && TOO_PRECISE_PATTERN.test(/** @type {{ changedAt: string }} */ (item).changedAt)) {
+      return { index, field, message: TOO_PRECISE };
+    }
     const byField = /** @type {Record<string, Record<string, string>>} */ (MESSAGES)[field];
     return { index, field, message: byField?.[e.keyword] ?? e.message ?? 'is invalid' };
   });
@@ -92,6 +110,9 @@ function storageProblems(index, item) {
   for (const field of FIELDS) {
     const value = item[field];
     if (typeof value === 'string' && !isWellFormed(value)) found.push({ index, field, message: LONE_SURROGATE });
+  }
+  if (typeof item.changedAt === 'string' && CHANGED_AT_PATTERN.test(item.changedAt) && !isRealDateTime(item.changedAt)) {
+    found.push({ index, field: 'changedAt', message: NOT_A_DATE });
   }
   // The email as stored is checked whatever another field holds: every field's problem is named.
   const email = item.email;
@@ -128,6 +149,50 @@ function wellFormed(u) {
 
 /** String.prototype.isWellFormed (Node 20), which TypeScript's ES2022 library does not declare. @param {string} s */
 const isWellFormed = (s) => /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
+
+/**
+ * Whether a date-time of CHANGED_AT's shape names one that exists, in an offset PostgreSQL takes:
+ * it would refuse a 30 February, an hour 24 or an offset of +16:00 (a 500), and roll a second 60
+ * over into the next minute (not as sent).
+ * @param {string} s
+ */
+export function isRealDateTime(s) {
+  const year = num(s, 0, 4);
+  const month = num(s, 5, 2);
+  const day = num(s, 8, 2);
+  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
+  if (num(s, 11, 2) > 23 || num(s, 14, 2) > 59 || num(s, 17, 2) > 59) return false;
+  if (s.endsWith('Z')) return true;
+  // RFC 3339 allows offsets to ±23:59, PostgreSQL only to ±15:59 (a 22008 error past it).
+  return num(s, s.length - 5, 2) <= MAX_OFFSET_HOURS && num(s, s.length - 2, 2) <= 59;
+}
+const MAX_OFFSET_HOURS = 15;
+/** @param {string} s @param {number} at @param {number} length */
+const num = (s, at, length) => Number(s.slice(at, at + length));
+/** @param {number} year @param {number} month  1-12 */
+const daysInMonth = (year, month) =>
+  month === 2 ? (year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31;
+
+/**
+ * Orders two changedAt values by the instants they name, to the microsecond (which a Date does
+ * not keep; milliseconds and microseconds apart, as microseconds since the epoch pass 2^53 in
+ * 2255). Only for values that passed the schema and isRealDateTime; null (none) before any value.
+ * @param {string | null} a @param {string | null} b
+ * @returns {number}  negative when a is older, 0 when the same instant, positive when newer
+ */
+export function compareChanges(a, b) {
+  if (a === null || b === null) return a === b ? 0 : a === null ? -1 : 1;
+  const [aMs, aMicros] = instant(a);
+  const [bMs, bMicros] = instant(b);
+  return aMs !== bMs ? aMs - bMs : aMicros - bMicros;
+}
+
+/** @param {string} s @returns {[number, number]}  milliseconds since the epoch, and the microseconds of the second */
+function instant(s) {
+  const offsetAt = s.endsWith('Z') ? s.length - 1 : s.length - 6;
+  const fraction = s.charCodeAt(19) === 0x2e ? s.slice(20, offsetAt).padEnd(6, '0') : '000000';
+  return [Date.parse(`${s.slice(0, 19)}${s.slice(offsetAt)}`), Number(fraction)];
+}
 
 /** @param {string} stored  a lower-cased email whose sent form passed the schema */
 function emailStillFits(stored) {
@@ -204,10 +269,13 @@ export function checkUser(item, index, describeProblems = true) {
     // The common case, kept to a few property reads: stored as sent, and the email fits lower-cased.
     const u = /** @type {User} */ (item);
     const email = u.email.toLowerCase();
-    if (wellFormed(u) && (email === u.email || emailStillFits(email))) return [email, u.name, u.phone ?? null, u.passwordHash ?? null];
+    const changedAt = u.changedAt ?? null;
+    if (wellFormed(u) && (email === u.email || emailStillFits(email)) && (changedAt === null || isRealDateTime(changedAt))) {
+      return [email, u.name, u.phone ?? null, u.passwordHash ?? null, changedAt];
+    }
   }
   if (!describeProblems) return [];
-  const schemaErrors = validateUser(item) ? [] : describe(index, validateUser.errors ?? []);
+  const schemaErrors = validateUser(item) ? [] : describe(index, validateUser.errors ?? [], item);
   const storeErrors = item !== null && typeof item === 'object' ? storageProblems(index, /** @type {Record<string, unknown>} */ (item)) : null;
   // One message a field: a rule of the schema it breaks already says what to fix.
   const notYetSaid = (storeErrors ?? []).filter((e) => !schemaErrors.some((s) => s.field === e.field));
@@ -216,20 +284,40 @@ export function checkUser(item, index, describeProblems = true) {
 
 /**
  * Sorted by email, each email once. The sort is stable, so the occurrences of an email stay in the
- * order they were sent.
+ * order they were sent. Ignore mode keeps an email's first item. Merge mode applies an email's items
+ * in the order of their changes: those without changedAt first, in the order sent (an item without
+ * the value is older than any with one, as against a stored row), then by changedAt, a tie going to
+ * the later line; each takes the name sent, and the phone and hash where it has them.
  * @param {UserRow[]} rows @param {Resolution} resolution
  */
 export function oncePerEmail(rows, resolution) {
   if (rows.length > 1) rows.sort(byEmail);
   let kept = 0;
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i];
-    const previous = kept > 0 ? rows[kept - 1] : undefined;
-    if (previous === undefined || previous[0] !== row[0]) rows[kept++] = row;
-    else if (resolution === 'merge') rows[kept - 1] = [row[0], row[1], row[2] ?? previous[2], row[3] ?? previous[3]];
+  for (let i = 0; i < rows.length;) {
+    let end = i + 1;
+    while (end < rows.length && rows[end][0] === rows[i][0]) end++;
+    // kept <= i: a run is read before its place is written.
+    rows[kept++] = end - i === 1 || resolution !== 'merge' ? rows[i] : merged(rows.slice(i, end));
+    i = end;
   }
   rows.length = kept;
   return rows;
+}
+
+/**
+ * One email's items, merged in the order of their changes.
+ * @param {UserRow[]} run  in the order sent
+ * @returns {UserRow}
+ */
+function merged(run) {
+  // Stable: a tie keeps the order sent.
+  if (run.some((r) => r[4] !== null)) run.sort((a, b) => compareChanges(a[4], b[4]));
+  let m = run[0];
+  for (let i = 1; i < run.length; i++) {
+    const r = run[i];
+    m = [r[0], r[1], r[2] ?? m[2], r[3] ?? m[3], r[4]];
+  }
+  return m;
 }
 
 /** @param {UserRow} a @param {UserRow} b */

@@ -31,7 +31,7 @@ for (const { label, env } of WRITE_VARIANTS) {
       const before = await rows([a.email, b.email]);
       const res = await post([{ email: a.email.toUpperCase(), name: 'A renamed' }, { ...b, name: 'B renamed', phone: '+4400000000', passwordHash: OTHER_HASH }, c], MERGE);
       assert.equal(res.status, 201, res.text);
-      assert.deepEqual(res.body, { received: 3, inserted: 1, updated: 2, duplicates: 2 });
+      assert.deepEqual(res.body, { received: 3, inserted: 1, updated: 2, stale: 0, duplicates: 2 });
       assert.equal(res.headers.get('preference-applied'), 'resolution=merge-duplicates');
       const after = await rows([a.email, b.email, c.email]);
       assert.deepEqual([after.get(a.email)?.name, after.get(a.email)?.phone, after.get(a.email)?.password_hash], ['A renamed', a.phone, SAMPLE_HASH], 'omitted fields keep their stored values');
@@ -49,7 +49,7 @@ for (const { label, env } of WRITE_VARIANTS) {
       const before = await rows(users.map((u) => u.email));
       const res = await post(users, MERGE);
       assert.equal(res.status, 200, res.text);
-      assert.deepEqual(res.body, { received: 5, inserted: 0, updated: 0, duplicates: 5 });
+      assert.deepEqual(res.body, { received: 5, inserted: 0, updated: 0, stale: 5, duplicates: 5 });
       const after = await rows(users.map((u) => u.email));
       for (const u of users) {
         assert.equal(after.get(u.email)?.version, before.get(u.email)?.version, 'the same row version (xmin): not written');
@@ -62,10 +62,10 @@ for (const { label, env } of WRITE_VARIANTS) {
       const email = `twice-${tag}@example.com`;
       const merged = await post([{ email, name: 'First', phone: '+4411111111' }, { email: email.toUpperCase(), name: 'Second' }], MERGE);
       assert.equal(merged.status, 201, merged.text);
-      assert.deepEqual(merged.body, { received: 2, inserted: 1, updated: 0, duplicates: 1 });
+      assert.deepEqual(merged.body, { received: 2, inserted: 1, updated: 0, stale: 1, duplicates: 1 });
       assert.deepEqual([(await rows([email])).get(email)?.name, (await rows([email])).get(email)?.phone], ['Second', '+4411111111']);
       const again = await post([{ email, name: 'Third' }, { email, name: 'Fourth' }], MERGE);
-      assert.deepEqual(again.body, { received: 2, inserted: 0, updated: 1, duplicates: 2 });
+      assert.deepEqual(again.body, { received: 2, inserted: 0, updated: 1, stale: 1, duplicates: 2 });
       assert.equal((await rows([email])).get(email)?.name, 'Fourth');
 
       const other = `first-${tag}@example.com`;

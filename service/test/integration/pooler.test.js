@@ -182,7 +182,7 @@ describe('through PgBouncer in transaction mode', () => {
     const renamed = users.map((u, i) => ({ ...u, name: `Renamed ${i}`, phone: undefined }));
     const merge = { Prefer: 'resolution=merge-duplicates' };
     const batch = await app.postUsers(renamed.slice(0, 1000), { headers: merge });
-    assert.deepEqual([batch.status, batch.body], [200, { received: 1000, inserted: 0, updated: 1000, duplicates: 1000 }]);
+    assert.deepEqual([batch.status, batch.body], [200, { received: 1000, inserted: 0, updated: 1000, stale: 0, duplicates: 1000 }]);
     const singles = await Promise.all(renamed.slice(1000).map((u) => app.postUsers([u], { headers: merge })));
     for (const res of singles) assert.deepEqual([res.status, res.body?.updated], [200, 1], res.text);
     const stored = await db.usersByEmail(users.map((u) => u.email));
@@ -216,7 +216,7 @@ describe('through PgBouncer in transaction mode', () => {
     // Half stored already, half new, renamed: merge mode stages the whole body, then writes it.
     const mixed = [...users.slice(0, 1000), ...makeUsers(1000)].map((u) => ({ ...u, name: 'Merged' }));
     const merged = await app.postUsers(csv(mixed), { contentType: CSV, headers: { Prefer: 'resolution=merge-duplicates' } });
-    assert.deepEqual([merged.status, merged.body], [201, { received: 2000, inserted: 1000, updated: 1000, duplicates: 1000 }], merged.text);
+    assert.deepEqual([merged.status, merged.body], [201, { received: 2000, inserted: 1000, updated: 1000, stale: 0, duplicates: 1000 }], merged.text);
     // Ignore mode meeting stored emails: chunks go through the staging table too.
     const replay = await app.postUsers(ndjson([...users.slice(0, 9000), ...makeUsers(10)]), { contentType: NDJSON });
     assert.deepEqual([replay.status, replay.body], [201, { received: 9010, inserted: 10, updated: 0, duplicates: 9000 }], replay.text);

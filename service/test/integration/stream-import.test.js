@@ -159,7 +159,7 @@ describe('POST /users with a streamed body', () => {
     assert.deepEqual(ignored.body, { received: 2, inserted: 1, updated: 0, duplicates: 1 });
     assert.equal((await ctx.db.usersByEmail([u.email])).get(u.email)?.name, 'First');
     const merged = await ctx.app.postUsers(ndjson([{ ...first, name: 'Middle' }, second]), { contentType: NDJSON, headers: { prefer: 'resolution=merge-duplicates' } });
-    assert.deepEqual(merged.body, { received: 2, inserted: 0, updated: 1, duplicates: 2 });
+    assert.deepEqual(merged.body, { received: 2, inserted: 0, updated: 1, stale: 1, duplicates: 2 });
     assert.equal(merged.headers.get('preference-applied'), 'resolution=merge-duplicates');
     assert.deepEqual((await ctx.db.usersByEmail([u.email])).get(u.email), { email: u.email, name: 'Second', phone: '+15550000001', password_hash: null });
   });

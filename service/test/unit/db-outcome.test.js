@@ -137,7 +137,7 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
     });
     return createUserWriter(db, { chunkRows, strategy: 'format' });
   }
-  const rows = /** @type {import('../../src/users/user-schema.js').UserRow[]} */ ([['a@x.co', 'A', null, null], ['b@x.co', 'B', null, null]]);
+  const rows = /** @type {import('../../src/users/user-schema.js').UserRow[]} */ ([['a@x.co', 'A', null, null, null], ['b@x.co', 'B', null, null, null]]);
   const failInsert = () => (/** @type {string} */ text) => (/^(?:SET LOCAL [^;]+; )*INSERT/.test(text) ? lost() : undefined);
   const succeed = () => () => undefined;
 

@@ -6,7 +6,7 @@ import { createReplayGuess } from '../../src/users/replay-guess.js';
 
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 /** @param {string} email @param {string} [name] @returns {UserRow} */
-const row = (email, name = 'N') => [email, name, null, null];
+const row = (email, name = 'N') => [email, name, null, null, null];
 
 /**
  * A writer whose writes finish only when the test says so, recording what was written and how

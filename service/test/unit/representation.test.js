@@ -9,7 +9,7 @@ import { timestampAsJson } from '../../src/users/user-sql.js';
 /** @param {string} email @param {boolean} inserted */
 const written = (email, inserted) => ({ email, name: `name of ${email}`, phone: null, createdAt: '2026-01-01T00:00:00+00:00', updatedAt: inserted ? null : '2026-01-02T00:00:00+00:00' });
 /** The request's rows in the order sent, as the validator gives them. @param {string[]} emails @returns {import('../../src/users/user-schema.js').UserRow[]} */
-const sent = (emails) => emails.map((e) => [e, `name of ${e}`, null, null]);
+const sent = (emails) => emails.map((e) => [e, `name of ${e}`, null, null, null]);
 /** @param {string[]} emails @param {import('../../src/users/user-repository.js').WrittenUser[]} users @param {Parameters<typeof representationText>[2]} select */
 const representation = (emails, users, select) => JSON.parse(representationText(sent(emails), users, select));
 
@@ -50,7 +50,7 @@ describe('a representation from the rows written (unit)', () => {
   test("the rows built from what the statement returned have READ_COLUMNS as keys, in their order (what serialising them as they come relies on)", () => {
     const users = writtenUsers([['a@x.io', 'A', '+15550100100', null]], [result('SELECT', [['2026-11-25 04:15:04.5+00']]), result('INSERT', [['a@x.io']])], 'skip');
     assert.deepEqual(Object.keys(users[0]), [...READ_COLUMNS]);
-    const merged = writtenUsers([['a@x.io', 'A', null, null]], result('INSERT', [['a@x.io', '2026-11-25 04:15:04.5+00', '+15550100100', '2026-11-26 00:00:00+00']]), 'merge');
+    const merged = writtenUsers([['a@x.io', 'A', null, null, null]], result('INSERT', [['a@x.io', '2026-11-25 04:15:04.5+00', '+15550100100', '2026-11-26 00:00:00+00']]), 'merge');
     assert.deepEqual(Object.keys(merged[0]), [...READ_COLUMNS]);
   });
 

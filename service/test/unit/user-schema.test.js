@@ -12,8 +12,8 @@ describe('parseUserBatch (unit)', () => {
       { email: 'a@x.io', name: 'A2' },
     ]);
     assert.deepEqual(rows, [
-      ['a@x.io', 'A1', '+4412345678', null],
-      ['b@x.io', 'B', null, null],
+      ['a@x.io', 'A1', '+4412345678', null, null],
+      ['b@x.io', 'B', null, null, null],
     ]);
   });
 
@@ -28,8 +28,8 @@ describe('parseUserBatch (unit)', () => {
       'merge',
     );
     assert.deepEqual(rows, [
-      ['a@x.io', 'A3', '+4422222222', '$2b$12$first'],
-      ['b@x.io', 'B', null, null],
+      ['a@x.io', 'A3', '+4422222222', '$2b$12$first', null],
+      ['b@x.io', 'B', null, null, null],
     ]);
   });
 

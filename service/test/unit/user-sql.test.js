@@ -10,8 +10,12 @@ const TRICKY = ['plain', '', "O'Brien", "''", '\\', 'a\\b', "it's \\ both", '%L 
 
 /** Every value the tests try: the tricky ones, and anything fast-check makes of the whole of Unicode. */
 const value = fc.oneof(fc.constantFrom(...TRICKY), fc.string({ unit: 'binary' }), fc.string({ unit: fc.constantFrom("'", '\\', '"', ',', '{', '}', ' ', 'a', '%', '$') }));
+/** A changedAt as the validator lets it through: RFC 3339 with an offset, up to 6 fractional digits. */
+const changedAt = fc
+  .tuple(fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true }), fc.integer({ min: 0, max: 999 }))
+  .map(([d, micros]) => d.toISOString().replace('Z', `${String(micros).padStart(3, '0')}Z`));
 /** @type {fc.Arbitrary<UserRow[]>} */
-const rows = fc.array(fc.tuple(value, value, fc.option(value), fc.option(value)), { minLength: 1, maxLength: 20 });
+const rows = fc.array(fc.tuple(value, value, fc.option(value), fc.option(value), fc.option(changedAt)), { minLength: 1, maxLength: 20 });
 
 /**
  * What PostgreSQL's array_in makes of one element written as the builder writes it: the reference
@@ -48,7 +52,7 @@ function readSqlLiteral(sql) {
 
 describe('the statement builder (unit)', () => {
   test('rowsAsValues is exactly what pg-format builds from the same rows with %L', () => {
-    fc.assert(fc.property(rows, (r) => assert.equal(rowsAsValues(r), format('VALUES %L', r))));
+    fc.assert(fc.property(rows, (r) => assert.equal(rowsAsValues(r), format('VALUES %s', r.map((row) => format('(%L, %L, %L, %L, %L::timestamptz)', ...row)).join(', ')))));
   });
 
   test('rowsAsArrays: each column is one literal that reads back as exactly the column, NULLs included', () => {
@@ -58,6 +62,10 @@ describe('the statement builder (unit)', () => {
         const literals = [...sql.matchAll(/(E?'(?:[^']|'')*')::text\[\]/g)].map((m) => m[1]);
         assert.equal(literals.length, 4, sql);
         literals.forEach((lit, c) => assert.deepEqual(readArrayLiteral(readSqlLiteral(lit)), r.map((row) => row[c])));
+        const changes = /** @type {RegExpMatchArray} */ (sql.match(/(E?'(?:[^']|'')*')::timestamptz\[\]\)$/));
+        const read = readArrayLiteral(readSqlLiteral(changes[1]));
+        // No row with an ordering value: an empty array, which unnest pads with NULLs.
+        assert.deepEqual(read, r.every((row) => row[4] === null) ? [] : r.map((row) => row[4]));
       }),
     );
   });
@@ -67,9 +75,21 @@ describe('the statement builder (unit)', () => {
     assert.doesNotMatch(writeStatement(source, 'fail', 'none'), /ON CONFLICT|RETURNING/);
     assert.match(writeStatement(source, 'skip', 'emails'), /ON CONFLICT \(email\) DO NOTHING RETURNING email, updated_at IS NULL AS inserted$/);
     const merge = writeStatement(source, 'merge', 'counts');
-    assert.match(merge, /DO UPDATE SET[\s\S]+WHERE \(users\.name, users\.phone, users\.password_hash\)\s+IS DISTINCT FROM/);
-    assert.match(merge, /^WITH written AS \(INSERT INTO users/);
-    assert.match(merge, /FROM \(SELECT 1\) AS t \(email, name, phone, password_hash\)\s+WHERE NOT EXISTS \([\s\S]+ OFFSET 0\)/, 'rows stored unchanged are left out before the insert, by a probe per row');
+    assert.match(merge, /DO UPDATE SET\s+\(name, phone, password_hash, changed_at, updated_at\) = \(EXCLUDED\.name, [^)]+\), [^)]+\), EXCLUDED\.changed_at, now\(\)\)/);
+    assert.match(merge, /DO UPDATE SET[\s\S]+WHERE \(users\.name, users\.phone, users\.password_hash, users\.changed_at\)\s+IS DISTINCT FROM/);
+    assert.match(
+      merge,
+      /IS DISTINCT FROM [^\n]+\n\s+AND NOT \(users\.changed_at IS NOT NULL AND \(EXCLUDED\.changed_at IS NULL OR EXCLUDED\.changed_at <= users\.changed_at\)\)/,
+      'a stored row is replaced only by a strictly newer change; a change without one never replaces a row that has one',
+    );
+    assert.match(merge, /^WITH written AS \(INSERT INTO users \(email, name, phone, password_hash, changed_at\)/);
+    assert.match(merge, /FROM \(SELECT 1\) AS t \(email, name, phone, password_hash, changed_at\)\s+WHERE NOT EXISTS \([\s\S]+ OFFSET 0\)/, 'rows stored unchanged are left out before the insert, by a probe per row');
+    assert.match(
+      merge,
+      /WHERE NOT EXISTS \(SELECT FROM users u WHERE u\.email = t\.email COLLATE "C"\s+AND \(\([^)]+\) IS NOT DISTINCT FROM \([\s\S]+\) OR \(u\.changed_at IS NOT NULL AND \(t\.changed_at IS NULL OR t\.changed_at <= u\.changed_at\)\)\) OFFSET 0\)/,
+      'stale changes are left out by the same probe (no second one)',
+    );
+    assert.equal(merge.match(/SELECT FROM users/g)?.length, 1, 'one probe of users a row');
     assert.doesNotMatch(writeStatement(source, 'skip', 'none'), /NOT EXISTS/);
   });
 });

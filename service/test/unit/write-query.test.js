@@ -29,7 +29,7 @@ describe('the query of POST /users: on_conflict, columns, select (unit)', () => 
   test('columns, as postgrest-js sends them (quoted, comma-separated): the keys to read', () => {
     assert.deepEqual(parseWriteQuery(`columns=${encodeURIComponent('"email","name","phone"')}`), { columns: ['email', 'name', 'phone'] });
     assert.deepEqual(parseWriteQuery('columns=email, name,passwordHash'), { columns: ['email', 'name', 'passwordHash'] });
-    refused('columns=email,nickname', 'unknown_column', /'nickname'.*columns are email, name, phone, passwordHash/);
+    refused('columns=email,nickname', 'unknown_column', /'nickname'.*columns are email, name, phone, passwordHash, changedAt/);
     assert.deepEqual(parseWriteQuery('columns=email,password'), { columns: ['email', 'password'] }, 'for the validator to say: send passwordHash');
   });
 
