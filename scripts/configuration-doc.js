@@ -48,7 +48,7 @@ export const SECTIONS = [
   },
   {
     heading: 'Tracing (`env/src/tracing.js`)',
-    intro: "OpenTelemetry's own variables, read by the service, the feeder (its handler and local runner) and the producer; off unless `OTEL_TRACES_EXPORTER=otlp` or an OTLP endpoint is set. The service reads them once, with its own configuration, and builds its SDK from what it read; the feeder's and the producer's SDKs (the ADOT layer's on AWS) read them again themselves. The spec's variables not listed here (`OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`) are left to each SDK. [tracing.md](tracing.md) says what each component records.",
+    intro: "OpenTelemetry's own variables, read by the service, the feeder (its handler and local runner) and the producer; off unless `OTEL_TRACES_EXPORTER=otlp` or an OTLP endpoint is set. The service, the feeder's handler, its local runner and the producer read them once, with their own configuration, and build their SDK (or, in the handler, whether to load the API) from what they read; on AWS the ADOT layer's SDK reads them itself. The spec's variables not listed here (`OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`) are left to each SDK. [tracing.md](tracing.md) says what each component records.",
     declarations: TRACING_VARIABLES,
   },
   {

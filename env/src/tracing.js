@@ -4,9 +4,10 @@ import { decimal, integer, oneOf, text, url } from './parsers.js';
 /**
  * OpenTelemetry's own variables (the spec's names and meanings), as the service, the feeder and
  * the producer read them: declared here so that --help and docs/configuration.md list them, a bad
- * value stops start-up, and every component turns tracing on by the same rule. The service builds
- * its SDK from what they are read into (TracingConfig); the feeder's and the producer's SDKs read
- * them again themselves.
+ * value stops start-up, and every component turns tracing on by the same rule. The service, the
+ * feeder's local runner and the producer build their SDK from what they are read into
+ * (TracingConfig), and the feeder's handler decides from it whether to load the API; on AWS the
+ * ADOT layer's SDK reads them itself.
  */
 export const TRACING_VARIABLES = defineVariables({
   OTEL_TRACES_EXPORTER: {

@@ -1,5 +1,4 @@
 import { backoffMs, parseRetryAfter, sleep } from './retry.js';
-import { currentTraceparent } from './tracing.js';
 
 /**
  * What one POST /users came to, after any retries:
@@ -35,11 +34,10 @@ const PREFER = { ignore: 'resolution=ignore-duplicates', merge: 'resolution=merg
  * @param {unknown[]} users
  * @param {import('./records.js').Resolution} resolution
  * @param {number} timeoutMs
+ * @param {string | undefined} traceparent  the invocation span's context (undefined, and no header, when tracing is off)
  * @returns {Promise<PostOutcome & { retryAfterMs?: number }>}
  */
-async function postOnce(config, users, resolution, timeoutMs) {
-  // The service's spans join the invocation's trace (undefined, and no header, when off).
-  const traceparent = currentTraceparent();
+async function postOnce(config, users, resolution, timeoutMs, traceparent) {
   let res;
   try {
     res = await fetch(`${config.serviceUrl}/users`, {
@@ -98,16 +96,18 @@ function safeJson(text) {
  *
  * @param {import('./config.js').FeederConfig} config
  * @param {unknown[]} users
- * @param {{ deadline: number, resolution?: import('./records.js').Resolution, onAttempt?: (retry: boolean) => void }} options
- *   deadline: epoch ms; resolution: what the service does with a stored email (default ignore)
+ * @param {{ deadline: number, resolution?: import('./records.js').Resolution, onAttempt?: (retry: boolean) => void,
+ *   traceparent?: () => string | undefined }} options
+ *   deadline: epoch ms; resolution: what the service does with a stored email (default ignore);
+ *   traceparent: the header for a request made now, so the service's spans join the invocation's trace
  * @returns {Promise<PostOutcome>}
  */
-export async function postUsers(config, users, { deadline, resolution = 'ignore', onAttempt = () => {} }) {
+export async function postUsers(config, users, { deadline, resolution = 'ignore', onAttempt = () => {}, traceparent = () => undefined }) {
   for (let attempt = 0; ; attempt++) {
     const left = deadline - Date.now();
     if (left <= 0) return { kind: 'unavailable', reason: 'no time left in the invocation' };
     onAttempt(attempt > 0);
-    const outcome = await postOnce(config, users, resolution, Math.min(config.requestTimeoutMs, left));
+    const outcome = await postOnce(config, users, resolution, Math.min(config.requestTimeoutMs, left), traceparent());
     if (outcome.kind !== 'unavailable') return outcome;
     const wait = Math.max(backoffMs(attempt, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }), outcome.retryAfterMs ?? 0);
     if (Date.now() + wait >= deadline) return { kind: 'unavailable', reason: outcome.reason };

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run feeder`: the local SQS event-source runner feeding the real handler.
 import { Command } from 'commander';
-import { ConfigError, TRACING_VARIABLES } from '@sluice/env';
+import { ConfigError, TRACING_VARIABLES, loadTracingConfig } from '@sluice/env';
 import { FEEDER_VARIABLES, loadFeederConfig } from '../../src/config.js';
 import { environmentSection } from '../environment-help.js';
 import { RUNNER_VARIABLES, SQS_VARIABLES, loadRunnerConfig } from '../sqs-config.js';
@@ -40,7 +40,7 @@ try {
 // What the ADOT layer is on AWS: the SDK that records the handler's spans (off unless asked).
 let stopTracing;
 try {
-  stopTracing = await startLocalTracing('sluice-feeder');
+  stopTracing = await startLocalTracing('sluice-feeder', loadTracingConfig());
 } catch (err) {
   if (!(err instanceof ConfigError)) throw err;
   console.error(`feeder: bad configuration: ${err.message}`);

@@ -3,7 +3,7 @@
 import { createReadStream } from 'node:fs';
 import readline from 'node:readline';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { TRACING_VARIABLES, integer } from '@sluice/env';
+import { TRACING_VARIABLES, integer, loadTracingConfig } from '@sluice/env';
 import { environmentSection } from '../environment-help.js';
 import { SQS_VARIABLES, loadSqsConfig } from '../sqs-config.js';
 
@@ -63,7 +63,7 @@ let config;
 let stopTracing;
 try {
   config = loadSqsConfig();
-  stopTracing = await startLocalTracing('sluice-producer');
+  stopTracing = await startLocalTracing('sluice-producer', loadTracingConfig());
 } catch (err) {
   console.error(`produce: bad configuration: ${/** @type {Error} */ (err).message}`);
   process.exit(1);

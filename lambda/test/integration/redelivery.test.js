@@ -4,6 +4,7 @@ import { after, describe, test } from 'node:test';
 import { setEnv } from '../../../test/support/env.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
 import { lambdaContext, toLambdaRecord } from '../../local/sqs-event.js';
+import { feederFromEnvironment } from '../../src/handler.js';
 import { captureHandlerOutput } from '../support/handler-output.js';
 import { createQueuePair, makeSqsClient } from '../support/queues.js';
 
@@ -14,7 +15,7 @@ describe('redelivery', () => {
 
   test('a message delivered twice (its visibility ran out mid-processing) stores its users once, counted once', async (t) => {
     t.after(setEnv({ SERVICE_URL: ctx.app.baseUrl }));
-    const { handler } = await import('../../src/handler.js');
+    const handler = feederFromEnvironment(process.env);
     const output = captureHandlerOutput();
     t.after(output.restore);
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 });

@@ -1,8 +1,7 @@
 import { setEnv } from '../../../test/support/env.js';
 import { LocalEventSource } from '../../local/local-runner.js';
+import { feederFromEnvironment } from '../../src/handler.js';
 import { captureHandlerOutput } from './handler-output.js';
-
-let feeders = 0;
 
 /**
  * The local runner with the real handler, pointed at a queue. The handler reads its configuration
@@ -14,8 +13,8 @@ let feeders = 0;
  */
 export async function startFeeder({ sqs, queueUrl, serviceUrl, env = {}, batchSize = 100, functionTimeoutMs = 30_000 }) {
   const restoreEnv = setEnv({ SERVICE_URL: serviceUrl, RETRY_BASE_MS: '100', RETRY_MAX_MS: '1000', SAFETY_MARGIN_MS: '1000', ...env });
-  // A handler of this feeder's own, so it reads the settings above, not an earlier feeder's.
-  const { handler } = await import(`../../src/handler.js?feeder=${++feeders}`);
+  // A feeder of its own, so it reads the settings above, not an earlier feeder's.
+  const handler = feederFromEnvironment(process.env);
   /** @type {any[]} */
   const logs = [];
   const output = captureHandlerOutput();

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { ServiceUnavailableError } from '../../src/errors.js';
+import { feederFromEnvironment } from '../../src/handler.js';
 import { setEnv } from '../../../test/support/env.js';
 import { captureHandlerOutput } from '../support/handler-output.js';
 import { startSecretsManagerStub } from '../support/secrets-manager-stub.js';
@@ -30,9 +31,9 @@ describe('handler (unit, scripted service)', () => {
   async function withService(respond, env = {}) {
     stub = await startStubService(respond);
     restoreEnv = setEnv({ SERVICE_URL: stub.url, POST_CHUNK_ITEMS: '1000', POST_CONCURRENCY: '4', RETRY_BASE_MS: '20', RETRY_MAX_MS: '200', SAFETY_MARGIN_MS: '100', ...env });
-    // The handler reads its configuration once per cold start: load it afresh for each test.
-    const fresh = await import(`../../src/handler.js?case=${Math.random()}`);
-    return /** @type {typeof handler} */ (fresh.handler);
+    // A feeder of the test's own, as a cold start makes it from the environment (the AWS SDK reads
+    // its endpoint and credentials there too).
+    return feederFromEnvironment(process.env);
   }
 
   test('single users and arrays from many messages go out in chunks; nothing fails', async () => {
