@@ -4,4 +4,4 @@ export { ConfigError } from './config-error.js';
 export { boolean, decimal, integer, matching, milliseconds, oneOf, text, url } from './parsers.js';
 export { defineVariables, loadEnv } from './load-env.js';
 export { describeEnv, environmentHelp } from './describe-env.js';
-export { TRACING_VARIABLES, loadTracingConfig, tracingConfigFrom, tracingRequested } from './tracing.js';
+export { TRACING_VARIABLES, loadTracingConfig, tracingConfigFrom } from './tracing.js';

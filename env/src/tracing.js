@@ -99,9 +99,3 @@ export function tracingConfigFrom(v) {
  * @param {NodeJS.ProcessEnv} [env]
  */
 export const loadTracingConfig = (env = process.env) => tracingConfigFrom(loadEnv(TRACING_VARIABLES, env));
-
-/**
- * Whether the environment asks for traces (TracingConfig's enabled), every OTEL_ variable checked.
- * @param {NodeJS.ProcessEnv} [env]
- */
-export const tracingRequested = (env = process.env) => loadTracingConfig(env).enabled;
