@@ -31,8 +31,7 @@ const settings = await (async () => {
   try {
     return loadStartConfig(process.env);
   } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    return fail(`bad configuration: ${err.message}`);
+    return fail(err instanceof ConfigError ? `bad configuration: ${err.message}` : `cannot read the configuration: ${err instanceof Error ? err.message : String(err)}`);
   }
 })();
 const { host, port } = settings.service;
@@ -93,7 +92,7 @@ for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
 service.on('exit', async (code, signal) => {
   if (localPostgres) {
     say('stopping the embedded PostgreSQL');
-    await localPostgres.stop();
+    await localPostgres.stop().catch((/** @type {unknown} */ err) => say(`the embedded PostgreSQL did not stop cleanly: ${err instanceof Error ? err.message : String(err)}`));
   }
   process.exit(code ?? (signal ? 1 : 0));
 });

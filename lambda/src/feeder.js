@@ -37,7 +37,7 @@ export function createFeeder({ config, readToken = async (loaded) => loaded, log
   const reports = createReports({ logger, metrics });
   /** The configuration with its token: read at the first invocation, and again when a 401 asks. @type {FeederConfig | undefined} */
   let current;
-  /** Said once per feeder (an execution environment): every batch after it is refused the same way. */
+  /** Said once while the refusals last (every batch after it is refused the same way); again after a batch was let in. */
   let credentialsRefusedSaid = false;
 
   /**
@@ -71,6 +71,8 @@ export function createFeeder({ config, readToken = async (loaded) => loaded, log
       throw err;
     }
     const { items, failed, stats } = fed;
+    // Let in again: a later refusal (another misconfiguration) is said again.
+    if (stats.stored > 0) credentialsRefusedSaid = false;
     tracing.endInvocationSpan(span, { users: items.length, users_stored: stats.stored, posts: stats.posts, retries: stats.retries, failed_messages: failed.size });
     return answer(records, fed, { requestId: context.awsRequestId, durationMs: Date.now() - started, reports });
   };

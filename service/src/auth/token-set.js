@@ -41,8 +41,9 @@ export function parseNamedTokens(text) {
   if (entries.length === 0) refuse('holds no client: give at least one name → token');
   /** @type {Map<string, string>} token → the name that has it */
   const owners = new Map();
-  return entries.map(([name, token]) => {
-    if (!CLIENT_NAME.test(name)) refuse(`has the client name ${JSON.stringify(name.slice(0, 64))}: a name is 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit`);
+  return entries.map(([name, token], position) => {
+    // Not quoted: a name and its token swapped by mistake would put the token in the message.
+    if (!CLIENT_NAME.test(name)) refuse(`has a client name (its entry ${position + 1}) that is not one: a name is 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit`);
     if (typeof token !== 'string' || token.length === 0) refuse(`gives the client ${JSON.stringify(name)} no token: each value is a non-empty string`);
     const owner = owners.get(token);
     if (owner !== undefined) refuse(`gives the clients ${JSON.stringify(owner)} and ${JSON.stringify(name)} the same token: each client needs its own`);
