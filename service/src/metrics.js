@@ -1,6 +1,6 @@
 import client from 'prom-client';
 import { REFUSAL_REASONS } from './http/admission-budget.js';
-import { AUTH_REFUSAL_REASONS } from './http/authenticate.js';
+import { AUTH_REFUSAL_REASONS } from './auth/refusals.js';
 
 /**
  * Everything /metrics exposes, on a registry of its own so tests can build several apps.

@@ -1,4 +1,5 @@
 import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
+import { JWT_REFUSAL_REASONS, JwtRefusal } from './refusals.js';
 
 /**
  * @typedef {object} JwtConfig
@@ -32,22 +33,7 @@ const VERIFIED_CACHE_SIZE = 1000;
 /** Supabase's role of its public anon key: supabase-js sends it as the bearer when no user is signed in. */
 const ANONYMOUS_ROLE = 'anon';
 
-/**
- * Why a JWT was refused: the 401's message, naming no secret and quoting nothing of the token, and
- * a fixed word for sluice_auth_refused_total (`jwks_unavailable`: the key set could not be fetched,
- * still a 401, since the token could not be verified).
- */
-/** Every reason a JWT is refused for (sluice_auth_refused_total exports each from the start). */
-export const JWT_REFUSAL_REASONS = /** @type {const} */ (['expired', 'not_yet_valid', 'audience', 'issuer', 'claim', 'signature', 'algorithm', 'unknown_key', 'jwks_unavailable', 'malformed', 'role']);
-
-export class JwtRefusal extends Error {
-  /** @param {string} message @param {typeof JWT_REFUSAL_REASONS[number]} reason  a metric label: a short fixed word */
-  constructor(message, reason) {
-    super(message);
-    this.name = 'JwtRefusal';
-    this.reason = reason;
-  }
-}
+export { JWT_REFUSAL_REASONS, JwtRefusal };
 
 /**
  * A JWT verifier, with what it verifies against built once: the HS256 secret imported as a key,

@@ -1,10 +1,7 @@
 import { ApiError, UnauthorizedError } from '../errors.js';
-import { JWT_REFUSAL_REASONS, JwtRefusal } from '../auth/jwt.js';
+import { JwtRefusal } from '../auth/refusals.js';
 import { NO_TRACING } from '../tracing/tracing.js';
 import { repeatedHeaders } from './repeated-headers.js';
-
-/** Every reason a request is refused for: sluice_auth_refused_total's label, each exported from the start. */
-export const AUTH_REFUSAL_REASONS = ['missing', 'malformed', 'unknown_token', ...JWT_REFUSAL_REASONS];
 
 /** The metric label of every JWT's client: `sub` is the client's own word, unbounded, so it is logged, not a label. */
 export const JWT_LABEL = 'jwt';
