@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { startTestApp } from '../../../test/support/app.js';
-import { createTestDatabase } from '../../../test/support/database.js';
-import { startToxiproxy } from '../../../test/support/toxiproxy.js';
+import { describe, test } from 'node:test';
+import { useAppBehindToxiproxy } from '../../../test/support/fixture.js';
 import { SAMPLE_HASH, makeUsers, uniqueTag } from '../../../test/support/users.js';
 
 // Packets to PostgreSQL dropped, nothing closed: what a network partition or a failover that leaves
@@ -16,28 +14,11 @@ const CLIENTS = 8;
 const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
 
 describe('a network blackhole between the service and PostgreSQL (Toxiproxy)', () => {
-  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
-  /** @type {Awaited<ReturnType<typeof startToxiproxy>>} */ let toxiproxy;
-  /** @type {import('../../../test/support/toxiproxy.js').Proxy} */ let proxy;
-  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
-  before(async () => {
-    db = await createTestDatabase();
-    toxiproxy = await startToxiproxy();
-    const direct = new URL(db.url);
-    proxy = await toxiproxy.proxy('postgres', `${direct.hostname}:${direct.port}`);
-    const proxied = new URL(db.url);
-    proxied.host = proxy.listen;
-    app = await startTestApp({ databaseUrl: proxied.toString(), env: { LOG_LEVEL: 'debug' } });
-  });
-  after(async () => {
-    await app?.close();
-    await toxiproxy?.stop();
-    await db?.drop();
-  });
+  const ctx = useAppBehindToxiproxy({ LOG_LEVEL: 'debug' });
 
   test('15 s of dropped packets: every answer within 10 s (503 + Retry-After while it lasts), writing resumes within 10 s, nothing acknowledged is lost', async () => {
     const tag = uniqueTag();
-    assert.equal((await app.postUsers(makeUsers(10, `${tag}-warm`))).status, 201);
+    assert.equal((await ctx.app.postUsers(makeUsers(10, `${tag}-warm`))).status, 201);
 
     /** @type {{ status: number, retryAfter: string | null, error: string | undefined, startedAt: number, ms: number, emails: string[] }[]} */
     const answers = [];
@@ -47,7 +28,7 @@ describe('a network blackhole between the service and PostgreSQL (Toxiproxy)', (
       while (!stop) {
         const users = nextBatch();
         const startedAt = performance.now();
-        const res = await app.postUsers(users);
+        const res = await ctx.app.postUsers(users);
         answers.push({ status: res.status, retryAfter: res.headers.get('retry-after'), error: res.body?.error, startedAt, ms: performance.now() - startedAt, emails: users.map((u) => u.email) });
         if (res.status === 503) await sleep(200);
       }
@@ -58,13 +39,13 @@ describe('a network blackhole between the service and PostgreSQL (Toxiproxy)', (
     const load = Promise.all([...Array.from({ length: CLIENTS }, () => client(single)), client(batch)]);
 
     await sleep(1_000);
-    await proxy.blackhole();
+    await ctx.proxy.blackhole();
     const blackholedAt = performance.now();
     await sleep(2_500);
-    const ready = await fetch(`${app.baseUrl}/readyz`, { signal: AbortSignal.timeout(ANSWER_WITHIN_MS) });
+    const ready = await fetch(`${ctx.app.baseUrl}/readyz`, { signal: AbortSignal.timeout(ANSWER_WITHIN_MS) });
     assert.equal(ready.status, 503, '/readyz says not ready while PostgreSQL cannot be reached');
     await sleep(BLACKHOLE_MS - (performance.now() - blackholedAt));
-    await proxy.heal();
+    await ctx.proxy.heal();
     const healedAt = performance.now();
     await sleep(AFTER_MS);
     stop = true;
@@ -93,15 +74,15 @@ describe('a network blackhole between the service and PostgreSQL (Toxiproxy)', (
     assert.ok(firstWriteAfter.length > 0 && Math.min(...firstWriteAfter) < ANSWER_WITHIN_MS, 'writing resumed within 10 s');
 
     const acknowledged = answers.filter((a) => a.status === 201).flatMap((a) => a.emails);
-    const stored = await db.usersByEmail(acknowledged);
+    const stored = await ctx.db.usersByEmail(acknowledged);
     assert.equal(stored.size, acknowledged.length, 'every acknowledged user is stored');
     const saidNothing = (byStatus['503'] ?? []).filter((a) => a.error === 'database_unavailable').flatMap((a) => a.emails);
-    assert.equal((await db.usersByEmail(saidNothing)).size, 0, 'no user of a "nothing was written" answer is stored');
+    assert.equal((await ctx.db.usersByEmail(saidNothing)).size, 0, 'no user of a "nothing was written" answer is stored');
 
-    const log = JSON.stringify(app.logs);
+    const log = JSON.stringify(ctx.app.logs);
     assert.ok(!log.includes('@x.co') && !log.includes('@example.com'), 'no email in the log');
     assert.ok(!log.includes(SAMPLE_HASH.slice(0, 20)), 'no password hash in the log');
-    assert.deepEqual(app.logs.filter((l) => l.level >= 50), [], 'nothing logged as an error');
-    assert.ok(app.logs.some((l) => l.msg === 'database unreachable: cut the connections in flight'), 'the cut is logged');
+    assert.deepEqual(ctx.app.logs.filter((l) => l.level >= 50), [], 'nothing logged as an error');
+    assert.ok(ctx.app.logs.some((l) => l.msg === 'database unreachable: cut the connections in flight'), 'the cut is logged');
   });
 });

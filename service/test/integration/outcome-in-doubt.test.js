@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { startTestApp } from '../../../test/support/app.js';
-import { createTestDatabase } from '../../../test/support/database.js';
-import { startToxiproxy } from '../../../test/support/toxiproxy.js';
+import { describe, test } from 'node:test';
+import { useAppBehindToxiproxy } from '../../../test/support/fixture.js';
 import { SAMPLE_HASH, makeUsers, uniqueTag } from '../../../test/support/users.js';
 import { waitUntil } from '../../../test/support/wait.js';
 
@@ -15,64 +13,47 @@ import { waitUntil } from '../../../test/support/wait.js';
 const ANSWER_WITHIN_MS = 10_000;
 
 describe('the connection lost after the write was sent (answers withheld by Toxiproxy)', () => {
-  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
-  /** @type {Awaited<ReturnType<typeof startToxiproxy>>} */ let toxiproxy;
-  /** @type {import('../../../test/support/toxiproxy.js').Proxy} */ let proxy;
-  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
-  before(async () => {
-    db = await createTestDatabase();
-    toxiproxy = await startToxiproxy();
-    const direct = new URL(db.url);
-    proxy = await toxiproxy.proxy('postgres', `${direct.hostname}:${direct.port}`);
-    const proxied = new URL(db.url);
-    proxied.host = proxy.listen;
-    app = await startTestApp({ databaseUrl: proxied.toString(), env: { LOG_LEVEL: 'debug', DB_CONNECT_TIMEOUT_MS: '1000' } });
-  });
+  const ctx = useAppBehindToxiproxy({ LOG_LEVEL: 'debug', DB_CONNECT_TIMEOUT_MS: '1000' });
   const idleConnections = async () => {
-    const text = await (await fetch(`${app.baseUrl}/metrics`)).text();
+    const text = await (await fetch(`${ctx.app.baseUrl}/metrics`)).text();
     return Number(/^sluice_db_pool_connections\{state="idle"\} (\d+)$/m.exec(text)?.[1] ?? 0);
   };
-  after(async () => {
-    await app?.close();
-    await toxiproxy?.stop();
-    await db?.drop();
-  });
 
   test('a single user (group commit) and a 500-user batch: 503 outcome_unknown, and they were written; nothing said "nothing was written" of a written row', async () => {
     const tag = uniqueTag();
     // Connections in the pool, open before the fault: the writes go out on them at once.
     for (let round = 0; (await idleConnections()) < 6; round++) {
       assert.ok(round < 5, 'the pool keeps 6 connections open');
-      const warm = await Promise.all(Array.from({ length: 8 }, (_, i) => app.postUsers(makeUsers(500, `${tag}-warm-${round}-${i}`))));
+      const warm = await Promise.all(Array.from({ length: 8 }, (_, i) => ctx.app.postUsers(makeUsers(500, `${tag}-warm-${round}-${i}`))));
       assert.deepEqual(warm.map((r) => r.status), Array(8).fill(201));
     }
 
-    await proxy.withhold('downstream');
-    /** @type {{ label: string, emails: string[], send: () => ReturnType<typeof app.postUsers> }[]} */
+    await ctx.proxy.withhold('downstream');
+    /** @type {{ label: string, emails: string[], send: () => ReturnType<typeof ctx.app.postUsers> }[]} */
     const requests = [];
-    /** @param {string} label @param {{ email: string }[]} users @param {(users: any[]) => ReturnType<typeof app.postUsers>} [send] */
-    const request = (label, users, send = (u) => app.postUsers(u)) => requests.push({ label, emails: users.map((u) => u.email), send: () => send(users) });
+    /** @param {string} label @param {{ email: string }[]} users @param {(users: any[]) => ReturnType<typeof ctx.app.postUsers>} [send] */
+    const request = (label, users, send = (u) => ctx.app.postUsers(u)) => requests.push({ label, emails: users.map((u) => u.email), send: () => send(users) });
     request('single', [{ email: `single-${tag}@x.co`, name: 'Single', passwordHash: SAMPLE_HASH }]);
     request('another single', [{ email: `single-${tag}-2@x.co`, name: 'Another' }]);
     request('500-user batch', makeUsers(500, `${tag}-batch`));
     // 2,500 users are three statements in one transaction: its BEGIN was sent, never its COMMIT.
     request('2,500-user batch', makeUsers(2500, `${tag}-large`));
     request('NDJSON import', makeUsers(3, `${tag}-ndjson`), (users) =>
-      app.postUsers(users.map((u) => JSON.stringify(u)).join('\n'), { contentType: 'application/x-ndjson' }));
+      ctx.app.postUsers(users.map((u) => JSON.stringify(u)).join('\n'), { contentType: 'application/x-ndjson' }));
     const started = performance.now();
     const answers = await Promise.all(requests.map(async (r) => ({ ...r, res: await r.send(), ms: performance.now() - started })));
     // While PostgreSQL cannot be reached: refused before anything is sent.
     const during = makeUsers(1, `${tag}-during`);
-    const refused = { label: 'during the outage', emails: during.map((u) => u.email), res: await app.postUsers(during), ms: 0 };
+    const refused = { label: 'during the outage', emails: during.map((u) => u.email), res: await ctx.app.postUsers(during), ms: 0 };
 
-    await proxy.heal();
-    await waitUntil(async () => (await fetch(`${app.baseUrl}/readyz`)).status === 200, '/readyz to answer 200 again', ANSWER_WITHIN_MS, 100);
+    await ctx.proxy.heal();
+    await waitUntil(async () => (await fetch(`${ctx.app.baseUrl}/readyz`)).status === 200, '/readyz to answer 200 again', ANSWER_WITHIN_MS, 100);
 
     const all = [...answers, refused];
     console.error(`[outcome-in-doubt] ${all.map((a) => `${a.label}: ${a.res.status} ${a.res.body?.error ?? ''} (${Math.round(a.ms)} ms)`).join('; ')}`);
     for (const a of all) {
       assert.ok(a.ms < ANSWER_WITHIN_MS, `${a.label} answered within ${ANSWER_WITHIN_MS} ms`);
-      const stored = await db.usersByEmail(a.emails);
+      const stored = await ctx.db.usersByEmail(a.emails);
       if (a.res.status < 300) {
         assert.equal(stored.size, a.emails.length, `${a.label}: answered ${a.res.status}, every row stored`);
       } else {
@@ -90,7 +71,7 @@ describe('the connection lost after the write was sent (answers withheld by Toxi
       assert.equal(byLabel[label].res.body?.error, 'outcome_unknown', `${label}: ${byLabel[label].res.text}`);
       assert.match(byLabel[label].res.body.message, /may have been written; retrying is safe/);
       assert.equal(byLabel[label].res.body.code, '08007', 'PostgreSQL\'s transaction_resolution_unknown, for PostgREST\'s clients');
-      assert.equal((await db.usersByEmail(byLabel[label].emails)).size, byLabel[label].emails.length, `${label} was committed`);
+      assert.equal((await ctx.db.usersByEmail(byLabel[label].emails)).size, byLabel[label].emails.length, `${label} was committed`);
     }
     // Its COMMIT was never sent: provably nothing written, and the answer says so.
     for (const label of ['2,500-user batch', 'NDJSON import']) {
@@ -104,14 +85,14 @@ describe('the connection lost after the write was sent (answers withheld by Toxi
       assert.equal(again.body.received, a.emails.length);
       assert.equal(again.body.inserted + again.body.duplicates, a.emails.length);
     }
-    const { rows } = await db.pool.query('SELECT count(*)::int AS n, count(DISTINCT email)::int AS emails FROM users');
+    const { rows } = await ctx.db.pool.query('SELECT count(*)::int AS n, count(DISTINCT email)::int AS emails FROM users');
     assert.equal(rows[0].n, rows[0].emails, 'no email stored twice');
 
-    const log = JSON.stringify(app.logs);
+    const log = JSON.stringify(ctx.app.logs);
     assert.ok(!log.includes('@x.co') && !log.includes('@example.com'), 'no email in the log');
     assert.ok(!log.includes(SAMPLE_HASH.slice(0, 20)), 'no password hash in the log');
-    assert.ok(!log.includes(new URL(db.url).password || '\u0000'), 'no database password in the log');
-    assert.deepEqual(app.logs.filter((l) => l.level >= 50), [], 'nothing logged as an error');
-    assert.ok(app.logs.some((l) => l.msg === 'connection lost after the commit was sent: outcome unknown'), 'the doubt is logged');
+    assert.ok(!log.includes(new URL(ctx.db.url).password || '\u0000'), 'no database password in the log');
+    assert.deepEqual(ctx.app.logs.filter((l) => l.level >= 50), [], 'nothing logged as an error');
+    assert.ok(ctx.app.logs.some((l) => l.msg === 'connection lost after the commit was sent: outcome unknown'), 'the doubt is logged');
   });
 });
