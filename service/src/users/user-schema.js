@@ -1,5 +1,6 @@
 import { Ajv } from 'ajv';
 import { InvalidBatchError } from '../errors.js';
+import { compareChanges, isRealDateTime } from './changed-at.js';
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
 /** @typedef {{ email: string, name: string, phone?: string, passwordHash?: string, changedAt?: string }} User */
@@ -149,50 +150,6 @@ function wellFormed(u) {
 
 /** String.prototype.isWellFormed (Node 20), which TypeScript's ES2022 library does not declare. @param {string} s */
 const isWellFormed = (s) => /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
-
-/**
- * Whether a date-time of CHANGED_AT's shape names one that exists, in an offset PostgreSQL takes:
- * it would refuse a 30 February, an hour 24 or an offset of +16:00 (a 500), and roll a second 60
- * over into the next minute (not as sent).
- * @param {string} s
- */
-export function isRealDateTime(s) {
-  const year = num(s, 0, 4);
-  const month = num(s, 5, 2);
-  const day = num(s, 8, 2);
-  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
-  if (num(s, 11, 2) > 23 || num(s, 14, 2) > 59 || num(s, 17, 2) > 59) return false;
-  if (s.endsWith('Z')) return true;
-  // RFC 3339 allows offsets to ±23:59, PostgreSQL only to ±15:59 (a 22008 error past it).
-  return num(s, s.length - 5, 2) <= MAX_OFFSET_HOURS && num(s, s.length - 2, 2) <= 59;
-}
-const MAX_OFFSET_HOURS = 15;
-/** @param {string} s @param {number} at @param {number} length */
-const num = (s, at, length) => Number(s.slice(at, at + length));
-/** @param {number} year @param {number} month  1-12 */
-const daysInMonth = (year, month) =>
-  month === 2 ? (year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31;
-
-/**
- * Orders two changedAt values by the instants they name, to the microsecond (which a Date does
- * not keep; milliseconds and microseconds apart, as microseconds since the epoch pass 2^53 in
- * 2255). Only for values that passed the schema and isRealDateTime; null (none) before any value.
- * @param {string | null} a @param {string | null} b
- * @returns {number}  negative when a is older, 0 when the same instant, positive when newer
- */
-export function compareChanges(a, b) {
-  if (a === null || b === null) return a === b ? 0 : a === null ? -1 : 1;
-  const [aMs, aMicros] = instant(a);
-  const [bMs, bMicros] = instant(b);
-  return aMs !== bMs ? aMs - bMs : aMicros - bMicros;
-}
-
-/** @param {string} s @returns {[number, number]}  milliseconds since the epoch, and the microseconds of the second */
-function instant(s) {
-  const offsetAt = s.endsWith('Z') ? s.length - 1 : s.length - 6;
-  const fraction = s.charCodeAt(19) === 0x2e ? s.slice(20, offsetAt).padEnd(6, '0') : '000000';
-  return [Date.parse(`${s.slice(0, 19)}${s.slice(offsetAt)}`), Number(fraction)];
-}
 
 /** @param {string} stored  a lower-cased email whose sent form passed the schema */
 function emailStillFits(stored) {

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { checkUser, compareChanges, isRealDateTime, oncePerEmail } from '../../src/users/user-schema.js';
+import { compareChanges, isRealDateTime } from '../../src/users/changed-at.js';
+import { checkUser, oncePerEmail } from '../../src/users/user-schema.js';
 
 /** @param {number} n @param {number} width */
 const pad = (n, width = 2) => String(n).padStart(width, '0');
