@@ -51,7 +51,7 @@ const { measureCopyCeiling } = await import('./lib/copy-ceiling.js');
 const { findK6 } = await import('./lib/k6-binary.js');
 const { measureRun, openTable } = await import('./lib/measure.js');
 const { postgresCpuSeconds, postmasterPid } = await import('./lib/process-stats.js');
-const { capacityTable, markdownTable, ratioChart, runsTable, svgChart } = await import('./lib/report.js');
+const { againstTable, capacityTable, markdownTable, ratioChart, runsTable, svgChart } = await import('./lib/report.js');
 const { createNaiveDatabase } = await import('./naive/schema.js');
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -176,7 +176,7 @@ try {
     }
     await receiver?.close();
     const lines = summarise(runs);
-    report += `## Capacity (closed loop, no sleep, ${opts.duration} a run, ${rounds} rounds; sluice/naive per round, median quoted)\n\n${capacityTable(lines)}\n\n### Every run\n\n${runsTable(runs)}\n\n`;
+    report += `## Capacity (closed loop, no sleep, ${opts.duration} a run, ${rounds} rounds; sluice/naive per round, median quoted)\n\n${capacityTable(lines)}\n\n${againstTable(lines) ? `### Loads against loads (the same variant, the same round; medians of the rounds' ratios)\n\n${againstTable(lines)}\n\n` : ''}### Every run\n\n${runsTable(runs)}\n\n`;
     json.capacity = { duration: opts.duration, rounds, variants: Object.fromEntries(variants.map((v) => [v, VARIANTS[baseVariant(v)]])), compare: COMPARE_SERVER, summary: lines, runs };
     await writeFile(path.join(outDir, `${stamp}-capacity.svg`), ratioChart(lines, `${stamp.slice(0, 10)}, ${os.cpus().length} cores, PostgreSQL ${settings.version.split(' ')[0]} with ICU ${settings.collation}, fsync on; closed loop, ${rounds} × ${opts.duration} a variant`));
   }

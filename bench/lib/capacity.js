@@ -83,6 +83,9 @@ export const baseVariant = (variant) => (variant.endsWith(COMPARED) ? variant.sl
  * @property {string[]} [variants] only these variants (default: every selected one)
  * @property {boolean} [baseline] false: no naive or no-op runs (the naive endpoint fails on replays
  *   and cannot merge)
+ * @property {string} [against]  another load without a baseline that this one is measured against,
+ *   round by round and variant by variant (users/s and CPU a user as ratios): what one difference
+ *   between the two loads costs
  */
 
 /** @type {Load[]} */
@@ -96,10 +99,11 @@ export const LOADS = [
   { id: '1000x8-merge', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge' }, variants: ['default', 'copy'], baseline: false },
   { id: '1000x8-merge-replay', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: '1' }, variants: ['default', 'copy'], baseline: false },
   { id: '1000x8-merge-changed', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: 'changed' }, variants: ['default', 'copy'], baseline: false },
-  // The same three with changedAt on every user (issue 36): what the ordering value costs a merge.
-  { id: '1000x8-merge-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false },
-  { id: '1000x8-merge-replay-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: '1', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false },
-  { id: '1000x8-merge-changed-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: 'changed', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false },
+  // The same three with changedAt on every user: what the ordering value costs a merge, each
+  // against its load without it.
+  { id: '1000x8-merge-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false, against: '1000x8-merge' },
+  { id: '1000x8-merge-replay-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: '1', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false, against: '1000x8-merge-replay' },
+  { id: '1000x8-merge-changed-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: 'changed', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false, against: '1000x8-merge-changed' },
   // PostgREST's return=representation (with count=exact): the rows written come back.
   { id: '1000x8-representation', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RETURN: 'representation' }, variants: ['default'], baseline: false },
 ];
@@ -120,24 +124,32 @@ export const REFERENCES = /** @type {const} */ (['naive', 'noop']);
  */
 
 /**
- * The order of runs. Per load: naive, no-op, every variant, naive, no-op, every variant, ..., naive:
- * each round of variants sits between two naive runs, and its ratios divide by their mean, so a
- * drift of the machine over the round cancels out instead of landing on whichever variant ran last.
+ * The order of runs. Per load with a baseline: naive, no-op, every variant, naive, no-op, every
+ * variant, ..., naive: each round of variants sits between two naive runs, and its ratios divide by
+ * their mean, so a drift of the machine over the round cancels out instead of landing on whichever
+ * variant ran last. The loads without a baseline come after, round by round: every such load's
+ * variants in round 1, then in round 2 in the reverse order of loads, and so on, so that a load
+ * measured against another (`against`) runs beside it in every round, first as often as second.
  * @param {Load[]} loads @param {string[]} variants @param {number} rounds
  * @returns {PlannedRun[]}
  */
 export function planRuns(loads, variants, rounds) {
   /** @type {PlannedRun[]} */
   const plan = [];
-  for (const load of loads) {
-    const own = variants.filter((v) => !load.variants || load.variants.includes(baseVariant(v)));
-    if (own.length === 0) continue;
-    const baseline = load.baseline !== false;
+  /** @param {Load} load */
+  const variantsOf = (load) => variants.filter((v) => !load.variants || load.variants.includes(baseVariant(v)));
+  for (const load of loads.filter((l) => l.baseline !== false && variantsOf(l).length > 0)) {
     for (let round = 0; round < rounds; round++) {
-      if (baseline) for (const reference of REFERENCES) plan.push({ load, target: reference, variant: reference, round });
-      for (const variant of own) plan.push({ load, target: 'sluice', variant, round });
+      for (const reference of REFERENCES) plan.push({ load, target: reference, variant: reference, round });
+      for (const variant of variantsOf(load)) plan.push({ load, target: 'sluice', variant, round });
     }
-    if (baseline) plan.push({ load, target: 'naive', variant: 'naive', round: rounds });
+    plan.push({ load, target: 'naive', variant: 'naive', round: rounds });
+  }
+  const alone = loads.filter((l) => l.baseline === false);
+  for (let round = 0; round < rounds; round++) {
+    for (const load of round % 2 === 0 ? alone : [...alone].reverse()) {
+      for (const variant of variantsOf(load)) plan.push({ load, target: 'sluice', variant, round });
+    }
   }
   return plan;
 }
@@ -209,6 +221,7 @@ export function summarise(runs) {
         load,
         variant,
         rounds: own.length,
+        ...againstOf(runs, load, own),
         ...costs(own),
         sentPerSec: pick(own, (r) => r.sentPerSec ?? r.usersPerSec),
         rowUpdates: pick(own, (r) => r.rowUpdates ?? NaN),
@@ -221,6 +234,27 @@ export function summarise(runs) {
       };
     });
   });
+}
+
+/**
+ * A load measured against another (`against`): per round and variant, its users/s, its service's
+ * and PostgreSQL's CPU a user, each over the other load's in the same round; medians and rounds.
+ * @param {RunResult[]} runs @param {string} load @param {RunResult[]} own  this load's runs of one variant
+ */
+function againstOf(runs, load, own) {
+  const against = LOADS.find((l) => l.id === load)?.against;
+  if (!against) return {};
+  /** @param {(r: RunResult) => number} f */
+  const ratios = (f) => own.flatMap((r) => {
+    const other = runs.find((x) => x.load === against && x.variant === r.variant && x.round === r.round);
+    const ratio = other ? f(r) / f(other) : NaN;
+    return Number.isFinite(ratio) ? [ratio] : [];
+  });
+  const usersPerSec = ratios((r) => r.usersPerSec);
+  const serviceUs = ratios((r) => perUser(r.serviceCpuSeconds, r));
+  const dbUs = ratios((r) => perUser(r.dbCpuSeconds, r));
+  const med = (/** @type {number[]} */ xs) => (xs.length ? median(xs) : undefined);
+  return { against: { load: against, usersPerSec: med(usersPerSec), usersPerSecRatios: usersPerSec, serviceUsPerUser: med(serviceUs), serviceRatios: serviceUs, dbUsPerUser: med(dbUs), dbRatios: dbUs } };
 }
 
 /** @typedef {ReturnType<typeof summarise>[number]} CapacityLine */

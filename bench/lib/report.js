@@ -99,6 +99,24 @@ export function capacityTable(lines) {
 }
 
 /**
+ * The loads measured against another (a load's `against`): per variant, the medians of the
+ * rounds' ratios (with their range) of users/s and of the service's and PostgreSQL's CPU a user.
+ * Empty when no such pair ran.
+ * @param {import('./capacity.js').CapacityLine[]} lines
+ */
+export function againstTable(lines) {
+  const paired = lines.filter((l) => l.against && l.against.usersPerSecRatios.length > 0);
+  if (paired.length === 0) return '';
+  const head = '| load | against | variant | users/s × | service µs/user × | DB µs/user × | rounds |';
+  const out = [head, head.replace(/[^|]+/g, ' --- ')];
+  for (const l of paired) {
+    const a = /** @type {NonNullable<typeof l.against>} */ (l.against);
+    out.push(`| ${l.load} | ${a.load} | ${l.variant} | ${ratioText(a.usersPerSec)}${rangeText(a.usersPerSecRatios)} | ${ratioText(a.serviceUsPerUser)}${rangeText(a.serviceRatios)} | ${ratioText(a.dbUsPerUser)}${rangeText(a.dbRatios)} | ${a.usersPerSecRatios.length} |`);
+  }
+  return out.join('\n');
+}
+
+/**
  * Every capacity run in the order it ran, for checking a median against what it came from.
  * @param {Array<{ load: string, variant: string, round: number, usersPerSec: number, sentPerSec?: number, k6Items: number, rows?: number, sent?: number, rowUpdates?: number, requestsPerSec: number, p50: number, p95: number, p99: number, errors: number, serviceCpuSeconds: number, servicePeakRssMiB: number, dbCpuSeconds: number, k6CpuSeconds: number }>} runs
  */

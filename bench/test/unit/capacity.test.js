@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { LOADS, VARIANTS, baseVariant, credentialsFor, planRuns, summarise } from '../../lib/capacity.js';
 import { startAuthentication } from '../../../service/src/auth/start-auth.js';
 import { loadConfig } from '../../../service/src/config.js';
-import { capacityTable, ratioChart } from '../../lib/report.js';
+import { againstTable, capacityTable, ratioChart } from '../../lib/report.js';
 
 const load = (/** @type {string} */ id) => /** @type {import('../../lib/capacity.js').Load} */ (LOADS.find((l) => l.id === id));
 
@@ -26,6 +26,36 @@ describe('capacity plan and ratios', () => {
     ]);
     assert.equal(baseVariant('tracing@compare'), 'tracing');
     assert.equal(baseVariant('default'), 'default');
+  });
+
+  test('loads without a baseline run round by round, their order reversed every other round, so a load measured against another runs beside it', () => {
+    const plan = planRuns([load('1000x8-merge'), load('1000x8-merge-ordered'), load('1x100')], ['default', 'copy'], 3);
+    assert.deepEqual(plan.filter((p) => p.load.baseline === false).map((p) => `${p.load.id}:${p.variant}:${p.round}`), [
+      '1000x8-merge:default:0', '1000x8-merge:copy:0', '1000x8-merge-ordered:default:0', '1000x8-merge-ordered:copy:0',
+      '1000x8-merge-ordered:default:1', '1000x8-merge-ordered:copy:1', '1000x8-merge:default:1', '1000x8-merge:copy:1',
+      '1000x8-merge:default:2', '1000x8-merge:copy:2', '1000x8-merge-ordered:default:2', '1000x8-merge-ordered:copy:2',
+    ]);
+    assert.equal(plan[0].load.id, '1x100', 'the loads with a baseline keep their blocks, first');
+  });
+
+  test('a load measured against another: users/s and CPU a user over the other load\'s of the same round and variant, medians of the rounds', () => {
+    const base = { p99: 10, errors: 0, servicePeakRssMiB: 100, sent: 1_000_000 };
+    const runs = [
+      { ...base, load: '1000x8-merge', variant: 'default', round: 0, usersPerSec: 100, serviceCpuSeconds: 10, dbCpuSeconds: 20 },
+      { ...base, load: '1000x8-merge-ordered', variant: 'default', round: 0, usersPerSec: 90, serviceCpuSeconds: 11, dbCpuSeconds: 20 },
+      { ...base, load: '1000x8-merge-ordered', variant: 'default', round: 1, usersPerSec: 40, serviceCpuSeconds: 12, dbCpuSeconds: 30 },
+      { ...base, load: '1000x8-merge', variant: 'default', round: 1, usersPerSec: 50, serviceCpuSeconds: 10, dbCpuSeconds: 20 },
+      { ...base, load: '1000x8-merge-ordered', variant: 'default', round: 2, usersPerSec: 70, serviceCpuSeconds: 10, dbCpuSeconds: 20 },
+    ];
+    const lines = summarise(runs);
+    const ordered = /** @type {import('../../lib/capacity.js').CapacityLine} */ (lines.find((l) => l.load === '1000x8-merge-ordered'));
+    assert.equal(ordered.against?.load, '1000x8-merge');
+    assert.deepEqual(ordered.against?.usersPerSecRatios, [0.9, 0.8], 'a round without its pair counts for nothing');
+    assert.ok(Math.abs(/** @type {number} */ (ordered.against?.usersPerSec) - 0.85) < 1e-9);
+    assert.deepEqual(ordered.against?.dbRatios, [1, 1.5]);
+    assert.equal(lines.find((l) => l.load === '1000x8-merge')?.against, undefined);
+    assert.match(againstTable(lines), /\| 1000x8-merge-ordered \| 1000x8-merge \| default \| 0\.85× \(0\.80–0\.90\) \| 1\.15× \(1\.10–1\.20\) \| 1\.25× \(1\.00–1\.50\) \| 2 \|/);
+    assert.equal(againstTable(lines.filter((l) => l.load === '1000x8-merge')), '');
   });
 
   test('a ratio divides by the mean of the naive runs either side; the median of rounds is quoted', () => {
