@@ -70,22 +70,17 @@ export function createGroupCommit({ write, policy, maxRows, maxInFlight = 2, max
   const alone = [];
   /** @type {Set<string>} emails of the requests taken and not yet answered */
   const busy = new Set();
-  let inFlight = 0;
-  let slowInFlight = 0;
+  const writeSlots = createSlots(maxInFlight, drain);
+  const slowSlots = createSlots(maxSlow, drain);
 
   function drain() {
-    while (inFlight < maxInFlight) {
+    while (writeSlots.free()) {
       const lone = alone.shift();
       const taken = lone ? undefined : takeGroup(waiting, busy, maxRows);
       if (!lone && !taken) return;
       if (taken) waiting = taken.rest;
-      inFlight++;
-      (lone ? writeLone(lone) : writeAndCredit(/** @type {Waiting[]} */ (taken?.group))).then(freeSlot, freeSlot);
+      writeSlots.hold(lone ? writeLone(lone) : writeAndCredit(/** @type {Waiting[]} */ (taken?.group)));
     }
-  }
-  function freeSlot() {
-    inFlight--;
-    drain();
   }
 
   /** @param {Waiting[]} group */
@@ -115,16 +110,9 @@ export function createGroupCommit({ write, policy, maxRows, maxInFlight = 2, max
     try {
       answer(busy, w, { counts: await writeFor(tracing, write, w, 'alone') });
     } catch (err) {
-      if (!policy.goesSlow(err, slowInFlight < maxSlow)) return answer(busy, w, { err });
+      if (!policy.goesSlow(err, slowSlots.free())) return answer(busy, w, { err });
       // A request locked out by another writer waits for its row here, outside the write slots.
-      slowInFlight++;
-      const free = () => {
-        slowInFlight--;
-        drain();
-      };
-      writeFor(tracing, write, w, 'slow')
-        .then((counts) => answer(busy, w, { counts }), (e) => answer(busy, w, { err: e }))
-        .then(free, free);
+      slowSlots.hold(writeFor(tracing, write, w, 'slow').then((counts) => answer(busy, w, { counts }), (e) => answer(busy, w, { err: e })));
     }
   }
 
@@ -141,6 +129,27 @@ export function createGroupCommit({ write, policy, maxRows, maxInFlight = 2, max
         waiting.push({ rows, resolution, withRows: options?.withRows === true, resolve, reject, since: performance.now(), span: tracing.activeSpan() });
         drain();
       });
+    },
+  };
+}
+
+/**
+ * Slots for writes at once: a write holds one until it ends (it answers its requests itself),
+ * then `onFree` lets the next in.
+ * @param {number} max @param {() => void} onFree
+ */
+function createSlots(max, onFree) {
+  let used = 0;
+  const release = () => {
+    used--;
+    onFree();
+  };
+  return {
+    free: () => used < max,
+    /** @param {Promise<unknown>} write */
+    hold(write) {
+      used++;
+      write.then(release, release);
     },
   };
 }
