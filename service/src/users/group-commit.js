@@ -96,9 +96,9 @@ export function createGroupCommit({ write, policy, maxRows, maxInFlight = 2, max
     } catch (err) {
       tracing.endSpan(span, err);
       const decision = await policy.afterFailure('group', err);
+      if (decision.then === 'fail') for (const w of group) answer(busy, w, { err: decision.err });
       // Each alone, first in line, its emails still busy: nothing overtakes it.
-      if (decision.then !== 'fail') alone.push(...group);
-      else for (const w of group) answer(busy, w, { err: decision.err });
+      else alone.push(...group);
       return;
     }
     tracing.endSpan(span);

@@ -33,7 +33,7 @@ export { STRATEGIES } from './chunk-writers.js';
 /**
  * What to write, and how (the writer's one way in).
  * @typedef {object} WriteRequest
- * @property {WriteKind} kind  how it is written (write-policy.js): its time limits, what its failure means
+ * @property {Exclude<WriteKind, 'stream'>} kind  how it is written (write-policy.js): its time limits, what its failure means
  * @property {UserRow[]} rows  validated, sorted by email, no email twice: a request's, or a group's
  *   (at most one statement's worth then)
  * @property {Resolution} resolution
