@@ -25,6 +25,18 @@ export function operationOf(text) {
 }
 
 /**
+ * The operation a query's span is named by: its writer's label, else read from its text. A query
+ * is a text, a query config (labelled or not), or a COPY stream (pg-copy-streams keeps its
+ * statement as text too).
+ * @param {unknown} query
+ */
+export function operationOfQuery(query) {
+  if (typeof query === 'string') return operationOf(query);
+  const { operation, text } = /** @type {{ operation?: unknown, text?: unknown }} */ (query ?? {});
+  return typeof operation === 'string' ? operation : operationOf(typeof text === 'string' ? text : undefined);
+}
+
+/**
  * The rows a query affected or returned; of the last statement, when one query held several.
  * @param {unknown} result  pg's QueryResult, or an array of them
  */
@@ -53,9 +65,7 @@ export function traceQueries(client, tracing) {
     // Outside a request the sampler kept, nothing to name or record: the query goes as it came.
     if (!tracing.activeSpanSampled()) return query.apply(this, args);
     const [config] = args;
-    // A text, a query config (labelled by its writer, or not), or a COPY stream (pg-copy-streams
-    // keeps its statement as text too).
-    const operation = typeof config === 'string' ? operationOf(config) : (config?.operation ?? operationOf(config?.text));
+    const operation = operationOfQuery(config);
     const span = tracing.startClientSpan(`${operation ?? 'query'} ${database}`, operation ? { ...attributes, 'db.operation.name': operation } : attributes);
     if (!span) return query.apply(this, args);
     /** @param {unknown} err @param {unknown} [result] */
