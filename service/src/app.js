@@ -14,8 +14,7 @@ import { createGroupCommit } from './users/group-commit.js';
 import { postUsers } from './users/post-users.js';
 import { STREAM_HOLD_BYTES, streamUsers } from './users/stream-import.js';
 import { createUserWriter } from './users/user-repository.js';
-
-const GROUP_LOCK_TIMEOUT_MS = 250;
+import { createWritePolicy } from './users/write-policy.js';
 
 /**
  * The composition root: builds every part of the service from the configuration, hands each what
@@ -35,18 +34,14 @@ const GROUP_LOCK_TIMEOUT_MS = 250;
  *   spans of the request's steps and of its write (off unless handed one: main.js makes it)
  */
 export function createApp({ config, db, logger, metrics, auth, renderMetrics = () => metrics.registry.metrics(), tracing = NO_TRACING }) {
-  // Writing: a request alone, or small ones grouped into one statement (users/group-commit.js).
-  // A group waits for a row another writer holds only briefly: one locked email must not hold
-  // back the requests it shares a statement with (group commit splits the group instead).
-  const groupLockTimeoutMs = Math.min(config.dbLockTimeoutMs, GROUP_LOCK_TIMEOUT_MS);
-  const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy, groupLockTimeoutMs });
+  // Writing (users/write-policy.js decides the time limits and what a failure means for every
+  // writer): a request alone, or small ones grouped into one statement (users/group-commit.js).
+  const policy = createWritePolicy(db, { lockTimeoutMs: config.dbLockTimeoutMs });
+  const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy, policy });
   const groupCommit = config.groupCommit
     ? createGroupCommit({
-        writeGroup: writer.writeGroup,
-        writeAlone: (rows, resolution, options) => writer.writeUsers(rows, resolution, { ...options, lockTimeoutMs: groupLockTimeoutMs }),
-        writeSlow: writer.writeUsers,
-        diagnose: db.diagnose,
-        isTableLocked: db.isTableLocked,
+        write: writer.write,
+        policy,
         maxRows: config.groupCommitMaxRows,
         observe({ requests, rows, waitedSeconds }) {
           metrics.groupRequests.observe(requests);
@@ -57,8 +52,11 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
       })
     : undefined;
   /** @type {import('./users/post-users.js').WriteUsers} */
-  const write = (rows, resolution, options) =>
-    groupCommit && rows.length <= config.groupCommitSmallRows ? groupCommit.writeUsers(rows, resolution, options) : writer.writeUsers(rows, resolution, options);
+  const write = async (rows, resolution, options) => {
+    if (groupCommit && rows.length <= config.groupCommitSmallRows) return groupCommit.writeUsers(rows, resolution, options);
+    const [counts] = await writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows });
+    return counts;
+  };
   // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
   /** @type {import('./users/post-users.js').WriteUsers} */
   const writeUsers = tracing.enabled

@@ -52,7 +52,8 @@ export function timeoutOf(err) {
  *   connection lost, a deadlock): the write may be tried again once;
  * - own: the statement itself failed, and will fail the same way again.
  * Apart from what it means, whether the write may have been committed all the same (its commit was
- * sent, its answer lost) is db-outcome.js's outcomeInDoubt, which the refusal reads (errors.js).
+ * sent, its answer lost) is db-outcome.js's outcomeInDoubt. What either means for the write is the
+ * write policy's to decide (users/write-policy.js).
  * @typedef {'unavailable' | 'lock_timeout' | 'statement_timeout' | 'transient' | 'own'} Diagnosis
  */
 

@@ -1,5 +1,3 @@
-import { outcomeInDoubt } from './db-outcome.js';
-
 // Every refusal and failure the API can answer, declared once. The error handler answers from this
 // catalogue, the HTTP server's own refusals (http/node-server.js) too, and the OpenAPI document
 // (openapi.js) is generated from it, so an answer the document does not describe cannot exist.
@@ -139,7 +137,7 @@ export class DatabaseTimeoutError extends ApiError {
 }
 
 /**
- * The write's commit was sent and its answer never came (db-outcome.js): it may have been written.
+ * The write's commit was sent and its answer never came (db-outcome.js, users/write-policy.js): it may have been written.
  * Safe to retry, since a write replayed stores nothing twice.
  */
 export class OutcomeUnknownError extends ApiError {
@@ -148,21 +146,6 @@ export class OutcomeUnknownError extends ApiError {
     super('outcome_unknown', undefined, { cause });
     this.name = 'OutcomeUnknownError';
   }
-}
-
-/**
- * The 503 a failure diagnosed as the database's state gets (db.js Diagnosis): unavailable, or one of
- * its time limits; undefined for a failure that is the request's own or passing. Whatever the
- * diagnosis, a failure after which the write may have been committed is outcome_unknown: only a
- * refusal that provably wrote nothing says so.
- * @param {import('./db.js').Diagnosis} diagnosis @param {unknown} cause
- * @returns {DatabaseUnavailableError | DatabaseTimeoutError | OutcomeUnknownError | undefined}
- */
-export function refusalOfDatabaseState(diagnosis, cause) {
-  if (outcomeInDoubt(cause)) return cause instanceof OutcomeUnknownError ? cause : new OutcomeUnknownError(cause);
-  if (diagnosis === 'unavailable') return cause instanceof DatabaseUnavailableError ? cause : new DatabaseUnavailableError(cause);
-  if (diagnosis === 'lock_timeout' || diagnosis === 'statement_timeout') return new DatabaseTimeoutError(diagnosis, cause);
-  return undefined;
 }
 
 // Bad configuration: the one class for the service and its migrations (db/src/config-error.js).

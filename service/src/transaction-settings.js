@@ -12,7 +12,8 @@
  */
 
 /**
- * The SET LOCALs a query may start with (tracing/pg-spans.js looks past them for the operation).
+ * The SET LOCALs a query may start with (tracing/pg-spans.js looks past them for the operation of
+ * a query its writer did not label).
  * Only numbers follow the `=`: nothing from a request is ever put there.
  */
 export const SETTINGS_PREFIX = /^\s*(?:SET LOCAL [a-z_]+ = \d+;\s*)*/;
@@ -25,8 +26,8 @@ const settingsOf = (limits) => setLocal('statement_timeout', limits.statementTim
 
 /**
  * The service's transaction settings: its defaults (DB_STATEMENT_TIMEOUT_MS, DB_LOCK_TIMEOUT_MS),
- * which a writer may override for its own transactions (group commit's short lock timeout, a
- * streamed import's statements without a statement timeout).
+ * which a writer overrides for its own transactions as the write policy says (users/write-policy.js:
+ * a group's short lock timeout, a streamed import's statements without a statement timeout).
  *
  * SET LOCAL holds until the transaction ends, and PostgreSQL starts each statement's timeout anew
  * with the value then in force, also between the statements of one simple query. So:

@@ -7,14 +7,33 @@ import { SETTINGS_PREFIX } from '../transaction-settings.js';
 const OPERATION = new RegExp(`${SETTINGS_PREFIX.source}(?:SELECT now\\(\\);\\s*)?([A-Za-z]+)\\b`);
 
 /**
- * The statement's operation: its first keyword, or the keyword after the transaction's settings
- * and the now() before a write that returns its rows (`BEGIN` for the query that opens a
- * transaction with its settings). Nothing past it is read: a literal could hold a user.
+ * A query config as a writer labels it: pg ignores a key it does not know, so the writer that made
+ * the statement says what it is (`INSERT`), and its span need not read the text for it.
+ * @typedef {import('pg').QueryConfig & { operation?: string }} LabelledQuery
+ */
+
+/**
+ * The operation of a query nobody labelled (BEGIN, COMMIT, a probe, a COPY): its first keyword,
+ * or the keyword after the transaction's settings and the now() before a write that returns its
+ * rows (`BEGIN` for the query that opens a transaction with its settings). Nothing past it is
+ * read: a literal could hold a user.
  * @param {string | undefined} text
  */
 export function operationOf(text) {
   const m = OPERATION.exec(text ?? '');
   return m ? m[1].toUpperCase() : undefined;
+}
+
+/**
+ * The operation a query's span is named by: its writer's label, else read from its text. A query
+ * is a text, a query config (labelled or not), or a COPY stream (pg-copy-streams keeps its
+ * statement as text too).
+ * @param {unknown} query
+ */
+export function operationOfQuery(query) {
+  if (typeof query === 'string') return operationOf(query);
+  const { operation, text } = /** @type {{ operation?: unknown, text?: unknown }} */ (query ?? {});
+  return typeof operation === 'string' ? operation : operationOf(typeof text === 'string' ? text : undefined);
 }
 
 /**
@@ -46,8 +65,7 @@ export function traceQueries(client, tracing) {
     // Outside a request the sampler kept, nothing to name or record: the query goes as it came.
     if (!tracing.activeSpanSampled()) return query.apply(this, args);
     const [config] = args;
-    // A text, a query config, or a COPY stream (pg-copy-streams keeps its statement as text too).
-    const operation = operationOf(typeof config === 'string' ? config : config?.text);
+    const operation = operationOfQuery(config);
     const span = tracing.startClientSpan(`${operation ?? 'query'} ${database}`, operation ? { ...attributes, 'db.operation.name': operation } : attributes);
     if (!span) return query.apply(this, args);
     /** @param {unknown} err @param {unknown} [result] */

@@ -1,5 +1,5 @@
 import copyStreams from 'pg-copy-streams';
-import { ApiError, InvalidBatchError, refusalOfDatabaseState } from '../errors.js';
+import { ApiError, InvalidBatchError } from '../errors.js';
 import { sendContinue } from '../http/expect-continue.js';
 import { ClientGoneError } from '../http/read-body.js';
 import { checkStreamHeaders, drained, readStream, streamFormat } from '../http/stream-body.js';
@@ -9,6 +9,7 @@ import { createCsvParser, createNdjsonParser } from './stream-parse.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 import { isUniqueViolation } from './user-repository.js';
 import { COLUMNS, csvLine, writeStatement } from './user-sql.js';
+import { createWritePolicy } from './write-policy.js';
 
 // POST /users with a streamed body (NDJSON or CSV) of any size, written as it arrives and all or
 // nothing: one transaction on one connection; each record is validated (the one schema) and sent
@@ -361,13 +362,12 @@ async function writeStaged(client, resolution) {
 const longQuery = (client, text) => client.query(/** @type {import('pg').QueryConfig} */ (/** @type {unknown} */ ({ text, query_timeout: NO_QUERY_TIMEOUT })));
 
 /**
- * A failure as the answer it gets: the request's own refusals as they are; the database's state as
- * 503 (db.diagnose). A stream is never tried again: its body is gone.
+ * A failure as the answer it gets: the request's own refusals as they are; PostgreSQL's as the
+ * write policy answers a stream's (write-policy.js: never tried again, its body is gone).
  * @param {import('../db.js').Database} db @param {unknown} err
  */
 async function diagnosed(db, err) {
   if (err instanceof ApiError || err instanceof ClientGoneError) return err;
-  const diagnosis = await db.diagnose(err);
-  // A passing failure is unavailable too: the body it would be tried again with is gone.
-  return refusalOfDatabaseState(diagnosis === 'transient' ? 'unavailable' : diagnosis, err) ?? err;
+  const decision = await createWritePolicy(db).afterFailure('stream', err);
+  return 'err' in decision ? decision.err : err;
 }

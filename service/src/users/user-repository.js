@@ -1,105 +1,56 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import copyStreams from 'pg-copy-streams';
-import { outcomeInDoubt } from '../db-outcome.js';
-import { OutcomeUnknownError, refusalOfDatabaseState } from '../errors.js';
-import { createReplayGuess } from './replay-guess.js';
 import { lastResult } from '../transaction-settings.js';
-import {
-  CREATE_STAGING, EMPTY_STAGING, FROM_STAGING, RETURNED_AS_TEXT, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, timestampAsJson, writeStatement,
-} from './user-sql.js';
+import { STRATEGIES, formatWriter, insertQuery } from './chunk-writers.js';
+import { createReplayGuess } from './replay-guess.js';
+import { RETURNED_AS_TEXT, rowsAsArrays, timestampAsJson, writeStatement } from './user-sql.js';
+import { createWritePolicy } from './write-policy.js';
+
+// config.js (and bench/) name the strategies from here.
+export { STRATEGIES } from './chunk-writers.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-schema.js').Resolution} Resolution */
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
 /** @typedef {import('pg').PoolClient} PoolClient */
 /** @typedef {import('../transaction-settings.js').TimeLimits} TimeLimits */
+/** @typedef {import('./chunk-writers.js').ChunkWriter} ChunkWriter */
+/** @typedef {import('./chunk-writers.js').Strategy} Strategy */
+/** @typedef {import('./write-policy.js').WriteKind} WriteKind */
 /**
  * A row as written, as a representation shows it (return=representation), its keys in the
  * answer's order; the write inserted it when updatedAt is null (else it updated it).
  * @typedef {{ email: string, name: string, phone: string | null, createdAt: string, updatedAt: string | null }} WrittenUser
  */
 /**
- * What a write did: its counts, and the rows it wrote when asked for them (withRows), sorted by email.
+ * What a write did for one request: its counts, and the rows it wrote when asked for them
+ * (withRows), sorted by email.
  * @typedef {{ inserted: number, updated: number, users?: WrittenUser[] }} Counts
  */
 /** @typedef {{ withRows?: boolean }} WriteOptions  withRows: answer the rows written too (return=representation) */
 /**
- * Writes one chunk; a stored email fails it (23505) when `onConflict` is 'fail'.
- * @typedef {object} ChunkWriter
- * @property {(client: PoolClient, rows: UserRow[], onConflict: OnConflict, settings?: string) => Promise<Counts>} write
- *   settings: the transaction's SET LOCALs to put before the chunk's statement in its query (a single
- *   chunk outside an explicit transaction); none when BEGIN set them
- * @property {boolean} [needsTransaction]  even a single chunk runs in BEGIN/COMMIT: its statement
- *   cannot carry the settings (parameters, COPY)
- * @property {(onConflict: OnConflict) => string} [beginWith]  statements for BEGIN's round trip
+ * One request a group's statement carries: its rows, and whether it wants them back as written.
+ * @typedef {{ rows: UserRow[], withRows: boolean }} Part
+ */
+/**
+ * What to write, and how (the writer's one way in).
+ * @typedef {object} WriteRequest
+ * @property {Exclude<WriteKind, 'stream'>} kind  how it is written (write-policy.js): its time limits, what its failure means
+ * @property {UserRow[]} rows  validated, sorted by email, no email twice: a request's, or a group's
+ *   (at most one statement's worth then)
+ * @property {Resolution} resolution
+ * @property {boolean} [withRows]  answer the rows written (return=representation); a group: any part wants them
+ * @property {readonly Part[]} [parts]  a group's requests, in the order their answers are wanted
+ */
+/**
+ * What a write did, per request it carried: a group's parts in their order, else the one request.
+ * Each request's Counts has its rows as written (per email) when it asked for them.
+ * @typedef {Counts[]} Written
+ */
+/**
+ * The writer's state, shared by its paths.
+ * @typedef {{ db: import('../db.js').Database, chunkRows: number, chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>, policy: import('./write-policy.js').WritePolicy }} Writer
  */
 
 const UNIQUE_VIOLATION = '23505';
-
-/**
- * A statement's answer as counts: its command tag when it only inserts, its counts row otherwise
- * (the last statement's, after SET LOCALs).
- * @param {import('pg').QueryResult | import('pg').QueryResult[]} answer @param {OnConflict} onConflict
- * @returns {Counts}
- */
-function countsOf(answer, onConflict) {
-  const result = lastResult(answer);
-  return onConflict === 'merge' ? result.rows[0] : { inserted: result.rowCount ?? 0, updated: 0 };
-}
-/** @param {OnConflict} onConflict */
-const returningFor = (onConflict) => (onConflict === 'merge' ? 'counts' : 'none');
-
-/**
- * One pg-format statement a chunk, each column one array literal (user-sql.js): a single chunk is
- * one query, its settings before it. @type {ChunkWriter}
- */
-const formatWriter = {
-  write: async (client, rows, onConflict, settings = '') =>
-    countsOf(await client.query(settings + writeStatement(rowsAsArrays(rows), onConflict, returningFor(onConflict))), onConflict),
-};
-
-/**
- * Four array parameters instead of literals: no quoting, one parse. A statement with parameters
- * goes alone in its query, so the settings come in BEGIN's: even a single chunk is BEGIN, the
- * statement and COMMIT, three round trips where the format strategy makes one.
- * @type {ChunkWriter}
- */
-const unnestWriter = {
-  needsTransaction: true,
-  write: async (client, rows, onConflict) =>
-    countsOf(await client.query(writeStatement(ROWS_AS_PARAMETERS, onConflict, returningFor(onConflict)), columnArrays(rows)), onConflict),
-};
-
-/**
- * COPY: straight into users when every email must be new; otherwise into a staging table, then
- * INSERT ... SELECT from it with the conflict clause, emptied in the same query for the next chunk.
- * The staging table is the transaction's own (made in BEGIN's round trip, dropped at its end), so
- * this runs in a transaction even for one chunk.
- * @type {ChunkWriter}
- */
-const copyWriter = {
-  needsTransaction: true,
-  beginWith: (onConflict) => (onConflict === 'fail' ? '' : CREATE_STAGING),
-  async write(client, rows, onConflict) {
-    if (onConflict === 'fail') return { inserted: await copyInto(client, 'users', rows), updated: 0 };
-    await copyInto(client, STAGING_TABLE, rows);
-    const answer = await client.query(`${writeStatement(FROM_STAGING, onConflict, returningFor(onConflict))}; ${EMPTY_STAGING}`);
-    // Two statements, two results: the write's is the first.
-    return countsOf(/** @type {import('pg').QueryResult[]} */ (/** @type {unknown} */ (answer))[0], onConflict);
-  },
-};
-
-/** @param {PoolClient} client @param {string} table @param {UserRow[]} rows */
-async function copyInto(client, table, rows) {
-  const copy = client.query(copyStreams.from(copySql(table)));
-  await pipeline(Readable.from([rowsAsCsv(rows)]), copy);
-  return copy.rowCount ?? rows.length;
-}
-
-/** How a chunk is written, by INSERT_STRATEGY; its keys are the strategies config.js accepts. */
-export const STRATEGIES = /** @type {const} */ ({ format: formatWriter, unnest: unnestWriter, copy: copyWriter });
-/** @typedef {keyof typeof STRATEGIES} Strategy */
 
 /** @param {unknown} err */
 export const isUniqueViolation = (err) => /** @type {{ code?: string }} */ (err)?.code === UNIQUE_VIOLATION;
@@ -108,206 +59,215 @@ export const isUniqueViolation = (err) => /** @type {{ code?: string }} */ (err)
 const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip');
 
 /**
- * Writes validated rows all or nothing: one statement per chunk of `chunkRows`; several chunks
- * run in one transaction, a single chunk needs none (one statement is atomic).
+ * Writes validated rows, all or nothing per request: `write` is the one way in, whatever the kind
+ * of write (write-policy.js), and answers what it did for each request it carried (Written).
+ *
+ * A request on its own (batch, alone, slow) is one statement per chunk of `chunkRows` by its
+ * strategy; several chunks run in one transaction, a single chunk needs none (one statement is
+ * atomic). A group is one pg-format statement whatever the strategy, which tells what it did to
+ * each email, so that each request of it is credited its own.
  *
  * Resolving conflicts (ON CONFLICT) costs PostgreSQL about a quarter of its insert rate, and
- * almost every batch is new users. So a batch first goes in as all-new; a unique violation rolls
- * that attempt back whole and the batch is written again resolving conflicts. After a replay the
- * next batches resolve conflicts at once for a while (replays come in runs: a retried message, a
+ * almost every batch is new users. So a write first goes in as all-new; a unique violation rolls
+ * that attempt back whole and it is written again resolving conflicts. After a replay the next
+ * writes resolve conflicts at once for a while (replays come in runs: a retried message, a
  * re-sent file), so a replay-heavy load never pays twice.
  *
- * A write that fails is diagnosed (db.diagnose): the database unavailable is
- * DatabaseUnavailableError (503); a lock or statement timeout is DatabaseTimeoutError (503, not
- * tried again: it would wait as long); a passing failure with the database answering is tried once
- * more; anything else is the request's own failure and is thrown as it is (500). A failure after
- * the write's commit was sent is OutcomeUnknownError (503: it may have been written), and so is
- * any failure of the attempt after one.
+ * A write that fails is answered as the policy decides (write-policy.js): a request's write may
+ * be tried once more, then gets its 503 or its own failure; a group's failure is thrown as it is,
+ * for group commit to ask the policy what it means for its requests.
  *
  * @param {import('../db.js').Database} db
- * @param {{ chunkRows: number, strategy: Strategy, groupLockTimeoutMs?: number }} options
- *   groupLockTimeoutMs: how long a group's statement waits for a row another writer holds (group
- *   commit splits a group that times out, so one locked email does not hold back the others)
+ * @param {{ chunkRows: number, strategy: Strategy, policy?: import('./write-policy.js').WritePolicy }} options
+ *   policy: the write policy (its time limits and decisions); by default one with db's diagnosis
+ *   and no lock timeout of the groups' own
  */
-export function createUserWriter(db, { chunkRows, strategy, groupLockTimeoutMs }) {
-  const chunkWriter = STRATEGIES[strategy];
-  const replays = createReplayGuess();
-  const { settings } = db;
-  /** @type {TimeLimits | undefined} a group's statement waits briefly for a locked row */
-  const groupLimits = groupLockTimeoutMs ? { lockTimeoutMs: groupLockTimeoutMs } : undefined;
-
-  /**
-   * One group statement (pg-format, whatever the strategy), its settings (the group's lock timeout)
-   * before it in one simple query: one implicit transaction, one round trip. The query answers one
-   * result per statement: the write's is the last.
-   * @param {UserRow[]} rows @param {OnConflict} onConflict @param {import('./user-sql.js').Returning} returning
-   * @returns {Promise<import('pg').QueryResult | import('pg').QueryResult[]>}
-   */
-  const groupQuery = (rows, onConflict, returning) =>
-    db.withClient((client) => {
-      const text = settings.statement(writeStatement(rowsAsArrays(rows), onConflict, returning), groupLimits);
-      return client.query(returning === 'rows' ? { text, ...RETURNED_AS_TEXT } : text);
-    });
-
-  /**
-   * Each chunk of `chunkRows` written by `writeChunk`: a single chunk alone, its settings before its
-   * statement in one query (one statement is atomic, and the query one implicit transaction);
-   * several, or a writer whose statement cannot carry the settings, in one transaction that BEGIN
-   * sets them for.
-   * @template T
-   * @param {UserRow[]} rows @param {number | undefined} lockTimeoutMs  a lock timeout of its own
-   * @param {ChunkWriter} writer  whether it needsTransaction, what it beginsWith
-   * @param {OnConflict} onConflict
-   * @param {(client: PoolClient, chunk: UserRow[], settings: string) => Promise<T>} writeChunk
-   * @returns {Promise<T[]>}
-   */
-  function inChunks(rows, lockTimeoutMs, writer, onConflict, writeChunk) {
-    const limits = lockTimeoutMs ? { lockTimeoutMs } : undefined;
-    if (!writer.needsTransaction && rows.length <= chunkRows) return db.withClient(async (client) => [await writeChunk(client, rows, settings.statement('', limits))]);
-    return db.transaction(async (client) => {
-      /** @type {T[]} */
-      const results = [];
-      for (let start = 0; start < rows.length; start += chunkRows) results.push(await writeChunk(client, rows.slice(start, start + chunkRows), ''));
-      return results;
-    }, { limits, then: writer.beginWith?.(onConflict) });
-  }
-
-  /** @param {UserRow[]} rows @param {OnConflict} onConflict @param {number} [lockTimeoutMs] @returns {Promise<Counts>} */
-  async function write(rows, onConflict, lockTimeoutMs) {
-    const chunks = await inChunks(rows, lockTimeoutMs, chunkWriter, onConflict, (client, chunk, prefix) => chunkWriter.write(client, chunk, onConflict, prefix));
-    if (chunks.length === 1) return chunks[0];
-    const total = { inserted: 0, updated: 0 };
-    for (const counts of chunks) {
-      total.inserted += counts.inserted;
-      total.updated += counts.updated;
-    }
-    return total;
-  }
-
-  /**
-   * Writes rows and answers them as written: a pg-format statement a chunk whatever the strategy,
-   * RETURNING each row (return=representation, which the default path never pays for).
-   * @param {UserRow[]} rows @param {OnConflict} onConflict @param {number} [lockTimeoutMs]
-   * @returns {Promise<Counts & { users: WrittenUser[] }>}
-   */
-  function writeReturningRows(rows, onConflict, lockTimeoutMs) {
-    /** @param {PoolClient} client @param {UserRow[]} chunk @param {string} prefix @returns {Promise<WrittenUser[]>} */
-    const writeChunk = async (client, chunk, prefix) =>
-      writtenUsers(chunk, await client.query({ text: prefix + writeStatement(rowsAsArrays(chunk), onConflict, 'rows'), ...RETURNED_AS_TEXT }), onConflict);
-    /** @param {WrittenUser[]} users */
-    const counted = (users) => {
-      let inserted = 0;
-      for (const u of users) if (u.updatedAt === null) inserted++;
-      return { inserted, updated: users.length - inserted, users };
-    };
-    return inChunks(rows, lockTimeoutMs, formatWriter, onConflict, writeChunk).then((chunks) => counted(chunks.flat()));
-  }
-
-  /**
-   * All-new first; resolving conflicts after a unique violation, or at once while replays are
-   * likely. Every way in (a request alone, a group) goes through here.
-   * @template T
-   * @param {number} rowCount
-   * @param {() => Promise<T>} asNew  fails with a unique violation when an email is stored
-   * @param {() => Promise<T>} resolving
-   * @param {(result: T) => number} insertedOf
-   * @returns {Promise<T>}
-   */
-  async function allNewFirst(rowCount, asNew, resolving, insertedOf) {
-    if (!replays.likely()) {
-      try {
-        return await asNew();
-      } catch (err) {
-        if (!isUniqueViolation(err)) throw err;
-      }
-    }
-    const result = await resolving();
-    if (insertedOf(result) < rowCount) replays.seen();
-    return result;
-  }
-
-  /**
-   * @template T
-   * @param {() => Promise<T>} attempt
-   * @returns {Promise<T>}
-   */
-  async function withDiagnosis(attempt) {
-    /** @type {unknown} the first attempt's failure, when it may have been committed all the same */
-    let inDoubt;
-    try {
-      return await attempt();
-    } catch (err) {
-      const diagnosis = await db.diagnose(err);
-      if (diagnosis !== 'transient') throw refusalOfDatabaseState(diagnosis, err) ?? err;
-      if (outcomeInDoubt(err)) inDoubt = err;
-    }
-    // The database answers: the first attempt failed for a passing reason. Once more (safe even
-    // when the first may have been written: a replay writes nothing twice), then its own; but if
-    // the first may have been written, no failure of the second can say nothing was.
-    try {
-      return await attempt();
-    } catch (err) {
-      const refusal = refusalOfDatabaseState(await db.diagnose(err), err) ?? err;
-      throw inDoubt === undefined || refusal instanceof OutcomeUnknownError ? refusal : new OutcomeUnknownError(inDoubt);
-    }
-  }
-
+export function createUserWriter(db, { chunkRows, strategy, policy = createWritePolicy(db) }) {
+  /** @type {Writer} */
+  const writer = { db, chunkRows, chunkWriter: STRATEGIES[strategy], replays: createReplayGuess(), policy };
   return {
     /**
-     * One request's rows, all or nothing.
-     * @param {UserRow[]} rows  validated, sorted by email, no email twice
-     * @param {Resolution} resolution
-     * @param {{ lockTimeoutMs?: number } & WriteOptions} [options]  lockTimeoutMs: a lock_timeout of its own
-     *   instead of DB_LOCK_TIMEOUT_MS
-     * @returns {Promise<Counts>}
-     * @throws {DatabaseUnavailableError | DatabaseTimeoutError | OutcomeUnknownError} or the request's own failure
+     * @param {WriteRequest} request
+     * @returns {Promise<Written>}
+     * @throws {import('../errors.js').DatabaseUnavailableError | import('../errors.js').DatabaseTimeoutError | import('../errors.js').OutcomeUnknownError}
+     *   or the write's own failure; a group's failure undiagnosed
      */
-    writeUsers: (rows, resolution, { lockTimeoutMs, withRows } = {}) =>
-      withDiagnosis(() =>
-        withRows
-          ? allNewFirst(rows.length, () => writeReturningRows(rows, 'fail', lockTimeoutMs), () => writeReturningRows(rows, onConflictFor(resolution), lockTimeoutMs), (c) => c.inserted)
-          : allNewFirst(rows.length, () => write(rows, 'fail', lockTimeoutMs), () => write(rows, onConflictFor(resolution), lockTimeoutMs), (c) => c.inserted),
-      ),
-
-    /**
-     * One pg-format statement whatever the strategy, telling what it did to each email (group
-     * commit credits each to its request): 'all' when every row was inserted, else the emails
-     * written, true where inserted and false where updated. Failures are thrown undiagnosed: group
-     * commit decides what a failed group means.
-     * With withRows, the statement returns every row it wrote and the answer is those rows by email
-     * (group commit hands each request its own).
-     * @param {UserRow[]} rows  sorted by email, no email twice, at most one statement's worth
-     * @param {Resolution} resolution
-     * @param {boolean} [withRows]
-     * @returns {Promise<'all' | Map<string, boolean | WrittenUser>>}
-     */
-    writeGroup: (rows, resolution, withRows) => (withRows ? writeGroupRows(rows, resolution) : writeGroupCounts(rows, resolution)),
+    write: (request) => (request.kind === 'group' ? writeGroup(writer, request) : tried(writer, request.kind, () => writeRequest(writer, request))),
   };
-
-  /** @param {UserRow[]} rows @param {Resolution} resolution @returns {Promise<Map<string, WrittenUser>>} */
-  function writeGroupRows(rows, resolution) {
-    /** @param {OnConflict} onConflict */
-    const attempt = (onConflict) =>
-      groupQuery(rows, onConflict, 'rows').then((r) => new Map(writtenUsers(rows, r, onConflict).map((u) => [u.email, u])));
-    return allNewFirst(rows.length, () => attempt('fail'), () => attempt(onConflictFor(resolution)), (r) => {
-      let inserted = 0;
-      for (const u of r.values()) if (u.updatedAt === null) inserted++;
-      return inserted;
-    });
-  }
-
-  /** @param {UserRow[]} rows @param {Resolution} resolution @returns {Promise<'all' | Map<string, boolean>>} */
-  function writeGroupCounts(rows, resolution) {
-    return allNewFirst(
-      rows.length,
-      () => groupQuery(rows, 'fail', 'none').then(() => /** @type {const} */ ('all')),
-      () => groupQuery(rows, onConflictFor(resolution), 'emails').then((r) => new Map(lastResult(r).rows.map((row) => [row.email, row.inserted]))),
-      (r) => (r === 'all' ? rows.length : [...r.values()].filter(Boolean).length),
-    );
-  }
 }
 
 /** @typedef {ReturnType<typeof createUserWriter>} UserWriter */
+
+/**
+ * An attempt, and once more when the policy says so.
+ * @template T
+ * @param {Writer} writer @param {WriteKind} kind @param {() => Promise<T>} attempt
+ * @returns {Promise<T>}
+ */
+async function tried({ policy }, kind, attempt) {
+  /** @type {unknown} */
+  let first;
+  try {
+    return await attempt();
+  } catch (err) {
+    const decision = await policy.afterFailure(kind, err);
+    if (decision.then !== 'retry') throw 'err' in decision ? decision.err : err;
+    first = err;
+  }
+  try {
+    return await attempt();
+  } catch (err) {
+    const decision = await policy.afterFailure(kind, err, first);
+    throw 'err' in decision ? decision.err : err;
+  }
+}
+
+/**
+ * All-new first; resolving conflicts after a unique violation, or at once while replays are
+ * likely. Every way in (a request alone, a group) goes through here.
+ * @template T
+ * @param {Writer} writer
+ * @param {number} rowCount
+ * @param {() => Promise<T>} asNew  fails with a unique violation when an email is stored
+ * @param {() => Promise<T>} resolving
+ * @param {(result: T) => number} insertedOf
+ * @returns {Promise<T>}
+ */
+async function allNewFirst({ replays }, rowCount, asNew, resolving, insertedOf) {
+  if (!replays.likely()) {
+    try {
+      return await asNew();
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+    }
+  }
+  const result = await resolving();
+  if (insertedOf(result) < rowCount) replays.seen();
+  return result;
+}
+
+/**
+ * One request's rows by its strategy (its rows as written by pg-format, when it wants them).
+ * @param {Writer} writer @param {WriteRequest} request
+ * @returns {Promise<Written>}
+ */
+async function writeRequest(writer, { kind, rows, resolution, withRows }) {
+  const limits = writer.policy.limits(kind);
+  /** @param {OnConflict} onConflict @returns {Promise<Counts>} */
+  const once = (onConflict) => (withRows ? writeReturningRows(writer, rows, onConflict, limits) : writeCounts(writer, rows, onConflict, limits));
+  return [await allNewFirst(writer, rows.length, () => once('fail'), () => once(onConflictFor(resolution)), (c) => c.inserted)];
+}
+
+/**
+ * Each chunk of `chunkRows` written by `writeChunk`: a single chunk alone, its settings before its
+ * statement in one query (one statement is atomic, and the query one implicit transaction);
+ * several, or a writer whose statement cannot carry the settings, in one transaction that BEGIN
+ * sets them for.
+ * @template T
+ * @param {Writer} writer
+ * @param {UserRow[]} rows @param {TimeLimits | undefined} limits  the policy's, for this kind of write
+ * @param {ChunkWriter} chunkWriter  whether it needsTransaction, what it beginsWith
+ * @param {OnConflict} onConflict
+ * @param {(client: PoolClient, chunk: UserRow[], settings: string) => Promise<T>} writeChunk
+ * @returns {Promise<T[]>}
+ */
+function inChunks({ db, chunkRows }, rows, limits, chunkWriter, onConflict, writeChunk) {
+  if (!chunkWriter.needsTransaction && rows.length <= chunkRows) return db.withClient(async (client) => [await writeChunk(client, rows, db.settings.statement('', limits))]);
+  return db.transaction(async (client) => {
+    /** @type {T[]} */
+    const results = [];
+    for (let start = 0; start < rows.length; start += chunkRows) results.push(await writeChunk(client, rows.slice(start, start + chunkRows), ''));
+    return results;
+  }, { limits, then: chunkWriter.beginWith?.(onConflict) });
+}
+
+/** @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @returns {Promise<Counts>} */
+async function writeCounts(writer, rows, onConflict, limits) {
+  const { chunkWriter } = writer;
+  const chunks = await inChunks(writer, rows, limits, chunkWriter, onConflict, (client, chunk, prefix) => chunkWriter.write(client, chunk, onConflict, prefix));
+  if (chunks.length === 1) return chunks[0];
+  const total = { inserted: 0, updated: 0 };
+  for (const counts of chunks) {
+    total.inserted += counts.inserted;
+    total.updated += counts.updated;
+  }
+  return total;
+}
+
+/**
+ * Writes rows and answers them as written: a pg-format statement a chunk whatever the strategy,
+ * RETURNING each row (return=representation, which the default path never pays for).
+ * @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits
+ * @returns {Promise<Counts & { users: WrittenUser[] }>}
+ */
+function writeReturningRows(writer, rows, onConflict, limits) {
+  /** @param {PoolClient} client @param {UserRow[]} chunk @param {string} prefix @returns {Promise<WrittenUser[]>} */
+  const writeChunk = async (client, chunk, prefix) =>
+    writtenUsers(chunk, await client.query(insertQuery(prefix + writeStatement(rowsAsArrays(chunk), onConflict, 'rows'), RETURNED_AS_TEXT)), onConflict);
+  /** @param {WrittenUser[]} users */
+  const counted = (users) => {
+    let inserted = 0;
+    for (const u of users) if (u.updatedAt === null) inserted++;
+    return { inserted, updated: users.length - inserted, users };
+  };
+  return inChunks(writer, rows, limits, formatWriter, onConflict, writeChunk).then((chunks) => counted(chunks.flat()));
+}
+
+/**
+ * A group: one pg-format statement whatever the strategy, its settings (the policy's brief lock
+ * timeout) before it in one simple query: one implicit transaction, one round trip. It tells what
+ * it did to each email: nothing when it had to insert every row ('all'), else the emails written,
+ * true where inserted and false where updated, or with withRows every row it wrote. Each part is
+ * credited its own share. A failure is thrown undiagnosed: group commit asks the policy.
+ * @param {Writer} writer @param {WriteRequest} request
+ * @returns {Promise<Written>}
+ */
+async function writeGroup(writer, { rows, resolution, withRows, parts = [{ rows, withRows: withRows === true }] }) {
+  const { db, policy } = writer;
+  const limits = policy.limits('group');
+  /** @param {OnConflict} onConflict @param {import('./user-sql.js').Returning} returning */
+  const query = (onConflict, returning) =>
+    db.withClient((client) => client.query(insertQuery(db.settings.statement(writeStatement(rowsAsArrays(rows), onConflict, returning), limits), returning === 'rows' ? RETURNED_AS_TEXT : undefined)));
+  /** @param {OnConflict} onConflict @returns {Promise<'all' | Map<string, boolean | WrittenUser>>} */
+  const attempt = async (onConflict) => {
+    if (withRows) return new Map(writtenUsers(rows, await query(onConflict, 'rows'), onConflict).map((u) => [u.email, u]));
+    if (onConflict === 'fail') return query('fail', 'none').then(() => 'all');
+    return new Map(lastResult(await query(onConflict, 'emails')).rows.map((row) => [row.email, row.inserted]));
+  };
+  const written = await allNewFirst(writer, rows.length, () => attempt('fail'), () => attempt(onConflictFor(resolution)), (r) => insertedIn(r, rows.length));
+  return parts.map((part) => credit(part.rows, written, part.withRows));
+}
+
+/** The rows a group's statement inserted. @param {'all' | Map<string, boolean | WrittenUser>} written @param {number} rowCount */
+function insertedIn(written, rowCount) {
+  if (written === 'all') return rowCount;
+  let inserted = 0;
+  for (const w of written.values()) if (typeof w === 'object' ? w.updatedAt === null : w) inserted++;
+  return inserted;
+}
+
+/**
+ * One request's share of what its group's statement did: its counts, and its rows as written when
+ * it wants them (the statement returned rows then).
+ * @param {UserRow[]} rows @param {'all' | Map<string, boolean | WrittenUser>} written @param {boolean} [withRows]
+ * @returns {Counts}
+ */
+export function credit(rows, written, withRows = false) {
+  if (written === 'all') return { inserted: rows.length, updated: 0 };
+  /** @type {Counts} */
+  const counts = { inserted: 0, updated: 0 };
+  /** @type {WrittenUser[] | undefined} */
+  const users = withRows ? [] : undefined;
+  for (const row of rows) {
+    const w = written.get(row[0]);
+    const inserted = typeof w === 'object' ? w.updatedAt === null : w;
+    if (inserted === true) counts.inserted++;
+    else if (inserted === false) counts.updated++;
+    if (users && typeof w === 'object') users.push(w);
+  }
+  if (users) counts.users = users;
+  return counts;
+}
 
 /**
  * The rows a statement wrote as a representation shows them, from what it returned

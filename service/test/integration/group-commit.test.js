@@ -5,6 +5,7 @@ import { createDatabase } from '../../src/db.js';
 import { DatabaseUnavailableError } from '../../src/errors.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createUserWriter } from '../../src/users/user-repository.js';
+import { createWritePolicy } from '../../src/users/write-policy.js';
 import { POISON_TRIGGER, createTestDatabase } from '../../../test/support/database.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
 import { makeUsers, uniqueTag } from '../../../test/support/users.js';
@@ -30,7 +31,7 @@ describe('group commit against PostgreSQL', () => {
   /** One write slot, so everything submitted while the first group is written forms the second. */
   function oneSlot(observed = /** @type {any[]} */ ([])) {
     const writer = createUserWriter(db, { chunkRows: 1000, strategy: 'format' });
-    const gc = createGroupCommit({ writeGroup: writer.writeGroup, writeAlone: writer.writeUsers, diagnose: db.diagnose, maxRows: 1000, maxInFlight: 1, observe: (g) => observed.push(g) });
+    const gc = createGroupCommit({ write: writer.write, policy: createWritePolicy(db), maxRows: 1000, maxInFlight: 1, observe: (g) => observed.push(g) });
     return { gc, observed };
   }
 
@@ -94,7 +95,7 @@ describe('group commit against PostgreSQL', () => {
     const down = createDatabase({ databaseUrl: 'postgres://postgres:postgres@127.0.0.1:1/none', dbPoolMax: 2, dbConnectTimeoutMs: 500, dbStatementTimeoutMs: 1000 }, silent);
     try {
       const writer = createUserWriter(down, { chunkRows: 1000, strategy: 'format' });
-      const gc = createGroupCommit({ writeGroup: writer.writeGroup, writeAlone: writer.writeUsers, diagnose: down.diagnose, maxRows: 1000 });
+      const gc = createGroupCommit({ write: writer.write, policy: createWritePolicy(down), maxRows: 1000 });
       const results = await Promise.allSettled([1, 2, 3].map((i) => gc.writeUsers([row(`down-${i}@x.co`)], 'ignore')));
       for (const r of results) assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseUnavailableError);
     } finally {

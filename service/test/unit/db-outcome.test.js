@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pg from 'pg';
 import { endLending, outcomeInDoubt, startLending, watchCommits } from '../../src/db-outcome.js';
-import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError, refusalOfDatabaseState } from '../../src/errors.js';
+import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../../src/errors.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createTransactionSettings } from '../../src/transaction-settings.js';
 import { createUserWriter } from '../../src/users/user-repository.js';
+import { createWritePolicy, refusalOfDatabaseState } from '../../src/users/write-policy.js';
 
 const lost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
 /** PostgreSQL's own error, as pg hands it on. @param {string} code @param {string} [severity] */
@@ -135,7 +136,8 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
         }),
       diagnose: async (/** @type {unknown} */ err) => (err instanceof DatabaseUnavailableError ? 'unavailable' : diagnoses.shift() ?? 'own'),
     });
-    return createUserWriter(db, { chunkRows, strategy: 'format' });
+    const { write } = createUserWriter(db, { chunkRows, strategy: 'format' });
+    return { writeUsers: (/** @type {import('../../src/users/user-schema.js').UserRow[]} */ r, /** @type {'ignore'} */ resolution) => write({ kind: 'batch', rows: r, resolution }).then(([counts]) => counts) };
   }
   const rows = /** @type {import('../../src/users/user-schema.js').UserRow[]} */ ([['a@x.co', 'A', null, null, null], ['b@x.co', 'B', null, null, null]]);
   const failInsert = () => (/** @type {string} */ text) => (/^(?:SET LOCAL [^;]+; )*INSERT/.test(text) ? lost() : undefined);
@@ -171,15 +173,13 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
     /** @type {string[]} */
     const writes = [];
     const gc = createGroupCommit({
-      writeGroup: async () => {
-        writes.push('group');
-        throw doubt;
+      /** @param {import('../../src/users/user-repository.js').WriteRequest} request */
+      write: async ({ kind, rows: r }) => {
+        writes.push(kind);
+        if (kind === 'group') throw doubt;
+        return [{ inserted: r.length, updated: 0 }];
       },
-      writeAlone: async (r) => {
-        writes.push('alone');
-        return { inserted: r.length, updated: 0 };
-      },
-      diagnose: async () => 'transient',
+      policy: createWritePolicy({ diagnose: async () => 'transient' }),
       maxRows: 1000,
     });
     const answers = await Promise.allSettled([gc.writeUsers([rows[0]], 'ignore'), gc.writeUsers([rows[1]], 'ignore')]);

@@ -5,6 +5,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { OtelTracing } from '../../src/tracing/spans.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
+import { createWritePolicy } from '../../src/users/write-policy.js';
 
 // This file's process only: the SDK with spans kept in memory, and the service's tracing over it.
 const exporter = new InMemorySpanExporter();
@@ -32,16 +33,17 @@ function recordingGroupCommit({ failGroup = false } = {}) {
     tracing,
     maxRows: 1000,
     maxInFlight: 1,
-    diagnose: async () => 'own',
-    writeGroup: async () => {
+    policy: createWritePolicy({ diagnose: async () => 'own' }),
+    /** @param {import('../../src/users/user-repository.js').WriteRequest} request */
+    write: async ({ kind, rows, parts = [] }) => {
+      if (kind !== 'group') {
+        calls.push({ kind: 'alone', active: otel.trace.getActiveSpan() });
+        return [{ inserted: rows.length, updated: 0 }];
+      }
       calls.push({ kind: 'group', active: otel.trace.getActiveSpan() });
       await hold();
       if (failGroup) throw new Error('a row of the group is refused');
-      return 'all';
-    },
-    writeAlone: async (rows) => {
-      calls.push({ kind: 'alone', active: otel.trace.getActiveSpan() });
-      return { inserted: rows.length, updated: 0 };
+      return parts.map((p) => ({ inserted: p.rows.length, updated: 0 }));
     },
   });
   const finish = async () => {

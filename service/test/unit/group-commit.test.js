@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DatabaseTimeoutError, DatabaseUnavailableError } from '../../src/errors.js';
-import { createGroupCommit, credit } from '../../src/users/group-commit.js';
+import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createReplayGuess } from '../../src/users/replay-guess.js';
+import { credit } from '../../src/users/user-repository.js';
+import { createWritePolicy } from '../../src/users/write-policy.js';
 
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 /** @param {string} email @param {string} [name] @returns {UserRow} */
@@ -41,27 +43,19 @@ function scriptedWriter(faults = {}) {
   return {
     writes,
     mostAtOnce: () => mostAtOnce,
-    /** @param {UserRow[]} rows @param {any} resolution */
-    writeGroup: (rows, resolution) =>
-      write('group', rows, resolution, () => {
-        const fault = faults.failGroup?.(rows);
-        if (fault) throw fault;
-        return /** @type {const} */ ('all');
-      }),
-    /** @param {UserRow[]} rows @param {any} resolution */
-    writeAlone: (rows, resolution) =>
-      write('alone', rows, resolution, () => {
-        const fault = faults.failAlone?.(rows);
-        if (fault) throw fault;
-        return { inserted: rows.length, updated: 0 };
-      }),
-    /** @param {UserRow[]} rows @param {any} resolution */
-    writeSlow: (rows, resolution) =>
-      write('slow', rows, resolution, () => {
-        const fault = faults.failSlow?.(rows);
-        if (fault) throw fault;
-        return { inserted: rows.length, updated: 0 };
-      }),
+    /**
+     * The user writer's one way in: a group is credited per request, a request alone its own.
+     * @param {import('../../src/users/user-repository.js').WriteRequest} request
+     */
+    write: ({ kind, rows, resolution, parts = [{ rows, withRows: false }] }) => {
+      const scripted = /** @type {'group' | 'alone' | 'slow'} */ (kind);
+      const fault = { group: faults.failGroup, alone: faults.failAlone, slow: faults.failSlow }[scripted];
+      return write(scripted, rows, resolution, () => {
+        const failure = fault?.(rows);
+        if (failure) throw failure;
+        return parts.map((p) => credit(p.rows, 'all'));
+      });
+    },
     /** Finishes the writes of one kind started so far. @param {'group' | 'alone' | 'slow'} kind */
     async finish(kind) {
       for (const w of writes.filter((x) => x.kind === kind)) {
@@ -85,11 +79,8 @@ function scriptedWriter(faults = {}) {
  */
 const groupCommit = (w, { maxInFlight = 1, maxRows = 1000, maxSlow = 4, diagnosis = 'own', tableLocked = false } = {}) =>
   createGroupCommit({
-    writeGroup: w.writeGroup,
-    writeAlone: w.writeAlone,
-    writeSlow: w.writeSlow,
-    diagnose: async () => diagnosis,
-    isTableLocked: async () => tableLocked,
+    write: w.write,
+    policy: createWritePolicy({ diagnose: async () => diagnosis, isTableLocked: async () => tableLocked }),
     maxRows,
     maxInFlight,
     maxSlow,
@@ -300,14 +291,17 @@ describe('group commit and return=representation (unit)', () => {
     let release;
     const gate = new Promise((r) => { release = () => r(undefined); });
     const gc = createGroupCommit({
-      async writeGroup(rows, _resolution, withRows) {
-        calls.push({ emails: rows.map((r) => r[0]), withRows });
+      /** @param {import('../../src/users/user-repository.js').WriteRequest} request */
+      async write({ kind, rows, withRows, parts = [] }) {
+        if (kind !== 'group') assert.fail('no request is written alone');
+        // As the writer asks it: withRows only when a request wants them.
+        calls.push({ emails: rows.map((r) => r[0]), withRows: withRows || undefined });
         await gate;
-        if (!withRows) return 'all';
-        return new Map(rows.filter((r) => r[0] !== 'c@x.co').map((r) => [r[0], written(r[0], r[0] !== 'b@x.co')]));
+        if (!withRows) return parts.map((p) => credit(p.rows, 'all'));
+        const map = new Map(rows.filter((r) => r[0] !== 'c@x.co').map((r) => [r[0], written(r[0], r[0] !== 'b@x.co')]));
+        return parts.map((p) => credit(p.rows, map, p.withRows));
       },
-      writeAlone: async () => assert.fail('no request is written alone'),
-      diagnose: async () => 'own',
+      policy: createWritePolicy({ diagnose: async () => 'own' }),
       maxRows: 1000,
       maxInFlight: 1,
     });
@@ -326,14 +320,13 @@ describe('group commit and return=representation (unit)', () => {
     /** @type {unknown[]} */
     const aloneOptions = [];
     const gc = createGroupCommit({
-      writeGroup: async () => {
-        throw Object.assign(new Error('poisoned row'), { code: '22000' });
+      /** @param {import('../../src/users/user-repository.js').WriteRequest} request */
+      async write({ kind, rows, withRows }) {
+        if (kind === 'group') throw Object.assign(new Error('poisoned row'), { code: '22000' });
+        aloneOptions.push(withRows ? { withRows } : undefined);
+        return [{ inserted: rows.length, updated: 0, ...(withRows ? { users: rows.map((r) => written(r[0], true)) } : {}) }];
       },
-      async writeAlone(rows, _resolution, options) {
-        aloneOptions.push(options);
-        return { inserted: rows.length, updated: 0, ...(options?.withRows ? { users: rows.map((r) => written(r[0], true)) } : {}) };
-      },
-      diagnose: async () => 'own',
+      policy: createWritePolicy({ diagnose: async () => 'own' }),
       maxRows: 1000,
     });
     const [a, b] = await Promise.all([gc.writeUsers([row('a@x.co')], 'ignore', { withRows: true }), gc.writeUsers([row('b@x.co')], 'ignore')]);

@@ -5,7 +5,8 @@ import * as otel from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { OtelTracing } from '../../src/tracing/spans.js';
-import { operationOf, rowCountOf, traceQueries } from '../../src/tracing/pg-spans.js';
+import { operationOf, operationOfQuery, rowCountOf, traceQueries } from '../../src/tracing/pg-spans.js';
+import { insertQuery } from '../../src/users/chunk-writers.js';
 import { createTransactionSettings } from '../../src/transaction-settings.js';
 
 test("a statement's operation is its first keyword, after the transaction's SET LOCALs", () => {
@@ -18,6 +19,15 @@ test("a statement's operation is its first keyword, after the transaction's SET 
   assert.equal(operationOf(settings.begin({ statementTimeoutMs: 0 }, 'CREATE TEMPORARY TABLE t (x int) ON COMMIT DROP')), 'BEGIN');
   assert.equal(operationOf('copy users_staging FROM STDIN'), 'COPY');
   assert.equal(operationOf(''), undefined);
+});
+
+test("a writer's label names the statement; a query nobody labelled is named by its text", () => {
+  const settings = createTransactionSettings({ statementTimeoutMs: 30_000, lockTimeoutMs: 3000 });
+  assert.equal(operationOfQuery(insertQuery(settings.statement("SELECT now(); INSERT INTO users VALUES ('a@b.co')"))), 'INSERT', 'a write, whatever comes before it');
+  assert.equal(operationOfQuery({ text: 'WITH sent AS (SELECT 1) INSERT INTO users SELECT * FROM sent', operation: 'INSERT' }), 'INSERT', 'the label, not the text');
+  assert.equal(operationOfQuery({ text: 'COMMIT' }), 'COMMIT');
+  assert.equal(operationOfQuery(settings.begin()), 'BEGIN');
+  assert.equal(operationOfQuery(undefined), undefined);
 });
 
 test('nothing of a statement past its keyword reaches the operation, whatever the values hold', () => {
