@@ -13,7 +13,7 @@ const NO_QUERY_TIMEOUT = 2 ** 31 - 1;
  * it. With the stream's default (16 KiB) each piece read waited for the socket to PostgreSQL to
  * drain, and the two took turns instead of working at once.
  */
-export const COPY_AHEAD_BYTES = 256 * 1024;
+const COPY_AHEAD_BYTES = 256 * 1024;
 
 /**
  * @typedef {object} CopyInto

@@ -27,7 +27,7 @@ import { COLUMNS, csvLine, writeStatement } from './user-sql.js';
 /**
  * What a stream holds at once, charged to admission control whatever the body's size: the socket's
  * and the decoder's buffers, one piece of text and its CSV (both about a 64 KiB read), the
- * unfinished record (at most MAX_RECORD_CHARS), what COPY may hold ahead (COPY_AHEAD_BYTES) and
+ * unfinished record (at most MAX_RECORD_CHARS), what COPY may hold ahead (copy-from.js's COPY_AHEAD_BYTES) and
  * ignore mode's chunk (CHUNK_BYTES), with room to spare. At the default budget (3 MiB) it also lets
  * at most two large streams run at once in a process, each on a pooled connection for as long as
  * it lasts, so batches keep the rest of the pool.
