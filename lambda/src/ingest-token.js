@@ -1,4 +1,5 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { parseNamedTokens } from '@sluice/env/named-tokens';
 import { ConfigError } from './errors.js';
 
 /**
@@ -40,14 +41,14 @@ function tokenOf(text, clientName) {
   const trimmed = text?.trim();
   if (!trimmed) throw new ConfigError('INGEST_TOKEN_SECRET_ARN', 'names a secret with no SecretString: put the token there, as plain text or a JSON object of client name → token');
   if (!trimmed.startsWith('{')) return trimmed;
-  /** @type {unknown} */
-  let parsed;
+  /** @type {import('@sluice/env/named-tokens').NamedToken[]} */
+  let tokens;
   try {
-    parsed = JSON.parse(trimmed);
-  } catch {
-    throw new ConfigError('INGEST_TOKEN_SECRET_ARN', 'names a secret that starts like a JSON object and is not valid JSON');
+    tokens = parseNamedTokens(trimmed);
+  } catch (err) {
+    throw new ConfigError('INGEST_TOKEN_SECRET_ARN', `names a secret that starts like a JSON object and is not one of client name → token that the service accepts: it ${/** @type {Error} */ (err).message}`);
   }
-  const token = parsed !== null && typeof parsed === 'object' ? /** @type {Record<string, unknown>} */ (parsed)[clientName] : undefined;
-  if (typeof token !== 'string' || token === '') throw new ConfigError('INGEST_TOKEN_SECRET_ARN', `names a secret with no token for the client ${JSON.stringify(clientName)} (INGEST_CLIENT_NAME)`);
+  const token = tokens.find(({ name }) => name === clientName)?.token;
+  if (token === undefined) throw new ConfigError('INGEST_TOKEN_SECRET_ARN', `names a secret with no token for the client ${JSON.stringify(clientName)} (INGEST_CLIENT_NAME)`);
   return token;
 }

@@ -6,6 +6,7 @@ import {
   DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient, UpdateSecretVersionStageCommand,
 } from '@aws-sdk/client-secrets-manager';
 import { defineVariables, loadEnv, milliseconds } from '@sluice/env';
+import { parseNamedTokens } from '@sluice/env/named-tokens';
 
 /** The rotation function's one variable (template.yaml sets it), declared once. */
 export const ROTATION_VARIABLES = defineVariables({
@@ -34,21 +35,17 @@ export const ROTATION_VARIABLES = defineVariables({
 const newToken = () => randomBytes(36).toString('base64url');
 
 /**
- * A secret's text as the object it must be: the same check the service makes (a JSON object of
- * non-empty string tokens); the message names no token.
+ * A secret's text as the object it must be: read as the services read it (parseNamedTokens); the
+ * message names no token.
  * @param {string | undefined} text @param {string} what
  * @returns {Record<string, string>}
  */
 function tokensOf(text, what) {
-  let parsed;
   try {
-    parsed = JSON.parse(text ?? '');
-  } catch {
-    throw new Error(`${what} is not a JSON object of client name → token`);
+    return Object.fromEntries(parseNamedTokens(text ?? '').map(({ name, token }) => [name, token]));
+  } catch (err) {
+    throw new Error(`${what} is not a JSON object of client name → token that the services accept: it ${/** @type {Error} */ (err).message}`);
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || Object.keys(parsed).length === 0) throw new Error(`${what} is not a JSON object of client name → token`);
-  for (const [name, token] of Object.entries(parsed)) if (typeof token !== 'string' || token === '') throw new Error(`${what} gives the client ${JSON.stringify(name)} no token`);
-  return parsed;
 }
 
 /**

@@ -81,6 +81,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
     // An NDJSON or CSV body is streamed (users/stream-import.js) and answered there; a JSON one goes on.
     streamUsers({
       db,
+      policy,
       admit: admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, holdBytes: STREAM_HOLD_BYTES }),
       maxStreamBytes: config.maxStreamBytes,
       idleTimeoutMs: config.streamIdleTimeoutMs,

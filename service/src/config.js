@@ -1,7 +1,8 @@
 import os from 'node:os';
 import { DATABASE_VARIABLES, databaseRules, databaseUrlFrom } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, boolean, defineVariables, integer, loadEnv, matching, milliseconds, oneOf, text, tracingConfigFrom, url } from '@sluice/env';
-import { DEFAULT_CLIENT, mergeNamedTokens, parseNamedTokens } from './auth/token-set.js';
+import { parseNamedTokens } from '@sluice/env/named-tokens';
+import { DEFAULT_CLIENT, mergeNamedTokens } from './auth/token-set.js';
 import { STRATEGIES } from './users/user-repository.js';
 
 /**
@@ -36,7 +37,7 @@ import { STRATEGIES } from './users/user-repository.js';
  * @typedef {import('./auth/token-source.js').TokenSourceConfig & { jwt: import('./auth/jwt.js').JwtConfig | undefined }} Auth
  */
 
-/** INGEST_TOKENS: checked whole at start-up (auth/token-set.js), its problems naming clients, never tokens. */
+/** INGEST_TOKENS: checked whole at start-up (@sluice/env's named-tokens.js), its problems naming clients, never tokens. */
 const namedTokens = { kind: 'a JSON object of client name → token', parse: parseNamedTokens };
 /** A comma-separated list of words, none empty. */
 const wordList = {

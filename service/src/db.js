@@ -86,6 +86,55 @@ export function timeoutOf(err) {
  * @returns {Database}
  */
 export function createDatabase(config, logger, tracing = NO_TRACING) {
+  const { connection, pool } = createPool(config, logger, tracing);
+  // The server-side limits, set by each transaction for itself. A row another writer holds (an
+  // uncommitted insert of the same email, SELECT ... FOR UPDATE) is waited for DB_LOCK_TIMEOUT_MS,
+  // then the write gets 503 lock_timeout instead of waiting with it.
+  const settings = createTransactionSettings({ statementTimeoutMs: config.dbStatementTimeoutMs, lockTimeoutMs: config.dbLockTimeoutMs });
+
+  const { probe, answers, knownUnreachable } = createProbe(connection, config.dbConnectTimeoutMs, settings);
+
+  const watchdog = createDbWatchdog({
+    probe: answers,
+    stallMs: STALL_MS,
+    onCut: (count) => logger.warn({ connections: count }, 'database unreachable: cut the connections in flight'),
+  });
+
+  const withClient = createLender(pool, watchdog, knownUnreachable);
+
+  /** @type {Database['diagnose']} */
+  async function diagnose(err) {
+    if (err instanceof DatabaseUnavailableError) return 'unavailable';
+    const timeout = timeoutOf(err);
+    if (timeout) return timeout;
+    if (!isTransient(err)) return 'own';
+    if (knownUnreachable()) return 'unavailable';
+    return (await answers()) ? 'transient' : 'unavailable';
+  }
+
+  return {
+    pool,
+    withClient,
+    transaction: createTransaction(withClient, settings),
+    settings,
+    isReady: async () => (await probe()).ready,
+    diagnose,
+    isTableLocked: () => isTableLocked(withClient, settings),
+    close: () => {
+      watchdog.stop();
+      return pool.end();
+    },
+  };
+}
+
+/**
+ * The pool, and what listens on it: an idle connection lost is logged, what each connection sends
+ * is watched (db-outcome.js), and traced (tracing/pg-spans.js) when tracing is on.
+ * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number }} config
+ * @param {import('pino').Logger} logger @param {import('./tracing/tracing.js').Tracing} tracing
+ * @returns {{ connection: pg.ClientConfig, pool: pg.Pool }}  connection: what a connection of the probe's own is made with
+ */
+function createPool(config, logger, tracing) {
   const connection = {
     connectionString: config.databaseUrl,
     application_name: 'sluice',
@@ -102,27 +151,23 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
     // Client-side too, so that a database that stops answering (not just refusing) cannot hang us.
     query_timeout: config.dbStatementTimeoutMs + 5_000,
   });
-  // The server-side limits, set by each transaction for itself. A row another writer holds (an
-  // uncommitted insert of the same email, SELECT ... FOR UPDATE) is waited for DB_LOCK_TIMEOUT_MS,
-  // then the write gets 503 lock_timeout instead of waiting with it.
-  const settings = createTransactionSettings({ statementTimeoutMs: config.dbStatementTimeoutMs, lockTimeoutMs: config.dbLockTimeoutMs });
   // An idle client whose server went away emits here; unhandled, it would crash the process.
   pool.on('error', (err) => logger.warn({ err }, 'idle database connection lost'));
   // Whether a failed write may have been committed is told by what was sent on its connection.
   pool.on('connect', watchCommits);
   // Traced, each query made for a traced request is a span (tracing/pg-spans.js).
   if (tracing.enabled) pool.on('connect', (client) => traceQueries(client, tracing));
+  return { connection, pool };
+}
 
-  const { probe, answers, knownUnreachable } = createProbe(connection, config.dbConnectTimeoutMs, settings);
-
-  const watchdog = createDbWatchdog({
-    probe: answers,
-    stallMs: STALL_MS,
-    onCut: (count) => logger.warn({ connections: count }, 'database unreachable: cut the connections in flight'),
-  });
-
-  /** @type {Database['withClient']} */
-  async function withClient(fn) {
+/**
+ * Lends a client of the pool to `fn` (holdClient): 503 (DatabaseUnavailableError) at once while a
+ * probe has just found the database unreachable, or when no client can be had in time.
+ * @param {pg.Pool} pool @param {ReturnType<typeof createDbWatchdog>} watchdog @param {() => boolean} knownUnreachable
+ * @returns {Database['withClient']}
+ */
+function createLender(pool, watchdog, knownUnreachable) {
+  return async (fn) => {
     if (knownUnreachable()) throw new DatabaseUnavailableError(new Error('database unreachable (a probe failed within the last second)'));
     let client;
     try {
@@ -131,11 +176,16 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
       throw new DatabaseUnavailableError(err);
     }
     return holdClient(client, watchdog, fn);
-  }
+  };
+}
 
-  /** @type {Database['transaction']} */
-  function transaction(fn, { limits, then } = {}) {
-    return withClient(async (client) => {
+/**
+ * @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings
+ * @returns {Database['transaction']}
+ */
+function createTransaction(withClient, settings) {
+  return (fn, { limits, then } = {}) =>
+    withClient(async (client) => {
       try {
         // In the try: a failure of BEGIN's round trip (a statement of `then`) leaves it open.
         await client.query(settings.begin(limits, then));
@@ -147,48 +197,27 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
         throw err;
       }
     });
-  }
+}
 
-  /** @type {Database['diagnose']} */
-  async function diagnose(err) {
-    if (err instanceof DatabaseUnavailableError) return 'unavailable';
-    const timeout = timeoutOf(err);
-    if (timeout) return timeout;
-    if (!isTransient(err)) return 'own';
-    if (knownUnreachable()) return 'unavailable';
-    return (await answers()) ? 'transient' : 'unavailable';
-  }
-
-  /** @type {Database['isTableLocked']} */
-  function isTableLocked() {
-    // ROW EXCLUSIVE is what every INSERT takes; NOWAIT refuses at once if a SHARE lock or stronger
-    // (CREATE INDEX without CONCURRENTLY, LOCK TABLE, ALTER TABLE) is held or queued. LOCK TABLE
-    // needs a transaction: the settings' SET LOCALs make the query one (implicit), which ends, and
-    // lets the lock go, with the query: one round trip.
-    return withClient(async (client) => {
-      try {
-        await client.query(settings.statement('LOCK TABLE users IN ROW EXCLUSIVE MODE NOWAIT'));
-        return false;
-      } catch (err) {
-        if (timeoutOf(err) === 'lock_timeout') return true;
-        throw err;
-      }
-    }).catch(() => false);
-  }
-
-  return {
-    pool,
-    withClient,
-    transaction,
-    settings,
-    isReady: async () => (await probe()).ready,
-    diagnose,
-    isTableLocked,
-    close: () => {
-      watchdog.stop();
-      return pool.end();
-    },
-  };
+/**
+ * Does another session hold a lock on users that stops every insert?
+ * @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings
+ * @returns {Promise<boolean>}
+ */
+function isTableLocked(withClient, settings) {
+  // ROW EXCLUSIVE is what every INSERT takes; NOWAIT refuses at once if a SHARE lock or stronger
+  // (CREATE INDEX without CONCURRENTLY, LOCK TABLE, ALTER TABLE) is held or queued. LOCK TABLE
+  // needs a transaction: the settings' SET LOCALs make the query one (implicit), which ends, and
+  // lets the lock go, with the query: one round trip.
+  return withClient(async (client) => {
+    try {
+      await client.query(settings.statement('LOCK TABLE users IN ROW EXCLUSIVE MODE NOWAIT'));
+      return false;
+    } catch (err) {
+      if (timeoutOf(err) === 'lock_timeout') return true;
+      throw err;
+    }
+  }).catch(() => false);
 }
 
 /**

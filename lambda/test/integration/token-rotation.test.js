@@ -157,6 +157,11 @@ describe('token rotation under load: zero failed posts, zero dead letters, nothi
         const deps = { client, waitMs: 3 * REFRESH_MS, sleep };
         for (const step of /** @type {const} */ (['createSecret', 'setSecret', 'testSecret', 'finishSecret'])) {
           await rotate({ Step: step, SecretId: SECRET_ARN, ClientRequestToken: version }, deps);
+          if (step !== 'testSecret') continue;
+          // What testSecret vouches for, checked where it counts: after setSecret's wait the service
+          // accepts the pending token (an empty body is refused 400, not 401) before any client has it.
+          const pending = JSON.parse(/** @type {string} */ (secrets.valueAt('AWSPENDING'))).feeder;
+          assert.equal((await app.postUsers([], { token: pending })).status, 400, 'the pending token is accepted once testSecret passes');
         }
         const old = JSON.parse(/** @type {string} */ (secrets.valueAt('AWSPREVIOUS'))).feeder;
         await waitUntil(async () => (await app.postUsers([], { token: old })).status === 401, 'the service to stop accepting the previous token', 5000);

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from '@sluice/env';
-import { DEFAULT_CLIENT, TokenSet, mergeNamedTokens, parseNamedTokens } from './token-set.js';
+import { parseNamedTokens } from '@sluice/env/named-tokens';
+import { DEFAULT_CLIENT, TokenSet, mergeNamedTokens } from './token-set.js';
 
 /** @typedef {import('./token-set.js').NamedToken} NamedToken */
 

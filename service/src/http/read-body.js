@@ -35,12 +35,8 @@ export class ClientGoneError extends Error {
  */
 export function readBody(req, source, { limit, length, allowance }, callback) {
   const known = length !== undefined && source === req;
-  /** @type {Buffer[]} */
-  const parts = [];
+  const kept = keptBody(known ? length : undefined);
   let received = 0;
-  /** @type {Buffer | undefined} */
-  let block;
-  let blockUsed = 0;
   let done = false;
 
   /** @param {Buffer} chunk */
@@ -50,37 +46,13 @@ export function readBody(req, source, { limit, length, allowance }, callback) {
     if (refused) return finish(refused);
     if (next > limit) return finish(new ApiError('payload_too_large'));
     if (known && next > /** @type {number} */ (length)) return finish(lengthMismatch());
-    if (known) {
-      block ??= Buffer.allocUnsafe(/** @type {number} */ (length));
-      chunk.copy(block, received);
-    } else if (chunk.length >= SMALL_CHUNK) {
-      sealBlock();
-      parts.push(chunk);
-    } else {
-      if (block === undefined || blockUsed + chunk.length > block.length) {
-        sealBlock();
-        block = Buffer.allocUnsafe(BLOCK);
-      }
-      chunk.copy(block, blockUsed);
-      blockUsed += chunk.length;
-    }
+    kept.add(chunk, received);
     received = next;
   }
 
-  function sealBlock() {
-    if (block === undefined || blockUsed === 0) return;
-    parts.push(block.subarray(0, blockUsed));
-    block = undefined;
-    blockUsed = 0;
-  }
-
   function onEnd() {
-    if (known) {
-      if (received !== length) return finish(lengthMismatch());
-      return finish(undefined, block ?? Buffer.alloc(0));
-    }
-    sealBlock();
-    finish(undefined, parts.length === 1 ? parts[0] : Buffer.concat(parts, received));
+    if (known && received !== length) return finish(lengthMismatch());
+    finish(undefined, kept.body(received));
   }
 
   /** @param {unknown} err */
@@ -103,7 +75,7 @@ export function readBody(req, source, { limit, length, allowance }, callback) {
   function finish(err, body) {
     if (done) return;
     stop();
-    parts.length = 0;
+    kept.release();
     callback(err, body);
   }
 
@@ -116,3 +88,53 @@ export function readBody(req, source, { limit, length, allowance }, callback) {
 }
 
 const lengthMismatch = () => new ApiError('bad_request', 'the body does not match its Content-Length; nothing was read or written');
+
+/**
+ * Where a body's chunks are kept: one buffer of its length when that is known; otherwise chunks of
+ * some size as they came, and small ones copied into shared blocks.
+ * @param {number | undefined} length  the body's length, when known
+ */
+function keptBody(length) {
+  /** @type {Buffer[]} */
+  const parts = [];
+  /** @type {Buffer | undefined} */
+  let block;
+  let blockUsed = 0;
+
+  function sealBlock() {
+    if (block === undefined || blockUsed === 0) return;
+    parts.push(block.subarray(0, blockUsed));
+    block = undefined;
+    blockUsed = 0;
+  }
+
+  return {
+    /** @param {Buffer} chunk @param {number} at  the bytes kept before it */
+    add(chunk, at) {
+      if (length !== undefined) {
+        block ??= Buffer.allocUnsafe(length);
+        chunk.copy(block, at);
+      } else if (chunk.length >= SMALL_CHUNK) {
+        sealBlock();
+        parts.push(chunk);
+      } else {
+        if (block === undefined || blockUsed + chunk.length > block.length) {
+          sealBlock();
+          block = Buffer.allocUnsafe(BLOCK);
+        }
+        chunk.copy(block, blockUsed);
+        blockUsed += chunk.length;
+      }
+    },
+    /** The whole body, once read. @param {number} size  its bytes */
+    body(size) {
+      if (length !== undefined) return block ?? Buffer.alloc(0);
+      sealBlock();
+      return parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
+    },
+    /** Lets the chunks go (the body is answered, or refused). */
+    release() {
+      parts.length = 0;
+    },
+  };
+}

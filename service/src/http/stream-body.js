@@ -64,29 +64,7 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
   let read = 0;
   /** @type {AsyncIterator<Buffer> | undefined} */
   let chunks;
-
-  // The first failure of the request (the client gone, a bad encoding, the idle timeout), and the
-  // wait it ends. Not one promise raced against every read: each Promise.race would leave a
-  // reaction on a promise that stays pending for the whole body, and every reaction keeps its read,
-  // the chunk with it, alive (nodejs/node#17469): a million users held 240 MiB that way.
-  /** @type {{ err: unknown } | undefined} */
-  let failure;
-  /** @type {((err: unknown) => void) | undefined} */
-  let interruptRead;
-  /** @param {unknown} err */
-  const fail = (err) => {
-    failure ??= { err };
-    interruptRead?.(failure.err);
-  };
-  const onClose = () => {
-    if (!req.complete) fail(new ClientGoneError());
-  };
-  /** @param {unknown} err */
-  const onRequestError = (err) => fail(req.complete ? err : new ClientGoneError());
-  req.on('close', onClose);
-  if (decoder) req.on('error', onRequestError);
-  // The decoder may fail before anything reads from it (the transaction is opened first).
-  decoder?.on('error', () => fail(new ApiError('malformed_encoding')));
+  const { fail, next: nextChunk, stop: stopWatching } = watchFailures(req, decoder);
 
   /** @type {NodeJS.Timeout | undefined} */
   let timer;
@@ -97,8 +75,7 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
 
   function close() {
     clearTimeout(timer);
-    req.off('close', onClose);
-    req.off('error', onRequestError);
+    stopWatching();
     // The iterator's listeners off the request (it is not destroyed): a 'readable' listener left
     // on it would keep whoever reads the rest of the body (http/unread-body.js) from resuming it.
     chunks?.return?.().catch(() => {});
@@ -122,17 +99,12 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
         // Timed only while waiting for the client: not while the consumer (COPY) is behind.
         armTimer();
         try {
-          if (failure) throw failure.err;
-          next = await new Promise((resolve, reject) => {
-            interruptRead = reject;
-            iterator.next().then(resolve, reject);
-          });
+          next = await nextChunk(iterator);
         } catch (err) {
           if (err instanceof ApiError || err instanceof ClientGoneError) throw err;
           if (decoder) throw new ApiError('malformed_encoding');
           throw !req.complete ? new ClientGoneError() : err;
         } finally {
-          interruptRead = undefined;
           clearTimeout(timer);
         }
         if (next.done) break;
@@ -143,6 +115,57 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
       }
       const last = decodeUtf8(utf8, undefined, false);
       if (last !== '') yield last;
+    },
+  };
+}
+
+/**
+ * The first failure of a streamed request (the client gone, a bad encoding, the idle timeout), and
+ * the wait for a chunk it ends. Not one promise raced against every read: each Promise.race would
+ * leave a reaction on a promise that stays pending for the whole body, and every reaction keeps its
+ * read, the chunk with it, alive (nodejs/node#17469): a million users held 240 MiB that way.
+ * @param {import('node:http').IncomingMessage} req @param {import('node:stream').Transform | undefined} decoder
+ */
+function watchFailures(req, decoder) {
+  /** @type {{ err: unknown } | undefined} */
+  let failure;
+  /** @type {((err: unknown) => void) | undefined} */
+  let interruptRead;
+  /** @param {unknown} err */
+  const fail = (err) => {
+    failure ??= { err };
+    interruptRead?.(failure.err);
+  };
+  const onClose = () => {
+    if (!req.complete) fail(new ClientGoneError());
+  };
+  /** @param {unknown} err */
+  const onRequestError = (err) => fail(req.complete ? err : new ClientGoneError());
+  req.on('close', onClose);
+  if (decoder) req.on('error', onRequestError);
+  // The decoder may fail before anything reads from it (the transaction is opened first).
+  decoder?.on('error', () => fail(new ApiError('malformed_encoding')));
+  return {
+    fail,
+    /**
+     * The iterator's next chunk, or the failure that comes first (or came already).
+     * @param {AsyncIterator<Buffer>} iterator
+     * @returns {Promise<IteratorResult<Buffer>>}
+     */
+    async next(iterator) {
+      if (failure) throw failure.err;
+      try {
+        return await new Promise((resolve, reject) => {
+          interruptRead = reject;
+          iterator.next().then(resolve, reject);
+        });
+      } finally {
+        interruptRead = undefined;
+      }
+    },
+    stop() {
+      req.off('close', onClose);
+      req.off('error', onRequestError);
     },
   };
 }

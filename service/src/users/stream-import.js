@@ -1,15 +1,15 @@
-import copyStreams from 'pg-copy-streams';
 import { ApiError, InvalidBatchError } from '../errors.js';
 import { sendContinue } from '../http/expect-continue.js';
 import { ClientGoneError } from '../http/read-body.js';
-import { checkStreamHeaders, drained, readStream, streamFormat } from '../http/stream-body.js';
+import { checkStreamHeaders, readStream, streamFormat } from '../http/stream-body.js';
 import { ChunkBuffer } from './chunk-buffer.js';
+import { copyAll, longQuery, startCopy } from './copy-from.js';
 import { answerWritten } from './post-users.js';
 import { createCsvParser, createNdjsonParser } from './stream-parse.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 import { isUniqueViolation } from './user-repository.js';
 import { COLUMNS, csvLine, writeStatement } from './user-sql.js';
-import { createWritePolicy } from './write-policy.js';
+import { STREAM_LIMITS } from './write-policy.js';
 
 // POST /users with a streamed body (NDJSON or CSV) of any size, written as it arrives and all or
 // nothing: one transaction on one connection; each record is validated (the one schema) and sent
@@ -28,22 +28,12 @@ import { createWritePolicy } from './write-policy.js';
 /**
  * What a stream holds at once, charged to admission control whatever the body's size: the socket's
  * and the decoder's buffers, one piece of text and its CSV (both about a 64 KiB read), the
- * unfinished record (at most MAX_RECORD_CHARS), what COPY may hold ahead (COPY_AHEAD_BYTES) and
+ * unfinished record (at most MAX_RECORD_CHARS), what COPY may hold ahead (copy-from.js's COPY_AHEAD_BYTES) and
  * ignore mode's chunk (CHUNK_BYTES), with room to spare. At the default budget (3 MiB) it also lets
  * at most two large streams run at once in a process, each on a pooled connection for as long as
  * it lasts, so batches keep the rest of the pool.
  */
 export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
-// setTimeout's longest: node-postgres's client-side query timeout would otherwise end a COPY that
-// rightly runs for minutes. STREAM_IDLE_TIMEOUT_MS and the database watchdog bound it instead.
-const NO_QUERY_TIMEOUT = 2 ** 31 - 1;
-
-/**
- * How far parsing may run ahead of PostgreSQL: the CSV a COPY buffers before the request waits for
- * it. With the stream's default (16 KiB) each piece read waited for the socket to PostgreSQL to
- * drain, and the two took turns instead of working at once.
- */
-const COPY_AHEAD_BYTES = 256 * 1024;
 /**
  * The rows a chunk of ignore mode holds: its CSV is kept until it is in users. Each chunk's end
  * waits for PostgreSQL to take what was sent, and the parsing waits with it: 20,000 rows a chunk
@@ -80,14 +70,16 @@ const ALL_AS_SENT = `SELECT ${COLUMNS} FROM ${STAGING} ORDER BY email`;
  *
  * @param {{
  *   db: import('../db.js').Database,
+ *   policy: import('./write-policy.js').WritePolicy,
  *   admit: import('express').RequestHandler,
  *   maxStreamBytes: number,
  *   idleTimeoutMs: number,
  *   metrics: import('../metrics.js').Metrics,
- * }} deps  admit: admission control, charging STREAM_HOLD_BYTES
+ * }} deps  policy: what a failed stream is answered (write-policy.js); admit: admission control,
+ *   charging STREAM_HOLD_BYTES
  * @returns {import('express').RequestHandler}
  */
-export function streamUsers({ db, admit, maxStreamBytes, idleTimeoutMs, metrics }) {
+export function streamUsers({ db, policy, admit, maxStreamBytes, idleTimeoutMs, metrics }) {
   return (req, res, next) => {
     const format = streamFormat(req);
     if (format === undefined) return next();
@@ -106,7 +98,7 @@ export function streamUsers({ db, admit, maxStreamBytes, idleTimeoutMs, metrics 
     sendContinue(res);
     const resolution = /** @type {import('./user-schema.js').Resolution} */ (res.locals.resolution ?? 'ignore');
     const reader = readStream(req, { decoder, maxStreamBytes, idleTimeoutMs });
-    importStream(db, reader, format, resolution).then(
+    importStream(db, policy, reader, format, resolution).then(
       ({ received, inserted, updated }) => {
         reader.close();
         if (!req.complete) req.resume(); // anything after a compressed stream, so the request ends
@@ -143,13 +135,101 @@ function unsupportedOnStreams(res) {
 
 /**
  * Reads, validates and writes one stream in one transaction; the counts once committed.
- * @param {import('../db.js').Database} db
+ * @param {import('../db.js').Database} db @param {import('./write-policy.js').WritePolicy} policy
  * @param {import('../http/stream-body.js').StreamReader} reader
  * @param {import('../http/stream-body.js').StreamFormat} format
  * @param {import('./user-schema.js').Resolution} resolution
  * @returns {Promise<{ received: number, inserted: number, updated: number }>}
  */
-async function importStream(db, reader, format, resolution) {
+async function importStream(db, policy, reader, format, resolution) {
+  try {
+    return await (resolution === 'merge' ? importMerging(db, reader, format) : importIgnoring(db, reader, format));
+  } catch (err) {
+    throw await diagnosed(policy, err);
+  }
+}
+
+/**
+ * One transaction for a stream. BEGIN's round trip carries its settings and `then` (merge mode's
+ * staging table; ignore mode makes that only when a chunk first needs it). Each COPY and the INSERT
+ * at the end may rightly run for minutes: the write policy's STREAM_LIMITS.
+ * @template T
+ * @param {import('../db.js').Database} db @param {string} then
+ * @param {(client: import('pg').PoolClient) => Promise<T>} fn
+ */
+const streamTransaction = (db, then, fn) => db.transaction(fn, { limits: STREAM_LIMITS, then });
+
+/**
+ * Ignore mode: the body copied straight into users a chunk at a time (chunkedCopy), each chunk's
+ * end waiting for PostgreSQL to take it.
+ * @param {import('../db.js').Database} db
+ * @param {import('../http/stream-body.js').StreamReader} reader
+ * @param {import('../http/stream-body.js').StreamFormat} format
+ */
+function importIgnoring(db, reader, format) {
+  return streamTransaction(db, '', async (client) => {
+    const body = validatedBody(reader, format);
+    const chunks = await chunkedCopy(client);
+    try {
+      let chunkStart = 0;
+      for await (const csv of body.pieces(chunks.abandon)) {
+        await chunks.send(csv);
+        if (body.received - chunkStart >= CHUNK_ROWS) {
+          await chunks.next();
+          chunkStart = body.received;
+        }
+      }
+      await chunks.send(body.end());
+      return { received: body.received, inserted: await chunks.end(), updated: 0 };
+    } catch (err) {
+      await chunks.close();
+      throw err;
+    }
+  });
+}
+
+/**
+ * Merge mode: the whole body copied into the staging table, then written into users at its end
+ * (writeMerged): an email's last line wins there, which needs all of them.
+ * @param {import('../db.js').Database} db
+ * @param {import('../http/stream-body.js').StreamReader} reader
+ * @param {import('../http/stream-body.js').StreamFormat} format
+ */
+function importMerging(db, reader, format) {
+  return streamTransaction(db, CREATE_STAGING, async (client) => {
+    const body = validatedBody(reader, format);
+    const copy = await startCopy(client, COPY_STAGING);
+    /** @param {string} csv */
+    const send = async (csv) => {
+      if (csv !== '') await copy.write(Buffer.from(csv));
+    };
+    try {
+      for await (const csv of body.pieces(copy.abandon)) {
+        await send(csv);
+        const failure = copy.error();
+        if (failure) throw failure;
+      }
+      await send(body.end());
+      const { error } = await copy.finish();
+      if (error) throw error;
+    } catch (err) {
+      // The COPY ended before the transaction rolls back (db.transaction).
+      copy.abandon();
+      await copy.finish();
+      throw err;
+    }
+    return { received: body.received, ...(await writeMerged(client)) };
+  });
+}
+
+/**
+ * The body's users, parsed record by record and checked (the one schema) as they are read, as the
+ * CSV that COPY takes. A problem anywhere means nothing is written: reading then goes on, without
+ * sending anything, only to name up to MAX_REPORTED_ERRORS of them.
+ * @param {import('../http/stream-body.js').StreamReader} reader
+ * @param {import('../http/stream-body.js').StreamFormat} format
+ */
+function validatedBody(reader, format) {
   const parser = format === 'csv' ? createCsvParser() : createNdjsonParser();
   let received = 0;
   let invalid = 0;
@@ -177,145 +257,114 @@ async function importStream(db, reader, format, resolution) {
   /** The refusal of an invalid body, once read (or once it has named as many problems as it may). */
   const refusal = (complete = true) =>
     new InvalidBatchError(`${complete ? '' : 'at least '}${invalid} of ${complete ? '' : 'the first '}${received} users are invalid; nothing was written`, problems);
+  const taken = () => {
+    const piece = csv;
+    csv = '';
+    return piece;
+  };
 
-  try {
-    const direct = resolution !== 'merge';
-    // One transaction. BEGIN's round trip carries its settings and (merge mode) its staging table;
-    // ignore mode makes that only when a chunk first needs it. Each COPY and the INSERT at the end
-    // may rightly run for minutes: no statement timeout. DB_LOCK_TIMEOUT_MS still applies; the
-    // watchdog still cuts a database that stops answering.
-    return await db.transaction(async (client) => {
-      /** ignore mode: the current chunk's CSV, until it is in users */
-      const chunk = new ChunkBuffer(CHUNK_BYTES);
-      let chunkStart = 0;
-      let staged = false; // ignore mode: a chunk met a stored or repeated email, so every chunk is staged
-      let inserted = 0;
-      /** @type {CopyInto | undefined} ignore mode: none while chunks are staged */
-      let copy = direct ? await startCopy(client, COPY_USERS, 'chunk') : await startCopy(client, COPY_STAGING);
-
-      /** Ignore mode: the current chunk into users, through the staging table when it must be. */
-      const endChunk = async () => {
-        if (copy) {
-          const { rows, error } = await copy.finish();
-          copy = undefined;
-          if (!error) {
-            await client.query('RELEASE SAVEPOINT chunk');
-            inserted += rows;
-            chunk.clear();
-            return;
-          }
-          if (!isUniqueViolation(error)) throw error;
-          await client.query('ROLLBACK TO SAVEPOINT chunk');
+  return {
+    /** The records parsed so far. */
+    get received() {
+      return received;
+    },
+    /**
+     * The CSV of each piece read ('' when it ended no record). Once a user is invalid nothing more
+     * comes: `onInvalid` is told after each piece (whatever was sent must be abandoned) and reading
+     * goes on until the body is read or has named MAX_REPORTED_ERRORS problems.
+     * @param {() => void} onInvalid
+     * @returns {AsyncGenerator<string>}
+     */
+    async *pieces(onInvalid) {
+      for await (const text of reader.texts()) {
+        parser.feed(text, onRecord);
+        if (invalid > 0) {
+          onInvalid();
+          if (problems.length >= MAX_REPORTED_ERRORS) throw refusal(false);
+          continue;
         }
-        inserted += await insertStaged(client, chunk.bytes(), !staged);
-        staged = true;
-        chunk.clear();
-      };
-
-      /** The rows parsed so far on to COPY, and into the chunk in ignore mode. */
-      const send = async () => {
-        if (csv === '') return;
-        // Kept as bytes, not as the string: a string built row by row is a rope that holds all its
-        // pieces (several times the text) for as long as it is kept.
-        const bytes = direct ? chunk.append(csv) : Buffer.from(csv);
-        csv = '';
-        if (copy) await copy.write(bytes);
-      };
-
-      try {
-        for await (const text of reader.texts()) {
-          parser.feed(text, onRecord);
-          if (invalid > 0) {
-            // Nothing will be written: COPY is abandoned (rolled back), and reading goes on only
-            // to name more of the problems.
-            copy?.abandon();
-            if (problems.length >= MAX_REPORTED_ERRORS) throw refusal(false);
-            continue;
-          }
-          await send();
-          // A stored or repeated email fails a chunk of ignore mode, which is written again at its
-          // end; any other failure is the request's, at once.
-          const failure = copy?.error();
-          if (failure && !(direct && isUniqueViolation(failure))) throw failure;
-          if (direct && received - chunkStart >= CHUNK_ROWS) {
-            await endChunk();
-            chunkStart = received;
-            if (!staged) copy = await startCopy(client, COPY_USERS, 'chunk');
-          }
-        }
-        parser.end(onRecord);
-        if (invalid > 0) throw refusal();
-        if (received === 0) throw new ApiError('empty_batch', 'the body holds no users: send at least one');
-        await send();
-        let counts;
-        if (direct) {
-          await endChunk();
-          counts = { inserted, updated: 0 };
-        } else {
-          const { error } = await /** @type {CopyInto} */ (copy).finish();
-          copy = undefined;
-          if (error) throw error;
-          counts = await writeStaged(client, resolution);
-        }
-        return { received, ...counts };
-      } catch (err) {
-        // The COPY ended before the transaction rolls back (db.transaction).
-        copy?.abandon();
-        await copy?.finish();
-        throw err;
+        yield taken();
       }
-    }, { limits: { statementTimeoutMs: 0 }, then: direct ? '' : CREATE_STAGING });
-  } catch (err) {
-    throw await diagnosed(db, err);
-  }
+    },
+    /** The body's end: the CSV of its last users, or the refusal of an invalid or empty body. */
+    end() {
+      parser.end(onRecord);
+      if (invalid > 0) throw refusal();
+      if (received === 0) throw new ApiError('empty_batch', 'the body holds no users: send at least one');
+      return taken();
+    },
+  };
 }
 
 /**
- * @typedef {object} CopyInto
- * @property {(bytes: Buffer) => Promise<void>} write  waits while COPY is behind; nothing once it failed
- * @property {() => Promise<{ rows: number, error: Error | undefined }>} finish  ends it (or its abandonment)
- * @property {() => void} abandon  a COPY that must write nothing (the transaction will roll back)
- * @property {() => Error | undefined} error  its failure so far
+ * Ignore mode's writer: each chunk COPYed straight into users under a savepoint, its CSV kept
+ * meanwhile. A chunk that meets an email already stored, or one sent twice, fails whole: it is
+ * rolled back to its savepoint and written again through the staging table (insertStaged), and so
+ * is every chunk after it (a body that holds one stored email is likely a replay).
+ * @param {import('pg').PoolClient} client
  */
+async function chunkedCopy(client) {
+  /** the current chunk's CSV, until it is in users */
+  const chunk = new ChunkBuffer(CHUNK_BYTES);
+  let staged = false;
+  let inserted = 0;
+  /** @type {import('./copy-from.js').CopyInto | undefined} none while chunks are staged */
+  let copy = await startCopy(client, COPY_USERS, 'chunk');
 
-/**
- * A COPY on the transaction's connection, under a savepoint of its own when named. Its failure is
- * kept, not thrown, for the caller to decide (ignore mode takes a unique violation in its stride).
- * @param {import('pg').PoolClient} client @param {string} sql @param {string} [savepoint]
- * @returns {Promise<CopyInto>}
- */
-async function startCopy(client, sql, savepoint) {
-  if (savepoint) await client.query(`SAVEPOINT ${savepoint}`);
-  const copy = copyStreams.from(sql, { highWaterMark: COPY_AHEAD_BYTES });
-  /** @type {{ query_timeout?: number }} */ (/** @type {unknown} */ (copy)).query_timeout = NO_QUERY_TIMEOUT;
-  client.query(copy);
-  /** @type {Error | undefined} */
-  let error;
-  // pg-copy-streams emits the server's refusal without destroying the stream, so neither 'finish'
-  // nor 'close' follows it: the COPY is over when either comes, or its error.
-  const over = new Promise((resolve) => {
-    copy.once('close', resolve);
-    copy.on('error', (err) => {
-      error ??= err;
-      resolve(undefined);
-    });
-  });
+  /** The current chunk into users, through the staging table when it must be. */
+  const endChunk = async () => {
+    if (copy) {
+      const { rows, error } = await copy.finish();
+      copy = undefined;
+      if (!error) {
+        await client.query('RELEASE SAVEPOINT chunk');
+        inserted += rows;
+        chunk.clear();
+        return;
+      }
+      if (!isUniqueViolation(error)) throw error;
+      await client.query('ROLLBACK TO SAVEPOINT chunk');
+    }
+    inserted += await insertStaged(client, chunk.bytes(), !staged);
+    staged = true;
+    chunk.clear();
+  };
+
   return {
-    async write(bytes) {
-      if (error || copy.destroyed) return;
-      if (!copy.write(bytes)) await drained(copy).catch(() => {});
+    /**
+     * Rows parsed on to COPY and into the chunk. A stored or repeated email fails the chunk, which
+     * is written again at its end; any other failure is the request's, at once.
+     * @param {string} csv
+     */
+    async send(csv) {
+      // Kept as bytes, not as the string: a string built row by row is a rope that holds all its
+      // pieces (several times the text) for as long as it is kept.
+      if (csv !== '') {
+        const bytes = chunk.append(csv);
+        if (copy) await copy.write(bytes);
+      }
+      const failure = copy?.error();
+      if (failure && !isUniqueViolation(failure)) throw failure;
     },
-    async finish() {
-      // Once refused, the connection has left COPY already (pg runs the next query after it).
-      if (!error && !copy.destroyed && !copy.writableEnded) copy.end();
-      await over;
-      return { rows: copy.rowCount ?? 0, error };
+    /** Ends the chunk and begins the next. */
+    async next() {
+      await endChunk();
+      if (!staged) copy = await startCopy(client, COPY_USERS, 'chunk');
     },
+    /** Ends the last chunk: the rows inserted in all. */
+    async end() {
+      await endChunk();
+      return inserted;
+    },
+    /** Nothing will be written: the COPY in progress is abandoned. */
     abandon() {
-      // CopyFail: PostgreSQL answers it with an error, which ends the COPY.
-      if (!error && !copy.destroyed) copy.destroy();
+      copy?.abandon();
     },
-    error: () => error,
+    /** The COPY in progress abandoned and ended, before the transaction rolls back (db.transaction). */
+    async close() {
+      copy?.abandon();
+      await copy?.finish();
+    },
   };
 }
 
@@ -326,22 +375,18 @@ async function startCopy(client, sql, savepoint) {
  */
 async function insertStaged(client, csv, first) {
   await client.query(first ? CREATE_STAGING : `TRUNCATE ${STAGING}`);
-  const copy = await startCopy(client, COPY_STAGING);
-  await copy.write(csv);
-  const { error } = await copy.finish();
-  if (error) throw error;
+  await copyAll(client, COPY_STAGING, csv);
   const result = await longQuery(client, writeStatement(FIRST_OF_EACH, 'skip', 'counts'));
   return /** @type {{ inserted: number }} */ (result.rows[0]).inserted;
 }
 
 /**
- * Merge mode's staged rows into users: all as new first (the common case, and the cheapest), and with the
- * request's resolution only when an email turns out to be stored already or sent twice.
+ * Merge mode's staged rows into users: all as new first (the common case, and the cheapest), and
+ * merged only when an email turns out to be stored already or sent twice.
  * @param {import('pg').PoolClient} client
- * @param {import('./user-schema.js').Resolution} resolution
  * @returns {Promise<{ inserted: number, updated: number }>}
  */
-async function writeStaged(client, resolution) {
+async function writeMerged(client) {
   await client.query('SAVEPOINT all_new');
   try {
     const result = await longQuery(client, `INSERT INTO users (${COLUMNS}) ${ALL_AS_SENT}`);
@@ -350,24 +395,18 @@ async function writeStaged(client, resolution) {
     if (!isUniqueViolation(err)) throw err;
     await client.query('ROLLBACK TO SAVEPOINT all_new');
   }
-  const merge = resolution === 'merge';
-  const result = await longQuery(client, writeStatement(merge ? MERGED_OF_EACH : FIRST_OF_EACH, merge ? 'merge' : 'skip', 'counts'));
+  const result = await longQuery(client, writeStatement(MERGED_OF_EACH, 'merge', 'counts'));
   return result.rows[0];
 }
 
 /**
- * A statement without node-postgres's client-side timeout (pg's types do not declare the option).
- * @param {import('pg').PoolClient} client @param {string} text
- */
-const longQuery = (client, text) => client.query(/** @type {import('pg').QueryConfig} */ (/** @type {unknown} */ ({ text, query_timeout: NO_QUERY_TIMEOUT })));
-
 /**
  * A failure as the answer it gets: the request's own refusals as they are; PostgreSQL's as the
  * write policy answers a stream's (write-policy.js: never tried again, its body is gone).
- * @param {import('../db.js').Database} db @param {unknown} err
+ * @param {import('./write-policy.js').WritePolicy} policy @param {unknown} err
  */
-async function diagnosed(db, err) {
+async function diagnosed(policy, err) {
   if (err instanceof ApiError || err instanceof ClientGoneError) return err;
-  const decision = await createWritePolicy(db).afterFailure('stream', err);
+  const decision = await policy.afterFailure('stream', err);
   return 'err' in decision ? decision.err : err;
 }

@@ -103,88 +103,13 @@ export function createCsvParser() {
   let columns;
 
   /** @param {string} message @param {number} [at] */
-  const malformed = (message, at = line) => new ApiError('malformed_csv', `line ${at}: ${message}; nothing was written`);
-
-  /**
-   * The record that starts at `pos`, or undefined when the text ends before it does (and more may come).
-   * @param {string} s @param {number} pos @param {boolean} final
-   * @returns {{ fields: (string | undefined)[], next: number, lines: number } | undefined}
-   */
-  function parseRecord(s, pos, final) {
-    /** @type {(string | undefined)[]} */
-    const fields = [];
-    let lines = 0;
-    let i = pos;
-    for (;;) {
-      if (s.charCodeAt(i) === QUOTE) {
-        let value = '';
-        let from = i + 1;
-        for (;;) {
-          const q = s.indexOf('"', from);
-          if (q === -1) {
-            if (final) throw malformed('a quoted field is not closed before the end of the body');
-            return undefined;
-          }
-          value += s.slice(from, q);
-          if (q + 1 >= s.length && !final) return undefined; // `""` may be split between two pieces
-          if (s.charCodeAt(q + 1) === QUOTE) {
-            value += '"';
-            from = q + 2;
-            continue;
-          }
-          i = q + 1;
-          break;
-        }
-        for (let at = value.indexOf('\n'); at !== -1; at = value.indexOf('\n', at + 1)) lines++;
-        fields.push(value);
-      } else {
-        const start = i;
-        for (; i < s.length; i++) {
-          const c = s.charCodeAt(i);
-          if (c === COMMA || c === LF) break;
-          if (c === QUOTE) throw malformed('a double quote inside a field that does not start with one (quote the field and double the quote)', line + lines);
-        }
-        if (i >= s.length && !final) return undefined;
-        const end = i > start && s.charCodeAt(i - 1) === CR ? i - 1 : i;
-        fields.push(end > start ? s.slice(start, end) : undefined);
-      }
-      const c = s.charCodeAt(i);
-      if (c === COMMA) {
-        i++;
-        continue;
-      }
-      if (c === LF) return { fields, next: i + 1, lines: lines + 1 };
-      if (c === CR && s.charCodeAt(i + 1) === LF) return { fields, next: i + 2, lines: lines + 1 };
-      if (i >= s.length || (c === CR && i + 1 >= s.length)) {
-        if (!final) return undefined;
-        return { fields, next: s.length, lines };
-      }
-      throw malformed('a quoted field must be followed by a comma or the end of the line', line + lines);
-    }
-  }
-
-  /** @param {(string | undefined)[]} fields @param {number} at */
-  function readHeader(fields, at) {
-    /** @param {string} message */
-    const malformed = (message) => new ApiError('malformed_csv', `line ${at}: ${message}; nothing was written`);
-    const names = fields.map((f, i) => (i === 0 && f?.charCodeAt(0) === 0xfeff ? f.slice(1) : f) ?? '');
-    for (const name of names) {
-      if (!(/** @type {readonly string[]} */ (CSV_COLUMNS)).includes(name)) {
-        throw malformed(`the header names a column ${JSON.stringify(name)}; the columns are email, name, phone, passwordHash, changedAt (email and name required)`);
-      }
-    }
-    const twice = names.find((n, i) => names.indexOf(n) !== i);
-    if (twice !== undefined) throw malformed(`the header names the column ${twice} twice`);
-    const missing = ['email', 'name'].filter((n) => !names.includes(n));
-    if (missing.length > 0) throw malformed(`the header must name the column${missing.length > 1 ? 's' : ''} ${missing.join(' and ')}`);
-    columns = names;
-  }
+  const malformed = (message, at = line) => malformedCsv(message, at);
 
   /** @param {boolean} final @param {OnRecord} onRecord */
   function consume(final, onRecord) {
     let pos = 0;
     while (pos < rest.length) {
-      const record = parseRecord(rest, pos, final);
+      const record = parseRecord(rest, pos, final, line);
       if (!record) break;
       const at = line;
       // Whole or not yet, a record is refused past the limit (its line break counted), so the
@@ -195,7 +120,7 @@ export function createCsvParser() {
       const { fields } = record;
       if (fields.length === 1 && fields[0] === undefined) continue; // an empty line
       if (columns === undefined) {
-        readHeader(fields, at);
+        columns = headerColumns(fields, at);
         continue;
       }
       if (fields.length !== columns.length) {
@@ -225,3 +150,84 @@ export function createCsvParser() {
     },
   };
 }
+
+/**
+ * The CSV record that starts at `pos`, or undefined when the text ends before it does (and more may come).
+ * @param {string} s @param {number} pos @param {boolean} final @param {number} line  the line it starts on
+ * @returns {{ fields: (string | undefined)[], next: number, lines: number } | undefined}
+ */
+function parseRecord(s, pos, final, line) {
+  /** @type {(string | undefined)[]} */
+  const fields = [];
+  let lines = 0;
+  let i = pos;
+  for (;;) {
+    if (s.charCodeAt(i) === QUOTE) {
+      let value = '';
+      let from = i + 1;
+      for (;;) {
+        const q = s.indexOf('"', from);
+        if (q === -1) {
+          if (final) throw malformedCsv('a quoted field is not closed before the end of the body', line);
+          return undefined;
+        }
+        value += s.slice(from, q);
+        if (q + 1 >= s.length && !final) return undefined; // `""` may be split between two pieces
+        if (s.charCodeAt(q + 1) === QUOTE) {
+          value += '"';
+          from = q + 2;
+          continue;
+        }
+        i = q + 1;
+        break;
+      }
+      for (let at = value.indexOf('\n'); at !== -1; at = value.indexOf('\n', at + 1)) lines++;
+      fields.push(value);
+    } else {
+      const start = i;
+      for (; i < s.length; i++) {
+        const c = s.charCodeAt(i);
+        if (c === COMMA || c === LF) break;
+        if (c === QUOTE) throw malformedCsv('a double quote inside a field that does not start with one (quote the field and double the quote)', line + lines);
+      }
+      if (i >= s.length && !final) return undefined;
+      const end = i > start && s.charCodeAt(i - 1) === CR ? i - 1 : i;
+      fields.push(end > start ? s.slice(start, end) : undefined);
+    }
+    const c = s.charCodeAt(i);
+    if (c === COMMA) {
+      i++;
+      continue;
+    }
+    if (c === LF) return { fields, next: i + 1, lines: lines + 1 };
+    if (c === CR && s.charCodeAt(i + 1) === LF) return { fields, next: i + 2, lines: lines + 1 };
+    if (i >= s.length || (c === CR && i + 1 >= s.length)) {
+      if (!final) return undefined;
+      return { fields, next: s.length, lines };
+    }
+    throw malformedCsv('a quoted field must be followed by a comma or the end of the line', line + lines);
+  }
+}
+
+/**
+ * The columns a CSV header row names, checked.
+ * @param {(string | undefined)[]} fields @param {number} at  its line
+ */
+function headerColumns(fields, at) {
+  /** @param {string} message */
+  const malformed = (message) => malformedCsv(message, at);
+  const names = fields.map((f, i) => (i === 0 && f?.charCodeAt(0) === 0xfeff ? f.slice(1) : f) ?? '');
+  for (const name of names) {
+    if (!(/** @type {readonly string[]} */ (CSV_COLUMNS)).includes(name)) {
+      throw malformed(`the header names a column ${JSON.stringify(name)}; the columns are email, name, phone, passwordHash, changedAt (email and name required)`);
+    }
+  }
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice !== undefined) throw malformed(`the header names the column ${twice} twice`);
+  const missing = ['email', 'name'].filter((n) => !names.includes(n));
+  if (missing.length > 0) throw malformed(`the header must name the column${missing.length > 1 ? 's' : ''} ${missing.join(' and ')}`);
+  return names;
+}
+
+/** @param {string} message @param {number} at  the line */
+const malformedCsv = (message, at) => new ApiError('malformed_csv', `line ${at}: ${message}; nothing was written`);

@@ -7,7 +7,8 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import pino from 'pino';
 import { TokenSource } from '../../src/auth/token-source.js';
-import { TokenSet, parseNamedTokens } from '../../src/auth/token-set.js';
+import { parseNamedTokens } from '@sluice/env/named-tokens';
+import { TokenSet } from '../../src/auth/token-set.js';
 import { loadConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 
