@@ -111,7 +111,7 @@ export function createGroupCommit({
    * @param {Waiting} w @param {{ counts: Counts } | { err: unknown }} outcome
    */
   function answer(w, outcome) {
-    for (const row of w.rows) busy.delete(row[0]);
+    for (const row of w.rows) busy.delete(row.email);
     if ('counts' in outcome) w.resolve(outcome.counts);
     else w.reject(outcome.err);
   }
@@ -137,13 +137,13 @@ export function createGroupCommit({
         break;
       }
       const fits = group.length === 0 || (w.resolution === group[0].resolution && rows + w.rows.length <= maxRows);
-      if (!fits || w.rows.some((row) => busy.has(row[0]) || held?.has(row[0]))) {
+      if (!fits || w.rows.some((row) => busy.has(row.email) || held?.has(row.email))) {
         held ??= new Set();
-        for (const row of w.rows) held.add(row[0]);
+        for (const row of w.rows) held.add(row.email);
         rest.push(w);
         continue;
       }
-      for (const row of w.rows) busy.add(row[0]);
+      for (const row of w.rows) busy.add(row.email);
       group.push(w);
       rows += w.rows.length;
     }
@@ -275,7 +275,7 @@ export function credit(rows, written, withRows = false) {
   /** @type {WrittenUser[] | undefined} */
   const users = withRows ? [] : undefined;
   for (const row of rows) {
-    const w = written.get(row[0]);
+    const w = written.get(row.email);
     const inserted = typeof w === 'object' ? w.updatedAt === null : w;
     if (inserted === true) counts.inserted++;
     else if (inserted === false) counts.updated++;

@@ -6,7 +6,7 @@ import { OutcomeUnknownError, refusalOfDatabaseState } from '../errors.js';
 import { createReplayGuess } from './replay-guess.js';
 import { lastResult } from '../transaction-settings.js';
 import {
-  CREATE_STAGING, EMPTY_STAGING, FROM_STAGING, RETURNED_AS_TEXT, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, timestampAsJson, writeStatement,
+  CREATE_STAGING, EMPTY_STAGING, FROM_STAGING, RETURNED_AS_TEXT, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, insertedUser, mergedUser, rowsAsArrays, rowsAsCsv, timestampAsJson, writeStatement,
 } from './user-sql.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
@@ -17,7 +17,7 @@ import {
 /**
  * A row as written, as a representation shows it (return=representation), its keys in the
  * answer's order; the write inserted it when updatedAt is null (else it updated it).
- * @typedef {{ email: string, name: string, phone: string | null, createdAt: string, updatedAt: string | null }} WrittenUser
+ * @typedef {import('./user-columns.js').WrittenUser} WrittenUser
  */
 /**
  * What a write did: its counts, and the rows it wrote when asked for them (withRows), sorted by email.
@@ -327,9 +327,7 @@ export function writtenUsers(sent, result, onConflict) {
   const merge = onConflict === 'merge';
   const now = merge ? '' : timestampAsJson((Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0]);
   /** @param {UserRow} row @param {(string | null)[]} r @returns {WrittenUser} */
-  const user = merge
-    ? (row, r) => ({ email: row[0], name: row[1], phone: r[2], createdAt: timestampAsJson(/** @type {string} */ (r[1])), updatedAt: r[3] === null ? null : timestampAsJson(r[3]) })
-    : (row) => ({ email: row[0], name: row[1], phone: row[2], createdAt: now, updatedAt: null });
+  const user = merge ? mergedUser : (/** @type {UserRow} */ row) => insertedUser(row, now);
   // Without a conflict clause the statement wrote every row, or failed.
   if (onConflict === 'fail') return sent.map((row) => user(row, []));
   /** @type {WrittenUser[]} */
@@ -337,13 +335,13 @@ export function writtenUsers(sent, result, onConflict) {
   let next = 0;
   for (const row of sent) {
     if (next === returned.length) break;
-    if (returned[next][0] === row[0]) users.push(user(row, returned[next++]));
+    if (returned[next][0] === row.email) users.push(user(row, returned[next++]));
   }
   if (next === returned.length) return users;
   const byEmail = new Map(returned.map((r) => [r[0], r]));
   users.length = 0;
   for (const row of sent) {
-    const r = byEmail.get(row[0]);
+    const r = byEmail.get(row.email);
     if (r) users.push(user(row, r));
   }
   return users;

@@ -12,7 +12,7 @@ import { makeUsers, uniqueTag } from '../../../test/support/users.js';
 const silent = pino({ level: 'silent' });
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 /** @param {string} email @param {string} [name] @returns {UserRow} */
-const row = (email, name = 'N') => [email, name, null, null, null];
+const row = (email, name = 'N') => ({ email, name, phone: null, passwordHash: null, changedAt: null });
 
 describe('group commit against PostgreSQL', () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let testDb;

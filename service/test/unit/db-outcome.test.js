@@ -137,7 +137,8 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
     });
     return createUserWriter(db, { chunkRows, strategy: 'format' });
   }
-  const rows = /** @type {import('../../src/users/user-schema.js').UserRow[]} */ ([['a@x.co', 'A', null, null, null], ['b@x.co', 'B', null, null, null]]);
+  /** @type {import('../../src/users/user-schema.js').UserRow[]} */
+  const rows = [{ email: 'a@x.co', name: 'A', phone: null, passwordHash: null, changedAt: null }, { email: 'b@x.co', name: 'B', phone: null, passwordHash: null, changedAt: null }];
   const failInsert = () => (/** @type {string} */ text) => (/^(?:SET LOCAL [^;]+; )*INSERT/.test(text) ? lost() : undefined);
   const succeed = () => () => undefined;
 

@@ -16,7 +16,7 @@ const { inSpan } = tracing;
 after(() => provider.shutdown());
 
 /** @param {string} email @returns {import('../../src/users/user-schema.js').UserRow} */
-const row = (email) => [email, 'N', null, null, null];
+const row = (email) => ({ email, name: 'N', phone: null, passwordHash: null, changedAt: null });
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 // The simple processor hands an ended span to the exporter a little later.
 const settled = () => new Promise((resolve) => setTimeout(resolve, 20));

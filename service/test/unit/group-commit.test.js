@@ -6,7 +6,7 @@ import { createReplayGuess } from '../../src/users/replay-guess.js';
 
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 /** @param {string} email @param {string} [name] @returns {UserRow} */
-const row = (email, name = 'N') => [email, name, null, null, null];
+const row = (email, name = 'N') => ({ email, name, phone: null, passwordHash: null, changedAt: null });
 
 /**
  * A writer whose writes finish only when the test says so, recording what was written and how
@@ -25,7 +25,7 @@ function scriptedWriter(faults = {}) {
     return new Promise((resolve, reject) => {
       writes.push({
         kind,
-        emails: rows.map((r) => r[0]),
+        emails: rows.map((r) => r.email),
         resolution,
         finish() {
           running--;
@@ -173,7 +173,7 @@ describe('group commit with a scripted writer (unit)', () => {
 
   test('a group that fails for a reason of its own: each request is written again alone, in the write slots, and only the guilty one fails', async () => {
     const poison = Object.assign(new Error('check violation'), { code: '23514' });
-    const w = scriptedWriter({ failGroup: () => poison, failAlone: (rows) => (rows[0][0].startsWith('bad') ? poison : undefined) });
+    const w = scriptedWriter({ failGroup: () => poison, failAlone: (rows) => (rows[0].email.startsWith('bad') ? poison : undefined) });
     const gc = groupCommit(w, { maxInFlight: 2 });
     const opener = settled(gc.writeUsers([row('opener@x.co')], 'ignore'));
     const requests = Array.from({ length: 20 }, (_, i) => settled(gc.writeUsers([row(`${i === 7 ? 'bad' : 'good'}-${i}@x.co`)], 'ignore')));
@@ -204,7 +204,7 @@ describe('group commit when another writer holds a row (unit)', () => {
   const lockTimeout = Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' });
   const lockedOut = new DatabaseTimeoutError('lock_timeout', lockTimeout);
   /** @param {UserRow[]} rows */
-  const locked = (rows) => (rows.some((r) => r[0] === 'locked@x.co') ? lockedOut : undefined);
+  const locked = (rows) => (rows.some((r) => r.email === 'locked@x.co') ? lockedOut : undefined);
 
   test('the group is split; the locked request waits in the slow lane, its retry behind it, and nothing else waits', async () => {
     const w = scriptedWriter({ failGroup: (rows) => (locked(rows) ? lockTimeout : undefined), failAlone: locked });
@@ -301,10 +301,10 @@ describe('group commit and return=representation (unit)', () => {
     const gate = new Promise((r) => { release = () => r(undefined); });
     const gc = createGroupCommit({
       async writeGroup(rows, _resolution, withRows) {
-        calls.push({ emails: rows.map((r) => r[0]), withRows });
+        calls.push({ emails: rows.map((r) => r.email), withRows });
         await gate;
         if (!withRows) return 'all';
-        return new Map(rows.filter((r) => r[0] !== 'c@x.co').map((r) => [r[0], written(r[0], r[0] !== 'b@x.co')]));
+        return new Map(rows.filter((r) => r.email !== 'c@x.co').map((r) => [r.email, written(r.email, r.email !== 'b@x.co')]));
       },
       writeAlone: async () => assert.fail('no request is written alone'),
       diagnose: async () => 'own',
@@ -331,7 +331,7 @@ describe('group commit and return=representation (unit)', () => {
       },
       async writeAlone(rows, _resolution, options) {
         aloneOptions.push(options);
-        return { inserted: rows.length, updated: 0, ...(options?.withRows ? { users: rows.map((r) => written(r[0], true)) } : {}) };
+        return { inserted: rows.length, updated: 0, ...(options?.withRows ? { users: rows.map((r) => written(r.email, true)) } : {}) };
       },
       diagnose: async () => 'own',
       maxRows: 1000,

@@ -12,8 +12,8 @@ describe('parseUserBatch (unit)', () => {
       { email: 'a@x.io', name: 'A2' },
     ]);
     assert.deepEqual(rows, [
-      ['a@x.io', 'A1', '+4412345678', null, null],
-      ['b@x.io', 'B', null, null, null],
+      { email: 'a@x.io', name: 'A1', phone: '+4412345678', passwordHash: null, changedAt: null },
+      { email: 'b@x.io', name: 'B', phone: null, passwordHash: null, changedAt: null },
     ]);
   });
 
@@ -28,8 +28,8 @@ describe('parseUserBatch (unit)', () => {
       'merge',
     );
     assert.deepEqual(rows, [
-      ['a@x.io', 'A3', '+4422222222', '$2b$12$first', null],
-      ['b@x.io', 'B', null, null, null],
+      { email: 'a@x.io', name: 'A3', phone: '+4422222222', passwordHash: '$2b$12$first', changedAt: null },
+      { email: 'b@x.io', name: 'B', phone: null, passwordHash: null, changedAt: null },
     ]);
   });
 
