@@ -46,7 +46,7 @@ const CHANGED_AT = '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0
  * @property {string} [shownAs]  what it means in a representation (the OpenAPI UserRow schema)
  */
 
-/** The columns, in the table's (and every statement's) order. */
+/** The columns, in the table's (and every statement's) order: the key, email, first. */
 export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]} */ ([
   {
     field: 'email',

@@ -3,10 +3,6 @@ import { InvalidBatchError } from '../errors.js';
 import { REQUIRED_FIELDS, USER_COLUMNS, USER_FIELDS, perColumnFunction } from './user-columns.js';
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
-/**
- * A user object that passed the schema: a value a field, required ones always there.
- * @typedef {{ [F in import('./user-columns.js').UserField]?: string }} User
- */
 /** @typedef {import('./user-columns.js').UserRow} UserRow */
 /**
  * What to do with an email already stored: ignore (skip it) or merge (update it with what was sent).
@@ -34,7 +30,8 @@ const UNKNOWN_FIELD = `is not a known field (allowed: ${USER_FIELDS.join(', ')})
 const TEXT_FIELDS = USER_COLUMNS.filter((c) => c.type === 'text').map((c) => c.field);
 /** The fields stored as timestamptz: each must name a date and time that exist. */
 const TIMESTAMP_FIELDS = USER_COLUMNS.filter((c) => c.type === 'timestamptz').map((c) => /** @type {const} */ ([c.field, new RegExp(c.schema.pattern, 'u')]));
-// The email, the key, is the one value not stored as sent (lower-cased): its rules apply again.
+// The email, the key (declared first), is the one value not stored as sent (lower-cased): its
+// rules apply again to it as stored.
 const EMAIL = USER_COLUMNS[0];
 const MAX_EMAIL_LENGTH = EMAIL.schema.maxLength;
 const EMAIL_PATTERN = new RegExp(EMAIL.schema.pattern, 'u');

@@ -2,9 +2,9 @@ import format from 'pg-format';
 import { USER_COLUMNS, perColumnFunction } from './user-columns.js';
 
 // Every statement that writes users, built in one place from the columns' declaration
-// (user-columns.js): the only module that reads a row by its columns' order. The row source and
-// the conflict clause are chosen apart, so every strategy and both resolutions share the same
-// conflict handling.
+// (user-columns.js): the only module that turns a row into SQL (or CSV), in the columns' order,
+// and what a statement returned back into rows. The row source and the conflict clause are chosen
+// apart, so every strategy and both resolutions share the same conflict handling.
 
 /** @typedef {import('./user-columns.js').UserRow} UserRow */
 /** @typedef {import('./user-columns.js').WrittenUser} WrittenUser */
@@ -157,8 +157,8 @@ export const mergedUser = perColumnFunction(
 );
 
 /**
- * The statement around a row source (`SELECT ...` or `VALUES ...` giving the five columns, the
- * last a timestamptz).
+ * The statement around a row source (`SELECT ...` or `VALUES ...` giving COLUMNS, in their
+ * order and of their types).
  * @param {string} source
  * @param {OnConflict} onConflict
  * @param {Returning} returning
@@ -226,7 +226,7 @@ const ROWS_AS_ARRAYS = `SELECT * FROM unnest(${castArrays(() => '%s')})`;
 
 /**
  * The rows as a row source built by pg-format from literals: `unnest` over one array constant per
- * column, so one chunk is one statement whose size PostgreSQL parses in five constants. When no
+ * column, so one chunk is one statement whose size PostgreSQL parses in a constant a column. When no
  * row has a value of a sparse column (changedAt), its array is empty: unnest pads a shorter array
  * with NULLs, so nothing is parsed for it.
  * @param {UserRow[]} rows
@@ -244,7 +244,7 @@ export function rowsAsValues(rows) {
   return format('VALUES %s', rows.map((r) => `(${USER_COLUMNS.map((c) => literal(r[c.field]) + (c.type === 'text' ? '' : `::${c.type}`)).join(', ')})`).join(', '));
 }
 
-/** The row source of the `unnest` strategy: an array parameter a column, $1 to $5. */
+/** The row source of the `unnest` strategy: an array parameter a column, $1 to $5 today. */
 export const ROWS_AS_PARAMETERS = `SELECT * FROM unnest(${castArrays((i) => `$${i + 1}`)})`;
 
 /**
