@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { checkUser, compareChanges, isRealDateTime, oncePerEmail } from '../../src/users/user-schema.js';
+import { userRow } from '../../../test/support/user-rows.js';
 
 /** @param {number} n @param {number} width */
 const pad = (n, width = 2) => String(n).padStart(width, '0');
@@ -123,7 +124,7 @@ describe('merge mode folds an email\'s items by newest change (unit)', () => {
     const item = fc.record({ name: fc.constantFrom('a', 'b', 'c', 'd'), at: fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }) });
     fc.assert(
       fc.property(fc.array(item, { minLength: 1, maxLength: 12 }), (items) => {
-        const rows = items.map((it) => ({ email: 'e@x.io', name: it.name, phone: null, passwordHash: null, changedAt: it.at === null ? null : `2026-11-26T10:00:0${it.at}Z` }));
+        const rows = items.map((it) => userRow({ email: 'e@x.io', name: it.name, changedAt: it.at === null ? null : `2026-11-26T10:00:0${it.at}Z` }));
         const [folded] = oncePerEmail(rows.slice(), 'merge');
         // The last of the items whose change is the newest (no value: older than any).
         const key = (/** @type {number | null} */ at) => (at === null ? -1 : at);
@@ -135,14 +136,13 @@ describe('merge mode folds an email\'s items by newest change (unit)', () => {
   });
 
   test('the newest change takes a phone and hash from an older change where it has none; ignore mode keeps the first item', () => {
-    /** @type {import('../../src/users/user-schema.js').UserRow[]} */
     const rows = [
-      { email: 'e@x.io', name: 'new', phone: null, passwordHash: null, changedAt: '2026-11-26T12:00:00Z' },
-      { email: 'e@x.io', name: 'old', phone: '+4411111111', passwordHash: '$2b$12$old', changedAt: '2026-11-26T10:00:00Z' },
-      { email: 'e@x.io', name: 'middle', phone: '+4422222222', passwordHash: null, changedAt: '2026-11-26T11:00:00Z' },
+      userRow({ email: 'e@x.io', name: 'new', changedAt: '2026-11-26T12:00:00Z' }),
+      userRow({ email: 'e@x.io', name: 'old', phone: '+4411111111', passwordHash: '$2b$12$old', changedAt: '2026-11-26T10:00:00Z' }),
+      userRow({ email: 'e@x.io', name: 'middle', phone: '+4422222222', changedAt: '2026-11-26T11:00:00Z' }),
     ];
     const copy = () => rows.map((r) => ({ ...r }));
-    assert.deepEqual(oncePerEmail(copy(), 'merge'), [{ email: 'e@x.io', name: 'new', phone: '+4422222222', passwordHash: '$2b$12$old', changedAt: '2026-11-26T12:00:00Z' }]);
+    assert.deepEqual(oncePerEmail(copy(), 'merge'), [userRow({ email: 'e@x.io', name: 'new', phone: '+4422222222', passwordHash: '$2b$12$old', changedAt: '2026-11-26T12:00:00Z' })]);
     assert.deepEqual(oncePerEmail(copy(), 'ignore'), [rows[0]]);
   });
 });

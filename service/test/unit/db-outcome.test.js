@@ -6,6 +6,7 @@ import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError, re
 import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createTransactionSettings } from '../../src/transaction-settings.js';
 import { createUserWriter } from '../../src/users/user-repository.js';
+import { userRow } from '../../../test/support/user-rows.js';
 
 const lost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
 /** PostgreSQL's own error, as pg hands it on. @param {string} code @param {string} [severity] */
@@ -137,8 +138,7 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
     });
     return createUserWriter(db, { chunkRows, strategy: 'format' });
   }
-  /** @type {import('../../src/users/user-schema.js').UserRow[]} */
-  const rows = [{ email: 'a@x.co', name: 'A', phone: null, passwordHash: null, changedAt: null }, { email: 'b@x.co', name: 'B', phone: null, passwordHash: null, changedAt: null }];
+  const rows = [userRow({ email: 'a@x.co', name: 'A' }), userRow({ email: 'b@x.co', name: 'B' })];
   const failInsert = () => (/** @type {string} */ text) => (/^(?:SET LOCAL [^;]+; )*INSERT/.test(text) ? lost() : undefined);
   const succeed = () => () => undefined;
 

@@ -3,10 +3,11 @@ import { describe, test } from 'node:test';
 import { DatabaseTimeoutError, DatabaseUnavailableError } from '../../src/errors.js';
 import { createGroupCommit, credit } from '../../src/users/group-commit.js';
 import { createReplayGuess } from '../../src/users/replay-guess.js';
+import { userRow } from '../../../test/support/user-rows.js';
 
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 /** @param {string} email @param {string} [name] @returns {UserRow} */
-const row = (email, name = 'N') => ({ email, name, phone: null, passwordHash: null, changedAt: null });
+const row = (email, name = 'N') => userRow({ email, name });
 
 /**
  * A writer whose writes finish only when the test says so, recording what was written and how
