@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { API_ERRORS, emptyBatchMessage, itemErrorsAsDetails } from './errors.js';
 import { READ_COLUMNS, WRITE_COLUMNS } from './http/write-query.js';
 import { USER_COLUMNS } from './users/user-columns.js';
-import { MAX_REPORTED_ERRORS, MESSAGES, userSchema } from './users/user-schema.js';
+import { MAX_REPORTED_ERRORS, MESSAGES, UNKNOWN_FIELD, userSchema } from './users/user-schema.js';
 
 const { version } = createRequire(import.meta.url)('../package.json');
 
@@ -124,7 +124,7 @@ export function errorResponses(scopes, examples = {}) {
 const INVALID_ERRORS = [
   { index: 0, field: 'email', message: MESSAGES.email.pattern },
   { index: 1, field: 'name', message: 'is required' },
-  { index: 1, field: 'nome', message: 'is not a known field (allowed: email, name, phone, passwordHash, changedAt)' },
+  { index: 1, field: 'nome', message: UNKNOWN_FIELD },
 ];
 
 /**
@@ -208,7 +208,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
             'UTF-8 JSON only, gzip or deflate `Content-Encoding` accepted. The whole array is written in one transaction; ' +
             'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token (a static token of a client, or a JWT) is required only when the service runs with authentication configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL); an `apikey` header (supabase-js) is ignored. ' +
             `Or a stream of users, as many as fit in ${maxStreamBytes} bytes decoded (MAX_STREAM_BYTES): \`application/x-ndjson\` or \`application/jsonl\` (one user object a line) ` +
-            'or `text/csv` (RFC 4180, a header row naming the columns email, name, phone, passwordHash, changedAt). A stream is validated and written as it arrives, ' +
+            `or \`text/csv\` (RFC 4180, a header row naming the columns ${WRITE_COLUMNS.join(', ')}). A stream is validated and written as it arrives, ` +
             'in one transaction: all or nothing, whatever its size; each error names the user\'s `line`. An email sent twice in one body is written once ' +
             '(the first occurrence, or in merge mode its newest change: by `changedAt`, items without one oldest, a tie going to the later line).',
           security: [{ bearer: [] }, {}],

@@ -320,4 +320,4 @@ const laterOver = perColumnFunction(
 export const byEmail = (a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0);
 
 // For the OpenAPI document (openapi.js), which is generated from the very schema ajv compiles.
-export { userSchema, MESSAGES };
+export { userSchema, MESSAGES, UNKNOWN_FIELD };
