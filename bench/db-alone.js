@@ -90,6 +90,7 @@ const { migrate } = await import('@sluice/db/migrate');
 const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
 const { STRATEGIES } = await import('../service/src/users/user-repository.js');
 const SQL = await import('../service/src/users/user-sql.js');
+const { userRow } = await import('../test/support/user-rows.js');
 const { postgresCpuSeconds, postmasterPid } = await import('./lib/process-stats.js');
 const { median, range } = await import('./lib/stats.js');
 
@@ -128,7 +129,7 @@ const REPLAY_STATEMENTS = 40;
 function makeRows(prefix, n, name = 'Load', changedAt = null) {
   /** @type {UserRow[]} */
   const rows = [];
-  for (let i = 0; i < 1000; i++) rows.push({ email: `k6-${RUN}${prefix}-${n}-${i}@load.test`, name: `${name} ${n}.${i}`, phone: '+15550100100', passwordHash: null, changedAt });
+  for (let i = 0; i < 1000; i++) rows.push(userRow({ email: `k6-${RUN}${prefix}-${n}-${i}@load.test`, name: `${name} ${n}.${i}`, phone: '+15550100100', changedAt }));
   return rows.sort((a, b) => (a.email < b.email ? -1 : 1));
 }
 
