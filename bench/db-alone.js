@@ -63,7 +63,7 @@ const VARIANTS = {
   'replay with every name changed, merge without the filter': { schema: 'migrations', write: mergeUnfiltered, rows: 'changed' },
   'naive: its table, parameterized INSERT': {
     schema: 'id serial PRIMARY KEY, email text UNIQUE, name text, phone text, password_hash text, created_at timestamptz DEFAULT now()',
-    write: (client, rows) => client.query(`INSERT INTO users (email, name, phone, password_hash) VALUES ${rows.map((_, i) => `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`).join(', ')}`, rows.flatMap((r) => r.slice(0, 4))),
+    write: (client, rows) => client.query(`INSERT INTO users (email, name, phone, password_hash) VALUES ${rows.map((_, i) => `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`).join(', ')}`, rows.flatMap((r) => [r.email, r.name, r.phone, r.passwordHash])),
   },
   // Merge mode with changedAt on every row (issue 36): the ordering value's cost beside the three above.
   'all-new, merge clause from the start, with changedAt': { schema: 'migrations', write: sluice('merge'), ordered: true },
@@ -90,13 +90,14 @@ const { migrate } = await import('@sluice/db/migrate');
 const { startLocalPostgres, tempDataDir } = await import('@sluice/db/local-postgres');
 const { STRATEGIES } = await import('../service/src/users/user-repository.js');
 const SQL = await import('../service/src/users/user-sql.js');
+const { userRow } = await import('../test/support/user-rows.js');
 const { postgresCpuSeconds, postmasterPid } = await import('./lib/process-stats.js');
 const { median, range } = await import('./lib/stats.js');
 
 /** The arrays as ARRAY[...] constructors of one literal a value (pg-format's %L on a list). @param {UserRow[]} rows */
 function arrayConstructors(rows) {
-  const column = (/** @type {number} */ c) => format('ARRAY[%L]::text[]', rows.map((r) => r[c]));
-  return `SELECT * FROM unnest(${column(0)}, ${column(1)}, ${column(2)}, ${column(3)})`;
+  const column = (/** @type {'email' | 'name' | 'phone' | 'passwordHash'} */ field) => format('ARRAY[%L]::text[]', rows.map((r) => r[field]));
+  return `SELECT * FROM unnest(${column('email')}, ${column('name')}, ${column('phone')}, ${column('passwordHash')})`;
 }
 
 /** Merge without the IS DISTINCT FROM guard: what a plain upsert costs on a replay. @type {Write} */
@@ -128,8 +129,8 @@ const REPLAY_STATEMENTS = 40;
 function makeRows(prefix, n, name = 'Load', changedAt = null) {
   /** @type {UserRow[]} */
   const rows = [];
-  for (let i = 0; i < 1000; i++) rows.push([`k6-${RUN}${prefix}-${n}-${i}@load.test`, `${name} ${n}.${i}`, '+15550100100', null, changedAt]);
-  return rows.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  for (let i = 0; i < 1000; i++) rows.push(userRow({ email: `k6-${RUN}${prefix}-${n}-${i}@load.test`, name: `${name} ${n}.${i}`, phone: '+15550100100', changedAt }));
+  return rows.sort((a, b) => (a.email < b.email ? -1 : 1));
 }
 
 /** @type {Record<string, { rate: number, usPerRow: number }[]>} */

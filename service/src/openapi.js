@@ -1,21 +1,19 @@
 import { createRequire } from 'node:module';
 import { API_ERRORS, emptyBatchMessage, itemErrorsAsDetails } from './errors.js';
 import { READ_COLUMNS, WRITE_COLUMNS } from './http/write-query.js';
-import { MAX_REPORTED_ERRORS, MESSAGES, userSchema } from './users/user-schema.js';
+import { USER_COLUMNS } from './users/user-columns.js';
+import { MAX_REPORTED_ERRORS, MESSAGES, UNKNOWN_FIELD, userSchema } from './users/user-schema.js';
 
 const { version } = createRequire(import.meta.url)('../package.json');
 
-// What a field means to a sender; the rules themselves come from the schema ajv compiles.
-const FIELD_NOTES = {
-  email: 'Stored lower-cased; unique: an email already stored is skipped (or, in merge mode, updated), never duplicated.',
-  name: 'Stored exactly as sent.',
-  phone: '`+` and 6 to 15 digits.',
-  passwordHash: 'A PHC / modular-crypt hash (`$id$...`: letters, digits and `. / + = , $ -`). A `password` field is refused: plaintext is never stored.',
-  changedAt:
-    'When the change happened at its source: RFC 3339 with an offset (`Z` or `±hh:mm`), at most 6 fractional digits (PostgreSQL keeps microseconds; more are refused, not rounded). ' +
-    'Merge mode\'s ordering value: a stored row is replaced only by a strictly newer change; an older or equal one, or one without `changedAt` against a row that has one, writes nothing and is counted in `stale`. ' +
-    'A change with `changedAt` always beats a row stored without one. Stored on insert in both modes.',
-};
+// What a field means to a sender (its `description`) and in a representation (`shownAs`) come
+// from the columns' declaration; the rules themselves from the schema ajv compiles.
+const SHOWN_COLUMNS = USER_COLUMNS.filter((c) => c.shown === true);
+/** A column as a representation holds it: a string, null where none was sent or stored. */
+const shownProperties = () =>
+  Object.fromEntries(
+    SHOWN_COLUMNS.map((c) => [c.field, { type: c.required ? 'string' : ['string', 'null'], ...('shownAs' in c ? { description: c.shownAs } : {}) }]),
+  );
 
 /** @param {string} code */
 const specOf = (code) => /** @type {import('./errors.js').ApiErrorSpec} */ (API_ERRORS[/** @type {keyof typeof API_ERRORS} */ (code)]);
@@ -126,7 +124,7 @@ export function errorResponses(scopes, examples = {}) {
 const INVALID_ERRORS = [
   { index: 0, field: 'email', message: MESSAGES.email.pattern },
   { index: 1, field: 'name', message: 'is required' },
-  { index: 1, field: 'nome', message: 'is not a known field (allowed: email, name, phone, passwordHash, changedAt)' },
+  { index: 1, field: 'nome', message: UNKNOWN_FIELD },
 ];
 
 /**
@@ -181,9 +179,7 @@ const validRequests = (/** @type {number} */ maxBatchItems) =>
  */
 export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBytes = 1024 * 1024 * 1024 }) {
   const user = structuredClone(userSchema);
-  for (const [field, note] of Object.entries(FIELD_NOTES)) {
-    /** @type {Record<string, any>} */ (user.properties)[field].description = note;
-  }
+  for (const c of USER_COLUMNS) /** @type {Record<string, any>} */ (user.properties)[c.field].description = c.description;
 
   return {
     openapi: '3.1.0',
@@ -212,7 +208,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
             'UTF-8 JSON only, gzip or deflate `Content-Encoding` accepted. The whole array is written in one transaction; ' +
             'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token (a static token of a client, or a JWT) is required only when the service runs with authentication configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL); an `apikey` header (supabase-js) is ignored. ' +
             `Or a stream of users, as many as fit in ${maxStreamBytes} bytes decoded (MAX_STREAM_BYTES): \`application/x-ndjson\` or \`application/jsonl\` (one user object a line) ` +
-            'or `text/csv` (RFC 4180, a header row naming the columns email, name, phone, passwordHash, changedAt). A stream is validated and written as it arrives, ' +
+            `or \`text/csv\` (RFC 4180, a header row naming the columns ${WRITE_COLUMNS.join(', ')}). A stream is validated and written as it arrives, ` +
             'in one transaction: all or nothing, whatever its size; each error names the user\'s `line`. An email sent twice in one body is written once ' +
             '(the first occurrence, or in merge mode its newest change: by `changedAt`, items without one oldest, a tie going to the later line).',
           security: [{ bearer: [] }, {}],
@@ -372,9 +368,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
           additionalProperties: false,
           description: 'A user as stored, in a `return=representation` answer: the columns of `?select` (all by default); never the password hash.',
           properties: {
-            email: { type: 'string', description: 'As stored: lower-cased.' },
-            name: { type: 'string' },
-            phone: { type: ['string', 'null'] },
+            ...shownProperties(),
             createdAt: { type: 'string', format: 'date-time', description: 'When the row was first written (PostgreSQL\'s JSON form: microseconds, `+00:00`).' },
             updatedAt: { type: ['string', 'null'], format: 'date-time', description: 'When a merge last changed it; null for a row never merged (so null means this request inserted it).' },
             outcome: { type: 'string', enum: ['inserted', 'updated', 'skipped', 'repeated'], description: 'Only when `select` names it (the per-item report): what this request did with the item.' },

@@ -1,13 +1,14 @@
 import { ApiError } from '../errors.js';
+import { SECRET_FIELDS, SHOWN_FIELDS, USER_FIELDS } from '../users/user-columns.js';
 
 // The query parameters of PostgREST's insert and upsert that sluice reads on POST /users:
 // `on_conflict` (the conflict target), `columns` (the keys read from each object) and `select` (the
 // columns of a return=representation answer). Other parameters are ignored, as before.
 
-/** The keys a user object may have (user-schema.js), which are the columns one can write. */
-export const WRITE_COLUMNS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash', 'changedAt']);
-/** The columns a representation holds, in this order: never the password hash. */
-export const READ_COLUMNS = /** @type {const} */ (['email', 'name', 'phone', 'createdAt', 'updatedAt']);
+/** The keys a user object may have (users/user-columns.js), which are the columns one can write. */
+export const WRITE_COLUMNS = USER_FIELDS;
+/** The columns a representation holds, in this order: those the declaration shows (never the password hash), then when the row was created and updated. */
+export const READ_COLUMNS = /** @type {readonly (import('../users/user-columns.js').ShownField | 'createdAt' | 'updatedAt')[]} */ ([...SHOWN_FIELDS, 'createdAt', 'updatedAt']);
 /**
  * sluice's per-item report: `outcome` in `select` (never in `*`) makes a representation hold every
  * item of the request, in order, each with what became of it (post-users.js representation()).
@@ -102,7 +103,7 @@ function parseSelect(select) {
       chosen.add(OUTCOME);
       continue;
     }
-    if (name === 'passwordHash') throw new ApiError('unknown_column', 'passwordHash is never returned: select from email, name, phone, createdAt, updatedAt');
+    if ((/** @type {readonly string[]} */ (SECRET_FIELDS)).includes(name)) throw new ApiError('unknown_column', `${name} is never returned: select from ${READ_COLUMNS.join(', ')}`);
     if (!(/** @type {readonly string[]} */ (READ_COLUMNS)).includes(name)) throw unknownColumn(name, 'select', [...READ_COLUMNS, OUTCOME]);
     chosen.add(/** @type {ReadColumn} */ (name));
   }

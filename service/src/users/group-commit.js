@@ -159,7 +159,7 @@ function createSlots(max, onFree) {
  * @param {Set<string>} busy @param {Waiting} w @param {{ counts: Counts } | { err: unknown }} outcome
  */
 function answer(busy, w, outcome) {
-  for (const row of w.rows) busy.delete(row[0]);
+  for (const row of w.rows) busy.delete(row.email);
   if ('counts' in outcome) w.resolve(outcome.counts);
   else w.reject(outcome.err);
 }
@@ -187,13 +187,13 @@ function takeGroup(waiting, busy, maxRows) {
       break;
     }
     const fits = group.length === 0 || (w.resolution === group[0].resolution && rows + w.rows.length <= maxRows);
-    if (!fits || w.rows.some((row) => busy.has(row[0]) || held?.has(row[0]))) {
+    if (!fits || w.rows.some((row) => busy.has(row.email) || held?.has(row.email))) {
       held ??= new Set();
-      for (const row of w.rows) held.add(row[0]);
+      for (const row of w.rows) held.add(row.email);
       rest.push(w);
       continue;
     }
-    for (const row of w.rows) busy.add(row[0]);
+    for (const row of w.rows) busy.add(row.email);
     group.push(w);
     rows += w.rows.length;
   }

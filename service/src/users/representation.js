@@ -1,4 +1,5 @@
 import { OUTCOME, READ_COLUMNS } from '../http/write-query.js';
+import { insertedUser } from './user-sql.js';
 
 // return=representation's answer, as JSON text: the rows written, in the order sent.
 
@@ -30,7 +31,7 @@ export function representation(sent, users, select) {
   if (asWritten && !report && users.length === sent.length) {
     const createdAt = insertedAtOnce(users);
     if (createdAt !== undefined) {
-      return JSON.stringify(sent.map((row) => ({ email: row[0], name: row[1], phone: row[2], createdAt, updatedAt: null })));
+      return JSON.stringify(sent.map((row) => insertedUser(row, createdAt)));
     }
   }
   /** @type {Map<string, WrittenUser | null>} null: its entry is out already */
@@ -39,7 +40,7 @@ export function representation(sent, users, select) {
   /** @type {Record<string, unknown>[]} */
   const out = [];
   for (const row of sent) {
-    const email = row[0];
+    const email = row.email;
     const u = byEmail.get(email);
     if (!report) {
       if (!u) continue;

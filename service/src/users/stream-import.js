@@ -8,7 +8,9 @@ import { answerWritten } from './post-users.js';
 import { createCsvParser, createNdjsonParser } from './stream-parse.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 import { isUniqueViolation } from './user-repository.js';
-import { COLUMNS, csvLine, writeStatement } from './user-sql.js';
+import {
+  COPY_STREAM_STAGING, COPY_USERS, CREATE_STREAM_STAGING, EMPTY_STREAM_STAGING, FIRST_OF_EACH, INSERT_ALL_AS_SENT, MERGED_OF_EACH, csvLine, writeStatement,
+} from './user-sql.js';
 import { STREAM_LIMITS } from './write-policy.js';
 
 // POST /users with a streamed body (NDJSON or CSV) of any size, written as it arrives and all or
@@ -44,25 +46,7 @@ export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
 const CHUNK_ROWS = 7_500;
 /** A chunk's buffer to begin with (grown for longer rows): 7,500 rows of about 130 bytes. */
 const CHUNK_BYTES = 1024 * 1024;
-const STAGING = 'users_stream';
-// `ord` keeps the order the users were sent (COPY numbers them as they come), which decides which
-// of an email's lines wins. COLLATE "C" as in users: the sort and the grouping by email compare
-// bytes, not through ICU.
-const CREATE_STAGING = `CREATE TEMPORARY TABLE ${STAGING} (ord bigint GENERATED ALWAYS AS IDENTITY, email text COLLATE "C", name text, phone text, password_hash text, changed_at timestamptz) ON COMMIT DROP`;
-const COPY_STAGING = `COPY ${STAGING} (${COLUMNS}) FROM STDIN (FORMAT csv)`;
-const COPY_USERS = `COPY users (${COLUMNS}) FROM STDIN (FORMAT csv)`;
-// Every email once, sorted (concurrent writers lock rows in one order): ignore keeps an email's
-// first line; merge the name of its newest change, and the newest phone and hash sent, its changes
-// ordered by changedAt, those without one oldest, a tie going to the later line (as
-// parseUserBatch merges).
-const FIRST_OF_EACH = `SELECT DISTINCT ON (email) ${COLUMNS} FROM ${STAGING} ORDER BY email, ord`;
-const NEWEST_FIRST = 'changed_at DESC NULLS LAST, ord DESC';
-const MERGED_OF_EACH = `SELECT email, (array_agg(name ORDER BY ${NEWEST_FIRST}))[1],
-  (array_agg(phone ORDER BY ${NEWEST_FIRST}) FILTER (WHERE phone IS NOT NULL))[1],
-  (array_agg(password_hash ORDER BY ${NEWEST_FIRST}) FILTER (WHERE password_hash IS NOT NULL))[1],
-  max(changed_at)
-  FROM ${STAGING} GROUP BY email ORDER BY email`;
-const ALL_AS_SENT = `SELECT ${COLUMNS} FROM ${STAGING} ORDER BY email`;
+// Its statements, the staging table's included, are user-sql.js's.
 
 /**
  * The middleware of a streamed POST /users: passes any other body on (next()), answers a stream
@@ -196,9 +180,9 @@ function importIgnoring(db, reader, format) {
  * @param {import('../http/stream-body.js').StreamFormat} format
  */
 function importMerging(db, reader, format) {
-  return streamTransaction(db, CREATE_STAGING, async (client) => {
+  return streamTransaction(db, CREATE_STREAM_STAGING, async (client) => {
     const body = validatedBody(reader, format);
-    const copy = await startCopy(client, COPY_STAGING);
+    const copy = await startCopy(client, COPY_STREAM_STAGING);
     /** @param {string} csv */
     const send = async (csv) => {
       if (csv !== '') await copy.write(Buffer.from(csv));
@@ -241,9 +225,8 @@ function validatedBody(reader, format) {
   const onRecord = (item, line, duplicates) => {
     const index = received++;
     const checked = duplicates.length > 0 ? [] : checkUser(item, index, problems.length < MAX_REPORTED_ERRORS);
-    if (typeof checked[0] === 'string') {
-      const row = /** @type {import('./user-schema.js').UserRow} */ (checked);
-      if (invalid === 0) csv += csvLine(row);
+    if (!Array.isArray(checked)) {
+      if (invalid === 0) csv += csvLine(checked);
       return;
     }
     invalid++;
@@ -374,8 +357,8 @@ async function chunkedCopy(client) {
  * @param {import('pg').PoolClient} client @param {Buffer} csv @param {boolean} first  the first chunk staged: the table is made
  */
 async function insertStaged(client, csv, first) {
-  await client.query(first ? CREATE_STAGING : `TRUNCATE ${STAGING}`);
-  await copyAll(client, COPY_STAGING, csv);
+  await client.query(first ? CREATE_STREAM_STAGING : EMPTY_STREAM_STAGING);
+  await copyAll(client, COPY_STREAM_STAGING, csv);
   const result = await longQuery(client, writeStatement(FIRST_OF_EACH, 'skip', 'counts'));
   return /** @type {{ inserted: number }} */ (result.rows[0]).inserted;
 }
@@ -389,7 +372,7 @@ async function insertStaged(client, csv, first) {
 async function writeMerged(client) {
   await client.query('SAVEPOINT all_new');
   try {
-    const result = await longQuery(client, `INSERT INTO users (${COLUMNS}) ${ALL_AS_SENT}`);
+    const result = await longQuery(client, INSERT_ALL_AS_SENT);
     return { inserted: result.rowCount ?? 0, updated: 0 };
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;

@@ -1,5 +1,6 @@
 import { ApiError } from '../errors.js';
 import { findDuplicateKeys } from '../http/json-keys.js';
+import { REQUIRED_FIELDS, USER_FIELDS } from './user-columns.js';
 
 // The records of a streamed body (NDJSON or CSV), parsed as the text arrives: each record is handed
 // on as soon as it is complete, and only the unfinished one is kept, so what is held does not grow
@@ -13,8 +14,11 @@ import { findDuplicateKeys } from '../http/json-keys.js';
  */
 export const MAX_RECORD_CHARS = 64 * 1024;
 
-/** The columns a CSV header may name: the user's fields. */
-const CSV_COLUMNS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash', 'changedAt']);
+/** The columns a CSV header may name: the user's fields (user-columns.js), those required first. */
+const CSV_COLUMNS = USER_FIELDS;
+const THE_COLUMNS = `the columns are ${CSV_COLUMNS.join(', ')} (${REQUIRED_FIELDS.join(' and ')} required)`;
+/** `email,name[,phone][,passwordHash][,changedAt]` */
+const HEADER_SHAPE = [REQUIRED_FIELDS.join(','), ...CSV_COLUMNS.filter((f) => !(/** @type {readonly string[]} */ (REQUIRED_FIELDS)).includes(f)).map((f) => `[,${f}]`)].join('');
 const COMMA = 44;
 const QUOTE = 34;
 const LF = 10;
@@ -89,8 +93,8 @@ export function createNdjsonParser() {
 }
 
 /**
- * CSV as RFC 4180 has it, in UTF-8: a header row naming the columns (email and name, and phone,
- * passwordHash or changedAt if sent, in any order, each once), then one user a record. Fields are separated by
+ * CSV as RFC 4180 has it, in UTF-8: a header row naming the columns (the user's fields: email and
+ * name, and phone, passwordHash or changedAt if sent, in any order, each once), then one user a record. Fields are separated by
  * commas, records by LF or CRLF; a field in double quotes may hold commas, quotes (doubled) and
  * line breaks. An empty field not quoted is a field not sent; `""` is an empty string, sent (as
  * PostgreSQL's COPY reads CSV). A line of nothing at all is skipped.
@@ -146,7 +150,7 @@ export function createCsvParser() {
     end(onRecord) {
       consume(true, onRecord);
       // An empty body is an empty batch (the importer says so); one of blank lines has no header.
-      if (columns === undefined && line > 1) throw malformed('the body has no header row (email,name[,phone][,passwordHash][,changedAt])', 1);
+      if (columns === undefined && line > 1) throw malformed(`the body has no header row (${HEADER_SHAPE})`, 1);
     },
   };
 }
@@ -219,12 +223,12 @@ function headerColumns(fields, at) {
   const names = fields.map((f, i) => (i === 0 && f?.charCodeAt(0) === 0xfeff ? f.slice(1) : f) ?? '');
   for (const name of names) {
     if (!(/** @type {readonly string[]} */ (CSV_COLUMNS)).includes(name)) {
-      throw malformed(`the header names a column ${JSON.stringify(name)}; the columns are email, name, phone, passwordHash, changedAt (email and name required)`);
+      throw malformed(`the header names a column ${JSON.stringify(name)}; ${THE_COLUMNS}`);
     }
   }
   const twice = names.find((n, i) => names.indexOf(n) !== i);
   if (twice !== undefined) throw malformed(`the header names the column ${twice} twice`);
-  const missing = ['email', 'name'].filter((n) => !names.includes(n));
+  const missing = REQUIRED_FIELDS.filter((n) => !names.includes(n));
   if (missing.length > 0) throw malformed(`the header must name the column${missing.length > 1 ? 's' : ''} ${missing.join(' and ')}`);
   return names;
 }

@@ -1,7 +1,7 @@
 import { lastResult } from '../transaction-settings.js';
 import { STRATEGIES, formatWriter, insertQuery } from './chunk-writers.js';
 import { createReplayGuess } from './replay-guess.js';
-import { RETURNED_AS_TEXT, rowsAsArrays, timestampAsJson, writeStatement } from './user-sql.js';
+import { RETURNED_AS_TEXT, insertedUser, mergedUser, rowsAsArrays, timestampAsJson, writeStatement } from './user-sql.js';
 import { createWritePolicy } from './write-policy.js';
 
 // config.js (and bench/) name the strategies from here.
@@ -18,7 +18,7 @@ export { STRATEGIES } from './chunk-writers.js';
 /**
  * A row as written, as a representation shows it (return=representation), its keys in the
  * answer's order; the write inserted it when updatedAt is null (else it updated it).
- * @typedef {{ email: string, name: string, phone: string | null, createdAt: string, updatedAt: string | null }} WrittenUser
+ * @typedef {import('./user-columns.js').WrittenUser} WrittenUser
  */
 /**
  * What a write did for one request: its counts, and the rows it wrote when asked for them
@@ -259,7 +259,7 @@ export function credit(rows, written, withRows = false) {
   /** @type {WrittenUser[] | undefined} */
   const users = withRows ? [] : undefined;
   for (const row of rows) {
-    const w = written.get(row[0]);
+    const w = written.get(row.email);
     const inserted = typeof w === 'object' ? w.updatedAt === null : w;
     if (inserted === true) counts.inserted++;
     else if (inserted === false) counts.updated++;
@@ -287,9 +287,7 @@ export function writtenUsers(sent, result, onConflict) {
   const merge = onConflict === 'merge';
   const now = merge ? '' : timestampAsJson((Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0]);
   /** @param {UserRow} row @param {(string | null)[]} r @returns {WrittenUser} */
-  const user = merge
-    ? (row, r) => ({ email: row[0], name: row[1], phone: r[2], createdAt: timestampAsJson(/** @type {string} */ (r[1])), updatedAt: r[3] === null ? null : timestampAsJson(r[3]) })
-    : (row) => ({ email: row[0], name: row[1], phone: row[2], createdAt: now, updatedAt: null });
+  const user = merge ? mergedUser : (/** @type {UserRow} */ row) => insertedUser(row, now);
   // Without a conflict clause the statement wrote every row, or failed.
   if (onConflict === 'fail') return sent.map((row) => user(row, []));
   /** @type {WrittenUser[]} */
@@ -297,13 +295,13 @@ export function writtenUsers(sent, result, onConflict) {
   let next = 0;
   for (const row of sent) {
     if (next === returned.length) break;
-    if (returned[next][0] === row[0]) users.push(user(row, returned[next++]));
+    if (returned[next][0] === row.email) users.push(user(row, returned[next++]));
   }
   if (next === returned.length) return users;
   const byEmail = new Map(returned.map((r) => [r[0], r]));
   users.length = 0;
   for (const row of sent) {
-    const r = byEmail.get(row[0]);
+    const r = byEmail.get(row.email);
     if (r) users.push(user(row, r));
   }
   return users;

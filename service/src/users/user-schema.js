@@ -1,14 +1,10 @@
 import { Ajv } from 'ajv';
 import { InvalidBatchError } from '../errors.js';
 import { compareChanges, isRealDateTime } from './changed-at.js';
+import { REQUIRED_FIELDS, USER_COLUMNS, USER_FIELDS, perColumnFunction } from './user-columns.js';
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
-/** @typedef {{ email: string, name: string, phone?: string, passwordHash?: string, changedAt?: string }} User */
-/**
- * A row as the table takes it: [email (lower-cased), name, phone, password_hash, changed_at (as
- * sent: RFC 3339 with an offset)]; null: not sent.
- * @typedef {[string, string, string | null, string | null, string | null]} UserRow
- */
+/** @typedef {import('./user-columns.js').UserRow} UserRow */
 /**
  * What to do with an email already stored: ignore (skip it) or merge (update it with what was sent).
  * @typedef {'ignore' | 'merge'} Resolution
@@ -16,54 +12,30 @@ import { compareChanges, isRealDateTime } from './changed-at.js';
 
 export const MAX_REPORTED_ERRORS = 100;
 
-// Control characters (C0, DEL, C1): invisible in logs and UIs, and NUL cannot be stored in text.
-const NO_CONTROL = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
-// One character of an address: no whitespace, no @, no control character.
-const EMAIL_CHAR = '[^\\s@\\u0000-\\u001f\\u007f-\\u009f]';
-// local@domain.tld, with a dot inside the domain found by a lookahead: the same addresses as
-// `X+@X+\.X+`, whose backtracking takes time quadratic in the length of a domain of dots that is
-// wrong only at its end (one 100,000-character email held the event loop for 22 s; ajv runs the
-// pattern even when the length is already over). This form is linear.
-const EMAIL = `^${EMAIL_CHAR}+@${EMAIL_CHAR}(?=${EMAIL_CHAR}*\\.${EMAIL_CHAR})${EMAIL_CHAR}*$`;
-// PHC strings and modular crypt: `$id$`, then base64 (standard or crypt's), parameters and separators.
-// Nothing else, so no quote, backslash, space, control character or NUL ever reaches a statement.
-const PASSWORD_HASH = '^\\$[a-z0-9-]+\\$[A-Za-z0-9./+=,$-]*$';
-// When the change happened at its source, merge mode's ordering value: RFC 3339's date-time with an
-// offset (Z or ±hh:mm), to the microsecond at most. PostgreSQL's timestamptz keeps microseconds, so
-// a seventh digit could not be stored as sent: refused, not rounded. Whether the date exists (a
-// 30 February, an hour 24) is checked after the schema (calendarProblem).
-const CHANGED_AT = '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})$';
-
 const userSchema = {
   type: 'object',
-  required: ['email', 'name'],
+  required: REQUIRED_FIELDS,
   additionalProperties: false,
-  properties: {
-    email: { type: 'string', maxLength: 254, pattern: EMAIL },
-    name: { type: 'string', minLength: 1, maxLength: 200, pattern: NO_CONTROL },
-    phone: { type: 'string', pattern: '^\\+[0-9]{6,15}$' },
-    passwordHash: { type: 'string', maxLength: 255, pattern: PASSWORD_HASH },
-    changedAt: { type: 'string', pattern: CHANGED_AT },
-  },
+  properties: Object.fromEntries(USER_COLUMNS.map((c) => [c.field, c.schema])),
 };
 
 // What each rule means to someone sending users, by field and ajv keyword.
-const MESSAGES = {
-  email: { type: 'must be a string', maxLength: 'must be at most 254 characters', pattern: 'must be a plausible email address (local@domain.tld)' },
-  name: { type: 'must be a string', minLength: 'must not be empty', maxLength: 'must be at most 200 characters', pattern: 'must not contain control characters (NUL included)' },
-  phone: { type: 'must be a string (leave the field out when there is none)', pattern: 'must be + followed by 6 to 15 digits' },
-  passwordHash: { type: 'must be a string (leave the field out when there is none)', maxLength: 'must be at most 255 characters', pattern: 'must be a PHC / modular-crypt hash: $id$ then only letters, digits and . / + = , $ - (e.g. $argon2id$v=19$...)' },
-  changedAt: { type: 'must be a string', pattern: 'must be an RFC 3339 date-time with an offset, to the microsecond at most (e.g. 2026-11-26T09:30:00.123456Z or 2026-11-26T10:30:00+01:00)' },
-};
+const MESSAGES = /** @type {Record<import('./user-columns.js').UserField, Readonly<Record<string, string>>>} */ (/** @type {unknown} */ (Object.fromEntries(USER_COLUMNS.map((c) => [c.field, c.messages]))));
 const TOO_PRECISE = 'has more than 6 fractional digits: PostgreSQL keeps microseconds, so it could not be stored as sent (round it at the source)';
 const NOT_A_DATE = 'must be a date and time that exist (month 01-12, a day the month has, hour 00-23, minute and second 00-59) with an offset PostgreSQL takes (at most ±15:59; real ones are within -12:00 and +14:00)';
 const TOO_PRECISE_PATTERN = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{7,}(Z|[+-][0-9]{2}:[0-9]{2})$/;
 const PASSWORD_REFUSED = 'plaintext passwords are never accepted: hash it (argon2id, bcrypt, scrypt) and send passwordHash';
 const LONE_SURROGATE = 'contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which cannot be stored as sent';
-const FIELDS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash']);
-const MAX_EMAIL_LENGTH = userSchema.properties.email.maxLength;
-const EMAIL_PATTERN = new RegExp(EMAIL, 'u');
-const CHANGED_AT_PATTERN = new RegExp(CHANGED_AT, 'u');
+const UNKNOWN_FIELD = `is not a known field (allowed: ${USER_FIELDS.join(', ')})`;
+/** The fields stored as text: each must be well-formed UTF-16 to be stored as sent. */
+const TEXT_FIELDS = USER_COLUMNS.filter((c) => c.type === 'text').map((c) => c.field);
+/** The fields stored as timestamptz: each must name a date and time that exist. */
+const TIMESTAMP_FIELDS = USER_COLUMNS.filter((c) => c.type === 'timestamptz').map((c) => /** @type {const} */ ([c.field, new RegExp(c.schema.pattern, 'u')]));
+// The email, the key (declared first), is the one value not stored as sent (lower-cased): its
+// rules apply again to it as stored.
+const EMAIL = USER_COLUMNS[0];
+const MAX_EMAIL_LENGTH = EMAIL.schema.maxLength;
+const EMAIL_PATTERN = new RegExp(EMAIL.schema.pattern, 'u');
 
 // Compiled once: the compiled function is plain JavaScript, about a microsecond a user.
 const validateUser = new Ajv({ allErrors: true, strict: true, unicodeRegExp: true }).compile(userSchema);
@@ -82,13 +54,13 @@ function describe(index, errors, item) {
     }
     if (e.keyword === 'additionalProperties') {
       const field = e.params.additionalProperty;
-      return { index, field, message: field === 'password' ? PASSWORD_REFUSED : 'is not a known field (allowed: email, name, phone, passwordHash, changedAt)' };
+      return { index, field, message: field === 'password' ? PASSWORD_REFUSED : UNKNOWN_FIELD };
     }
     if (e.instancePath === '') {
       return { index, field: null, message: 'each item must be a user object' };
     }
     const field = e.instancePath.slice(1);
-    if (field === 'changedAt' && e.keyword === 'pattern' && TOO_PRECISE_PATTERN.test(/** @type {{ changedAt: string }} */ (item).changedAt)) {
+    if (e.keyword === 'pattern' && TIMESTAMP_FIELDS.some(([f]) => f === field) && TOO_PRECISE_PATTERN.test(/** @type {Record<string, string>} */ (item)[field])) {
       return { index, field, message: TOO_PRECISE };
     }
     const byField = /** @type {Record<string, Record<string, string>>} */ (MESSAGES)[field];
@@ -108,12 +80,13 @@ function describe(index, errors, item) {
 function storageProblems(index, item) {
   /** @type {ItemError[]} */
   const found = [];
-  for (const field of FIELDS) {
+  for (const field of TEXT_FIELDS) {
     const value = item[field];
     if (typeof value === 'string' && !isWellFormed(value)) found.push({ index, field, message: LONE_SURROGATE });
   }
-  if (typeof item.changedAt === 'string' && CHANGED_AT_PATTERN.test(item.changedAt) && !isRealDateTime(item.changedAt)) {
-    found.push({ index, field: 'changedAt', message: NOT_A_DATE });
+  for (const [field, pattern] of TIMESTAMP_FIELDS) {
+    const value = item[field];
+    if (typeof value === 'string' && pattern.test(value) && !isRealDateTime(value)) found.push({ index, field, message: NOT_A_DATE });
   }
   // The email as stored is checked whatever another field holds: every field's problem is named.
   const email = item.email;
@@ -139,15 +112,6 @@ function emailAsStoredProblem(email) {
   return null;
 }
 
-/** @param {User} u  already valid by the schema */
-function wellFormed(u) {
-  for (const field of FIELDS) {
-    const value = u[field];
-    if (value !== undefined && !isWellFormed(value)) return false;
-  }
-  return true;
-}
-
 /** String.prototype.isWellFormed (Node 20), which TypeScript's ES2022 library does not declare. @param {string} s */
 const isWellFormed = (s) => /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
 
@@ -167,6 +131,32 @@ function codePoints(s) {
   for (const _ of s) n++;
   return n;
 }
+
+/**
+ * An item that passed the schema as its row (null where not sent), or null when a value could not be
+ * stored as sent: a text that is not well-formed UTF-16 (a lone surrogate would be stored as
+ * U+FFFD), a date and time that do not exist, an email that breaks a rule once lower-cased.
+ * Built from the declaration: for the columns of today,
+ * `const email = u.email.toLowerCase(); if (!isWellFormed(u.email) || (email !== u.email && !emailStillFits(email))) return null;
+ * const phone = u.phone ?? null; if (phone !== null && !isWellFormed(phone)) return null; ...
+ * return { email, name, phone, passwordHash, changedAt };`
+ * @type {(u: unknown) => UserRow | null}
+ */
+const storedRow = perColumnFunction(
+  'storedRow',
+  { isWellFormed, isRealDateTime, emailStillFits },
+  'u',
+  [
+    ...USER_COLUMNS.map((c, i) => {
+      const sent = `u.${c.field}`;
+      const check = c.type === 'text' ? 'isWellFormed' : 'isRealDateTime';
+      if ('lowerCased' in c) return `const v${i} = ${sent}.toLowerCase();\nif (!${check}(${sent}) || (v${i} !== ${sent} && !emailStillFits(v${i}))) return null;`;
+      if (c.required) return `const v${i} = ${sent};\nif (!${check}(v${i})) return null;`;
+      return `const v${i} = ${sent} ?? null;\nif (v${i} !== null && !${check}(v${i})) return null;`;
+    }),
+    `return { ${USER_COLUMNS.map((c, i) => `${c.field}: v${i}`).join(', ')} };`,
+  ].join('\n'),
+);
 
 /**
  * Checks every item of a batch against the contract and, when all pass, returns the rows to write:
@@ -199,12 +189,12 @@ export function checkUserBatch(items) {
   const rows = [];
   for (let i = 0; i < items.length; i++) {
     const checked = checkUser(items[i], i, problems.length < MAX_REPORTED_ERRORS);
-    if (Array.isArray(checked) && typeof checked[0] === 'string') {
-      rows.push(/** @type {UserRow} */ (checked));
+    if (!Array.isArray(checked)) {
+      rows.push(checked);
       continue;
     }
     invalidItems++;
-    problems.push(.../** @type {ItemError[]} */ (checked));
+    problems.push(...checked);
   }
   if (invalidItems > 0) {
     const errors = problems.slice(0, MAX_REPORTED_ERRORS);
@@ -219,17 +209,13 @@ export function checkUserBatch(items) {
  * @param {unknown} item
  * @param {number} index  the item's place in the body, for the error entries
  * @param {boolean} [describeProblems]  false: an invalid item gives [] (counted, not described)
- * @returns {UserRow | ItemError[]}  a row starts with a string; an error list is empty or holds objects
+ * @returns {UserRow | ItemError[]}  a row, or an error list (an array: empty or holding objects)
  */
 export function checkUser(item, index, describeProblems = true) {
   if (validateUser(item)) {
-    // The common case, kept to a few property reads: stored as sent, and the email fits lower-cased.
-    const u = /** @type {User} */ (item);
-    const email = u.email.toLowerCase();
-    const changedAt = u.changedAt ?? null;
-    if (wellFormed(u) && (email === u.email || emailStillFits(email)) && (changedAt === null || isRealDateTime(changedAt))) {
-      return [email, u.name, u.phone ?? null, u.passwordHash ?? null, changedAt];
-    }
+    // The common case, a property read and a check a field.
+    const row = storedRow(item);
+    if (row !== null) return row;
   }
   if (!describeProblems) return [];
   const schemaErrors = validateUser(item) ? [] : describe(index, validateUser.errors ?? [], item);
@@ -252,7 +238,7 @@ export function oncePerEmail(rows, resolution) {
   let kept = 0;
   for (let i = 0; i < rows.length;) {
     let end = i + 1;
-    while (end < rows.length && rows[end][0] === rows[i][0]) end++;
+    while (end < rows.length && rows[end].email === rows[i].email) end++;
     // kept <= i: a run is read before its place is written.
     rows[kept++] = end - i === 1 || resolution !== 'merge' ? rows[i] : merged(rows.slice(i, end));
     i = end;
@@ -267,18 +253,28 @@ export function oncePerEmail(rows, resolution) {
  * @returns {UserRow}
  */
 function merged(run) {
-  // Stable: a tie keeps the order sent.
-  if (run.some((r) => r[4] !== null)) run.sort((a, b) => compareChanges(a[4], b[4]));
+  // Stable: a tie keeps the order sent. changedAt is the ordering value (merge: 'order').
+  if (run.some((r) => r.changedAt !== null)) run.sort((a, b) => compareChanges(a.changedAt, b.changedAt));
   let m = run[0];
-  for (let i = 1; i < run.length; i++) {
-    const r = run[i];
-    m = [r[0], r[1], r[2] ?? m[2], r[3] ?? m[3], r[4]];
-  }
+  for (let i = 1; i < run.length; i++) m = laterOver(m, run[i]);
   return m;
 }
 
+/**
+ * A later change of a row over an earlier one, each column as merge mode combines it (its
+ * declaration's `merge`): the later's value, or for `kept` the later's where sent, else the earlier's.
+ * Built from the declaration: `{ email: r.email, name: r.name, phone: r.phone ?? m.phone, ... }`.
+ * @type {(m: UserRow, r: UserRow) => UserRow}
+ */
+const laterOver = perColumnFunction(
+  'laterOver',
+  {},
+  'm, r',
+  `return { ${USER_COLUMNS.map((c) => `${c.field}: r.${c.field}${c.merge === 'kept' ? ` ?? m.${c.field}` : ''}`).join(', ')} };`,
+);
+
 /** @param {UserRow} a @param {UserRow} b */
-export const byEmail = (a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+export const byEmail = (a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0);
 
 // For the OpenAPI document (openapi.js), which is generated from the very schema ajv compiles.
-export { userSchema, MESSAGES };
+export { userSchema, MESSAGES, UNKNOWN_FIELD };

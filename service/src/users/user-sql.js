@@ -1,9 +1,13 @@
 import format from 'pg-format';
+import { USER_COLUMNS, perColumnFunction } from './user-columns.js';
 
-// Every statement that writes users, built in one place. The row source and the conflict clause
-// are chosen apart, so every strategy and both resolutions share the same conflict handling.
+// Every statement that writes users, built in one place from the columns' declaration
+// (user-columns.js): the only module that turns a row into SQL (or CSV), in the columns' order,
+// and what a statement returned back into rows. The row source and the conflict clause are chosen
+// apart, so every strategy and both resolutions share the same conflict handling.
 
-/** @typedef {import('./user-schema.js').UserRow} UserRow */
+/** @typedef {import('./user-columns.js').UserRow} UserRow */
+/** @typedef {import('./user-columns.js').WrittenUser} WrittenUser */
 /**
  * What a statement does with an email already stored:
  * - fail: nothing (every email must be new; a stored one fails the statement with 23505);
@@ -18,19 +22,31 @@ import format from 'pg-format';
  * @typedef {'none' | 'counts' | 'emails' | 'rows'} Returning
  */
 
-export const COLUMNS = 'email, name, phone, password_hash, changed_at';
+/** The key (the conflict target: email), the columns a merge updates, and the ordering value (changed_at). */
+const KEY = columnOf('key');
+const UPDATED = USER_COLUMNS.filter((c) => c.merge !== 'key');
+const ORDER = columnOf('order');
+/** @param {import('./user-columns.js').UserColumn['merge']} merge */
+function columnOf(merge) {
+  const found = USER_COLUMNS.filter((c) => c.merge === merge);
+  if (found.length !== 1) throw new Error(`user-columns.js: one column must be merge: '${merge}'`);
+  return found[0];
+}
+
+/** `email, name, phone, password_hash, changed_at` */
+export const COLUMNS = USER_COLUMNS.map((c) => c.column).join(', ');
 
 /**
- * What a merge stores over a stored row, as the SQL of its name, phone, password hash and ordering
- * value: the sent name; the sent phone and hash, or the stored ones where the item had none; the
- * sent changed_at. Said once, for the update, for the test that skips a row it would not change,
- * and for the filter below.
+ * What a merge stores over a stored row, as the SQL of each column it updates (its declaration's
+ * `merge`): the sent name (newest) and changed_at (order); the sent phone and hash, or the stored
+ * ones where the item had none (kept: COALESCE). Said once, for the update, for the test that skips
+ * a row it would not change, and for the filter below.
  * @param {string} sent  the row sent (EXCLUDED, or an alias) @param {string} stored  the stored row
  */
 const mergedValues = (sent, stored) =>
-  `${sent}.name, COALESCE(${sent}.phone, ${stored}.phone), COALESCE(${sent}.password_hash, ${stored}.password_hash), ${sent}.changed_at`;
+  UPDATED.map((c) => (c.merge === 'kept' ? `COALESCE(${sent}.${c.column}, ${stored}.${c.column})` : `${sent}.${c.column}`)).join(', ');
 /** @param {string} stored */
-const storedValues = (stored) => `${stored}.name, ${stored}.phone, ${stored}.password_hash, ${stored}.changed_at`;
+const storedValues = (stored) => UPDATED.map((c) => `${stored}.${c.column}`).join(', ');
 /**
  * Whether a sent change is not newer than the stored row, so merge mode writes nothing of it: the
  * stored row has an ordering value and the sent one is older, the same, or none (an item without
@@ -40,18 +56,18 @@ const storedValues = (stored) => `${stored}.name, ${stored}.phone, ${stored}.pas
  * @param {string} sent @param {string} stored
  */
 export const notNewer = (sent, stored) =>
-  `(${stored}.changed_at IS NOT NULL AND (${sent}.changed_at IS NULL OR ${sent}.changed_at <= ${stored}.changed_at))`;
+  `(${stored}.${ORDER.column} IS NOT NULL AND (${sent}.${ORDER.column} IS NULL OR ${sent}.${ORDER.column} <= ${stored}.${ORDER.column}))`;
 
 // A row whose values would not change is left alone (no new row version, no WAL), and so is a
 // row whose stored change is as new as the one sent or newer. updated_at is set only by a change,
 // so a returned row whose updated_at is NULL was inserted.
-export const MERGE = `ON CONFLICT (email) DO UPDATE SET
-  (name, phone, password_hash, changed_at, updated_at) = (${mergedValues('EXCLUDED', 'users')}, now())
+export const MERGE = `ON CONFLICT (${KEY.column}) DO UPDATE SET
+  (${UPDATED.map((c) => c.column).join(', ')}, updated_at) = (${mergedValues('EXCLUDED', 'users')}, now())
   WHERE (${storedValues('users')}) IS DISTINCT FROM (${mergedValues('EXCLUDED', 'users')})
     AND NOT ${notNewer('EXCLUDED', 'users')}`;
 
 /** @type {Record<OnConflict, string>} */
-const ON_CONFLICT = { fail: '', skip: 'ON CONFLICT (email) DO NOTHING', merge: MERGE };
+const ON_CONFLICT = { fail: '', skip: `ON CONFLICT (${KEY.column}) DO NOTHING`, merge: MERGE };
 
 /**
  * Merge mode's rows, less those already stored with the same values or with a change as new or
@@ -66,7 +82,7 @@ const ON_CONFLICT = { fail: '', skip: 'ON CONFLICT (email) DO NOTHING', merge: M
  * @param {string} source
  */
 const changedRows = (source) => `SELECT ${COLUMNS} FROM (${source}) AS t (${COLUMNS})
-  WHERE NOT EXISTS (SELECT FROM users u WHERE u.email = t.email COLLATE "C"
+  WHERE NOT EXISTS (SELECT FROM users u WHERE u.${KEY.column} = t.${KEY.column} COLLATE "C"
     AND ((${storedValues('u')}) IS NOT DISTINCT FROM (${mergedValues('t', 'u')}) OR ${notNewer('t', 'u')}) OFFSET 0)`;
 
 // What a representation needs of each row written that the request does not already hold: its email
@@ -78,7 +94,14 @@ const changedRows = (source) => `SELECT ${COLUMNS} FROM (${source}) AS t (${COLU
 // the all-new attempt) wrote every row when it did not fail, so it returns none. Timestamps come in
 // PostgreSQL's own text, made JSON's by timestampAsJson. All new, this costs PostgreSQL 1.01x the
 // default statement a row; RETURNING every column through to_json cost 1.26x (npm run bench:db).
-const RETURNING_ROWS = { fail: '', skip: ' RETURNING email', merge: ' RETURNING email, created_at, phone, updated_at' };
+// Of the columns shown, a merge returns those it may have kept from the stored row (`kept`: phone).
+const SHOWN = USER_COLUMNS.filter((c) => c.shown === true);
+const RETURNED_KEPT = SHOWN.filter((c) => c.merge === 'kept');
+const RETURNING_ROWS = {
+  fail: '',
+  skip: ` RETURNING ${KEY.column}`,
+  merge: ` RETURNING ${[KEY.column, 'created_at', ...RETURNED_KEPT.map((c) => c.column), 'updated_at'].join(', ')}`,
+};
 /** The statement before a write that returns rows, unless it merges: when the rows it inserts are created. */
 const CREATED_NOW = { fail: 'SELECT now(); ', skip: 'SELECT now(); ', merge: '' };
 
@@ -107,8 +130,35 @@ let lastJson = '';
 export const RETURNED_AS_TEXT = Object.freeze({ rowMode: 'array', types: { getTypeParser: () => (/** @type {string} */ v) => v } });
 
 /**
- * The statement around a row source (`SELECT ...` or `VALUES ...` giving the five columns, the
- * last a timestamptz).
+ * A row inserted, as a representation shows it: its columns shown as sent, and when it was created.
+ * Built from the declaration: `{ email: row.email, name: row.name, phone: row.phone, createdAt, updatedAt: null }`.
+ * @type {(row: UserRow, createdAt: string) => WrittenUser}
+ */
+export const insertedUser = perColumnFunction(
+  'insertedUser',
+  {},
+  'row, createdAt',
+  `return { ${SHOWN.map((c) => `${c.field}: row.${c.field}`).join(', ')}, createdAt, updatedAt: null };`,
+);
+
+/**
+ * A row a merge wrote, as a representation shows it, from the row sent and what RETURNING_ROWS
+ * returned of it (the key, created_at, the kept columns shown, updated_at): the columns it may have
+ * kept as stored, the others as sent.
+ * Built from the declaration: `{ email: row.email, name: row.name, phone: r[2], createdAt: ..., updatedAt: ... }`.
+ * @type {(row: UserRow, r: (string | null)[]) => WrittenUser}
+ */
+export const mergedUser = perColumnFunction(
+  'mergedUser',
+  { timestampAsJson },
+  'row, r',
+  `return { ${SHOWN.map((c) => `${c.field}: ${c.merge === 'kept' ? `r[${2 + RETURNED_KEPT.indexOf(c)}]` : `row.${c.field}`}`).join(', ')}, ` +
+    `createdAt: timestampAsJson(r[1]), updatedAt: r[${2 + RETURNED_KEPT.length}] === null ? null : timestampAsJson(r[${2 + RETURNED_KEPT.length}]) };`,
+);
+
+/**
+ * The statement around a row source (`SELECT ...` or `VALUES ...` giving COLUMNS, in their
+ * order and of their types).
  * @param {string} source
  * @param {OnConflict} onConflict
  * @param {Returning} returning
@@ -139,13 +189,18 @@ export const literal = (v) => (v === null ? 'NULL' : NEEDS_ESCAPING.test(v) ? fo
  * (npm run bench:db). Each element is double-quoted (so commas, braces and spaces stay data), with
  * `"` and `\` escaped for the array syntax; the whole is then quoted as a SQL literal, by pg-format
  * when a value holds a quote or a backslash (one test a value tells both).
- * @param {UserRow[]} rows @param {0 | 1 | 2 | 3 | 4} c
+ *
+ * The text of every column's: ARRAY_LITERALS holds a copy a column, `FIELD` replaced by its
+ * field, so each reads its value by name (`rows[i].email`), which is a few percent faster for a
+ * chunk than one function reading `rows[i][field]` for every column.
+ * @param {any[]} rows
  */
-function arrayLiteral(rows, c) {
+function arrayLiteralOfFIELD(rows) {
   let text = '{';
   let plain = true;
   for (let i = 0; i < rows.length; i++) {
-    const v = rows[i][c];
+    /** @type {string | null} */
+    const v = rows[i].FIELD;
     if (i > 0) text += ',';
     if (v === null) text += 'NULL';
     else if (!SPECIAL.test(v)) text += `"${v}"`;
@@ -159,23 +214,25 @@ function arrayLiteral(rows, c) {
 }
 const SPECIAL = /["'\\]/;
 const ARRAY_SPECIALS = /["\\]/g;
+const ARRAY_LITERAL_BODY = String(arrayLiteralOfFIELD).replace(/^[^{]*\{/, '').replace(/\}$/, '');
+/** Each column's array literal, by field. @type {Record<string, (rows: UserRow[]) => string>} */
+const ARRAY_LITERALS = Object.fromEntries(
+  USER_COLUMNS.map((c) => [c.field, perColumnFunction(`arrayLiteralOf_${c.field}`, { format, SPECIAL, ARRAY_SPECIALS }, 'rows', ARRAY_LITERAL_BODY.replace('.FIELD', `.${c.field}`))]),
+);
+
+/** `%s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[]`, or `$1::text[], ...` */
+const castArrays = (/** @type {(i: number) => string} */ placeholder) => USER_COLUMNS.map((c, i) => `${placeholder(i)}::${c.type}[]`).join(', ');
+const ROWS_AS_ARRAYS = `SELECT * FROM unnest(${castArrays(() => '%s')})`;
 
 /**
  * The rows as a row source built by pg-format from literals: `unnest` over one array constant per
- * column, so one chunk is one statement whose size PostgreSQL parses in five constants. When no
- * row has an ordering value its array is empty: unnest pads a shorter array with NULLs, so nothing
- * is parsed for it.
+ * column, so one chunk is one statement whose size PostgreSQL parses in a constant a column. When no
+ * row has a value of a sparse column (changedAt), its array is empty: unnest pads a shorter array
+ * with NULLs, so nothing is parsed for it.
  * @param {UserRow[]} rows
  */
 export function rowsAsArrays(rows) {
-  return format(
-    'SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[])',
-    arrayLiteral(rows, 0),
-    arrayLiteral(rows, 1),
-    arrayLiteral(rows, 2),
-    arrayLiteral(rows, 3),
-    rows.some((r) => r[4] !== null) ? arrayLiteral(rows, 4) : "'{}'",
-  );
+  return format(ROWS_AS_ARRAYS, ...USER_COLUMNS.map((c) => ('sparse' in c && !rows.some((r) => r[c.field] !== null) ? "'{}'" : ARRAY_LITERALS[c.field](rows))));
 }
 
 /**
@@ -184,44 +241,70 @@ export function rowsAsArrays(rows) {
  * @param {UserRow[]} rows
  */
 export function rowsAsValues(rows) {
-  return format('VALUES %s', rows.map((r) => `(${literal(r[0])}, ${literal(r[1])}, ${literal(r[2])}, ${literal(r[3])}, ${literal(r[4])}::timestamptz)`).join(', '));
+  return format('VALUES %s', rows.map((r) => `(${USER_COLUMNS.map((c) => literal(r[c.field]) + (c.type === 'text' ? '' : `::${c.type}`)).join(', ')})`).join(', '));
 }
 
-/** The row source of the `unnest` strategy: five array parameters, $1 to $5. */
-export const ROWS_AS_PARAMETERS = 'SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])';
+/** The row source of the `unnest` strategy: an array parameter a column, $1 to $5 today. */
+export const ROWS_AS_PARAMETERS = `SELECT * FROM unnest(${castArrays((i) => `$${i + 1}`)})`;
 
 /**
- * The rows as the five column arrays the parameters of ROWS_AS_PARAMETERS take.
+ * The rows as the column arrays the parameters of ROWS_AS_PARAMETERS take.
  * @param {UserRow[]} rows
+ * @returns {(string | null)[][]}
  */
-export function columnArrays(rows) {
-  const columns = /** @type {[string[], string[], (string | null)[], (string | null)[], (string | null)[]]} */ ([[], [], [], [], []]);
-  for (const row of rows) {
-    columns[0].push(row[0]);
-    columns[1].push(row[1]);
-    columns[2].push(row[2]);
-    columns[3].push(row[3]);
-    columns[4].push(row[4]);
-  }
-  return columns;
-}
+export const columnArrays = (rows) => USER_COLUMNS.map((c) => rows.map((r) => r[c.field]));
 
 /** A CSV field for COPY: quoted (so an empty string stays one), NULL as nothing at all. @param {string | null} v */
 export const csvField = (v) => (v === null ? '' : `"${v.replaceAll('"', '""')}"`);
 
+/**
+ * One row as a CSV line for COPY, its fields in COLUMNS' order. Built from the declaration:
+ * `` `${csvField(r.email)},${csvField(r.name)},...\n` ``.
+ * @type {(r: UserRow) => string}
+ */
+export const csvLine = perColumnFunction('csvLine', { csvField }, 'r', `return \`${USER_COLUMNS.map((c) => `\${csvField(r.${c.field})}`).join(',')}\\n\`;`);
 /** @param {UserRow[]} rows */
 export const rowsAsCsv = (rows) => rows.map(csvLine).join('');
-/** One row as a CSV line for COPY. @param {UserRow} r */
-export const csvLine = (r) => `${csvField(r[0])},${csvField(r[1])},${csvField(r[2])},${csvField(r[3])},${csvField(r[4])}\n`;
 
 /** @param {string} table */
 export const copySql = (table) => `COPY ${table} (${COLUMNS}) FROM STDIN (FORMAT csv)`;
+
+/** The columns of a staging table: `email text, name text, ...`; the key compared as bytes when `collateC`. @param {boolean} collateC */
+const stagedColumns = (collateC) => USER_COLUMNS.map((c) => `${c.column} ${c.type}${collateC && c === KEY ? ' COLLATE "C"' : ''}`).join(', ');
 
 // COPY cannot resolve conflicts: the copy strategy stages a chunk in a temporary table, then
 // inserts from it. The transaction's own: made in it, dropped at its end (commit or rollback), so
 // nothing outlives the transaction on a connection a pooler hands to someone else next; emptied
 // after each chunk.
 export const STAGING_TABLE = 'users_staging';
-export const CREATE_STAGING = `CREATE TEMPORARY TABLE ${STAGING_TABLE} (email text, name text, phone text, password_hash text, changed_at timestamptz) ON COMMIT DROP`;
+export const CREATE_STAGING = `CREATE TEMPORARY TABLE ${STAGING_TABLE} (${stagedColumns(false)}) ON COMMIT DROP`;
 export const EMPTY_STAGING = `TRUNCATE ${STAGING_TABLE}`;
 export const FROM_STAGING = `SELECT ${COLUMNS} FROM ${STAGING_TABLE}`;
+
+// A streamed import's statements (stream-import.js). Its body is copied into users, or into its
+// own staging table: merge mode stages the whole body, and ignore mode a chunk that met a stored or
+// repeated email. `ord` keeps the order the users were sent (COPY numbers them as they come), which
+// decides which of an email's lines wins. COLLATE "C" as in users: the sort and the grouping by
+// email compare bytes, not through ICU.
+const STREAM_STAGING = 'users_stream';
+export const CREATE_STREAM_STAGING = `CREATE TEMPORARY TABLE ${STREAM_STAGING} (ord bigint GENERATED ALWAYS AS IDENTITY, ${stagedColumns(true)}) ON COMMIT DROP`;
+export const EMPTY_STREAM_STAGING = `TRUNCATE ${STREAM_STAGING}`;
+export const COPY_STREAM_STAGING = copySql(STREAM_STAGING);
+export const COPY_USERS = copySql('users');
+// Every email once, sorted (concurrent writers lock rows in one order): ignore keeps an email's
+// first line; merge each column as its declaration says (merge: the name of its newest change
+// (newest), the newest phone and hash sent (kept), the newest changedAt (order)), its changes
+// ordered by changedAt, those without one oldest, a tie going to the later line (as
+// parseUserBatch merges).
+export const FIRST_OF_EACH = `SELECT DISTINCT ON (${KEY.column}) ${COLUMNS} FROM ${STREAM_STAGING} ORDER BY ${KEY.column}, ord`;
+const NEWEST_FIRST = `${ORDER.column} DESC NULLS LAST, ord DESC`;
+/** @param {import('./user-columns.js').UserColumn} c */
+const newestOf = (c) =>
+  c.merge === 'order'
+    ? `max(${c.column})`
+    : `(array_agg(${c.column} ORDER BY ${NEWEST_FIRST})${c.merge === 'kept' ? ` FILTER (WHERE ${c.column} IS NOT NULL)` : ''})[1]`;
+export const MERGED_OF_EACH = `SELECT ${KEY.column}, ${UPDATED.map(newestOf).join(',\n  ')}
+  FROM ${STREAM_STAGING} GROUP BY ${KEY.column} ORDER BY ${KEY.column}`;
+export const ALL_AS_SENT = `SELECT ${COLUMNS} FROM ${STREAM_STAGING} ORDER BY ${KEY.column}`;
+/** Merge mode's first attempt: every staged row as new (a stored or repeated email fails it). */
+export const INSERT_ALL_AS_SENT = `INSERT INTO users (${COLUMNS}) ${ALL_AS_SENT}`;

@@ -8,12 +8,13 @@ import { createUserWriter } from '../../src/users/user-repository.js';
 import { createWritePolicy } from '../../src/users/write-policy.js';
 import { POISON_TRIGGER, createTestDatabase } from '../../../test/support/database.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
+import { userRow } from '../../../test/support/user-rows.js';
 import { makeUsers, uniqueTag } from '../../../test/support/users.js';
 
 const silent = pino({ level: 'silent' });
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 /** @param {string} email @param {string} [name] @returns {UserRow} */
-const row = (email, name = 'N') => [email, name, null, null, null];
+const row = (email, name = 'N') => userRow({ email, name });
 
 describe('group commit against PostgreSQL', () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let testDb;

@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { compareChanges, isRealDateTime } from '../../src/users/changed-at.js';
 import { checkUser, oncePerEmail } from '../../src/users/user-schema.js';
+import { userRow } from '../../../test/support/user-rows.js';
 
 /** @param {number} n @param {number} width */
 const pad = (n, width = 2) => String(n).padStart(width, '0');
@@ -18,7 +19,7 @@ function daysIn(year, month) {
 /** The field's problem, or null when the item passes. @param {unknown} changedAt */
 function problem(changedAt) {
   const checked = checkUser({ email: 'a@x.io', name: 'A', changedAt }, 0);
-  if (typeof checked[0] === 'string') return null;
+  if (!Array.isArray(checked)) return null;
   const errors = /** @type {{ field: string, message: string }[]} */ (checked);
   assert.deepEqual(errors.map((e) => e.field), ['changedAt']);
   return errors[0].message;
@@ -50,8 +51,8 @@ describe('changedAt validation (unit)', () => {
   test('every date and time that exists, in any offset PostgreSQL takes, with 0 to 6 fractional digits, passes and is kept as sent', () => {
     fc.assert(
       fc.property(dateTime, ({ text }) => {
-        const row = checkUser({ email: 'a@x.io', name: 'A', changedAt: text }, 0);
-        assert.equal(row[4], text);
+        const row = /** @type {import('../../src/users/user-schema.js').UserRow} */ (checkUser({ email: 'a@x.io', name: 'A', changedAt: text }, 0));
+        assert.equal(row.changedAt, text);
       }),
       { numRuns: 2000 },
     );
@@ -124,26 +125,25 @@ describe('merge mode folds an email\'s items by newest change (unit)', () => {
     const item = fc.record({ name: fc.constantFrom('a', 'b', 'c', 'd'), at: fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }) });
     fc.assert(
       fc.property(fc.array(item, { minLength: 1, maxLength: 12 }), (items) => {
-        const rows = items.map((it) => /** @type {import('../../src/users/user-schema.js').UserRow} */ (['e@x.io', it.name, null, null, it.at === null ? null : `2026-11-26T10:00:0${it.at}Z`]));
+        const rows = items.map((it) => userRow({ email: 'e@x.io', name: it.name, changedAt: it.at === null ? null : `2026-11-26T10:00:0${it.at}Z` }));
         const [folded] = oncePerEmail(rows.slice(), 'merge');
         // The last of the items whose change is the newest (no value: older than any).
         const key = (/** @type {number | null} */ at) => (at === null ? -1 : at);
         const newest = Math.max(...items.map((it) => key(it.at)));
         const winner = items.findLast((it) => key(it.at) === newest);
-        assert.deepEqual([folded[1], folded[4]], [winner?.name, winner?.at === null ? null : `2026-11-26T10:00:0${winner?.at}Z`]);
+        assert.deepEqual([folded.name, folded.changedAt], [winner?.name, winner?.at === null ? null : `2026-11-26T10:00:0${winner?.at}Z`]);
       }),
     );
   });
 
   test('the newest change takes a phone and hash from an older change where it has none; ignore mode keeps the first item', () => {
-    const rows = /** @type {import('../../src/users/user-schema.js').UserRow[]} */ ([
-      ['e@x.io', 'new', null, null, '2026-11-26T12:00:00Z'],
-      ['e@x.io', 'old', '+4411111111', '$2b$12$old', '2026-11-26T10:00:00Z'],
-      ['e@x.io', 'middle', '+4422222222', null, '2026-11-26T11:00:00Z'],
-    ]);
-    /** @returns {import('../../src/users/user-schema.js').UserRow[]} */
-    const copy = () => rows.map((r) => /** @type {import('../../src/users/user-schema.js').UserRow} */ ([...r]));
-    assert.deepEqual(oncePerEmail(copy(), 'merge'), [['e@x.io', 'new', '+4422222222', '$2b$12$old', '2026-11-26T12:00:00Z']]);
+    const rows = [
+      userRow({ email: 'e@x.io', name: 'new', changedAt: '2026-11-26T12:00:00Z' }),
+      userRow({ email: 'e@x.io', name: 'old', phone: '+4411111111', passwordHash: '$2b$12$old', changedAt: '2026-11-26T10:00:00Z' }),
+      userRow({ email: 'e@x.io', name: 'middle', phone: '+4422222222', changedAt: '2026-11-26T11:00:00Z' }),
+    ];
+    const copy = () => rows.map((r) => ({ ...r }));
+    assert.deepEqual(oncePerEmail(copy(), 'merge'), [userRow({ email: 'e@x.io', name: 'new', phone: '+4422222222', passwordHash: '$2b$12$old', changedAt: '2026-11-26T12:00:00Z' })]);
     assert.deepEqual(oncePerEmail(copy(), 'ignore'), [rows[0]]);
   });
 });

@@ -7,6 +7,7 @@ import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createTransactionSettings } from '../../src/transaction-settings.js';
 import { createUserWriter } from '../../src/users/user-repository.js';
 import { createWritePolicy, refusalOfDatabaseState } from '../../src/users/write-policy.js';
+import { userRow } from '../../../test/support/user-rows.js';
 
 const lost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
 /** PostgreSQL's own error, as pg hands it on. @param {string} code @param {string} [severity] */
@@ -139,7 +140,7 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
     const { write } = createUserWriter(db, { chunkRows, strategy: 'format' });
     return { writeUsers: (/** @type {import('../../src/users/user-schema.js').UserRow[]} */ r, /** @type {'ignore'} */ resolution) => write({ kind: 'batch', rows: r, resolution }).then(([counts]) => counts) };
   }
-  const rows = /** @type {import('../../src/users/user-schema.js').UserRow[]} */ ([['a@x.co', 'A', null, null, null], ['b@x.co', 'B', null, null, null]]);
+  const rows = [userRow({ email: 'a@x.co', name: 'A' }), userRow({ email: 'b@x.co', name: 'B' })];
   const failInsert = () => (/** @type {string} */ text) => (/^(?:SET LOCAL [^;]+; )*INSERT/.test(text) ? lost() : undefined);
   const succeed = () => () => undefined;
 

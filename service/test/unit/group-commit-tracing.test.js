@@ -6,6 +6,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@open
 import { OtelTracing } from '../../src/tracing/spans.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createWritePolicy } from '../../src/users/write-policy.js';
+import { userRow } from '../../../test/support/user-rows.js';
 
 // This file's process only: the SDK with spans kept in memory, and the service's tracing over it.
 const exporter = new InMemorySpanExporter();
@@ -17,7 +18,7 @@ const { inSpan } = tracing;
 after(() => provider.shutdown());
 
 /** @param {string} email @returns {import('../../src/users/user-schema.js').UserRow} */
-const row = (email) => [email, 'N', null, null, null];
+const row = (email) => userRow({ email, name: 'N' });
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 // The simple processor hands an ended span to the exporter a little later.
 const settled = () => new Promise((resolve) => setTimeout(resolve, 20));

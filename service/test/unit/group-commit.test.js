@@ -5,10 +5,11 @@ import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createReplayGuess } from '../../src/users/replay-guess.js';
 import { credit } from '../../src/users/user-repository.js';
 import { createWritePolicy } from '../../src/users/write-policy.js';
+import { userRow } from '../../../test/support/user-rows.js';
 
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 /** @param {string} email @param {string} [name] @returns {UserRow} */
-const row = (email, name = 'N') => [email, name, null, null, null];
+const row = (email, name = 'N') => userRow({ email, name });
 
 /**
  * A writer whose writes finish only when the test says so, recording what was written and how
@@ -27,7 +28,7 @@ function scriptedWriter(faults = {}) {
     return new Promise((resolve, reject) => {
       writes.push({
         kind,
-        emails: rows.map((r) => r[0]),
+        emails: rows.map((r) => r.email),
         resolution,
         finish() {
           running--;
@@ -164,7 +165,7 @@ describe('group commit with a scripted writer (unit)', () => {
 
   test('a group that fails for a reason of its own: each request is written again alone, in the write slots, and only the guilty one fails', async () => {
     const poison = Object.assign(new Error('check violation'), { code: '23514' });
-    const w = scriptedWriter({ failGroup: () => poison, failAlone: (rows) => (rows[0][0].startsWith('bad') ? poison : undefined) });
+    const w = scriptedWriter({ failGroup: () => poison, failAlone: (rows) => (rows[0].email.startsWith('bad') ? poison : undefined) });
     const gc = groupCommit(w, { maxInFlight: 2 });
     const opener = settled(gc.writeUsers([row('opener@x.co')], 'ignore'));
     const requests = Array.from({ length: 20 }, (_, i) => settled(gc.writeUsers([row(`${i === 7 ? 'bad' : 'good'}-${i}@x.co`)], 'ignore')));
@@ -195,7 +196,7 @@ describe('group commit when another writer holds a row (unit)', () => {
   const lockTimeout = Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' });
   const lockedOut = new DatabaseTimeoutError('lock_timeout', lockTimeout);
   /** @param {UserRow[]} rows */
-  const locked = (rows) => (rows.some((r) => r[0] === 'locked@x.co') ? lockedOut : undefined);
+  const locked = (rows) => (rows.some((r) => r.email === 'locked@x.co') ? lockedOut : undefined);
 
   test('the group is split; the locked request waits in the slow lane, its retry behind it, and nothing else waits', async () => {
     const w = scriptedWriter({ failGroup: (rows) => (locked(rows) ? lockTimeout : undefined), failAlone: locked });
@@ -295,10 +296,10 @@ describe('group commit and return=representation (unit)', () => {
       async write({ kind, rows, withRows, parts = [] }) {
         if (kind !== 'group') assert.fail('no request is written alone');
         // As the writer asks it: withRows only when a request wants them.
-        calls.push({ emails: rows.map((r) => r[0]), withRows: withRows || undefined });
+        calls.push({ emails: rows.map((r) => r.email), withRows: withRows || undefined });
         await gate;
         if (!withRows) return parts.map((p) => credit(p.rows, 'all'));
-        const map = new Map(rows.filter((r) => r[0] !== 'c@x.co').map((r) => [r[0], written(r[0], r[0] !== 'b@x.co')]));
+        const map = new Map(rows.filter((r) => r.email !== 'c@x.co').map((r) => [r.email, written(r.email, r.email !== 'b@x.co')]));
         return parts.map((p) => credit(p.rows, map, p.withRows));
       },
       policy: createWritePolicy({ diagnose: async () => 'own' }),
@@ -324,7 +325,7 @@ describe('group commit and return=representation (unit)', () => {
       async write({ kind, rows, withRows }) {
         if (kind === 'group') throw Object.assign(new Error('poisoned row'), { code: '22000' });
         aloneOptions.push(withRows ? { withRows } : undefined);
-        return [{ inserted: rows.length, updated: 0, ...(withRows ? { users: rows.map((r) => written(r[0], true)) } : {}) }];
+        return [{ inserted: rows.length, updated: 0, ...(withRows ? { users: rows.map((r) => written(r.email, true)) } : {}) }];
       },
       policy: createWritePolicy({ diagnose: async () => 'own' }),
       maxRows: 1000,

@@ -5,11 +5,12 @@ import { READ_COLUMNS } from '../../src/http/write-query.js';
 import { representation as representationText } from '../../src/users/representation.js';
 import { writtenUsers } from '../../src/users/user-repository.js';
 import { timestampAsJson } from '../../src/users/user-sql.js';
+import { userRow } from '../../../test/support/user-rows.js';
 
 /** @param {string} email @param {boolean} inserted */
 const written = (email, inserted) => ({ email, name: `name of ${email}`, phone: null, createdAt: '2026-01-01T00:00:00+00:00', updatedAt: inserted ? null : '2026-01-02T00:00:00+00:00' });
 /** The request's rows in the order sent, as the validator gives them. @param {string[]} emails @returns {import('../../src/users/user-schema.js').UserRow[]} */
-const sent = (emails) => emails.map((e) => [e, `name of ${e}`, null, null, null]);
+const sent = (emails) => emails.map((e) => userRow({ email: e, name: `name of ${e}` }));
 /** @param {string[]} emails @param {import('../../src/users/user-repository.js').WrittenUser[]} users @param {Parameters<typeof representationText>[2]} select */
 const representation = (emails, users, select) => JSON.parse(representationText(sent(emails), users, select));
 
@@ -48,9 +49,9 @@ describe('a representation from the rows written (unit)', () => {
   });
 
   test("the rows built from what the statement returned have READ_COLUMNS as keys, in their order (what serialising them as they come relies on)", () => {
-    const users = writtenUsers([['a@x.io', 'A', '+15550100100', null]], [result('SELECT', [['2026-11-25 04:15:04.5+00']]), result('INSERT', [['a@x.io']])], 'skip');
+    const users = writtenUsers([userRow({ email: 'a@x.io', name: 'A', phone: '+15550100100' })], [result('SELECT', [['2026-11-25 04:15:04.5+00']]), result('INSERT', [['a@x.io']])], 'skip');
     assert.deepEqual(Object.keys(users[0]), [...READ_COLUMNS]);
-    const merged = writtenUsers([['a@x.io', 'A', null, null, null]], result('INSERT', [['a@x.io', '2026-11-25 04:15:04.5+00', '+15550100100', '2026-11-26 00:00:00+00']]), 'merge');
+    const merged = writtenUsers([userRow({ email: 'a@x.io', name: 'A' })], result('INSERT', [['a@x.io', '2026-11-25 04:15:04.5+00', '+15550100100', '2026-11-26 00:00:00+00']]), 'merge');
     assert.deepEqual(Object.keys(merged[0]), [...READ_COLUMNS]);
   });
 
@@ -67,20 +68,20 @@ describe('the rows written, from what the statement returned (unit)', () => {
   test('sent rows and returned ones matched in either order: the sent name and phone, the stored timestamps (and phone, in merge mode)', () => {
     fc.assert(
       fc.property(fc.uniqueArray(fc.emailAddress(), { minLength: 1, maxLength: 20 }), fc.func(fc.boolean()), fc.boolean(), fc.constantFrom('skip', 'merge'), (emails, written, shuffled, onConflict) => {
-        const sent = /** @type {import('../../src/users/user-schema.js').UserRow[]} */ (emails.sort().map((e, i) => [e, `name ${i}`, i % 2 ? null : `+1555010010${i % 10}`, null]));
+        const sent = emails.sort().map((e, i) => userRow({ email: e, name: `name ${i}`, phone: i % 2 ? null : `+1555010010${i % 10}` }));
         const merge = onConflict === 'merge';
-        const returned = sent.filter((r) => written(r[0])).map((r) => (merge ? [r[0], CREATED, '+15550100999', r[2] ? null : '2026-11-26 00:00:00+01'] : [r[0]]));
+        const returned = sent.filter((r) => written(r.email)).map((r) => (merge ? [r.email, CREATED, '+15550100999', r.phone ? null : '2026-11-26 00:00:00+01'] : [r.email]));
         if (shuffled) returned.reverse();
         // As pg answers a simple query: one result a statement (the lock timeout's, now()'s, the write's).
         const results = merge ? result('INSERT', returned) : [result('SET', []), result('SELECT', [[CREATED]]), result('INSERT', returned)];
         const users = writtenUsers(sent, /** @type {any} */ (results), /** @type {'skip' | 'merge'} */ (onConflict));
-        const expected = sent.filter((r) => written(r[0]));
-        assert.deepEqual(users.map((u) => u.email), expected.map((r) => r[0]), 'in the order sent');
+        const expected = sent.filter((r) => written(r.email));
+        assert.deepEqual(users.map((u) => u.email), expected.map((r) => r.email), 'in the order sent');
         for (const [i, u] of users.entries()) {
-          assert.equal(u.name, expected[i][1]);
-          assert.equal(u.phone, merge ? '+15550100999' : expected[i][2]);
+          assert.equal(u.name, expected[i].name);
+          assert.equal(u.phone, merge ? '+15550100999' : expected[i].phone);
           assert.equal(u.createdAt, '2026-11-25T04:15:04.123456+00:00');
-          assert.equal(u.updatedAt, merge && !expected[i][2] ? '2026-11-26T00:00:00+01:00' : null);
+          assert.equal(u.updatedAt, merge && !expected[i].phone ? '2026-11-26T00:00:00+01:00' : null);
         }
       }),
     );
