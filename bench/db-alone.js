@@ -69,6 +69,9 @@ const VARIANTS = {
   'all-new, merge clause from the start, with changedAt': { schema: 'migrations', write: sluice('merge'), ordered: true },
   'replay unchanged with changedAt, merge (stale: filtered out by the same probe)': { schema: 'migrations', write: sluice('merge'), rows: 'replay', ordered: true },
   'replay with every name changed and a newer changedAt, merge': { schema: 'migrations', write: sluice('merge'), rows: 'changed', ordered: true },
+  // What merge mode's all-new attempt (a plain INSERT) sends when every row carries changedAt,
+  // beside the default statement (6): the ordering value's cost on the path most merges take.
+  'all-new INSERT, unnest of array literals (format, the default), with changedAt': { schema: 'migrations', write: sluice('fail'), ordered: true },
 };
 const ALL = Object.keys(VARIANTS);
 const opts = createCommand('npm run bench:db --', `PostgreSQL's own cost per row: 1000-row statements over some connections for some seconds each, on a fresh production-like database (en-US ICU collation, fsync on), with its CPU time read from /proc (the postmaster and every backend): microseconds of PostgreSQL CPU per row, and rows/s. Each variant is a table shape, a statement shape and its rows (new; or stored first, untimed, then sent again unchanged or changed); the variants run in turn, round after round, the order reversed every other round, and the median is quoted. The variants:
