@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { API_ERRORS, emptyBatchMessage, itemErrorsAsDetails } from './errors.js';
 import { READ_COLUMNS, WRITE_COLUMNS } from './http/write-query.js';
-import { USER_COLUMNS } from './users/user-columns.js';
+import { USER_COLUMNS } from './user-columns.js';
 import { MAX_REPORTED_ERRORS, MESSAGES, UNKNOWN_FIELD, userSchema } from './users/user-schema.js';
 
 const { version } = createRequire(import.meta.url)('../package.json');
@@ -178,9 +178,6 @@ const validRequests = (/** @type {number} */ maxBatchItems) =>
  * @param {{ maxBatchItems: number, maxBodyBytes: number, maxStreamBytes?: number }} config
  */
 export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBytes = 1024 * 1024 * 1024 }) {
-  const user = structuredClone(userSchema);
-  for (const c of USER_COLUMNS) /** @type {Record<string, any>} */ (user.properties)[c.field].description = c.description;
-
   return {
     openapi: '3.1.0',
     info: {
@@ -198,206 +195,234 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
       { name: 'operations', description: 'Health, readiness, metrics and this document.' },
     ],
     paths: {
-      '/users': {
-        post: {
-          operationId: 'postUsers',
-          tags: ['users'],
-          summary: 'Write a batch of users, all or nothing',
-          description:
-            `A JSON array of 1 to ${maxBatchItems} users (MAX_BATCH_ITEMS), at most ${maxBodyBytes} bytes decoded (MAX_BODY_BYTES); ` +
-            'UTF-8 JSON only, gzip or deflate `Content-Encoding` accepted. The whole array is written in one transaction; ' +
-            'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token (a static token of a client, or a JWT) is required only when the service runs with authentication configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL); an `apikey` header (supabase-js) is ignored. ' +
-            `Or a stream of users, as many as fit in ${maxStreamBytes} bytes decoded (MAX_STREAM_BYTES): \`application/x-ndjson\` or \`application/jsonl\` (one user object a line) ` +
-            `or \`text/csv\` (RFC 4180, a header row naming the columns ${WRITE_COLUMNS.join(', ')}). A stream is validated and written as it arrives, ` +
-            'in one transaction: all or nothing, whatever its size; each error names the user\'s `line`. An email sent twice in one body is written once ' +
-            '(the first occurrence, or in merge mode its newest change: by `changedAt`, items without one oldest, a tie going to the later line).',
-          security: [{ bearer: [] }, {}],
-          parameters: [
-            {
-              name: 'Prefer',
-              in: 'header',
-              required: false,
-              description:
-                'RFC 7240, PostgREST\'s vocabulary; several preferences in one header or several headers, the first of a name counts. ' +
-                '`resolution=merge-duplicates`: a stored email takes the sent `name`, and the sent `phone` and `passwordHash` where the user has them; ' +
-                'a row that would not change is not written, nor one whose stored `changedAt` is as new as the sent one or newer (counted in `stale`). `resolution=ignore-duplicates`, or none: a stored email is skipped; another value is 400 `unsupported_preference`. ' +
-                '`return=representation`: the answer is the rows inserted or updated, as stored, in the order sent (`UserRow`; emails skipped are not in it); ' +
-                '`return=minimal` or `return=headers-only`: no body; no `return`: the counts (`BatchResult`). ' +
-                '`count=exact` (`planned`, `estimated`: the same exact count): `Content-Range: */<rows inserted or updated>`. ' +
-                'Other preferences (`missing`, `tx`, `timezone`, `max-affected`, ...) are ignored, unless `handling=strict` is sent too: then they are 400 `unsupported_preference` (PGRST122).',
-              schema: { type: 'string' },
-              examples: { merge: { value: 'resolution=merge-duplicates' }, postgrest: { value: 'resolution=ignore-duplicates, return=representation, count=exact' } },
-            },
-            {
-              name: 'on_conflict',
-              in: 'query',
-              required: false,
-              description: 'The conflict target of `resolution`: `email`, the only unique column. Another column of users is 400 `unsupported_conflict_target`; an unknown one 400 `unknown_column`.',
-              schema: { type: 'string', const: 'email' },
-            },
-            {
-              name: 'columns',
-              in: 'query',
-              required: false,
-              description: `Only these keys are read from each user (the others are ignored, as PostgREST does): a comma-separated list of ${WRITE_COLUMNS.join(', ')}, each optionally double-quoted. An unknown column is 400 \`unknown_column\`.`,
-              schema: { type: 'string' },
-              example: '"email","name","phone"',
-            },
-            {
-              name: 'select',
-              in: 'query',
-              required: false,
-              description: `The columns of a \`return=representation\` answer, in this order: \`*\` (all) or a comma-separated list of ${READ_COLUMNS.join(', ')}. Never \`passwordHash\`. An unknown column is 400 \`unknown_column\`; embedding, renaming, casts and JSON paths are 400 \`unsupported_query\`. Without \`return=representation\` it changes nothing. ` +
-                'sluice\'s per-item report: `outcome` in the list (never implied by `*`) makes the answer hold every item of the request, in order, each with its `outcome` ' +
-                '(`inserted`, `updated`, `skipped`: already stored or unchanged, its other columns null but `email`; `repeated`: its email came earlier in the request). It costs what `return=representation` costs.',
-              schema: { type: 'string' },
-              example: 'email,createdAt',
-            },
-          ],
-          requestBody: {
-            required: true,
-            content: {
-              ...json(
-                { type: 'array', minItems: 1, maxItems: maxBatchItems, items: { $ref: '#/components/schemas/User' } },
-                validRequests(maxBatchItems),
-              ),
-              ...streamedBodies(),
-            },
-          },
-          responses: {
-            201: {
-              description: 'At least one user was inserted. The counts; with `Prefer: return=representation` the rows written; with `return=minimal` or `headers-only` no body.',
-              headers: writeHeaders,
-              content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, { ...byStatus(201, maxBatchItems), representation: REPRESENTATION_EXAMPLE }),
-            },
-            200: {
-              description: 'No user was inserted: every one was already stored (skipped, or updated in merge mode). The body as for 201.',
-              headers: writeHeaders,
-              content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, byStatus(200, maxBatchItems)),
-            },
-            ...errorResponses(['users', 'any'], { 400: byStatus(400, maxBatchItems) }),
-          },
-        },
-      },
-      '/healthz': {
-        get: {
-          operationId: 'getHealth',
-          tags: ['operations'],
-          summary: 'Liveness',
-          security: [],
-          responses: {
-            200: {
-              description: 'The process serves.',
-              content: json(
-                { type: 'object', required: ['status', 'pid'], additionalProperties: false, properties: { status: { const: 'ok' }, pid: { type: 'integer' } } },
-                { ok: { status: 'ok', pid: 4242 } },
-              ),
-            },
-            ...errorResponses(['any']),
-          },
-        },
-      },
-      '/readyz': {
-        get: {
-          operationId: 'getReadiness',
-          tags: ['operations'],
-          summary: 'Readiness',
-          security: [],
-          responses: {
-            200: { description: 'The database answers and the `users` table exists.', content: json(readiness('ready'), { ready: { status: 'ready' } }) },
-            503: { description: 'The database does not answer, or the schema is missing.', content: json(readiness('not_ready'), { notReady: { status: 'not_ready' } }) },
-            ...errorResponses(['any']),
-          },
-        },
-      },
-      '/metrics': {
-        get: {
-          operationId: 'getMetrics',
-          tags: ['operations'],
-          summary: 'Prometheus metrics',
-          description: 'Requests by route and status, durations, users received and inserted, batch sizes, insert time, pool connections. Under WORKERS, the whole cluster.',
-          security: [],
-          responses: {
-            200: {
-              description: 'Prometheus text exposition format.',
-              content: { 'text/plain': { schema: { type: 'string' }, example: 'sluice_users_inserted_total 7\n' } },
-            },
-            ...errorResponses(['any']),
-          },
-        },
-      },
-      '/openapi.json': {
-        get: {
-          operationId: 'getOpenApiDocument',
-          tags: ['operations'],
-          summary: 'This document',
-          security: [],
-          responses: {
-            200: { description: 'The OpenAPI 3.1 document of this API.', content: { 'application/json': { schema: { type: 'object' } } } },
-            ...errorResponses(['any']),
-          },
-        },
-      },
+      '/users': { post: postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }) },
+      ...operationsPaths(),
     },
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: "A client's static token (INGEST_TOKEN, INGEST_TOKENS: compared in constant time), or a JWT (JWT_SECRET for HS256, JWT_JWKS_URL for asymmetric keys) whose role claim grants writing." },
       },
-      schemas: {
-        User: user,
-        BatchResult: {
-          type: 'object',
-          required: ['received', 'inserted', 'updated', 'duplicates'],
-          additionalProperties: false,
-          properties: {
-            received: { type: 'integer', minimum: 1, description: 'Users in the request.' },
-            inserted: { type: 'integer', minimum: 0, description: 'Rows written.' },
-            updated: { type: 'integer', minimum: 0, description: 'Stored rows changed (merge mode; always 0 otherwise).' },
-            stale: {
-              type: 'integer',
-              minimum: 0,
-              description:
-                'Merge mode only (absent otherwise): items that wrote nothing because they were no newer change than the row stored (an older or equal `changedAt`, none against a row that has one, or the same values) ' +
-                'or than another item of their email in the request. inserted + updated + stale = received.',
-            },
-            duplicates: { type: 'integer', minimum: 0, description: 'received - inserted: emails already stored, or repeated in the batch (in merge mode: updated + stale).' },
-          },
-        },
-        UserRow: {
-          type: 'object',
-          additionalProperties: false,
-          description: 'A user as stored, in a `return=representation` answer: the columns of `?select` (all by default); never the password hash.',
-          properties: {
-            ...shownProperties(),
-            createdAt: { type: 'string', format: 'date-time', description: 'When the row was first written (PostgreSQL\'s JSON form: microseconds, `+00:00`).' },
-            updatedAt: { type: ['string', 'null'], format: 'date-time', description: 'When a merge last changed it; null for a row never merged (so null means this request inserted it).' },
-            outcome: { type: 'string', enum: ['inserted', 'updated', 'skipped', 'repeated'], description: 'Only when `select` names it (the per-item report): what this request did with the item.' },
-          },
-        },
-        Representation: {
-          type: 'array',
-          items: { $ref: '#/components/schemas/UserRow' },
-          description: 'The rows this request inserted or updated, in the order their emails were first sent; emails skipped (already stored, or unchanged in merge mode) are not in it. With `outcome` in `select`: every item, in order.',
-        },
-        ItemError: {
-          type: 'object',
-          required: ['index', 'field', 'message'],
-          additionalProperties: false,
-          properties: {
-            index: { type: 'integer', minimum: 0, description: 'Position of the user in the array (in a streamed body, among its users, from 0).' },
-            line: { type: 'integer', minimum: 1, description: 'A streamed body (NDJSON, CSV) only: the line the user starts on, counted from 1 as editors count.' },
-            field: { type: ['string', 'null'], description: 'The field at fault; null when the item is not an object.' },
-            message: { type: 'string' },
-          },
-        },
-        InvalidBatch: {
-          ...errorBody(['invalid_batch'], {
-            errors: { type: 'array', minItems: 1, maxItems: MAX_REPORTED_ERRORS, items: { $ref: '#/components/schemas/ItemError' }, description: 'In index order.' },
-          }),
-        },
-      },
+      schemas: schemas(),
       // A method and path this API does not serve: no operation to hang it on.
       responses: { NotFound: errorResponses(['unrouted'])[404] },
+    },
+  };
+}
+
+/**
+ * POST /users: the limits are this process's configuration.
+ * @param {{ maxBatchItems: number, maxBodyBytes: number, maxStreamBytes: number }} limits
+ */
+function postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }) {
+  return {
+    operationId: 'postUsers',
+    tags: ['users'],
+    summary: 'Write a batch of users, all or nothing',
+    description:
+      `A JSON array of 1 to ${maxBatchItems} users (MAX_BATCH_ITEMS), at most ${maxBodyBytes} bytes decoded (MAX_BODY_BYTES); ` +
+      'UTF-8 JSON only, gzip or deflate `Content-Encoding` accepted. The whole array is written in one transaction; ' +
+      'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token (a static token of a client, or a JWT) is required only when the service runs with authentication configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL); an `apikey` header (supabase-js) is ignored. ' +
+      `Or a stream of users, as many as fit in ${maxStreamBytes} bytes decoded (MAX_STREAM_BYTES): \`application/x-ndjson\` or \`application/jsonl\` (one user object a line) ` +
+      `or \`text/csv\` (RFC 4180, a header row naming the columns ${WRITE_COLUMNS.join(', ')}). A stream is validated and written as it arrives, ` +
+      'in one transaction: all or nothing, whatever its size; each error names the user\'s `line`. An email sent twice in one body is written once ' +
+      '(the first occurrence, or in merge mode its newest change: by `changedAt`, items without one oldest, a tie going to the later line).',
+    security: [{ bearer: [] }, {}],
+    parameters: postUsersParameters(),
+    requestBody: {
+      required: true,
+      content: {
+        ...json(
+          { type: 'array', minItems: 1, maxItems: maxBatchItems, items: { $ref: '#/components/schemas/User' } },
+          validRequests(maxBatchItems),
+        ),
+        ...streamedBodies(),
+      },
+    },
+    responses: {
+      201: {
+        description: 'At least one user was inserted. The counts; with `Prefer: return=representation` the rows written; with `return=minimal` or `headers-only` no body.',
+        headers: writeHeaders,
+        content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, { ...byStatus(201, maxBatchItems), representation: REPRESENTATION_EXAMPLE }),
+      },
+      200: {
+        description: 'No user was inserted: every one was already stored (skipped, or updated in merge mode). The body as for 201.',
+        headers: writeHeaders,
+        content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, byStatus(200, maxBatchItems)),
+      },
+      ...errorResponses(['users', 'any'], { 400: byStatus(400, maxBatchItems) }),
+    },
+  };
+}
+
+/** POST /users's parameters: PostgREST's Prefer header and query parameters. */
+function postUsersParameters() {
+  return [
+    {
+      name: 'Prefer',
+      in: 'header',
+      required: false,
+      description:
+        'RFC 7240, PostgREST\'s vocabulary; several preferences in one header or several headers, the first of a name counts. ' +
+        '`resolution=merge-duplicates`: a stored email takes the sent `name`, and the sent `phone` and `passwordHash` where the user has them; ' +
+        'a row that would not change is not written, nor one whose stored `changedAt` is as new as the sent one or newer (counted in `stale`). `resolution=ignore-duplicates`, or none: a stored email is skipped; another value is 400 `unsupported_preference`. ' +
+        '`return=representation`: the answer is the rows inserted or updated, as stored, in the order sent (`UserRow`; emails skipped are not in it); ' +
+        '`return=minimal` or `return=headers-only`: no body; no `return`: the counts (`BatchResult`). ' +
+        '`count=exact` (`planned`, `estimated`: the same exact count): `Content-Range: */<rows inserted or updated>`. ' +
+        'Other preferences (`missing`, `tx`, `timezone`, `max-affected`, ...) are ignored, unless `handling=strict` is sent too: then they are 400 `unsupported_preference` (PGRST122).',
+      schema: { type: 'string' },
+      examples: { merge: { value: 'resolution=merge-duplicates' }, postgrest: { value: 'resolution=ignore-duplicates, return=representation, count=exact' } },
+    },
+    {
+      name: 'on_conflict',
+      in: 'query',
+      required: false,
+      description: 'The conflict target of `resolution`: `email`, the only unique column. Another column of users is 400 `unsupported_conflict_target`; an unknown one 400 `unknown_column`.',
+      schema: { type: 'string', const: 'email' },
+    },
+    {
+      name: 'columns',
+      in: 'query',
+      required: false,
+      description: `Only these keys are read from each user (the others are ignored, as PostgREST does): a comma-separated list of ${WRITE_COLUMNS.join(', ')}, each optionally double-quoted. An unknown column is 400 \`unknown_column\`.`,
+      schema: { type: 'string' },
+      example: '"email","name","phone"',
+    },
+    {
+      name: 'select',
+      in: 'query',
+      required: false,
+      description: `The columns of a \`return=representation\` answer, in this order: \`*\` (all) or a comma-separated list of ${READ_COLUMNS.join(', ')}. Never \`passwordHash\`. An unknown column is 400 \`unknown_column\`; embedding, renaming, casts and JSON paths are 400 \`unsupported_query\`. Without \`return=representation\` it changes nothing. ` +
+        'sluice\'s per-item report: `outcome` in the list (never implied by `*`) makes the answer hold every item of the request, in order, each with its `outcome` ' +
+        '(`inserted`, `updated`, `skipped`: already stored or unchanged, its other columns null but `email`; `repeated`: its email came earlier in the request). It costs what `return=representation` costs.',
+      schema: { type: 'string' },
+      example: 'email,createdAt',
+    },
+  ];
+}
+
+/** The operations' routes: health, readiness, metrics and this document. */
+function operationsPaths() {
+  return {
+    '/healthz': {
+      get: {
+        operationId: 'getHealth',
+        tags: ['operations'],
+        summary: 'Liveness',
+        security: [],
+        responses: {
+          200: {
+            description: 'The process serves.',
+            content: json(
+              { type: 'object', required: ['status', 'pid'], additionalProperties: false, properties: { status: { const: 'ok' }, pid: { type: 'integer' } } },
+              { ok: { status: 'ok', pid: 4242 } },
+            ),
+          },
+          ...errorResponses(['any']),
+        },
+      },
+    },
+    '/readyz': {
+      get: {
+        operationId: 'getReadiness',
+        tags: ['operations'],
+        summary: 'Readiness',
+        security: [],
+        responses: {
+          200: { description: 'The database answers and the `users` table exists.', content: json(readiness('ready'), { ready: { status: 'ready' } }) },
+          503: { description: 'The database does not answer, or the schema is missing.', content: json(readiness('not_ready'), { notReady: { status: 'not_ready' } }) },
+          ...errorResponses(['any']),
+        },
+      },
+    },
+    '/metrics': {
+      get: {
+        operationId: 'getMetrics',
+        tags: ['operations'],
+        summary: 'Prometheus metrics',
+        description: 'Requests by route and status, durations, users received and inserted, batch sizes, insert time, pool connections. Under WORKERS, the whole cluster.',
+        security: [],
+        responses: {
+          200: {
+            description: 'Prometheus text exposition format.',
+            content: { 'text/plain': { schema: { type: 'string' }, example: 'sluice_users_inserted_total 7\n' } },
+          },
+          ...errorResponses(['any']),
+        },
+      },
+    },
+    '/openapi.json': {
+      get: {
+        operationId: 'getOpenApiDocument',
+        tags: ['operations'],
+        summary: 'This document',
+        security: [],
+        responses: {
+          200: { description: 'The OpenAPI 3.1 document of this API.', content: { 'application/json': { schema: { type: 'object' } } } },
+          ...errorResponses(['any']),
+        },
+      },
+    },
+  };
+}
+
+/**
+ * The document's schemas. The user object is the schema ajv validates with (each field described
+ * by its declaration, user-columns.js), so the document cannot drift from the rules.
+ */
+function schemas() {
+  const user = structuredClone(userSchema);
+  for (const c of USER_COLUMNS) /** @type {Record<string, any>} */ (user.properties)[c.field].description = c.description;
+  return {
+    User: user,
+    BatchResult: {
+      type: 'object',
+      required: ['received', 'inserted', 'updated', 'duplicates'],
+      additionalProperties: false,
+      properties: {
+        received: { type: 'integer', minimum: 1, description: 'Users in the request.' },
+        inserted: { type: 'integer', minimum: 0, description: 'Rows written.' },
+        updated: { type: 'integer', minimum: 0, description: 'Stored rows changed (merge mode; always 0 otherwise).' },
+        stale: {
+          type: 'integer',
+          minimum: 0,
+          description:
+            'Merge mode only (absent otherwise): items that wrote nothing because they were no newer change than the row stored (an older or equal `changedAt`, none against a row that has one, or the same values) ' +
+            'or than another item of their email in the request. inserted + updated + stale = received.',
+        },
+        duplicates: { type: 'integer', minimum: 0, description: 'received - inserted: emails already stored, or repeated in the batch (in merge mode: updated + stale).' },
+      },
+    },
+    UserRow: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'A user as stored, in a `return=representation` answer: the columns of `?select` (all by default); never the password hash.',
+      properties: {
+        ...shownProperties(),
+        createdAt: { type: 'string', format: 'date-time', description: 'When the row was first written (PostgreSQL\'s JSON form: microseconds, `+00:00`).' },
+        updatedAt: { type: ['string', 'null'], format: 'date-time', description: 'When a merge last changed it; null for a row never merged (so null means this request inserted it).' },
+        outcome: { type: 'string', enum: ['inserted', 'updated', 'skipped', 'repeated'], description: 'Only when `select` names it (the per-item report): what this request did with the item.' },
+      },
+    },
+    Representation: {
+      type: 'array',
+      items: { $ref: '#/components/schemas/UserRow' },
+      description: 'The rows this request inserted or updated, in the order their emails were first sent; emails skipped (already stored, or unchanged in merge mode) are not in it. With `outcome` in `select`: every item, in order.',
+    },
+    ItemError: {
+      type: 'object',
+      required: ['index', 'field', 'message'],
+      additionalProperties: false,
+      properties: {
+        index: { type: 'integer', minimum: 0, description: 'Position of the user in the array (in a streamed body, among its users, from 0).' },
+        line: { type: 'integer', minimum: 1, description: 'A streamed body (NDJSON, CSV) only: the line the user starts on, counted from 1 as editors count.' },
+        field: { type: ['string', 'null'], description: 'The field at fault; null when the item is not an object.' },
+        message: { type: 'string' },
+      },
+    },
+    InvalidBatch: {
+      ...errorBody(['invalid_batch'], {
+        errors: { type: 'array', minItems: 1, maxItems: MAX_REPORTED_ERRORS, items: { $ref: '#/components/schemas/ItemError' }, description: 'In index order.' },
+      }),
     },
   };
 }

@@ -1,14 +1,14 @@
 import { ApiError } from '../errors.js';
-import { SECRET_FIELDS, SHOWN_FIELDS, USER_FIELDS } from '../users/user-columns.js';
+import { SECRET_FIELDS, SHOWN_FIELDS, USER_FIELDS } from '../user-columns.js';
 
 // The query parameters of PostgREST's insert and upsert that sluice reads on POST /users:
 // `on_conflict` (the conflict target), `columns` (the keys read from each object) and `select` (the
 // columns of a return=representation answer). Other parameters are ignored, as before.
 
-/** The keys a user object may have (users/user-columns.js), which are the columns one can write. */
+/** The keys a user object may have (user-columns.js), which are the columns one can write. */
 export const WRITE_COLUMNS = USER_FIELDS;
 /** The columns a representation holds, in this order: those the declaration shows (never the password hash), then when the row was created and updated. */
-export const READ_COLUMNS = /** @type {readonly (import('../users/user-columns.js').ShownField | 'createdAt' | 'updatedAt')[]} */ ([...SHOWN_FIELDS, 'createdAt', 'updatedAt']);
+export const READ_COLUMNS = /** @type {readonly (import('../user-columns.js').ShownField | 'createdAt' | 'updatedAt')[]} */ ([...SHOWN_FIELDS, 'createdAt', 'updatedAt']);
 /**
  * sluice's per-item report: `outcome` in `select` (never in `*`) makes a representation hold every
  * item of the request, in order, each with what became of it (post-users.js representation()).

@@ -1,6 +1,6 @@
 import { ApiError } from '../errors.js';
 import { findDuplicateKeys } from '../http/json-keys.js';
-import { REQUIRED_FIELDS, USER_FIELDS } from './user-columns.js';
+import { REQUIRED_FIELDS, USER_FIELDS } from '../user-columns.js';
 
 // The records of a streamed body (NDJSON or CSV), parsed as the text arrives: each record is handed
 // on as soon as it is complete, and only the unfinished one is kept, so what is held does not grow

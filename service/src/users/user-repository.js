@@ -18,7 +18,7 @@ export { STRATEGIES } from './chunk-writers.js';
 /**
  * A row as written, as a representation shows it (return=representation), its keys in the
  * answer's order; the write inserted it when updatedAt is null (else it updated it).
- * @typedef {import('./user-columns.js').WrittenUser} WrittenUser
+ * @typedef {import('../user-columns.js').WrittenUser} WrittenUser
  */
 /**
  * What a write did for one request: its counts, and the rows it wrote when asked for them

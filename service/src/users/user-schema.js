@@ -1,10 +1,10 @@
 import { Ajv } from 'ajv';
 import { InvalidBatchError } from '../errors.js';
 import { compareChanges, isRealDateTime } from './changed-at.js';
-import { REQUIRED_FIELDS, USER_COLUMNS, USER_FIELDS, perColumnFunction } from './user-columns.js';
+import { REQUIRED_FIELDS, USER_COLUMNS, USER_FIELDS, perColumnFunction } from '../user-columns.js';
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
-/** @typedef {import('./user-columns.js').UserRow} UserRow */
+/** @typedef {import('../user-columns.js').UserRow} UserRow */
 /**
  * What to do with an email already stored: ignore (skip it) or merge (update it with what was sent).
  * @typedef {'ignore' | 'merge'} Resolution
@@ -20,7 +20,7 @@ const userSchema = {
 };
 
 // What each rule means to someone sending users, by field and ajv keyword.
-const MESSAGES = /** @type {Record<import('./user-columns.js').UserField, Readonly<Record<string, string>>>} */ (/** @type {unknown} */ (Object.fromEntries(USER_COLUMNS.map((c) => [c.field, c.messages]))));
+const MESSAGES = /** @type {Record<import('../user-columns.js').UserField, Readonly<Record<string, string>>>} */ (/** @type {unknown} */ (Object.fromEntries(USER_COLUMNS.map((c) => [c.field, c.messages]))));
 const TOO_PRECISE = 'has more than 6 fractional digits: PostgreSQL keeps microseconds, so it could not be stored as sent (round it at the source)';
 const NOT_A_DATE = 'must be a date and time that exist (month 01-12, a day the month has, hour 00-23, minute and second 00-59) with an offset PostgreSQL takes (at most ±15:59; real ones are within -12:00 and +14:00)';
 const TOO_PRECISE_PATTERN = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{7,}(Z|[+-][0-9]{2}:[0-9]{2})$/;

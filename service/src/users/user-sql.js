@@ -1,14 +1,14 @@
 import format from 'pg-format';
-import { USER_COLUMNS, perColumnFunction } from './user-columns.js';
+import { USER_COLUMNS, perColumnFunction } from '../user-columns.js';
 
 // Every statement that writes users, built in one place from the columns' declaration
 // (user-columns.js): the only module that turns a row into SQL (or CSV), in the columns' order,
 // and what a statement returned back into rows. The row source and the conflict clause are chosen
 // apart, so every strategy and both resolutions share the same conflict handling.
 
-/** @typedef {import('./user-columns.js').UserRow} UserRow */
-/** @typedef {import('./user-columns.js').WrittenUser} WrittenUser */
-/** @typedef {import('./user-columns.js').UserField} UserField */
+/** @typedef {import('../user-columns.js').UserRow} UserRow */
+/** @typedef {import('../user-columns.js').WrittenUser} WrittenUser */
+/** @typedef {import('../user-columns.js').UserField} UserField */
 /**
  * What a statement does with an email already stored:
  * - fail: nothing (every email must be new; a stored one fails the statement with 23505);
@@ -27,7 +27,7 @@ import { USER_COLUMNS, perColumnFunction } from './user-columns.js';
 const KEY = columnOf('key');
 const UPDATED = USER_COLUMNS.filter((c) => c.merge !== 'key');
 const ORDER = columnOf('order');
-/** @param {import('./user-columns.js').UserColumn['merge']} merge */
+/** @param {import('../user-columns.js').UserColumn['merge']} merge */
 function columnOf(merge) {
   const found = USER_COLUMNS.filter((c) => c.merge === merge);
   if (found.length !== 1) throw new Error(`user-columns.js: one column must be merge: '${merge}'`);
@@ -289,7 +289,7 @@ export const COPY_USERS = copySql('users');
 // parseUserBatch merges).
 export const FIRST_OF_EACH = `SELECT DISTINCT ON (${KEY.column}) ${COLUMNS} FROM ${STREAM_STAGING} ORDER BY ${KEY.column}, ord`;
 const NEWEST_FIRST = `${ORDER.column} DESC NULLS LAST, ord DESC`;
-/** @param {import('./user-columns.js').UserColumn} c */
+/** @param {import('../user-columns.js').UserColumn} c */
 const newestOf = (c) =>
   c.merge === 'order'
     ? `max(${c.column})`

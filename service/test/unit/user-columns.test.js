@@ -1,11 +1,11 @@
-// The users table's columns are declared once (users/user-columns.js): everything built from the
+// The users table's columns are declared once (user-columns.js): everything built from the
 // declaration names every column, in its order, and nothing else does. A column added to the
 // declaration is then in every statement, row, message and document without a second edit.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { READ_COLUMNS, WRITE_COLUMNS } from '../../src/http/write-query.js';
 import { createOpenApiDocument } from '../../src/openapi.js';
-import { USER_COLUMNS, USER_FIELDS } from '../../src/users/user-columns.js';
+import { USER_COLUMNS, USER_FIELDS } from '../../src/user-columns.js';
 import { checkUser, oncePerEmail } from '../../src/users/user-schema.js';
 import * as SQL from '../../src/users/user-sql.js';
 
