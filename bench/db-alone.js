@@ -11,7 +11,7 @@ import { Option, createCommand, listOf, wholeNumber } from '@sluice/db/command-l
 /**
  * A variant: a table shape, a statement shape, and what its rows are: new (default), already
  * stored and sent again unchanged (replay), or stored and sent with every name changed (changed).
- * ordered: every row carries changedAt (merge mode's ordering value, issue 36); a changed row a newer one.
+ * ordered: every row carries changedAt (merge mode's ordering value); a changed row a newer one.
  * @typedef {{ schema: string | 'migrations', write: Write, rows?: 'new' | 'replay' | 'changed', ordered?: boolean }} Variant
  */
 
@@ -44,7 +44,7 @@ const VARIANTS = {
   'all-new INSERT, unnest of array literals (format, the default)': { schema: 'migrations', write: sluice('fail') },
   'all-new INSERT, unnest of array parameters (unnest)': { schema: 'migrations', write: (c, rows) => STRATEGIES.unnest.write(/** @type {any} */ (c), rows, 'fail') },
   'all-new, COPY (copy)': { schema: 'migrations', write: (c, rows) => STRATEGIES.copy.write(/** @type {any} */ (c), rows, 'fail') },
-  // return=representation (issue 23): what RETURNING the written rows costs, by what it returns.
+  // return=representation: what RETURNING the written rows costs, by what it returns.
   'all-new INSERT, RETURNING email, name, phone and both timestamps through to_json (the representation before)': { schema: 'migrations', write: returning(`email, name, phone, to_json(created_at) #>> '{}', to_json(updated_at) #>> '{}'`) },
   'all-new INSERT, RETURNING email and created_at': { schema: 'migrations', write: returning('email, created_at') },
   'all-new INSERT after now(), RETURNING nothing (the representation, all new: every row written)': {
@@ -65,7 +65,7 @@ const VARIANTS = {
     schema: 'id serial PRIMARY KEY, email text UNIQUE, name text, phone text, password_hash text, created_at timestamptz DEFAULT now()',
     write: (client, rows) => client.query(`INSERT INTO users (email, name, phone, password_hash) VALUES ${rows.map((_, i) => `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`).join(', ')}`, rows.flatMap((r) => [r.email, r.name, r.phone, r.passwordHash])),
   },
-  // Merge mode with changedAt on every row (issue 36): the ordering value's cost beside the three above.
+  // Merge mode with changedAt on every row: the ordering value's cost beside the three above.
   'all-new, merge clause from the start, with changedAt': { schema: 'migrations', write: sluice('merge'), ordered: true },
   'replay unchanged with changedAt, merge (stale: filtered out by the same probe)': { schema: 'migrations', write: sluice('merge'), rows: 'replay', ordered: true },
   'replay with every name changed and a newer changedAt, merge': { schema: 'migrations', write: sluice('merge'), rows: 'changed', ordered: true },

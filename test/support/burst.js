@@ -55,7 +55,7 @@ export function createUsersClient({ baseUrl, connections }) {
 }
 
 /**
- * The burst of issue 9: `large` requests of `usersPerLarge` users at once, then, as soon as the
+ * The burst of large requests: `large` requests of `usersPerLarge` users at once, then, as soon as the
  * first of them is answered, `singles` single-user requests at once (so they meet the large ones
  * in flight); then every batch not stored is retried after Retry-After until `retryForMs` is up.
  *

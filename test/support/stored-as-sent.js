@@ -1,4 +1,4 @@
-// The fuzz property of issue 14: every value the validator accepts is stored exactly as sent
+// The fuzz property: every value the validator accepts is stored exactly as sent
 // (emails lower-cased), and every value it refuses is refused with a 400 that names the item and
 // the field, never a 500 or a 503 (PostgreSQL refusing a value, or a value changing a statement,
 // would show as one of those). Shared by service/test/integration/stored-as-sent.fuzz.test.js (a

@@ -11,7 +11,7 @@ import { startServerProcess } from '../support/server-process.js';
 // control prevents, memory that grows with the burst (without it, gigabytes), not V8's timing.
 const PEAK_RSS_MIB = 384;
 
-describe('a burst of large requests against one service process with the default settings (issue 9)', () => {
+describe('a burst of large requests against one service process with the default settings', () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
   before(async () => {
     db = await createTestDatabase();

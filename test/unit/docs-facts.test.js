@@ -129,4 +129,22 @@ describe('the docs speak of the project, not of its tracker', () => {
       assert.deepEqual(hits, []);
     });
   }
+
+  // The code's comments and test names too: a reader of a test should not need the tracker to know
+  // what it guards. Only `issue N` is looked for there (a `#1` is a round's name in a bench).
+  const CODE_DIRS = ['service', 'lambda', 'db', 'env', 'bench', 'k6', 'scripts', 'test', '.ci'];
+  const ISSUE = /\bissues?\s+#?\d+\b/gi;
+  const SELF = path.relative(root, fileURLToPath(import.meta.url));
+  /** @param {string} dir @returns {string[]} the JavaScript and shell files under it, from the root */
+  const codeFiles = (dir) => readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((e) => {
+    const file = path.join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'node_modules' || e.name === 'results' || e.name.startsWith('.') && e.name !== '.ci' ? [] : codeFiles(file);
+    return /\.(m?js|sh|ya?ml|sql)$/.test(e.name) || dir === '.ci' ? [file] : [];
+  });
+  test('the code names no issue number', () => {
+    const files = CODE_DIRS.flatMap(codeFiles).filter((f) => f !== SELF);
+    assert.ok(files.length > 200, `${files.length} files read`);
+    const hits = files.flatMap((file) => [...read(file).matchAll(ISSUE)].map((m) => `${file}: ${m[0]}`));
+    assert.deepEqual(hits, []);
+  });
 });

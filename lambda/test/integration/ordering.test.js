@@ -1,4 +1,4 @@
-// Issue 36's target through the queue: a standard queue delivers in any order and the feeder
+// Ordered merges through the queue: a standard queue delivers in any order and the feeder
 // retries what an outage refused, so an older change of a user can reach the service after a newer
 // one. With changedAt on every change, merge mode keeps the newest whatever the order: three versions
 // of 2,000 users, shuffled, 10 users a message, drained in merge mode while the service is

@@ -44,7 +44,7 @@ describe('poison messages', () => {
     await queues.delete();
   });
 
-  // Issue 14: 200 good messages of 100 users, and 5 messages each holding one bad user among 99
+  // Hostile input through the queue: 200 good messages of 100 users, and 5 messages each holding one bad user among 99
   // good ones. Before: 17,300 of the 20,000 good users stored after two minutes, and 27 good
   // messages in the DLQ. The bad user comes in both kinds: one the validator refuses (a NUL in the
   // hash, 400 naming it) and one only PostgreSQL refuses (a trigger, the service's own 500).

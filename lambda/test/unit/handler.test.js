@@ -195,7 +195,7 @@ describe('handler (unit, scripted service)', () => {
     assert.equal(output.metrics[0].messagesFailed, 1);
     assert.equal(output.metrics[0].usersStored, 0);
   });
-  // Issue 14: a chunk refused for a reason that is not an outage used to be retried as one (a 500)
+  // A chunk refused for a reason that is not an outage used to be retried as one (a 500)
   // or failed whole (another 4xx), and good messages reached the dead-letter queue.
   for (const [what, refusal] of /** @type {const} */ ([
     ['its own 500 (with an error id)', [500, { error: 'internal', message: 'unexpected error; nothing was written', errorId: 'e7c0ffee-0000-4000-8000-000000000000' }]],

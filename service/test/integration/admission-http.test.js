@@ -134,7 +134,7 @@ describe('admission control on POST /users, waiting (ADMISSION_WAIT_MS=10000)', 
   });
 });
 
-// Issue 14: in a burst, a client refused by admission control got EPIPE instead of its 503: the
+// In a burst, a client refused by admission control got EPIPE instead of its 503: the
 // service answered and closed while the client was still sending its body.
 describe('a refusal reaches the client: 100-continue honoured, a body sent anyway read and dropped', () => {
   const ctx = useAppAndDatabase({ ...SMALL_BUDGET, ADMISSION_WAIT_MS: '0', INGEST_TOKEN: 'refusal-test-token' });

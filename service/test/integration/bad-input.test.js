@@ -75,7 +75,7 @@ describe('every bad input gets its status and message, and writes nothing', () =
   test('an unknown field (nome)', () => expectInvalidUser({ nome: 'Ada' }, 'nome', /not a known field/));
   test('a password field', () => expectInvalidUser({ password: 'hunter2' }, 'password', /passwordHash/));
   test('a passwordHash that is no hash', () => expectInvalidUser({ passwordHash: 'hunter2' }, 'passwordHash', /\$id\$/));
-  // Issue 14: the old pattern checked only the `$id$` prefix. A NUL after it reached PostgreSQL,
+  // The old pattern checked only the `$id$` prefix. A NUL after it reached PostgreSQL,
   // which refused the statement as a protocol error (08P01), and the service answered 503 to the
   // request and to its whole group; a newline was stored.
   for (const [what, tail] of [['a NUL', '\u0000'], ['a newline', '\n'], ['a quote', "'"], ['a backslash', '\\'], ['a space', ' '], ['a non-ASCII letter', 'é']]) {

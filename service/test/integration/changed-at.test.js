@@ -1,4 +1,4 @@
-// Issue 36: merges that never go back in time. An item may carry `changedAt`; in merge mode a
+// Merges that never go back in time. An item may carry `changedAt`; in merge mode a
 // stored row is replaced only by a strictly newer change, and every item that wrote nothing is
 // counted in `stale` (inserted + updated + stale = received). Against the real PostgreSQL, under
 // every strategy, with group commit on and off; streams (NDJSON, CSV) at the end.
@@ -156,7 +156,7 @@ for (const { label, env } of WRITE_VARIANTS) {
       return (/** @type {{ email: string, outcome: string }[]} */ (await res.json())).map((u) => [u.email, u.outcome]);
     }
 
-    // Issue 36's target: three changes of each of 1,000 users posted out of order, concurrently,
+    // Three changes of each of 1,000 users posted out of order, concurrently,
     // through separate requests and inside one batch: every stored row is the newest change, and
     // the answers' counts add up.
     test('three changes of 1,000 users, shuffled, through concurrent requests and in one batch: every row is its newest change; the counts add up', async () => {

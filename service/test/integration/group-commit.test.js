@@ -124,7 +124,7 @@ describe('POST /users under group commit', () => {
     assert.ok(groups > 0 && groups < 200, `${groups} statements for 200 requests`);
   });
 
-  // Issue 14's neighbours: 300 concurrent single-user requests, 10 of them hostile. Before, a hash
+  // Hostile neighbours: 300 concurrent single-user requests, 10 of them hostile. Before, a hash
   // with a NUL passed validation and PostgreSQL refused it with a connection-class SQLSTATE: 503 for
   // the whole group, 232 of the 290 good requests refused. Now the validator refuses the NUL, and a
   // value only PostgreSQL refuses (the trigger) fails its own request alone.

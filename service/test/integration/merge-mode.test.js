@@ -8,7 +8,7 @@ const MERGE = { prefer: 'resolution=merge-duplicates' };
 const IGNORE = { prefer: 'resolution=ignore-duplicates' };
 const OTHER_HASH = '$2b$12$R9h/cIPz0gi.URNNX3kh2OPST9/PgBkqquzi.Ss7KIUgO2t0jWMUW';
 
-// Issue 15: `Prefer: resolution=merge-duplicates` updates stored users, with exact counts, and
+// Merge mode: `Prefer: resolution=merge-duplicates` updates stored users, with exact counts, and
 // writes nothing for a row that would not change; under every strategy, with group commit on and off.
 for (const { label, env } of WRITE_VARIANTS) {
   describe(`merge mode (${label})`, () => {

@@ -6,7 +6,7 @@ import { responseChecker } from '../../../test/support/openapi-check.js';
 import { makeUsers } from '../../../test/support/users.js';
 import { WRITE_VARIANTS } from '../../../test/support/write-variants.js';
 
-// Issue 23: PostgREST's insert and upsert on POST /users, driven by PostgREST's own client
+// PostgREST's insert and upsert on POST /users, driven by PostgREST's own client
 // (@supabase/postgrest-js, used as its users use it) against the real service and PostgreSQL,
 // under every strategy with group commit on and off (a representation is each request's own rows
 // either way).

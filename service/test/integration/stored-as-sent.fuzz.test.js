@@ -1,11 +1,11 @@
-// Issue 14: every value the validator accepts is stored exactly as sent (emails lower-cased) by
+// Every value the validator accepts is stored exactly as sent (emails lower-cased) by
 // every strategy, with group commit on and off, and every other value is refused with a 400 naming
 // the item and the field. Properties over users generated from the whole of Unicode
 // (test/support/fuzz-users.js), sent over HTTP to the real service and read back from PostgreSQL,
 // on the C-locale cluster of `npm test` and on an ICU en-US one of this file's own (what the
 // benchmarks and managed services use). A bounded run: a fixed seed and a random one per variant;
 // `npm run fuzz` runs the same properties for as long as it is asked. Streamed bodies (NDJSON and
-// CSV, issue 24) go through the same validator and a writer of their own: the same property holds
+// CSV) go through the same validator and a writer of their own: the same property holds
 // for them, with each error naming the user's line, under the default write variant.
 import { rm } from 'node:fs/promises';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// changedAt (issue 36): RFC 3339 with an offset, to the microsecond, checked by the one schema;
+// changedAt: RFC 3339 with an offset, to the microsecond, checked by the one schema;
 // instants ordered to the microsecond; an email's items in one request folded by newest change.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
