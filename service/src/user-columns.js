@@ -144,6 +144,21 @@ export const SHOWN_FIELDS = /** @type {readonly ShownField[]} */ (USER_COLUMNS.f
 /** The fields never returned, which `?select` says so of. */
 export const SECRET_FIELDS = USER_COLUMNS.filter((c) => c.shown === 'never').map((c) => c.field);
 
+/**
+ * The one column of a kind of merge that only one may have: the key (the conflict target, email)
+ * and the ordering value (changed_at). Checked at load.
+ * @param {'key' | 'order'} merge
+ */
+function theColumn(merge) {
+  const found = USER_COLUMNS.filter((c) => c.merge === merge);
+  if (found.length !== 1) throw new Error(`user-columns.js: one column must be merge: '${merge}'`);
+  return found[0];
+}
+/** The key: the conflict target of every statement. */
+export const KEY_COLUMN = theColumn('key');
+/** The ordering value: merge mode applies an email's changes in its order. */
+export const ORDER_COLUMN = theColumn('order');
+
 // Every name is put in generated code and SQL text as it is: only plain identifiers.
 for (const c of /** @type {readonly UserColumn[]} */ (USER_COLUMNS)) {
   if (!/^[a-z][A-Za-z0-9]*$/.test(c.field) || !/^[a-z][a-z0-9_]*$/.test(c.column)) throw new Error(`user-columns.js: ${c.field} / ${c.column} is not a plain identifier`);

@@ -1,7 +1,7 @@
 import { Ajv } from 'ajv';
 import { InvalidBatchError } from '../errors.js';
 import { compareChanges, isRealDateTime } from './changed-at.js';
-import { REQUIRED_FIELDS, USER_COLUMNS, USER_FIELDS, perColumnFunction } from '../user-columns.js';
+import { ORDER_COLUMN, REQUIRED_FIELDS, USER_COLUMNS, USER_FIELDS, perColumnFunction } from '../user-columns.js';
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
 /** @typedef {import('../user-columns.js').UserRow} UserRow */
@@ -253,8 +253,8 @@ export function oncePerEmail(rows, resolution) {
  * @returns {UserRow}
  */
 function merged(run) {
-  // Stable: a tie keeps the order sent. changedAt is the ordering value (merge: 'order').
-  if (run.some((r) => r.changedAt !== null)) run.sort((a, b) => compareChanges(a.changedAt, b.changedAt));
+  // Stable: a tie keeps the order sent.
+  if (run.some((r) => r[ORDER] !== null)) run.sort((a, b) => compareChanges(a[ORDER], b[ORDER]));
   let m = run[0];
   for (let i = 1; i < run.length; i++) m = laterOver(m, run[i]);
   return m;
@@ -272,6 +272,9 @@ const laterOver = perColumnFunction(
   'm, r',
   `return { ${USER_COLUMNS.map((c) => `${c.field}: r.${c.field}${c.merge === 'kept' ? ` ?? m.${c.field}` : ''}`).join(', ')} };`,
 );
+
+/** The field of the ordering value (changedAt), by which an email's changes are applied. */
+const ORDER = ORDER_COLUMN.field;
 
 /** @param {UserRow} a @param {UserRow} b */
 export const byEmail = (a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0);

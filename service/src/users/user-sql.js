@@ -1,5 +1,5 @@
 import format from 'pg-format';
-import { USER_COLUMNS, perColumnFunction } from '../user-columns.js';
+import { KEY_COLUMN as KEY, ORDER_COLUMN as ORDER, USER_COLUMNS, perColumnFunction } from '../user-columns.js';
 
 // Every statement that writes users, built in one place from the columns' declaration
 // (user-columns.js): the only module that turns a row into SQL (or CSV), in the columns' order,
@@ -23,16 +23,8 @@ import { USER_COLUMNS, perColumnFunction } from '../user-columns.js';
  * @typedef {'none' | 'counts' | 'emails' | 'rows'} Returning
  */
 
-/** The key (the conflict target: email), the columns a merge updates, and the ordering value (changed_at). */
-const KEY = columnOf('key');
+/** The columns a merge updates: all but the key (KEY, the conflict target; ORDER is the ordering value). */
 const UPDATED = USER_COLUMNS.filter((c) => c.merge !== 'key');
-const ORDER = columnOf('order');
-/** @param {import('../user-columns.js').UserColumn['merge']} merge */
-function columnOf(merge) {
-  const found = USER_COLUMNS.filter((c) => c.merge === merge);
-  if (found.length !== 1) throw new Error(`user-columns.js: one column must be merge: '${merge}'`);
-  return found[0];
-}
 
 /** `email, name, phone, password_hash, changed_at` */
 export const COLUMNS = USER_COLUMNS.map((c) => c.column).join(', ');
