@@ -88,8 +88,10 @@ if (needsServers) {
 
 const started = Date.now();
 // A test that hangs (a feeder left polling once held a run for 17 minutes) fails after 10 minutes,
-// and a file whose tests are done exits even if a handle it forgot keeps its event loop alive.
-const runner = spawn(process.execPath, ['--test', '--test-reporter=spec', '--test-timeout=600000', '--test-force-exit', ...files], {
+// and a file whose tests are done exits even if a handle it forgot keeps its event loop alive; its
+// verdicts are written before it exits (test/support/blocking-stdout.js).
+const BLOCKING_STDOUT = path.join(root, 'test', 'support', 'blocking-stdout.js');
+const runner = spawn(process.execPath, ['--import', BLOCKING_STDOUT, '--test', '--test-reporter=spec', '--test-timeout=600000', '--test-force-exit', ...files], {
   cwd: root,
   env: { ...process.env, ...(adminUrl ? { SLUICE_TEST_ADMIN_URL: adminUrl } : {}), ...(sqsEndpoint ? { SLUICE_TEST_SQS_ENDPOINT: sqsEndpoint } : {}) },
   stdio: 'inherit',
