@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // `npm test`: every test, in tiers, with what they need started first (its usage says how).
 import { spawn } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
+import { once } from 'node:events';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Option, createCommand } from '@sluice/db/command-line';
@@ -42,7 +44,8 @@ const tierOf = (file) => TIERS.find((t) => file.split(path.sep).includes(t));
 
 /** @param {string} dir @returns {Promise<string[]>} */
 async function findTests(dir) {
-  const entries = await readdir(path.join(root, dir), { withFileTypes: true, recursive: true }).catch(() => []);
+  // A folder that cannot be read is an error, as is a test root that is not there.
+  const entries = await readdir(path.join(root, dir), { withFileTypes: true, recursive: true });
   return entries
     .filter((e) => e.isFile() && e.name.endsWith('.test.js'))
     .map((e) => path.relative(root, path.join(e.parentPath ?? e.path, e.name)));
@@ -86,21 +89,67 @@ if (needsServers) {
   }
 }
 
-const started = Date.now();
-// A test that hangs (a feeder left polling once held a run for 17 minutes) fails after 10 minutes,
-// and a file whose tests are done exits even if a handle it forgot keeps its event loop alive; its
-// verdicts are written before it exits (test/support/blocking-stdout.js).
+// Each test fails after TEST_TIMEOUT_MS unless it declares a longer `timeout`; a file after
+// FILE_TIMEOUT_MS. A file whose process exits early, or stays alive once its tests are done, fails
+// (test/support/file-reporter.js); what it printed is written before it exits (blocking-stdout.js).
+const TEST_TIMEOUT_MS = 300_000;
+const FILE_TIMEOUT_MS = 15 * 60_000;
 const BLOCKING_STDOUT = path.join(root, 'test', 'support', 'blocking-stdout.js');
-const runner = spawn(process.execPath, ['--import', BLOCKING_STDOUT, '--test', '--test-reporter=spec', '--test-timeout=600000', '--test-force-exit', ...files], {
-  cwd: root,
-  env: { ...process.env, ...(adminUrl ? { SLUICE_TEST_ADMIN_URL: adminUrl } : {}), ...(sqsEndpoint ? { SLUICE_TEST_SQS_ENDPOINT: sqsEndpoint } : {}) },
-  stdio: 'inherit',
-});
-const stopAll = () => runner.kill('SIGTERM');
+const FILE_REPORTER = path.join(root, 'test', 'support', 'file-reporter.js');
+
+const started = Date.now();
+const env = { ...process.env, ...(adminUrl ? { SLUICE_TEST_ADMIN_URL: adminUrl } : {}), ...(sqsEndpoint ? { SLUICE_TEST_SQS_ENDPOINT: sqsEndpoint } : {}) };
+const countsDir = await mkdtemp(path.join(os.tmpdir(), 'sluice-test-counts-'));
+/** @type {Set<import('node:child_process').ChildProcess>} */
+const running = new Set();
+const stopAll = () => { for (const child of running) child.kill('SIGTERM'); };
 process.on('SIGINT', stopAll);
 process.on('SIGTERM', stopAll);
 
-const code = await new Promise((resolve) => runner.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
-say(`${files.length} test files (${named.length ? 'as named' : tiers.join(', ')}) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+const results = [];
+const queue = [...files];
+const concurrency = Math.max(1, os.availableParallelism() - 1);
+await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
+  for (let file = queue.shift(); file !== undefined; file = queue.shift()) results.push(await runFile(file));
+}));
+await rm(countsDir, { recursive: true, force: true });
+
+const total = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
+for (const r of results) for (const k of /** @type {(keyof typeof total)[]} */ (Object.keys(total))) total[k] += r.counts?.[k] ?? 0;
+const failed = results.filter((r) => r.problem);
+say(`${files.length} test files (${named.length ? 'as named' : tiers.join(', ')}) took ${((Date.now() - started) / 1000).toFixed(1)} s: ${Object.entries(total).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+for (const r of failed) say(`FAILED ${r.file}: ${r.problem}`);
 await Promise.all([localPostgres?.stop(), elasticmq?.stop()]);
-process.exit(code);
+process.exit(failed.length ? 1 : 0);
+
+/**
+ * One test file in a node:test process of its own, its output printed whole when it ends. Every
+ * test is bounded (TEST_TIMEOUT_MS unless it declares its own `timeout`), the file too; the file
+ * fails when its process fails, is killed, or exits before node:test's run ended (no counts).
+ * @param {string} file
+ */
+async function runFile(file) {
+  const countsFile = path.join(countsDir, `${results.length}-${path.basename(file)}.json`);
+  const child = spawn(process.execPath, ['--import', BLOCKING_STDOUT, '--test', '--experimental-test-isolation=none', `--test-timeout=${TEST_TIMEOUT_MS}`,
+    '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${FILE_REPORTER}`, `--test-reporter-destination=${countsFile}`, file], {
+    cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  /** @type {Buffer[]} */
+  const output = [];
+  child.stdout.on('data', (b) => output.push(b));
+  child.stderr.on('data', (b) => output.push(b));
+  let timedOut = false;
+  const bound = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, FILE_TIMEOUT_MS);
+  const [code, signal] = await once(child, 'close');
+  clearTimeout(bound);
+  running.delete(child);
+  process.stdout.write(`\n# ${file}\n${Buffer.concat(output).toString()}`);
+  /** @type {Record<string, number> | undefined} */
+  const counts = await readFile(countsFile, 'utf8').then((t) => (t.trim() ? JSON.parse(t) : undefined), () => undefined);
+  const problem = timedOut ? `still running after ${FILE_TIMEOUT_MS / 60_000} minutes: killed`
+    : code !== 0 ? `its process ended with ${signal ?? `exit code ${code}`}`
+      : counts === undefined ? 'its process exited before its tests ended'
+        : counts.fail || counts.cancelled ? 'a test failed' : undefined;
+  return { file, counts, problem };
+}

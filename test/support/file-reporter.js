@@ -1,0 +1,37 @@
+// `npm test`'s second reporter in each test file's process (scripts/test.js): it writes the file's
+// counts when node:test's run has ended, so a process that exits 0 without them stopped before its
+// tests ended; and once every top-level test is done it gives the process a while to exit, then
+// fails it naming what still keeps it alive (a server, socket or timer a test left open).
+import { within } from './time-factor.js';
+
+const LINGER_MS = within(10_000);
+
+/** @param {AsyncIterable<{ type: string, data: any }>} source */
+export default async function* fileReporter(source) {
+  const counts = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
+  let pending = 0;
+  /** @type {NodeJS.Timeout | undefined} */
+  let linger;
+  for await (const { type, data } of source) {
+    if (type === 'test:enqueue' && data.nesting === 0) {
+      pending++;
+      clearTimeout(linger);
+    }
+    if (type === 'test:complete' && data.nesting === 0 && --pending === 0) linger = setTimeout(lingered, LINGER_MS).unref();
+    if ((type === 'test:pass' || type === 'test:fail') && data.details?.type !== 'suite') {
+      counts.tests++;
+      if (data.skip !== undefined) counts.skipped++;
+      else if (data.todo !== undefined) counts.todo++;
+      else if (type === 'test:pass') counts.pass++;
+      else if (data.details?.error?.failureType === 'cancelledByParent' || data.details?.error?.failureType === 'testTimeoutFailure') counts.cancelled++;
+      else counts.fail++;
+    }
+  }
+  clearTimeout(linger);
+  yield `${JSON.stringify(counts)}\n`;
+}
+
+function lingered() {
+  process.stderr.write(`[test] every test of this file is done, but ${LINGER_MS / 1000} s later something still keeps its process alive: ${process.getActiveResourcesInfo().join(', ')}\n`);
+  process.exit(1);
+}
