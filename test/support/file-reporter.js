@@ -33,5 +33,6 @@ export default async function* fileReporter(source) {
 
 function lingered() {
   process.stderr.write(`[test] every test of this file is done, but ${LINGER_MS / 1000} s later something still keeps its process alive: ${process.getActiveResourcesInfo().join(', ')}\n`);
+  // eslint-disable-next-line n/no-process-exit -- ending a process that would not end is the point
   process.exit(1);
 }

@@ -9,10 +9,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
 import { startTestApp } from '../../../test/support/app.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
+import { within } from '../../../test/support/time-factor.js';
+import { waitUntil } from '../../../test/support/wait.js';
 import { makeUsers, SAMPLE_HASH } from '../../../test/support/users.js';
 
 const NDJSON = 'application/x-ndjson';
@@ -178,10 +179,10 @@ describe('POST /users with a streamed body', () => {
     const users = makeUsers(20_000);
     const before = await ctx.db.countUsers();
     await sendAndLeave(ctx.app.baseUrl, NDJSON, ndjson(users).slice(0, 1_000_000));
-    await sleep(300);
+    // The service's connection has ended its COPY and rolled back: nothing but this query is busy.
+    await waitUntil(async () => (await ctx.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database()
+      AND pid <> pg_backend_pid() AND (state = 'active' OR state LIKE 'idle in transaction%')`)).rows[0].n === 0, 'no transaction left open', within(10_000), 50);
     assert.equal(await ctx.db.countUsers(), before);
-    const { rows } = await ctx.db.pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
-    assert.equal(rows[0].n, 0, 'no transaction left open');
     const res = await ctx.app.postUsers(ndjson(users.slice(0, 10)), { contentType: NDJSON });
     assert.equal(res.status, 201);
   });
