@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { useAppBehindToxiproxy } from '../../../test/support/fixture.js';
+import { within } from '../../../test/support/time-factor.js';
 import { SAMPLE_HASH, makeUsers, uniqueTag } from '../../../test/support/users.js';
+import { waitUntil } from '../../../test/support/wait.js';
 
 // Packets to PostgreSQL dropped, nothing closed: what a network partition or a failover that leaves
 // the old connections dead looks like from the service. No TCP error comes; only time tells.
@@ -38,16 +40,17 @@ describe('a network blackhole between the service and PostgreSQL (Toxiproxy)', (
     const batch = () => makeUsers(1000, `${tag}-batch-${n++}`);
     const load = Promise.all([...Array.from({ length: CLIENTS }, () => client(single)), client(batch)]);
 
-    await sleep(1_000);
+    await waitUntil(() => answers.filter((a) => a.status === 201).length >= CLIENTS, 'writes flowing before the packets stop', within(10_000), 50);
     await ctx.proxy.blackhole();
     const blackholedAt = performance.now();
-    await sleep(2_500);
-    const ready = await fetch(`${ctx.app.baseUrl}/readyz`, { signal: AbortSignal.timeout(ANSWER_WITHIN_MS) });
-    assert.equal(ready.status, 503, '/readyz says not ready while PostgreSQL cannot be reached');
+    await waitUntil(async () => (await fetch(`${ctx.app.baseUrl}/readyz`, { signal: AbortSignal.timeout(ANSWER_WITHIN_MS) })).status === 503,
+      '/readyz to say not ready while PostgreSQL cannot be reached', within(ANSWER_WITHIN_MS));
+    // The packets stay dropped for BLACKHOLE_MS: the scenario's length, not a wait for a state.
     await sleep(BLACKHOLE_MS - (performance.now() - blackholedAt));
     await ctx.proxy.heal();
     const healedAt = performance.now();
-    await sleep(AFTER_MS);
+    await waitUntil(() => answers.some((a) => a.startedAt >= healedAt && a.status === 201), 'a write after the network came back', within(ANSWER_WITHIN_MS));
+    await sleep(AFTER_MS - (performance.now() - healedAt));
     stop = true;
     await load;
 
