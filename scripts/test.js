@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm test`: every test, in tiers, with what they need started first (its usage says how).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -94,10 +94,19 @@ if (needsServers) {
 // (test/support/file-reporter.js); what it printed is written before it exits (blocking-stdout.js).
 const TEST_TIMEOUT_MS = 300_000;
 const FILE_TIMEOUT_MS = 15 * 60_000;
+// The tools the chosen tiers run are had first (scripts/test-setup.js), under a bound of their own.
+const SET_UP = path.join(root, 'scripts', 'test-setup.js');
+const SET_UP_TIMEOUT_MS = 30 * 60_000;
 const BLOCKING_STDOUT = path.join(root, 'test', 'support', 'blocking-stdout.js');
 const FILE_REPORTER = path.join(root, 'test', 'support', 'file-reporter.js');
 
 const started = Date.now();
+const setUp = spawnSync(process.execPath, [SET_UP, ...new Set(files.map((f) => tierOf(path.normalize(f)) ?? ''))], { cwd: root, stdio: 'inherit', timeout: SET_UP_TIMEOUT_MS });
+if (setUp.status !== 0) {
+  say(`the set-up step (${path.relative(root, SET_UP)}) failed: ${setUp.error?.message ?? `exit code ${setUp.status}`}`);
+  await Promise.all([localPostgres?.stop(), elasticmq?.stop()]);
+  process.exit(1);
+}
 const env = { ...process.env, ...(adminUrl ? { SLUICE_TEST_ADMIN_URL: adminUrl } : {}), ...(sqsEndpoint ? { SLUICE_TEST_SQS_ENDPOINT: sqsEndpoint } : {}) };
 const countsDir = await mkdtemp(path.join(os.tmpdir(), 'sluice-test-counts-'));
 /** @type {Set<import('node:child_process').ChildProcess>} */
