@@ -1,10 +1,8 @@
-// The users table's columns, declared once: everything else that names them is built from this list
-// (the validator and its messages: user-schema.js; every statement, COPY's CSV, the staging tables
-// and the merges: user-sql.js; the representation; the query's column names: http/write-query.js;
-// a CSV body's header: stream-parse.js; the OpenAPI document). A new column is one entry here
-// and a migration (db/migrations/) that adds it to users.
-//
-// A leaf: it imports nothing, so any layer may read it.
+// The users table's columns, declared once: the validator and its messages, every statement, COPY's
+// CSV, the representation, `?columns`, a CSV body's header and the OpenAPI document are built from
+// this list. A new column is one entry here, a migration (db/migrations/), and a line in each row
+// function of the hot path (user-schema.js, user-sql.js), written out a column: tsc holds them to the
+// row types below and row-functions.test.js to this list. A leaf: it imports nothing.
 
 // Control characters (C0, DEL, C1): invisible in logs and UIs, and NUL cannot be stored in text.
 const NO_CONTROL = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
@@ -159,21 +157,7 @@ export const KEY_COLUMN = theColumn('key');
 /** The ordering value: merge mode applies an email's changes in its order. */
 export const ORDER_COLUMN = theColumn('order');
 
-// Every name is put in generated code and SQL text as it is: only plain identifiers.
+// Every name goes into SQL text as it is: only plain identifiers.
 for (const c of /** @type {readonly UserColumn[]} */ (USER_COLUMNS)) {
   if (!/^[a-z][A-Za-z0-9]*$/.test(c.field) || !/^[a-z][a-z0-9_]*$/.test(c.column)) throw new Error(`user-columns.js: ${c.field} / ${c.column} is not a plain identifier`);
-}
-
-/**
- * A function built once from the declaration, as ajv builds its validators: its text names each
- * field, so every row is read and made with the same property accesses (one shape for every row, no
- * loop over the columns, no keyed access per value), as fast as the same function written out.
- * @param {string} name  the function's (in stack traces)
- * @param {Record<string, unknown>} uses  what its text refers to, by name
- * @param {string} params @param {string} body
- * @returns {any}
- */
-export function perColumnFunction(name, uses, params, body) {
-  // Its text is made of the names above, checked, and of code written here: nothing sent.
-  return new Function(...Object.keys(uses), `return function ${name}(${params}) {\n${body}\n};`)(...Object.values(uses));
 }

@@ -1,10 +1,11 @@
 import { Ajv } from 'ajv';
 import { InvalidBatchError } from '../errors.js';
 import { compareChanges, isRealDateTime } from './changed-at.js';
-import { ORDER_COLUMN, REQUIRED_FIELDS, USER_COLUMNS, USER_FIELDS, perColumnFunction } from '../user-columns.js';
+import { ORDER_COLUMN, REQUIRED_FIELDS, USER_COLUMNS, USER_FIELDS } from '../user-columns.js';
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
 /** @typedef {import('../user-columns.js').UserRow} UserRow */
+/** An item the schema passed: every field a string, the optional ones perhaps absent. @typedef {{ [F in keyof UserRow]: null extends UserRow[F] ? string | undefined : string }} UserItem */
 /**
  * What to do with an email already stored: ignore (skip it) or merge (update it with what was sent).
  * @typedef {'ignore' | 'merge'} Resolution
@@ -134,29 +135,25 @@ function codePoints(s) {
 
 /**
  * An item that passed the schema as its row (null where not sent), or null when a value could not be
- * stored as sent: a text that is not well-formed UTF-16 (a lone surrogate would be stored as
- * U+FFFD), a date and time that do not exist, an email that breaks a rule once lower-cased.
- * Built from the declaration: for the columns of today,
- * `const email = u.email.toLowerCase(); if (!isWellFormed(u.email) || (email !== u.email && !emailStillFits(email))) return null;
- * const phone = u.phone ?? null; if (phone !== null && !isWellFormed(phone)) return null; ...
- * return { email, name, phone, passwordHash, changedAt };`
- * @type {(u: unknown) => UserRow | null}
+ * stored as sent: a text that is not well-formed UTF-16, a date and time that do not exist, an email
+ * that breaks a rule once lower-cased. Written out a column (tsc holds it to UserRow, so to the
+ * declaration): one object shape and plain property reads on the hot path.
+ * @param {UserItem} u
+ * @returns {UserRow | null}
  */
-const storedRow = perColumnFunction(
-  'storedRow',
-  { isWellFormed, isRealDateTime, emailStillFits },
-  'u',
-  [
-    ...USER_COLUMNS.map((c, i) => {
-      const sent = `u.${c.field}`;
-      const check = c.type === 'text' ? 'isWellFormed' : 'isRealDateTime';
-      if ('lowerCased' in c) return `const v${i} = ${sent}.toLowerCase();\nif (!${check}(${sent}) || (v${i} !== ${sent} && !emailStillFits(v${i}))) return null;`;
-      if (c.required) return `const v${i} = ${sent};\nif (!${check}(v${i})) return null;`;
-      return `const v${i} = ${sent} ?? null;\nif (v${i} !== null && !${check}(v${i})) return null;`;
-    }),
-    `return { ${USER_COLUMNS.map((c, i) => `${c.field}: v${i}`).join(', ')} };`,
-  ].join('\n'),
-);
+function storedRow(u) {
+  const email = u.email.toLowerCase();
+  if (!isWellFormed(u.email) || (email !== u.email && !emailStillFits(email))) return null;
+  const name = u.name;
+  if (!isWellFormed(name)) return null;
+  const phone = u.phone ?? null;
+  if (phone !== null && !isWellFormed(phone)) return null;
+  const passwordHash = u.passwordHash ?? null;
+  if (passwordHash !== null && !isWellFormed(passwordHash)) return null;
+  const changedAt = u.changedAt ?? null;
+  if (changedAt !== null && !isRealDateTime(changedAt)) return null;
+  return { email, name, phone, passwordHash, changedAt };
+}
 
 /**
  * Checks every item of a batch against the contract and, when all pass, returns the rows to write:
@@ -214,7 +211,7 @@ export function checkUserBatch(items) {
 export function checkUser(item, index, describeProblems = true) {
   if (validateUser(item)) {
     // The common case, a property read and a check a field.
-    const row = storedRow(item);
+    const row = storedRow(/** @type {UserItem} */ (item));
     if (row !== null) return row;
   }
   if (!describeProblems) return [];
@@ -261,17 +258,14 @@ function merged(run) {
 }
 
 /**
- * A later change of a row over an earlier one, each column as merge mode combines it (its
- * declaration's `merge`): the later's value, or for `kept` the later's where sent, else the earlier's.
- * Built from the declaration: `{ email: r.email, name: r.name, phone: r.phone ?? m.phone, ... }`.
- * @type {(m: UserRow, r: UserRow) => UserRow}
+ * A later change of a row over an earlier one, each column as its declaration's `merge` says: the
+ * later's value, or for `kept` (phone, passwordHash) the later's where sent, else the earlier's.
+ * @param {UserRow} m @param {UserRow} r
+ * @returns {UserRow}
  */
-const laterOver = perColumnFunction(
-  'laterOver',
-  {},
-  'm, r',
-  `return { ${USER_COLUMNS.map((c) => `${c.field}: r.${c.field}${c.merge === 'kept' ? ` ?? m.${c.field}` : ''}`).join(', ')} };`,
-);
+function laterOver(m, r) {
+  return { email: r.email, name: r.name, phone: r.phone ?? m.phone, passwordHash: r.passwordHash ?? m.passwordHash, changedAt: r.changedAt };
+}
 
 /** The field of the ordering value (changedAt), by which an email's changes are applied. */
 const ORDER = ORDER_COLUMN.field;
