@@ -1,6 +1,14 @@
-// Every refusal and failure the API can answer, declared once. The error handler answers from this
-// catalogue, the HTTP server's own refusals (http/node-server.js) too, and the OpenAPI document
-// (openapi.js) is generated from it, so an answer the document does not describe cannot exist.
+// Every refusal and failure the API can answer, declared once: the error handler, the HTTP server's
+// own refusals (http/node-server.js) and the OpenAPI document (openapi.js) read this catalogue, so no
+// answer exists that the document does not describe. A text naming columns is built from their
+// declaration (user-columns.js).
+import { KEY_COLUMN, READ_FIELDS, SECRET_FIELDS, USER_FIELDS } from './user-columns.js';
+
+/** Names as code in a list: `` `a`, `b` ``. @param {readonly string[]} names */
+export const inCode = (names) => names.map((n) => `\`${n}\``).join(', ');
+/** Names as code in a sentence: `` `a`, `b` and `c` ``. @param {readonly string[]} names */
+export const inCodeSentence = (names) => (names.length < 2 ? inCode(names) : `${inCode(names.slice(0, -1))} and \`${names.at(-1)}\``);
+const KEY = KEY_COLUMN.field;
 
 /**
  * @typedef {object} ApiErrorSpec
@@ -26,8 +34,8 @@ export const API_ERRORS = /** @type {const} */ ({
   duplicate_key: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'a key is given more than once in one object; send each key once', when: 'One object gives a key twice (outside a user; inside one, it is `invalid_batch`).' },
   duplicate_header: { status: 400, pgrst: 'PGRST100', scope: 'users', message: 'a header is given more than once; send it once', when: '`Content-Type` or `Authorization` given twice.' },
   malformed_encoding: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid data for its Content-Encoding; nothing was written', when: 'The body does not decode as its `Content-Encoding` says.' },
-  unknown_column: { status: 400, pgrst: 'PGRST204', scope: 'users', message: 'a column named in the query is not a column of users', when: '`?columns`, `?on_conflict` or `?select` names a column users does not have (`email`, `name`, `phone`, `passwordHash`; `createdAt` and `updatedAt` in `select`; never `passwordHash` in `select`).' },
-  unsupported_conflict_target: { status: 400, pgrst: '42P10', scope: 'users', message: 'on_conflict must be email, the only unique column of users', hint: 'send on_conflict=email, or leave it out', when: '`?on_conflict` names a column of users that is not unique (only `email` is).' },
+  unknown_column: { status: 400, pgrst: 'PGRST204', scope: 'users', message: 'a column named in the query is not a column of users', when: `\`?columns\`, \`?on_conflict\` or \`?select\` names a column users does not have (${inCode(USER_FIELDS)}; in \`select\`, one a representation does not hold: ${inCode(READ_FIELDS)}, never ${inCode(SECRET_FIELDS)}).` },
+  unsupported_conflict_target: { status: 400, pgrst: '42P10', scope: 'users', message: `on_conflict must be ${KEY}, the only unique column of users`, hint: `send on_conflict=${KEY}, or leave it out`, when: `\`?on_conflict\` names a column of users that is not unique (only \`${KEY}\` is).` },
   unsupported_query: { status: 400, pgrst: 'PGRST100', scope: 'users', message: 'a query parameter cannot be read', when: '`?select` asks for more than a list of columns (embedding, renaming, casts, JSON paths), or a query parameter sluice reads is empty or given twice.' },
   unsupported_preference: { status: 400, pgrst: 'PGRST122', scope: 'users', message: 'Prefer: resolution must be merge-duplicates or ignore-duplicates', when: 'A `Prefer` header asks for a `resolution` other than `merge-duplicates` or `ignore-duplicates`.' },
   bad_request: { status: 400, pgrst: 'PGRST100', scope: 'any', message: 'the request is not valid HTTP/1.1; nothing was read or written', when: 'A request that is not valid HTTP/1.1: a malformed request line or header, both `Content-Length` and `Transfer-Encoding`, or a body that does not match its `Content-Length`.' },

@@ -139,6 +139,8 @@ export const USER_FIELDS = /** @type {readonly UserField[]} */ (USER_COLUMNS.map
 export const REQUIRED_FIELDS = USER_COLUMNS.filter((c) => c.required).map((c) => c.field);
 /** The fields a representation shows, in order. */
 export const SHOWN_FIELDS = /** @type {readonly ShownField[]} */ (USER_COLUMNS.filter((c) => c.shown === true).map((c) => c.field));
+/** The fields of a representation, in order: those shown, then when the row was created and last updated. */
+export const READ_FIELDS = /** @type {readonly (ShownField | 'createdAt' | 'updatedAt')[]} */ ([...SHOWN_FIELDS, 'createdAt', 'updatedAt']);
 /** The fields never returned, which `?select` says so of. */
 export const SECRET_FIELDS = USER_COLUMNS.filter((c) => c.shown === 'never').map((c) => c.field);
 
