@@ -448,7 +448,7 @@ function streamedBodies() {
       schema: {
         type: 'string',
         description:
-          `RFC 4180, UTF-8: a header row naming the columns (${plainSentence(REQUIRED_FIELDS)}; ${plainSentence(WRITE_COLUMNS.filter((f) => !REQUIRED_FIELDS.includes(f)))} when sent; any order), then one user a record. ` +
+          `RFC 4180, UTF-8: a header row naming the columns (${plainSentence(REQUIRED_FIELDS)}; ${plainSentence(WRITE_COLUMNS.filter((f) => !(/** @type {readonly string[]} */ (REQUIRED_FIELDS)).includes(f)))} when sent; any order), then one user a record. ` +
           'An empty field not quoted is a field not sent; `""` is an empty string. A quoted field may hold commas, doubled quotes and line breaks.',
       },
       examples: { twoUsers: { value: 'email,name,phone\r\nada@example.com,"Lovelace, Ada",\r\nalan@example.com,Alan Turing,+441234567890\r\n' } },

@@ -15,7 +15,7 @@ const maybe = (/** @type {fc.Arbitrary<string>} */ a) => fc.option(a, { nil: nul
 /** A valid user, every optional field sent or not. */
 const user = fc.record({
   email: fc.constantFrom('a@x.io', 'A@X.io', 'Ab@x.io'),
-  name: fc.string({ minLength: 1, maxLength: 8 }).filter((s) => !/[\u0000-\u001f\u007f-\u009f]/.test(s)),
+  name: fc.stringMatching(/^[A-Za-z ,"'-]{1,8}$/),
   phone: maybe(fc.constantFrom('+4412345678', '+33123456789')),
   passwordHash: maybe(fc.constantFrom('$2b$12$x', '$argon2id$v=19$y')),
   changedAt: maybe(fc.constantFrom('2026-11-26T10:00:00Z', '2026-11-26T10:30:00.5+01:00')),
