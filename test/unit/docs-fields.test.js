@@ -12,7 +12,7 @@ import { checkUser } from '../../service/src/users/user-schema.js';
 const KEY = KEY_COLUMN.field;
 /** Every field but the key: those a merge writes. */
 const MERGED = USER_FIELDS.filter((f) => f !== KEY);
-const EVERY_NAME = [...new Set([...USER_FIELDS, ...READ_FIELDS])];
+const EVERY_NAME = /** @type {string[]} */ ([...new Set([...USER_FIELDS, ...READ_FIELDS])]);
 /** The declared names a text names, as words. @param {string} text */
 const namedIn = (text) => EVERY_NAME.filter((f) => new RegExp(`\\b${f}\\b`).test(text));
 /** @param {string} text @param {readonly string[]} fields @param {string} what */
