@@ -1,5 +1,5 @@
 import format from 'pg-format';
-import { KEY_COLUMN as KEY, ORDER_COLUMN as ORDER, USER_COLUMNS, perColumnFunction } from '../user-columns.js';
+import { KEY_COLUMN as KEY, ORDER_COLUMN as ORDER, USER_COLUMNS } from '../user-columns.js';
 
 // Every statement that writes users, built in one place from the columns' declaration
 // (user-columns.js): the only module that turns a row into SQL (or CSV), in the columns' order,
@@ -122,32 +122,30 @@ let lastJson = '';
  */
 export const RETURNED_AS_TEXT = Object.freeze({ rowMode: 'array', types: { getTypeParser: () => (/** @type {string} */ v) => v } });
 
+// The row functions below are written out a column (tsc holds them to WrittenUser and the
+// declaration): one object shape and plain property reads a row on the hot path.
+
 /**
  * A row inserted, as a representation shows it: its columns shown as sent, and when it was created.
- * Built from the declaration: `{ email: row.email, name: row.name, phone: row.phone, createdAt, updatedAt: null }`.
- * @type {(row: UserRow, createdAt: string) => WrittenUser}
+ * @param {UserRow} row @param {string} createdAt
+ * @returns {WrittenUser}
  */
-export const insertedUser = perColumnFunction(
-  'insertedUser',
-  {},
-  'row, createdAt',
-  `return { ${SHOWN.map((c) => `${c.field}: row.${c.field}`).join(', ')}, createdAt, updatedAt: null };`,
-);
+export const insertedUser = (row, createdAt) => ({ email: row.email, name: row.name, phone: row.phone, createdAt, updatedAt: null });
 
 /**
  * A row a merge wrote, as a representation shows it, from the row sent and what RETURNING_ROWS
- * returned of it (the key, created_at, the kept columns shown, updated_at): the columns it may have
- * kept as stored, the others as sent.
- * Built from the declaration: `{ email: row.email, name: row.name, phone: r[2], createdAt: ..., updatedAt: ... }`.
- * @type {(row: UserRow, r: (string | null)[]) => WrittenUser}
+ * returned of it (the key, created_at, the kept columns shown, updated_at): the phone as stored
+ * (a merge keeps a stored one where the item had none), the others as sent.
+ * @param {UserRow} row @param {(string | null)[]} r
+ * @returns {WrittenUser}
  */
-export const mergedUser = perColumnFunction(
-  'mergedUser',
-  { timestampAsJson },
-  'row, r',
-  `return { ${SHOWN.map((c) => `${c.field}: ${c.merge === 'kept' ? `r[${2 + RETURNED_KEPT.indexOf(c)}]` : `row.${c.field}`}`).join(', ')}, ` +
-    `createdAt: timestampAsJson(r[1]), updatedAt: r[${2 + RETURNED_KEPT.length}] === null ? null : timestampAsJson(r[${2 + RETURNED_KEPT.length}]) };`,
-);
+export const mergedUser = (row, r) => ({
+  email: row.email,
+  name: row.name,
+  phone: r[2],
+  createdAt: timestampAsJson(/** @type {string} */ (r[1])),
+  updatedAt: r[3] === null ? null : timestampAsJson(r[3]),
+});
 
 /**
  * The statement around a row source (`SELECT ...` or `VALUES ...` giving COLUMNS, in their
@@ -240,12 +238,9 @@ export const columnArrays = (rows) => USER_COLUMNS.map((c) => rows.map((r) => r[
 /** A CSV field for COPY: quoted (so an empty string stays one), NULL as nothing at all. @param {string | null} v */
 export const csvField = (v) => (v === null ? '' : `"${v.replaceAll('"', '""')}"`);
 
-/**
- * One row as a CSV line for COPY, its fields in COLUMNS' order. Built from the declaration:
- * `` `${csvField(r.email)},${csvField(r.name)},...\n` ``.
- * @type {(r: UserRow) => string}
- */
-export const csvLine = perColumnFunction('csvLine', { csvField }, 'r', `return \`${USER_COLUMNS.map((c) => `\${csvField(r.${c.field})}`).join(',')}\\n\`;`);
+/** One row as a CSV line for COPY, its fields in COLUMNS' order. @param {UserRow} r */
+export const csvLine = (r) =>
+  `${csvField(r.email)},${csvField(r.name)},${csvField(r.phone)},${csvField(r.passwordHash)},${csvField(r.changedAt)}\n`;
 /** @param {UserRow[]} rows */
 export const rowsAsCsv = (rows) => rows.map(csvLine).join('');
 
