@@ -13,12 +13,15 @@ import { lambdaContext, toLambdaRecord } from './sqs-event.js';
  * @property {number} receivers          concurrent long polls
  * @property {number} concurrency        invocations at once
  * @property {number} functionTimeoutMs  what getRemainingTimeInMillis counts down from
- * @property {number} [waitTimeSeconds]  long-poll wait (default 20)
+ * @property {number} [waitTimeSeconds]  long-poll wait (default RECEIVE_WAIT_SECONDS)
  * @property {(line: object) => void} [log]
  */
 
 /** Lambda's largest batch from a FIFO queue, which is also SQS's largest receive. */
 export const FIFO_MAX_BATCH = 10;
+
+/** A long poll's wait at the queue, and so the longest a stop waits for the polls open there. */
+export const RECEIVE_WAIT_SECONDS = 2;
 
 /**
  * Plays Lambda's SQS event-source mapping against any SQS endpoint: long-polling receivers fill
@@ -32,6 +35,11 @@ export const FIFO_MAX_BATCH = 10;
  * their order. SQS (and ElasticMQ) delivers nothing more of a group while one of its messages is
  * in flight, so two batches never hold the same group; the messages the handler reported stay in
  * flight, and their group waits until their visibility timeout runs out.
+ *
+ * A stop lets the long polls open at the queue end rather than abort them: SQS and ElasticMQ keep
+ * an aborted poll waiting there, and it takes the next messages sent, hidden for the visibility
+ * timeout, from a runner that is gone. What they bring is handed to the handler like the rest.
+ * Polls are short (RECEIVE_WAIT_SECONDS), so that wait is too.
  *
  * One thing Lambda has no counterpart for: when the runner stops, the failed messages still hidden
  * are made visible again, so the next run (with its token corrected, say) takes them at once.
@@ -51,13 +59,10 @@ export class LocalEventSource {
     /** @type {Set<Promise<void>>} */
     this.inFlight = new Set();
     this.stopping = false;
-    this.abort = new AbortController();
     this.totals = { batches: 0, messages: 0, deleted: 0, failed: 0, handlerErrors: 0 };
     /** @type {Map<string, number>} receipt handle of a failed message → when it becomes visible again (epoch ms) */
     this.hidden = new Map();
     this.visibilityMs = 30_000;
-    /** When the last long poll sent may answer at the latest (epoch ms): SQS holds it that long even once aborted here. */
-    this.pollsEndBy = 0;
     /** @type {(() => void)[]} */
     this.capacityWaiters = [];
     this.bufferSince = 0;
@@ -72,10 +77,13 @@ export class LocalEventSource {
     this.receiving = Promise.all(Array.from({ length: this.options.receivers }, () => this.receiveLoop()));
   }
 
-  /** Stops polling, hands what was received to the handler, waits for every invocation and delete. */
+  /**
+   * Stops polling once the open polls have answered, hands what was received to the handler, waits
+   * for every invocation and delete.
+   */
   async stop() {
     this.stopping = true;
-    this.abort.abort();
+    for (const wake of this.capacityWaiters.splice(0)) wake();
     await this.receiving?.catch(() => {});
     while (this.buffer.length > 0 || this.fifoBatches.length > 0 || this.inFlight.size > 0) {
       this.flush();
@@ -88,18 +96,11 @@ export class LocalEventSource {
   /**
    * Makes the failed messages that are still hidden visible again. Lambda leaves them hidden until
    * the queue's visibility timeout (60 s for sluice-users), its backoff while the runner polls; once
-   * it has stopped, that wait only delays the next run. A handle gone stale (the message received
-   * again, or deleted) is refused, and changes nothing.
+   * it has stopped, that wait only delays the next run. Called once no poll is open, so none takes
+   * them back. A handle gone stale (the message received again, or deleted) is refused, and changes
+   * nothing.
    */
   async releaseHidden() {
-    // A long poll aborted here still waits at the queue and would take what is made visible, and
-    // hide it again for the whole timeout: the polls are let run out first (at most WaitTimeSeconds).
-    const wait = this.pollsEndBy - Date.now();
-    if (this.hidden.size > 0 && wait > 0) {
-      this.log({ level: 'info', msg: 'waiting for the long polls to end before making the failed messages visible again', ms: wait });
-      // A second more: the queue counts its wait from when the request reached it, on a busy machine later than it was sent.
-      await new Promise((resolve) => setTimeout(resolve, wait + 1000));
-    }
     const now = Date.now();
     const handles = [...this.hidden].filter(([, until]) => until > now).map(([handle]) => handle);
     this.hidden.clear();
@@ -115,14 +116,13 @@ export class LocalEventSource {
   }
 
   async receiveLoop() {
-    const { sqs, queueUrl, waitTimeSeconds = 20 } = this.options;
+    const { sqs, queueUrl, waitTimeSeconds = RECEIVE_WAIT_SECONDS } = this.options;
     while (!this.stopping) {
       // Back-pressure: hold no more than the invocations in flight can take, so that received
       // messages do not sit until their visibility runs out.
       await this.waitForCapacity();
       if (this.stopping) return;
       let messages;
-      this.pollsEndBy = Math.max(this.pollsEndBy, Date.now() + waitTimeSeconds * 1000);
       try {
         const out = await sqs.send(
           new ReceiveMessageCommand({
@@ -132,7 +132,6 @@ export class LocalEventSource {
             MessageSystemAttributeNames: ['All'],
             MessageAttributeNames: ['All'],
           }),
-          { abortSignal: this.abort.signal },
         );
         messages = out.Messages ?? [];
       } catch (err) {

@@ -24,7 +24,7 @@ new Command('npm run feeder --')
 const { Logger } = await import('@aws-lambda-powertools/logger');
 const { SQSClient } = await import('@aws-sdk/client-sqs');
 const { handler } = await import('../../src/handler.js');
-const { LocalEventSource } = await import('../local-runner.js');
+const { LocalEventSource, RECEIVE_WAIT_SECONDS } = await import('../local-runner.js');
 const { startLocalTracing } = await import('../tracing.js');
 
 let config;
@@ -82,7 +82,7 @@ async function stop(signal) {
     process.exit(1);
   }
   stopping = true;
-  logger.info('feeder stopping: finishing the batches in hand (signal again to leave at once)', { signal });
+  logger.info('feeder stopping: waiting for the long polls open at the queue, then finishing the batches in hand (signal again to leave at once)', { signal, pollSeconds: RECEIVE_WAIT_SECONDS });
   const totals = await runner.stop();
   logger.info('feeder stopped', { totals });
   sqs.destroy();
