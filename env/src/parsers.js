@@ -1,3 +1,5 @@
+import { redactUrl } from './redact-url.js';
+
 /**
  * The parsers a declaration names: each turns the text of a variable into its value, or throws a
  * TypeError whose message follows the variable's name ("must be ..."). `kind` says in words what
@@ -93,7 +95,7 @@ export function oneOf(allowed) {
 
 /**
  * A URL of one of `protocols` (without their colon), given back trimmed, without trailing slashes
- * when `trimSlashes` (a base URL that paths are appended to).
+ * when `trimSlashes` (a base URL that paths are appended to). A refusal quotes it redacted.
  * @param {{ protocols: string[], trimSlashes?: boolean }} options
  * @returns {Parser<string>}
  */
@@ -110,7 +112,7 @@ export function url({ protocols, trimSlashes = false }) {
       } catch {
         // refused below
       }
-      if (!parsed || !protocols.includes(parsed.protocol.slice(0, -1))) refuse(`must be ${names}, got ${JSON.stringify(trimmed)}`);
+      if (!parsed || !protocols.includes(parsed.protocol.slice(0, -1))) refuse(`must be ${names}, got ${JSON.stringify(redactUrl(trimmed))}`);
       return trimSlashes ? trimmed.replace(/\/+$/, '') : trimmed;
     },
   };
