@@ -1,4 +1,5 @@
-import { defineVariables, integer, loadEnv, milliseconds, text, url } from '@sluice/env';
+import { ConfigError, defineVariables, integer, loadEnv, milliseconds, text, url } from '@sluice/env';
+import { DEFAULT_QUEUES } from './elasticmq/elasticmq.js';
 
 /** Where the local runner and the producer find SQS, declared once. */
 export const SQS_VARIABLES = defineVariables({
@@ -24,6 +25,24 @@ export const ELASTICMQ_VARIABLES = defineVariables({
 });
 
 /**
+ * Reads `declarations`; a missing QUEUE_URL is told where a queue comes from: the one
+ * `npm run elasticmq` makes, whose URL it prints.
+ * @template {import('@sluice/env/load-env').Declarations} D
+ * @param {D} declarations @param {NodeJS.ProcessEnv} env
+ */
+function loadWithQueueHint(declarations, env) {
+  try {
+    return loadEnv(declarations, env);
+  } catch (err) {
+    if (!(err instanceof ConfigError) || env.QUEUE_URL?.trim()) throw err;
+    const endpoint = `http://127.0.0.1:${ELASTICMQ_VARIABLES.ELASTICMQ_PORT.default}`;
+    const hint = `is required: the queue to use. \`npm run elasticmq\` makes one and prints its URL: SQS_ENDPOINT=${endpoint} QUEUE_URL=${endpoint}/000000000000/${DEFAULT_QUEUES.find((q) => q.deadLetter)?.name}`;
+    const problems = err.problems.map((p) => (p.variable === 'QUEUE_URL' ? { ...p, problem: hint } : p));
+    throw new ConfigError(problems[0].variable, problems[0].problem, problems);
+  }
+}
+
+/**
  * @param {import('@sluice/env/load-env').Values<typeof SQS_VARIABLES>} v
  */
 function sqsFrom(v) {
@@ -38,7 +57,7 @@ function sqsFrom(v) {
  * @param {NodeJS.ProcessEnv} [env]
  */
 export function loadSqsConfig(env = process.env) {
-  return sqsFrom(loadEnv(SQS_VARIABLES, env));
+  return sqsFrom(loadWithQueueHint(SQS_VARIABLES, env));
 }
 
 /**
@@ -46,7 +65,7 @@ export function loadSqsConfig(env = process.env) {
  * @param {NodeJS.ProcessEnv} [env]
  */
 export function loadRunnerConfig(env = process.env) {
-  const v = loadEnv({ ...SQS_VARIABLES, ...RUNNER_VARIABLES }, env);
+  const v = loadWithQueueHint({ ...SQS_VARIABLES, ...RUNNER_VARIABLES }, env);
   return {
     ...sqsFrom(v),
     batchSize: v.BATCH_SIZE,
