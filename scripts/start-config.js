@@ -17,16 +17,14 @@ export const START_VARIABLES = defineVariables({
 /** Every variable `npm start` and the service it starts read, for its --help. */
 export const START_AND_SERVICE_VARIABLES = { ...START_VARIABLES, ...MIGRATION_VARIABLES, ...DATABASE_VARIABLES, ...SERVICE_VARIABLES };
 
-/** What a file must hold beyond being readable, by its variable; each reader throws a TypeError that follows the name. */
+/** What a file must hold, by its variable: a reader throws a TypeError that follows the name. */
 const FILE_CONTENTS = /** @type {Record<string, (text: string) => unknown>} */ ({ INGEST_TOKENS_FILE: parseNamedTokens });
 /** @type {Record<string, string>} */
 const FILE_PROBLEMS = { ENOENT: 'no such file', EACCES: 'permission denied', ELOOP: 'too many symbolic links', ENOTDIR: 'a part of its path is no directory' };
 
 /**
- * The files the *_FILE variables name, read now as the service will read them, so a missing or bad
- * one is said before the embedded PostgreSQL starts rather than by the service after it.
- * @param {NodeJS.ProcessEnv} env
- * @returns {import('@sluice/env/load-env').Problem[]}
+ * The files the *_FILE variables name, read now as the service will, so a bad one is said before the
+ * embedded PostgreSQL starts. @param {NodeJS.ProcessEnv} env @returns {import('@sluice/env/load-env').Problem[]}
  */
 export function fileProblems(env) {
   return Object.keys(START_AND_SERVICE_VARIABLES).filter((name) => name.endsWith('_FILE') && env[name]?.trim()).flatMap((variable) => {
@@ -44,10 +42,8 @@ export function fileProblems(env) {
 }
 
 /**
- * Every variable of `npm start` and of the service it starts (the tracing ones too), checked
- * before anything starts, with the files they name: a bad one in each layer is named in the same
- * message, not one per run.
- * @param {NodeJS.ProcessEnv} [env]
+ * Every variable of `npm start` and of its service (tracing's too) and the files they name, checked
+ * before anything starts: every problem in one message. @param {NodeJS.ProcessEnv} [env]
  */
 export function loadStartConfig(env = process.env) {
   /** @type {import('@sluice/env/load-env').Problem[]} */

@@ -24,25 +24,13 @@ export const FIFO_MAX_BATCH = 10;
 export const RECEIVE_WAIT_SECONDS = 2;
 
 /**
- * Plays Lambda's SQS event-source mapping against any SQS endpoint: long-polling receivers fill
- * batches of up to `batchSize` messages, cut at `batchWindowMs`; each batch goes to the handler in
- * Lambda's event shape; only the messages it did not report as failed are deleted, so the rest
- * reappear after their visibility timeout (and reach the dead-letter queue after maxReceiveCount).
- *
- * A FIFO queue (its FifoQueue attribute) is played as Lambda plays one: each receive (at most 10
- * messages, fewer if `batchSize` is smaller) is one batch, handed over at once (no batching
- * window), never cut or joined to another, so a message group's messages stay in one batch in
- * their order. SQS (and ElasticMQ) delivers nothing more of a group while one of its messages is
- * in flight, so two batches never hold the same group; the messages the handler reported stay in
- * flight, and their group waits until their visibility timeout runs out.
- *
- * A stop lets the long polls open at the queue end rather than abort them: SQS and ElasticMQ keep
- * an aborted poll waiting there, and it takes the next messages sent, hidden for the visibility
- * timeout, from a runner that is gone. What they bring is handed to the handler like the rest.
- * Polls are short (RECEIVE_WAIT_SECONDS), so that wait is too.
- *
- * One thing Lambda has no counterpart for: when the runner stops, the failed messages still hidden
- * are made visible again, so the next run (with its token corrected, say) takes them at once.
+ * Plays Lambda's SQS event-source mapping against any SQS endpoint: long polls fill batches of up
+ * to `batchSize`, cut at `batchWindowMs`, handed to the handler in Lambda's event shape; only the
+ * messages it did not report are deleted. A FIFO queue is played as Lambda plays one: a receive (at
+ * most 10) is one batch, at once, never cut or joined, so a group's messages stay together in order.
+ * A stop lets the open polls end (SQS and ElasticMQ keep an aborted one, and it would hide the next
+ * messages sent for the visibility timeout), hands what it holds to the handler, then makes the
+ * failed messages still hidden visible again for the next run, which Lambda has no counterpart for.
  */
 export class LocalEventSource {
   /** @param {RunnerOptions} options */
@@ -77,10 +65,7 @@ export class LocalEventSource {
     this.receiving = Promise.all(Array.from({ length: this.options.receivers }, () => this.receiveLoop()));
   }
 
-  /**
-   * Stops polling once the open polls have answered, hands what was received to the handler, waits
-   * for every invocation and delete.
-   */
+  /** Stops polling once the open polls have answered; hands over what was received; waits for every invocation and delete. */
   async stop() {
     this.stopping = true;
     for (const wake of this.capacityWaiters.splice(0)) wake();
@@ -94,11 +79,9 @@ export class LocalEventSource {
   }
 
   /**
-   * Makes the failed messages that are still hidden visible again. Lambda leaves them hidden until
-   * the queue's visibility timeout (60 s for sluice-users), its backoff while the runner polls; once
-   * it has stopped, that wait only delays the next run. Called once no poll is open, so none takes
-   * them back. A handle gone stale (the message received again, or deleted) is refused, and changes
-   * nothing.
+   * Makes the failed messages still hidden visible again: the visibility timeout is Lambda's backoff
+   * while polling, and only delays the next run once stopped. Called once no poll is open, so none
+   * takes them back; a stale handle is refused, and changes nothing.
    */
   async releaseHidden() {
     const now = Date.now();
@@ -118,8 +101,7 @@ export class LocalEventSource {
   async receiveLoop() {
     const { sqs, queueUrl, waitTimeSeconds = RECEIVE_WAIT_SECONDS } = this.options;
     while (!this.stopping) {
-      // Back-pressure: hold no more than the invocations in flight can take, so that received
-      // messages do not sit until their visibility runs out.
+      // Back-pressure: hold no more than the invocations can take, lest messages sit out their visibility.
       await this.waitForCapacity();
       if (this.stopping) return;
       let messages;
@@ -204,7 +186,6 @@ export class LocalEventSource {
       failed = new Set(batch.map((m) => /** @type {string} */ (m.MessageId)));
     }
     const done = batch.filter((m) => !failed.has(/** @type {string} */ (m.MessageId)));
-    // Hidden since they were received (a little earlier than now: the expiry errs late, harmlessly).
     const now = Date.now();
     for (const [handle, at] of this.hidden) {
       // In the order they failed, so in the order they reappear: the visible ones are forgotten.
@@ -231,8 +212,7 @@ export class LocalEventSource {
           .send(new DeleteMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: entries }))
           .catch((err) => ({ Failed: entries.map((e) => ({ Id: e.Id, SenderFault: false, Code: err.name })) }));
         const failed = out.Failed ?? [];
-        // A sender fault (a receipt handle gone stale once the visibility timeout ran out) fails the
-        // same way every time: only throttling and server faults are worth another try.
+        // A sender fault (a stale receipt handle) fails the same way every time: only throttling and server faults are retried.
         for (const f of failed) if (f.SenderFault) refused.push(f.Code ?? 'SenderFault');
         const retry = new Set(failed.filter((f) => !f.SenderFault).map((f) => f.Id));
         entries = entries.filter((e) => retry.has(e.Id));

@@ -25,10 +25,8 @@ export const ELASTICMQ_VARIABLES = defineVariables({
 });
 
 /**
- * Reads `declarations`; a missing QUEUE_URL is told where a queue comes from: the one
- * `npm run elasticmq` makes, whose URL it prints.
- * @template {import('@sluice/env/load-env').Declarations} D
- * @param {D} declarations @param {NodeJS.ProcessEnv} env
+ * loadEnv, a missing QUEUE_URL told where a queue comes from (`npm run elasticmq`'s).
+ * @template {import('@sluice/env/load-env').Declarations} D @param {D} declarations @param {NodeJS.ProcessEnv} env
  */
 function loadWithQueueHint(declarations, env) {
   try {
@@ -42,9 +40,7 @@ function loadWithQueueHint(declarations, env) {
   }
 }
 
-/**
- * @param {import('@sluice/env/load-env').Values<typeof SQS_VARIABLES>} v
- */
+/** @param {import('@sluice/env/load-env').Values<typeof SQS_VARIABLES>} v */
 function sqsFrom(v) {
   const endpoint = v.SQS_ENDPOINT;
   // With an endpoint of its own (ElasticMQ), any credentials do: stand-ins when none are configured.
@@ -52,18 +48,12 @@ function sqsFrom(v) {
   return { endpoint, queueUrl: v.QUEUE_URL, region: v.AWS_REGION ?? v.AWS_DEFAULT_REGION ?? 'us-east-1', credentials };
 }
 
-/**
- * Where the local runner and the producer find SQS.
- * @param {NodeJS.ProcessEnv} [env]
- */
+/** Where the local runner and the producer find SQS. @param {NodeJS.ProcessEnv} [env] */
 export function loadSqsConfig(env = process.env) {
   return sqsFrom(loadWithQueueHint(SQS_VARIABLES, env));
 }
 
-/**
- * The local event-source runner's settings.
- * @param {NodeJS.ProcessEnv} [env]
- */
+/** The local event-source runner's settings. @param {NodeJS.ProcessEnv} [env] */
 export function loadRunnerConfig(env = process.env) {
   const v = loadWithQueueHint({ ...SQS_VARIABLES, ...RUNNER_VARIABLES }, env);
   return {

@@ -68,16 +68,16 @@ function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle,
       const max = command.input.MaxNumberOfMessages;
       receives.push(max);
       if (waiting.length > 0) return { Messages: waiting.splice(0, max) };
-      return new Promise((answer, reject) => {
+      return new Promise((resolve, reject) => {
         // Aborted, the request ends here; the poll stays at the queue, as SQS's and ElasticMQ's do.
         options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
-        const poll = { max, answer };
+        const poll = { max, answer: resolve };
         polls.push(poll);
         setTimeout(() => {
           const at = polls.indexOf(poll);
           if (at === -1) return;
           polls.splice(at, 1);
-          answer({ Messages: [] });
+          resolve({ Messages: [] });
         }, command.input.WaitTimeSeconds * 1000);
       });
     },
