@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 // `npm run pgbouncer`: Debian's PgBouncer in transaction mode in front of the embedded PostgreSQL
 // of `npm start`, with the configuration docs/scaling.md shows, for trying the service behind a
 // pooler on one machine.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -8,12 +8,10 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
 
-// docs/api.md's examples run as written, after the README's Quick start, on a fresh database: "Every
-// status, by example", each curl command through sh in order (a command before it, such as the one
-// that makes a file, run with it), its answer held against what the comment after it says (the
-// status, the error code, the counts, the header it names); and the CSV stream's example, before
-// the block and after it. Only the address differs (the service listens on a free port) and the
-// Quick start's and the CSV example's commands get the token and -i.
+// docs/api.md's examples run as written after the README's Quick start, on a fresh database: "Every
+// status, by example" through sh in order, each answer held against the comment after it; the CSV
+// example before that block and after it. Only the address differs, and the Quick start's and the
+// CSV example's curl get the token and -i.
 
 const API_MD = fileURLToPath(new URL('../../../docs/api.md', import.meta.url));
 const README = fileURLToPath(new URL('../../../README.md', import.meta.url));
@@ -52,11 +50,7 @@ export function examplesOf(markdown) {
   return { setup, examples };
 }
 
-/**
- * A one-command sh block's curl (its continuation lines joined, a heredoc kept) and the status and
- * counts its comment says, as the README's Quick start and api.md's CSV example write them.
- * @param {string} markdown @param {string} heading  the block is the first after it
- */
+/** The curl of the first sh block after `heading` that has one, and the status and counts its comment says. @param {string} markdown @param {string} heading */
 export function commandUnder(markdown, heading) {
   const section = markdown.slice(markdown.indexOf(heading));
   const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes('curl ')) ?? '';
@@ -78,34 +72,27 @@ function answerOf(output) {
   return { status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\n\n') };
 }
 
-/** @param {{ app: { baseUrl: string } }} ctx @param {string} command  run by sh where the examples run, with the token in T */
-async function shell(ctx, command, dir) {
+/** @param {string} command  run by sh in `dir`, with the token in T @param {string} dir */
+async function shell(command, dir) {
   // Not spawnSync: the service answers from this process's event loop.
   const run = await promisify(execFile)('sh', ['-c', command], { cwd: dir, env: { ...process.env, T: TOKEN }, encoding: 'utf8', timeout: 20_000, maxBuffer: 64 * 2 ** 20 });
   return run.stdout;
 }
 
-/**
- * The Quick start's or the CSV example's command, on this service with the token: it answers what
- * its comment says.
- * @param {{ app: { baseUrl: string } }} ctx @param {string} dir @param {ReturnType<typeof commandUnder>} example
- */
+/** @param {{ app: { baseUrl: string } }} ctx @param {string} dir @param {ReturnType<typeof commandUnder>} example */
 async function runAsWritten(ctx, dir, { command, status, counts }) {
-  const output = await shell(ctx, command.replace(/^curl /, 'curl -i -H "authorization: Bearer $T" ').replaceAll('http://127.0.0.1:3000', ctx.app.baseUrl), dir);
+  const output = await shell(command.replace(/^curl /, 'curl -i -H "authorization: Bearer $T" ').replaceAll('http://127.0.0.1:3000', ctx.app.baseUrl), dir);
   const answer = answerOf(output);
   assert.equal(answer.status, status, `${command}\n${output}`);
   assert.deepEqual(JSON.parse(answer.body), counts, command);
 }
 
-/**
- * "Every status, by example": each command answers what its comment says.
- * @param {{ app: { baseUrl: string } }} ctx @param {string} dir
- */
+/** @param {{ app: { baseUrl: string } }} ctx @param {string} dir */
 async function runStatusExamples(ctx, dir) {
   const { setup, examples } = examplesOf(await readFile(API_MD, 'utf8'));
   assert.ok(examples.length >= 10, `${examples.length} examples`);
   for (const { command, expected } of examples) {
-    const output = await shell(ctx, `${setup}; U=${ctx.app.baseUrl}/users; ${command}`, dir);
+    const output = await shell(`${setup}; U=${ctx.app.baseUrl}/users; ${command}`, dir);
     const answer = answerOf(output);
     const [status, said] = [Number(expected.slice(0, 3)), expected.slice(4)];
     assert.equal(answer.status, status, `${command}\n${output}`);
