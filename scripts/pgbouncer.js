@@ -2,6 +2,7 @@
 // of `npm start`, with the configuration docs/scaling.md shows, for trying the service behind a
 // pooler on one machine.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -31,7 +32,8 @@ const settings = (() => {
     return fail(`bad configuration: ${err.message}`);
   }
 })();
-const binary = which.sync('pgbouncer', { nothrow: true, path: `${process.env.PATH}:/usr/sbin:/usr/local/sbin` }) ??
+// Debian puts it in /usr/sbin, which a user's PATH may not hold.
+const binary = which.sync('pgbouncer', { nothrow: true }) ?? ['/usr/sbin/pgbouncer', '/usr/local/sbin/pgbouncer'].find((p) => existsSync(p)) ??
   fail('PgBouncer is not installed: apt-get install pgbouncer (Debian, Ubuntu), brew install pgbouncer (macOS)');
 const busy = await new Promise((resolve) => {
   const probe = net.createServer();
