@@ -72,8 +72,9 @@ function refusalOf(err, keySet) {
   if (err instanceof errors.JWTExpired) return new JwtRefusal('the token has expired', 'expired');
   if (err instanceof errors.JWTClaimValidationFailed) {
     if (err.claim === 'nbf') return new JwtRefusal('the token is not valid yet', 'not_yet_valid');
-    if (err.claim === 'aud') return new JwtRefusal('the token is for another audience', 'audience');
-    if (err.claim === 'iss') return new JwtRefusal('the token is from another issuer', 'issuer');
+    const missing = err.reason === 'missing';
+    if (err.claim === 'aud') return new JwtRefusal(missing ? 'the token has no audience (aud)' : 'the token is for another audience', 'audience');
+    if (err.claim === 'iss') return new JwtRefusal(missing ? 'the token has no issuer (iss)' : 'the token is from another issuer', 'issuer');
     return new JwtRefusal(`the token's ${err.claim} claim is not valid`, 'claim');
   }
   if (err instanceof errors.JWSSignatureVerificationFailed) return new JwtRefusal("the token's signature does not verify", 'signature');
