@@ -1,18 +1,11 @@
-import { heldBehind, laterInGroup, withHeldFollowers } from './message-groups.js';
+import { createFailureLedger, poison } from './failure-ledger.js';
 import { unpackRecords } from './records.js';
 
 /** @typedef {import('./records.js').Item} Item */
 /** @typedef {import('./config.js').FeederConfig} FeederConfig */
-/**
- * Why a message was not stored: poison (it will never be: bad JSON, a user the service refuses, a
- * failure of its own), unavailable (the service could not be reached: it may be later), or held
- * (on a FIFO queue, an earlier message of its group failed: it must come back after that one). The
- * reason names the rule or the error id, never a user.
- * @typedef {{ kind: 'poison' | 'unavailable' | 'held', reason: string }} Failure
- */
+/** @typedef {import('./failure-ledger.js').Failure} Failure */
 /** @typedef {{ posts: number, retries: number, inserted: number, updated: number, stale: number, stored: number }} FeedStats */
 /**
- * What feedRecords needs besides the batch.
  * @typedef {object} FeedOptions
  * @property {FeederConfig} config  the configuration, token included, the invocation started with
  * @property {number} deadline  epoch ms after which no request starts
@@ -22,10 +15,7 @@ import { unpackRecords } from './records.js';
  * @property {(status: number) => void} [credentialsRefused]  the service refused the credentials (401, 403)
  */
 
-/**
- * The items in chunks of at most `size`, each of one resolution (a POST has one Prefer header).
- * @param {Item[]} items @param {number} size
- */
+/** Chunks of at most `size` items, each of one resolution (a POST has one Prefer). @param {Item[]} items @param {number} size */
 function chunksOf(items, size) {
   /** @type {Item[][]} */
   const chunks = [];
@@ -37,10 +27,8 @@ function chunksOf(items, size) {
 }
 
 /**
- * A FIFO batch's items in chunks of at most `size`, in the batch's order: a new chunk starts when
- * the resolution changes, so no message overtakes an earlier one of its group (the service applies
- * one request's users in order).
- * @param {Item[]} items @param {number} size
+ * A FIFO batch's chunks, in the batch's order (a new one where the resolution changes), so no
+ * message overtakes an earlier one of its group. @param {Item[]} items @param {number} size
  */
 function chunksInOrder(items, size) {
   /** @type {Item[][]} */
@@ -54,29 +42,8 @@ function chunksInOrder(items, size) {
 }
 
 /**
- * The batch's failed messages, and the one way to add to them: a failure never replaces poison,
- * and on a FIFO queue it holds back the later messages of its group (none of them is posted from
- * then on).
- * @param {import('./records.js').SqsRecordLike[]} records @param {Map<string, Error>} poisoned
- */
-function failureLedger(records, poisoned) {
-  /** @type {Map<string, Failure>} */
-  const failed = new Map([...poisoned].map(([id, err]) => [id, /** @type {Failure} */ ({ kind: 'poison', reason: err.message })]));
-  const later = laterInGroup(records);
-  /** @param {string} id @param {Failure} failure */
-  const fail = (id, failure) => {
-    if (failed.get(id)?.kind !== 'poison') failed.set(id, failure);
-    for (const next of later.get(id) ?? []) if (!failed.has(next)) failed.set(next, heldBehind(id));
-  };
-  // Poison found while unpacking holds back its group's later messages before anything is posted.
-  for (const [id, failure] of [...failed]) fail(id, failure);
-  return { failed, fail, fifo: later.size > 0 };
-}
-
-/**
- * The configuration posts use, its token replaced when read again: `newerToken(used)` says
- * whether a chunk refused with `used` may be posted again, the token read (once per invocation,
- * shared by the chunks in flight) and different from the one the chunk was refused with.
+ * The configuration posts use. `newerToken(used)`: whether a chunk refused with `used` may go
+ * again, the token read again (once an invocation, shared) and different.
  * @param {FeederConfig} config @param {(() => Promise<FeederConfig>) | undefined} rereadToken
  */
 function tokenKeeper(config, rereadToken) {
@@ -88,7 +55,7 @@ function tokenKeeper(config, rereadToken) {
     /** @param {FeederConfig} used */
     async newerToken(used) {
       if (!rereadToken) return false;
-      // A failed read leaves the token as it was: the chunk then fails as unavailable.
+      // A failed read leaves the token as it was, so the chunk fails as unavailable.
       reread ??= rereadToken().then((fresh) => void (current = fresh), () => undefined);
       await reread;
       return current.ingestToken !== used.ingestToken;
@@ -97,16 +64,14 @@ function tokenKeeper(config, rereadToken) {
 }
 
 /**
- * The function that feeds one chunk, and what the service's answer to it means for its messages:
- * stored; a refused user fails its message and the rest is posted again; too large, halved; a
- * refusal that is not an outage, split by message until the guilty one is alone; an outage, or a
- * refused token (read again once first, on a 401), fails the chunk's messages as unavailable.
- * @param {FeedOptions & { ledger: ReturnType<typeof failureLedger>, tokens: ReturnType<typeof tokenKeeper>, stats: FeedStats }} feed
+ * Feeds one chunk and reads the answer for its messages: a refused user fails its message and the
+ * rest goes again; too large, halved; another refusal that is not an outage, split by message; an
+ * outage or a refused token fails the chunk's messages as unavailable.
+ * @param {FeedOptions & { ledger: import('./failure-ledger.js').FailureLedger, tokens: ReturnType<typeof tokenKeeper>, stats: FeedStats }} feed
  */
 function chunkFeeder({ ledger, tokens, stats, deadline, postUsers, traceparent, credentialsRefused = () => {} }) {
-  const { failed, fail } = ledger;
   /** @param {Item[]} pending @param {Failure} failure */
-  const failAll = (pending, failure) => pending.forEach((item) => fail(item.messageId, failure));
+  const failAll = (pending, failure) => pending.forEach((item) => ledger.fail(item.messageId, failure));
   const onAttempt = (/** @type {boolean} */ retry) => {
     stats.posts++;
     if (retry) stats.retries++;
@@ -116,8 +81,8 @@ function chunkFeeder({ ledger, tokens, stats, deadline, postUsers, traceparent, 
   async function feedChunk(chunk) {
     let pending = chunk;
     for (;;) {
-      // A message already failed elsewhere fails whole: its other users need not be sent now.
-      pending = pending.filter((item) => !failed.has(item.messageId));
+      // A failed message, or one behind its group's failure, fails whole: none of its users goes.
+      pending = pending.filter((item) => !ledger.hasFailed(item.messageId));
       if (pending.length === 0) return;
       const used = tokens.current();
       const outcome = await postUsers(used, pending.map((item) => item.user), { deadline, resolution: pending[0].resolution, onAttempt, traceparent });
@@ -128,23 +93,23 @@ function chunkFeeder({ ledger, tokens, stats, deadline, postUsers, traceparent, 
           stats.stale += outcome.stale;
           stats.stored += pending.length;
           return;
-        case 'invalid':
-          // Each refused user fails its message; the rest of the chunk is posted again.
+        case 'invalid': {
           if (outcome.errors.length === 0) return splitByMessage(pending, 'HTTP 400 invalid_batch naming no user');
-          for (const e of outcome.errors) {
-            const item = pending[e.index];
-            if (item) fail(item.messageId, { kind: 'poison', reason: `HTTP 400 invalid_batch: ${e.field ?? 'a user'} ${e.message}` });
-          }
+          // An index outside the chunk (a proxy, another version): the answer is not about this
+          // chunk, and posting it again would get the same answer.
+          const outside = outcome.errors.find((e) => !(e.index >= 0 && e.index < pending.length));
+          if (outside) return failAll(pending, poison(`HTTP 400 invalid_batch naming user ${outside.index} of a chunk of ${pending.length}`));
+          for (const e of outcome.errors) ledger.fail(pending[e.index].messageId, poison(`HTTP 400 invalid_batch: ${e.field ?? 'a user'} ${e.message}`));
           continue;
+        }
         case 'tooLarge': {
-          if (pending.length === 1) return fail(pending[0].messageId, { kind: 'poison', reason: 'one user is over the service\'s body limit (413)' });
+          if (pending.length === 1) return ledger.fail(pending[0].messageId, poison('one user is over the service\'s body limit (413)'));
           const half = Math.ceil(pending.length / 2);
           await feedChunk(pending.slice(0, half));
           return feedChunk(pending.slice(half));
         }
         case 'refused':
-          // A refused token is the deployment's fault, not the message's: it must not send good
-          // users to the dead-letter queue, so it counts as unavailable and the messages come back.
+          // A refused token is the deployment's fault, not the message's: unavailable, never poison.
           if (outcome.status === 401 && (await tokens.newerToken(used))) continue;
           if (outcome.status === 401 || outcome.status === 403) {
             credentialsRefused(outcome.status);
@@ -157,13 +122,10 @@ function chunkFeeder({ ledger, tokens, stats, deadline, postUsers, traceparent, 
     }
   }
 
-  /**
-   * Bisects a refused chunk along message boundaries; a message alone that is still refused fails.
-   * @param {Item[]} pending @param {string} reason
-   */
+  /** Bisects a refused chunk by message; a message alone still refused fails. @param {Item[]} pending @param {string} reason */
   async function splitByMessage(pending, reason) {
     const ids = [...new Set(pending.map((item) => item.messageId))];
-    if (ids.length === 1) return fail(ids[0], { kind: 'poison', reason });
+    if (ids.length === 1) return ledger.fail(ids[0], poison(reason));
     const first = new Set(ids.slice(0, Math.ceil(ids.length / 2)));
     await feedChunk(pending.filter((item) => first.has(item.messageId)));
     await feedChunk(pending.filter((item) => !first.has(item.messageId)));
@@ -173,8 +135,8 @@ function chunkFeeder({ ledger, tokens, stats, deadline, postUsers, traceparent, 
 }
 
 /**
- * Feeds the chunks, `concurrency` at a time, in order; on a FIFO queue a chunk waits while an
- * earlier one that shares a message group with it is still being fed.
+ * Feeds the chunks, `concurrency` at a time, in order; a chunk waits while an earlier one that
+ * shares a message group with it is still being fed.
  * @param {Item[][]} chunks @param {number} concurrency @param {(chunk: Item[]) => Promise<void>} feedChunk
  */
 async function feedInGroupOrder(chunks, concurrency, feedChunk) {
@@ -197,35 +159,22 @@ async function feedInGroupOrder(chunks, concurrency, feedChunk) {
 }
 
 /**
- * Posts every user of the batch in chunks, several at once, and works out which messages were
- * not stored whole. A chunk the service refuses names its bad users (400) and only their messages
- * fail; one refused for another reason that is not an outage (its own 500, a 4xx) is split by
- * message, halves posted apart, until the message that holds the bad user is alone: it fails, and
- * every other message is stored.
- *
- * On a FIFO queue (records with a MessageGroupId) a group's messages are posted in order: chunks
- * follow the batch's order, and a chunk waits while an earlier one that holds a message of one of
- * its groups is still being fed. A failed message holds back every later message of its group: they
- * are not posted (or no more), and are reported as failed even if they were stored, so that SQS
- * hands them back after it (message-groups.js).
- *
- * A 401 may mean the token was rotated since it was read: the token is read again (`rereadToken`,
- * once per invocation, shared by the chunks in flight) and a chunk refused with the old one is
- * posted again with the new one. Refused again, or with the token unchanged, the chunk's messages
- * fail as unavailable (never poison: a token is the deployment's fault, not the message's).
- *
- * @param {import('./records.js').SqsRecordLike[]} records
- * @param {FeedOptions} options
+ * Posts every user of the batch in chunks, several at once, and works out which messages were not
+ * stored whole (the ledger). A 400 fails the messages of the users it names; another refusal that
+ * is not an outage is bisected by message until the guilty one is alone. On a FIFO queue a group's
+ * chunks go in order and a failure holds back the group's later messages. A 401 reads the token
+ * again (once an invocation) and posts the chunk again if it changed.
+ * @param {import('./records.js').SqsRecordLike[]} records @param {FeedOptions} options
  */
 export async function feedRecords(records, options) {
   const { config } = options;
   const { items, poisoned } = unpackRecords(records, config.conflictResolution);
   /** @type {FeedStats} */
   const stats = { posts: 0, retries: 0, inserted: 0, updated: 0, stale: 0, stored: 0 };
-  const ledger = failureLedger(records, poisoned);
+  const ledger = createFailureLedger(records);
+  for (const [messageId, failure] of poisoned) ledger.fail(messageId, failure);
   const feedChunk = chunkFeeder({ ...options, ledger, tokens: tokenKeeper(config, options.rereadToken), stats });
   const chunks = ledger.fifo ? chunksInOrder(items, config.postChunkItems) : chunksOf(items, config.postChunkItems);
   await feedInGroupOrder(chunks, config.postConcurrency, feedChunk);
-  // The rule, whatever the order failures were found in: a group fails from its first failure on.
-  return { items, failed: ledger.fifo ? withHeldFollowers(records, ledger.failed) : ledger.failed, stats };
+  return { items, failed: ledger.failures(), stats };
 }
