@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import { ServiceUnavailableError } from '../../src/errors.js';
 import { feederFromEnvironment } from '../../src/handler.js';
 import { setEnv } from '../../../test/support/env.js';
@@ -72,32 +72,69 @@ describe('handler (unit, scripted service)', () => {
     assert.deepEqual(second.map((/** @type {any} */ u) => u.name), ['ok1', 'ok2', 'ok3'], 'the poisoned message is left out whole');
   });
 
-  test('503 then success: retried with backoff, honouring Retry-After, and nothing fails', async () => {
-    const answeredAt = /** @type {number[]} */ ([]);
-    const run = await withService((users, n) => {
-      answeredAt.push(Date.now());
-      // Retry-After on the first refusal only: the second retry waits the (short) backoff.
-      if (n === 1) return [503, { error: 'database_unavailable' }, { 'retry-after': '1' }];
-      return n === 2 ? [503, { error: 'database_unavailable' }] : stored(users);
+  describe('on the mocked clock, fetch answered from the script (no socket, whose timers the clock would run too)', () => {
+    const START = 1_700_000_000_000;
+    beforeEach(() => {
+      mock.timers.enable({ apis: ['setTimeout', 'Date'], now: START });
+      // Backoff draws half of each step: whole milliseconds, as the real clock's.
+      mock.method(Math, 'random', () => 0.5);
     });
-    const result = await run(makeEvent([user('r1')]), lambdaContext(20_000));
-    assert.deepEqual(result, { batchItemFailures: [] });
-    assert.equal(/** @type {any} */ (stub).requests.length, 3);
-    assert.ok(answeredAt[1] - answeredAt[0] >= 950, 'waited for Retry-After');
-    const line = output.logs.at(-1) ?? {};
-    assert.equal(line.retries, 2);
-    assert.equal(line.posts, 3);
-  });
+    afterEach(() => {
+      mock.timers.reset();
+      mock.restoreAll();
+    });
 
-  test('the time budget is respected: no retry starts past the deadline, the messages fail', async () => {
-    const run = await withService(() => [503, { error: 'database_unavailable' }], { SAFETY_MARGIN_MS: '400' });
-    const good = makeRecord(user('late'));
-    const poison = makeRecord('nope');
-    const started = Date.now();
-    const result = await run({ Records: [good, poison] }, lambdaContext(1_000));
-    const took = Date.now() - started;
-    assert.ok(took < 1_000, `returned within the invocation's time (${took} ms)`);
-    assert.deepEqual(failures(result), [good.messageId, poison.messageId].sort());
+    /**
+     * A handler whose posts reach `respond` through a mocked fetch, each one's time kept.
+     * @param {Parameters<typeof startStubService>[0]} respond @param {Record<string, string>} [env]
+     */
+    function withScriptedFetch(respond, env = {}) {
+      /** @type {number[]} */ const postedAt = [];
+      mock.method(globalThis, 'fetch', async (/** @type {string} */ _url, /** @type {RequestInit} */ init) => {
+        postedAt.push(Date.now());
+        const [status, body, headers = {}] = respond(JSON.parse(String(init.body)), postedAt.length);
+        return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+      });
+      restoreEnv = setEnv({ SERVICE_URL: 'http://sluice.test', RETRY_BASE_MS: '20', RETRY_MAX_MS: '200', SAFETY_MARGIN_MS: '100', ...env });
+      return { postedAt, run: feederFromEnvironment(process.env) };
+    }
+
+    /** Runs an invocation to its end: whenever it waits on a timer (a backoff), time jumps to it. @template T @param {Promise<T>} invocation */
+    async function toTheEnd(invocation) {
+      let done = false;
+      invocation.finally(() => (done = true)).catch(() => {});
+      while (!done) {
+        await new Promise((resolve) => setImmediate(resolve));
+        mock.timers.runAll();
+      }
+      return invocation;
+    }
+
+    test('503 then success: retried with backoff, honouring Retry-After, and nothing fails', async () => {
+      // Retry-After on the first refusal only: the second retry waits the (short) backoff.
+      const { postedAt, run } = withScriptedFetch((users, n) => (n === 1 ? [503, { error: 'database_unavailable' }, { 'retry-after': '1' }]
+        : n === 2 ? [503, { error: 'database_unavailable' }] : stored(users)));
+      const result = await toTheEnd(run(makeEvent([user('r1')]), lambdaContext(20_000)));
+      assert.deepEqual(result, { batchItemFailures: [] });
+      assert.equal(postedAt.length, 3);
+      assert.ok(postedAt[1] - postedAt[0] >= 1_000, `waited for Retry-After: ${postedAt[1] - postedAt[0]} ms`);
+      assert.equal(postedAt[2] - postedAt[1], 20, 'then the backoff: half of RETRY_BASE_MS × 2');
+      const line = output.logs.at(-1) ?? {};
+      assert.equal(line.retries, 2);
+      assert.equal(line.posts, 3);
+    });
+
+    test('the time budget is respected: no retry starts past the deadline, the messages fail', async () => {
+      const { postedAt, run } = withScriptedFetch(() => [503, { error: 'database_unavailable' }], { SAFETY_MARGIN_MS: '400' });
+      const good = makeRecord(user('late'));
+      const poison = makeRecord('nope');
+      const result = await toTheEnd(run({ Records: [good, poison] }, lambdaContext(1_000)));
+      const deadline = START + 1_000 - 400;
+      assert.ok(postedAt.length > 2, `retried: ${postedAt.length} posts`);
+      assert.ok(postedAt.every((at) => at < deadline), `no post at or past the deadline: ${postedAt.map((at) => at - START)}`);
+      assert.ok(Date.now() <= deadline, `returned by the deadline: ${Date.now() - START} ms`);
+      assert.deepEqual(failures(result), [good.messageId, poison.messageId].sort());
+    });
   });
 
   test('when every message failed because the service is down, it throws so Lambda backs off', async () => {
@@ -143,6 +180,29 @@ describe('handler (unit, scripted service)', () => {
     accepted = 'Bearer a-token-nobody-has';
     await assert.rejects(run(makeEvent([user('h')]), lambdaContext(5_000)), ServiceUnavailableError, 'refused with the token read again: the batch goes back, as before');
     assert.equal(reads(), 3, 'one read per invocation');
+  });
+
+  test('a 401 and the token cannot be read again: the chunk fails as unavailable, posted once; the next invocation reads again', async (t) => {
+    const secrets = await startSecretsManagerStub({ token: 'old-token' });
+    t.after(() => secrets.close());
+    const run = await withService((users) => {
+      if (/** @type {NonNullable<typeof stub>} */ (stub).headers.at(-1)?.authorization === 'Bearer new-token') return stored(users);
+      // Rotated to a secret the feeder cannot read its token from: the read again fails.
+      if (secrets.valueAt('AWSCURRENT') === 'old-token') secrets.put(JSON.stringify({ 'another-client': 'x' }));
+      return [401, { error: 'unauthorized' }];
+    }, secrets.env);
+    const reads = () => secrets.requests.filter((r) => r.target === 'secretsmanager.GetSecretValue').length;
+    const poison = makeRecord('{"email": ');
+    const good = makeRecord(user('b'));
+    assert.deepEqual(failures(await run({ Records: [good, poison] }, lambdaContext(5_000))), [good.messageId, poison.messageId].sort(), 'answered, not thrown: one message is poison');
+    assert.equal(reads(), 2, 'the cold start, then one read again');
+    assert.equal(/** @type {any} */ (stub).requests.length, 1, 'not posted again with the same token');
+    const warning = output.logs.find((l) => l.message === 'messages not stored');
+    assert.deepEqual(warning?.failures.find((/** @type {any} */ f) => f.messageId === good.messageId), { messageId: good.messageId, kind: 'unavailable', reason: 'HTTP 401 unauthorized' });
+
+    secrets.put('new-token');
+    assert.deepEqual(await run(makeEvent([user('c')]), lambdaContext(5_000)), { batchItemFailures: [] }, 'read again at the next 401, and stored');
+    assert.equal(reads(), 3);
   });
 
   test('the log line has counts and the request id as correlation id, never a user or the token', async () => {
@@ -225,6 +285,45 @@ describe('handler (unit, scripted service)', () => {
     await run({ Records: [makeRecord(user('fine')), poisoned] }, lambdaContext(10_000));
     const warning = output.logs.find((l) => l.message === 'messages not stored');
     assert.deepEqual(warning?.failures, [{ messageId: poisoned.messageId, kind: 'poison', reason: 'HTTP 400 invalid_batch: email must be a plausible email address' }]);
+  });
+
+  test('a 400 invalid_batch naming no user is split by message until only the guilty message fails', async () => {
+    const run = await withService((users) => (users.some((u) => u.name === 'guilty') ? [400, { error: 'invalid_batch', message: 'no', errors: [] }] : stored(users)));
+    const records = Array.from({ length: 8 }, (_, i) => makeRecord([user(`n${i}`), { ...user(`n${i}b`), name: i === 5 ? 'guilty' : `n${i}b` }]));
+    const result = await run({ Records: records }, lambdaContext(10_000));
+    assert.deepEqual(failures(result), [records[5].messageId]);
+    const requests = /** @type {any[][]} */ (/** @type {any} */ (stub).requests);
+    assert.deepEqual(requests.map((users) => users.length), [16, 8, 8, 4, 2, 2, 4], 'halves by message, in order, the guilty half split again');
+    const warning = output.logs.find((l) => l.message === 'messages not stored');
+    assert.deepEqual(warning?.failures, [{ messageId: records[5].messageId, kind: 'poison', reason: 'HTTP 400 invalid_batch naming no user' }]);
+  });
+
+  for (const [what, errorsOf] of /** @type {const} */ ([
+    ['only indexes outside the chunk', (/** @type {number} */ length) => [{ index: length, field: 'email', message: 'x' }, { index: length + 7, field: 'name', message: 'y' }]],
+    ['one index inside and one outside', (/** @type {number} */ length) => [{ index: 0, field: 'email', message: 'x' }, { index: length, field: 'name', message: 'y' }]],
+    ['a negative index', () => [{ index: -1, field: 'email', message: 'x' }]],
+  ])) {
+    test(`a 400 invalid_batch naming ${what} fails the chunk's messages in one post, never posted again`, async () => {
+      const run = await withService((users) => [400, { error: 'invalid_batch', message: 'no', errors: errorsOf(users.length) }], { POST_CHUNK_ITEMS: '3' });
+      const records = [makeRecord([user('o1'), user('o2')]), makeRecord(user('o3')), makeRecord(user('o4'))];
+      const result = await run({ Records: records }, lambdaContext(10_000));
+      assert.deepEqual(failures(result), records.map((r) => r.messageId).sort(), 'every message, in the batch response: not thrown');
+      assert.deepEqual(/** @type {any} */ (stub).requests.map((/** @type {any[]} */ users) => users.length), [3, 1], 'one post a chunk');
+      const warning = output.logs.find((l) => l.message === 'messages not stored');
+      assert.deepEqual(warning?.failures.map((/** @type {any} */ f) => f.kind), ['poison', 'poison', 'poison']);
+      assert.match(warning?.failures[0].reason, /^HTTP 400 invalid_batch naming user -?\d+ of a chunk of 3$/);
+    });
+  }
+
+  test('a 413: the chunk is halved until it passes; one user over the limit alone is poison for its message', async () => {
+    const run = await withService((users) => (users.length > 2 || users.some((u) => u.name === 'huge') ? [413, { error: 'payload_too_large' }] : stored(users)));
+    const records = [makeRecord([user('t1'), user('t2')]), makeRecord([user('t3'), { ...user('t4'), name: 'huge' }]), makeRecord(user('t5'))];
+    const result = await run({ Records: records }, lambdaContext(10_000));
+    assert.deepEqual(failures(result), [records[1].messageId]);
+    const posted = /** @type {any} */ (stub).requests.map((/** @type {any[]} */ users) => users.map((u) => u.name).join(','));
+    assert.deepEqual(posted, ['t1,t2,t3,huge,t5', 't1,t2,t3', 't1,t2', 't3', 'huge,t5', 'huge', 't5']);
+    const warning = output.logs.find((l) => l.message === 'messages not stored');
+    assert.deepEqual(warning?.failures, [{ messageId: records[1].messageId, kind: 'poison', reason: "one user is over the service's body limit (413)" }]);
   });
 
   test('a 502 from the way there is an outage: retried, not split', async () => {
