@@ -22,7 +22,7 @@ export function createFailureLedger(records) {
   const position = new Map(records.map((record, index) => [record.messageId, { index, group: messageGroupOf(record) }]));
   /** @type {Map<string, Failure>} each message's own failure */
   const own = new Map();
-  /** @type {Map<string, { index: number, messageId: string }>} each failed group's first failed message */
+  /** @type {Map<string | undefined, { index: number, messageId: string }>} each failed group's first failed message (none counts for messages without a group) */
   const failedGroups = new Map();
 
   /** The message's group failed at an earlier message: the one it waits behind. @param {string} messageId */
@@ -39,9 +39,8 @@ export function createFailureLedger(records) {
     fail(messageId, failure) {
       if (own.get(messageId)?.kind !== 'poison') own.set(messageId, failure);
       const at = position.get(messageId);
-      if (at?.group === undefined) return;
-      const first = failedGroups.get(at.group);
-      if (first === undefined || at.index < first.index) failedGroups.set(at.group, { index: at.index, messageId });
+      const first = at && failedGroups.get(at.group);
+      if (at && (first === undefined || at.index < first.index)) failedGroups.set(at.group, { index: at.index, messageId });
     },
 
     /** Whether the message failed, on its own or behind its group's. @param {string} messageId */

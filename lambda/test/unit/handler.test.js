@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, describe, mock, test } from 'node:test';
+import { afterEach, beforeEach, describe, test } from 'node:test';
 import { ServiceUnavailableError } from '../../src/errors.js';
 import { feederFromEnvironment } from '../../src/handler.js';
 import { setEnv } from '../../../test/support/env.js';
@@ -70,71 +70,6 @@ describe('handler (unit, scripted service)', () => {
     const [first, second] = /** @type {any} */ (stub).requests;
     assert.equal(first.length, 5);
     assert.deepEqual(second.map((/** @type {any} */ u) => u.name), ['ok1', 'ok2', 'ok3'], 'the poisoned message is left out whole');
-  });
-
-  describe('on the mocked clock, fetch answered from the script (no socket, whose timers the clock would run too)', () => {
-    const START = 1_700_000_000_000;
-    beforeEach(() => {
-      mock.timers.enable({ apis: ['setTimeout', 'Date'], now: START });
-      // Backoff draws half of each step: whole milliseconds, as the real clock's.
-      mock.method(Math, 'random', () => 0.5);
-    });
-    afterEach(() => {
-      mock.timers.reset();
-      mock.restoreAll();
-    });
-
-    /**
-     * A handler whose posts reach `respond` through a mocked fetch, each one's time kept.
-     * @param {Parameters<typeof startStubService>[0]} respond @param {Record<string, string>} [env]
-     */
-    function withScriptedFetch(respond, env = {}) {
-      /** @type {number[]} */ const postedAt = [];
-      mock.method(globalThis, 'fetch', async (/** @type {string} */ _url, /** @type {RequestInit} */ init) => {
-        postedAt.push(Date.now());
-        const [status, body, headers = {}] = respond(JSON.parse(String(init.body)), postedAt.length);
-        return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
-      });
-      restoreEnv = setEnv({ SERVICE_URL: 'http://sluice.test', RETRY_BASE_MS: '20', RETRY_MAX_MS: '200', SAFETY_MARGIN_MS: '100', ...env });
-      return { postedAt, run: feederFromEnvironment(process.env) };
-    }
-
-    /** Runs an invocation to its end: whenever it waits on a timer (a backoff), time jumps to it. @template T @param {Promise<T>} invocation */
-    async function toTheEnd(invocation) {
-      let done = false;
-      invocation.finally(() => (done = true)).catch(() => {});
-      while (!done) {
-        await new Promise((resolve) => setImmediate(resolve));
-        mock.timers.runAll();
-      }
-      return invocation;
-    }
-
-    test('503 then success: retried with backoff, honouring Retry-After, and nothing fails', async () => {
-      // Retry-After on the first refusal only: the second retry waits the (short) backoff.
-      const { postedAt, run } = withScriptedFetch((users, n) => (n === 1 ? [503, { error: 'database_unavailable' }, { 'retry-after': '1' }]
-        : n === 2 ? [503, { error: 'database_unavailable' }] : stored(users)));
-      const result = await toTheEnd(run(makeEvent([user('r1')]), lambdaContext(20_000)));
-      assert.deepEqual(result, { batchItemFailures: [] });
-      assert.equal(postedAt.length, 3);
-      assert.ok(postedAt[1] - postedAt[0] >= 1_000, `waited for Retry-After: ${postedAt[1] - postedAt[0]} ms`);
-      assert.equal(postedAt[2] - postedAt[1], 20, 'then the backoff: half of RETRY_BASE_MS × 2');
-      const line = output.logs.at(-1) ?? {};
-      assert.equal(line.retries, 2);
-      assert.equal(line.posts, 3);
-    });
-
-    test('the time budget is respected: no retry starts past the deadline, the messages fail', async () => {
-      const { postedAt, run } = withScriptedFetch(() => [503, { error: 'database_unavailable' }], { SAFETY_MARGIN_MS: '400' });
-      const good = makeRecord(user('late'));
-      const poison = makeRecord('nope');
-      const result = await toTheEnd(run({ Records: [good, poison] }, lambdaContext(1_000)));
-      const deadline = START + 1_000 - 400;
-      assert.ok(postedAt.length > 2, `retried: ${postedAt.length} posts`);
-      assert.ok(postedAt.every((at) => at < deadline), `no post at or past the deadline: ${postedAt.map((at) => at - START)}`);
-      assert.ok(Date.now() <= deadline, `returned by the deadline: ${Date.now() - START} ms`);
-      assert.deepEqual(failures(result), [good.messageId, poison.messageId].sort());
-    });
   });
 
   test('when every message failed because the service is down, it throws so Lambda backs off', async () => {
@@ -275,6 +210,20 @@ describe('handler (unit, scripted service)', () => {
       assert.ok(!JSON.stringify(warning).includes('guilty'), 'the log names the rule or the error id, never the user');
     });
   }
+
+  test('a 400 naming the first and the last user of its chunk fails their messages; the rest is stored', async () => {
+    const run = await withService((users) => {
+      const bad = users.map((u, index) => (u.name === 'bad' ? { index, field: 'name', message: 'x' } : null)).filter(Boolean);
+      return bad.length ? [400, { error: 'invalid_batch', message: 'no', errors: bad }] : stored(users);
+    });
+    const records = [makeRecord({ ...user('f0'), name: 'bad' }), makeRecord(user('f1')), makeRecord([user('f2'), { ...user('f3'), name: 'bad' }])];
+    const result = await run({ Records: records }, lambdaContext(10_000));
+    assert.deepEqual(failures(result), [records[0].messageId, records[2].messageId].sort());
+    assert.deepEqual(/** @type {any} */ (stub).requests.map((/** @type {any[]} */ users) => users.map((u) => u.email)), [
+      ['f0@example.com', 'f1@example.com', 'f2@example.com', 'f3@example.com'],
+      ['f1@example.com'],
+    ]);
+  });
 
   test('a 400 names each refused user: its message fails with the field and the rule, in the log', async () => {
     const run = await withService((users) => {
