@@ -363,6 +363,16 @@ describe('handler (unit, scripted service)', () => {
       assert.ok(names.includes('a1') && names.includes('b1'));
     });
 
+    test('a new chunk where the resolution changes, so each post has one Prefer and the group stays in order', async () => {
+      const run = await withService(stored);
+      /** @param {unknown} body @param {string} value */
+      const asking = (body, value) => ({ ...makeRecord(body, { group: 'A' }), messageAttributes: { resolution: { stringValue: value } } });
+      const records = [makeRecord(user('i1'), { group: 'A' }), asking(user('m1'), 'merge-duplicates'), asking(user('m2'), 'merge-duplicates'), makeRecord(user('i2'), { group: 'A' })];
+      assert.deepEqual(await run({ Records: records }, lambdaContext(10_000)), { batchItemFailures: [] });
+      const posts = /** @type {any} */ (stub).requests.map((/** @type {any[]} */ users, /** @type {number} */ i) => [/** @type {any} */ (stub).headers[i].prefer, users.map((u) => u.name)]);
+      assert.deepEqual(posts, [['resolution=ignore-duplicates', ['i1']], ['resolution=merge-duplicates', ['m1', 'm2']], ['resolution=ignore-duplicates', ['i2']]]);
+    });
+
     test('bad JSON in a message holds back its group from the start: the later messages are not posted', async () => {
       const run = await withService(stored);
       const records = [makeRecord('{"email": ', { group: 'A' }), makeRecord(user('a2'), { group: 'A' }), makeRecord(user('b1'), { group: 'B' })];
