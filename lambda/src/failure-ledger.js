@@ -1,13 +1,9 @@
 /**
- * Which messages of a batch failed, and why. On a FIFO queue (records with a MessageGroupId) it
- * also keeps, for each group, its first failed message: every later message of that group fails
- * with it (`held`), posted or not, so that SQS hands them back after it, in order. One record of
- * failed groups serves both questions: what a chunk may still post, and what the batch answers
- * (Powertools' SqsFifoPartialProcessor with skipGroupOnError does the same per record).
- *
- * A failure is a value: `poison` (it will never be stored as it is), `unavailable` (the service
- * could not take it: it may later) or `held`. Its reason names the rule or an error id, never a user.
- * @typedef {{ kind: 'poison' | 'unavailable' | 'held', reason: string }} Failure
+ * Which messages of a batch failed, and why: poison (never storable as it is), unavailable (may be
+ * later), or held. On a FIFO queue each group's first failure holds every later message of the
+ * group (posted or not), so SQS hands them back in order; that one record answers both what a
+ * chunk may still post and what the batch reports, as Powertools' SqsFifoPartialProcessor does.
+ * @typedef {{ kind: 'poison' | 'unavailable' | 'held', reason: string }} Failure  the reason names a rule or an error id, never a user
  * @typedef {{ messageId: string, attributes?: { MessageGroupId?: string } }} GroupedRecord
  */
 
@@ -20,12 +16,11 @@ export const poison = (reason) => ({ kind: 'poison', reason });
 /** @param {GroupedRecord[]} records  the batch, in the order Lambda delivered it */
 export function createFailureLedger(records) {
   const position = new Map(records.map((record, index) => [record.messageId, { index, group: messageGroupOf(record) }]));
-  /** @type {Map<string, Failure>} each message's own failure */
-  const own = new Map();
-  /** @type {Map<string | undefined, { index: number, messageId: string }>} each failed group's first failed message (none counts for messages without a group) */
+  const own = /** @type {Map<string, Failure>} */ (new Map());
+  /** @type {Map<string | undefined, { index: number, messageId: string }>} each group's first failure */
   const failedGroups = new Map();
 
-  /** The message's group failed at an earlier message: the one it waits behind. @param {string} messageId */
+  /** The earlier failure of its group the message waits behind. @param {string} messageId */
   function heldBehind(messageId) {
     const at = position.get(messageId);
     const first = at?.group === undefined ? undefined : failedGroups.get(at.group);
@@ -43,13 +38,11 @@ export function createFailureLedger(records) {
       if (at && (first === undefined || at.index < first.index)) failedGroups.set(at.group, { index: at.index, messageId });
     },
 
-    /** Whether the message failed, on its own or behind its group's. @param {string} messageId */
+    /** @param {string} messageId */
     hasFailed: (messageId) => own.has(messageId) || heldBehind(messageId) !== undefined,
 
-    /** Every failed message, in the batch's order. */
     failures() {
-      /** @type {Map<string, Failure>} */
-      const all = new Map();
+      const all = /** @type {Map<string, Failure>} */ (new Map());
       for (const { messageId } of records) {
         const failure = own.get(messageId);
         const behind = failure ? undefined : heldBehind(messageId);

@@ -3,22 +3,16 @@ import { unpackRecords } from './records.js';
 
 /** @typedef {import('./records.js').Item} Item */
 /** @typedef {import('./config.js').FeederConfig} FeederConfig */
-/** @typedef {import('./failure-ledger.js').Failure} Failure */
 /** @typedef {{ posts: number, retries: number, inserted: number, updated: number, stale: number, stored: number }} FeedStats */
 /**
- * @typedef {object} FeedOptions
- * @property {FeederConfig} config  the configuration, token included, the invocation started with
- * @property {number} deadline  epoch ms after which no request starts
- * @property {typeof import('./service-client.js').postUsers} postUsers
- * @property {() => string | undefined} [traceparent]  the header for a request made now
- * @property {() => Promise<FeederConfig>} [rereadToken]  the configuration with its token read again
- * @property {(status: number) => void} [credentialsRefused]  the service refused the credentials (401, 403)
+ * deadline: epoch ms after which no request starts; credentialsRefused: on a 401 or 403.
+ * @typedef {{ config: FeederConfig, deadline: number, postUsers: typeof import('./service-client.js').postUsers, traceparent?: () => string | undefined,
+ *   rereadToken?: () => Promise<FeederConfig>, credentialsRefused?: (status: number) => void }} FeedOptions
  */
 
 /** Chunks of at most `size` items, each of one resolution (a POST has one Prefer). @param {Item[]} items @param {number} size */
 function chunksOf(items, size) {
-  /** @type {Item[][]} */
-  const chunks = [];
+  const chunks = /** @type {Item[][]} */ ([]);
   for (const resolution of ['ignore', 'merge']) {
     const same = items.filter((item) => item.resolution === resolution);
     for (let i = 0; i < same.length; i += size) chunks.push(same.slice(i, i + size));
@@ -26,13 +20,9 @@ function chunksOf(items, size) {
   return chunks;
 }
 
-/**
- * A FIFO batch's chunks, in the batch's order (a new one where the resolution changes), so no
- * message overtakes an earlier one of its group. @param {Item[]} items @param {number} size
- */
+/** FIFO: chunks in the batch's order, so no message overtakes its group's. @param {Item[]} items @param {number} size */
 function chunksInOrder(items, size) {
-  /** @type {Item[][]} */
-  const chunks = [];
+  const chunks = /** @type {Item[][]} */ ([]);
   for (const item of items) {
     const last = chunks.at(-1);
     if (last && last.length < size && last[0].resolution === item.resolution) last.push(item);
@@ -42,14 +32,12 @@ function chunksInOrder(items, size) {
 }
 
 /**
- * The configuration posts use. `newerToken(used)`: whether a chunk refused with `used` may go
- * again, the token read again (once an invocation, shared) and different.
+ * `newerToken(used)`: the token read again (once an invocation, shared) differs from `used`.
  * @param {FeederConfig} config @param {(() => Promise<FeederConfig>) | undefined} rereadToken
  */
 function tokenKeeper(config, rereadToken) {
   let current = config;
-  /** @type {Promise<void> | undefined} */
-  let reread;
+  let reread = /** @type {Promise<void> | undefined} */ (undefined);
   return {
     current: () => current,
     /** @param {FeederConfig} used */
@@ -63,14 +51,9 @@ function tokenKeeper(config, rereadToken) {
   };
 }
 
-/**
- * Feeds one chunk and reads the answer for its messages: a refused user fails its message and the
- * rest goes again; too large, halved; another refusal that is not an outage, split by message; an
- * outage or a refused token fails the chunk's messages as unavailable.
- * @param {FeedOptions & { ledger: import('./failure-ledger.js').FailureLedger, tokens: ReturnType<typeof tokenKeeper>, stats: FeedStats }} feed
- */
+/** Feeds a chunk and enters what the answer means for its messages in the ledger. @param {FeedOptions & { ledger: import('./failure-ledger.js').FailureLedger, tokens: ReturnType<typeof tokenKeeper>, stats: FeedStats }} feed */
 function chunkFeeder({ ledger, tokens, stats, deadline, postUsers, traceparent, credentialsRefused = () => {} }) {
-  /** @param {Item[]} pending @param {Failure} failure */
+  /** @param {Item[]} pending @param {import('./failure-ledger.js').Failure} failure */
   const failAll = (pending, failure) => pending.forEach((item) => ledger.fail(item.messageId, failure));
   const onAttempt = (/** @type {boolean} */ retry) => {
     stats.posts++;
@@ -135,14 +118,12 @@ function chunkFeeder({ ledger, tokens, stats, deadline, postUsers, traceparent, 
 }
 
 /**
- * Feeds the chunks, `concurrency` at a time, in order; a chunk waits while an earlier one that
- * shares a message group with it is still being fed.
+ * `concurrency` chunks at a time, in order; a chunk waits for earlier ones that share a group.
  * @param {Item[][]} chunks @param {number} concurrency @param {(chunk: Item[]) => Promise<void>} feedChunk
  */
 async function feedInGroupOrder(chunks, concurrency, feedChunk) {
   const groups = chunks.map((chunk) => new Set(chunk.flatMap((item) => (item.group === undefined ? [] : [item.group]))));
-  /** @type {Promise<void>[]} each chunk's feeding, once it started */
-  const fed = [];
+  const fed = /** @type {Promise<void>[]} */ ([]);
   /** @param {number} i */
   function feedInTurn(i) {
     const earlier = fed.filter((_, j) => [...groups[j]].some((group) => groups[i].has(group)));
@@ -159,18 +140,14 @@ async function feedInGroupOrder(chunks, concurrency, feedChunk) {
 }
 
 /**
- * Posts every user of the batch in chunks, several at once, and works out which messages were not
- * stored whole (the ledger). A 400 fails the messages of the users it names; another refusal that
- * is not an outage is bisected by message until the guilty one is alone. On a FIFO queue a group's
- * chunks go in order and a failure holds back the group's later messages. A 401 reads the token
- * again (once an invocation) and posts the chunk again if it changed.
+ * Posts the batch's users in chunks and works out which messages were not stored whole. A 400
+ * fails the messages it names; a 413 halves; another refusal that is no outage bisects by message.
  * @param {import('./records.js').SqsRecordLike[]} records @param {FeedOptions} options
  */
 export async function feedRecords(records, options) {
   const { config } = options;
   const { items, poisoned } = unpackRecords(records, config.conflictResolution);
-  /** @type {FeedStats} */
-  const stats = { posts: 0, retries: 0, inserted: 0, updated: 0, stale: 0, stored: 0 };
+  const stats = /** @type {FeedStats} */ ({ posts: 0, retries: 0, inserted: 0, updated: 0, stale: 0, stored: 0 });
   const ledger = createFailureLedger(records);
   for (const [messageId, failure] of poisoned) ledger.fail(messageId, failure);
   const feedChunk = chunkFeeder({ ...options, ledger, tokens: tokenKeeper(config, options.rereadToken), stats });

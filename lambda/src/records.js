@@ -1,16 +1,10 @@
 import { messageGroupOf, poison } from './failure-ledger.js';
 
-/**
- * @typedef {object} SqsRecordLike
- * @property {string} messageId
- * @property {string} body
- * @property {Record<string, { stringValue?: string }>} [messageAttributes]
- * @property {{ MessageGroupId?: string }} [attributes]  a FIFO queue's records name their message group
- */
+/** @typedef {{ messageId: string, body: string, messageAttributes?: Record<string, { stringValue?: string }>, attributes?: { MessageGroupId?: string } }} SqsRecordLike */
 /** @typedef {'ignore' | 'merge'} Resolution */
 /** @typedef {{ messageId: string, user: unknown, resolution: Resolution, group?: string }} Item */
 
-/** The message attribute `resolution`, with the values of the service's Prefer header. */
+/** The `resolution` attribute's values: the service's Prefer names. */
 const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
 
 /**
@@ -21,10 +15,8 @@ const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merg
  * @returns {{ items: Item[], poisoned: Map<string, import('./failure-ledger.js').Failure> }}
  */
 export function unpackRecords(records, defaultResolution = 'ignore') {
-  /** @type {Item[]} */
-  const items = [];
-  /** @type {Map<string, import('./failure-ledger.js').Failure>} */
-  const poisoned = new Map();
+  const items = /** @type {Item[]} */ ([]);
+  const poisoned = /** @type {Map<string, import('./failure-ledger.js').Failure>} */ (new Map());
   for (const record of records) {
     const { messageId, body, messageAttributes } = record;
     const asked = messageAttributes?.resolution?.stringValue;
