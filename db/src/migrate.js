@@ -26,10 +26,10 @@ const OUTSIDE_TRANSACTION = new Set(['BEGIN;', 'COMMIT;']);
  * A migration that cannot run in a transaction (CREATE INDEX CONCURRENTLY) is refused.
  *
  * @param {string} databaseUrl  a direct URL where one is set (DIRECT_DATABASE_URL: migrationUrlFromEnv)
- * @param {{ log?: (msg: string) => void }} [options]
+ * @param {{ log?: (msg: string) => void, dir?: string }} [options]  dir: the migrations' folder (tests)
  * @returns {Promise<string[]>} the names of the migrations applied now
  */
-export async function migrate(databaseUrl, { log = () => {} } = {}) {
+export async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DIR } = {}) {
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'sluice-migrate' });
   // A connection lost mid-run fails the query in flight; without a listener it would crash the process.
   client.on('error', () => {});
@@ -39,7 +39,7 @@ export async function migrate(databaseUrl, { log = () => {} } = {}) {
     try {
       const applied = await runner({
         dbClient: /** @type {pg.ClientBase} */ (/** @type {unknown} */ ({ query: inOneTransaction(client) })),
-        dir: MIGRATIONS_DIR,
+        dir,
         direction: 'up',
         migrationsTable: MIGRATIONS_TABLE,
         singleTransaction: true,
