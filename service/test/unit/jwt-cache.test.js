@@ -76,6 +76,13 @@ describe('the verified-token cache and the key set host (unit)', () => {
     await refused(verify(await token({ role: 7 }, exp)), 'role');
   });
 
+  test("a client's name is cut to 256 characters", async () => {
+    const verify = await createJwtVerifier(BASE);
+    const exp = Math.floor(Date.now() / 1000) + 3600;
+    assert.equal(await verify(await token({ sub: 'x'.repeat(300) }, exp)), 'x'.repeat(256));
+    assert.equal(await verify(await token({ sub: 'y'.repeat(256) }, exp)), 'y'.repeat(256));
+  });
+
   for (const [name, answer] of /** @type {const} */ ([
     ['answers 500', (/** @type {http.ServerResponse} */ res) => res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}')],
     ['answers what is not JSON', (/** @type {http.ServerResponse} */ res) => res.writeHead(200, { 'content-type': 'application/json' }).end('<html>gateway</html>')],

@@ -57,6 +57,20 @@ describe('a Secrets Manager secret: no current version, refreshes that overlap (
     assert.equal(JSON.stringify(lines).includes('-token-'), false);
   });
 
+  test('pending and current on one version (a rotation ending): its tokens taken once, no problem logged; an unchanged read logs nothing', async (t) => {
+    const { logger, lines } = keptLogger();
+    /** @type {Record<string, string | undefined>} */
+    const stages = { AWSCURRENT: '{"feeder":"token-3","crm":"token-4"}', AWSPENDING: '{"feeder":"token-3","crm":"token-4"}' };
+    const reader = { getSecretString: async (/** @type {string} */ _id, /** @type {string} */ stage) => stages[stage] };
+    const source = await new TokenSource(config, { logger, secrets: reader }).start();
+    t.after(() => source.close());
+    assert.equal(source.current.match('token-3'), 'feeder');
+    assert.equal(source.current.size, 2);
+    await source.refresh();
+    await source.refresh();
+    assert.deepEqual(lines.map((l) => [l.level, l.msg]), [[30, 'bearer tokens read']], 'read once, logged once');
+  });
+
   test('two refreshes at once share one read; the next refresh reads again', async (t) => {
     const { logger } = keptLogger();
     const secret = heldSecret({ AWSCURRENT: '{"feeder":"old-token-1"}' });
