@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 // `npm run mutate`: a mutation run over the unit-tested logic of the write policy, the feeder's
 // failure ledger and authentication. Each mutant is one deliberate break (a condition flipped, a
 // decision swapped, a boundary moved, a retry or a check dropped), applied to its file in place and
@@ -10,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Option, createCommand } from '@sluice/db/command-line';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TIMEOUT_MS = 120_000;
@@ -156,7 +156,10 @@ async function run(mutant) {
 }
 
 async function main() {
-  const only = process.argv[2];
+  const { only } = createCommand('npm run mutate --', `A mutation run: ${MUTANTS.length} deliberate breaks of the write policy, the feeder's failure ledger (batch response, message groups) and authentication, each applied in place and restored, each judged by its file's unit tests: killed (they fail), survived, or stale (the text to break is no longer there). Prints each verdict and the score; exits 1 when a mutant survives in the write policy.`)
+    .addOption(new Option('--only <text>', 'only the mutants whose file or name contains this'))
+    .parse()
+    .opts();
   const mutants = only ? MUTANTS.filter((m) => m.file.includes(only) || m.name.includes(only)) : MUTANTS;
   for (const files of new Set(mutants.map((m) => TESTS[m.file]))) {
     if (!(await testsPass(files))) {
