@@ -18,7 +18,7 @@ const TIMEOUT_MS = 120_000;
 const TESTS = {
   'service/src/users/write-policy.js': ['service/test/unit/write-policy.test.js', 'service/test/unit/write-policy-causes.test.js'],
   'lambda/src/batch-response.js': ['lambda/test/unit/batch-response.test.js'],
-  'lambda/src/message-groups.js': ['lambda/test/unit/message-groups.test.js'],
+  'lambda/src/failure-ledger.js': ['lambda/test/unit/failure-ledger.test.js'],
   'service/src/auth/jwt.js': ['service/test/unit/jwt.test.js', 'service/test/unit/jwt-cache.test.js'],
   'service/src/auth/token-set.js': ['service/test/unit/credentials.test.js', 'service/test/unit/token-source-secret.test.js'],
   'service/src/auth/token-source.js': ['service/test/unit/credentials.test.js', 'service/test/unit/token-source-secret.test.js'],
@@ -64,12 +64,15 @@ export const MUTANTS = [
     ['the first failure dropped', '[...failedMessageIds].map(', '[...failedMessageIds].slice(1).map('],
     ['the field misnamed', 'return { batchItemFailures:', 'return { batchItemFailure:'],
   ]),
-  ...of('lambda/src/message-groups.js', [
-    ['standard messages grouped together', 'if (group === undefined) continue;', ''],
-    ['the next of a group not held', 'ids.slice(i + 1)', 'ids.slice(i + 2)'],
-    ['a message held behind itself', 'ids.slice(i + 1)', 'ids.slice(i)'],
-    ['an own failure overwritten as held', 'if (!all.has(id)) all.set(id', 'all.set(id'],
-    ['followers of the stored held', 'if (!failed.has(record.messageId)) continue;', 'if (failed.has(record.messageId)) continue;'],
+  ...of('lambda/src/failure-ledger.js', [
+    ['a failure replaces poison', "if (own.get(messageId)?.kind !== 'poison') own.set", 'own.set'],
+    ['earlier messages held, not later', 'first.index < at.index ? first.messageId', 'first.index > at.index ? first.messageId'],
+    ["a group's first failure is its latest", 'first === undefined || at.index < first.index', 'true'],
+    ['messages without a group held', 'at?.group === undefined ? undefined : failedGroups.get(at.group)', 'failedGroups.get(at?.group)'],
+    ['never a FIFO batch', 'fifo: records.some(', 'fifo: false && records.some('],
+    ['an own failure forgotten by hasFailed', 'own.has(messageId) || heldBehind', 'heldBehind'],
+    ['a held message forgotten by hasFailed', '|| heldBehind(messageId) !== undefined', ''],
+    ['held messages left out of the answer', 'else if (behind) all.set(', 'else if (false) all.set('],
   ]),
   ...of('service/src/auth/jwt.js', [
     ['a cached token past its exp', 'until: Math.min(now + VERIFIED_CACHE_MS, expires)', 'until: now + VERIFIED_CACHE_MS'],
@@ -156,7 +159,7 @@ async function run(mutant) {
 }
 
 async function main() {
-  const { only } = createCommand('npm run mutate --', `A mutation run: ${MUTANTS.length} deliberate breaks of the write policy, the feeder's failure ledger (batch response, message groups) and authentication, each applied in place and restored, each judged by its file's unit tests: killed (they fail), survived, or stale (the text to break is no longer there). Prints each verdict and the score; exits 1 when a mutant survives in the write policy.`)
+  const { only } = createCommand('npm run mutate --', `A mutation run: ${MUTANTS.length} deliberate breaks of the write policy, the feeder's failure ledger (batch response, failure ledger) and authentication, each applied in place and restored, each judged by its file's unit tests: killed (they fail), survived, or stale (the text to break is no longer there). Prints each verdict and the score; exits 1 when a mutant survives in the write policy.`)
     .addOption(new Option('--only <text>', 'only the mutants whose file or name contains this'))
     .parse()
     .opts();
