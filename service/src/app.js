@@ -2,18 +2,19 @@ import express from 'express';
 import { ApiError } from './errors.js';
 import { AdmissionBudget } from './http/admission-budget.js';
 import { admitRequest } from './http/admission.js';
+import { byContentType } from './http/content-types.js';
 import { errorHandler } from './http/error-handler.js';
 import { readJsonBody } from './http/json-body.js';
-import { readPreferences } from './http/prefer.js';
-import { readWriteQuery } from './http/write-query.js';
+import { postUsers } from './http/post-users.js';
+import { STREAM_TYPES, postUsersStream } from './http/post-users-stream.js';
 import { observeRequests } from './http/request-log.js';
 import { authenticate } from './http/authenticate.js';
+import { readWriteOptions } from './http/write-options.js';
 import { createOpenApiDocument } from './openapi.js';
 import { NO_TRACING } from './tracing/tracing.js';
 import { createGroupCommit } from './users/group-commit.js';
-import { postUsers } from './users/post-users.js';
-import { STREAM_HOLD_BYTES, streamUsers } from './users/stream-import.js';
-import { createUserWriter } from './users/user-repository.js';
+import { STREAM_HOLD_BYTES, createStreamImport } from './users/stream-import.js';
+import { createUserWriter } from './users/user-writer.js';
 import { createWritePolicy } from './users/write-policy.js';
 
 /**
@@ -51,19 +52,27 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
         tracing,
       })
     : undefined;
-  /** @type {import('./users/post-users.js').WriteUsers} */
+  /** @type {import('./http/post-users.js').WriteUsers} */
   const write = async (rows, resolution, options) => {
     if (groupCommit && rows.length <= config.groupCommitSmallRows) return groupCommit.writeUsers(rows, resolution, options);
     const [counts] = await writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows });
     return counts;
   };
   // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
-  /** @type {import('./users/post-users.js').WriteUsers} */
+  /** @type {import('./http/post-users.js').WriteUsers} */
   const writeUsers = tracing.enabled
     ? (rows, resolution, options) => tracing.inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
     : write;
   // The in-flight work budget, in body bytes (http/admission-budget.js; http/admission.js admits a request into it).
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
+  // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes on to the JSON steps.
+  const importUsers = createStreamImport({ db, policy });
+  const admitStream = admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, holdBytes: STREAM_HOLD_BYTES });
+  /** @type {Record<string, import('express').RequestHandler>} */
+  const streamRoutes = {};
+  for (const [type, format] of Object.entries(STREAM_TYPES)) {
+    streamRoutes[type] = postUsersStream({ format, importUsers, admit: admitStream, maxStreamBytes: config.maxStreamBytes, idleTimeoutMs: config.streamIdleTimeoutMs, metrics });
+  }
 
   const app = express();
   app.disable('x-powered-by');
@@ -76,17 +85,8 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   app.post(
     '/users',
     authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth, tracing }),
-    readPreferences(),
-    readWriteQuery(),
-    // An NDJSON or CSV body is streamed (users/stream-import.js) and answered there; a JSON one goes on.
-    streamUsers({
-      db,
-      policy,
-      admit: admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, holdBytes: STREAM_HOLD_BYTES }),
-      maxStreamBytes: config.maxStreamBytes,
-      idleTimeoutMs: config.streamIdleTimeoutMs,
-      metrics,
-    }),
+    readWriteOptions(),
+    byContentType(streamRoutes),
     tracing.tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
     tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),
     postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics, tracing }),

@@ -3,7 +3,7 @@ import { DATABASE_VARIABLES, databaseRules, databaseUrlFrom } from '@sluice/db/d
 import { TRACING_VARIABLES, boolean, defineVariables, integer, loadEnv, matching, milliseconds, oneOf, text, tracingConfigFrom, url } from '@sluice/env';
 import { parseNamedTokens } from '@sluice/env/named-tokens';
 import { DEFAULT_CLIENT, mergeNamedTokens } from './auth/token-set.js';
-import { STRATEGIES } from './users/user-repository.js';
+import { INSERT_STRATEGIES } from './users/insert-strategies.js';
 
 /**
  * @typedef {object} Config
@@ -21,7 +21,7 @@ import { STRATEGIES } from './users/user-repository.js';
  * @property {number} maxStreamBytes      a streamed body (NDJSON, CSV) decoded, at most
  * @property {number} streamIdleTimeoutMs  how long a streamed body may send nothing before 408
  * @property {number} insertChunkRows
- * @property {import('./users/user-repository.js').Strategy} insertStrategy
+ * @property {import('./users/insert-strategies.js').InsertStrategy} insertStrategy
  * @property {boolean} groupCommit        small concurrent requests share one INSERT and one commit
  * @property {number} groupCommitMaxRows  rows in one group's statement at most
  * @property {number} groupCommitSmallRows  a request of at most this many users is grouped
@@ -91,8 +91,8 @@ export const SERVICE_VARIABLES = defineVariables({
   STREAM_IDLE_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 30_000, description: 'how long a streamed body may send nothing (it may take as long as it likes in all); past it, 408 and nothing written' },
   INSERT_CHUNK_ROWS: { parser: integer({ min: 1, max: 100_000 }), default: 1000, description: 'rows per INSERT statement' },
   INSERT_STRATEGY: {
-    parser: oneOf(/** @type {(keyof typeof STRATEGIES)[]} */ (Object.keys(STRATEGIES))),
-    default: /** @type {keyof typeof STRATEGIES} */ ('format'),
+    parser: oneOf(INSERT_STRATEGIES),
+    default: /** @type {import('./users/insert-strategies.js').InsertStrategy} */ ('format'),
     description: 'format: a pg-format multi-row INSERT of text[] literals; unnest: the same with array parameters; copy: COPY, through a staging table when a chunk meets a stored email',
   },
   GROUP_COMMIT: { parser: boolean, default: true, description: 'small concurrent requests share one statement and one commit; off: each request is its own' },

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import zlib from 'node:zlib';
 import { ApiError, InvalidBatchError } from '../errors.js';
 import { sendContinue } from './expect-continue.js';
-import { findDuplicateKeys } from './json-keys.js';
+import { findDuplicateKeys } from '../json-keys.js';
 import { parseMediaType } from './media-type.js';
 import { ClientGoneError, readBody } from './read-body.js';
 import { repeatedHeaders } from './repeated-headers.js';

@@ -99,21 +99,3 @@ export function resolutionPreference(header) {
   const resolutionApplied = applied?.split(', ').find((p) => p.startsWith('resolution='));
   return resolutionApplied ? { resolution, applied: resolutionApplied } : { resolution };
 }
-
-/**
- * Middleware: reads the preferences before the body is read, so an unsupported one costs nothing;
- * leaves them in res.locals: resolution, returnPreference, countRows, and preferenceApplied for
- * the answer's Preference-Applied.
- * @returns {import('express').RequestHandler}
- */
-export function readPreferences() {
-  return (req, res, next) => {
-    const header = req.headers.prefer;
-    const preferences = parsePreferences(Array.isArray(header) ? header.join(', ') : header);
-    res.locals.resolution = preferences.resolution;
-    res.locals.returnPreference = preferences.return;
-    res.locals.countRows = preferences.count;
-    res.locals.preferenceApplied = preferences.applied;
-    next();
-  };
-}

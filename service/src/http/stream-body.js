@@ -9,27 +9,9 @@ import { repeatedHeaders } from './repeated-headers.js';
 // holds the client back). Its limits are its own: MAX_STREAM_BYTES in all, and an idle timeout
 // between two pieces instead of one on the whole body, which may rightly take minutes.
 
-/** The media types of a stream, by the format of its records. */
-export const STREAM_TYPES = /** @type {const} */ ({ 'application/x-ndjson': 'ndjson', 'application/jsonl': 'ndjson', 'text/csv': 'csv' });
-/** @typedef {(typeof STREAM_TYPES)[keyof typeof STREAM_TYPES]} StreamFormat */
-
-/**
- * The stream format a request's Content-Type names, or undefined for any other (the JSON body's
- * reader then answers for it, refusals included).
- * @param {import('node:http').IncomingMessage} req
- * @returns {StreamFormat | undefined}
- */
-export function streamFormat(req) {
-  const header = req.headers['content-type'];
-  // The JSON array, by far the most common, costs one comparison.
-  if (header === undefined || (header.startsWith('application/json') && !header.startsWith('application/jsonl'))) return undefined;
-  const type = parseMediaType(header);
-  return type && Object.hasOwn(STREAM_TYPES, type.type) ? STREAM_TYPES[/** @type {keyof typeof STREAM_TYPES} */ (type.type)] : undefined;
-}
-
 /**
  * What is wrong with a stream's headers, or the decoder its body needs.
- * @param {import('node:http').IncomingMessage} req  whose streamFormat is known
+ * @param {import('node:http').IncomingMessage} req  whose type is a stream's
  * @param {number} maxStreamBytes
  */
 export function checkStreamHeaders(req, maxStreamBytes) {
@@ -180,28 +162,4 @@ function decodeUtf8(utf8, chunk, more) {
   } catch {
     throw new ApiError('invalid_utf8');
   }
-}
-
-/**
- * Waits for a writable that is behind to drain, or for the reader to fail meanwhile.
- * @param {import('node:stream').Writable} writable
- */
-export function drained(writable) {
-  return new Promise((resolve, reject) => {
-    const onDrain = () => {
-      writable.off('error', onError);
-      writable.off('close', onClose);
-      resolve(undefined);
-    };
-    /** @param {Error} err */
-    const onError = (err) => {
-      writable.off('drain', onDrain);
-      writable.off('close', onClose);
-      reject(err);
-    };
-    const onClose = () => onError(new Error('the COPY stream closed before it drained'));
-    writable.once('drain', onDrain);
-    writable.once('error', onError);
-    writable.once('close', onClose);
-  });
 }

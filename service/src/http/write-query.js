@@ -115,16 +115,3 @@ function parseSelect(select) {
 function unknownColumn(column, parameter, known) {
   return new ApiError('unknown_column', `Could not find the '${column}' column of 'users' (?${parameter}); its columns are ${known.join(', ')}`);
 }
-
-/**
- * Middleware: reads the query before the body is read, so a refused one costs nothing; leaves it
- * in res.locals.writeQuery.
- * @returns {import('express').RequestHandler}
- */
-export function readWriteQuery() {
-  return (req, res, next) => {
-    const mark = req.url.indexOf('?');
-    res.locals.writeQuery = mark === -1 ? NOTHING : parseWriteQuery(req.url.slice(mark + 1));
-    next();
-  };
-}

@@ -4,9 +4,9 @@ import { byEmail } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-schema.js').Resolution} Resolution */
-/** @typedef {import('./user-repository.js').Counts} Counts */
-/** @typedef {import('./user-repository.js').WriteOptions} WriteOptions */
-/** @typedef {import('./user-repository.js').UserWriter['write']} Write */
+/** @typedef {import('./user-writer.js').Counts} Counts */
+/** @typedef {import('./user-writer.js').WriteOptions} WriteOptions */
+/** @typedef {import('./user-writer.js').UserWriter['write']} Write */
 /** @typedef {import('../tracing/tracing.js').Tracing} Tracing */
 /**
  * @typedef {object} Waiting  a request's validated rows, waiting for a write slot (a Part of its group's write)

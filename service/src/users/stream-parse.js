@@ -1,5 +1,5 @@
 import { ApiError } from '../errors.js';
-import { findDuplicateKeys } from '../http/json-keys.js';
+import { findDuplicateKeys } from '../json-keys.js';
 import { REQUIRED_FIELDS, USER_FIELDS } from '../user-columns.js';
 
 // The records of a streamed body (NDJSON or CSV), parsed as the text arrives: each record is handed

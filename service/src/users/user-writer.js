@@ -1,11 +1,14 @@
 import { lastResult } from '../transaction-settings.js';
+import { allNewFirst } from './all-new-first.js';
 import { STRATEGIES, formatWriter, insertQuery } from './chunk-writers.js';
 import { createReplayGuess } from './replay-guess.js';
 import { RETURNED_AS_TEXT, insertedUser, mergedUser, rowsAsArrays, timestampAsJson, writeStatement } from './user-sql.js';
 import { createWritePolicy } from './write-policy.js';
 
-// config.js (and bench/) name the strategies from here.
-export { STRATEGIES } from './chunk-writers.js';
+// The user writer: `write`, the one way in for every kind of write but the stream (write-policy.js
+// says how each kind is timed and what its failure means). A request is chunked (one transaction
+// when several chunks), a group is one pg-format statement; both go all-new first (all-new-first.js),
+// resolving conflicts at once while replays are likely (replay-guess.js).
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-schema.js').Resolution} Resolution */
@@ -13,85 +16,37 @@ export { STRATEGIES } from './chunk-writers.js';
 /** @typedef {import('pg').PoolClient} PoolClient */
 /** @typedef {import('../transaction-settings.js').TimeLimits} TimeLimits */
 /** @typedef {import('./chunk-writers.js').ChunkWriter} ChunkWriter */
-/** @typedef {import('./chunk-writers.js').Strategy} Strategy */
+/** @typedef {import('./insert-strategies.js').InsertStrategy} Strategy */
 /** @typedef {import('./write-policy.js').WriteKind} WriteKind */
-/**
- * A row as written, as a representation shows it (return=representation), its keys in the
- * answer's order; the write inserted it when updatedAt is null (else it updated it).
- * @typedef {import('../user-columns.js').WrittenUser} WrittenUser
- */
-/**
- * What a write did for one request: its counts, and the rows it wrote when asked for them
- * (withRows), sorted by email.
- * @typedef {{ inserted: number, updated: number, users?: WrittenUser[] }} Counts
- */
+/** @typedef {import('../user-columns.js').WrittenUser} WrittenUser  a row as written; inserted when updatedAt is null */
+/** @typedef {{ inserted: number, updated: number, users?: WrittenUser[] }} Counts  one request's; users when it asked (withRows), by email */
 /** @typedef {{ withRows?: boolean }} WriteOptions  withRows: answer the rows written too (return=representation) */
+/** @typedef {{ rows: UserRow[], withRows: boolean }} Part  one request a group's statement carries */
 /**
- * One request a group's statement carries: its rows, and whether it wants them back as written.
- * @typedef {{ rows: UserRow[], withRows: boolean }} Part
- */
-/**
- * What to write, and how (the writer's one way in).
  * @typedef {object} WriteRequest
- * @property {Exclude<WriteKind, 'stream'>} kind  how it is written (write-policy.js): its time limits, what its failure means
- * @property {UserRow[]} rows  validated, sorted by email, no email twice: a request's, or a group's
- *   (at most one statement's worth then)
+ * @property {Exclude<WriteKind, 'stream'>} kind
+ * @property {UserRow[]} rows  validated, sorted by email, no email twice
  * @property {Resolution} resolution
- * @property {boolean} [withRows]  answer the rows written (return=representation); a group: any part wants them
+ * @property {boolean} [withRows]  answer the rows written; a group: any part wants them
  * @property {readonly Part[]} [parts]  a group's requests, in the order their answers are wanted
  */
+/** @typedef {Counts[]} Written  per request carried: a group's parts in order, else the one */
 /**
- * What a write did, per request it carried: a group's parts in their order, else the one request.
- * Each request's Counts has its rows as written (per email) when it asked for them.
- * @typedef {Counts[]} Written
- */
-/**
- * The writer's state, shared by its paths.
  * @typedef {{ db: import('../db.js').Database, chunkRows: number, chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>, policy: import('./write-policy.js').WritePolicy }} Writer
  */
-
-const UNIQUE_VIOLATION = '23505';
-
-/** @param {unknown} err */
-export const isUniqueViolation = (err) => /** @type {{ code?: string }} */ (err)?.code === UNIQUE_VIOLATION;
 
 /** @param {Resolution} resolution @returns {OnConflict} */
 const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip');
 
 /**
- * Writes validated rows, all or nothing per request: `write` is the one way in, whatever the kind
- * of write (write-policy.js), and answers what it did for each request it carried (Written).
- *
- * A request on its own (batch, alone, slow) is one statement per chunk of `chunkRows` by its
- * strategy; several chunks run in one transaction, a single chunk needs none (one statement is
- * atomic). A group is one pg-format statement whatever the strategy, which tells what it did to
- * each email, so that each request of it is credited its own.
- *
- * Resolving conflicts (ON CONFLICT) costs PostgreSQL about a quarter of its insert rate, and
- * almost every batch is new users. So a write first goes in as all-new; a unique violation rolls
- * that attempt back whole and it is written again resolving conflicts. After a replay the next
- * writes resolve conflicts at once for a while (replays come in runs: a retried message, a
- * re-sent file), so a replay-heavy load never pays twice.
- *
- * A write that fails is answered as the policy decides (write-policy.js): a request's write may
- * be tried once more, then gets its 503 or its own failure; a group's failure is thrown as it is,
- * for group commit to ask the policy what it means for its requests.
- *
  * @param {import('../db.js').Database} db
  * @param {{ chunkRows: number, strategy: Strategy, policy?: import('./write-policy.js').WritePolicy }} options
- *   policy: the write policy (its time limits and decisions); by default one with db's diagnosis
- *   and no lock timeout of the groups' own
  */
 export function createUserWriter(db, { chunkRows, strategy, policy = createWritePolicy(db) }) {
   /** @type {Writer} */
   const writer = { db, chunkRows, chunkWriter: STRATEGIES[strategy], replays: createReplayGuess(), policy };
   return {
-    /**
-     * @param {WriteRequest} request
-     * @returns {Promise<Written>}
-     * @throws {import('../errors.js').DatabaseUnavailableError | import('../errors.js').DatabaseTimeoutError | import('../errors.js').OutcomeUnknownError}
-     *   or the write's own failure; a group's failure undiagnosed
-     */
+    /** A failure as the policy answers it; a group's as it came, for group commit. @param {WriteRequest} request @returns {Promise<Written>} */
     write: (request) => (request.kind === 'group' ? writeGroup(writer, request) : tried(writer, request.kind, () => writeRequest(writer, request))),
   };
 }
@@ -123,27 +78,20 @@ async function tried({ policy }, kind, attempt) {
 }
 
 /**
- * All-new first; resolving conflicts after a unique violation, or at once while replays are
- * likely. Every way in (a request alone, a group) goes through here.
+ * All-new first, resolving conflicts at once while replays are likely; a write that met stored
+ * emails makes them likely.
  * @template T
- * @param {Writer} writer
- * @param {number} rowCount
- * @param {() => Promise<T>} asNew  fails with a unique violation when an email is stored
- * @param {() => Promise<T>} resolving
+ * @param {Writer} writer @param {number} rowCount @param {() => Promise<T>} asNew @param {() => Promise<T>} resolving
  * @param {(result: T) => number} insertedOf
  * @returns {Promise<T>}
  */
-async function allNewFirst({ replays }, rowCount, asNew, resolving, insertedOf) {
-  if (!replays.likely()) {
-    try {
-      return await asNew();
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-    }
-  }
-  const result = await resolving();
-  if (insertedOf(result) < rowCount) replays.seen();
-  return result;
+function newFirst({ replays }, rowCount, asNew, resolving, insertedOf) {
+  const resolved = async () => {
+    const result = await resolving();
+    if (insertedOf(result) < rowCount) replays.seen();
+    return result;
+  };
+  return allNewFirst(asNew, resolved, { tryNew: !replays.likely() });
 }
 
 /**
@@ -155,7 +103,7 @@ async function writeRequest(writer, { kind, rows, resolution, withRows }) {
   const limits = writer.policy.limits(kind);
   /** @param {OnConflict} onConflict @returns {Promise<Counts>} */
   const once = (onConflict) => (withRows ? writeReturningRows(writer, rows, onConflict, limits) : writeCounts(writer, rows, onConflict, limits));
-  return [await allNewFirst(writer, rows.length, () => once('fail'), () => once(onConflictFor(resolution)), (c) => c.inserted)];
+  return [await newFirst(writer, rows.length, () => once('fail'), () => once(onConflictFor(resolution)), (c) => c.inserted)];
 }
 
 /**
@@ -234,7 +182,7 @@ async function writeGroup(writer, { rows, resolution, withRows, parts = [{ rows,
     if (onConflict === 'fail') return query('fail', 'none').then(() => 'all');
     return new Map(lastResult(await query(onConflict, 'emails')).rows.map((row) => [row.email, row.inserted]));
   };
-  const written = await allNewFirst(writer, rows.length, () => attempt('fail'), () => attempt(onConflictFor(resolution)), (r) => insertedIn(r, rows.length));
+  const written = await newFirst(writer, rows.length, () => attempt('fail'), () => attempt(onConflictFor(resolution)), (r) => insertedIn(r, rows.length));
   return parts.map((part) => credit(part.rows, written, part.withRows));
 }
 

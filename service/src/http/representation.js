@@ -1,11 +1,11 @@
-import { OUTCOME, READ_COLUMNS } from '../http/write-query.js';
-import { insertedUser } from './user-sql.js';
+import { insertedUser } from '../users/user-sql.js';
+import { OUTCOME, READ_COLUMNS } from './write-query.js';
 
 // return=representation's answer, as JSON text: the rows written, in the order sent.
 
-/** @typedef {import('./user-repository.js').WrittenUser} WrittenUser */
-/** @typedef {import('./user-schema.js').UserRow} UserRow */
-/** @typedef {import('../http/write-query.js').ReadColumn} ReadColumn */
+/** @typedef {import('../users/user-writer.js').WrittenUser} WrittenUser */
+/** @typedef {import('../users/user-schema.js').UserRow} UserRow */
+/** @typedef {import('./write-query.js').ReadColumn} ReadColumn */
 
 /**
  * The rows written, in the order their emails were first sent, each with the columns selected, as
