@@ -92,6 +92,12 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
     postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics, tracing }),
   );
 
+  // Any other method on /users: 405 with the method it serves (RFC 9110, 15.5.6).
+  app.all('/users', (req, res, next) => {
+    res.setHeader('Allow', 'POST');
+    next(new ApiError('method_not_allowed', `${req.method} /users is not served: send POST`));
+  });
+
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok', pid: process.pid });
   });
