@@ -26,7 +26,7 @@ const NONE = Object.freeze({ resolution: 'ignore', count: false });
 /**
  * The preferences of a request's `Prefer` headers: preferences are separated by commas, each
  * `name[=value]` with optional `;` parameters; names are case-insensitive; the first of a name
- * counts. Preference-Applied lists what was honoured in PostgREST's order (resolution, return,
+ * counts, but two resolutions that differ are refused. Preference-Applied lists what was honoured in PostgREST's order (resolution, return,
  * count, handling).
  *
  * @param {string | undefined} header  every Prefer header of the request (Node joins them with ", ")
@@ -46,7 +46,12 @@ export function parsePreferences(header) {
     const name = (eq === -1 ? nameValue : nameValue.slice(0, eq)).trim().toLowerCase();
     if (name === '') continue;
     const value = eq === -1 ? '' : nameValue.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
-    if (first.has(name)) continue;
+    if (first.has(name)) {
+      if (name === 'resolution' && first.get(name) !== value) {
+        throw new ApiError('unsupported_preference', `Prefer: resolution is given twice with different values (${JSON.stringify(first.get(name)).slice(1, -1)}, ${JSON.stringify(value).slice(1, -1)}); send one`);
+      }
+      continue;
+    }
     first.set(name, value);
     if (!isHonoured(name, value)) unknown.push(preference.trim());
   }
