@@ -118,7 +118,7 @@ export function createCsvParser() {
       const at = line;
       // Whole or not yet, a record is refused past the limit (its line break counted), so the
       // answer does not depend on how the body was cut into pieces.
-      if (record.next - pos > MAX_RECORD_CHARS) throw malformed(`the record ${tooLong()}`, at);
+      if (record.next - pos > MAX_RECORD_CHARS) throw malformed(tooLongRecord(rest, pos), at);
       pos = record.next;
       line += record.lines;
       const { fields } = record;
@@ -139,7 +139,7 @@ export function createCsvParser() {
       onRecord(user, at, []);
     }
     rest = rest.slice(pos);
-    if (rest.length > MAX_RECORD_CHARS) throw malformed(`the record ${tooLong()}`);
+    if (rest.length > MAX_RECORD_CHARS) throw malformed(tooLongRecord(rest, 0));
   }
 
   return {
@@ -211,6 +211,30 @@ function parseRecord(s, pos, final, line) {
     }
     throw malformedCsv('a quoted field must be followed by a comma or the end of the line', line + lines);
   }
+}
+
+/**
+ * Why a record past MAX_RECORD_CHARS is refused, read from its first MAX_RECORD_CHARS characters
+ * alone (whole or not yet, however the body was cut): a quoted field still open there is named.
+ * @param {string} s @param {number} pos  where the record starts
+ */
+function tooLongRecord(s, pos) {
+  const end = pos + MAX_RECORD_CHARS;
+  let quoted = false;
+  let fieldStart = true;
+  for (let i = pos; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (quoted) {
+      if (c === QUOTE) {
+        if (i + 1 < end && s.charCodeAt(i + 1) === QUOTE) i++;
+        else quoted = false;
+      }
+    } else {
+      quoted = fieldStart && c === QUOTE;
+      fieldStart = c === COMMA || c === LF;
+    }
+  }
+  return quoted ? `a quoted field is not closed within ${MAX_RECORD_CHARS} characters (a double quote opens it and none closes it)` : `the record ${tooLong()}`;
 }
 
 /**
