@@ -18,25 +18,13 @@ import { createUserWriter } from './users/user-writer.js';
 import { createWritePolicy } from './users/write-policy.js';
 
 /**
- * The composition root: builds every part of the service from the configuration, hands each what
- * it uses, and lays out the routes, so the whole request path reads top to bottom here. Returns
- * the Express app without listening (http/node-server.js serves it; tests drive it on port 0).
- *
- * @param {{
- *   config: import('./config.js').Config,
- *   db: import('./db.js').Database,
- *   logger: import('pino').Logger,
- *   metrics: import('./metrics.js').Metrics,
- *   auth: import('./auth/start-auth.js').Authentication,
- *   renderMetrics?: () => Promise<string>,
- *   tracing?: import('./tracing/tracing.js').Tracing,
- * }} deps  auth: the credentials POST /users accepts (auth/start-auth.js, started before);
- *   renderMetrics: how /metrics is rendered (the cluster aggregates across workers); tracing: the
- *   spans of the request's steps and of its write (off unless handed one: main.js makes it)
+ * The composition root: every part built from the configuration and the routes laid out, so the
+ * request path reads top to bottom here; the Express app, not listening (http/node-server.js).
+ * @param {{ config: import('./config.js').Config, db: import('./db.js').Database, logger: import('pino').Logger, metrics: import('./metrics.js').Metrics,
+ *   auth: import('./auth/start-auth.js').Authentication, renderMetrics?: () => Promise<string>, tracing?: import('./tracing/tracing.js').Tracing }} deps
  */
 export function createApp({ config, db, logger, metrics, auth, renderMetrics = () => metrics.registry.metrics(), tracing = NO_TRACING }) {
-  // Writing (users/write-policy.js decides the time limits and what a failure means for every
-  // writer): a request alone, or small ones grouped into one statement (users/group-commit.js).
+  // Writing: one policy for every writer; a request alone, or small ones grouped.
   const policy = createWritePolicy(db, { lockTimeoutMs: config.dbLockTimeoutMs });
   const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy, policy });
   const groupCommit = config.groupCommit
@@ -63,13 +51,11 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   const writeUsers = tracing.enabled
     ? (rows, resolution, options) => tracing.inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
     : write;
-  // The in-flight work budget, in body bytes (http/admission-budget.js; http/admission.js admits a request into it).
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
   // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes on to the JSON steps.
   const importUsers = createStreamImport({ db, policy });
   const admitStream = admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, holdBytes: STREAM_HOLD_BYTES });
-  /** @type {Record<string, import('express').RequestHandler>} */
-  const streamRoutes = {};
+  const streamRoutes = /** @type {Record<string, import('express').RequestHandler>} */ ({});
   for (const [type, format] of Object.entries(STREAM_TYPES)) {
     streamRoutes[type] = postUsersStream({ format, importUsers, admit: admitStream, maxStreamBytes: config.maxStreamBytes, idleTimeoutMs: config.streamIdleTimeoutMs, metrics });
   }
@@ -80,8 +66,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   app.set('etag', false);
   app.use(observeRequests(app, logger, metrics, { quiet: (req) => req.url === '/healthz' || req.url === '/metrics' }));
 
-  // The hot route first, on the app itself: under the single-user load every layer shows. Each step
-  // refuses what it can before the next one costs anything; the body is read only once admitted.
+  // The hot route first; each step refuses what it can before the next costs anything.
   app.post(
     '/users',
     authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth, tracing }),

@@ -2,11 +2,7 @@
 // items that wrote nothing: inserted + updated + stale = received), a representation's rows, or no
 // body when `Prefer: return=` asked; Preference-Applied and Content-Range as asked.
 
-/**
- * @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics
- * @param {{ received: number, inserted: number, updated: number }} counts
- * @param {string} [rows]  return=representation's rows, as JSON text (representation.js)
- */
+/** @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics @param {{ received: number, inserted: number, updated: number }} counts @param {string} [rows]  representation.js's JSON */
 export function answerWritten(res, metrics, { received, inserted, updated }, rows) {
   const options = res.locals.write;
   metrics.usersReceived.inc(received);

@@ -12,15 +12,8 @@ import { checkStreamHeaders, readStream } from './stream-body.js';
 export const STREAM_TYPES = /** @type {const} */ ({ 'application/x-ndjson': 'ndjson', 'application/jsonl': 'ndjson', 'text/csv': 'csv' });
 
 /**
- * @param {{
- *   format: import('../users/stream-import.js').StreamFormat,
- *   importUsers: ReturnType<typeof import('../users/stream-import.js').createStreamImport>,
- *   admit: import('express').RequestHandler,
- *   maxStreamBytes: number,
- *   idleTimeoutMs: number,
- *   metrics: import('../metrics.js').Metrics,
- * }} deps  admit: admission control, charging what a stream holds at once
- * @returns {import('express').RequestHandler}
+ * @param {{ format: import('../users/stream-import.js').StreamFormat, importUsers: ReturnType<typeof import('../users/stream-import.js').createStreamImport>,
+ *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number, metrics: import('../metrics.js').Metrics }} deps @returns {import('express').RequestHandler}
  */
 export function postUsersStream({ format, importUsers, admit, maxStreamBytes, idleTimeoutMs, metrics }) {
   return (req, res, next) => {
@@ -31,10 +24,7 @@ export function postUsersStream({ format, importUsers, admit, maxStreamBytes, id
     admit(req, res, (/** @type {unknown} */ err) => (err ? next(err) : serve(req, res, next, checked.decoder)));
   };
 
-  /**
-   * @param {import('express').Request} req @param {import('express').Response} res @param {import('express').NextFunction} next
-   * @param {(() => import('node:stream').Transform) | null} decoder
-   */
+  /** @param {import('express').Request} req @param {import('express').Response} res @param {import('express').NextFunction} next @param {(() => import('node:stream').Transform) | null} decoder */
   async function serve(req, res, next, decoder) {
     sendContinue(res);
     const reader = readStream(req, { decoder, maxStreamBytes, idleTimeoutMs });
@@ -53,12 +43,7 @@ export function postUsersStream({ format, importUsers, admit, maxStreamBytes, id
   }
 }
 
-/**
- * What a stream cannot do of PostgREST's interface, refused before anything is read: answer its
- * rows (there may be millions), or read only some columns.
- * @param {import('./write-options.js').WriteOptions} options
- * @returns {ApiError | undefined}
- */
+/** What a stream cannot do, refused before a byte is read: answer its rows, or read some columns. @param {import('./write-options.js').WriteOptions} options @returns {ApiError | undefined} */
 function unsupportedOnStreams({ return: returnPreference, query }) {
   if (returnPreference === 'representation') {
     return new ApiError('unsupported_preference', 'Prefer: return=representation is not supported on a streamed body (NDJSON, CSV): send return=minimal or none (the counts)');

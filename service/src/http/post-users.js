@@ -8,19 +8,14 @@ import { READ_COLUMNS } from './write-query.js';
 // The last step of a JSON POST /users (app.js puts authentication, the write options, admission and
 // the body reader before it): every item checked, the rows written all or nothing, answered.
 
-/** @typedef {import('../users/user-schema.js').UserRow} UserRow */
-/** @typedef {import('../users/user-schema.js').Resolution} Resolution */
+/** @typedef {import('../users/user-schema.js').UserRow} UserRow @typedef {import('../users/user-schema.js').Resolution} Resolution */
 /** @typedef {(rows: UserRow[], resolution: Resolution, options?: import('../users/user-writer.js').WriteOptions) => Promise<import('../users/user-writer.js').Counts>} WriteUsers */
 
 const WITH_ROWS = Object.freeze({ withRows: true });
 
 /**
- * The body's users as rows, checked as a batch; the parsed objects let go before the database wait.
- * @param {import('express').Request} req
- * @param {number} maxBatchItems
- * @param {Resolution} resolution
- * @param {string[] | undefined} columns  ?columns: only these keys of each object are read
- * @param {boolean} inOrder  also answer the rows in the order sent, repeats included (for a representation)
+ * The body's users as rows, checked as a batch (the parsed objects let go); inOrder: the rows as sent too.
+ * @param {import('express').Request} req @param {number} maxBatchItems @param {Resolution} resolution @param {string[] | undefined} columns @param {boolean} inOrder
  */
 function takeBatch(req, maxBatchItems, resolution, columns, inOrder) {
   let items = req.body;
@@ -34,22 +29,15 @@ function takeBatch(req, maxBatchItems, resolution, columns, inOrder) {
   return { received: items.length, rows: oncePerEmail(checked, resolution), sent };
 }
 
-/**
- * Only the keys ?columns names (as PostgREST); a non-object stays, for the validator to name.
- * @param {unknown} item @param {readonly string[]} columns
- */
+/** Only the keys ?columns names (as PostgREST); a non-object stays, for the validator. @param {unknown} item @param {readonly string[]} columns */
 function onlyColumns(item, columns) {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
-  /** @type {Record<string, unknown>} */
-  const kept = {};
+  const kept = /** @type {Record<string, unknown>} */ ({});
   for (const c of columns) if (Object.hasOwn(item, c)) kept[c] = /** @type {Record<string, unknown>} */ (item)[c];
   return kept;
 }
 
-/**
- * @param {{ writeUsers: WriteUsers, maxBatchItems: number, metrics: import('../metrics.js').Metrics, tracing?: import('../tracing/tracing.js').Tracing }} deps
- * @returns {import('express').RequestHandler}
- */
+/** @param {{ writeUsers: WriteUsers, maxBatchItems: number, metrics: import('../metrics.js').Metrics, tracing?: import('../tracing/tracing.js').Tracing }} deps @returns {import('express').RequestHandler} */
 export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRACING }) {
   return async (req, res) => {
     const { resolution, return: returnPreference, query } = res.locals.write;

@@ -1,8 +1,7 @@
 import { ApiError } from '../errors.js';
 
-// The Prefer header (RFC 7240) with PostgREST's vocabulary for writes: resolution, return, count,
-// handling. Preferences sluice does not honour are ignored, as the RFC says, unless the client asks
-// for `handling=strict` (then they are 400, as in PostgREST).
+// The Prefer header (RFC 7240) with PostgREST's words for writes: resolution, return, count,
+// handling. Others are ignored, unless `handling=strict` (then 400, as in PostgREST).
 
 /** The `resolution` preferences (PostgREST's names), by the Resolution they select. */
 const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
@@ -12,34 +11,22 @@ const COUNTS = new Set(['exact', 'planned', 'estimated']);
 const HANDLINGS = new Set(['lenient', 'strict']);
 
 /**
- * What a request prefers.
- * @typedef {object} Preferences
- * @property {import('../users/user-schema.js').Resolution} resolution
- * @property {'minimal' | 'headers-only' | 'representation'} [return]  none: sluice's counts object
- * @property {boolean} count  answer Content-Range with the rows affected
- * @property {string} [applied]  the value for Preference-Applied, when a preference was honoured
+ * return: none is sluice's counts; count: Content-Range; applied: Preference-Applied's value.
+ * @typedef {{ resolution: import('../users/user-schema.js').Resolution, return?: 'minimal' | 'headers-only' | 'representation', count: boolean, applied?: string }} Preferences
  */
 
 /** @type {Readonly<Preferences>} */
 const NONE = Object.freeze({ resolution: 'ignore', count: false });
 
 /**
- * The preferences of a request's `Prefer` headers: preferences are separated by commas, each
- * `name[=value]` with optional `;` parameters; names are case-insensitive; the first of a name
- * counts, but two resolutions that differ are refused. Preference-Applied lists what was honoured in PostgREST's order (resolution, return,
- * count, handling).
- *
- * @param {string | undefined} header  every Prefer header of the request (Node joins them with ", ")
- * @returns {Preferences}
- * @throws {ApiError} unsupported_preference: another resolution value; under handling=strict, any
- *   preference not honoured
+ * A request's `Prefer` headers (joined with ", "): `name[=value][;...]` by commas, names in any
+ * case, the first of a name counts but two resolutions that differ are refused (unsupported_preference).
+ * @param {string | undefined} header @returns {Preferences}
  */
 export function parsePreferences(header) {
   if (!header) return NONE;
-  /** @type {Map<string, string>} */
-  const first = new Map();
-  /** @type {string[]} */
-  const unknown = [];
+  const first = /** @type {Map<string, string>} */ (new Map());
+  const unknown = /** @type {string[]} */ ([]);
   for (const preference of header.split(',')) {
     const [nameValue] = preference.split(';');
     const eq = nameValue.indexOf('=');
@@ -94,11 +81,7 @@ function isHonoured(name, value) {
   }
 }
 
-/**
- * The `resolution` a request asks for (the part of parsePreferences that other writers need).
- * @param {string | undefined} header
- * @returns {{ resolution: import('../users/user-schema.js').Resolution, applied?: string }}
- */
+/** The `resolution` a request asks for. @param {string | undefined} header @returns {{ resolution: import('../users/user-schema.js').Resolution, applied?: string }} */
 export function resolutionPreference(header) {
   const { resolution, applied } = parsePreferences(header);
   const resolutionApplied = applied?.split(', ').find((p) => p.startsWith('resolution='));

@@ -10,25 +10,17 @@ const NO_QUERY_TIMEOUT = 2 ** 31 - 1;
 const COPY_AHEAD_BYTES = 256 * 1024;
 
 /**
- * @typedef {object} CopyInto
- * @property {(bytes: Buffer) => Promise<void>} write  waits while COPY is behind; nothing once it failed
- * @property {() => Promise<{ rows: number, error: Error | undefined }>} finish  ends it (or its abandonment)
- * @property {() => void} abandon  a COPY that must write nothing (the transaction will roll back)
- * @property {() => Error | undefined} error  its failure so far
+ * write waits while COPY is behind; abandon: it must write nothing; error: its failure so far.
+ * @typedef {{ write: (bytes: Buffer) => Promise<void>, finish: () => Promise<{ rows: number, error: Error | undefined }>, abandon: () => void, error: () => Error | undefined }} CopyInto
  */
 
-/**
- * A COPY under a savepoint of its own when named; its failure kept for the caller to decide.
- * @param {import('pg').PoolClient} client @param {string} sql @param {string} [savepoint]
- * @returns {Promise<CopyInto>}
- */
+/** A COPY, under a savepoint when named; its failure kept for the caller. @param {import('pg').PoolClient} client @param {string} sql @param {string} [savepoint] @returns {Promise<CopyInto>} */
 export async function startCopy(client, sql, savepoint) {
   if (savepoint) await client.query(`SAVEPOINT ${savepoint}`);
   const copy = copyStreams.from(sql, { highWaterMark: COPY_AHEAD_BYTES });
   /** @type {{ query_timeout?: number }} */ (/** @type {unknown} */ (copy)).query_timeout = NO_QUERY_TIMEOUT;
   client.query(copy);
-  /** @type {Error | undefined} */
-  let error;
+  let error = /** @type {Error | undefined} */ (undefined);
   // pg-copy-streams emits the server's refusal without a 'close': over at 'close' or the error.
   const over = new Promise((resolve) => {
     copy.once('close', resolve);

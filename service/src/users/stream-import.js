@@ -15,29 +15,19 @@ import { STREAM_LIMITS } from './write-policy.js';
 // repeated email goes through the staging table, and so does every chunk after it); merge mode
 // stages the whole body, then writes it all-new first (an email's last line wins).
 
-/** @typedef {'ndjson' | 'csv'} StreamFormat */
-/** @typedef {{ received: number, inserted: number, updated: number }} ImportCounts */
+/** @typedef {'ndjson' | 'csv'} StreamFormat @typedef {{ received: number, inserted: number, updated: number }} ImportCounts */
 
-/**
- * What a stream holds at once, whatever its size (socket and decoder buffers, a piece and its CSV,
- * the unfinished record, COPY's lead, a chunk), charged to admission control: at the default
- * budget at most two large streams run at once, so batches keep the rest of the pool.
- */
+/** What a stream holds at once (buffers, a piece, a record, COPY's lead, a chunk), for admission control. */
 export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
 /** Rows a chunk of ignore mode holds until it is in users (within CHUNK_BYTES at 130-byte rows). */
 const CHUNK_ROWS = 7_500;
 const CHUNK_BYTES = 1024 * 1024;
 
-/**
- * The import, over `db` and the write policy (a failure answered as it answers a stream's).
- * @param {{ db: import('../db.js').Database, policy: import('./write-policy.js').WritePolicy }} deps
- */
+/** @param {{ db: import('../db.js').Database, policy: import('./write-policy.js').WritePolicy }} deps */
 export function createStreamImport({ db, policy }) {
   /**
-   * Reads `texts` to the end, validates and writes it in one transaction; the counts once committed.
-   * A failure of `texts` itself (the body's reader) is thrown as it came.
-   * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {import('./user-schema.js').Resolution} resolution
-   * @returns {Promise<ImportCounts>}
+   * The counts once committed; a failure of `texts` itself thrown as it came, any other as the policy answers a stream's.
+   * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {import('./user-schema.js').Resolution} resolution @returns {Promise<ImportCounts>}
    */
   return async function importUsers(texts, format, resolution) {
     const source = watchedSource(texts);
@@ -51,13 +41,9 @@ export function createStreamImport({ db, policy }) {
   };
 }
 
-/**
- * The text source, and whether a failure is its own (the reader's, not the database's).
- * @param {AsyncIterable<string>} texts
- */
+/** The text source, and whether a failure is its own (the reader's, not the database's). @param {AsyncIterable<string>} texts */
 function watchedSource(texts) {
-  /** @type {{ err: unknown } | undefined} */
-  let failure;
+  let failure = /** @type {{ err: unknown } | undefined} */ (undefined);
   return {
     texts: (async function* () {
       try {
@@ -72,18 +58,10 @@ function watchedSource(texts) {
   };
 }
 
-/**
- * One transaction: BEGIN's round trip carries its settings and `then`; no statement timeout.
- * @template T
- * @param {import('../db.js').Database} db @param {string} then @param {(client: import('pg').PoolClient) => Promise<T>} fn
- */
+/** One transaction, no statement timeout; BEGIN carries `then`. @template T @param {import('../db.js').Database} db @param {string} then @param {(client: import('pg').PoolClient) => Promise<T>} fn */
 const streamTransaction = (db, then, fn) => db.transaction(fn, { limits: STREAM_LIMITS, then });
 
-/**
- * Ignore mode: copied straight into users a chunk at a time (chunkedCopy).
- * @param {import('../db.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format
- * @returns {Promise<ImportCounts>}
- */
+/** Ignore mode: straight into users a chunk at a time. @param {import('../db.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @returns {Promise<ImportCounts>} */
 function importIgnoring(db, texts, format) {
   return streamTransaction(db, '', async (client) => {
     const body = validatedBody(texts, format);
@@ -106,11 +84,7 @@ function importIgnoring(db, texts, format) {
   });
 }
 
-/**
- * Merge mode: the whole body copied into the staging table, then into users (writeMerged).
- * @param {import('../db.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format
- * @returns {Promise<ImportCounts>}
- */
+/** Merge mode: all staged, then into users. @param {import('../db.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @returns {Promise<ImportCounts>} */
 function importMerging(db, texts, format) {
   return streamTransaction(db, CREATE_STREAM_STAGING, async (client) => {
     const body = validatedBody(texts, format);
@@ -147,8 +121,7 @@ function validatedBody(texts, format) {
   const parser = format === 'csv' ? createCsvParser() : createNdjsonParser();
   let received = 0;
   let invalid = 0;
-  /** @type {import('../errors.js').ItemError[]} */
-  const problems = [];
+  const problems = /** @type {import('../errors.js').ItemError[]} */ ([]);
   let csv = '';
 
   /** @type {import('./stream-parse.js').OnRecord} */
@@ -203,17 +176,15 @@ function validatedBody(texts, format) {
 }
 
 /**
- * Ignore mode's writer: each chunk COPYed into users under a savepoint, its CSV kept meanwhile,
- * all-new first: a chunk that meets a stored or repeated email is rolled back and written through
- * the staging table (insertStaged), and so is every chunk after it (likely a replay).
+ * Ignore mode's chunks, all-new first: COPY into users under a savepoint; a chunk that meets a stored
+ * or repeated email goes through the staging table, and so does every chunk after it.
  * @param {import('pg').PoolClient} client
  */
 async function chunkedCopy(client) {
   const chunk = new ChunkBuffer(CHUNK_BYTES);
   let staged = false;
   let inserted = 0;
-  /** @type {import('./copy-from.js').CopyInto | undefined} none while chunks are staged */
-  let copy = await startCopy(client, COPY_USERS, 'chunk');
+  let copy = /** @type {import('./copy-from.js').CopyInto | undefined} */ (await startCopy(client, COPY_USERS, 'chunk')); // none once staged
 
   const copied = async () => {
     const { rows, error } = await /** @type {import('./copy-from.js').CopyInto} */ (copy).finish();
@@ -265,10 +236,7 @@ async function chunkedCopy(client) {
   };
 }
 
-/**
- * A chunk through the staging table, each email once (its first line), ON CONFLICT DO NOTHING.
- * @param {import('pg').PoolClient} client @param {Buffer} csv @param {boolean} first  the table is made
- */
+/** A chunk through the staging table, an email's first line, ON CONFLICT DO NOTHING. @param {import('pg').PoolClient} client @param {Buffer} csv @param {boolean} first */
 async function insertStaged(client, csv, first) {
   await client.query(first ? CREATE_STREAM_STAGING : EMPTY_STREAM_STAGING);
   await copyAll(client, COPY_STREAM_STAGING, csv);
@@ -276,11 +244,7 @@ async function insertStaged(client, csv, first) {
   return /** @type {{ inserted: number }} */ (result.rows[0]).inserted;
 }
 
-/**
- * Merge mode's staged rows into users, all-new first, merged after a unique violation.
- * @param {import('pg').PoolClient} client
- * @returns {Promise<{ inserted: number, updated: number }>}
- */
+/** Merge mode's staged rows into users, all-new first. @param {import('pg').PoolClient} client @returns {Promise<{ inserted: number, updated: number }>} */
 function writeMerged(client) {
   const asNew = async () => {
     await client.query('SAVEPOINT all_new');

@@ -10,41 +10,25 @@ import { createWritePolicy } from './write-policy.js';
 // when several chunks), a group is one pg-format statement; both go all-new first (all-new-first.js),
 // resolving conflicts at once while replays are likely (replay-guess.js).
 
-/** @typedef {import('./user-schema.js').UserRow} UserRow */
-/** @typedef {import('./user-schema.js').Resolution} Resolution */
-/** @typedef {import('./user-sql.js').OnConflict} OnConflict */
-/** @typedef {import('pg').PoolClient} PoolClient */
-/** @typedef {import('../transaction-settings.js').TimeLimits} TimeLimits */
-/** @typedef {import('./chunk-writers.js').ChunkWriter} ChunkWriter */
-/** @typedef {import('./insert-strategies.js').InsertStrategy} Strategy */
-/** @typedef {import('./write-policy.js').WriteKind} WriteKind */
+/** @typedef {import('./user-schema.js').UserRow} UserRow @typedef {import('./user-schema.js').Resolution} Resolution @typedef {import('./user-sql.js').OnConflict} OnConflict */
+/** @typedef {import('pg').PoolClient} PoolClient @typedef {import('../transaction-settings.js').TimeLimits} TimeLimits @typedef {import('./chunk-writers.js').ChunkWriter} ChunkWriter */
+/** @typedef {import('./insert-strategies.js').InsertStrategy} Strategy @typedef {import('./write-policy.js').WriteKind} WriteKind */
 /** @typedef {import('../user-columns.js').WrittenUser} WrittenUser  a row as written; inserted when updatedAt is null */
-/** @typedef {{ inserted: number, updated: number, users?: WrittenUser[] }} Counts  one request's; users when it asked (withRows), by email */
-/** @typedef {{ withRows?: boolean }} WriteOptions  withRows: answer the rows written too (return=representation) */
-/** @typedef {{ rows: UserRow[], withRows: boolean }} Part  one request a group's statement carries */
+/** @typedef {{ inserted: number, updated: number, users?: WrittenUser[] }} Counts  one request's; users (by email) when withRows */
+/** @typedef {{ withRows?: boolean }} WriteOptions @typedef {{ rows: UserRow[], withRows: boolean }} Part  a request a group carries */
 /**
- * @typedef {object} WriteRequest
- * @property {Exclude<WriteKind, 'stream'>} kind
- * @property {UserRow[]} rows  validated, sorted by email, no email twice
- * @property {Resolution} resolution
- * @property {boolean} [withRows]  answer the rows written; a group: any part wants them
- * @property {readonly Part[]} [parts]  a group's requests, in the order their answers are wanted
+ * rows: validated, sorted by email, no email twice; parts: a group's requests, in answer order.
+ * @typedef {{ kind: Exclude<WriteKind, 'stream'>, rows: UserRow[], resolution: Resolution, withRows?: boolean, parts?: readonly Part[] }} WriteRequest
  */
 /** @typedef {Counts[]} Written  per request carried: a group's parts in order, else the one */
-/**
- * @typedef {{ db: import('../db.js').Database, chunkRows: number, chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>, policy: import('./write-policy.js').WritePolicy }} Writer
- */
+/** @typedef {{ db: import('../db.js').Database, chunkRows: number, chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>, policy: import('./write-policy.js').WritePolicy }} Writer */
 
 /** @param {Resolution} resolution @returns {OnConflict} */
 const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip');
 
-/**
- * @param {import('../db.js').Database} db
- * @param {{ chunkRows: number, strategy: Strategy, policy?: import('./write-policy.js').WritePolicy }} options
- */
+/** @param {import('../db.js').Database} db @param {{ chunkRows: number, strategy: Strategy, policy?: import('./write-policy.js').WritePolicy }} options */
 export function createUserWriter(db, { chunkRows, strategy, policy = createWritePolicy(db) }) {
-  /** @type {Writer} */
-  const writer = { db, chunkRows, chunkWriter: STRATEGIES[strategy], replays: createReplayGuess(), policy };
+  const writer = /** @type {Writer} */ ({ db, chunkRows, chunkWriter: STRATEGIES[strategy], replays: createReplayGuess(), policy });
   return {
     /** A failure as the policy answers it; a group's as it came, for group commit. @param {WriteRequest} request @returns {Promise<Written>} */
     write: (request) => (request.kind === 'group' ? writeGroup(writer, request) : tried(writer, request.kind, () => writeRequest(writer, request))),
@@ -53,15 +37,9 @@ export function createUserWriter(db, { chunkRows, strategy, policy = createWrite
 
 /** @typedef {ReturnType<typeof createUserWriter>} UserWriter */
 
-/**
- * An attempt, and once more when the policy says so.
- * @template T
- * @param {Writer} writer @param {WriteKind} kind @param {() => Promise<T>} attempt
- * @returns {Promise<T>}
- */
+/** An attempt, and once more when the policy says so. @template T @param {Writer} writer @param {WriteKind} kind @param {() => Promise<T>} attempt @returns {Promise<T>} */
 async function tried({ policy }, kind, attempt) {
-  /** @type {unknown} */
-  let first;
+  let first = /** @type {unknown} */ (undefined);
   try {
     return await attempt();
   } catch (err) {
@@ -78,12 +56,8 @@ async function tried({ policy }, kind, attempt) {
 }
 
 /**
- * All-new first, resolving conflicts at once while replays are likely; a write that met stored
- * emails makes them likely.
- * @template T
- * @param {Writer} writer @param {number} rowCount @param {() => Promise<T>} asNew @param {() => Promise<T>} resolving
- * @param {(result: T) => number} insertedOf
- * @returns {Promise<T>}
+ * All-new first, resolving at once while replays are likely (a write that met stored emails).
+ * @template T @param {Writer} writer @param {number} rowCount @param {() => Promise<T>} asNew @param {() => Promise<T>} resolving @param {(result: T) => number} insertedOf @returns {Promise<T>}
  */
 function newFirst({ replays }, rowCount, asNew, resolving, insertedOf) {
   const resolved = async () => {
@@ -94,11 +68,7 @@ function newFirst({ replays }, rowCount, asNew, resolving, insertedOf) {
   return allNewFirst(asNew, resolved, { tryNew: !replays.likely() });
 }
 
-/**
- * One request's rows by its strategy (its rows as written by pg-format, when it wants them).
- * @param {Writer} writer @param {WriteRequest} request
- * @returns {Promise<Written>}
- */
+/** One request's rows by its strategy (by pg-format when it wants them back). @param {Writer} writer @param {WriteRequest} request @returns {Promise<Written>} */
 async function writeRequest(writer, { kind, rows, resolution, withRows }) {
   const limits = writer.policy.limits(kind);
   /** @param {OnConflict} onConflict @returns {Promise<Counts>} */
@@ -107,17 +77,10 @@ async function writeRequest(writer, { kind, rows, resolution, withRows }) {
 }
 
 /**
- * Each chunk of `chunkRows` written by `writeChunk`: a single chunk alone, its settings before its
- * statement in one query (one statement is atomic, and the query one implicit transaction);
- * several, or a writer whose statement cannot carry the settings, in one transaction that BEGIN
- * sets them for.
- * @template T
- * @param {Writer} writer
- * @param {UserRow[]} rows @param {TimeLimits | undefined} limits  the policy's, for this kind of write
- * @param {ChunkWriter} chunkWriter  whether it needsTransaction, what it beginsWith
- * @param {OnConflict} onConflict
- * @param {(client: PoolClient, chunk: UserRow[], settings: string) => Promise<T>} writeChunk
- * @returns {Promise<T[]>}
+ * Each chunk of `chunkRows` by `writeChunk`: one chunk alone, its settings in its query (one implicit
+ * transaction); several, or a writer that needsTransaction, in one transaction BEGIN sets them for.
+ * @template T @param {Writer} writer @param {UserRow[]} rows @param {TimeLimits | undefined} limits @param {ChunkWriter} chunkWriter
+ * @param {OnConflict} onConflict @param {(client: PoolClient, chunk: UserRow[], settings: string) => Promise<T>} writeChunk @returns {Promise<T[]>}
  */
 function inChunks({ db, chunkRows }, rows, limits, chunkWriter, onConflict, writeChunk) {
   if (!chunkWriter.needsTransaction && rows.length <= chunkRows) return db.withClient(async (client) => [await writeChunk(client, rows, db.settings.statement('', limits))]);
@@ -143,10 +106,8 @@ async function writeCounts(writer, rows, onConflict, limits) {
 }
 
 /**
- * Writes rows and answers them as written: a pg-format statement a chunk whatever the strategy,
- * RETURNING each row (return=representation, which the default path never pays for).
- * @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits
- * @returns {Promise<Counts & { users: WrittenUser[] }>}
+ * Rows written and answered as written (return=representation): pg-format a chunk, RETURNING them.
+ * @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @returns {Promise<Counts & { users: WrittenUser[] }>}
  */
 function writeReturningRows(writer, rows, onConflict, limits) {
   /** @param {PoolClient} client @param {UserRow[]} chunk @param {string} prefix @returns {Promise<WrittenUser[]>} */
@@ -162,13 +123,10 @@ function writeReturningRows(writer, rows, onConflict, limits) {
 }
 
 /**
- * A group: one pg-format statement whatever the strategy, its settings (the policy's brief lock
- * timeout) before it in one simple query: one implicit transaction, one round trip. It tells what
- * it did to each email: nothing when it had to insert every row ('all'), else the emails written,
- * true where inserted and false where updated, or with withRows every row it wrote. Each part is
- * credited its own share. A failure is thrown undiagnosed: group commit asks the policy.
- * @param {Writer} writer @param {WriteRequest} request
- * @returns {Promise<Written>}
+ * A group: one pg-format statement behind its settings in one query, telling what it did to each
+ * email ('all' inserted, else email → inserted, or its row with withRows); each part credited its
+ * share. A failure is thrown undiagnosed: group commit asks the policy.
+ * @param {Writer} writer @param {WriteRequest} request @returns {Promise<Written>}
  */
 async function writeGroup(writer, { rows, resolution, withRows, parts = [{ rows, withRows: withRows === true }] }) {
   const { db, policy } = writer;
@@ -194,18 +152,11 @@ function insertedIn(written, rowCount) {
   return inserted;
 }
 
-/**
- * One request's share of what its group's statement did: its counts, and its rows as written when
- * it wants them (the statement returned rows then).
- * @param {UserRow[]} rows @param {'all' | Map<string, boolean | WrittenUser>} written @param {boolean} [withRows]
- * @returns {Counts}
- */
+/** One request's share of its group's statement. @param {UserRow[]} rows @param {'all' | Map<string, boolean | WrittenUser>} written @param {boolean} [withRows] @returns {Counts} */
 export function credit(rows, written, withRows = false) {
   if (written === 'all') return { inserted: rows.length, updated: 0 };
-  /** @type {Counts} */
-  const counts = { inserted: 0, updated: 0 };
-  /** @type {WrittenUser[] | undefined} */
-  const users = withRows ? [] : undefined;
+  const counts = /** @type {Counts} */ ({ inserted: 0, updated: 0 });
+  const users = withRows ? /** @type {WrittenUser[]} */ ([]) : undefined;
   for (const row of rows) {
     const w = written.get(row.email);
     const inserted = typeof w === 'object' ? w.updatedAt === null : w;
@@ -218,28 +169,19 @@ export function credit(rows, written, withRows = false) {
 }
 
 /**
- * The rows a statement wrote as a representation shows them, from what it returned
- * (user-sql.js RETURNING_ROWS: now(), then the emails written, or none when it had to write every
- * row; in merge mode each row's email, created_at, phone and updated_at) and the rows sent. PostgreSQL returns them in the order they were sent
- * (sorted by email), so the two are walked side by side; should a plan ever return them in another
- * order, they are matched by email.
- * @param {UserRow[]} sent  sorted by email, no email twice
- * @param {import('pg').QueryResult | import('pg').QueryResult[]} result  pg's, rows as arrays of text
- *   (RETURNED_AS_TEXT); several when statements came before the write (now(), a SET LOCAL)
- * @param {OnConflict} onConflict
- * @returns {WrittenUser[]} in the order of `sent`
+ * The rows a statement wrote, as a representation shows them, from the rows sent (sorted by email)
+ * and what it returned (user-sql.js RETURNING_ROWS, as text), walked side by side, else by email.
+ * @param {UserRow[]} sent @param {import('pg').QueryResult | import('pg').QueryResult[]} result @param {OnConflict} onConflict @returns {WrittenUser[]}
  */
 export function writtenUsers(sent, result, onConflict) {
-  /** @type {(string | null)[][]} */
-  const returned = lastResult(result).rows;
+  const returned = /** @type {(string | null)[][]} */ (lastResult(result).rows);
   const merge = onConflict === 'merge';
   const now = merge ? '' : timestampAsJson((Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0]);
   /** @param {UserRow} row @param {(string | null)[]} r @returns {WrittenUser} */
   const user = merge ? mergedUser : (/** @type {UserRow} */ row) => insertedUser(row, now);
   // Without a conflict clause the statement wrote every row, or failed.
   if (onConflict === 'fail') return sent.map((row) => user(row, []));
-  /** @type {WrittenUser[]} */
-  const users = [];
+  const users = /** @type {WrittenUser[]} */ ([]);
   let next = 0;
   for (const row of sent) {
     if (next === returned.length) break;
