@@ -15,11 +15,8 @@ import { createWritePolicy } from './write-policy.js';
 /** @typedef {import('./insert-strategies.js').InsertStrategy} Strategy @typedef {import('./write-policy.js').WriteKind} WriteKind */
 /** @typedef {import('../user-columns.js').WrittenUser} WrittenUser  a row as written; inserted when updatedAt is null */
 /** @typedef {{ inserted: number, updated: number, users?: WrittenUser[] }} Counts  one request's; users (by email) when withRows */
-/** @typedef {{ withRows?: boolean }} WriteOptions @typedef {{ rows: UserRow[], withRows: boolean }} Part  a request a group carries */
-/**
- * rows: validated, sorted by email, no email twice; parts: a group's requests, in answer order.
- * @typedef {{ kind: Exclude<WriteKind, 'stream'>, rows: UserRow[], resolution: Resolution, withRows?: boolean, parts?: readonly Part[] }} WriteRequest
- */
+/** @typedef {{ withRows?: boolean }} WriteOptions @typedef {{ rows: UserRow[], withRows: boolean }} Part */
+/** rows: sorted by email, each once; parts: a group's requests. @typedef {{ kind: Exclude<WriteKind, 'stream'>, rows: UserRow[], resolution: Resolution, withRows?: boolean, parts?: readonly Part[] }} WriteRequest */
 /** @typedef {Counts[]} Written  per request carried: a group's parts in order, else the one */
 /** @typedef {{ db: import('../db.js').Database, chunkRows: number, chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>, policy: import('./write-policy.js').WritePolicy }} Writer */
 
@@ -55,10 +52,7 @@ async function tried({ policy }, kind, attempt) {
   }
 }
 
-/**
- * All-new first, resolving at once while replays are likely (a write that met stored emails).
- * @template T @param {Writer} writer @param {number} rowCount @param {() => Promise<T>} asNew @param {() => Promise<T>} resolving @param {(result: T) => number} insertedOf @returns {Promise<T>}
- */
+/** All-new first, but resolving at once while replays are likely. @template T @param {Writer} writer @param {number} rowCount @param {() => Promise<T>} asNew @param {() => Promise<T>} resolving @param {(result: T) => number} insertedOf @returns {Promise<T>} */
 function newFirst({ replays }, rowCount, asNew, resolving, insertedOf) {
   const resolved = async () => {
     const result = await resolving();
@@ -77,16 +71,14 @@ async function writeRequest(writer, { kind, rows, resolution, withRows }) {
 }
 
 /**
- * Each chunk of `chunkRows` by `writeChunk`: one chunk alone, its settings in its query (one implicit
- * transaction); several, or a writer that needsTransaction, in one transaction BEGIN sets them for.
+ * Chunks by `writeChunk`: one alone with its settings in its query; several (or needsTransaction) in one transaction.
  * @template T @param {Writer} writer @param {UserRow[]} rows @param {TimeLimits | undefined} limits @param {ChunkWriter} chunkWriter
  * @param {OnConflict} onConflict @param {(client: PoolClient, chunk: UserRow[], settings: string) => Promise<T>} writeChunk @returns {Promise<T[]>}
  */
 function inChunks({ db, chunkRows }, rows, limits, chunkWriter, onConflict, writeChunk) {
   if (!chunkWriter.needsTransaction && rows.length <= chunkRows) return db.withClient(async (client) => [await writeChunk(client, rows, db.settings.statement('', limits))]);
   return db.transaction(async (client) => {
-    /** @type {T[]} */
-    const results = [];
+    const results = /** @type {T[]} */ ([]);
     for (let start = 0; start < rows.length; start += chunkRows) results.push(await writeChunk(client, rows.slice(start, start + chunkRows), ''));
     return results;
   }, { limits, then: chunkWriter.beginWith?.(onConflict) });
@@ -105,10 +97,7 @@ async function writeCounts(writer, rows, onConflict, limits) {
   return total;
 }
 
-/**
- * Rows written and answered as written (return=representation): pg-format a chunk, RETURNING them.
- * @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @returns {Promise<Counts & { users: WrittenUser[] }>}
- */
+/** Rows written and returned (return=representation): pg-format a chunk. @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @returns {Promise<Counts & { users: WrittenUser[] }>} */
 function writeReturningRows(writer, rows, onConflict, limits) {
   /** @param {PoolClient} client @param {UserRow[]} chunk @param {string} prefix @returns {Promise<WrittenUser[]>} */
   const writeChunk = async (client, chunk, prefix) =>
@@ -123,10 +112,8 @@ function writeReturningRows(writer, rows, onConflict, limits) {
 }
 
 /**
- * A group: one pg-format statement behind its settings in one query, telling what it did to each
- * email ('all' inserted, else email → inserted, or its row with withRows); each part credited its
- * share. A failure is thrown undiagnosed: group commit asks the policy.
- * @param {Writer} writer @param {WriteRequest} request @returns {Promise<Written>}
+ * A group: one pg-format statement after its settings, telling what it did to each email; each part
+ * credited its share; a failure thrown undiagnosed. @param {Writer} writer @param {WriteRequest} request @returns {Promise<Written>}
  */
 async function writeGroup(writer, { rows, resolution, withRows, parts = [{ rows, withRows: withRows === true }] }) {
   const { db, policy } = writer;
@@ -169,8 +156,7 @@ export function credit(rows, written, withRows = false) {
 }
 
 /**
- * The rows a statement wrote, as a representation shows them, from the rows sent (sorted by email)
- * and what it returned (user-sql.js RETURNING_ROWS, as text), walked side by side, else by email.
+ * The rows a statement wrote, from the rows sent and what it returned (RETURNING_ROWS), side by side else by email.
  * @param {UserRow[]} sent @param {import('pg').QueryResult | import('pg').QueryResult[]} result @param {OnConflict} onConflict @returns {WrittenUser[]}
  */
 export function writtenUsers(sent, result, onConflict) {
