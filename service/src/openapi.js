@@ -204,7 +204,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
       },
       schemas: schemas(),
       // A method and path this API does not serve: no operation to hang it on.
-      responses: { NotFound: errorResponses(['unrouted'])[404] },
+      responses: { NotFound: errorResponses(['unrouted'])[404], MethodNotAllowed: errorResponses(['unrouted'])[405] },
     },
   };
 }

@@ -11,36 +11,16 @@ const BEARER = /^Bearer +([^ ].*)$/i;
 // Three base64url parts (a signature may be empty: alg none, refused by the verifier with a 401).
 const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
-/**
- * @typedef {object} AuthMetrics
- * @property {(client: string) => void} accepted  a label of configured names (and `jwt`) only
- * @property {(reason: string) => void} refused   a fixed word
- */
+/** accepted: a label of configured names (and `jwt`) only; refused: a fixed word. @typedef {{ accepted: (client: string) => void, refused: (reason: string) => void }} AuthMetrics */
 
 /**
- * Who may POST /users: a client's static token (INGEST_TOKEN, INGEST_TOKENS, from a file or a
- * secret: auth/token-source.js keeps the set current) or a JWT (auth/jwt.js). A request is
- * refused with a 401 `unauthorized` whose WWW-Authenticate tells three cases apart (errors.js
- * UnauthorizedError; RFC 6750): no Authorization header (no error attribute), a malformed one
- * (invalid_request), a token that is not valid (invalid_token: a token no client has, or a JWT
- * that does not verify, its message saying why).
- *
- * An accepted request carries its client's name in `req.clientName` (not `req.client`: Node's alias of the socket): the access log writes it, the
- * request's span gets it as `sluice.client`, and it counts in sluice_auth_accepted_total by client
- * (a configured name, or `jwt`: a JWT's `sub` is logged, never a label). The token itself is never
- * kept, logged or echoed. An `apikey` header (supabase-js sends one) is ignored, as PostgREST
- * ignores it: only Supabase's gateway reads it, and the bearer decides here.
- *
- * Nothing configured: every request passes, as before.
- *
- * @param {{
- *   tokens?: { current: { match: (token: string) => string | undefined } },
- *   verifyJwt?: (token: string) => Promise<string | undefined>,
- *   metrics: AuthMetrics,
- *   tracing?: import('../tracing/tracing.js').Tracing,
- * }} deps  tokens: the static tokens in force (read at each request: a refresh replaces them);
- *   tracing: the request's span gets the client's name
- * @returns {import('express').RequestHandler}
+ * Who may POST /users: a client's static token (auth/token-source.js keeps them current) or a JWT
+ * (auth/jwt.js); else 401 `unauthorized`, WWW-Authenticate telling missing, malformed
+ * (invalid_request) and invalid (invalid_token) apart (RFC 6750). An accepted request carries its
+ * client's name in `req.clientName` (the log, the span, the metric); a token is never kept or
+ * logged; `apikey` is ignored, as PostgREST does. Nothing configured: every request passes.
+ * @param {{ tokens?: { current: { match: (token: string) => string | undefined } }, verifyJwt?: (token: string) => Promise<string | undefined>,
+ *   metrics: AuthMetrics, tracing?: import('../tracing/tracing.js').Tracing }} deps @returns {import('express').RequestHandler}
  */
 export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING }) {
   if (!tokens && !verifyJwt) return (_req, _res, next) => next();

@@ -7,12 +7,12 @@ import {
 } from './user-sql.js';
 
 // How one chunk of a request's rows is written, by INSERT_STRATEGY: the user writer
-// (user-repository.js) chunks a request and runs each chunk through one of these.
+// (user-writer.js) chunks a request and runs each chunk through one of these.
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
 /** @typedef {import('pg').PoolClient} PoolClient */
-/** @typedef {import('./user-repository.js').Counts} Counts */
+/** @typedef {import('./user-writer.js').Counts} Counts */
 /**
  * Writes one chunk; a stored email fails it (23505) when `onConflict` is 'fail'.
  * @typedef {object} ChunkWriter

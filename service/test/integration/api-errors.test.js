@@ -99,7 +99,7 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     expectCode('bad_request', 'get', '/healthz', garbled);
   });
 
-  test('401 (no credentials, a malformed Authorization, a token no client has), 404', async () => {
+  test('401 (no credentials, a malformed Authorization, a token no client has), 404, 405', async () => {
     expectCode('unauthorized', 'post', '/users', await app.postUsers(makeUsers(1)));
     // The same code, RFC 6750's case in WWW-Authenticate (one of the values the document lists).
     const basic = await app.postUsers(makeUsers(1), { headers: { authorization: `Basic ${TOKEN}` } });
@@ -110,6 +110,13 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     assert.equal(wrong.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
     const res = await fetch(`${app.baseUrl}/no-such-route`);
     expectCode('not_found', 'get', '/no-such-route', { status: res.status, headers: res.headers, body: await res.json() });
+    const get = await fetch(`${app.baseUrl}/users`);
+    expectCode('method_not_allowed', 'get', '/users', { status: get.status, headers: get.headers, body: await get.json() });
+    assert.equal(get.headers.get('allow'), 'POST');
+    for (const method of ['HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+      const other = await fetch(`${app.baseUrl}/users`, { method, headers: { authorization: `Bearer ${TOKEN}` } });
+      assert.deepEqual([other.status, other.headers.get('allow')], [405, 'POST'], method);
+    }
   });
 
   test('408: a body, or headers, that do not arrive in time', async () => {

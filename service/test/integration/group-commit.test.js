@@ -4,7 +4,7 @@ import pino from 'pino';
 import { createDatabase } from '../../src/db.js';
 import { DatabaseUnavailableError } from '../../src/errors.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
-import { createUserWriter } from '../../src/users/user-repository.js';
+import { createUserWriter } from '../../src/users/user-writer.js';
 import { createWritePolicy } from '../../src/users/write-policy.js';
 import { POISON_TRIGGER, createTestDatabase } from '../../../test/support/database.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';

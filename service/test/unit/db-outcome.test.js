@@ -5,7 +5,7 @@ import { endLending, outcomeInDoubt, startLending, watchCommits } from '../../sr
 import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../../src/errors.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createTransactionSettings } from '../../src/transaction-settings.js';
-import { createUserWriter } from '../../src/users/user-repository.js';
+import { createUserWriter } from '../../src/users/user-writer.js';
 import { createWritePolicy, refusalOfDatabaseState } from '../../src/users/write-policy.js';
 import { userRow } from '../../../test/support/user-rows.js';
 
@@ -174,7 +174,7 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
     /** @type {string[]} */
     const writes = [];
     const gc = createGroupCommit({
-      /** @param {import('../../src/users/user-repository.js').WriteRequest} request */
+      /** @param {import('../../src/users/user-writer.js').WriteRequest} request */
       write: async ({ kind, rows: r }) => {
         writes.push(kind);
         if (kind === 'group') throw doubt;
