@@ -23,7 +23,7 @@ import { createWritePolicy } from './users/write-policy.js';
  *
  * @param {{
  *   config: import('./config.js').Config,
- *   db: import('./db.js').Database,
+ *   db: import('./db/database.js').Database,
  *   logger: import('pino').Logger,
  *   metrics: import('./metrics.js').Metrics,
  *   auth: import('./auth/start-auth.js').Authentication,

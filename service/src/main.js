@@ -8,7 +8,7 @@ import { createApp } from './app.js';
 import { CANNOT_LISTEN_EXIT_CODE, askPrimaryForMetrics, runPrimary, shareWorkerMetrics } from './cluster.js';
 import { startAuthentication } from './auth/start-auth.js';
 import { SERVICE_VARIABLES, authRequired, loadConfig } from './config.js';
-import { createDatabase } from './db.js';
+import { createDatabase } from './db/database.js';
 import { ConfigError } from './errors.js';
 import { checkCanListen, listenProblem } from './http/listen-problem.js';
 import { createHttpServer } from './http/node-server.js';

@@ -4,7 +4,7 @@ import { AUTH_REFUSAL_REASONS } from './auth/refusals.js';
 
 /**
  * Everything /metrics exposes, on a registry of its own so tests can build several apps.
- * @param {import('./db.js').Database} [db]  pool gauges are read from it at scrape time
+ * @param {import('./db/database.js').Database} [db]  pool gauges are read from it at scrape time
  */
 export function createMetrics(db) {
   const registry = new client.Registry();

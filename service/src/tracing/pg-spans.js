@@ -1,6 +1,6 @@
 // pg's spans: what one says of a statement is its operation and its row count, never its text
 // (pg-format inlines the users a statement writes).
-import { SETTINGS_PREFIX } from '../transaction-settings.js';
+import { SETTINGS_PREFIX } from '../db/transaction-settings.js';
 
 // The transaction's SET LOCALs (SETTINGS_PREFIX: transaction-settings.js, which writes them, says
 // what they look like), then the now() that user-sql.js puts before a write that returns its rows.

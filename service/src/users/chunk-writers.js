@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
-import { lastResult } from '../transaction-settings.js';
+import { lastResult } from '../db/transaction-settings.js';
 import {
   CREATE_STAGING, EMPTY_STAGING, FROM_STAGING, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, writeStatement,
 } from './user-sql.js';

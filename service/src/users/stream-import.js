@@ -53,7 +53,7 @@ const CHUNK_BYTES = 1024 * 1024;
  * itself. Admission control admits a stream for what it holds at once (STREAM_HOLD_BYTES).
  *
  * @param {{
- *   db: import('../db.js').Database,
+ *   db: import('../db/database.js').Database,
  *   policy: import('./write-policy.js').WritePolicy,
  *   admit: import('express').RequestHandler,
  *   maxStreamBytes: number,
@@ -119,7 +119,7 @@ function unsupportedOnStreams(res) {
 
 /**
  * Reads, validates and writes one stream in one transaction; the counts once committed.
- * @param {import('../db.js').Database} db @param {import('./write-policy.js').WritePolicy} policy
+ * @param {import('../db/database.js').Database} db @param {import('./write-policy.js').WritePolicy} policy
  * @param {import('../http/stream-body.js').StreamReader} reader
  * @param {import('../http/stream-body.js').StreamFormat} format
  * @param {import('./user-schema.js').Resolution} resolution
@@ -138,7 +138,7 @@ async function importStream(db, policy, reader, format, resolution) {
  * staging table; ignore mode makes that only when a chunk first needs it). Each COPY and the INSERT
  * at the end may rightly run for minutes: the write policy's STREAM_LIMITS.
  * @template T
- * @param {import('../db.js').Database} db @param {string} then
+ * @param {import('../db/database.js').Database} db @param {string} then
  * @param {(client: import('pg').PoolClient) => Promise<T>} fn
  */
 const streamTransaction = (db, then, fn) => db.transaction(fn, { limits: STREAM_LIMITS, then });
@@ -146,7 +146,7 @@ const streamTransaction = (db, then, fn) => db.transaction(fn, { limits: STREAM_
 /**
  * Ignore mode: the body copied straight into users a chunk at a time (chunkedCopy), each chunk's
  * end waiting for PostgreSQL to take it.
- * @param {import('../db.js').Database} db
+ * @param {import('../db/database.js').Database} db
  * @param {import('../http/stream-body.js').StreamReader} reader
  * @param {import('../http/stream-body.js').StreamFormat} format
  */
@@ -175,7 +175,7 @@ function importIgnoring(db, reader, format) {
 /**
  * Merge mode: the whole body copied into the staging table, then written into users at its end
  * (writeMerged): an email's last line wins there, which needs all of them.
- * @param {import('../db.js').Database} db
+ * @param {import('../db/database.js').Database} db
  * @param {import('../http/stream-body.js').StreamReader} reader
  * @param {import('../http/stream-body.js').StreamFormat} format
  */

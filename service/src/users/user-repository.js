@@ -1,4 +1,4 @@
-import { lastResult } from '../transaction-settings.js';
+import { lastResult } from '../db/transaction-settings.js';
 import { STRATEGIES, formatWriter, insertQuery } from './chunk-writers.js';
 import { createReplayGuess } from './replay-guess.js';
 import { RETURNED_AS_TEXT, insertedUser, mergedUser, rowsAsArrays, timestampAsJson, writeStatement } from './user-sql.js';
@@ -11,7 +11,7 @@ export { STRATEGIES } from './chunk-writers.js';
 /** @typedef {import('./user-schema.js').Resolution} Resolution */
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
 /** @typedef {import('pg').PoolClient} PoolClient */
-/** @typedef {import('../transaction-settings.js').TimeLimits} TimeLimits */
+/** @typedef {import('../db/transaction-settings.js').TimeLimits} TimeLimits */
 /** @typedef {import('./chunk-writers.js').ChunkWriter} ChunkWriter */
 /** @typedef {import('./chunk-writers.js').Strategy} Strategy */
 /** @typedef {import('./write-policy.js').WriteKind} WriteKind */
@@ -47,7 +47,7 @@ export { STRATEGIES } from './chunk-writers.js';
  */
 /**
  * The writer's state, shared by its paths.
- * @typedef {{ db: import('../db.js').Database, chunkRows: number, chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>, policy: import('./write-policy.js').WritePolicy }} Writer
+ * @typedef {{ db: import('../db/database.js').Database, chunkRows: number, chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>, policy: import('./write-policy.js').WritePolicy }} Writer
  */
 
 const UNIQUE_VIOLATION = '23505';
@@ -77,7 +77,7 @@ const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip'
  * be tried once more, then gets its 503 or its own failure; a group's failure is thrown as it is,
  * for group commit to ask the policy what it means for its requests.
  *
- * @param {import('../db.js').Database} db
+ * @param {import('../db/database.js').Database} db
  * @param {{ chunkRows: number, strategy: Strategy, policy?: import('./write-policy.js').WritePolicy }} options
  *   policy: the write policy (its time limits and decisions); by default one with db's diagnosis
  *   and no lock timeout of the groups' own

@@ -1,4 +1,4 @@
-import { outcomeInDoubt } from '../db-outcome.js';
+import { outcomeInDoubt } from '../db/lending.js';
 import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../errors.js';
 
 // What a failed write means, and what happens next, decided here for every writer: the user
@@ -17,7 +17,7 @@ export const GROUP_LOCK_TIMEOUT_MS = 250;
  * A streamed import's limits: its COPYs and the INSERT at its end may rightly run for minutes, so
  * no statement timeout; DB_LOCK_TIMEOUT_MS still applies, and the watchdog still cuts a database
  * that stops answering.
- * @type {Readonly<import('../transaction-settings.js').TimeLimits>}
+ * @type {Readonly<import('../db/transaction-settings.js').TimeLimits>}
  */
 export const STREAM_LIMITS = Object.freeze({ statementTimeoutMs: 0 });
 
@@ -47,7 +47,7 @@ const fail = (err) => ({ then: 'fail', err });
  * its time limits; undefined for a failure that is the request's own or passing. Whatever the
  * diagnosis, a failure after which the write may have been committed is outcome_unknown: only a
  * refusal that provably wrote nothing says so.
- * @param {import('../db.js').Diagnosis} diagnosis @param {unknown} cause
+ * @param {import('../db/database.js').Diagnosis} diagnosis @param {unknown} cause
  * @returns {DatabaseUnavailableError | DatabaseTimeoutError | OutcomeUnknownError | undefined}
  */
 export function refusalOfDatabaseState(diagnosis, cause) {
@@ -73,14 +73,14 @@ export function refusalOfDatabaseState(diagnosis, cause) {
  * Time limits: group and alone wait GROUP_LOCK_TIMEOUT_MS (at most DB_LOCK_TIMEOUT_MS) for a locked
  * row; batch and slow run under the defaults; a stream under STREAM_LIMITS.
  *
- * @param {{ diagnose: (err: unknown) => Promise<import('../db.js').Diagnosis>, isTableLocked?: () => Promise<boolean> }} db
+ * @param {{ diagnose: (err: unknown) => Promise<import('../db/database.js').Diagnosis>, isTableLocked?: () => Promise<boolean> }} db
  * @param {{ lockTimeoutMs?: number }} [options]  lockTimeoutMs: DB_LOCK_TIMEOUT_MS, which a group's
  *   lock timeout never exceeds; without it, groups wait as long as any write
  */
 export function createWritePolicy({ diagnose, isTableLocked = async () => false }, { lockTimeoutMs } = {}) {
   const groupLockTimeoutMs = lockTimeoutMs === undefined ? undefined : Math.min(lockTimeoutMs, GROUP_LOCK_TIMEOUT_MS);
   const brief = groupLockTimeoutMs ? Object.freeze({ lockTimeoutMs: groupLockTimeoutMs }) : undefined;
-  /** @type {Readonly<Record<WriteKind, Readonly<import('../transaction-settings.js').TimeLimits> | undefined>>} */
+  /** @type {Readonly<Record<WriteKind, Readonly<import('../db/transaction-settings.js').TimeLimits> | undefined>>} */
   const limits = Object.freeze({ batch: undefined, group: brief, alone: brief, slow: undefined, stream: STREAM_LIMITS });
 
   return {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pg from 'pg';
-import { endLending, outcomeInDoubt, startLending, watchCommits } from '../../src/db-outcome.js';
+import { endLending, outcomeInDoubt, startLending, watchCommits } from '../../src/db/lending.js';
 import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../../src/errors.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
-import { createTransactionSettings } from '../../src/transaction-settings.js';
+import { createTransactionSettings } from '../../src/db/transaction-settings.js';
 import { createUserWriter } from '../../src/users/user-repository.js';
 import { createWritePolicy, refusalOfDatabaseState } from '../../src/users/write-policy.js';
 import { userRow } from '../../../test/support/user-rows.js';
@@ -109,7 +109,7 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
   /**
    * A writer over one fake connection whose attempts fail as `attempts` says, diagnosed as `diagnoses` says.
    * @param {((text: string) => Error | undefined)[]} attempts  one per lending
-   * @param {import('../../src/db.js').Diagnosis[]} diagnoses  one per failure
+   * @param {import('../../src/db/database.js').Diagnosis[]} diagnoses  one per failure
    * @param {number} [chunkRows]
    */
   function writer(attempts, diagnoses, chunkRows = 1000) {

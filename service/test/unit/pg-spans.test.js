@@ -7,7 +7,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@open
 import { OtelTracing } from '../../src/tracing/spans.js';
 import { operationOf, operationOfQuery, rowCountOf, traceQueries } from '../../src/tracing/pg-spans.js';
 import { insertQuery } from '../../src/users/chunk-writers.js';
-import { createTransactionSettings } from '../../src/transaction-settings.js';
+import { createTransactionSettings } from '../../src/db/transaction-settings.js';
 
 test("a statement's operation is its first keyword, after the transaction's SET LOCALs", () => {
   const settings = createTransactionSettings({ statementTimeoutMs: 30_000, lockTimeoutMs: 3000 });

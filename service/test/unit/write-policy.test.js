@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { endLending, startLending, watchCommits } from '../../src/db-outcome.js';
+import { endLending, startLending, watchCommits } from '../../src/db/lending.js';
 import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../../src/errors.js';
 import { GROUP_LOCK_TIMEOUT_MS, STREAM_LIMITS, createWritePolicy } from '../../src/users/write-policy.js';
 
-/** @typedef {import('../../src/db.js').Diagnosis} Diagnosis */
+/** @typedef {import('../../src/db/database.js').Diagnosis} Diagnosis */
 
 /** A policy over a fixed diagnosis. @param {Diagnosis} diagnosis @param {{ tableLocked?: boolean, lockTimeoutMs?: number }} [o] */
 const policyOf = (diagnosis, { tableLocked = false, lockTimeoutMs } = {}) =>

@@ -1,10 +1,10 @@
 import pg from 'pg';
-import { DatabaseUnavailableError } from './errors.js';
-import { createDbWatchdog } from './db-watchdog.js';
-import { endLending, startLending, watchCommits } from './db-outcome.js';
+import { DatabaseUnavailableError } from '../errors.js';
+import { createDbWatchdog } from './watchdog.js';
+import { endLending, startLending, watchCommits } from './lending.js';
 import { createTransactionSettings, lastResult } from './transaction-settings.js';
-import { traceQueries } from './tracing/pg-spans.js';
-import { NO_TRACING } from './tracing/tracing.js';
+import { traceQueries } from '../tracing/pg-spans.js';
+import { NO_TRACING } from '../tracing/tracing.js';
 
 // Failures that can come from the database's state rather than from the statement: the connection
 // went away, the server is starting or stopping, or is out of connections, or the statement was
@@ -82,7 +82,7 @@ export function timeoutOf(err) {
  *
  * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number, dbLockTimeoutMs?: number }} config
  * @param {import('pino').Logger} logger
- * @param {import('./tracing/tracing.js').Tracing} [tracing]  off (NO_TRACING) unless handed one
+ * @param {import('../tracing/tracing.js').Tracing} [tracing]  off (NO_TRACING) unless handed one
  * @returns {Database}
  */
 export function createDatabase(config, logger, tracing = NO_TRACING) {
@@ -131,7 +131,7 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
  * The pool, and what listens on it: an idle connection lost is logged, what each connection sends
  * is watched (db-outcome.js), and traced (tracing/pg-spans.js) when tracing is on.
  * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number }} config
- * @param {import('pino').Logger} logger @param {import('./tracing/tracing.js').Tracing} tracing
+ * @param {import('pino').Logger} logger @param {import('../tracing/tracing.js').Tracing} tracing
  * @returns {{ connection: pg.ClientConfig, pool: pg.Pool }}  connection: what a connection of the probe's own is made with
  */
 function createPool(config, logger, tracing) {
