@@ -1,38 +1,39 @@
+import net from 'node:net';
 import pg from 'pg';
 import { DatabaseUnavailableError } from '../errors.js';
-import { createDbWatchdog } from './watchdog.js';
-import { endLending, startLending, watchCommits } from './lending.js';
+import { createDbWatchdog, WatchdogCutError } from './watchdog.js';
+import { Lending, failedConnection } from './lending.js';
 import { createTransactionSettings, lastResult } from './transaction-settings.js';
-import { traceQueries } from '../tracing/pg-spans.js';
+import { statementTracer } from '../tracing/pg-spans.js';
 import { NO_TRACING } from '../tracing/tracing.js';
 
-// Failures that can come from the database's state rather than from the statement: the connection
-// went away, the server is starting or stopping, or is out of connections, or the statement was
-// cancelled, deadlocked or out of serialization luck. Whether the database is really unavailable is
-// then confirmed by a probe on another connection (`diagnose`).
+// Failures from the database's state rather than the statement's, by errno and SQLSTATE class:
+// the connection went away, the server is starting, stopping or out of connections, the statement
+// was cancelled, deadlocked or out of serialization luck. `diagnose` confirms with a probe.
 const TRANSIENT_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-const TRANSIENT_SQLSTATE = /^(08|53|57P0|57014|40001|40P01)/;
-const TRANSIENT_MESSAGES = /timeout exceeded when trying to connect|Connection terminated|connection error and is not queryable|Query read timeout|Client has encountered a connection error|connection cut by the watchdog/i;
+const TRANSIENT_SQLSTATE_PREFIXES = ['08', '53', '57P0', '57014', '40001', '40P01'];
 
 const READY = "SELECT to_regclass('public.users') IS NOT NULL AS ready";
-// A query running this long makes the watchdog ask whether the database answers (db-watchdog.js).
+// A query running this long makes the watchdog ask whether the database answers.
 const STALL_MS = 2_000;
-// A probe that found the database unreachable is believed this long: requests meanwhile get 503 at
-// once instead of each finding out on a connection of its own that hangs.
+// A probe that found the database unreachable is believed this long: 503 at once meanwhile.
 const UNREACHABLE_HOLD_MS = 1_000;
 
-/** @param {unknown} err */
+/**
+ * A passing failure: a transient errno or SQLSTATE, the watchdog's cut, or a failure of the
+ * connection as its lending saw it (lost, or unanswered in time).
+ * @param {unknown} err
+ */
 export function isTransient(err) {
   if (!(err instanceof Error)) return false;
+  if (err instanceof WatchdogCutError || failedConnection(err)) return true;
   const code = /** @type {{ code?: unknown }} */ (err).code;
-  if (typeof code === 'string' && (TRANSIENT_ERRNOS.has(code) || TRANSIENT_SQLSTATE.test(code))) return true;
-  return TRANSIENT_MESSAGES.test(err.message);
+  return typeof code === 'string' && (TRANSIENT_ERRNOS.has(code) || TRANSIENT_SQLSTATE_PREFIXES.some((p) => code.startsWith(p)));
 }
 
 /**
- * Which of the database's own time limits a failure is, if any: a lock another writer held past
- * lock_timeout (55P03, also NOWAIT's refusal), or a statement cancelled by statement_timeout (57014
- * says only "cancelled"; its message tells a timeout from an operator's pg_cancel_backend).
+ * Which of the database's own time limits a failure is, if any: lock_timeout (55P03, also NOWAIT's
+ * refusal) or statement_timeout (57014, told from an operator's pg_cancel_backend by its message).
  * @param {unknown} err
  * @returns {'lock_timeout' | 'statement_timeout' | undefined}
  */
@@ -44,63 +45,42 @@ export function timeoutOf(err) {
 }
 
 /**
- * What a failed write means:
- * - unavailable: no connection could be had, or a transient failure and the probe failed too;
- * - lock_timeout / statement_timeout: the database's own time limit ended it (timeoutOf): its
- *   state, not the request's fault, and trying again at once would wait as long;
- * - transient: the database answers a probe, so the attempt failed for a passing reason (one
- *   connection lost, a deadlock): the write may be tried again once;
- * - own: the statement itself failed, and will fail the same way again.
- * Apart from what it means, whether the write may have been committed all the same (its commit was
- * sent, its answer lost) is db-outcome.js's outcomeInDoubt. What either means for the write is the
- * write policy's to decide (users/write-policy.js).
+ * What a failed write means: unavailable (no connection, or the probe failed too); a time limit;
+ * transient (the database answers); own (the statement's). In doubt is lending.js's to say.
  * @typedef {'unavailable' | 'lock_timeout' | 'statement_timeout' | 'transient' | 'own'} Diagnosis
  */
 
 /**
  * @typedef {object} Database
  * @property {pg.Pool} pool
- * @property {<T>(fn: (client: pg.PoolClient) => Promise<T>) => Promise<T>} withClient
- * @property {<T>(fn: (client: pg.PoolClient) => Promise<T>, options?: { limits?: import('./transaction-settings.js').TimeLimits, then?: string }) => Promise<T>} transaction
- *   BEGIN under the transaction settings (limits: overrides of the defaults; then: more statements
- *   in BEGIN's round trip), fn, COMMIT; ROLLBACK when fn fails
- * @property {import('./transaction-settings.js').TransactionSettings} settings  the time limits every
- *   transaction sets for itself (DB_STATEMENT_TIMEOUT_MS, DB_LOCK_TIMEOUT_MS): nothing is set on a connection
+ * @property {<T>(fn: (client: Lending) => Promise<T>) => Promise<T>} withClient
+ * @property {<T>(fn: (client: Lending) => Promise<T>, options?: { limits?: import('./transaction-settings.js').TimeLimits, then?: string }) => Promise<T>} transaction
+ *   BEGIN under the settings (limits: overrides; then: more statements in BEGIN's round trip), fn, COMMIT; ROLLBACK when fn fails
+ * @property {import('./transaction-settings.js').TransactionSettings} settings  each transaction's own time limits
  * @property {() => Promise<boolean>} isReady  the database answers and the schema is in place
- * @property {(err: unknown) => Promise<Diagnosis>} diagnose  what a failed write means (see Diagnosis)
+ * @property {(err: unknown) => Promise<Diagnosis>} diagnose
  * @property {() => Promise<boolean>} isTableLocked  another session holds a lock on users that stops every insert
  * @property {() => Promise<void>} close
  */
 
 /**
- * The one module that owns the pool. Every query goes through a client it lends; a client that
- * cannot be had is DatabaseUnavailableError (503), and `diagnose` says what any other failure means.
- * A connection carries no state from one transaction to the next (no time limit in its startup
- * parameters, no session SET, no named prepared statement, no session lock, no temporary table
- * that outlives its transaction), so DATABASE_URL may be a transaction pooler's: every transaction
- * sets its own time limits (transaction-settings.js).
- *
+ * The one module that owns the pool: every statement goes through a lending of one of its
+ * connections (lending.js); no connection carries state from one transaction to the next, so
+ * DATABASE_URL may be a transaction pooler's.
  * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number, dbLockTimeoutMs?: number }} config
- * @param {import('pino').Logger} logger
- * @param {import('../tracing/tracing.js').Tracing} [tracing]  off (NO_TRACING) unless handed one
+ * @param {import('pino').Logger} logger @param {import('../tracing/tracing.js').Tracing} [tracing]
  * @returns {Database}
  */
 export function createDatabase(config, logger, tracing = NO_TRACING) {
-  const { connection, pool } = createPool(config, logger, tracing);
-  // The server-side limits, set by each transaction for itself. A row another writer holds (an
-  // uncommitted insert of the same email, SELECT ... FOR UPDATE) is waited for DB_LOCK_TIMEOUT_MS,
-  // then the write gets 503 lock_timeout instead of waiting with it.
+  const { connection, pool, lend } = createPool(config, logger, tracing);
   const settings = createTransactionSettings({ statementTimeoutMs: config.dbStatementTimeoutMs, lockTimeoutMs: config.dbLockTimeoutMs });
-
   const { probe, answers, knownUnreachable } = createProbe(connection, config.dbConnectTimeoutMs, settings);
-
   const watchdog = createDbWatchdog({
     probe: answers,
     stallMs: STALL_MS,
     onCut: (count) => logger.warn({ connections: count }, 'database unreachable: cut the connections in flight'),
   });
-
-  const withClient = createLender(pool, watchdog, knownUnreachable);
+  const withClient = createLender(pool, lend, watchdog, knownUnreachable);
 
   /** @type {Database['diagnose']} */
   async function diagnose(err) {
@@ -128,45 +108,57 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
 }
 
 /**
- * The pool, and what listens on it: an idle connection lost is logged, what each connection sends
- * is watched (db-outcome.js), and traced (tracing/pg-spans.js) when tracing is on.
+ * The pool, its connections each on a socket of ours (pg's `stream` option), which the watchdog
+ * cuts and a lending reads; `lend` makes a lending of one of its clients.
  * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number }} config
  * @param {import('pino').Logger} logger @param {import('../tracing/tracing.js').Tracing} tracing
- * @returns {{ connection: pg.ClientConfig, pool: pg.Pool }}  connection: what a connection of the probe's own is made with
  */
 function createPool(config, logger, tracing) {
   const connection = {
     connectionString: config.databaseUrl,
     application_name: 'sluice',
-    // Idle connections notice a dead peer; a connection in use is the watchdog's (db-watchdog.js).
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
   };
+  // Client-side too: a database that stops answering cannot hang us.
+  const readTimeoutMs = config.dbStatementTimeoutMs + 5_000;
+  /** @type {WeakMap<pg.ClientBase, net.Socket>} */
+  const sockets = new WeakMap();
+  /** @param {pg.ClientConfig} clientConfig */
+  function OwnSocketClient(clientConfig) {
+    const socket = new net.Socket();
+    const client = new pg.Client({ ...clientConfig, stream: () => socket });
+    sockets.set(client, socket);
+    return client;
+  }
   const pool = new pg.Pool({
     ...connection,
+    Client: /** @type {any} */ (OwnSocketClient),
     max: config.dbPoolMax,
-    // A request waits this long for a free connection, then gets 503: never an unbounded queue.
+    // Waited for a free connection this long, then 503: never an unbounded queue.
     connectionTimeoutMillis: config.dbConnectTimeoutMs,
     idleTimeoutMillis: 30_000,
-    // Client-side too, so that a database that stops answering (not just refusing) cannot hang us.
-    query_timeout: config.dbStatementTimeoutMs + 5_000,
+    query_timeout: readTimeoutMs,
   });
   // An idle client whose server went away emits here; unhandled, it would crash the process.
   pool.on('error', (err) => logger.warn({ err }, 'idle database connection lost'));
-  // Whether a failed write may have been committed is told by what was sent on its connection.
-  pool.on('connect', watchCommits);
-  // Traced, each query made for a traced request is a span (tracing/pg-spans.js).
-  if (tracing.enabled) pool.on('connect', (client) => traceQueries(client, tracing));
-  return { connection, pool };
+  /** @param {pg.PoolClient} client */
+  const lend = (client) => {
+    const socket = /** @type {net.Socket} */ (sockets.get(client));
+    const trace = tracing.enabled ? statementTracer(/** @type {any} */ (client).connectionParameters ?? {}, tracing) : undefined;
+    return { lending: new Lending(client, { socket, readTimeoutMs, trace }), cut: (/** @type {Error} */ err) => socket.destroy(err) };
+  };
+  return { connection, pool, lend };
 }
 
 /**
  * Lends a client of the pool to `fn` (holdClient): 503 (DatabaseUnavailableError) at once while a
  * probe has just found the database unreachable, or when no client can be had in time.
- * @param {pg.Pool} pool @param {ReturnType<typeof createDbWatchdog>} watchdog @param {() => boolean} knownUnreachable
+ * @param {pg.Pool} pool @param {ReturnType<typeof createPool>['lend']} lend
+ * @param {ReturnType<typeof createDbWatchdog>} watchdog @param {() => boolean} knownUnreachable
  * @returns {Database['withClient']}
  */
-function createLender(pool, watchdog, knownUnreachable) {
+function createLender(pool, lend, watchdog, knownUnreachable) {
   return async (fn) => {
     if (knownUnreachable()) throw new DatabaseUnavailableError(new Error('database unreachable (a probe failed within the last second)'));
     let client;
@@ -175,7 +167,7 @@ function createLender(pool, watchdog, knownUnreachable) {
     } catch (err) {
       throw new DatabaseUnavailableError(err);
     }
-    return holdClient(client, watchdog, fn);
+    return holdClient(client, lend(client), watchdog, fn);
   };
 }
 
@@ -188,30 +180,28 @@ function createTransaction(withClient, settings) {
     withClient(async (client) => {
       try {
         // In the try: a failure of BEGIN's round trip (a statement of `then`) leaves it open.
-        await client.query(settings.begin(limits, then));
+        await client.begin(settings.begin(limits, then));
         const result = await fn(client);
-        await client.query('COMMIT');
+        await client.commit();
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
+        await client.rollback().catch(() => {});
         throw err;
       }
     });
 }
 
 /**
- * Does another session hold a lock on users that stops every insert?
+ * Does another session hold a lock on users that stops every insert? ROW EXCLUSIVE is what every
+ * INSERT takes; NOWAIT refuses at once if a SHARE lock or stronger is held or queued. The SET
+ * LOCALs make the query one implicit transaction, which lets the lock go with it.
  * @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings
  * @returns {Promise<boolean>}
  */
 function isTableLocked(withClient, settings) {
-  // ROW EXCLUSIVE is what every INSERT takes; NOWAIT refuses at once if a SHARE lock or stronger
-  // (CREATE INDEX without CONCURRENTLY, LOCK TABLE, ALTER TABLE) is held or queued. LOCK TABLE
-  // needs a transaction: the settings' SET LOCALs make the query one (implicit), which ends, and
-  // lets the lock go, with the query: one round trip.
   return withClient(async (client) => {
     try {
-      await client.query(settings.statement('LOCK TABLE users IN ROW EXCLUSIVE MODE NOWAIT'));
+      await client.query({ text: settings.statement('LOCK TABLE users IN ROW EXCLUSIVE MODE NOWAIT'), operation: 'LOCK' });
       return false;
     } catch (err) {
       if (timeoutOf(err) === 'lock_timeout') return true;
@@ -221,9 +211,9 @@ function isTableLocked(withClient, settings) {
 }
 
 /**
- * Does the database answer, and is the schema in place? Asked on a fresh connection of its own,
- * never a pooled one; the last answer is remembered (a database found unreachable is believed
- * UNREACHABLE_HOLD_MS).
+ * Does the database answer, and is the schema in place? Asked on a fresh connection of its own
+ * (a pooled one may be the one that hangs), within the connect timeout; concurrent callers share
+ * one probe, and a database found unreachable is believed UNREACHABLE_HOLD_MS.
  * @param {pg.ClientConfig} connection @param {number} connectTimeoutMs
  * @param {import('./transaction-settings.js').TransactionSettings} settings
  */
@@ -232,11 +222,6 @@ function createProbe(connection, connectTimeoutMs, settings) {
   let lastProbe;
   /** @type {Promise<{ answered: boolean, ready: boolean }> | undefined} */
   let probing;
-  /**
-   * Does the database answer, on a fresh connection of its own (a pooled one may be the one that
-   * hangs), within the connect timeout? Concurrent callers share one probe: a failing group of 300
-   * requests asks once, not 300 times.
-   */
   function probe() {
     probing ??= (async () => {
       const client = new pg.Client({ ...connection, connectionTimeoutMillis: connectTimeoutMs, query_timeout: connectTimeoutMs });
@@ -267,19 +252,16 @@ function createProbe(connection, connectTimeoutMs, settings) {
 }
 
 /**
- * Runs `fn` with a client lent by the pool, watched as long as it is held, and gives it back:
- * destroyed rather than lent again when it may have lost its connection.
+ * Runs `fn` with a lending of a pooled client, watched while it is held, and gives it back:
+ * destroyed rather than lent again when it may have lost its connection. pg-pool stops listening
+ * for a lent client's 'error', so we listen: unhandled, a connection dying between two queries
+ * would take the process down.
  * @template T
- * @param {pg.PoolClient} client @param {ReturnType<typeof createDbWatchdog>} watchdog
- * @param {(client: pg.PoolClient) => Promise<T>} fn
+ * @param {pg.PoolClient} client @param {ReturnType<ReturnType<typeof createPool>['lend']>} lent
+ * @param {ReturnType<typeof createDbWatchdog>} watchdog @param {(client: Lending) => Promise<T>} fn
  * @returns {Promise<T>}
  */
-async function holdClient(client, watchdog, fn) {
-  startLending(client);
-  // pg-pool removes its own 'error' listener from a client it lends out. A connection that dies
-  // while we hold the client between two queries (PostgreSQL crashed, a failover, a cut network)
-  // would then emit an unhandled 'error' and take the whole process down. So we listen for as
-  // long as we hold it, and a client that failed this way is destroyed, never reused.
+async function holdClient(client, { lending, cut }, watchdog, fn) {
   /** @type {unknown} */
   let failure;
   /** @type {unknown} */
@@ -289,9 +271,9 @@ async function holdClient(client, watchdog, fn) {
     failure ??= err;
   };
   client.on('error', onError);
-  const done = watchdog.watch((err) => /** @type {{ connection: { stream: import('node:net').Socket } }} */ (/** @type {unknown} */ (client)).connection.stream.destroy(err));
+  const done = watchdog.watch(cut);
   try {
-    return await fn(client);
+    return await fn(lending);
   } catch (err) {
     failure ??= err;
     thrown = err;
@@ -299,10 +281,7 @@ async function holdClient(client, watchdog, fn) {
   } finally {
     done();
     client.off('error', onError);
-    // The failure is in doubt when its commit had been sent (db-outcome.js).
-    endLending(client, thrown);
-    // A client whose statement failed for its own reason is fine; one that may have lost its
-    // connection is destroyed rather than lent again.
+    lending.end(thrown, failure);
     client.release(failure !== undefined && isTransient(failure) ? /** @type {Error} */ (failure) : undefined);
   }
 }

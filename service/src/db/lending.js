@@ -1,82 +1,107 @@
+import { Writable } from 'node:stream';
 import pg from 'pg';
 
-// Whether a write that failed may have been committed all the same. PostgreSQL commits a
-// transaction when it runs its COMMIT, or, outside BEGIN, when it runs the statement itself (an
-// implicit transaction: one simple query, whatever it holds). Once that was sent, a lost connection
-// (PostgreSQL crashed or paused, the network cut, the watchdog's cut) says nothing of whether it
-// ran: the answer may be what was lost. Before it was sent, the server rolls the transaction back
-// when it finds the connection gone, so nothing was written. The pooled connections' queries are
-// watched here, in one place, whoever sends them (db.js lends the connections).
+// One lending of a pooled connection: every statement goes through it, and BEGIN, COMMIT and
+// ROLLBACK through its own methods, so it knows whether a commit went out (a COMMIT, or a statement
+// outside BEGIN). A failure after that, other than PostgreSQL's refusal, may have committed.
 
-const BEGINS = /^\s*(?:BEGIN|START\s+TRANSACTION)\b/i;
-const COMMITS = /^\s*(?:COMMIT|END)\b/i;
-// ROLLBACK TO SAVEPOINT stays in the transaction.
-const ROLLS_BACK = /^\s*(?:ROLLBACK|ABORT)\b(?!\s+TO\b)/i;
-// PostgreSQL's answer to the statement is an error that rolled it back, unless it ended the session
-// (severity FATAL or PANIC): an operator's pg_terminate_backend or a shutdown (57P01, 57P02) can
-// come after the commit, before its answer. The severity is in the server's language, so the
-// operator-intervention codes (57P, only ever sent as FATAL) are checked as well.
 const ENDS_THE_SESSION = new Set(['FATAL', 'PANIC']);
-const OPERATOR_ENDED = /^57P/;
+// Operator intervention (57P01, 57P02...): always FATAL, whatever the language of its severity.
+const OPERATOR_ENDED = '57P';
 
-/** @typedef {{ inTransaction: boolean, commitSent: boolean }} Lending */
-
-/** @type {WeakMap<pg.ClientBase, Lending>} the connections lent now, and what was sent on each */
-const lendings = new WeakMap();
 /** @type {WeakSet<object>} failures after which the write may have been committed */
 const inDoubt = new WeakSet();
+/** @type {WeakSet<object>} failures of the connection, not of the statement (lost, or no answer in time) */
+const ofTheConnection = new WeakSet();
 
+/** Text, or a query config whose `operation` labels its span, or a COPY stream. @typedef {string | (pg.QueryConfig & { operation?: string, query_timeout?: number }) | Writable} Statement */
 /**
- * Watches a pooled connection's queries (called once per connection, db.js): while it is lent,
- * each query sent is noted, as text only as far as its first keyword.
- * @param {pg.ClientBase} client
+ * socket: the connection's own; readTimeoutMs: pg's query_timeout; trace: a statement's span (tracing/pg-spans.js).
+ * @typedef {{ socket: { readonly destroyed: boolean }, readTimeoutMs?: number, trace?: (operation: string | undefined, send: () => any) => any }} LendingOptions
  */
-export function watchCommits(client) {
-  const query = /** @type {(...args: any[]) => any} */ (client.query);
-  client.query = /** @type {any} */ (function noted(/** @type {any[]} */ ...args) {
-    const lending = lendings.get(client);
-    if (lending) note(lending, typeof args[0] === 'string' ? args[0] : args[0]?.text);
-    return query.apply(this, args);
-  });
-}
 
-/** @param {Lending} lending @param {unknown} text */
-function note(lending, text) {
-  if (typeof text !== 'string') return;
-  if (BEGINS.test(text)) {
-    lending.inTransaction = true;
-  } else if (COMMITS.test(text)) {
-    lending.inTransaction = false;
-    lending.commitSent = true;
-  } else if (ROLLS_BACK.test(text)) {
-    lending.inTransaction = false;
-  } else if (!lending.inTransaction) {
-    lending.commitSent = true;
+export class Lending {
+  #client;
+  #socket;
+  #readTimeoutMs;
+  #trace;
+  #inTransaction = false;
+  #commitSent = false;
+
+  /** @param {Pick<pg.ClientBase, 'query'>} client @param {LendingOptions} options */
+  constructor(client, { socket, readTimeoutMs = Infinity, trace = (_operation, send) => send() }) {
+    this.#client = client;
+    this.#socket = socket;
+    this.#readTimeoutMs = readTimeoutMs;
+    this.#trace = trace;
+  }
+
+  /**
+   * Sends a statement: outside BEGIN it commits itself.
+   * @template {Statement} S @param {S} statement
+   * @returns {S extends Writable ? S : Promise<pg.QueryResult<any>>}
+   */
+  query(statement) {
+    if (!this.#inTransaction) this.#commitSent = true;
+    return this.#send(statement);
+  }
+
+  /** @param {string} text  BEGIN and what goes in its round trip (transaction-settings.js) */
+  begin(text) {
+    this.#inTransaction = true;
+    return this.#send({ text, operation: 'BEGIN' });
+  }
+
+  commit() {
+    this.#inTransaction = false;
+    this.#commitSent = true;
+    return this.#send({ text: 'COMMIT', operation: 'COMMIT' });
+  }
+
+  rollback() {
+    this.#inTransaction = false;
+    return this.#send({ text: 'ROLLBACK', operation: 'ROLLBACK' });
+  }
+
+  /**
+   * Given back after `failure` (and `connectionError`, what the client emitted): a failure after a
+   * commit was sent is in doubt unless PostgreSQL refused it without ending the session.
+   * @param {unknown} [failure] @param {unknown} [connectionError]
+   */
+  end(failure, connectionError) {
+    if (typeof connectionError === 'object' && connectionError !== null) this.#noteFailure(connectionError, 0);
+    if (typeof failure !== 'object' || failure === null) return;
+    this.#noteFailure(failure, 0);
+    if (!this.#commitSent) return;
+    if (failure instanceof pg.DatabaseError && !ENDS_THE_SESSION.has(failure.severity ?? '') && !(failure.code ?? '').startsWith(OPERATOR_ENDED)) return;
+    inDoubt.add(failure);
+  }
+
+  /** @param {Statement} statement @returns {any} */
+  #send(statement) {
+    const isCopy = statement instanceof Writable;
+    const operation = isCopy ? 'COPY' : typeof statement === 'object' ? statement.operation : undefined;
+    return this.#trace(operation, () => {
+      const answer = this.#client.query(/** @type {any} */ (statement));
+      if (isCopy) return answer;
+      const sent = performance.now();
+      const timeoutMs = (typeof statement === 'object' && statement.query_timeout) || this.#readTimeoutMs;
+      return answer.catch((/** @type {unknown} */ err) => {
+        if (typeof err === 'object' && err !== null) this.#noteFailure(err, performance.now() - sent >= timeoutMs ? timeoutMs : 0);
+        throw err;
+      });
+    });
+  }
+
+  /** pg's own failure (no SQLSTATE, no errno) is the connection's when its socket is gone or the statement went unanswered its read timeout. @param {object} err @param {number} timedOutAfterMs */
+  #noteFailure(err, timedOutAfterMs) {
+    if (err instanceof pg.DatabaseError || typeof (/** @type {{ code?: unknown }} */ (err).code) === 'string') return;
+    if (this.#socket.destroyed || timedOutAfterMs > 0) ofTheConnection.add(err);
   }
 }
 
-/** A connection lent out: nothing sent on it yet. @param {pg.ClientBase} client */
-export function startLending(client) {
-  lendings.set(client, { inTransaction: false, commitSent: false });
-}
-
-/**
- * A connection given back, after `failure` when the work on it failed: the failure is marked in
- * doubt when a commit (or a statement that commits itself) was sent and the failure is not
- * PostgreSQL's refusal of it.
- * @param {pg.ClientBase} client @param {unknown} [failure]
- */
-export function endLending(client, failure) {
-  const lending = lendings.get(client);
-  lendings.delete(client);
-  if (!lending?.commitSent || typeof failure !== 'object' || failure === null) return;
-  if (failure instanceof pg.DatabaseError && !ENDS_THE_SESSION.has(failure.severity ?? '') && !OPERATOR_ENDED.test(failure.code ?? '')) return;
-  inDoubt.add(failure);
-}
-
-/**
- * Whether the write that failed with `err` may have been committed (its commit was sent and no
- * answer to it came).
- * @param {unknown} err
- */
+/** Whether the write that failed with `err` may have been committed. @param {unknown} err */
 export const outcomeInDoubt = (err) => typeof err === 'object' && err !== null && inDoubt.has(err);
+
+/** Whether `err` was the connection's failure (lost, or unanswered), as a lending saw it. @param {unknown} err */
+export const failedConnection = (err) => typeof err === 'object' && err !== null && ofTheConnection.has(err);

@@ -6,35 +6,29 @@ import {
   CREATE_STAGING, EMPTY_STAGING, FROM_STAGING, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, writeStatement,
 } from './user-sql.js';
 
-// How one chunk of a request's rows is written, by INSERT_STRATEGY: the user writer
-// (user-repository.js) chunks a request and runs each chunk through one of these.
+// How one chunk of a request's rows is written, by INSERT_STRATEGY (user-repository.js chunks).
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
-/** @typedef {import('pg').PoolClient} PoolClient */
+/** @typedef {import('../db/lending.js').Lending} PoolClient */
 /** @typedef {import('./user-repository.js').Counts} Counts */
 /**
  * Writes one chunk; a stored email fails it (23505) when `onConflict` is 'fail'.
  * @typedef {object} ChunkWriter
- * @property {(client: PoolClient, rows: UserRow[], onConflict: OnConflict, settings?: string) => Promise<Counts>} write
- *   settings: the transaction's SET LOCALs to put before the chunk's statement in its query (a single
- *   chunk outside an explicit transaction); none when BEGIN set them
- * @property {boolean} [needsTransaction]  even a single chunk runs in BEGIN/COMMIT: its statement
- *   cannot carry the settings (parameters, COPY)
+ * @property {(client: PoolClient, rows: UserRow[], onConflict: OnConflict, settings?: string) => Promise<Counts>} write  settings: SET LOCALs before its statement, when BEGIN set none
+ * @property {boolean} [needsTransaction]  its statement cannot carry the settings (parameters, COPY)
  * @property {(onConflict: OnConflict) => string} [beginWith]  statements for BEGIN's round trip
  */
 
 /**
- * A write statement's query, labelled for its span (tracing/pg-spans.js): every statement a writer
- * makes is an INSERT, whatever comes before it in the query (its settings, now()).
- * @param {string} text @param {Omit<import('../tracing/pg-spans.js').LabelledQuery, 'text'>} [config]
- * @returns {import('../tracing/pg-spans.js').LabelledQuery}
+ * A write statement's query, labelled for its span: every statement a writer makes is an INSERT,
+ * whatever comes before it in the query (its settings, CREATED_NOW).
+ * @param {string} text @param {Omit<import('pg').QueryConfig, 'text'>} [config]
  */
 export const insertQuery = (text, config) => ({ ...config, text, operation: 'INSERT' });
 
 /**
- * A statement's answer as counts: its command tag when it only inserts, its counts row otherwise
- * (the last statement's, after SET LOCALs).
+ * A statement's answer as counts: its command tag when it only inserts, else its counts row.
  * @param {import('pg').QueryResult | import('pg').QueryResult[]} answer @param {OnConflict} onConflict
  * @returns {Counts}
  */
@@ -45,21 +39,13 @@ function countsOf(answer, onConflict) {
 /** @param {OnConflict} onConflict */
 const returningFor = (onConflict) => (onConflict === 'merge' ? 'counts' : 'none');
 
-/**
- * One pg-format statement a chunk, each column one array literal (user-sql.js): a single chunk is
- * one query, its settings before it. @type {ChunkWriter}
- */
+/** One pg-format statement a chunk, its settings before it in one query. @type {ChunkWriter} */
 export const formatWriter = {
   write: async (client, rows, onConflict, settings = '') =>
     countsOf(await client.query(insertQuery(settings + writeStatement(rowsAsArrays(rows), onConflict, returningFor(onConflict)))), onConflict),
 };
 
-/**
- * Four array parameters instead of literals: no quoting, one parse. A statement with parameters
- * goes alone in its query, so the settings come in BEGIN's: even a single chunk is BEGIN, the
- * statement and COMMIT, three round trips where the format strategy makes one.
- * @type {ChunkWriter}
- */
+/** Array parameters instead of literals; alone in its query, so always in BEGIN/COMMIT. @type {ChunkWriter} */
 const unnestWriter = {
   needsTransaction: true,
   write: async (client, rows, onConflict) =>
@@ -67,10 +53,8 @@ const unnestWriter = {
 };
 
 /**
- * COPY: straight into users when every email must be new; otherwise into a staging table, then
- * INSERT ... SELECT from it with the conflict clause, emptied in the same query for the next chunk.
- * The staging table is the transaction's own (made in BEGIN's round trip, dropped at its end), so
- * this runs in a transaction even for one chunk.
+ * COPY straight into users when every email must be new; else into the transaction's staging table,
+ * then INSERT ... SELECT with the conflict clause, emptied in the same query.
  * @type {ChunkWriter}
  */
 const copyWriter = {
@@ -92,6 +76,6 @@ async function copyInto(client, table, rows) {
   return copy.rowCount ?? rows.length;
 }
 
-/** How a chunk is written, by INSERT_STRATEGY; its keys are the strategies config.js accepts. */
+/** By INSERT_STRATEGY; its keys are the strategies config.js accepts. */
 export const STRATEGIES = /** @type {const} */ ({ format: formatWriter, unnest: unnestWriter, copy: copyWriter });
 /** @typedef {keyof typeof STRATEGIES} Strategy */

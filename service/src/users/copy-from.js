@@ -26,7 +26,7 @@ const COPY_AHEAD_BYTES = 256 * 1024;
 /**
  * A COPY on the transaction's connection, under a savepoint of its own when named. Its failure is
  * kept, not thrown, for the caller to decide (ignore mode takes a unique violation in its stride).
- * @param {import('pg').PoolClient} client @param {string} sql @param {string} [savepoint]
+ * @param {import('../db/lending.js').Lending} client @param {string} sql @param {string} [savepoint]
  * @returns {Promise<CopyInto>}
  */
 export async function startCopy(client, sql, savepoint) {
@@ -66,7 +66,7 @@ export async function startCopy(client, sql, savepoint) {
 
 /**
  * A COPY that writes all of `bytes` and is then over; its failure thrown. The rows it wrote.
- * @param {import('pg').PoolClient} client @param {string} sql @param {Buffer} bytes
+ * @param {import('../db/lending.js').Lending} client @param {string} sql @param {Buffer} bytes
  */
 export async function copyAll(client, sql, bytes) {
   const copy = await startCopy(client, sql);
@@ -78,6 +78,6 @@ export async function copyAll(client, sql, bytes) {
 
 /**
  * A statement without node-postgres's client-side timeout (pg's types do not declare the option).
- * @param {import('pg').PoolClient} client @param {string} text
+ * @param {import('../db/lending.js').Lending} client @param {string} text
  */
 export const longQuery = (client, text) => client.query(/** @type {import('pg').QueryConfig} */ (/** @type {unknown} */ ({ text, query_timeout: NO_QUERY_TIMEOUT })));

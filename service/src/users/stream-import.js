@@ -139,7 +139,7 @@ async function importStream(db, policy, reader, format, resolution) {
  * at the end may rightly run for minutes: the write policy's STREAM_LIMITS.
  * @template T
  * @param {import('../db/database.js').Database} db @param {string} then
- * @param {(client: import('pg').PoolClient) => Promise<T>} fn
+ * @param {(client: import('../db/lending.js').Lending) => Promise<T>} fn
  */
 const streamTransaction = (db, then, fn) => db.transaction(fn, { limits: STREAM_LIMITS, then });
 
@@ -284,7 +284,7 @@ function validatedBody(reader, format) {
  * meanwhile. A chunk that meets an email already stored, or one sent twice, fails whole: it is
  * rolled back to its savepoint and written again through the staging table (insertStaged), and so
  * is every chunk after it (a body that holds one stored email is likely a replay).
- * @param {import('pg').PoolClient} client
+ * @param {import('../db/lending.js').Lending} client
  */
 async function chunkedCopy(client) {
   /** the current chunk's CSV, until it is in users */
@@ -354,7 +354,7 @@ async function chunkedCopy(client) {
 /**
  * Ignore mode's chunk written through the staging table: each email once (its first line), with
  * ON CONFLICT DO NOTHING; the rows inserted.
- * @param {import('pg').PoolClient} client @param {Buffer} csv @param {boolean} first  the first chunk staged: the table is made
+ * @param {import('../db/lending.js').Lending} client @param {Buffer} csv @param {boolean} first  the first chunk staged: the table is made
  */
 async function insertStaged(client, csv, first) {
   await client.query(first ? CREATE_STREAM_STAGING : EMPTY_STREAM_STAGING);
@@ -366,7 +366,7 @@ async function insertStaged(client, csv, first) {
 /**
  * Merge mode's staged rows into users: all as new first (the common case, and the cheapest), and
  * merged only when an email turns out to be stored already or sent twice.
- * @param {import('pg').PoolClient} client
+ * @param {import('../db/lending.js').Lending} client
  * @returns {Promise<{ inserted: number, updated: number }>}
  */
 async function writeMerged(client) {

@@ -1,7 +1,7 @@
 import { lastResult } from '../db/transaction-settings.js';
 import { STRATEGIES, formatWriter, insertQuery } from './chunk-writers.js';
 import { createReplayGuess } from './replay-guess.js';
-import { RETURNED_AS_TEXT, insertedUser, mergedUser, rowsAsArrays, timestampAsJson, writeStatement } from './user-sql.js';
+import { RETURNED_AS_TEXT, createdNowOf, insertedUser, mergedUser, rowsAsArrays, writeStatement } from './user-sql.js';
 import { createWritePolicy } from './write-policy.js';
 
 // config.js (and bench/) name the strategies from here.
@@ -10,7 +10,7 @@ export { STRATEGIES } from './chunk-writers.js';
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-schema.js').Resolution} Resolution */
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
-/** @typedef {import('pg').PoolClient} PoolClient */
+/** @typedef {import('../db/lending.js').Lending} PoolClient */
 /** @typedef {import('../db/transaction-settings.js').TimeLimits} TimeLimits */
 /** @typedef {import('./chunk-writers.js').ChunkWriter} ChunkWriter */
 /** @typedef {import('./chunk-writers.js').Strategy} Strategy */
@@ -285,7 +285,7 @@ export function writtenUsers(sent, result, onConflict) {
   /** @type {(string | null)[][]} */
   const returned = lastResult(result).rows;
   const merge = onConflict === 'merge';
-  const now = merge ? '' : timestampAsJson((Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0]);
+  const now = merge ? '' : createdNowOf(result);
   /** @param {UserRow} row @param {(string | null)[]} r @returns {WrittenUser} */
   const user = merge ? mergedUser : (/** @type {UserRow} */ row) => insertedUser(row, now);
   // Without a conflict clause the statement wrote every row, or failed.

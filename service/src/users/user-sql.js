@@ -97,6 +97,11 @@ const RETURNING_ROWS = {
 };
 /** The statement before a write that returns rows, unless it merges: when the rows it inserts are created. */
 const CREATED_NOW = { fail: 'SELECT now(); ', skip: 'SELECT now(); ', merge: '' };
+/**
+ * CREATED_NOW's answer in a query's results (after any SET LOCAL), as JSON writes it.
+ * @param {import('pg').QueryResult | import('pg').QueryResult[]} result
+ */
+export const createdNowOf = (result) => timestampAsJson((Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0]);
 
 /**
  * A timestamptz as PostgreSQL writes it in text (DateStyle ISO, which pg assumes too:

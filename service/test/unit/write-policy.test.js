@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { endLending, startLending, watchCommits } from '../../src/db/lending.js';
+import { Lending } from '../../src/db/lending.js';
 import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../../src/errors.js';
 import { GROUP_LOCK_TIMEOUT_MS, STREAM_LIMITS, createWritePolicy } from '../../src/users/write-policy.js';
 
@@ -15,11 +15,9 @@ const failure = () => Object.assign(new Error('from the database'), { code: 'XX0
 /** A failure after which the write may have been committed: lost once its statement (outside BEGIN) was sent. */
 function inDoubt() {
   const err = new Error('Connection terminated unexpectedly');
-  const client = /** @type {any} */ ({ query: async () => {} });
-  watchCommits(client);
-  startLending(client);
-  client.query('INSERT INTO users ...');
-  endLending(client, err);
+  const lending = new Lending({ query: async () => /** @type {any} */ ({}) }, { socket: { destroyed: false } });
+  void lending.query('INSERT INTO users ...');
+  lending.end(err);
   return err;
 }
 
