@@ -97,7 +97,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   });
   app.get('/readyz', async (_req, res) => {
     const ready = await db.isReady();
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready' });
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', reason: ready ? undefined : db.notReadyBecause?.() });
   });
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await renderMetrics());

@@ -2,7 +2,8 @@ import net from 'node:net';
 import pg from 'pg';
 import { DatabaseUnavailableError } from '../errors.js';
 import { createDbWatchdog, WatchdogCutError } from './watchdog.js';
-import { Lending, failedConnection } from './lending.js';
+import { Lending, failedConnection, isStatementPooling } from './lending.js';
+import { STATEMENT_POOLING } from './start-problems.js';
 import { createTransactionSettings, lastResult } from './transaction-settings.js';
 import { statementTracer } from '../tracing/pg-spans.js';
 import { NO_TRACING } from '../tracing/tracing.js';
@@ -57,7 +58,8 @@ export function timeoutOf(err) {
  * @property {<T>(fn: (client: Lending) => Promise<T>, options?: { limits?: import('./transaction-settings.js').TimeLimits, then?: string }) => Promise<T>} transaction
  *   BEGIN under the settings (limits: overrides; then: more statements in BEGIN's round trip), fn, COMMIT; ROLLBACK when fn fails
  * @property {import('./transaction-settings.js').TransactionSettings} settings  each transaction's own time limits
- * @property {() => Promise<boolean>} isReady  the database answers and the schema is in place
+ * @property {() => Promise<boolean>} isReady  the database answers, the schema is in place, and a transaction can be opened
+ * @property {() => string | undefined} notReadyBecause  a misconfiguration found (a pooler in statement mode)
  * @property {(err: unknown) => Promise<Diagnosis>} diagnose
  * @property {() => Promise<boolean>} isTableLocked  another session holds a lock on users that stops every insert
  * @property {() => Promise<void>} close
@@ -81,6 +83,12 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
     onCut: (count) => logger.warn({ connections: count }, 'database unreachable: cut the connections in flight'),
   });
   const withClient = createLender(pool, lend, watchdog, knownUnreachable);
+  // Whether the last BEGIN was refused by a pooler in statement mode (until one is not).
+  let statementPooling = false;
+  /** @param {boolean} refused */
+  const beginRefused = (refused) => {
+    statementPooling = refused;
+  };
 
   /** @type {Database['diagnose']} */
   async function diagnose(err) {
@@ -95,9 +103,10 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
   return {
     pool,
     withClient,
-    transaction: createTransaction(withClient, settings),
+    transaction: createTransaction(withClient, settings, beginRefused),
     settings,
-    isReady: async () => (await probe()).ready,
+    isReady: async () => !statementPooling && (await probe()).ready,
+    notReadyBecause: () => (statementPooling ? STATEMENT_POOLING : undefined),
     diagnose,
     isTableLocked: () => isTableLocked(withClient, settings),
     close: () => {
@@ -173,14 +182,21 @@ function createLender(pool, lend, watchdog, knownUnreachable) {
 
 /**
  * @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings
+ * @param {(refused: boolean) => void} beginRefused  told whether a pooler in statement mode refused BEGIN
  * @returns {Database['transaction']}
  */
-function createTransaction(withClient, settings) {
+function createTransaction(withClient, settings, beginRefused) {
   return (fn, { limits, then } = {}) =>
     withClient(async (client) => {
       try {
         // In the try: a failure of BEGIN's round trip (a statement of `then`) leaves it open.
-        await client.begin(settings.begin(limits, then));
+        await client.begin(settings.begin(limits, then)).then(
+          () => beginRefused(false),
+          (err) => {
+            if (isStatementPooling(err)) beginRefused(true);
+            throw err;
+          },
+        );
         const result = await fn(client);
         await client.commit();
         return result;

@@ -11,6 +11,8 @@ const OPERATOR_ENDED = '57P';
 
 /** @type {WeakSet<object>} failures after which the write may have been committed */
 const inDoubt = new WeakSet();
+/** @type {WeakSet<object>} BEGINs refused: no transaction was opened */
+const refusedBegins = new WeakSet();
 /** @type {WeakSet<object>} failures of the connection, not of the statement (lost, or no answer in time) */
 const ofTheConnection = new WeakSet();
 
@@ -49,7 +51,9 @@ export class Lending {
   /** @param {string} text  BEGIN and what goes in its round trip (transaction-settings.js) */
   begin(text) {
     this.#inTransaction = true;
-    return this.#send({ text, operation: 'BEGIN' });
+    return this.#send({ text, operation: 'BEGIN' }).catch((/** @type {unknown} */ err) => {
+      throw refusedToBegin(err);
+    });
   }
 
   commit() {
@@ -105,3 +109,16 @@ export const outcomeInDoubt = (err) => typeof err === 'object' && err !== null &
 
 /** Whether `err` was the connection's failure (lost, or unanswered), as a lending saw it. @param {unknown} err */
 export const failedConnection = (err) => typeof err === 'object' && err !== null && ofTheConnection.has(err);
+
+/** Notes that `err` refused a BEGIN: no transaction was opened. @param {unknown} err */
+export function refusedToBegin(err) {
+  if (typeof err === 'object' && err !== null) refusedBegins.add(err);
+  return err;
+}
+
+/**
+ * A pooler in statement mode (PgBouncer) refused to open a transaction: 08P01 to a BEGIN, which
+ * trying again will not change.
+ * @param {unknown} err
+ */
+export const isStatementPooling = (err) => err instanceof pg.DatabaseError && err.code === '08P01' && refusedBegins.has(err);

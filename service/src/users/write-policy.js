@@ -1,5 +1,5 @@
-import { outcomeInDoubt } from '../db/lending.js';
-import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../errors.js';
+import { isStatementPooling, outcomeInDoubt } from '../db/lending.js';
+import { ApiError, DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../errors.js';
 
 // What a failed write means and what happens next, and the time limits of each kind of write,
 // decided here for every writer; the writers carry the decisions out.
@@ -51,6 +51,8 @@ export function createWritePolicy({ diagnose, isTableLocked = async () => false 
 
     /** @param {WriteKind} kind @param {unknown} err @param {unknown} [previous]  the first attempt's failure @returns {Promise<Decision>} */
     async afterFailure(kind, err, previous) {
+      // A pooler in statement mode refused the transaction: trying again cannot help.
+      if (isStatementPooling(err)) return fail(new ApiError('statement_pooling', undefined, { cause: err }));
       const diagnosis = await diagnose(err);
       if (kind === 'stream') return fail(refusalOfDatabaseState(diagnosis === 'transient' ? 'unavailable' : diagnosis, err) ?? err);
       if (kind === 'group') {
