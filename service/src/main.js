@@ -115,16 +115,14 @@ async function main() {
     process.exit(1);
   }
   if (cluster.isPrimary) {
-    // A misconfigured database (password, name, host, a pooler in statement mode) stops the start
-    // here with its fix; one that does not answer yet is waited for, 503 meanwhile.
+    // A misconfigured database (password, name, a pooler in statement mode) stops the start here
+    // with its fix; one not reachable yet is said the same way, and served 503 until it answers.
     const problem = await checkDatabase(databaseUrl, config.dbConnectTimeoutMs).catch((err) => {
       logger.warn({ err }, 'the database does not answer yet: serving, 503 until it does');
       return undefined;
     });
-    if (problem) {
-      console.error(`sluice: ${problem}`);
-      process.exit(1);
-    }
+    if (problem) console.error(`sluice: ${problem.line}${problem.fatal ? '' : ' (serving meanwhile: 503 until it answers)'}`);
+    if (problem?.fatal) process.exit(1);
   }
   if (cluster.isPrimary && !authRequired(config.auth)) {
     logger.warn('no credentials are configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET, ...): POST /users accepts requests from anyone who can reach it');

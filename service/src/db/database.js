@@ -20,11 +20,7 @@ const STALL_MS = 2_000;
 // A probe that found the database unreachable is believed this long: 503 at once meanwhile.
 const UNREACHABLE_HOLD_MS = 1_000;
 
-/**
- * A passing failure: a transient errno or SQLSTATE, the watchdog's cut, or a failure of the
- * connection as its lending saw it (lost, or unanswered in time).
- * @param {unknown} err
- */
+/** A passing failure: a transient errno or SQLSTATE, the watchdog's cut, or the connection's failure as its lending saw it. @param {unknown} err */
 export function isTransient(err) {
   if (!(err instanceof Error)) return false;
   if (err instanceof WatchdogCutError || failedConnection(err)) return true;
@@ -161,10 +157,8 @@ function createPool(config, logger, tracing) {
 }
 
 /**
- * Lends a client of the pool to `fn` (holdClient): 503 (DatabaseUnavailableError) at once while a
- * probe has just found the database unreachable, or when no client can be had in time.
- * @param {pg.Pool} pool @param {ReturnType<typeof createPool>['lend']} lend
- * @param {ReturnType<typeof createDbWatchdog>} watchdog @param {() => boolean} knownUnreachable
+ * Lends a client to `fn`, or 503 (DatabaseUnavailableError) while a probe just found the database unreachable or none can be had in time.
+ * @param {pg.Pool} pool @param {ReturnType<typeof createPool>['lend']} lend @param {ReturnType<typeof createDbWatchdog>} watchdog @param {() => boolean} knownUnreachable
  * @returns {Database['withClient']}
  */
 function createLender(pool, lend, watchdog, knownUnreachable) {
@@ -180,11 +174,7 @@ function createLender(pool, lend, watchdog, knownUnreachable) {
   };
 }
 
-/**
- * @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings
- * @param {(refused: boolean) => void} beginRefused  told whether a pooler in statement mode refused BEGIN
- * @returns {Database['transaction']}
- */
+/** @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings @param {(refused: boolean) => void} beginRefused @returns {Database['transaction']} */
 function createTransaction(withClient, settings, beginRefused) {
   return (fn, { limits, then } = {}) =>
     withClient(async (client) => {
@@ -234,10 +224,8 @@ function isTableLocked(withClient, settings) {
  * @param {import('./transaction-settings.js').TransactionSettings} settings
  */
 function createProbe(connection, connectTimeoutMs, settings) {
-  /** @type {{ at: number, answered: boolean, ready: boolean } | undefined} */
-  let lastProbe;
-  /** @type {Promise<{ answered: boolean, ready: boolean }> | undefined} */
-  let probing;
+  /** @type {{ at: number, answered: boolean, ready: boolean } | undefined} */ let lastProbe;
+  /** @type {Promise<{ answered: boolean, ready: boolean }> | undefined} */ let probing;
   function probe() {
     probing ??= (async () => {
       const client = new pg.Client({ ...connection, connectionTimeoutMillis: connectTimeoutMs, query_timeout: connectTimeoutMs });
@@ -268,22 +256,17 @@ function createProbe(connection, connectTimeoutMs, settings) {
 }
 
 /**
- * Runs `fn` with a lending of a pooled client, watched while it is held, and gives it back:
- * destroyed rather than lent again when it may have lost its connection. pg-pool stops listening
- * for a lent client's 'error', so we listen: unhandled, a connection dying between two queries
- * would take the process down.
+ * Runs `fn` with a lending, watched while held; the client is destroyed rather than lent again when it
+ * may have lost its connection. We listen for 'error' (pg-pool stops for a lent client): unhandled,
+ * it would take the process down.
  * @template T
  * @param {pg.PoolClient} client @param {ReturnType<ReturnType<typeof createPool>['lend']>} lent
- * @param {ReturnType<typeof createDbWatchdog>} watchdog @param {(client: Lending) => Promise<T>} fn
- * @returns {Promise<T>}
+ * @param {ReturnType<typeof createDbWatchdog>} watchdog @param {(client: Lending) => Promise<T>} fn @returns {Promise<T>}
  */
 async function holdClient(client, { lending, cut }, watchdog, fn) {
-  /** @type {unknown} */
-  let failure;
-  /** @type {unknown} */
-  let thrown;
-  /** @param {Error} err */
-  const onError = (err) => {
+  /** @type {unknown} */ let failure;
+  /** @type {unknown} */ let thrown;
+  const onError = (/** @type {Error} */ err) => {
     failure ??= err;
   };
   client.on('error', onError);

@@ -6,6 +6,10 @@ import { isStatementPooling, refusedToBegin } from './lending.js';
 
 export const STATEMENT_POOLING = 'the pooler in front of the database runs pool_mode = statement, which cannot hold a transaction: set pool_mode = transaction for this database (or point DATABASE_URL around the pooler)';
 
+// Wrong credentials, database or pooler mode stop the start; a database not reachable yet (refused,
+// a name not resolved) may be on its way, so the service says so and serves 503 until it answers.
+const MAY_COME = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
+
 /**
  * The one-liner for a failure to use the database at `url` (named by `variable`), or undefined
  * when it is none of the misconfigurations a person must fix.
@@ -35,8 +39,9 @@ export function databaseProblem(err, { variable, url }) {
 /**
  * Opens a transaction on a connection of its own and rolls it back (two round trips: a pooler in
  * statement mode refuses a query that leaves a transaction open). Resolves with the one-liner of a
- * misconfiguration, undefined when the database can hold a transaction; throws any other failure.
- * @param {string} url @param {number} timeoutMs
+ * misconfiguration (fatal: the start must stop), undefined when the database can hold a transaction;
+ * throws any other failure.
+ * @param {string} url @param {number} timeoutMs @returns {Promise<{ line: string, fatal: boolean } | undefined>}
  */
 export async function checkDatabase(url, timeoutMs) {
   const client = new pg.Client({ connectionString: url, application_name: 'sluice', connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
@@ -49,8 +54,8 @@ export async function checkDatabase(url, timeoutMs) {
     await client.query('ROLLBACK');
     return undefined;
   } catch (err) {
-    const problem = databaseProblem(err, { variable: 'DATABASE_URL', url });
-    if (problem) return problem;
+    const line = databaseProblem(err, { variable: 'DATABASE_URL', url });
+    if (line) return { line, fatal: !MAY_COME.has(/** @type {{ code?: string }} */ (err).code ?? '') };
     throw err;
   } finally {
     client.end().catch(() => {});

@@ -2,7 +2,8 @@
 // service cannot use at all: start-up refused in one line naming the fix; a service already up
 // answers a write that needs a transaction with a non-retryable statement_pooling, and /readyz 503.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import readline from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startTestApp } from '../../../test/support/app.js';
@@ -17,6 +18,25 @@ const SERVER = fileURLToPath(new URL('../../src/server.js', import.meta.url));
 function startOn(url) {
   const r = spawnSync(process.execPath, [SERVER], { env: { ...process.env, DATABASE_URL: url, HOST: '127.0.0.1', PORT: '0', DB_CONNECT_TIMEOUT_MS: '3000' }, encoding: 'utf8', timeout: 20_000 });
   return { status: r.status, lines: r.stderr.split('\n').filter((l) => l.startsWith('sluice: ')) };
+}
+
+/**
+ * The service started on `url` until it said a `sluice:` line on stderr; still running then (it serves 503 meanwhile).
+ * @param {string} url @returns {Promise<{ line: string, running: boolean }>}
+ */
+async function firstLineOn(url) {
+  const child = spawn(process.execPath, [SERVER], { env: { ...process.env, DATABASE_URL: url, HOST: '127.0.0.1', PORT: '0', DB_CONNECT_TIMEOUT_MS: '3000' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  try {
+    const lines = readline.createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stderr) });
+    for await (const line of lines) {
+      if (!line.startsWith('sluice: ')) continue;
+      await new Promise((r) => setTimeout(r, 300));
+      return { line, running: child.exitCode === null };
+    }
+    return { line: '', running: false };
+  } finally {
+    child.kill('SIGKILL');
+  }
 }
 
 describe('a database the service cannot use, told at start-up with its fix', () => {
@@ -38,7 +58,7 @@ describe('a database the service cannot use, told at start-up with its fix', () 
     assert.match(lines[0], /pool_mode = statement.*set pool_mode = transaction/);
   });
 
-  test('wrong password, unknown database, nothing listening, unknown host: one line each, its cause and its fix', async () => {
+  test('wrong password, unknown database: start-up refused; nothing listening, unknown host: said, then served; one line each, its cause and its fix', async () => {
     const url = new URL(db.url);
     const wrongPassword = new URL(url);
     wrongPassword.password = 'not-the-password';
@@ -51,9 +71,15 @@ describe('a database the service cannot use, told at start-up with its fix', () 
     const cases = [
       [wrongPassword, /refused the password of user .* \(28P01\): put that user's password in DATABASE_URL/],
       [unknownDatabase, /database "no_such_database_here" does not exist .* \(3D000\): create it \(createdb no_such_database_here\)/],
-      [refused, /nothing accepts connections at .* \(ECONNREFUSED\): start PostgreSQL there, or point DATABASE_URL/],
-      [unknownHost, /host "no-such-host.invalid" is not known \((ENOTFOUND|EAI_AGAIN)\): fix the host in DATABASE_URL/],
     ];
+    for (const [target, expected] of [
+      [refused, /nothing accepts connections at .* \(ECONNREFUSED\): start PostgreSQL there, or point DATABASE_URL .*503 until it answers/],
+      [unknownHost, /host "no-such-host.invalid" is not known \((ENOTFOUND|EAI_AGAIN)\): fix the host in DATABASE_URL/],
+    ]) {
+      const { line, running } = await firstLineOn(String(target));
+      assert.match(line, /** @type {RegExp} */ (expected));
+      assert.equal(running, true, 'still serving (503 until the database answers)');
+    }
     for (const [target, expected] of cases) {
       const { status, lines } = startOn(String(target));
       assert.equal(status, 1, String(target));
