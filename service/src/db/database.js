@@ -2,7 +2,7 @@ import net from 'node:net';
 import pg from 'pg';
 import { DatabaseUnavailableError } from '../errors.js';
 import { createDbWatchdog, WatchdogCutError } from './watchdog.js';
-import { Lending, failedConnection, isStatementPooling } from './lending.js';
+import { Lending, failedConnection, isStatementPooling, ranOutOfTime } from './lending.js';
 import { STATEMENT_POOLING } from './start-problems.js';
 import { createTransactionSettings, lastResult } from './transaction-settings.js';
 import { statementTracer } from '../tracing/pg-spans.js';
@@ -30,14 +30,15 @@ export function isTransient(err) {
 
 /**
  * Which of the database's own time limits a failure is, if any: lock_timeout (55P03, also NOWAIT's
- * refusal) or statement_timeout (57014, told from an operator's pg_cancel_backend by its message).
+ * refusal) or statement_timeout (57014 once the statement timeout in force had run out, as its
+ * lending saw it; an operator's pg_cancel_backend earlier is not).
  * @param {unknown} err
  * @returns {'lock_timeout' | 'statement_timeout' | undefined}
  */
 export function timeoutOf(err) {
-  const { code, message } = /** @type {{ code?: unknown, message?: unknown }} */ (err ?? {});
+  const code = /** @type {{ code?: unknown }} */ (err ?? {}).code;
   if (code === '55P03') return 'lock_timeout';
-  if (code === '57014' && typeof message === 'string' && message.includes('statement timeout')) return 'statement_timeout';
+  if (code === '57014' && ranOutOfTime(err)) return 'statement_timeout';
   return undefined;
 }
 
@@ -151,7 +152,7 @@ function createPool(config, logger, tracing) {
   const lend = (client) => {
     const socket = /** @type {net.Socket} */ (sockets.get(client));
     const trace = tracing.enabled ? statementTracer(/** @type {any} */ (client).connectionParameters ?? {}, tracing) : undefined;
-    return { lending: new Lending(client, { socket, readTimeoutMs, trace }), cut: (/** @type {Error} */ err) => socket.destroy(err) };
+    return { lending: new Lending(client, { socket, readTimeoutMs, statementTimeoutMs: config.dbStatementTimeoutMs, trace }), cut: (/** @type {Error} */ err) => socket.destroy(err) };
   };
   return { connection, pool, lend };
 }
@@ -180,7 +181,7 @@ function createTransaction(withClient, settings, beginRefused) {
     withClient(async (client) => {
       try {
         // In the try: a failure of BEGIN's round trip (a statement of `then`) leaves it open.
-        await client.begin(settings.begin(limits, then)).then(
+        await client.begin(settings.begin(limits, then), limits?.statementTimeoutMs).then(
           () => beginRefused(false),
           (err) => {
             if (isStatementPooling(err)) beginRefused(true);
@@ -191,7 +192,7 @@ function createTransaction(withClient, settings, beginRefused) {
         await client.commit();
         return result;
       } catch (err) {
-        await client.rollback().catch(() => {});
+        await client.rollback(err).catch(() => {});
         throw err;
       }
     });

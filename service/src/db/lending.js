@@ -11,6 +11,8 @@ const OPERATOR_ENDED = '57P';
 
 /** @type {WeakSet<object>} failures after which the write may have been committed */
 const inDoubt = new WeakSet();
+/** @type {WeakSet<object>} cancellations (57014) after the statement timeout in force had run out */
+const outOfTime = new WeakSet();
 /** @type {WeakSet<object>} BEGINs refused: no transaction was opened */
 const refusedBegins = new WeakSet();
 /** @type {WeakSet<object>} failures of the connection, not of the statement (lost, or no answer in time) */
@@ -18,8 +20,9 @@ const ofTheConnection = new WeakSet();
 
 /** Text, or a query config whose `operation` labels its span, or a COPY stream. @typedef {string | (pg.QueryConfig & { operation?: string, query_timeout?: number }) | Writable} Statement */
 /**
- * socket: the connection's own; readTimeoutMs: pg's query_timeout; trace: a statement's span (tracing/pg-spans.js).
- * @typedef {{ socket: { readonly destroyed: boolean }, readTimeoutMs?: number, trace?: (operation: string | undefined, send: () => any) => any }} LendingOptions
+ * socket: the connection's own; readTimeoutMs: pg's query_timeout; statementTimeoutMs: the default
+ * statement_timeout (0 or none: not set); trace: a statement's span (tracing/pg-spans.js).
+ * @typedef {{ socket: { readonly destroyed: boolean }, readTimeoutMs?: number, statementTimeoutMs?: number, trace?: (operation: string | undefined, send: () => any) => any }} LendingOptions
  */
 
 export class Lending {
@@ -27,11 +30,16 @@ export class Lending {
   #socket;
   #readTimeoutMs;
   #trace;
+  #statementTimeoutMs;
+  #sentAt = 0;
+  /** @type {WeakSet<object>} */
+  #noted = new WeakSet();
   #inTransaction = false;
   #commitSent = false;
 
   /** @param {Pick<pg.ClientBase, 'query'>} client @param {LendingOptions} options */
-  constructor(client, { socket, readTimeoutMs = Infinity, trace = (_operation, send) => send() }) {
+  constructor(client, { socket, readTimeoutMs = Infinity, statementTimeoutMs = 0, trace = (_operation, send) => send() }) {
+    this.#statementTimeoutMs = statementTimeoutMs;
     this.#client = client;
     this.#socket = socket;
     this.#readTimeoutMs = readTimeoutMs;
@@ -48,9 +56,13 @@ export class Lending {
     return this.#send(statement);
   }
 
-  /** @param {string} text  BEGIN and what goes in its round trip (transaction-settings.js) */
-  begin(text) {
+  /**
+   * @param {string} text  BEGIN and what goes in its round trip (transaction-settings.js)
+   * @param {number} [statementTimeoutMs]  the transaction's own statement_timeout, when it sets one
+   */
+  begin(text, statementTimeoutMs) {
     this.#inTransaction = true;
+    if (statementTimeoutMs !== undefined) this.#statementTimeoutMs = statementTimeoutMs;
     return this.#send({ text, operation: 'BEGIN' }).catch((/** @type {unknown} */ err) => {
       throw refusedToBegin(err);
     });
@@ -62,7 +74,9 @@ export class Lending {
     return this.#send({ text: 'COMMIT', operation: 'COMMIT' });
   }
 
-  rollback() {
+  /** @param {unknown} [failure]  what failed the transaction, noted before ROLLBACK is sent */
+  rollback(failure) {
+    if (typeof failure === 'object' && failure !== null) this.#noteFailure(failure, 0);
     this.#inTransaction = false;
     return this.#send({ text: 'ROLLBACK', operation: 'ROLLBACK' });
   }
@@ -86,9 +100,10 @@ export class Lending {
     const isCopy = statement instanceof Writable;
     const operation = isCopy ? 'COPY' : typeof statement === 'object' ? statement.operation : undefined;
     return this.#trace(operation, () => {
+      this.#sentAt = performance.now();
       const answer = this.#client.query(/** @type {any} */ (statement));
       if (isCopy) return answer;
-      const sent = performance.now();
+      const sent = this.#sentAt;
       const timeoutMs = (typeof statement === 'object' && statement.query_timeout) || this.#readTimeoutMs;
       return answer.catch((/** @type {unknown} */ err) => {
         if (typeof err === 'object' && err !== null) this.#noteFailure(err, performance.now() - sent >= timeoutMs ? timeoutMs : 0);
@@ -99,6 +114,11 @@ export class Lending {
 
   /** pg's own failure (no SQLSTATE, no errno) is the connection's when its socket is gone or the statement went unanswered its read timeout. @param {object} err @param {number} timedOutAfterMs */
   #noteFailure(err, timedOutAfterMs) {
+    // Timed from the statement that failed: noted once, at its answer (or before ROLLBACK).
+    if (!this.#noted.has(err)) {
+      this.#noted.add(err);
+      if (err instanceof pg.DatabaseError && err.code === '57014' && this.#statementTimeoutMs > 0 && performance.now() - this.#sentAt >= this.#statementTimeoutMs) outOfTime.add(err);
+    }
     if (err instanceof pg.DatabaseError || typeof (/** @type {{ code?: unknown }} */ (err).code) === 'string') return;
     if (this.#socket.destroyed || timedOutAfterMs > 0) ofTheConnection.add(err);
   }
@@ -122,3 +142,6 @@ export function refusedToBegin(err) {
  * @param {unknown} err
  */
 export const isStatementPooling = (err) => err instanceof pg.DatabaseError && err.code === '08P01' && refusedBegins.has(err);
+
+/** A cancellation (57014) that came once the statement timeout in force had run out: statement_timeout, not an operator's cancel. @param {unknown} err */
+export const ranOutOfTime = (err) => typeof err === 'object' && err !== null && outOfTime.has(err);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
-import { isTransient } from '../../src/db/database.js';
+import { isTransient, timeoutOf } from '../../src/db/database.js';
 import { Lending } from '../../src/db/lending.js';
 import { WatchdogCutError } from '../../src/db/watchdog.js';
 
@@ -25,4 +25,20 @@ test("pg's own failure is the connection's when the lending saw its socket gone,
   const slow = { query: () => new Promise((_, reject) => setTimeout(() => reject(new Error('Query read timeout')), 30)) };
   const timedOut = new Lending(slow, { socket: { destroyed: false }, readTimeoutMs: 20 });
   assert.equal(isTransient(await timedOut.query('SELECT 1').catch((e) => e)), true, 'unanswered its read timeout');
+});
+
+test('a cancellation is statement_timeout once the timeout in force ran out, never by its message; an earlier one is not', async () => {
+  const cancelled = () => serverError('57014');
+  const after = (/** @type {number} */ ms) => ({ query: () => new Promise((_, reject) => setTimeout(() => reject(cancelled()), ms)) });
+  const late = new Lending(after(30), { socket: { destroyed: false }, statementTimeoutMs: 20 });
+  assert.equal(timeoutOf(await late.query('SELECT 1').catch((e) => e)), 'statement_timeout');
+  const early = new Lending(after(0), { socket: { destroyed: false }, statementTimeoutMs: 1000 });
+  assert.equal(timeoutOf(await early.query('SELECT 1').catch((e) => e)), undefined, "an operator's cancel, or a trigger's");
+  const beginsThenCancelled = { query: (/** @type {any} */ q) => (q.operation === 'BEGIN' ? Promise.resolve({}) : after(30).query()) };
+  const none = new Lending(beginsThenCancelled, { socket: { destroyed: false }, statementTimeoutMs: 20 });
+  await none.begin('BEGIN', 0);
+  assert.equal(timeoutOf(await none.query('SELECT 1').catch((e) => e)), undefined, 'a transaction without a statement timeout');
+  const worded = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+  assert.equal(timeoutOf(worded), undefined, 'the words alone decide nothing');
+  assert.equal(timeoutOf(serverError('55P03')), 'lock_timeout');
 });
