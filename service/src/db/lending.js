@@ -32,8 +32,7 @@ export class Lending {
   #trace;
   #statementTimeoutMs;
   #sentAt = 0;
-  /** @type {WeakSet<object>} */
-  #noted = new WeakSet();
+  /** @type {WeakSet<object>} */ #noted = new WeakSet();
   #inTransaction = false;
   #commitSent = false;
 
@@ -46,20 +45,13 @@ export class Lending {
     this.#trace = trace;
   }
 
-  /**
-   * Sends a statement: outside BEGIN it commits itself.
-   * @template {Statement} S @param {S} statement
-   * @returns {S extends Writable ? S : Promise<pg.QueryResult<any>>}
-   */
+  /** Sends a statement: outside BEGIN it commits itself. @template {Statement} S @param {S} statement @returns {S extends Writable ? S : Promise<pg.QueryResult<any>>} */
   query(statement) {
     if (!this.#inTransaction) this.#commitSent = true;
     return this.#send(statement);
   }
 
-  /**
-   * @param {string} text  BEGIN and what goes in its round trip (transaction-settings.js)
-   * @param {number} [statementTimeoutMs]  the transaction's own statement_timeout, when it sets one
-   */
+  /** @param {string} text  BEGIN and its round trip's statements @param {number} [statementTimeoutMs]  the transaction's own, when it sets one */
   begin(text, statementTimeoutMs) {
     this.#inTransaction = true;
     if (statementTimeoutMs !== undefined) this.#statementTimeoutMs = statementTimeoutMs;
@@ -81,11 +73,7 @@ export class Lending {
     return this.#send({ text: 'ROLLBACK', operation: 'ROLLBACK' });
   }
 
-  /**
-   * Given back after `failure` (and `connectionError`, what the client emitted): a failure after a
-   * commit was sent is in doubt unless PostgreSQL refused it without ending the session.
-   * @param {unknown} [failure] @param {unknown} [connectionError]
-   */
+  /** Given back: `failure` after a commit was sent is in doubt unless PostgreSQL refused it and the session lives. @param {unknown} [failure] @param {unknown} [connectionError] */
   end(failure, connectionError) {
     if (typeof connectionError === 'object' && connectionError !== null) this.#noteFailure(connectionError, 0);
     if (typeof failure !== 'object' || failure === null) return;
@@ -136,11 +124,7 @@ export function refusedToBegin(err) {
   return err;
 }
 
-/**
- * A pooler in statement mode (PgBouncer) refused to open a transaction: 08P01 to a BEGIN, which
- * trying again will not change.
- * @param {unknown} err
- */
+/** A pooler in statement mode (PgBouncer) refused to open a transaction: 08P01 to a BEGIN. @param {unknown} err */
 export const isStatementPooling = (err) => err instanceof pg.DatabaseError && err.code === '08P01' && refusedBegins.has(err);
 
 /** A cancellation (57014) that came once the statement timeout in force had run out: statement_timeout, not an operator's cancel. @param {unknown} err */

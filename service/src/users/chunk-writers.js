@@ -10,28 +10,20 @@ import {
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
-/** @typedef {import('../db/lending.js').Lending} PoolClient */
+/** @typedef {import('../db/lending.js').Lending} Lending */
 /** @typedef {import('./user-repository.js').Counts} Counts */
 /**
- * Writes one chunk; a stored email fails it (23505) when `onConflict` is 'fail'.
+ * Writes one chunk (a stored email fails it, 23505, when `onConflict` is 'fail').
  * @typedef {object} ChunkWriter
- * @property {(client: PoolClient, rows: UserRow[], onConflict: OnConflict, settings?: string) => Promise<Counts>} write  settings: SET LOCALs before its statement, when BEGIN set none
+ * @property {(client: Lending, rows: UserRow[], onConflict: OnConflict, settings?: string) => Promise<Counts>} write  settings: SET LOCALs before its statement, when BEGIN set none
  * @property {boolean} [needsTransaction]  its statement cannot carry the settings (parameters, COPY)
  * @property {(onConflict: OnConflict) => string} [beginWith]  statements for BEGIN's round trip
  */
 
-/**
- * A write statement's query, labelled for its span: every statement a writer makes is an INSERT,
- * whatever comes before it in the query (its settings, CREATED_NOW).
- * @param {string} text @param {Omit<import('pg').QueryConfig, 'text'>} [config]
- */
+/** A writer's statement, labelled INSERT whatever comes before it (settings, CREATED_NOW). @param {string} text @param {Omit<import('pg').QueryConfig, 'text'>} [config] */
 export const insertQuery = (text, config) => ({ ...config, text, operation: 'INSERT' });
 
-/**
- * A statement's answer as counts: its command tag when it only inserts, else its counts row.
- * @param {import('pg').QueryResult | import('pg').QueryResult[]} answer @param {OnConflict} onConflict
- * @returns {Counts}
- */
+/** An answer as counts: the command tag when it only inserts, else its counts row. @param {import('pg').QueryResult | import('pg').QueryResult[]} answer @param {OnConflict} onConflict @returns {Counts} */
 function countsOf(answer, onConflict) {
   const result = lastResult(answer);
   return onConflict === 'merge' ? result.rows[0] : { inserted: result.rowCount ?? 0, updated: 0 };
@@ -52,11 +44,7 @@ const unnestWriter = {
     countsOf(await client.query(insertQuery(writeStatement(ROWS_AS_PARAMETERS, onConflict, returningFor(onConflict)), { values: columnArrays(rows) })), onConflict),
 };
 
-/**
- * COPY straight into users when every email must be new; else into the transaction's staging table,
- * then INSERT ... SELECT with the conflict clause, emptied in the same query.
- * @type {ChunkWriter}
- */
+/** COPY into users when every email must be new; else into the staging table, then INSERT ... SELECT with the conflict clause. @type {ChunkWriter} */
 const copyWriter = {
   needsTransaction: true,
   beginWith: (onConflict) => (onConflict === 'fail' ? '' : CREATE_STAGING),
@@ -69,7 +57,7 @@ const copyWriter = {
   },
 };
 
-/** @param {PoolClient} client @param {string} table @param {UserRow[]} rows */
+/** @param {Lending} client @param {string} table @param {UserRow[]} rows */
 async function copyInto(client, table, rows) {
   const copy = client.query(copyStreams.from(copySql(table)));
   await pipeline(Readable.from([rowsAsCsv(rows)]), copy);

@@ -19,10 +19,8 @@ const EACH_ALONE = Object.freeze(/** @type {const} */ ({ then: 'each_alone' }));
 const fail = (err) => ({ then: 'fail', err });
 
 /**
- * The 503 of a failure from the database's state (or undefined); outcome_unknown whenever the write
- * may have been committed.
- * @param {import('../db/database.js').Diagnosis} diagnosis @param {unknown} cause
- * @returns {DatabaseUnavailableError | DatabaseTimeoutError | OutcomeUnknownError | undefined}
+ * The 503 of a failure from the database's state (or undefined); outcome_unknown whenever it may have committed.
+ * @param {import('../db/database.js').Diagnosis} diagnosis @param {unknown} cause @returns {DatabaseUnavailableError | DatabaseTimeoutError | OutcomeUnknownError | undefined}
  */
 export function refusalOfDatabaseState(diagnosis, cause) {
   if (outcomeInDoubt(cause)) return cause instanceof OutcomeUnknownError ? cause : new OutcomeUnknownError(cause);
