@@ -20,7 +20,7 @@ import { createWritePolicy } from './users/write-policy.js';
 /**
  * The composition root: every part built from the configuration and the routes laid out, so the
  * request path reads top to bottom here; the Express app, not listening (http/node-server.js).
- * @param {{ config: import('./config.js').Config, db: import('./db.js').Database, logger: import('pino').Logger, metrics: import('./metrics.js').Metrics,
+ * @param {{ config: import('./config.js').Config, db: import('./db/database.js').Database, logger: import('pino').Logger, metrics: import('./metrics.js').Metrics,
  *   auth: import('./auth/start-auth.js').Authentication, renderMetrics?: () => Promise<string>, tracing?: import('./tracing/tracing.js').Tracing }} deps
  */
 export function createApp({ config, db, logger, metrics, auth, renderMetrics = () => metrics.registry.metrics(), tracing = NO_TRACING }) {
@@ -88,7 +88,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   });
   app.get('/readyz', async (_req, res) => {
     const ready = await db.isReady();
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready' });
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', reason: ready ? undefined : db.notReadyBecause?.() });
   });
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await renderMetrics());

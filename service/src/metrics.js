@@ -2,7 +2,7 @@ import client from 'prom-client';
 import { REFUSAL_REASONS } from './http/admission-budget.js';
 import { AUTH_REFUSAL_REASONS } from './auth/refusals.js';
 
-/** Everything /metrics exposes, on a registry of its own (tests build several apps). @param {import('./db.js').Database} [db] */
+/** Everything /metrics exposes, on a registry of its own (tests build several apps). @param {import('./db/database.js').Database} [db] */
 export function createMetrics(db) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry, prefix: 'sluice_' });

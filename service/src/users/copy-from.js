@@ -14,7 +14,7 @@ const COPY_AHEAD_BYTES = 256 * 1024;
  * @typedef {{ write: (bytes: Buffer) => Promise<void>, finish: () => Promise<{ rows: number, error: Error | undefined }>, abandon: () => void, error: () => Error | undefined }} CopyInto
  */
 
-/** A COPY, under a savepoint when named; its failure kept for the caller. @param {import('pg').PoolClient} client @param {string} sql @param {string} [savepoint] @returns {Promise<CopyInto>} */
+/** A COPY, under a savepoint when named; its failure kept for the caller. @param {import('../db/lending.js').Lending} client @param {string} sql @param {string} [savepoint] @returns {Promise<CopyInto>} */
 export async function startCopy(client, sql, savepoint) {
   if (savepoint) await client.query(`SAVEPOINT ${savepoint}`);
   const copy = copyStreams.from(sql, { highWaterMark: COPY_AHEAD_BYTES });
@@ -47,7 +47,7 @@ export async function startCopy(client, sql, savepoint) {
   };
 }
 
-/** A COPY of all of `bytes`, its failure thrown; the rows it wrote. @param {import('pg').PoolClient} client @param {string} sql @param {Buffer} bytes */
+/** A COPY of all of `bytes`, its failure thrown; the rows it wrote. @param {import('../db/lending.js').Lending} client @param {string} sql @param {Buffer} bytes */
 export async function copyAll(client, sql, bytes) {
   const copy = await startCopy(client, sql);
   await copy.write(bytes);
@@ -56,7 +56,7 @@ export async function copyAll(client, sql, bytes) {
   return rows;
 }
 
-/** A statement without pg's client-side timeout. @param {import('pg').PoolClient} client @param {string} text */
+/** A statement without pg's client-side timeout. @param {import('../db/lending.js').Lending} client @param {string} text */
 export const longQuery = (client, text) => client.query(/** @type {import('pg').QueryConfig} */ (/** @type {unknown} */ ({ text, query_timeout: NO_QUERY_TIMEOUT })));
 
 /** Waits for a writable that is behind to drain; rejects if it fails or closes first. @param {import('node:stream').Writable} writable */

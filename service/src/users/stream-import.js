@@ -23,7 +23,7 @@ export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
 const CHUNK_ROWS = 7_500;
 const CHUNK_BYTES = 1024 * 1024;
 
-/** @param {{ db: import('../db.js').Database, policy: import('./write-policy.js').WritePolicy }} deps */
+/** @param {{ db: import('../db/database.js').Database, policy: import('./write-policy.js').WritePolicy }} deps */
 export function createStreamImport({ db, policy }) {
   /**
    * The counts once committed; a failure of `texts` itself thrown as it came, any other as the policy answers a stream's.
@@ -58,10 +58,10 @@ function watchedSource(texts) {
   };
 }
 
-/** One transaction, no statement timeout; BEGIN carries `then`. @template T @param {import('../db.js').Database} db @param {string} then @param {(client: import('pg').PoolClient) => Promise<T>} fn */
+/** One transaction, no statement timeout; BEGIN carries `then`. @template T @param {import('../db/database.js').Database} db @param {string} then @param {(client: import('../db/lending.js').Lending) => Promise<T>} fn */
 const streamTransaction = (db, then, fn) => db.transaction(fn, { limits: STREAM_LIMITS, then });
 
-/** Ignore mode: straight into users a chunk at a time. @param {import('../db.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @returns {Promise<ImportCounts>} */
+/** Ignore mode: straight into users a chunk at a time. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @returns {Promise<ImportCounts>} */
 function importIgnoring(db, texts, format) {
   return streamTransaction(db, '', async (client) => {
     const body = validatedBody(texts, format);
@@ -84,7 +84,7 @@ function importIgnoring(db, texts, format) {
   });
 }
 
-/** Merge mode: all staged, then into users. @param {import('../db.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @returns {Promise<ImportCounts>} */
+/** Merge mode: all staged, then into users. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @returns {Promise<ImportCounts>} */
 function importMerging(db, texts, format) {
   return streamTransaction(db, CREATE_STREAM_STAGING, async (client) => {
     const body = validatedBody(texts, format);
@@ -178,7 +178,7 @@ function validatedBody(texts, format) {
 /**
  * Ignore mode's chunks, all-new first: COPY into users under a savepoint; a chunk that meets a stored
  * or repeated email goes through the staging table, and so does every chunk after it.
- * @param {import('pg').PoolClient} client
+ * @param {import('../db/lending.js').Lending} client
  */
 async function chunkedCopy(client) {
   const chunk = new ChunkBuffer(CHUNK_BYTES);
@@ -236,7 +236,7 @@ async function chunkedCopy(client) {
   };
 }
 
-/** A chunk through the staging table, an email's first line, ON CONFLICT DO NOTHING. @param {import('pg').PoolClient} client @param {Buffer} csv @param {boolean} first */
+/** A chunk through the staging table, an email's first line, ON CONFLICT DO NOTHING. @param {import('../db/lending.js').Lending} client @param {Buffer} csv @param {boolean} first */
 async function insertStaged(client, csv, first) {
   await client.query(first ? CREATE_STREAM_STAGING : EMPTY_STREAM_STAGING);
   await copyAll(client, COPY_STREAM_STAGING, csv);
@@ -244,7 +244,7 @@ async function insertStaged(client, csv, first) {
   return /** @type {{ inserted: number }} */ (result.rows[0]).inserted;
 }
 
-/** Merge mode's staged rows into users, all-new first. @param {import('pg').PoolClient} client @returns {Promise<{ inserted: number, updated: number }>} */
+/** Merge mode's staged rows into users, all-new first. @param {import('../db/lending.js').Lending} client @returns {Promise<{ inserted: number, updated: number }>} */
 function writeMerged(client) {
   const asNew = async () => {
     await client.query('SAVEPOINT all_new');

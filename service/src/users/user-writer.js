@@ -1,8 +1,8 @@
-import { lastResult } from '../transaction-settings.js';
+import { lastResult } from '../db/transaction-settings.js';
 import { allNewFirst } from './all-new-first.js';
 import { STRATEGIES, formatWriter, insertQuery } from './chunk-writers.js';
 import { createReplayGuess } from './replay-guess.js';
-import { RETURNED_AS_TEXT, insertedUser, mergedUser, rowsAsArrays, timestampAsJson, writeStatement } from './user-sql.js';
+import { RETURNED_AS_TEXT, createdNowOf, insertedUser, mergedUser, rowsAsArrays, writeStatement } from './user-sql.js';
 import { createWritePolicy } from './write-policy.js';
 
 // The user writer: `write`, the one way in for every kind of write but the stream (write-policy.js
@@ -11,19 +11,19 @@ import { createWritePolicy } from './write-policy.js';
 // resolving conflicts at once while replays are likely (replay-guess.js).
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow @typedef {import('./user-schema.js').Resolution} Resolution @typedef {import('./user-sql.js').OnConflict} OnConflict */
-/** @typedef {import('pg').PoolClient} PoolClient @typedef {import('../transaction-settings.js').TimeLimits} TimeLimits @typedef {import('./chunk-writers.js').ChunkWriter} ChunkWriter */
+/** @typedef {import('../db/lending.js').Lending} Lending @typedef {import('../db/transaction-settings.js').TimeLimits} TimeLimits @typedef {import('./chunk-writers.js').ChunkWriter} ChunkWriter */
 /** @typedef {import('./insert-strategies.js').InsertStrategy} Strategy @typedef {import('./write-policy.js').WriteKind} WriteKind */
 /** @typedef {import('../user-columns.js').WrittenUser} WrittenUser  a row as written; inserted when updatedAt is null */
 /** @typedef {{ inserted: number, updated: number, users?: WrittenUser[] }} Counts  one request's; users (by email) when withRows */
 /** @typedef {{ withRows?: boolean }} WriteOptions @typedef {{ rows: UserRow[], withRows: boolean }} Part */
 /** rows: sorted by email, each once; parts: a group's requests. @typedef {{ kind: Exclude<WriteKind, 'stream'>, rows: UserRow[], resolution: Resolution, withRows?: boolean, parts?: readonly Part[] }} WriteRequest */
 /** @typedef {Counts[]} Written  per request carried: a group's parts in order, else the one */
-/** @typedef {{ db: import('../db.js').Database, chunkRows: number, chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>, policy: import('./write-policy.js').WritePolicy }} Writer */
+/** @typedef {{ db: import('../db/database.js').Database, chunkRows: number, chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>, policy: import('./write-policy.js').WritePolicy }} Writer */
 
 /** @param {Resolution} resolution @returns {OnConflict} */
 const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip');
 
-/** @param {import('../db.js').Database} db @param {{ chunkRows: number, strategy: Strategy, policy?: import('./write-policy.js').WritePolicy }} options */
+/** @param {import('../db/database.js').Database} db @param {{ chunkRows: number, strategy: Strategy, policy?: import('./write-policy.js').WritePolicy }} options */
 export function createUserWriter(db, { chunkRows, strategy, policy = createWritePolicy(db) }) {
   const writer = /** @type {Writer} */ ({ db, chunkRows, chunkWriter: STRATEGIES[strategy], replays: createReplayGuess(), policy });
   return {
@@ -73,7 +73,7 @@ async function writeRequest(writer, { kind, rows, resolution, withRows }) {
 /**
  * Chunks by `writeChunk`: one alone with its settings in its query; several (or needsTransaction) in one transaction.
  * @template T @param {Writer} writer @param {UserRow[]} rows @param {TimeLimits | undefined} limits @param {ChunkWriter} chunkWriter
- * @param {OnConflict} onConflict @param {(client: PoolClient, chunk: UserRow[], settings: string) => Promise<T>} writeChunk @returns {Promise<T[]>}
+ * @param {OnConflict} onConflict @param {(client: Lending, chunk: UserRow[], settings: string) => Promise<T>} writeChunk @returns {Promise<T[]>}
  */
 function inChunks({ db, chunkRows }, rows, limits, chunkWriter, onConflict, writeChunk) {
   if (!chunkWriter.needsTransaction && rows.length <= chunkRows) return db.withClient(async (client) => [await writeChunk(client, rows, db.settings.statement('', limits))]);
@@ -99,7 +99,7 @@ async function writeCounts(writer, rows, onConflict, limits) {
 
 /** Rows written and returned (return=representation): pg-format a chunk. @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @returns {Promise<Counts & { users: WrittenUser[] }>} */
 function writeReturningRows(writer, rows, onConflict, limits) {
-  /** @param {PoolClient} client @param {UserRow[]} chunk @param {string} prefix @returns {Promise<WrittenUser[]>} */
+  /** @param {Lending} client @param {UserRow[]} chunk @param {string} prefix @returns {Promise<WrittenUser[]>} */
   const writeChunk = async (client, chunk, prefix) =>
     writtenUsers(chunk, await client.query(insertQuery(prefix + writeStatement(rowsAsArrays(chunk), onConflict, 'rows'), RETURNED_AS_TEXT)), onConflict);
   /** @param {WrittenUser[]} users */
@@ -162,7 +162,7 @@ export function credit(rows, written, withRows = false) {
 export function writtenUsers(sent, result, onConflict) {
   const returned = /** @type {(string | null)[][]} */ (lastResult(result).rows);
   const merge = onConflict === 'merge';
-  const now = merge ? '' : timestampAsJson((Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0]);
+  const now = merge ? '' : createdNowOf(result);
   /** @param {UserRow} row @param {(string | null)[]} r @returns {WrittenUser} */
   const user = merge ? mergedUser : (/** @type {UserRow} */ row) => insertedUser(row, now);
   // Without a conflict clause the statement wrote every row, or failed.

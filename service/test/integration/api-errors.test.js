@@ -8,6 +8,7 @@ import { API_ERRORS } from '../../src/errors.js';
 import { startTestApp } from '../../../test/support/app.js';
 import { createTestDatabase } from '../../../test/support/database.js';
 import { responseChecker } from '../../../test/support/openapi-check.js';
+import { startPgBouncer } from '../../../test/support/pgbouncer.js';
 import { postHead, rawExchange } from '../../../test/support/raw-http.js';
 import { makeUsers } from '../../../test/support/users.js';
 
@@ -231,6 +232,20 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     } finally {
       await holder.query('DROP TRIGGER IF EXISTS doomed ON users; DROP FUNCTION IF EXISTS doomed()').catch(() => {});
       await holder.end();
+    }
+  });
+
+  test('500: a pooler in statement mode refused the transaction (statement_pooling), not to be retried', async () => {
+    const pooler = await startPgBouncer({ upstreamUrl: db.url, poolMode: 'statement' });
+    const behind = await startTestApp({ databaseUrl: pooler.url, env: { INGEST_TOKEN: TOKEN, INSERT_STRATEGY: 'copy', GROUP_COMMIT: 'off' } });
+    try {
+      const res = await post(makeUsers(1), {}, behind);
+      expectCode('statement_pooling', 'post', '/users', res);
+      assert.equal(res.headers.get('retry-after'), null);
+      assert.equal(res.body.code, '08P01');
+    } finally {
+      await behind.close();
+      await pooler.stop();
     }
   });
 

@@ -76,7 +76,7 @@ function scriptedWriter(faults = {}) {
 
 /**
  * @param {ReturnType<typeof scriptedWriter>} w
- * @param {{ maxInFlight?: number, maxRows?: number, maxSlow?: number, diagnosis?: import('../../src/db.js').Diagnosis, tableLocked?: boolean }} [o]
+ * @param {{ maxInFlight?: number, maxRows?: number, maxSlow?: number, diagnosis?: import('../../src/db/database.js').Diagnosis, tableLocked?: boolean }} [o]
  */
 const groupCommit = (w, { maxInFlight = 1, maxRows = 1000, maxSlow = 4, diagnosis = 'own', tableLocked = false } = {}) =>
   createGroupCommit({

@@ -1,20 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { endLending, startLending, watchCommits } from '../../src/db-outcome.js';
+import { Lending } from '../../src/db/lending.js';
 import { DatabaseUnavailableError, OutcomeUnknownError } from '../../src/errors.js';
 import { createWritePolicy, refusalOfDatabaseState } from '../../src/users/write-policy.js';
 
-/** @param {import('../../src/db.js').Diagnosis} diagnosis */
+/** @param {import('../../src/db/database.js').Diagnosis} diagnosis */
 const policyOf = (diagnosis) => createWritePolicy({ diagnose: async () => diagnosis });
 const failure = () => Object.assign(new Error('from the database'), { code: 'XX000' });
 
 /** `err`, made a failure after which the write may have been committed (its statement sent, then the connection lost). @template {Error} E @param {E} err */
 function inDoubt(err) {
-  const client = /** @type {any} */ ({ query: async () => {} });
-  watchCommits(client);
-  startLending(client);
-  client.query('INSERT INTO users ...');
-  endLending(client, err);
+  const lending = new Lending(/** @type {any} */ ({ query: async () => {} }), { socket: { destroyed: false } });
+  void lending.query('INSERT INTO users ...');
+  lending.end(err);
   return err;
 }
 
