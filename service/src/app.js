@@ -5,6 +5,7 @@ import { admitRequest } from './http/admission.js';
 import { byContentType } from './http/content-types.js';
 import { errorHandler } from './http/error-handler.js';
 import { readJsonBody } from './http/json-body.js';
+import { loopbackOnly } from './http/loopback-only.js';
 import { postUsers } from './http/post-users.js';
 import { STREAM_TYPES, postUsersStream } from './http/post-users-stream.js';
 import { observeRequests } from './http/request-log.js';
@@ -90,7 +91,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
     const ready = await db.isReady();
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', reason: ready ? undefined : db.notReadyBecause?.() });
   });
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', loopbackOnly('GET /metrics', { open: config.metricsPublic }), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await renderMetrics());
   });
   const openApiDocument = createOpenApiDocument(config);

@@ -10,7 +10,7 @@ import { INSERT_STRATEGIES } from './users/insert-strategies.js';
  * @typedef {{ databaseUrl: string | undefined, port: number, host: string, auth: Auth, dbPoolMax: number, dbConnectTimeoutMs: number,
  *   dbStatementTimeoutMs: number, dbLockTimeoutMs: number, maxBatchItems: number, maxBodyBytes: number, bodyReadTimeoutMs: number,
  *   maxStreamBytes: number, streamIdleTimeoutMs: number, insertChunkRows: number, insertStrategy: import('./users/insert-strategies.js').InsertStrategy,
- *   groupCommit: boolean, groupCommitMaxRows: number, groupCommitSmallRows: number, workers: number, shutdownTimeoutMs: number, logLevel: string,
+ *   groupCommit: boolean, metricsPublic: boolean, groupCommitMaxRows: number, groupCommitSmallRows: number, workers: number, shutdownTimeoutMs: number, logLevel: string,
  *   admissionBudgetBytes: number, admissionWaitMs: number, tracing: import('@sluice/env/tracing').TracingConfig }} Config
  */
 /** @typedef {import('./auth/token-source.js').TokenSourceConfig & { jwt: import('./auth/jwt.js').JwtConfig | undefined }} Auth */
@@ -85,6 +85,7 @@ export const SERVICE_VARIABLES = defineVariables({
     description: 'node:cluster workers (0: no cluster); a dead worker is replaced',
   },
   SHUTDOWN_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 25_000, description: 'on SIGTERM, how long in-flight requests may take before exit 1' },
+  METRICS_PUBLIC: { parser: boolean, default: false, description: "GET /metrics answered to every address; off, to loopback only (127.0.0.0/8, ::1) whatever HOST is, since it names clients and shows the load: a scraper on another host or container needs it on" },
   LOG_LEVEL: { parser: oneOf(LOG_LEVELS), default: 'info', description: 'pino level (silent to mute)' },
   // Body bytes, not memory (a body costs several times its size while parsed and written); the
   // default keeps a burst of large requests within a small container (docs/benchmarks.md).
@@ -114,6 +115,7 @@ export function loadConfig(env = process.env) {
     insertChunkRows: v.INSERT_CHUNK_ROWS,
     insertStrategy: v.INSERT_STRATEGY,
     groupCommit: v.GROUP_COMMIT,
+    metricsPublic: v.METRICS_PUBLIC,
     groupCommitMaxRows: v.GROUP_COMMIT_MAX_ROWS,
     groupCommitSmallRows: v.GROUP_COMMIT_SMALL_ROWS,
     workers: v.WORKERS,

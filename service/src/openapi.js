@@ -344,7 +344,7 @@ function operationsPaths() {
         operationId: 'getMetrics',
         tags: ['operations'],
         summary: 'Prometheus metrics',
-        description: 'Requests by route and status, durations, users received and inserted, batch sizes, insert time, pool connections. Under WORKERS, the whole cluster.',
+        description: 'Requests by route and status, durations, users received and inserted, batch sizes, insert time, pool connections. Under WORKERS, the whole cluster. Served to loopback addresses only unless METRICS_PUBLIC=true: to any other, the route does not exist (404 not_found).',
         security: [],
         responses: {
           200: {

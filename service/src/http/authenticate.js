@@ -31,9 +31,10 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING 
     metrics.accepted(label);
     tracing.activeSpan()?.setAttribute('sluice.client', client);
   };
-  /** @param {import('express').NextFunction} next @param {'missing' | 'malformed' | 'invalid'} kind @param {string} reason @param {string} [message] */
-  const refuse = (next, kind, reason, message) => {
+  /** @param {import('express').Request} req @param {import('express').NextFunction} next @param {'missing' | 'malformed' | 'invalid'} kind @param {string} reason @param {string} [message] */
+  const refuse = (req, next, kind, reason, message) => {
     metrics.refused(reason);
+    req.refusedBecause = reason;
     next(new UnauthorizedError(kind, message));
   };
 
@@ -42,9 +43,9 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING 
       return next(new ApiError('duplicate_header', 'Authorization is given more than once; send it once'));
     }
     const header = req.headers.authorization;
-    if (header === undefined) return refuse(next, 'missing', 'missing');
+    if (header === undefined) return refuse(req, next, 'missing', 'missing');
     const match = BEARER.exec(header);
-    if (!match) return refuse(next, 'malformed', 'malformed');
+    if (!match) return refuse(req, next, 'malformed', 'malformed');
     const token = match[1];
 
     const client = tokens?.current.match(token);
@@ -61,7 +62,7 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING 
       },
       (err) => {
         if (!(err instanceof JwtRefusal)) return next(err);
-        return refuse(next, 'invalid', err.reason, err.message);
+        return refuse(req, next, 'invalid', err.reason, err.message);
       },
     );
   };

@@ -33,8 +33,11 @@ export function observeRequests(app, logger, metrics, { quiet = () => false } = 
       const level = status >= 500 && status !== 503 ? 'error' : status >= 400 ? 'warn' : 'debug';
       if (!logger.isLevelEnabled(level) || quiet(req)) return;
       // The client's name when its credentials were accepted (http/authenticate.js), never a token.
-      const client = /** @type {import('express').Request} */ (req).clientName;
-      req.log[level]({ req: { method: req.method, url: req.originalUrl }, res: { statusCode: status }, responseTime: Math.round(seconds * 1000), ...(client === undefined ? {} : { client }) }, 'request completed');
+      const { clientName: client, refusedBecause: authRefusal } = /** @type {import('express').Request} */ (req);
+      req.log[level]({
+        req: { method: req.method, url: req.originalUrl }, res: { statusCode: status }, responseTime: Math.round(seconds * 1000),
+        ...(client === undefined ? {} : { client }), ...(authRefusal === undefined ? {} : { authRefusal }),
+      }, 'request completed');
     });
     next();
   };
