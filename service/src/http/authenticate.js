@@ -53,7 +53,7 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING 
       accept(req, client, client);
       return next();
     }
-    if (!verifyJwt || !JWT_SHAPE.test(token)) return refuse(next, 'invalid', 'unknown_token');
+    if (!verifyJwt || !JWT_SHAPE.test(token)) return refuse(req, next, 'invalid', 'unknown_token');
     // Returned: Express 5 passes a rejection to the error handler rather than losing it.
     return verifyJwt(token).then(
       (subject) => {
