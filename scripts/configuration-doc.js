@@ -76,7 +76,7 @@ connection string (Neon, Supabase's transaction pooler): the service keeps no st
 from one transaction to the next. Each transaction sets its own time limits, inside it and in the
 round trip that already carries its first statement: \`SET LOCAL statement_timeout = …; SET LOCAL
 lock_timeout = …;\` before a statement that needs no transaction of its own (one simple query is one
-implicit transaction), or after \`BEGIN\` in the same query (\`service/src/transaction-settings.js\`
+implicit transaction), or after \`BEGIN\` in the same query (\`service/src/db/transaction-settings.js\`
 builds both). Nothing but \`application_name\` goes in the startup parameters; no named prepared
 statement, no session lock; the staging tables of \`COPY\` are dropped with their transaction.
 \`DB_STATEMENT_TIMEOUT_MS\` and \`DB_LOCK_TIMEOUT_MS\` mean what they mean direct (PostgreSQL 13 and

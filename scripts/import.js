@@ -1,12 +1,13 @@
 // `npm run import -- FILE`: streams an NDJSON or CSV file of users (gzip-compressed too) to the
 // service's POST /users in one request, with progress on stderr, and prints the counts.
 import { createCommand, Option } from '@sluice/db/command-line';
+import { USER_FIELDS } from '../service/src/user-columns.js';
 
 const program = createCommand(
   'npm run import --',
   'Streams a file of users to POST /users in one request: all of it is stored, or none. NDJSON or JSON Lines (.ndjson, .jsonl: one user a line) ' +
-    'or CSV (.csv: a header row naming email, name, phone, passwordHash), either gzip-compressed too (.gz, sent compressed). ' +
-    'Progress (bytes and rows per second) on stderr; the counts as one JSON line on stdout; exit 1 with the refusal on stderr when it is refused.',
+    `or CSV (.csv: a header row naming ${USER_FIELDS.join(', ')}), either gzip-compressed too (.gz, sent compressed). ` +
+    'Progress (bytes and rows per second) on stderr once connected; the counts as one JSON line on stdout. A refusal is one line on stderr, with how much of the file was sent before it came (the rest is not sent), exit 1.',
   { INGEST_TOKEN: 'the bearer token, when --token is not given (default: none)' },
 )
   .argument('<file>', 'the file of users')
@@ -59,10 +60,12 @@ counter?.on('data', countLines).on('error', () => {});
 
 const tty = process.stderr.isTTY;
 let lastShown = 0;
+// Nothing is shown until the service is connected: before, what is read only waits in a buffer.
+let connected = false;
 /** @param {boolean} [last] */
 function showProgress(last = false) {
   const now = performance.now();
-  if (!last && now - lastShown < (tty ? 200 : 2000)) return;
+  if (!connected || (!last && now - lastShown < (tty ? 200 : 2000))) return;
   lastShown = now;
   const seconds = Math.max(0.001, (now - started) / 1000);
   const line = `${(bytes / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB (${total ? Math.floor((100 * bytes) / total) : 100}%), ` +
@@ -91,6 +94,19 @@ const request = (url.protocol === 'https:' ? https : http).request(url, {
     ...(token ? { authorization: `Bearer ${token}` } : {}),
   },
 });
+request.on('socket', (socket) => {
+  if (socket.connecting) socket.once('connect', () => (connected = true));
+  else connected = true;
+});
+/** The bytes of the file that have left for the service: what was read, less what still waits in the request's buffers. */
+const sentBytes = () => (connected ? Math.max(0, bytes - request.writableLength) : 0);
+/** @param {number} n */
+const megabytes = (n) => `${(n / 1e6).toFixed(1)} MB`;
+/** The progress line drawn in place on a terminal, cleared so that a refusal or a failure is one line. */
+const clearProgress = () => {
+  if (tty && lastShown) process.stderr.write('\r\x1b[K');
+};
+
 /**
  * The service's answer. It may come before the whole file is sent: a wrong token, an invalid user or
  * a malformed line is refused at once. Then the answer is what counts and the upload stops there,
@@ -122,23 +138,27 @@ const uploaded = pipeline(source, progress, request).catch(() => {});
 
 try {
   const { status, text } = await answered;
+  const sent = sentBytes();
   // Whatever is left of the file is not sent: the service has answered.
   source.destroy();
   request.destroy();
   await uploaded;
   counter?.end();
-  showProgress(true);
   if (status >= 200 && status < 300) {
+    showProgress(true);
     const seconds = (performance.now() - started) / 1000;
     console.log(JSON.stringify({ ...JSON.parse(text), seconds: Number(seconds.toFixed(2)) }));
   } else {
-    console.error(`import refused (${status}): ${text}`);
+    // The service answers about the line it has read; what was sent meanwhile may be well past it.
+    clearProgress();
+    const part = total ? Math.floor((100 * sent) / total) : 100;
+    console.error(`import refused (${status}): ${text.trim()} (${megabytes(sent)} of ${megabytes(total)} sent, ${part}%; the rest not sent)`);
     process.exitCode = 1;
   }
 } catch (err) {
-  showProgress(true);
+  clearProgress();
   const { code, message } = /** @type {NodeJS.ErrnoException} */ (err);
   const hint = code === 'ECONNREFUSED' ? ` (is the service running at ${url.origin}? \`npm start\` starts it; --url names another)` : '';
-  console.error(`import failed after ${bytes} bytes: ${message || code}${hint}`);
+  console.error(`import failed after ${sentBytes()} bytes: ${message || code}${hint}`);
   process.exitCode = 1;
 }

@@ -1,12 +1,6 @@
 /** @typedef {import('./load-env.js').Declarations} Declarations */
 
-/**
- * @typedef {object} VariableDescription
- * @property {string} name
- * @property {string} kind         what values it takes
- * @property {string} defaultText  its default in words: a value, "unset", "required", or a rule
- * @property {string} description
- */
+/** @typedef {{ name: string, kind: string, defaultText: string, description: string }} VariableDescription  defaultText: a value, "unset", "required" or a rule */
 
 /** @param {unknown} value */
 const show = (value) => (typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value));

@@ -3,5 +3,6 @@
 export { ConfigError } from './config-error.js';
 export { boolean, decimal, integer, matching, milliseconds, oneOf, text, url } from './parsers.js';
 export { defineVariables, loadEnv } from './load-env.js';
+export { redactUrl } from './redact-url.js';
 export { describeEnv, environmentHelp } from './describe-env.js';
 export { TRACING_VARIABLES, loadTracingConfig, tracingConfigFrom } from './tracing.js';

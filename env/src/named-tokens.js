@@ -1,12 +1,7 @@
-// The one reading of a secret of named tokens: INGEST_TOKENS (and its file and secret) in the
-// service, the feeder's secret when it holds an object, the rotation function's versions. Here,
-// beside the configuration parsers, because the service and the feeder's bundle both import this
-// package and neither may import the other.
+// The one reading of named tokens (the service's INGEST_TOKENS, its file and secret; the feeder's
+// secret; the rotation's versions): here because the service and the feeder both import this package.
 
-/**
- * A client's name: what the access log, the request's span and the metric label carry. Short and
- * plain, so it is safe as a Prometheus label value and in a log line whatever tool reads it.
- */
+/** A client's name, as the access log, the span and the metric label carry it: short and plain. */
 const CLIENT_NAME = /^[A-Za-z0-9][\w.:@-]{0,63}$/;
 
 /** @typedef {{ name: string, token: string }} NamedToken */
@@ -17,12 +12,9 @@ const refuse = (problem) => {
 };
 
 /**
- * The clients of a text that holds a JSON object of client name → token, checked: the problem is a
- * TypeError whose message follows the variable's name (the config loader's way) and quotes names
- * only, never a token. Duplicate tokens are refused: one token would be two clients, and the log
- * could not say which sent a batch.
- * @param {string} text
- * @returns {NamedToken[]}
+ * The clients of a JSON object of client name → token, checked: a problem is a TypeError that follows
+ * the variable's name and quotes names only; one token for two clients is refused (the log could not
+ * tell them apart). @param {string} text @returns {NamedToken[]}
  */
 export function parseNamedTokens(text) {
   /** @type {unknown} */

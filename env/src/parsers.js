@@ -1,26 +1,16 @@
-/**
- * The parsers a declaration names: each turns the text of a variable into its value, or throws a
- * TypeError whose message follows the variable's name ("must be ..."). `kind` says in words what
- * the parser accepts, for --help and docs/configuration.md.
- */
+import { redactUrl } from './redact-url.js';
 
-/**
- * @template T
- * @typedef {object} Parser
- * @property {string} kind  what it accepts, e.g. "a whole number from 1 to 64"
- * @property {(text: string) => T} parse  `text` is never blank (a blank variable is unset)
- */
+// The parsers a declaration names: text to value, or a TypeError whose message follows the
+// variable's name ("must be ..."); `kind` says what it accepts, for --help and the doc.
+
+/** @template T @typedef {{ kind: string, parse: (text: string) => T }} Parser  parse: `text` is never blank (blank is unset) */
 
 /** @param {string} problem */
 const refuse = (problem) => {
   throw new TypeError(problem);
 };
 
-/**
- * A whole number within bounds (decimal digits only: no sign, no exponent, no hex).
- * @param {{ min?: number, max?: number, unit?: string }} [bounds]  unit: e.g. "milliseconds", for the doc
- * @returns {Parser<number>}
- */
+/** A whole number within bounds, in decimal digits only. @param {{ min?: number, max?: number, unit?: string }} [bounds] @returns {Parser<number>} */
 export function integer({ min = 0, max = Number.MAX_SAFE_INTEGER, unit } = {}) {
   const range = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
   return {
@@ -35,12 +25,7 @@ export function integer({ min = 0, max = Number.MAX_SAFE_INTEGER, unit } = {}) {
   };
 }
 
-/**
- * A number within bounds, written in decimal digits with an optional fraction (`0.25`, `.5`, `1`):
- * no sign, no exponent.
- * @param {{ min: number, max: number }} bounds
- * @returns {Parser<number>}
- */
+/** A number within bounds: digits, an optional fraction (`.5`), no sign or exponent. @param {{ min: number, max: number }} bounds @returns {Parser<number>} */
 export function decimal({ min, max }) {
   return {
     kind: `a number from ${min} to ${max}`,
@@ -54,10 +39,7 @@ export function decimal({ min, max }) {
   };
 }
 
-/**
- * A duration in milliseconds: a whole number within bounds.
- * @param {{ min?: number, max?: number }} [bounds]
- */
+/** A duration in milliseconds. @param {{ min?: number, max?: number }} [bounds] */
 export const milliseconds = (bounds) => integer({ ...bounds, unit: 'milliseconds' });
 
 const ON = ['on', 'true', '1', 'yes'];
@@ -74,12 +56,7 @@ export const boolean = {
   },
 };
 
-/**
- * One of a fixed list of words.
- * @template {string} T
- * @param {readonly T[]} allowed
- * @returns {Parser<T>}
- */
+/** One of a fixed list of words. @template {string} T @param {readonly T[]} allowed @returns {Parser<T>} */
 export function oneOf(allowed) {
   return {
     kind: `one of ${allowed.join(', ')}`,
@@ -92,10 +69,8 @@ export function oneOf(allowed) {
 }
 
 /**
- * A URL of one of `protocols` (without their colon), given back trimmed, without trailing slashes
- * when `trimSlashes` (a base URL that paths are appended to).
- * @param {{ protocols: string[], trimSlashes?: boolean }} options
- * @returns {Parser<string>}
+ * A URL of `protocols` (no colon), trimmed, without trailing slashes when `trimSlashes`; a refusal
+ * quotes it redacted. @param {{ protocols: string[], trimSlashes?: boolean }} options @returns {Parser<string>}
  */
 export function url({ protocols, trimSlashes = false }) {
   const names = `a URL (${protocols.map((p) => `${p}://`).join(' or ')})`;
@@ -110,17 +85,13 @@ export function url({ protocols, trimSlashes = false }) {
       } catch {
         // refused below
       }
-      if (!parsed || !protocols.includes(parsed.protocol.slice(0, -1))) refuse(`must be ${names}, got ${JSON.stringify(trimmed)}`);
+      if (!parsed || !protocols.includes(parsed.protocol.slice(0, -1))) refuse(`must be ${names}, got ${JSON.stringify(redactUrl(trimmed))}`);
       return trimSlashes ? trimmed.replace(/\/+$/, '') : trimmed;
     },
   };
 }
 
-/**
- * Any text matching `pattern`, trimmed.
- * @param {RegExp} pattern @param {string} kind  e.g. "a Secrets Manager secret ARN"
- * @returns {Parser<string>}
- */
+/** Any text matching `pattern`, trimmed. @param {RegExp} pattern @param {string} kind @returns {Parser<string>} */
 export function matching(pattern, kind) {
   return {
     kind,
@@ -132,12 +103,7 @@ export function matching(pattern, kind) {
   };
 }
 
-/**
- * Any text. Secrets (a token, a password) are taken as given, spaces included: they may hold any
- * character; everything else is trimmed.
- * @param {{ trim?: boolean }} [options]
- * @returns {Parser<string>}
- */
+/** Any text, trimmed unless `trim: false` (a secret may hold any character). @param {{ trim?: boolean }} [options] @returns {Parser<string>} */
 export function text({ trim = true } = {}) {
   return { kind: 'text', parse: (value) => (trim ? value.trim() : value) };
 }

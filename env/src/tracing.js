@@ -2,12 +2,8 @@ import { defineVariables, loadEnv } from './load-env.js';
 import { decimal, integer, oneOf, text, url } from './parsers.js';
 
 /**
- * OpenTelemetry's own variables (the spec's names and meanings), as the service, the feeder and
- * the producer read them: declared here so that --help and docs/configuration.md list them, a bad
- * value stops start-up, and every component turns tracing on by the same rule. The service, the
- * feeder's local runner and the producer build their SDK from what they are read into
- * (TracingConfig), and the feeder's handler decides from it whether to load the API; on AWS the
- * ADOT layer's SDK reads them itself.
+ * OpenTelemetry's own variables (the spec's meanings), declared so that --help and the doc list them,
+ * a bad one stops start-up, and every component turns tracing on by one rule (TracingConfig).
  */
 export const TRACING_VARIABLES = defineVariables({
   OTEL_TRACES_EXPORTER: {
@@ -68,11 +64,7 @@ export const TRACING_VARIABLES = defineVariables({
  * @property {string | undefined} logLevel  the SDK's own messages (OTEL_LOG_LEVEL)
  */
 
-/**
- * The tracing configuration of variables read by loadEnv (alone, or with a component's own).
- * @param {TracingValues} v
- * @returns {TracingConfig}
- */
+/** The tracing configuration of variables loadEnv read. @param {TracingValues} v @returns {TracingConfig} */
 export function tracingConfigFrom(v) {
   const off = v.OTEL_SDK_DISABLED === 'true' || v.OTEL_TRACES_EXPORTER === 'none';
   const asked = v.OTEL_TRACES_EXPORTER === 'otlp' || v.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || v.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined;

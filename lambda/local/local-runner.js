@@ -13,28 +13,24 @@ import { lambdaContext, toLambdaRecord } from './sqs-event.js';
  * @property {number} receivers          concurrent long polls
  * @property {number} concurrency        invocations at once
  * @property {number} functionTimeoutMs  what getRemainingTimeInMillis counts down from
- * @property {number} [waitTimeSeconds]  long-poll wait (default 20)
+ * @property {number} [waitTimeSeconds]  long-poll wait (default RECEIVE_WAIT_SECONDS)
  * @property {(line: object) => void} [log]
  */
 
 /** Lambda's largest batch from a FIFO queue, which is also SQS's largest receive. */
 export const FIFO_MAX_BATCH = 10;
 
+/** A long poll's wait at the queue, and so the longest a stop waits for the polls open there. */
+export const RECEIVE_WAIT_SECONDS = 2;
+
 /**
- * Plays Lambda's SQS event-source mapping against any SQS endpoint: long-polling receivers fill
- * batches of up to `batchSize` messages, cut at `batchWindowMs`; each batch goes to the handler in
- * Lambda's event shape; only the messages it did not report as failed are deleted, so the rest
- * reappear after their visibility timeout (and reach the dead-letter queue after maxReceiveCount).
- *
- * A FIFO queue (its FifoQueue attribute) is played as Lambda plays one: each receive (at most 10
- * messages, fewer if `batchSize` is smaller) is one batch, handed over at once (no batching
- * window), never cut or joined to another, so a message group's messages stay in one batch in
- * their order. SQS (and ElasticMQ) delivers nothing more of a group while one of its messages is
- * in flight, so two batches never hold the same group; the messages the handler reported stay in
- * flight, and their group waits until their visibility timeout runs out.
- *
- * One thing Lambda has no counterpart for: when the runner stops, the failed messages still hidden
- * are made visible again, so the next run (with its token corrected, say) takes them at once.
+ * Plays Lambda's SQS event-source mapping against any SQS endpoint: long polls fill batches of up
+ * to `batchSize`, cut at `batchWindowMs`, handed to the handler in Lambda's event shape; only the
+ * messages it did not report are deleted. A FIFO queue is played as Lambda plays one: a receive (at
+ * most 10) is one batch, at once, never cut or joined, so a group's messages stay together in order.
+ * A stop lets the open polls end (SQS and ElasticMQ keep an aborted one, and it would hide the next
+ * messages sent for the visibility timeout), hands what it holds to the handler, then makes the
+ * failed messages still hidden visible again for the next run, which Lambda has no counterpart for.
  */
 export class LocalEventSource {
   /** @param {RunnerOptions} options */
@@ -51,13 +47,10 @@ export class LocalEventSource {
     /** @type {Set<Promise<void>>} */
     this.inFlight = new Set();
     this.stopping = false;
-    this.abort = new AbortController();
     this.totals = { batches: 0, messages: 0, deleted: 0, failed: 0, handlerErrors: 0 };
     /** @type {Map<string, number>} receipt handle of a failed message → when it becomes visible again (epoch ms) */
     this.hidden = new Map();
     this.visibilityMs = 30_000;
-    /** When the last long poll sent may answer at the latest (epoch ms): SQS holds it that long even once aborted here. */
-    this.pollsEndBy = 0;
     /** @type {(() => void)[]} */
     this.capacityWaiters = [];
     this.bufferSince = 0;
@@ -72,10 +65,10 @@ export class LocalEventSource {
     this.receiving = Promise.all(Array.from({ length: this.options.receivers }, () => this.receiveLoop()));
   }
 
-  /** Stops polling, hands what was received to the handler, waits for every invocation and delete. */
+  /** Stops polling once the open polls have answered; hands over what was received; waits for every invocation and delete. */
   async stop() {
     this.stopping = true;
-    this.abort.abort();
+    for (const wake of this.capacityWaiters.splice(0)) wake();
     await this.receiving?.catch(() => {});
     while (this.buffer.length > 0 || this.fifoBatches.length > 0 || this.inFlight.size > 0) {
       this.flush();
@@ -86,20 +79,11 @@ export class LocalEventSource {
   }
 
   /**
-   * Makes the failed messages that are still hidden visible again. Lambda leaves them hidden until
-   * the queue's visibility timeout (60 s for sluice-users), its backoff while the runner polls; once
-   * it has stopped, that wait only delays the next run. A handle gone stale (the message received
-   * again, or deleted) is refused, and changes nothing.
+   * Makes the failed messages still hidden visible again: the visibility timeout is Lambda's backoff
+   * while polling, and only delays the next run once stopped. Called once no poll is open, so none
+   * takes them back; a stale handle is refused, and changes nothing.
    */
   async releaseHidden() {
-    // A long poll aborted here still waits at the queue and would take what is made visible, and
-    // hide it again for the whole timeout: the polls are let run out first (at most WaitTimeSeconds).
-    const wait = this.pollsEndBy - Date.now();
-    if (this.hidden.size > 0 && wait > 0) {
-      this.log({ level: 'info', msg: 'waiting for the long polls to end before making the failed messages visible again', ms: wait });
-      // A second more: the queue counts its wait from when the request reached it, on a busy machine later than it was sent.
-      await new Promise((resolve) => setTimeout(resolve, wait + 1000));
-    }
     const now = Date.now();
     const handles = [...this.hidden].filter(([, until]) => until > now).map(([handle]) => handle);
     this.hidden.clear();
@@ -115,14 +99,12 @@ export class LocalEventSource {
   }
 
   async receiveLoop() {
-    const { sqs, queueUrl, waitTimeSeconds = 20 } = this.options;
+    const { sqs, queueUrl, waitTimeSeconds = RECEIVE_WAIT_SECONDS } = this.options;
     while (!this.stopping) {
-      // Back-pressure: hold no more than the invocations in flight can take, so that received
-      // messages do not sit until their visibility runs out.
+      // Back-pressure: hold no more than the invocations can take, lest messages sit out their visibility.
       await this.waitForCapacity();
       if (this.stopping) return;
       let messages;
-      this.pollsEndBy = Math.max(this.pollsEndBy, Date.now() + waitTimeSeconds * 1000);
       try {
         const out = await sqs.send(
           new ReceiveMessageCommand({
@@ -132,7 +114,6 @@ export class LocalEventSource {
             MessageSystemAttributeNames: ['All'],
             MessageAttributeNames: ['All'],
           }),
-          { abortSignal: this.abort.signal },
         );
         messages = out.Messages ?? [];
       } catch (err) {
@@ -205,7 +186,6 @@ export class LocalEventSource {
       failed = new Set(batch.map((m) => /** @type {string} */ (m.MessageId)));
     }
     const done = batch.filter((m) => !failed.has(/** @type {string} */ (m.MessageId)));
-    // Hidden since they were received (a little earlier than now: the expiry errs late, harmlessly).
     const now = Date.now();
     for (const [handle, at] of this.hidden) {
       // In the order they failed, so in the order they reappear: the visible ones are forgotten.
@@ -232,8 +212,7 @@ export class LocalEventSource {
           .send(new DeleteMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: entries }))
           .catch((err) => ({ Failed: entries.map((e) => ({ Id: e.Id, SenderFault: false, Code: err.name })) }));
         const failed = out.Failed ?? [];
-        // A sender fault (a receipt handle gone stale once the visibility timeout ran out) fails the
-        // same way every time: only throttling and server faults are worth another try.
+        // A sender fault (a stale receipt handle) fails the same way every time: only throttling and server faults are retried.
         for (const f of failed) if (f.SenderFault) refused.push(f.Code ?? 'SenderFault');
         const retry = new Set(failed.filter((f) => !f.SenderFault).map((f) => f.Id));
         entries = entries.filter((e) => retry.has(e.Id));

@@ -13,10 +13,8 @@ const MAX_BATCH_ENTRIES = 10;
 const TRACEPARENT_BYTES = Buffer.byteLength('traceparentString') + 55;
 
 /**
- * The message attributes that carry a resolution. SQS counts each attribute's name, data type and
- * value toward the message's size limit, so they come out of the room left for the body, as does
- * the `traceparent` attribute when traced (set per SendMessageBatch).
- * @param {Resolution | undefined} resolution @param {boolean} [traced]
+ * The attributes that carry a resolution, and the bytes they and a `traceparent` take of the body's
+ * room (SQS counts them in its limit). @param {Resolution | undefined} resolution @param {boolean} [traced]
  */
 function attributesOf(resolution, traced = false) {
   const traceBytes = traced ? TRACEPARENT_BYTES : 0;
@@ -30,12 +28,9 @@ function attributesOf(resolution, traced = false) {
 export const SINGLE_GROUP = 'users';
 
 /**
- * `npm run produce -- --stamp-changed-at`: gives each user that has no `changedAt` the time it was
- * produced, as the service's ordering value takes it (RFC 3339, UTC, microseconds). Strictly
- * increasing, a microsecond apart at least, so the order users are produced in is the order of their
- * changes even within one millisecond: a later line of a file is a newer change.
- * @param {() => number} [nowMs]  the clock, in milliseconds with a fraction (performance's)
- * @returns {(user: unknown) => unknown}  anything but an object goes through as it is (the service names it)
+ * `--stamp-changed-at`: a user without `changedAt` gets the time it was produced (RFC 3339, UTC,
+ * microseconds), strictly increasing, so a later line is a newer change; a non-object goes through.
+ * @param {() => number} [nowMs]  milliseconds with a fraction @returns {(user: unknown) => unknown}
  */
 export function changeStamper(nowMs = () => performance.timeOrigin + performance.now()) {
   let last = 0;
@@ -49,10 +44,8 @@ export function changeStamper(nowMs = () => performance.timeOrigin + performance
 }
 
 /**
- * The message group of a user on a FIFO queue: a bucket of a hash of its email as the service
- * stores it (lower-cased), so every change of one user goes to one group, in order, while
- * `groups` groups spread the load (Lambda runs one batch per group at a time).
- * @param {unknown} user @param {number} groups
+ * A user's message group on a FIFO queue: a bucket of a hash of its lower-cased email, so a user's
+ * changes keep one group and their order. @param {unknown} user @param {number} groups
  */
 export function messageGroupOf(user, groups) {
   const email = /** @type {{ email?: unknown }} */ (user)?.email;
@@ -61,16 +54,10 @@ export function messageGroupOf(user, groups) {
 }
 
 /**
- * Packs users into message bodies of up to `perMessage` users, closing a body early when one more
- * user would pass SQS's size limit (less what the resolution attribute, when given, takes of it).
- * With `groups` (for a FIFO queue), a message holds users of one message group only
- * (`messageGroupOf`), one message filled per group at a time, and names its group; a group's
- * messages come out in the order of its users.
- * @param {AsyncIterable<object> | Iterable<object>} users
- * @param {number} perMessage
- * @param {{ resolution?: Resolution, traced?: boolean, groups?: number }} [options]  the resolution the
- *   messages will be sent with; traced: whether they will carry a traceparent; groups: message groups
- * @returns {AsyncGenerator<PackedMessage>}
+ * Packs users into bodies of up to `perMessage`, closed early at SQS's size limit (less the
+ * attributes'). With `groups` (FIFO), a message holds one group's users, in their order.
+ * @param {AsyncIterable<object> | Iterable<object>} users @param {number} perMessage
+ * @param {{ resolution?: Resolution, traced?: boolean, groups?: number }} [options] @returns {AsyncGenerator<PackedMessage>}
  */
 export async function* packMessages(users, perMessage, { resolution, traced, groups } = {}) {
   const limit = MAX_MESSAGE_BYTES - attributesOf(resolution, traced).bytes;
@@ -99,23 +86,12 @@ export async function* packMessages(users, perMessage, { resolution, traced, gro
 }
 
 /**
- * Sends messages with SendMessageBatch (10 entries, within the batch size limit), `concurrency`
- * calls in flight; failed entries are retried with backoff, and a message that still fails after
- * `maxAttempts` stops the run with an error.
- *
- * A resolution, when given, goes with every message as its `resolution` attribute, which the
- * feeder obeys over its own CONFLICT_RESOLUTION.
- *
- * To a FIFO queue (its URL ends in `.fifo`) each message goes with its group (`SINGLE_GROUP` when
- * packed without groups) and a deduplication id of its own: this run's random id and the message's
- * number, the same on every retry of it, so a send whose answer was lost is not enqueued twice (SQS
- * keeps the id 5 minutes), while a body sent again on purpose (a user changed back) is not taken
- * for a duplicate, as a hash of the body would be. A group's messages are enqueued in order: never
- * two of one group in one SendMessageBatch, and none while an earlier one of its group is in flight
- * (or being retried). With a tracer, each SendMessageBatch is a PRODUCER
- * span whose context every message carries as its `traceparent` attribute (the feeder's span
- * links to it); the messages must have been packed with `traced`.
- *
+ * Sends messages by SendMessageBatch, `concurrency` calls in flight, failed entries retried with
+ * backoff up to `maxAttempts`; a resolution goes with each as its `resolution` attribute. To a FIFO
+ * queue each goes with its group and a deduplication id of this run's and its number (the same on a
+ * retry, so a lost answer enqueues nothing twice, unlike a body hash would for a user changed back);
+ * a group's messages are enqueued in order, one at a time. With a tracer, each call is a PRODUCER
+ * span every message carries as `traceparent` (pack them with `traced`).
  * @param {{ sqs: import('@aws-sdk/client-sqs').SQSClient, queueUrl: string, messages: AsyncIterable<PackedMessage>,
  *   resolution?: Resolution, tracer?: import('@opentelemetry/api').Tracer,
  *   concurrency?: number, maxAttempts?: number, onSent?: (users: number, messages: number) => void }} options

@@ -1,4 +1,5 @@
-import { defineVariables, integer, loadEnv, milliseconds, text, url } from '@sluice/env';
+import { ConfigError, defineVariables, integer, loadEnv, milliseconds, text, url } from '@sluice/env';
+import { DEFAULT_QUEUES } from './elasticmq/elasticmq.js';
 
 /** Where the local runner and the producer find SQS, declared once. */
 export const SQS_VARIABLES = defineVariables({
@@ -24,8 +25,22 @@ export const ELASTICMQ_VARIABLES = defineVariables({
 });
 
 /**
- * @param {import('@sluice/env/load-env').Values<typeof SQS_VARIABLES>} v
+ * loadEnv, a missing QUEUE_URL told where a queue comes from (`npm run elasticmq`'s).
+ * @template {import('@sluice/env/load-env').Declarations} D @param {D} declarations @param {NodeJS.ProcessEnv} env
  */
+function loadWithQueueHint(declarations, env) {
+  try {
+    return loadEnv(declarations, env);
+  } catch (err) {
+    if (!(err instanceof ConfigError) || env.QUEUE_URL?.trim()) throw err;
+    const endpoint = `http://127.0.0.1:${ELASTICMQ_VARIABLES.ELASTICMQ_PORT.default}`;
+    const hint = `is required: the queue to use. \`npm run elasticmq\` makes one and prints its URL: SQS_ENDPOINT=${endpoint} QUEUE_URL=${endpoint}/000000000000/${DEFAULT_QUEUES.find((q) => q.deadLetter)?.name}`;
+    const problems = err.problems.map((p) => (p.variable === 'QUEUE_URL' ? { ...p, problem: hint } : p));
+    throw new ConfigError(problems[0].variable, problems[0].problem, problems);
+  }
+}
+
+/** @param {import('@sluice/env/load-env').Values<typeof SQS_VARIABLES>} v */
 function sqsFrom(v) {
   const endpoint = v.SQS_ENDPOINT;
   // With an endpoint of its own (ElasticMQ), any credentials do: stand-ins when none are configured.
@@ -33,20 +48,14 @@ function sqsFrom(v) {
   return { endpoint, queueUrl: v.QUEUE_URL, region: v.AWS_REGION ?? v.AWS_DEFAULT_REGION ?? 'us-east-1', credentials };
 }
 
-/**
- * Where the local runner and the producer find SQS.
- * @param {NodeJS.ProcessEnv} [env]
- */
+/** Where the local runner and the producer find SQS. @param {NodeJS.ProcessEnv} [env] */
 export function loadSqsConfig(env = process.env) {
-  return sqsFrom(loadEnv(SQS_VARIABLES, env));
+  return sqsFrom(loadWithQueueHint(SQS_VARIABLES, env));
 }
 
-/**
- * The local event-source runner's settings.
- * @param {NodeJS.ProcessEnv} [env]
- */
+/** The local event-source runner's settings. @param {NodeJS.ProcessEnv} [env] */
 export function loadRunnerConfig(env = process.env) {
-  const v = loadEnv({ ...SQS_VARIABLES, ...RUNNER_VARIABLES }, env);
+  const v = loadWithQueueHint({ ...SQS_VARIABLES, ...RUNNER_VARIABLES }, env);
   return {
     ...sqsFrom(v),
     batchSize: v.BATCH_SIZE,

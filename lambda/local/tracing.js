@@ -1,15 +1,9 @@
-// The OpenTelemetry SDK for the feeder's local runner and the producer, started only when the
-// tracing configuration asks (the OTEL_ variables, read once into @sluice/env/tracing's
-// TracingConfig): what the ADOT Lambda layer is on AWS. Spans leave through a batch processor over
-// OTLP/HTTP (protobuf, or JSON when the protocol is http/json) to the configured URL; the sampler,
-// the service name and the batch settings are the configuration's too, never read again here.
+// The OpenTelemetry SDK of the local runner and the producer (the ADOT layer's part on AWS),
+// started only when the TracingConfig asks; everything it uses comes from that configuration.
 
 /** @typedef {import('@sluice/env/tracing').TracingConfig} TracingConfig */
 
-/**
- * The sampler the configuration names (the spec's six), parentbased_always_on by default.
- * @param {typeof import('@opentelemetry/sdk-trace')} sdk @param {TracingConfig} config
- */
+/** The sampler the configuration names. @param {typeof import('@opentelemetry/sdk-trace')} sdk @param {TracingConfig} config */
 function samplerOf(sdk, { sampler, samplerRatio }) {
   const root = {
     always_on: () => new sdk.AlwaysOnSampler(),
@@ -23,11 +17,8 @@ function samplerOf(sdk, { sampler, samplerRatio }) {
 }
 
 /**
- * Starts the SDK when the configuration asks for traces; resolves with its shutdown (which
- * flushes the spans still held), or undefined when off.
- * @param {string} serviceName  the default service.name (the configuration's OTEL_SERVICE_NAME wins)
- * @param {TracingConfig} config
- * @returns {Promise<(() => Promise<void>) | undefined>}
+ * Starts the SDK when traces are asked for; resolves with its shutdown (flushing), or undefined.
+ * @param {string} serviceName  unless OTEL_SERVICE_NAME @param {TracingConfig} config @returns {Promise<(() => Promise<void>) | undefined>}
  */
 export async function startLocalTracing(serviceName, config) {
   if (!config.enabled) return undefined;

@@ -1,19 +1,10 @@
 import { defineVariables, loadEnv, matching, milliseconds, integer, oneOf, text, url } from '@sluice/env';
 
 /**
- * @typedef {object} FeederConfig
- * @property {string} serviceUrl          base URL of the sluice service
- * @property {string | undefined} ingestToken
- * @property {string | undefined} ingestTokenSecretArn  Secrets Manager secret holding the token (AWS)
- * @property {string} ingestClientName    the feeder's entry when that secret holds a JSON object of name → token
- * @property {number} postChunkItems      users per POST /users
- * @property {number} postConcurrency     POSTs in flight at once
- * @property {number} requestTimeoutMs    one POST's limit
- * @property {number} retryBaseMs         first backoff step
- * @property {number} retryMaxMs          backoff cap
- * @property {number} safetyMarginMs      time kept back from the invocation's deadline
- * @property {'ignore' | 'merge'} conflictResolution  what the service does with a stored email, unless a
- *   message's `resolution` attribute says otherwise
+ * Each field is its variable's (FEEDER_VARIABLES describes them).
+ * @typedef {{ serviceUrl: string, ingestToken: string | undefined, ingestTokenSecretArn: string | undefined, ingestClientName: string,
+ *   postChunkItems: number, postConcurrency: number, requestTimeoutMs: number, retryBaseMs: number, retryMaxMs: number, safetyMarginMs: number,
+ *   conflictResolution: 'ignore' | 'merge' }} FeederConfig
  */
 
 /** Every variable the handler reads, declared once. */
@@ -40,12 +31,7 @@ export const FEEDER_VARIABLES = defineVariables({
   POWERTOOLS_LOG_LEVEL: { parser: text(), defaultText: 'INFO', description: "Powertools' Logger level: TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL or SILENT" },
 });
 
-/**
- * Every variable the handler reads, parsed and checked once; a bad one fails the cold start with
- * the names of every variable at fault.
- * @param {NodeJS.ProcessEnv} [env]
- * @returns {FeederConfig}
- */
+/** Parsed and checked once; a bad variable fails naming every one at fault. @param {NodeJS.ProcessEnv} [env] @returns {FeederConfig} */
 export function loadFeederConfig(env = process.env) {
   const v = loadEnv(FEEDER_VARIABLES, env, (values) => (values.INGEST_TOKEN_SECRET_ARN && values.INGEST_TOKEN
     ? [{ variable: 'INGEST_TOKEN_SECRET_ARN', problem: 'and INGEST_TOKEN are both set: give the token one way' }]

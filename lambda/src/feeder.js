@@ -11,40 +11,23 @@ import { NO_TRACING } from './tracing.js';
 /** @typedef {(event: SqsEvent, context: LambdaContext) => Promise<{ batchItemFailures: { itemIdentifier: string }[] }>} SqsHandler */
 
 /**
- * What a feeder is made of. Everything it keeps between invocations lives in the feeder made from
- * these (the token once read, whether the refused credentials were said), not in a module.
- * @typedef {object} FeederParts
- * @property {FeederConfig} config  as loaded (loadFeederConfig), the token perhaps still to be read
- * @property {(config: FeederConfig) => Promise<FeederConfig>} [readToken]  the configuration with its token
- *   in place: read at the first invocation and again on a 401 (withIngestToken); by default the
- *   token given in the configuration
- * @property {import('./observability.js').FeederLogger} logger  Powertools' Logger (createPowertools)
- * @property {import('./observability.js').FeederMetrics} metrics  Powertools' Metrics
- * @property {import('./tracing.js').FeederTracing} [tracing]  NO_TRACING by default
- * @property {typeof postUsersOverHttp} [postUsers]  one POST /users with its retries (service-client.js)
+ * readToken: the configuration with its token, at the first invocation and on a 401.
+ * @typedef {{ config: FeederConfig, readToken?: (config: FeederConfig) => Promise<FeederConfig>, logger: import('./observability.js').FeederLogger,
+ *   metrics: import('./observability.js').FeederMetrics, tracing?: import('./tracing.js').FeederTracing, postUsers?: typeof postUsersOverHttp }} FeederParts
  */
 
 /**
- * The Lambda handler for an SQS event source with ReportBatchItemFailures, built from its parts
- * (as Powertools' BatchProcessor is built, then handed each batch): each invocation feeds the
- * batch to the service (feed-records.js), reports it (one log line, one EMF record, the failed
- * messages), and answers the messages to return to the queue, or throws when every message failed
- * for an outage, so that Lambda backs off.
- * @param {FeederParts} parts
- * @returns {SqsHandler}
+ * The SQS handler (ReportBatchItemFailures) built from its parts, as Powertools' BatchProcessor
+ * is; what it keeps between invocations lives in it, not in a module.
+ * @param {FeederParts} parts @returns {SqsHandler}
  */
 export function createFeeder({ config, readToken = async (loaded) => loaded, logger, metrics, tracing = NO_TRACING, postUsers = postUsersOverHttp }) {
   const reports = createReports({ logger, metrics });
-  /** The configuration with its token: read at the first invocation, and again when a 401 asks. @type {FeederConfig | undefined} */
-  let current;
-  /** Said once while the refusals last (every batch after it is refused the same way); again after a batch was let in. */
+  let current = /** @type {FeederConfig | undefined} */ (undefined);
+  // Said once while the refusals last; again after a batch was let in.
   let credentialsRefusedSaid = false;
 
-  /**
-   * The service refused the feeder's credentials: an operator's fix, said clearly once (what to
-   * set, never the token), rather than only as a reason among the failed messages of every invocation.
-   * @param {number} status @param {FeederConfig} used
-   */
+  /** @param {number} status @param {FeederConfig} used */
   function credentialsRefused(status, used) {
     if (credentialsRefusedSaid) return;
     credentialsRefusedSaid = true;
@@ -60,7 +43,7 @@ export function createFeeder({ config, readToken = async (loaded) => loaded, log
     let fed;
     try {
       const invocationConfig = current;
-      // A rotated token: read again on a 401, and kept for the next invocations once read.
+      // A token read again on a 401 is kept for the next invocations.
       const rereadToken = async () => (current = await readToken(invocationConfig));
       fed = await tracing.runInSpan(span, () => feedRecords(records, {
         config: invocationConfig, deadline, postUsers, traceparent: tracing.currentTraceparent, rereadToken,
@@ -71,7 +54,6 @@ export function createFeeder({ config, readToken = async (loaded) => loaded, log
       throw err;
     }
     const { items, failed, stats } = fed;
-    // Let in again: a later refusal (another misconfiguration) is said again.
     if (stats.stored > 0) credentialsRefusedSaid = false;
     tracing.endInvocationSpan(span, { users: items.length, users_stored: stats.stored, posts: stats.posts, retries: stats.retries, failed_messages: failed.size });
     return answer(records, fed, { requestId: context.awsRequestId, durationMs: Date.now() - started, reports });
@@ -79,10 +61,8 @@ export function createFeeder({ config, readToken = async (loaded) => loaded, log
 }
 
 /**
- * Reports what an invocation came to and answers Lambda: the failed messages, which return to the
- * queue; or, when every message failed for an outage, a ServiceUnavailableError.
- * @param {unknown[]} records
- * @param {Awaited<ReturnType<typeof feedRecords>>} fed
+ * The failed messages, or a ServiceUnavailableError when all failed for an outage (Lambda backs off).
+ * @param {unknown[]} records @param {Awaited<ReturnType<typeof feedRecords>>} fed
  * @param {{ requestId: string | undefined, durationMs: number, reports: ReturnType<typeof createReports> }} invocation
  */
 function answer(records, { items, failed, stats }, { requestId, durationMs, reports }) {

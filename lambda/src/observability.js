@@ -1,12 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 
-/**
- * The feeder's Powertools Logger and Metrics, made by the composition root once per cold start, as
- * Powertools expects. Powertools' own variables apply: POWERTOOLS_LOG_LEVEL,
- * POWERTOOLS_METRICS_DISABLED, POWERTOOLS_DEV.
- * @returns {{ logger: Logger, metrics: Metrics }}
- */
+/** Powertools' Logger and Metrics, once a cold start; its own POWERTOOLS_ variables apply. @returns {{ logger: Logger, metrics: Metrics }} */
 export function createPowertools() {
   return {
     logger: new Logger({ serviceName: 'sluice-feeder' }),
@@ -14,41 +9,23 @@ export function createPowertools() {
   };
 }
 
-/** What reports use of Powertools' Logger. @typedef {Pick<Logger, 'info' | 'warn' | 'error' | 'setCorrelationId'>} FeederLogger */
-/** What reports use of Powertools' Metrics. @typedef {Pick<Metrics, 'addMetric' | 'publishStoredMetrics'>} FeederMetrics */
-
+/** @typedef {Pick<Logger, 'info' | 'warn' | 'error' | 'setCorrelationId'>} FeederLogger */
+/** @typedef {Pick<Metrics, 'addMetric' | 'publishStoredMetrics'>} FeederMetrics */
 /**
- * @typedef {object} InvocationReport  counts only: never a user, never the token
- * @property {string | undefined} requestId
- * @property {number} records
- * @property {number} users
- * @property {number} usersStored      accepted by the service (inserted, or already there)
- * @property {number} inserted
- * @property {number} updated          stored users changed (merge mode)
- * @property {number} stale            merge mode: users that wrote nothing, no newer change than the row stored (changedAt)
- * @property {number} posts
- * @property {number} retries
- * @property {number} failedMessages
- * @property {number} poisonMessages
- * @property {number} heldMessages     FIFO: failed only because an earlier message of their group did
- * @property {number} durationMs
+ * Counts only, never a user or the token. usersStored: accepted (inserted or already there);
+ * stale: merge mode, no newer than the row; heldMessages: failed behind their group's failure.
+ * @typedef {{ requestId: string | undefined, records: number, users: number, usersStored: number, inserted: number, updated: number,
+ *   stale: number, posts: number, retries: number, failedMessages: number, poisonMessages: number, heldMessages: number, durationMs: number }} InvocationReport
  */
 
-/** At most this many failed messages are listed in one log line; the rest are counted. */
+/** Failed messages listed in one log line; the rest are counted. */
 const LISTED_FAILURES = 20;
 
-/**
- * The feeder's reports, through the logger and metrics it is handed.
- * @param {{ logger: FeederLogger, metrics: FeederMetrics }} powertools
- */
+/** @param {{ logger: FeederLogger, metrics: FeederMetrics }} powertools */
 export function createReports({ logger, metrics }) {
   return { reportInvocation, reportFailures, reportCredentialsRefused };
 
-  /**
-   * One log line per invocation, with the request id as Powertools' correlation id, and one
-   * CloudWatch embedded-metric-format (EMF) line with the invocation's figures.
-   * @param {InvocationReport} report
-   */
+  /** One log line an invocation (the request id as correlation id) and one EMF record. @param {InvocationReport} report */
   function reportInvocation({ requestId, ...counts }) {
     logger.setCorrelationId(requestId);
     logger.info('sqs batch fed', counts);
@@ -66,9 +43,8 @@ export function createReports({ logger, metrics }) {
   }
 
   /**
-   * Why messages failed: one warning line per invocation, each message by id with its kind and
-   * reason (the service's rule for a refused user, or its error id for a 500): what an operator
-   * needs to find it in the dead-letter queue and in the service's log. Never a user.
+   * One warning an invocation: each failed message by id, kind and reason (a rule or an error id,
+   * never a user), to find it in the dead-letter queue and the service's log.
    * @param {Map<string, { kind: string, reason: string }>} failures
    */
   function reportFailures(failures) {
@@ -77,9 +53,7 @@ export function createReports({ logger, metrics }) {
   }
 
   /**
-   * The service refused the feeder's credentials (401, 403): one error line saying so and what to
-   * set, never the token itself. The messages are not stored and come back after the queue's
-   * visibility timeout, so without this line a wrong token looks like a slow queue.
+   * A 401 or 403: what to set, never the token; without it a wrong token looks like a slow queue.
    * @param {{ status: number, tokenSent: boolean, fromSecret: boolean }} refusal
    */
   function reportCredentialsRefused({ status, tokenSent, fromSecret }) {

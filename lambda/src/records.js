@@ -1,53 +1,40 @@
-import { PoisonMessageError } from './errors.js';
-import { messageGroupOf } from './message-groups.js';
+import { messageGroupOf, poison } from './failure-ledger.js';
 
-/**
- * @typedef {object} SqsRecordLike
- * @property {string} messageId
- * @property {string} body
- * @property {Record<string, { stringValue?: string }>} [messageAttributes]
- * @property {{ MessageGroupId?: string }} [attributes]  a FIFO queue's records name their message group
- */
+/** @typedef {{ messageId: string, body: string, messageAttributes?: Record<string, { stringValue?: string }>, attributes?: { MessageGroupId?: string } }} SqsRecordLike */
 /** @typedef {'ignore' | 'merge'} Resolution */
 /** @typedef {{ messageId: string, user: unknown, resolution: Resolution, group?: string }} Item */
 
-/** The message attribute `resolution`, with the values of the service's Prefer header. */
+/** The `resolution` attribute's values: the service's Prefer names. */
 const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
 
 /**
- * Unpacks each record's body (one user object, or an array of them) into items that remember
- * their message, its message group (a FIFO queue's) and its resolution (the message's `resolution`
- * attribute, else the feeder's). A body that is not JSON, or not an object or array of objects, or
- * an unknown resolution, is poison: that message fails alone and the others go on (on a FIFO
- * queue, with the later messages of its group: handler.js).
- *
- * @param {SqsRecordLike[]} records
- * @param {Resolution} [defaultResolution]
- * @returns {{ items: Item[], poisoned: Map<string, PoisonMessageError> }}
+ * Each record's body (one user object, or an array of them) as items that remember their message,
+ * group and resolution (the `resolution` attribute, else the feeder's). A body that is not JSON or
+ * not users, or an unknown resolution, poisons its message alone.
+ * @param {SqsRecordLike[]} records @param {Resolution} [defaultResolution]
+ * @returns {{ items: Item[], poisoned: Map<string, import('./failure-ledger.js').Failure> }}
  */
 export function unpackRecords(records, defaultResolution = 'ignore') {
-  /** @type {Item[]} */
-  const items = [];
-  /** @type {Map<string, PoisonMessageError>} */
-  const poisoned = new Map();
+  const items = /** @type {Item[]} */ ([]);
+  const poisoned = /** @type {Map<string, import('./failure-ledger.js').Failure>} */ (new Map());
   for (const record of records) {
     const { messageId, body, messageAttributes } = record;
     const asked = messageAttributes?.resolution?.stringValue;
     const resolution = asked === undefined ? defaultResolution : Object.hasOwn(RESOLUTIONS, asked) ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (asked)] : undefined;
     if (!resolution) {
-      poisoned.set(messageId, new PoisonMessageError('the resolution attribute must be merge-duplicates or ignore-duplicates'));
+      poisoned.set(messageId, poison('the resolution attribute must be merge-duplicates or ignore-duplicates'));
       continue;
     }
     let parsed;
     try {
       parsed = JSON.parse(body);
     } catch {
-      poisoned.set(messageId, new PoisonMessageError('body is not JSON'));
+      poisoned.set(messageId, poison('body is not JSON'));
       continue;
     }
     const users = Array.isArray(parsed) ? parsed : [parsed];
     if (users.length === 0 || users.some((u) => u === null || typeof u !== 'object' || Array.isArray(u))) {
-      poisoned.set(messageId, new PoisonMessageError('body must be a user object or a non-empty array of them'));
+      poisoned.set(messageId, poison('body must be a user object or a non-empty array of them'));
       continue;
     }
     const group = messageGroupOf(record);

@@ -1,6 +1,5 @@
-// Secrets Manager's rotation of the ingest tokens (template.yaml's TokenRotationSchedule): a
-// Lambda of its own, bundled from this file alone. The secret holds the service's INGEST_TOKENS
-// object, client name → token; a rotation gives every client a new token.
+// Secrets Manager's rotation of the ingest tokens (client name → token): a Lambda of its own,
+// bundled from this file alone; a rotation gives every client a new token.
 import { randomBytes } from 'node:crypto';
 import {
   DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient, UpdateSecretVersionStageCommand,
@@ -8,7 +7,6 @@ import {
 import { defineVariables, loadEnv, milliseconds } from '@sluice/env';
 import { parseNamedTokens } from '@sluice/env/named-tokens';
 
-/** The rotation function's one variable (template.yaml sets it), declared once. */
 export const ROTATION_VARIABLES = defineVariables({
   ROTATION_WAIT_MS: {
     parser: milliseconds({ min: 0, max: 840_000 }),
@@ -17,29 +15,13 @@ export const ROTATION_VARIABLES = defineVariables({
   },
 });
 
-/**
- * @typedef {object} RotationEvent  what Secrets Manager invokes the function with, once per step
- * @property {'createSecret' | 'setSecret' | 'testSecret' | 'finishSecret'} Step
- * @property {string} SecretId
- * @property {string} ClientRequestToken  the new version's id
- */
+/** @typedef {{ Step: 'createSecret' | 'setSecret' | 'testSecret' | 'finishSecret', SecretId: string, ClientRequestToken: string }} RotationEvent */
+/** @typedef {{ client: { send: (command: any) => Promise<any> }, waitMs: number, sleep: (ms: number) => Promise<void> }} RotationDeps */
 
-/**
- * @typedef {object} RotationDeps
- * @property {{ send: (command: any) => Promise<any> }} client  Secrets Manager
- * @property {number} waitMs  how long setSecret waits for every service to read the pending version
- * @property {(ms: number) => Promise<void>} sleep
- */
-
-/** 36 random bytes: 48 URL-safe characters (base64url has no padding, no punctuation but - and _). */
+/** 48 URL-safe characters. */
 const newToken = () => randomBytes(36).toString('base64url');
 
-/**
- * A secret's text as the object it must be: read as the services read it (parseNamedTokens); the
- * message names no token.
- * @param {string | undefined} text @param {string} what
- * @returns {Record<string, string>}
- */
+/** A secret's text read as the services read it; the message names no token. @param {string | undefined} text @param {string} what @returns {Record<string, string>} */
 function tokensOf(text, what) {
   try {
     return Object.fromEntries(parseNamedTokens(text ?? '').map(({ name, token }) => [name, token]));
@@ -49,14 +31,9 @@ function tokensOf(text, what) {
 }
 
 /**
- * One step of a rotation, as Secrets Manager's rotation protocol has them:
- * - createSecret: a new version, AWSPENDING, with a new token for every client of AWSCURRENT;
- * - setSecret: waits `waitMs`, so that every service (which reads AWSPENDING beside AWSCURRENT
- *   every INGEST_TOKENS_REFRESH_MS) accepts the new tokens before any client is given them;
- * - testSecret: the pending version is a well-formed object with the same clients, each token new;
- * - finishSecret: AWSCURRENT moves to the new version (the old becomes AWSPREVIOUS, which the
- *   services stop accepting at their next read); the feeder reads its new token at its next 401.
- * Each step can run twice (Secrets Manager retries a failed step): each checks whether it is done.
+ * One step of Secrets Manager's rotation protocol. setSecret waits until every service (reading
+ * AWSPENDING beside AWSCURRENT) accepts the new tokens before finishSecret gives them out. A step
+ * may run twice (a retry): each checks whether it is done.
  * @param {RotationEvent} event @param {RotationDeps} deps
  */
 export async function rotate({ Step: step, SecretId: secretId, ClientRequestToken: version }, { client, waitMs, sleep }) {
@@ -95,8 +72,7 @@ export async function rotate({ Step: step, SecretId: secretId, ClientRequestToke
     case 'finishSecret': {
       const current = Object.entries(stages).find(([, s]) => s.includes('AWSCURRENT'))?.[0];
       await client.send(new UpdateSecretVersionStageCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT', MoveToVersionId: version, RemoveFromVersionId: current }));
-      // The services read AWSPENDING too: it is taken off, so a later put-secret-value is not
-      // shadowed by a pending version nobody rotates to.
+      // Off AWSPENDING, which the services read too, so no stale pending version shadows a later put.
       await client.send(new UpdateSecretVersionStageCommand({ SecretId: secretId, VersionStage: 'AWSPENDING', RemoveFromVersionId: version }));
       return;
     }
@@ -105,7 +81,6 @@ export async function rotate({ Step: step, SecretId: secretId, ClientRequestToke
   }
 }
 
-/** The rotation function (template.yaml's TokenRotationFunction). */
 export async function handler(/** @type {RotationEvent} */ event) {
   await rotate(event, {
     client: new SecretsManagerClient({}),

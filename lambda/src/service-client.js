@@ -1,24 +1,15 @@
 import { backoffMs, parseRetryAfter, sleep } from './retry.js';
 
 /**
- * What one POST /users came to, after any retries:
- * - stored: every user is in the table (new, updated, or already there);
- * - invalid: the service refused the users named in `errors` (400 invalid_batch);
- * - tooLarge: the body was over the service's limits (413);
- * - refused: any other answer that retrying cannot fix: a 4xx, or the service's own 500 (a failure
- *   of this request alone, with its error id); not an outage;
- * - unavailable: still 429, 503, another 5xx or a network error when the time budget ran out.
- * @typedef {{ kind: 'stored', inserted: number, updated: number, stale: number }
- *   | { kind: 'invalid', errors: ItemError[] }
- *   | { kind: 'tooLarge' }
- *   | { kind: 'refused', status: number, reason: string }
- *   | { kind: 'unavailable', reason: string }} PostOutcome
+ * One POST's end, after retries. refused: no outage, and retrying cannot fix it (a 4xx, the
+ * service's own 500); unavailable: 429, 5xx or the network until the time ran out.
+ * @typedef {{ kind: 'stored', inserted: number, updated: number, stale: number } | { kind: 'invalid', errors: ItemError[] } | { kind: 'tooLarge' }
+ *   | { kind: 'refused', status: number, reason: string } | { kind: 'unavailable', reason: string }} PostOutcome
  */
 
 /**
- * The service's answers to POST /users, typed from its OpenAPI document (what GET /openapi.json
- * serves, made into .cache/openapi/sluice-api.d.ts by `npm run lint`): a change to the catalogue
- * breaks this file's type check rather than the feeder in production.
+ * The answers typed from the service's OpenAPI document (`npm run lint` makes the .d.ts), so a
+ * change to its catalogue breaks this type check rather than the feeder.
  * @typedef {import('../../.cache/openapi/sluice-api.js').operations['postUsers']['responses']} Answers
  * @typedef {import('../../.cache/openapi/sluice-api.js').components['schemas']['ItemError']} ItemError
  * @typedef {Exclude<Answers[201]['content']['application/json'], unknown[]>} BatchResult  the counts: the feeder asks for no representation
@@ -26,17 +17,9 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
  * @typedef {Answers[500]['content']['application/json']} InternalError
  */
 
-/** The Prefer header of each resolution (the service's names, from PostgREST). */
 const PREFER = { ignore: 'resolution=ignore-duplicates', merge: 'resolution=merge-duplicates' };
 
-/**
- * @param {import('./config.js').FeederConfig} config
- * @param {unknown[]} users
- * @param {import('./records.js').Resolution} resolution
- * @param {number} timeoutMs
- * @param {string | undefined} traceparent  the invocation span's context (undefined, and no header, when tracing is off)
- * @returns {Promise<PostOutcome & { retryAfterMs?: number }>}
- */
+/** @param {import('./config.js').FeederConfig} config @param {unknown[]} users @param {import('./records.js').Resolution} resolution @param {number} timeoutMs @param {string | undefined} traceparent @returns {Promise<PostOutcome & { retryAfterMs?: number }>} */
 async function postOnce(config, users, resolution, timeoutMs, traceparent) {
   let res;
   try {
@@ -55,17 +38,15 @@ async function postOnce(config, users, resolution, timeoutMs, traceparent) {
     const cause = /** @type {any} */ (err)?.cause?.code ?? /** @type {any} */ (err)?.name ?? 'network error';
     return { kind: 'unavailable', reason: String(cause) };
   }
-  // Read the body whatever the status, so the keep-alive connection goes back to the pool.
+  // Read whatever the status, so the connection goes back to the pool.
   const text = await res.text().catch(() => '');
   const body = safeJson(text);
-  // Each body read as the document types it for its status, each field still checked: a proxy in
-  // between may answer anything.
+  // Typed by status, each field still checked: a proxy may answer anything.
   if (res.status === 200 || res.status === 201) {
     const result = /** @type {Partial<BatchResult> | undefined} */ (body);
     return { kind: 'stored', inserted: result?.inserted ?? 0, updated: result?.updated ?? 0, stale: result?.stale ?? 0 };
   }
-  // The service's own 500 names a failure of this request alone (its error id is in the service's
-  // log): another try would fail the same way. Any other 5xx is the way there (a proxy, a restart).
+  // The service's own 500 is this request's failure (retrying fails the same); other 5xx, the way there.
   const failure = /** @type {Partial<InternalError> | undefined} */ (body);
   if (res.status === 500 && failure?.error === 'internal') {
     return { kind: 'refused', status: 500, reason: `HTTP 500 internal, error id ${String(failure.errorId)}` };
@@ -91,16 +72,9 @@ function safeJson(text) {
 }
 
 /**
- * POST /users, retrying what may pass later (429, 5xx, network errors) with full-jitter backoff,
- * never waiting less than Retry-After, and never past `deadline`.
- *
- * @param {import('./config.js').FeederConfig} config
- * @param {unknown[]} users
- * @param {{ deadline: number, resolution?: import('./records.js').Resolution, onAttempt?: (retry: boolean) => void,
- *   traceparent?: () => string | undefined }} options
- *   deadline: epoch ms; resolution: what the service does with a stored email (default ignore);
- *   traceparent: the header for a request made now, so the service's spans join the invocation's trace
- * @returns {Promise<PostOutcome>}
+ * POST /users, retrying 429, 5xx and network errors with backoff, never less than Retry-After,
+ * never past `deadline` (epoch ms). @param {import('./config.js').FeederConfig} config @param {unknown[]} users
+ * @param {{ deadline: number, resolution?: import('./records.js').Resolution, onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined }} options @returns {Promise<PostOutcome>}
  */
 export async function postUsers(config, users, { deadline, resolution = 'ignore', onAttempt = () => {}, traceparent = () => undefined }) {
   for (let attempt = 0; ; attempt++) {

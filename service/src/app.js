@@ -2,40 +2,30 @@ import express from 'express';
 import { ApiError } from './errors.js';
 import { AdmissionBudget } from './http/admission-budget.js';
 import { admitRequest } from './http/admission.js';
+import { byContentType } from './http/content-types.js';
 import { errorHandler } from './http/error-handler.js';
 import { readJsonBody } from './http/json-body.js';
-import { readPreferences } from './http/prefer.js';
-import { readWriteQuery } from './http/write-query.js';
+import { loopbackOnly } from './http/loopback-only.js';
+import { postUsers } from './http/post-users.js';
+import { STREAM_TYPES, postUsersStream } from './http/post-users-stream.js';
 import { observeRequests } from './http/request-log.js';
 import { authenticate } from './http/authenticate.js';
+import { readWriteOptions } from './http/write-options.js';
 import { createOpenApiDocument } from './openapi.js';
 import { NO_TRACING } from './tracing/tracing.js';
 import { createGroupCommit } from './users/group-commit.js';
-import { postUsers } from './users/post-users.js';
-import { STREAM_HOLD_BYTES, streamUsers } from './users/stream-import.js';
-import { createUserWriter } from './users/user-repository.js';
+import { STREAM_HOLD_BYTES, createStreamImport } from './users/stream-import.js';
+import { createUserWriter } from './users/user-writer.js';
 import { createWritePolicy } from './users/write-policy.js';
 
 /**
- * The composition root: builds every part of the service from the configuration, hands each what
- * it uses, and lays out the routes, so the whole request path reads top to bottom here. Returns
- * the Express app without listening (http/node-server.js serves it; tests drive it on port 0).
- *
- * @param {{
- *   config: import('./config.js').Config,
- *   db: import('./db.js').Database,
- *   logger: import('pino').Logger,
- *   metrics: import('./metrics.js').Metrics,
- *   auth: import('./auth/start-auth.js').Authentication,
- *   renderMetrics?: () => Promise<string>,
- *   tracing?: import('./tracing/tracing.js').Tracing,
- * }} deps  auth: the credentials POST /users accepts (auth/start-auth.js, started before);
- *   renderMetrics: how /metrics is rendered (the cluster aggregates across workers); tracing: the
- *   spans of the request's steps and of its write (off unless handed one: main.js makes it)
+ * The composition root: every part built from the configuration and the routes laid out, so the
+ * request path reads top to bottom here; the Express app, not listening (http/node-server.js).
+ * @param {{ config: import('./config.js').Config, db: import('./db/database.js').Database, logger: import('pino').Logger, metrics: import('./metrics.js').Metrics,
+ *   auth: import('./auth/start-auth.js').Authentication, renderMetrics?: () => Promise<string>, tracing?: import('./tracing/tracing.js').Tracing }} deps
  */
 export function createApp({ config, db, logger, metrics, auth, renderMetrics = () => metrics.registry.metrics(), tracing = NO_TRACING }) {
-  // Writing (users/write-policy.js decides the time limits and what a failure means for every
-  // writer): a request alone, or small ones grouped into one statement (users/group-commit.js).
+  // Writing: one policy for every writer; a request alone, or small ones grouped.
   const policy = createWritePolicy(db, { lockTimeoutMs: config.dbLockTimeoutMs });
   const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy, policy });
   const groupCommit = config.groupCommit
@@ -51,19 +41,25 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
         tracing,
       })
     : undefined;
-  /** @type {import('./users/post-users.js').WriteUsers} */
+  /** @type {import('./http/post-users.js').WriteUsers} */
   const write = async (rows, resolution, options) => {
     if (groupCommit && rows.length <= config.groupCommitSmallRows) return groupCommit.writeUsers(rows, resolution, options);
     const [counts] = await writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows });
     return counts;
   };
   // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
-  /** @type {import('./users/post-users.js').WriteUsers} */
+  /** @type {import('./http/post-users.js').WriteUsers} */
   const writeUsers = tracing.enabled
     ? (rows, resolution, options) => tracing.inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
     : write;
-  // The in-flight work budget, in body bytes (http/admission-budget.js; http/admission.js admits a request into it).
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
+  // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes on to the JSON steps.
+  const importUsers = createStreamImport({ db, policy });
+  const admitStream = admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, holdBytes: STREAM_HOLD_BYTES });
+  const streamRoutes = /** @type {Record<string, import('express').RequestHandler>} */ ({});
+  for (const [type, format] of Object.entries(STREAM_TYPES)) {
+    streamRoutes[type] = postUsersStream({ format, importUsers, admit: admitStream, maxStreamBytes: config.maxStreamBytes, idleTimeoutMs: config.streamIdleTimeoutMs, metrics });
+  }
 
   const app = express();
   app.disable('x-powered-by');
@@ -71,35 +67,31 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   app.set('etag', false);
   app.use(observeRequests(app, logger, metrics, { quiet: (req) => req.url === '/healthz' || req.url === '/metrics' }));
 
-  // The hot route first, on the app itself: under the single-user load every layer shows. Each step
-  // refuses what it can before the next one costs anything; the body is read only once admitted.
+  // The hot route first; each step refuses what it can before the next costs anything.
   app.post(
     '/users',
     authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth, tracing }),
-    readPreferences(),
-    readWriteQuery(),
-    // An NDJSON or CSV body is streamed (users/stream-import.js) and answered there; a JSON one goes on.
-    streamUsers({
-      db,
-      policy,
-      admit: admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, holdBytes: STREAM_HOLD_BYTES }),
-      maxStreamBytes: config.maxStreamBytes,
-      idleTimeoutMs: config.streamIdleTimeoutMs,
-      metrics,
-    }),
+    readWriteOptions(),
+    byContentType(streamRoutes),
     tracing.tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
     tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),
     postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics, tracing }),
   );
+
+  // Any other method on /users: 405 with the method it serves (RFC 9110, 15.5.6).
+  app.all('/users', (req, res, next) => {
+    res.setHeader('Allow', 'POST');
+    next(new ApiError('method_not_allowed', `${req.method} /users is not served: send POST`));
+  });
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok', pid: process.pid });
   });
   app.get('/readyz', async (_req, res) => {
     const ready = await db.isReady();
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready' });
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', reason: ready ? undefined : db.notReadyBecause?.() });
   });
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', loopbackOnly('GET /metrics', { open: config.metricsPublic }), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await renderMetrics());
   });
   const openApiDocument = createOpenApiDocument(config);

@@ -10,13 +10,9 @@ const CRASH_LOOP_DELAY_MS = 1_000;
 /** A worker's exit code when it cannot listen (the port taken since the primary checked): EX_CONFIG. */
 export const CANNOT_LISTEN_EXIT_CODE = 78;
 
-/**
- * The primary of `WORKERS` mode: forks the workers, replaces any that dies, renders /metrics for
- * the whole cluster when a worker asks, and on SIGTERM/SIGINT lets every worker drain, then exits 0.
- *
- * @param {import('./config.js').Config} config
- * @param {import('pino').Logger} logger
- */
+// The primary of `WORKERS` mode: forks the workers, replaces any that dies, renders /metrics for the
+// whole cluster when a worker asks, and on SIGTERM/SIGINT lets every worker drain, then exits 0.
+/** @param {import('./config.js').Config} config @param {import('pino').Logger} logger */
 export function runPrimary(config, logger) {
   const aggregator = new client.AggregatorRegistry();
   /** @type {Map<number, number>} worker id → start time */
@@ -76,11 +72,7 @@ export function shareWorkerMetrics(/** @type {client.Registry} */ registry) {
   new client.AggregatorRegistry();
 }
 
-/**
- * In a worker: /metrics asks the primary, which gathers every worker's registry, so a scrape sees
- * the whole cluster whichever worker answers it.
- * @returns {Promise<string>}
- */
+/** In a worker: /metrics asks the primary, so a scrape sees the whole cluster. @returns {Promise<string>} */
 export function askPrimaryForMetrics() {
   const id = randomUUID();
   return new Promise((resolve, reject) => {

@@ -3,39 +3,17 @@ import { DATABASE_VARIABLES, databaseRules, databaseUrlFrom } from '@sluice/db/d
 import { TRACING_VARIABLES, boolean, defineVariables, integer, loadEnv, matching, milliseconds, oneOf, text, tracingConfigFrom, url } from '@sluice/env';
 import { parseNamedTokens } from '@sluice/env/named-tokens';
 import { DEFAULT_CLIENT, mergeNamedTokens } from './auth/token-set.js';
-import { STRATEGIES } from './users/user-repository.js';
+import { INSERT_STRATEGIES } from './users/insert-strategies.js';
 
 /**
- * @typedef {object} Config
- * @property {string | undefined} databaseUrl
- * @property {number} port
- * @property {string} host
- * @property {Auth} auth                who may POST /users (docs/operations.md, "Credentials")
- * @property {number} dbPoolMax
- * @property {number} dbConnectTimeoutMs  how long a request waits for a pool connection before 503
- * @property {number} dbStatementTimeoutMs
- * @property {number} dbLockTimeoutMs     how long a write waits for a row another writer holds before 503
- * @property {number} maxBatchItems
- * @property {number} maxBodyBytes
- * @property {number} bodyReadTimeoutMs   how long a request body may take to arrive before 408
- * @property {number} maxStreamBytes      a streamed body (NDJSON, CSV) decoded, at most
- * @property {number} streamIdleTimeoutMs  how long a streamed body may send nothing before 408
- * @property {number} insertChunkRows
- * @property {import('./users/user-repository.js').Strategy} insertStrategy
- * @property {boolean} groupCommit        small concurrent requests share one INSERT and one commit
- * @property {number} groupCommitMaxRows  rows in one group's statement at most
- * @property {number} groupCommitSmallRows  a request of at most this many users is grouped
- * @property {number} workers             0: no cluster, this process serves
- * @property {number} shutdownTimeoutMs
- * @property {string} logLevel
- * @property {number} admissionBudgetBytes  request body bytes one process serves at once (http/admission-budget.js)
- * @property {number} admissionWaitMs       how long a request that does not fit waits before 503 (0: never waits)
- * @property {import('@sluice/env/tracing').TracingConfig} tracing  OpenTelemetry's OTEL_ variables (@sluice/env/tracing)
+ * The service's configuration, each value as SERVICE_VARIABLES describes its variable.
+ * @typedef {{ databaseUrl: string | undefined, port: number, host: string, auth: Auth, dbPoolMax: number, dbConnectTimeoutMs: number,
+ *   dbStatementTimeoutMs: number, dbLockTimeoutMs: number, maxBatchItems: number, maxBodyBytes: number, bodyReadTimeoutMs: number,
+ *   maxStreamBytes: number, streamIdleTimeoutMs: number, insertChunkRows: number, insertStrategy: import('./users/insert-strategies.js').InsertStrategy,
+ *   groupCommit: boolean, metricsPublic: boolean, groupCommitMaxRows: number, groupCommitSmallRows: number, workers: number, shutdownTimeoutMs: number, logLevel: string,
+ *   admissionBudgetBytes: number, admissionWaitMs: number, tracing: import('@sluice/env/tracing').TracingConfig }} Config
  */
-
-/**
- * @typedef {import('./auth/token-source.js').TokenSourceConfig & { jwt: import('./auth/jwt.js').JwtConfig | undefined }} Auth
- */
+/** @typedef {import('./auth/token-source.js').TokenSourceConfig & { jwt: import('./auth/jwt.js').JwtConfig | undefined }} Auth */
 
 /** INGEST_TOKENS: checked whole at start-up (@sluice/env's named-tokens.js), its problems naming clients, never tokens. */
 const namedTokens = { kind: 'a JSON object of client name → token', parse: parseNamedTokens };
@@ -91,8 +69,8 @@ export const SERVICE_VARIABLES = defineVariables({
   STREAM_IDLE_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 30_000, description: 'how long a streamed body may send nothing (it may take as long as it likes in all); past it, 408 and nothing written' },
   INSERT_CHUNK_ROWS: { parser: integer({ min: 1, max: 100_000 }), default: 1000, description: 'rows per INSERT statement' },
   INSERT_STRATEGY: {
-    parser: oneOf(/** @type {(keyof typeof STRATEGIES)[]} */ (Object.keys(STRATEGIES))),
-    default: /** @type {keyof typeof STRATEGIES} */ ('format'),
+    parser: oneOf(INSERT_STRATEGIES),
+    default: /** @type {import('./users/insert-strategies.js').InsertStrategy} */ ('format'),
     description: 'format: a pg-format multi-row INSERT of text[] literals; unnest: the same with array parameters; copy: COPY, through a staging table when a chunk meets a stored email',
   },
   GROUP_COMMIT: { parser: boolean, default: true, description: 'small concurrent requests share one statement and one commit; off: each request is its own' },
@@ -107,23 +85,15 @@ export const SERVICE_VARIABLES = defineVariables({
     description: 'node:cluster workers (0: no cluster); a dead worker is replaced',
   },
   SHUTDOWN_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 25_000, description: 'on SIGTERM, how long in-flight requests may take before exit 1' },
+  METRICS_PUBLIC: { parser: boolean, default: false, description: "GET /metrics answered to every address; off, to loopback only (127.0.0.0/8, ::1) whatever HOST is, since it names clients and shows the load: a scraper on another host or container needs it on" },
   LOG_LEVEL: { parser: oneOf(LOG_LEVELS), default: 'info', description: 'pino level (silent to mute)' },
-  // Body bytes, not memory: each byte of a large body costs several in the heap while it is
-  // parsed and written (docs/architecture.md, "Admission control"). The minimum keeps a reserve for small requests.
-  // 3 MiB keeps a burst of 10,000-user requests under 256 MiB of RSS on Node 22, whose idle process
-  // is 16 MiB larger than Node 20's (4 MiB peaked at 254 to 276 MiB there; docs/benchmarks.md).
+  // Body bytes, not memory (a body costs several times its size while parsed and written); the
+  // default keeps a burst of large requests within a small container (docs/benchmarks.md).
   ADMISSION_BUDGET_BYTES: { parser: integer({ min: 64 * 1024, max: 1024 * 1024 * 1024, unit: 'bytes' }), default: 3 * 1024 * 1024, description: 'request body bytes one process serves at once (admission control)' },
   ADMISSION_WAIT_MS: { parser: milliseconds({ min: 0, max: 600_000 }), default: 2000, description: 'how long a request that does not fit the budget waits before 503 (0: never waits)' },
 });
 
-/**
- * Reads and checks every variable the service uses, once (the OTEL_ ones of tracing too: the
- * tracing SDK is built from what this returns). A bad value stops start-up with a message naming
- * every variable at fault, rather than failing later on the first request.
- *
- * @param {NodeJS.ProcessEnv} [env]
- * @returns {Config}
- */
+/** Every variable read and checked once (OTEL_ too); a bad value stops start-up naming every one at fault. @param {NodeJS.ProcessEnv} [env] @returns {Config} */
 export function loadConfig(env = process.env) {
   const v = loadEnv({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES }, env, (values) => [...databaseRules(values), ...authRules(values)]);
   const auth = authFrom(v);
@@ -145,6 +115,7 @@ export function loadConfig(env = process.env) {
     insertChunkRows: v.INSERT_CHUNK_ROWS,
     insertStrategy: v.INSERT_STRATEGY,
     groupCommit: v.GROUP_COMMIT,
+    metricsPublic: v.METRICS_PUBLIC,
     groupCommitMaxRows: v.GROUP_COMMIT_MAX_ROWS,
     groupCommitSmallRows: v.GROUP_COMMIT_SMALL_ROWS,
     workers: v.WORKERS,
@@ -159,10 +130,9 @@ export function loadConfig(env = process.env) {
 /** @typedef {ReturnType<typeof loadEnv<typeof SERVICE_VARIABLES>>} ServiceValues */
 
 /**
- * Checks across the authentication variables: one source of named tokens, one kind of JWT key,
- * no JWT setting without a key, a long enough secret, no token given to two clients.
- * @param {ServiceValues} v
- * @returns {{ variable: string, problem: string }[]}
+ * Checks across the authentication variables: one token source, one kind of JWT key, no JWT
+ * setting without a key, a long enough secret, no token of two clients.
+ * @param {ServiceValues} v @returns {{ variable: string, problem: string }[]}
  */
 function authRules(v) {
   const problems = [];
@@ -208,9 +178,6 @@ function authFrom(v) {
   };
 }
 
-/**
- * Whether POST /users needs credentials.
- * @param {Auth} auth
- */
+/** Whether POST /users needs credentials. @param {Auth} auth */
 export const authRequired = (auth) =>
   auth.ingestToken !== undefined || auth.ingestTokens !== undefined || auth.ingestTokensFile !== undefined || auth.ingestTokensSecretArn !== undefined || auth.jwt !== undefined;

@@ -1,20 +1,15 @@
-// Every refusal and failure the API can answer, declared once. The error handler answers from this
-// catalogue, the HTTP server's own refusals (http/node-server.js) too, and the OpenAPI document
-// (openapi.js) is generated from it, so an answer the document does not describe cannot exist.
+// Every refusal and failure the API can answer, declared once: the error handler, the HTTP server's own
+// refusals and the OpenAPI document read it, so no answer goes undescribed. Column names come from user-columns.js.
+import { KEY_COLUMN, READ_FIELDS, SECRET_FIELDS, USER_FIELDS } from './user-columns.js';
 
-/**
- * @typedef {object} ApiErrorSpec
- * @property {number} status
- * @property {string} pgrst        the `code` of the body, for PostgREST's clients: PostgREST's own code
- *   (PGRST...) where it refuses the same thing, the SQLSTATE where PostgreSQL would (a bad value
- *   breaks a CHECK: 23514; a lock or statement timeout: 55P03, 57014)
- * @property {string} [hint]       the body's `hint` (else null)
- * @property {string} message      the usual message; a refusal may say more about its own case
- * @property {string} when         what a client did (or what happened) to get it: the OpenAPI description
- * @property {Record<string, string>} [headers]  sent with every answer of this code
- * @property {'users' | 'any' | 'unrouted'} scope  users: POST /users only; any: whatever the route (the HTTP
- *   layer's own refusals, and failures); unrouted: a method and path the API does not serve
- */
+export const inCode = (/** @type {readonly string[]} */ names) => names.map((n) => `\`${n}\``).join(', ');
+/** `` `a`, `b` and `c` `` */
+export const inCodeSentence = (/** @type {readonly string[]} */ names) => (names.length < 2 ? inCode(names) : `${inCode(names.slice(0, -1))} and \`${names.at(-1)}\``);
+const KEY = KEY_COLUMN.field;
+
+// `pgrst`: the body's `code` (PostgREST's own for the same refusal, else PostgreSQL's SQLSTATE); `message`:
+// the usual one (a case may say more); `when`: the OpenAPI description; `scope`: POST /users, any route, or unrouted.
+/** @typedef {{ status: number, pgrst: string, hint?: string, message: string, when: string, headers?: Record<string, string>, scope: 'users' | 'any' | 'unrouted' }} ApiErrorSpec */
 
 export const API_ERRORS = /** @type {const} */ ({
   invalid_batch: { status: 400, pgrst: '23514', scope: 'users', message: 'some users are invalid; nothing was written', when: 'Users that break the rules, each named by index and field in `errors` (at most 100, in index order; in a streamed body, by `line` too).' },
@@ -26,16 +21,15 @@ export const API_ERRORS = /** @type {const} */ ({
   duplicate_key: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'a key is given more than once in one object; send each key once', when: 'One object gives a key twice (outside a user; inside one, it is `invalid_batch`).' },
   duplicate_header: { status: 400, pgrst: 'PGRST100', scope: 'users', message: 'a header is given more than once; send it once', when: '`Content-Type` or `Authorization` given twice.' },
   malformed_encoding: { status: 400, pgrst: 'PGRST102', scope: 'users', message: 'the body is not valid data for its Content-Encoding; nothing was written', when: 'The body does not decode as its `Content-Encoding` says.' },
-  unknown_column: { status: 400, pgrst: 'PGRST204', scope: 'users', message: 'a column named in the query is not a column of users', when: '`?columns`, `?on_conflict` or `?select` names a column users does not have (`email`, `name`, `phone`, `passwordHash`; `createdAt` and `updatedAt` in `select`; never `passwordHash` in `select`).' },
-  unsupported_conflict_target: { status: 400, pgrst: '42P10', scope: 'users', message: 'on_conflict must be email, the only unique column of users', hint: 'send on_conflict=email, or leave it out', when: '`?on_conflict` names a column of users that is not unique (only `email` is).' },
+  unknown_column: { status: 400, pgrst: 'PGRST204', scope: 'users', message: 'a column named in the query is not a column of users', when: `\`?columns\`, \`?on_conflict\` or \`?select\` names a column users does not have (${inCode(USER_FIELDS)}; in \`select\`, one a representation does not hold: ${inCode(READ_FIELDS)}, never ${inCode(SECRET_FIELDS)}).` },
+  unsupported_conflict_target: { status: 400, pgrst: '42P10', scope: 'users', message: `on_conflict must be ${KEY}, the only unique column of users`, hint: `send on_conflict=${KEY}, or leave it out`, when: `\`?on_conflict\` names a column of users that is not unique (only \`${KEY}\` is).` },
   unsupported_query: { status: 400, pgrst: 'PGRST100', scope: 'users', message: 'a query parameter cannot be read', when: '`?select` asks for more than a list of columns (embedding, renaming, casts, JSON paths), or a query parameter sluice reads is empty or given twice.' },
-  unsupported_preference: { status: 400, pgrst: 'PGRST122', scope: 'users', message: 'Prefer: resolution must be merge-duplicates or ignore-duplicates', when: 'A `Prefer` header asks for a `resolution` other than `merge-duplicates` or `ignore-duplicates`.' },
+  unsupported_preference: { status: 400, pgrst: 'PGRST122', scope: 'users', message: 'Prefer: resolution must be merge-duplicates or ignore-duplicates', when: 'A `Prefer` header asks for a `resolution` other than `merge-duplicates` or `ignore-duplicates`, or for two that differ.' },
   bad_request: { status: 400, pgrst: 'PGRST100', scope: 'any', message: 'the request is not valid HTTP/1.1; nothing was read or written', when: 'A request that is not valid HTTP/1.1: a malformed request line or header, both `Content-Length` and `Transfer-Encoding`, or a body that does not match its `Content-Length`.' },
-  // Every 401 is `unauthorized`, as it always was; RFC 6750 (3.1) tells its cases apart in
-  // WWW-Authenticate (UnauthorizedError): no error attribute when no credentials were sent,
-  // invalid_request for a malformed header, invalid_token for a token that is not valid.
+  // Every 401 is `unauthorized`; WWW-Authenticate tells its cases apart (RFC 6750 3.1: UnauthorizedError).
   unauthorized: { status: 401, pgrst: 'PGRST301', scope: 'users', message: 'missing or wrong bearer token', when: 'Only when a token or a JWT is required (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL set): no `Authorization` header (`WWW-Authenticate: Bearer`); one of another scheme, or `Bearer` with no token (`Bearer error="invalid_request"`); or a token that is not valid (`Bearer error="invalid_token"`): a token no client has, or a JWT that does not verify (expired or not valid yet, for another audience or issuer, a wrong signature, an algorithm not accepted, a kid the key set does not have or a key set that cannot be fetched within JWT_JWKS_TIMEOUT_MS, a role claim that does not grant writing). The message says which, and names no secret.', headers: { 'WWW-Authenticate': 'Bearer' } },
   not_found: { status: 404, pgrst: 'PGRST125', scope: 'unrouted', message: 'no route for this method and path', when: 'A method and path this API does not serve.' },
+  method_not_allowed: { status: 405, pgrst: 'PGRST117', scope: 'unrouted', message: 'this method is not served on this path', when: 'A method a path does not serve (`/users` serves only POST); the answer\'s `Allow` names the methods it serves.' },
   body_timeout: { status: 408, pgrst: 'PGRST102', scope: 'users', message: 'the body did not arrive within BODY_READ_TIMEOUT_MS; nothing was written', when: 'The body did not arrive in full within BODY_READ_TIMEOUT_MS.' },
   request_timeout: { status: 408, pgrst: 'PGRST100', scope: 'any', message: 'the request did not arrive in time; nothing was read or written', when: 'The request line and headers did not arrive in time.' },
   too_many_items: { status: 413, pgrst: 'PGRST102', scope: 'users', message: 'more users than MAX_BATCH_ITEMS; split the batch', when: 'More users than MAX_BATCH_ITEMS.' },
@@ -46,6 +40,7 @@ export const API_ERRORS = /** @type {const} */ ({
   expectation_failed: { status: 417, pgrst: 'PGRST100', scope: 'any', message: 'only Expect: 100-continue is supported', when: 'An `Expect` header other than `100-continue`.' },
   headers_too_large: { status: 431, pgrst: 'PGRST100', scope: 'any', message: 'the request headers are too large; nothing was read or written', when: 'Request headers over Node.js\'s limit (16 KiB).' },
   internal: { status: 500, pgrst: 'PGRSTX00', scope: 'any', message: 'unexpected error; nothing was written', when: 'An unexpected failure of this request alone (retrying will not help); its `errorId` is in the log too.' },
+  statement_pooling: { status: 500, pgrst: '08P01', scope: 'users', message: 'the database is behind a pooler in pool_mode = statement, which cannot hold a transaction; nothing was written, and retrying will not help until it runs pool_mode = transaction', when: 'DATABASE_URL points at a pooler (PgBouncer) in statement mode, which refuses the transaction a batch over INSERT_CHUNK_ROWS or a streamed import needs: an operator must set `pool_mode = transaction`. `/readyz` answers 503 meanwhile.' },
   unsupported_transfer_encoding: { status: 501, pgrst: 'PGRST127', scope: 'users', message: 'Transfer-Encoding must be chunked alone (compress with Content-Encoding)', when: 'A transfer coding other than chunked (RFC 9112, 6.1).' },
   overloaded: { status: 503, pgrst: 'PGRST003', scope: 'users', message: 'the service is at its in-flight work limit; nothing was read or written, retry later', when: 'The in-flight work budget is full; refused before the body is read.', headers: { 'Retry-After': '1' } },
   lock_timeout: { status: 503, pgrst: '55P03', scope: 'users', message: 'a row this request writes is held by another writer; nothing was written, retry later', when: 'A row this request writes stayed locked by another writer for DB_LOCK_TIMEOUT_MS (PostgreSQL\'s lock_timeout). Requests for other emails are not held back.', headers: { 'Retry-After': '1' } },
@@ -56,28 +51,17 @@ export const API_ERRORS = /** @type {const} */ ({
 
 /** @typedef {keyof typeof API_ERRORS} ApiErrorCode */
 
-/** empty_batch's message, naming the configured limit. @param {number} maxBatchItems */
+/** @param {number} maxBatchItems */
 export const emptyBatchMessage = (maxBatchItems) => `the array is empty: send 1 to ${maxBatchItems} users`;
 
-/**
- * @typedef {{ index: number, field: string | null, message: string, line?: number }} ItemError
- *   line: the 1-based line of a streamed body (NDJSON, CSV) the item starts on
- */
+/** One item's problem; `line`: where it starts in a streamed body, from 1. @typedef {{ index: number, field: string | null, message: string, line?: number }} ItemError */
 
-/**
- * The item errors as one line of text, for PostgREST's `details` (a string there): `errors` keeps
- * them structured.
- * @param {ItemError[]} errors
- */
+/** The item errors as PostgREST's `details`, one line of text. @param {ItemError[]} errors */
 export const itemErrorsAsDetails = (errors) => errors.map((e) => `[${e.index}]${e.field === null ? '' : `.${e.field}`} ${e.message}`).join('; ');
 
 /** An answer from the catalogue: its status and headers come from there, its message may be its own. */
 export class ApiError extends Error {
-  /**
-   * @param {ApiErrorCode} code
-   * @param {string} [message]  defaults to the catalogue's
-   * @param {{ cause?: unknown, details?: string }} [options]  details: the body's `details` (PostgREST's)
-   */
+  /** @param {ApiErrorCode} code @param {string} [message] @param {{ cause?: unknown, details?: string }} [options] */
   constructor(code, message = API_ERRORS[code].message, { cause, details } = {}) {
     super(message, { cause });
     this.name = 'ApiError';
@@ -109,12 +93,11 @@ export class UnauthorizedError extends ApiError {
   constructor(kind, message = kind === 'missing' ? 'no credentials: send Authorization: Bearer and a token' : kind === 'malformed' ? 'the Authorization header must be Bearer and a token' : 'the bearer token is not valid') {
     super('unauthorized', message);
     this.name = 'UnauthorizedError';
-    /** @type {Record<string, string>} the catalogue's headers, as this case sends them */
     this.headers = { 'WWW-Authenticate': BEARER_CHALLENGES[kind] };
   }
 }
 
-/** The database cannot take the request now (unreachable, or every pooled connection busy): retry later. */
+/** The database is unreachable, or every pooled connection busy: retry later. */
 export class DatabaseUnavailableError extends ApiError {
   /** @param {unknown} [cause] */
   constructor(cause) {
@@ -123,11 +106,7 @@ export class DatabaseUnavailableError extends ApiError {
   }
 }
 
-/**
- * The database's own time limit ended the write (db.js timeoutOf): a row held by another writer past
- * DB_LOCK_TIMEOUT_MS, or a statement past DB_STATEMENT_TIMEOUT_MS. Its state, not the request's
- * fault: 503 with Retry-After, nothing written.
- */
+/** The database's lock or statement timeout ended the write: its state, not the request's fault. */
 export class DatabaseTimeoutError extends ApiError {
   /** @param {'lock_timeout' | 'statement_timeout'} code @param {unknown} [cause] */
   constructor(code, cause) {
@@ -136,10 +115,7 @@ export class DatabaseTimeoutError extends ApiError {
   }
 }
 
-/**
- * The write's commit was sent and its answer never came (db-outcome.js, users/write-policy.js): it may have been written.
- * Safe to retry, since a write replayed stores nothing twice.
- */
+/** The write's commit was sent and no answer came: it may have been written; a replay stores nothing twice. */
 export class OutcomeUnknownError extends ApiError {
   /** @param {unknown} [cause] */
   constructor(cause) {

@@ -8,7 +8,8 @@ import { createApp } from './app.js';
 import { CANNOT_LISTEN_EXIT_CODE, askPrimaryForMetrics, runPrimary, shareWorkerMetrics } from './cluster.js';
 import { startAuthentication } from './auth/start-auth.js';
 import { SERVICE_VARIABLES, authRequired, loadConfig } from './config.js';
-import { createDatabase } from './db.js';
+import { createDatabase } from './db/database.js';
+import { checkDatabase } from './db/start-problems.js';
 import { ConfigError } from './errors.js';
 import { checkCanListen, listenProblem } from './http/listen-problem.js';
 import { createHttpServer } from './http/node-server.js';
@@ -112,6 +113,16 @@ async function main() {
   if (!databaseUrl) {
     logger.fatal('DATABASE_URL is not set: point it at PostgreSQL, or run `npm start`, which starts an embedded one');
     process.exit(1);
+  }
+  if (cluster.isPrimary) {
+    // A misconfigured database (password, name, a pooler in statement mode) stops the start here
+    // with its fix; one not reachable yet is said the same way, and served 503 until it answers.
+    const problem = await checkDatabase(databaseUrl, config.dbConnectTimeoutMs).catch((err) => {
+      logger.warn({ err }, 'the database does not answer yet: serving, 503 until it does');
+      return undefined;
+    });
+    if (problem) console.error(`sluice: ${problem.line}${problem.fatal ? '' : ' (serving meanwhile: 503 until it answers)'}`);
+    if (problem?.fatal) process.exit(1);
   }
   if (cluster.isPrimary && !authRequired(config.auth)) {
     logger.warn('no credentials are configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET, ...): POST /users accepts requests from anyone who can reach it');

@@ -2,10 +2,7 @@ import client from 'prom-client';
 import { REFUSAL_REASONS } from './http/admission-budget.js';
 import { AUTH_REFUSAL_REASONS } from './auth/refusals.js';
 
-/**
- * Everything /metrics exposes, on a registry of its own so tests can build several apps.
- * @param {import('./db.js').Database} [db]  pool gauges are read from it at scrape time
- */
+/** Everything /metrics exposes, on a registry of its own (tests build several apps). @param {import('./db/database.js').Database} [db] */
 export function createMetrics(db) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry, prefix: 'sluice_' });
@@ -25,9 +22,7 @@ export function createMetrics(db) {
     usersUpdated: new client.Counter({ name: 'sluice_users_updated_total', help: 'Stored users changed by merge mode', registers }),
     usersStale: new client.Counter({ name: 'sluice_users_stale_total', help: 'Items of merge mode that wrote nothing: not a newer change than the row stored or another item of their email', registers }),
     batchSize: new client.Histogram({ name: 'sluice_batch_size_users', help: 'Users per POST /users with a JSON array body', registers, buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10000] }),
-    // Apart from the arrays: a stream may hold millions of users, which would all fall in the
-    // arrays' last bucket (MAX_BATCH_ITEMS) and move their quantiles, the ones that tune
-    // MAX_BATCH_ITEMS and group commit.
+    // Apart from the arrays, whose quantiles tune MAX_BATCH_ITEMS: a stream would land in their last bucket.
     streamSize: new client.Histogram({
       name: 'sluice_stream_size_users', help: 'Users per streamed POST /users (NDJSON or CSV body), counted once committed', registers,
       buckets: [1, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000],
@@ -56,15 +51,10 @@ export function createMetrics(db) {
   return metrics;
 }
 
-/**
- * What admission control reports: requests shed and why, bytes held and requests waiting, time waited.
- * @param {client.Registry[]} registers
- * @returns {import('./http/admission.js').AdmissionMetrics}
- */
+/** What admission control reports: requests shed and why, bytes held, requests waiting, time waited. @param {client.Registry[]} registers @returns {import('./http/admission.js').AdmissionMetrics} */
 function admissionMetrics(registers) {
   const shed = new client.Counter({ name: 'sluice_admission_shed_total', help: 'Requests refused with 503 by admission control, by reason', labelNames: ['reason'], registers });
-  // Every label known up front is exported from the start, at zero: a rate over a series that
-  // appears only with its first event misses that event, and an alert on it has nothing to read.
+  // Every label known up front is exported at zero from the start: a rate misses a series' first event.
   for (const reason of REFUSAL_REASONS) shed.inc({ reason }, 0);
   const wait = new client.Histogram({
     name: 'sluice_admission_wait_seconds', help: 'Time a request that did not fit at once waited for admission (admitted or not)', registers,
@@ -85,13 +75,9 @@ function admissionMetrics(registers) {
   };
 }
 
-/**
- * Who was let in and who was not: sluice_auth_accepted_total by client (a configured name, or
- * `jwt`: http/authenticate.js keeps the label bounded) and sluice_auth_refused_total by reason (a
- * fixed word). Children kept by label, as the HTTP counters are: no label object hashed per request.
- * @param {client.Registry[]} registers
- * @returns {import('./http/authenticate.js').AuthMetrics}
- */
+// Who was let in, by client (a configured name, or `jwt`: a bounded label), and who was not, by reason;
+// children kept by label, so no label object is hashed per request.
+/** @param {client.Registry[]} registers @returns {import('./http/authenticate.js').AuthMetrics} */
 function authMetrics(registers) {
   const accepted = new client.Counter({ name: 'sluice_auth_accepted_total', help: 'Requests whose credentials were accepted, by client (a configured name, or jwt)', labelNames: ['client'], registers });
   const refused = new client.Counter({ name: 'sluice_auth_refused_total', help: 'Requests refused with 401, by reason', labelNames: ['reason'], registers });

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
-import { API_ERRORS, emptyBatchMessage, itemErrorsAsDetails } from './errors.js';
+import { API_ERRORS, emptyBatchMessage, inCode, inCodeSentence, itemErrorsAsDetails } from './errors.js';
 import { READ_COLUMNS, WRITE_COLUMNS } from './http/write-query.js';
-import { USER_COLUMNS } from './user-columns.js';
+import { KEY_COLUMN, ORDER_COLUMN, REQUIRED_FIELDS, SECRET_FIELDS, USER_COLUMNS } from './user-columns.js';
 import { MAX_REPORTED_ERRORS, MESSAGES, UNKNOWN_FIELD, userSchema } from './users/user-schema.js';
 
 const { version } = createRequire(import.meta.url)('../package.json');
@@ -204,7 +204,7 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
       },
       schemas: schemas(),
       // A method and path this API does not serve: no operation to hang it on.
-      responses: { NotFound: errorResponses(['unrouted'])[404] },
+      responses: { NotFound: errorResponses(['unrouted'])[404], MethodNotAllowed: errorResponses(['unrouted'])[405] },
     },
   };
 }
@@ -254,6 +254,11 @@ function postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }) {
   };
 }
 
+/** The fields a merge combines as `merge` says. @param {'newest' | 'kept'} merge */
+const mergedAs = (merge) => USER_COLUMNS.filter((c) => c.merge === merge).map((c) => c.field);
+/** `a, b and c`. @param {readonly string[]} names */
+const plainSentence = (names) => inCodeSentence(names).replaceAll('`', '');
+
 /** POST /users's parameters: PostgREST's Prefer header and query parameters. */
 function postUsersParameters() {
   return [
@@ -263,8 +268,8 @@ function postUsersParameters() {
       required: false,
       description:
         'RFC 7240, PostgREST\'s vocabulary; several preferences in one header or several headers, the first of a name counts. ' +
-        '`resolution=merge-duplicates`: a stored email takes the sent `name`, and the sent `phone` and `passwordHash` where the user has them; ' +
-        'a row that would not change is not written, nor one whose stored `changedAt` is as new as the sent one or newer (counted in `stale`). `resolution=ignore-duplicates`, or none: a stored email is skipped; another value is 400 `unsupported_preference`. ' +
+        `\`resolution=merge-duplicates\`: a stored email takes the sent ${inCodeSentence(mergedAs('newest'))}, and the sent ${inCodeSentence(mergedAs('kept'))} where the user has them; ` +
+        `a row that would not change is not written, nor one whose stored \`${ORDER_COLUMN.field}\` is as new as the sent one or newer (counted in \`stale\`). \`resolution=ignore-duplicates\`, or none: a stored email is skipped; another value is 400 \`unsupported_preference\`. ` +
         '`return=representation`: the answer is the rows inserted or updated, as stored, in the order sent (`UserRow`; emails skipped are not in it); ' +
         '`return=minimal` or `return=headers-only`: no body; no `return`: the counts (`BatchResult`). ' +
         '`count=exact` (`planned`, `estimated`: the same exact count): `Content-Range: */<rows inserted or updated>`. ' +
@@ -276,8 +281,8 @@ function postUsersParameters() {
       name: 'on_conflict',
       in: 'query',
       required: false,
-      description: 'The conflict target of `resolution`: `email`, the only unique column. Another column of users is 400 `unsupported_conflict_target`; an unknown one 400 `unknown_column`.',
-      schema: { type: 'string', const: 'email' },
+      description: `The conflict target of \`resolution\`: \`${KEY_COLUMN.field}\`, the only unique column. Another column of users is 400 \`unsupported_conflict_target\`; an unknown one 400 \`unknown_column\`.`,
+      schema: { type: 'string', const: KEY_COLUMN.field },
     },
     {
       name: 'columns',
@@ -291,7 +296,7 @@ function postUsersParameters() {
       name: 'select',
       in: 'query',
       required: false,
-      description: `The columns of a \`return=representation\` answer, in this order: \`*\` (all) or a comma-separated list of ${READ_COLUMNS.join(', ')}. Never \`passwordHash\`. An unknown column is 400 \`unknown_column\`; embedding, renaming, casts and JSON paths are 400 \`unsupported_query\`. Without \`return=representation\` it changes nothing. ` +
+      description: `The columns of a \`return=representation\` answer, in this order: \`*\` (all) or a comma-separated list of ${READ_COLUMNS.join(', ')}. Never ${inCode(SECRET_FIELDS)}. An unknown column is 400 \`unknown_column\`; embedding, renaming, casts and JSON paths are 400 \`unsupported_query\`. Without \`return=representation\` it changes nothing. ` +
         'sluice\'s per-item report: `outcome` in the list (never implied by `*`) makes the answer hold every item of the request, in order, each with its `outcome` ' +
         '(`inserted`, `updated`, `skipped`: already stored or unchanged, its other columns null but `email`; `repeated`: its email came earlier in the request). It costs what `return=representation` costs.',
       schema: { type: 'string' },
@@ -339,7 +344,7 @@ function operationsPaths() {
         operationId: 'getMetrics',
         tags: ['operations'],
         summary: 'Prometheus metrics',
-        description: 'Requests by route and status, durations, users received and inserted, batch sizes, insert time, pool connections. Under WORKERS, the whole cluster.',
+        description: 'Requests by route and status, durations, users received and inserted, batch sizes, insert time, pool connections. Under WORKERS, the whole cluster. Served to loopback addresses only unless METRICS_PUBLIC=true: to any other, the route does not exist (404 not_found).',
         security: [],
         responses: {
           200: {
@@ -443,7 +448,7 @@ function streamedBodies() {
       schema: {
         type: 'string',
         description:
-          'RFC 4180, UTF-8: a header row naming the columns (email and name; phone and passwordHash when sent; any order), then one user a record. ' +
+          `RFC 4180, UTF-8: a header row naming the columns (${plainSentence(REQUIRED_FIELDS)}; ${plainSentence(WRITE_COLUMNS.filter((f) => !(/** @type {readonly string[]} */ (REQUIRED_FIELDS)).includes(f)))} when sent; any order), then one user a record. ` +
           'An empty field not quoted is a field not sent; `""` is an empty string. A quoted field may hold commas, doubled quotes and line breaks.',
       },
       examples: { twoUsers: { value: 'email,name,phone\r\nada@example.com,"Lovelace, Ada",\r\nalan@example.com,Alan Turing,+441234567890\r\n' } },

@@ -1,50 +1,21 @@
-// The users table's columns, declared once: everything else that names them is built from this list
-// (the validator and its messages: user-schema.js; every statement, COPY's CSV, the staging tables
-// and the merges: user-sql.js; the representation; the query's column names: http/write-query.js;
-// a CSV body's header: stream-parse.js; the OpenAPI document). A new column is one entry here
-// and a migration (db/migrations/) that adds it to users.
-//
-// A leaf: it imports nothing, so any layer may read it.
+// The users table's columns, declared once: the validator and its messages, every statement, the CSV,
+// the representation, the query's columns and the OpenAPI document are built from it. A new column is
+// an entry here, a migration, and a line in each row function written out a column (user-schema.js,
+// user-sql.js), which tsc and row-functions.test.js hold to this list. A leaf: it imports nothing.
 
-// Control characters (C0, DEL, C1): invisible in logs and UIs, and NUL cannot be stored in text.
+// No control character (C0, DEL, C1): invisible in logs, and NUL cannot be stored in text.
 const NO_CONTROL = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
-// One character of an address: no whitespace, no @, no control character.
 const EMAIL_CHAR = '[^\\s@\\u0000-\\u001f\\u007f-\\u009f]';
-// local@domain.tld, with a dot inside the domain found by a lookahead: the same addresses as
-// `X+@X+\.X+`, whose backtracking takes time quadratic in the length of a domain of dots that is
-// wrong only at its end (one 100,000-character email held the event loop for 22 s; ajv runs the
-// pattern even when the length is already over). This form is linear.
+// local@domain.tld, the domain's dot found by a lookahead: linear, where `X+@X+\.X+` backtracks in quadratic time.
 const EMAIL = `^${EMAIL_CHAR}+@${EMAIL_CHAR}(?=${EMAIL_CHAR}*\\.${EMAIL_CHAR})${EMAIL_CHAR}*$`;
-// PHC strings and modular crypt: `$id$`, then base64 (standard or crypt's), parameters and separators.
-// Nothing else, so no quote, backslash, space, control character or NUL ever reaches a statement.
+// PHC and modular crypt strings only (`$id$`, base64, parameters): no quote, backslash, space or NUL.
 const PASSWORD_HASH = '^\\$[a-z0-9-]+\\$[A-Za-z0-9./+=,$-]*$';
-// When the change happened at its source, merge mode's ordering value: RFC 3339's date-time with an
-// offset (Z or ±hh:mm), to the microsecond at most. PostgreSQL's timestamptz keeps microseconds, so
-// a seventh digit could not be stored as sent: refused, not rounded. Whether the date exists (a
-// 30 February, an hour 24) is checked after the schema (user-schema.js isRealDateTime).
+// RFC 3339 with an offset, to the microsecond (timestamptz keeps no more); whether it exists: changed-at.js.
 const CHANGED_AT = '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})$';
 
-/**
- * One column of users, as every part of the service sees it.
- * @typedef {object} UserColumn
- * @property {string} field  its name in the API: a user object's key, a CSV header's name, `?columns`
- * @property {string} column  its name in SQL
- * @property {'text' | 'timestamptz'} type  its SQL type (unnest's casts, the staging tables). A text
- *   value must be well-formed UTF-16 to be stored as sent; a timestamptz one a date and time that exist
- * @property {boolean} required  every user has it (NOT NULL); any other is null when not sent
- * @property {Readonly<Record<string, unknown>>} schema  its property in the ajv schema (and the OpenAPI document's)
- * @property {Readonly<Record<string, string>>} messages  what each rule of its schema means to a sender, by ajv keyword
- * @property {boolean} [lowerCased]  stored lower-cased (the email, the key); every other value is stored as sent
- * @property {'key' | 'newest' | 'kept' | 'order'} merge  what merge mode stores of it: `key`, the conflict
- *   target (never updated); `newest`, the newest change's value; `kept`, the newest sent, else the one
- *   stored (COALESCE); `order`, the ordering value (the newest change's: the largest)
- * @property {boolean} [sparse]  rarely sent: a chunk where no row has it sends an empty array for it,
- *   which unnest pads with NULLs (nothing to parse)
- * @property {boolean | 'never'} shown  in a representation (return=representation); 'never': a secret,
- *   which `?select` is told is never returned
- * @property {string} description  what it means to a sender (the OpenAPI User schema)
- * @property {string} [shownAs]  what it means in a representation (the OpenAPI UserRow schema)
- */
+// A column's `merge`: `key` (the conflict target), `newest` (the newest change's value), `kept` (the newest
+// sent, else the stored one), `order` (the ordering value). `sparse`: rarely sent; `shown` 'never': a secret.
+/** @typedef {{ field: string, column: string, type: 'text' | 'timestamptz', required: boolean, schema: Readonly<Record<string, unknown>>, messages: Readonly<Record<string, string>>, lowerCased?: boolean, merge: 'key' | 'newest' | 'kept' | 'order', sparse?: boolean, shown: boolean | 'never', description: string, shownAs?: string }} UserColumn */
 
 /** The columns, in the table's (and every statement's) order: the key, email, first. */
 export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]} */ ([
@@ -107,7 +78,7 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
     messages: { type: 'must be a string', pattern: 'must be an RFC 3339 date-time with an offset, to the microsecond at most (e.g. 2026-11-26T09:30:00.123456Z or 2026-11-26T10:30:00+01:00)' },
     merge: 'order',
     sparse: true,
-    // Not in a representation (yet): it was not when changedAt came, and an answer keeps its columns.
+    // Not shown: a representation keeps the columns it had before changedAt came.
     shown: false,
     description:
       'When the change happened at its source: RFC 3339 with an offset (`Z` or `±hh:mm`), at most 6 fractional digits (PostgreSQL keeps microseconds; more are refused, not rounded). ' +
@@ -119,61 +90,26 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
 /** @typedef {typeof USER_COLUMNS[number]} DeclaredColumn */
 /** @typedef {DeclaredColumn['field']} UserField */
 /** @typedef {Extract<DeclaredColumn, { shown: true }>['field']} ShownField */
-/**
- * A field's value in a row: a string, or null for a column not required.
- * @template {UserField} F
- * @typedef {Extract<DeclaredColumn, { field: F }>['required'] extends true ? string : string | null} ValueOf
- */
-/**
- * A row as the table takes it, a value a column (null: not sent): the email lower-cased, the rest
- * as sent (changedAt as its RFC 3339 text). Only user-sql.js turns it into SQL.
- * @typedef {{ [F in UserField]: ValueOf<F> }} UserRow
- */
-/**
- * A row as written, as a representation shows it (return=representation): the columns shown, then
- * when it was created and last updated (null: never merged, so this write inserted it), in this order.
- * @typedef {{ [F in ShownField]: ValueOf<F> } & { createdAt: string, updatedAt: string | null }} WrittenUser
- */
+/** @template {UserField} F @typedef {Extract<DeclaredColumn, { field: F }>['required'] extends true ? string : string | null} ValueOf */
+/** A row as the table takes it (null: not sent; the email lower-cased). @typedef {{ [F in UserField]: ValueOf<F> }} UserRow */
+/** A row in a representation (updatedAt null: inserted). @typedef {{ [F in ShownField]: ValueOf<F> } & { createdAt: string, updatedAt: string | null }} WrittenUser */
 
-/** Every field, in order: the keys a user object may have, the columns one can write. */
 export const USER_FIELDS = /** @type {readonly UserField[]} */ (USER_COLUMNS.map((c) => c.field));
-/** The fields every user has. */
 export const REQUIRED_FIELDS = USER_COLUMNS.filter((c) => c.required).map((c) => c.field);
-/** The fields a representation shows, in order. */
 export const SHOWN_FIELDS = /** @type {readonly ShownField[]} */ (USER_COLUMNS.filter((c) => c.shown === true).map((c) => c.field));
-/** The fields never returned, which `?select` says so of. */
+export const READ_FIELDS = /** @type {readonly (ShownField | 'createdAt' | 'updatedAt')[]} */ ([...SHOWN_FIELDS, 'createdAt', 'updatedAt']);
 export const SECRET_FIELDS = USER_COLUMNS.filter((c) => c.shown === 'never').map((c) => c.field);
 
-/**
- * The one column of a kind of merge that only one may have: the key (the conflict target, email)
- * and the ordering value (changed_at). Checked at load.
- * @param {'key' | 'order'} merge
- */
-function theColumn(merge) {
+/** The one column of this kind of merge, checked at load. */
+function theColumn(/** @type {'key' | 'order'} */ merge) {
   const found = USER_COLUMNS.filter((c) => c.merge === merge);
   if (found.length !== 1) throw new Error(`user-columns.js: one column must be merge: '${merge}'`);
   return found[0];
 }
-/** The key: the conflict target of every statement. */
 export const KEY_COLUMN = theColumn('key');
-/** The ordering value: merge mode applies an email's changes in its order. */
 export const ORDER_COLUMN = theColumn('order');
 
-// Every name is put in generated code and SQL text as it is: only plain identifiers.
+// Every name goes into SQL text as it is: only plain identifiers.
 for (const c of /** @type {readonly UserColumn[]} */ (USER_COLUMNS)) {
   if (!/^[a-z][A-Za-z0-9]*$/.test(c.field) || !/^[a-z][a-z0-9_]*$/.test(c.column)) throw new Error(`user-columns.js: ${c.field} / ${c.column} is not a plain identifier`);
-}
-
-/**
- * A function built once from the declaration, as ajv builds its validators: its text names each
- * field, so every row is read and made with the same property accesses (one shape for every row, no
- * loop over the columns, no keyed access per value), as fast as the same function written out.
- * @param {string} name  the function's (in stack traces)
- * @param {Record<string, unknown>} uses  what its text refers to, by name
- * @param {string} params @param {string} body
- * @returns {any}
- */
-export function perColumnFunction(name, uses, params, body) {
-  // Its text is made of the names above, checked, and of code written here: nothing sent.
-  return new Function(...Object.keys(uses), `return function ${name}(${params}) {\n${body}\n};`)(...Object.values(uses));
 }

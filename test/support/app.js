@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { createApp } from '../../service/src/app.js';
 import { startAuthentication } from '../../service/src/auth/start-auth.js';
 import { loadConfig } from '../../service/src/config.js';
-import { createDatabase } from '../../service/src/db.js';
+import { createDatabase } from '../../service/src/db/database.js';
 import { createHttpServer } from '../../service/src/http/node-server.js';
 import { createLogger } from '../../service/src/logger.js';
 import { createMetrics } from '../../service/src/metrics.js';

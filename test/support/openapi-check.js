@@ -15,7 +15,7 @@ const pointer = (s) => s.replaceAll('~', '~0').replaceAll('/', '~1');
 /**
  * Checks answers against the document's own response schemas, compiled by ajv (JSON Schema
  * 2020-12, the dialect of OpenAPI 3.1), $refs into components included: the status must be listed
- * for the operation (a path the document does not have: components.responses.NotFound), the
+ * for the operation (a method and path the document does not have: components.responses.NotFound, or MethodNotAllowed for a 405), the
  * required headers present, and the body valid.
  * @param {any} doc  the OpenAPI document
  */
@@ -30,8 +30,9 @@ export function responseChecker(doc) {
    */
   return (method, path, res) => {
     const operation = doc.paths[path]?.[method];
-    const where = operation ? `#/paths/${pointer(path)}/${method}/responses/${res.status}` : '#/components/responses/NotFound';
-    const documented = operation ? operation.responses[res.status] : res.status === 404 && doc.components.responses.NotFound;
+    const unrouted = res.status === 405 ? 'MethodNotAllowed' : 'NotFound';
+    const where = operation ? `#/paths/${pointer(path)}/${method}/responses/${res.status}` : `#/components/responses/${unrouted}`;
+    const documented = operation ? operation.responses[res.status] : (res.status === 404 || res.status === 405) && doc.components.responses[unrouted];
     assert.ok(documented, `${method.toUpperCase()} ${path} answered ${res.status}, which the document does not list`);
     const header = (/** @type {string} */ name) => (res.headers instanceof Headers ? res.headers.get(name) : res.headers[name.toLowerCase()]);
     assert.match(header('content-type') ?? '', /^application\/json/);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run feeder`: the local SQS event-source runner feeding the real handler.
 import { Command } from 'commander';
-import { ConfigError, TRACING_VARIABLES, loadTracingConfig } from '@sluice/env';
+import { ConfigError, TRACING_VARIABLES, loadTracingConfig, redactUrl } from '@sluice/env';
 import { FEEDER_VARIABLES, loadFeederConfig } from '../../src/config.js';
 import { environmentSection } from '../environment-help.js';
 import { RUNNER_VARIABLES, SQS_VARIABLES, loadRunnerConfig } from '../sqs-config.js';
@@ -24,7 +24,7 @@ new Command('npm run feeder --')
 const { Logger } = await import('@aws-lambda-powertools/logger');
 const { SQSClient } = await import('@aws-sdk/client-sqs');
 const { handler } = await import('../../src/handler.js');
-const { LocalEventSource } = await import('../local-runner.js');
+const { LocalEventSource, RECEIVE_WAIT_SECONDS } = await import('../local-runner.js');
 const { startLocalTracing } = await import('../tracing.js');
 
 let config;
@@ -66,11 +66,11 @@ await runner.start().catch((/** @type {Error & { Code?: string, code?: string }}
   const cause = err.Code?.replace(/^.*#/, '') ?? err.code ?? err.name;
   const said = (err.message || cause).replace(/\.$/, '');
   const hint = config.endpoint ? '; is ElasticMQ running (`npm run elasticmq`), and is QUEUE_URL one of its queues?' : '';
-  console.error(`feeder: cannot use the queue ${config.queueUrl}: ${said}${said.includes(cause) ? '' : ` (${cause})`}${hint}`);
+  console.error(`feeder: cannot use the queue ${redactUrl(config.queueUrl)}: ${said}${said.includes(cause) ? '' : ` (${cause})`}${hint}`);
   sqs.destroy();
   process.exit(1);
 });
-logger.info('feeder polling', { queueUrl: config.queueUrl, batchSize: config.batchSize, batchWindowMs: config.batchWindowMs });
+logger.info('feeder polling', { queueUrl: redactUrl(config.queueUrl), batchSize: config.batchSize, batchWindowMs: config.batchWindowMs });
 
 let stopping = false;
 /** @param {NodeJS.Signals} signal */
@@ -82,7 +82,7 @@ async function stop(signal) {
     process.exit(1);
   }
   stopping = true;
-  logger.info('feeder stopping: finishing the batches in hand (signal again to leave at once)', { signal });
+  logger.info('feeder stopping: waiting for the long polls open at the queue, then finishing the batches in hand (signal again to leave at once)', { signal, pollSeconds: RECEIVE_WAIT_SECONDS });
   const totals = await runner.stop();
   logger.info('feeder stopped', { totals });
   sqs.destroy();

@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const ELASTICMQ_VERSION = '1.7.1';
@@ -14,8 +15,12 @@ const LIB = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.ca
 export function ensureElasticMQ({ log = (/** @type {string} */ m) => console.error(m) } = {}) {
   if (existsSync(LIB) && readdirSync(LIB).some((f) => f.startsWith('elasticmq-server'))) return LIB;
   log(`fetching ElasticMQ ${ELASTICMQ_VERSION} from Maven Central into ${LIB} (once)...`);
-  const mvn = spawnSync('mvn', ['-q', '-B', '-f', path.join(HERE, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${LIB}`], { stdio: 'inherit' });
+  // Maven writes colour codes even in batch mode (and nothing else when quiet and well): what it
+  // says is kept, and shown plain only when it fails.
+  const mvn = spawnSync('mvn', ['-q', '-B', '-Dstyle.color=never', '-f', path.join(HERE, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${LIB}`], { encoding: 'utf8' });
+  const said = stripVTControlCharacters(`${mvn.stdout ?? ''}${mvn.stderr ?? ''}`).trim();
   if (mvn.error || mvn.status !== 0) {
+    if (said) log(said);
     throw new Error(`could not fetch ElasticMQ with Maven (${mvn.error?.message ?? `exit ${mvn.status}`}); install Maven and Java 17, or point SQS_ENDPOINT at another SQS`);
   }
   return LIB;

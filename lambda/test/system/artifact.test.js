@@ -59,7 +59,7 @@ describe('the feeder artifact (sam build)', () => {
     const { sources } = JSON.parse(readFileSync(path.join(artifact, 'handler.mjs.map'), 'utf8'));
     const ours = sources.filter((/** @type {string} */ s) => !s.includes('node_modules/'));
     assert.deepEqual(ours.filter((/** @type {string} */ s) => s.includes('lambda/src/')).map((/** @type {string} */ s) => path.basename(s)).sort(),
-      ['batch-response.js', 'config.js', 'errors.js', 'feed-records.js', 'feeder.js', 'handler.js', 'ingest-token.js', 'message-groups.js', 'observability.js', 'records.js', 'retry.js', 'service-client.js', 'traceparent.js', 'tracing.js']);
+      ['batch-response.js', 'config.js', 'errors.js', 'failure-ledger.js', 'feed-records.js', 'feeder.js', 'handler.js', 'ingest-token.js', 'observability.js', 'records.js', 'retry.js', 'service-client.js', 'traceparent.js', 'tracing.js']);
     // The handler's code and the configuration loader it shares (@sluice/env); never db/ or service/.
     assert.deepEqual(ours.filter((/** @type {string} */ s) => !s.includes('lambda/src/')).filter((/** @type {string} */ s) => !s.includes('env/src/')), []);
     const packages = new Set(sources.map((/** @type {string} */ s) => s.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/)?.[1]).filter(Boolean));

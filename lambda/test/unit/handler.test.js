@@ -72,34 +72,6 @@ describe('handler (unit, scripted service)', () => {
     assert.deepEqual(second.map((/** @type {any} */ u) => u.name), ['ok1', 'ok2', 'ok3'], 'the poisoned message is left out whole');
   });
 
-  test('503 then success: retried with backoff, honouring Retry-After, and nothing fails', async () => {
-    const answeredAt = /** @type {number[]} */ ([]);
-    const run = await withService((users, n) => {
-      answeredAt.push(Date.now());
-      // Retry-After on the first refusal only: the second retry waits the (short) backoff.
-      if (n === 1) return [503, { error: 'database_unavailable' }, { 'retry-after': '1' }];
-      return n === 2 ? [503, { error: 'database_unavailable' }] : stored(users);
-    });
-    const result = await run(makeEvent([user('r1')]), lambdaContext(20_000));
-    assert.deepEqual(result, { batchItemFailures: [] });
-    assert.equal(/** @type {any} */ (stub).requests.length, 3);
-    assert.ok(answeredAt[1] - answeredAt[0] >= 950, 'waited for Retry-After');
-    const line = output.logs.at(-1) ?? {};
-    assert.equal(line.retries, 2);
-    assert.equal(line.posts, 3);
-  });
-
-  test('the time budget is respected: no retry starts past the deadline, the messages fail', async () => {
-    const run = await withService(() => [503, { error: 'database_unavailable' }], { SAFETY_MARGIN_MS: '400' });
-    const good = makeRecord(user('late'));
-    const poison = makeRecord('nope');
-    const started = Date.now();
-    const result = await run({ Records: [good, poison] }, lambdaContext(1_000));
-    const took = Date.now() - started;
-    assert.ok(took < 1_000, `returned within the invocation's time (${took} ms)`);
-    assert.deepEqual(failures(result), [good.messageId, poison.messageId].sort());
-  });
-
   test('when every message failed because the service is down, it throws so Lambda backs off', async () => {
     const run = await withService(() => [503, { error: 'database_unavailable' }]);
     await stub?.close();
@@ -143,6 +115,29 @@ describe('handler (unit, scripted service)', () => {
     accepted = 'Bearer a-token-nobody-has';
     await assert.rejects(run(makeEvent([user('h')]), lambdaContext(5_000)), ServiceUnavailableError, 'refused with the token read again: the batch goes back, as before');
     assert.equal(reads(), 3, 'one read per invocation');
+  });
+
+  test('a 401 and the token cannot be read again: the chunk fails as unavailable, posted once; the next invocation reads again', async (t) => {
+    const secrets = await startSecretsManagerStub({ token: 'old-token' });
+    t.after(() => secrets.close());
+    const run = await withService((users) => {
+      if (/** @type {NonNullable<typeof stub>} */ (stub).headers.at(-1)?.authorization === 'Bearer new-token') return stored(users);
+      // Rotated to a secret the feeder cannot read its token from: the read again fails.
+      if (secrets.valueAt('AWSCURRENT') === 'old-token') secrets.put(JSON.stringify({ 'another-client': 'x' }));
+      return [401, { error: 'unauthorized' }];
+    }, secrets.env);
+    const reads = () => secrets.requests.filter((r) => r.target === 'secretsmanager.GetSecretValue').length;
+    const poison = makeRecord('{"email": ');
+    const good = makeRecord(user('b'));
+    assert.deepEqual(failures(await run({ Records: [good, poison] }, lambdaContext(5_000))), [good.messageId, poison.messageId].sort(), 'answered, not thrown: one message is poison');
+    assert.equal(reads(), 2, 'the cold start, then one read again');
+    assert.equal(/** @type {any} */ (stub).requests.length, 1, 'not posted again with the same token');
+    const warning = output.logs.find((l) => l.message === 'messages not stored');
+    assert.deepEqual(warning?.failures.find((/** @type {any} */ f) => f.messageId === good.messageId), { messageId: good.messageId, kind: 'unavailable', reason: 'HTTP 401 unauthorized' });
+
+    secrets.put('new-token');
+    assert.deepEqual(await run(makeEvent([user('c')]), lambdaContext(5_000)), { batchItemFailures: [] }, 'read again at the next 401, and stored');
+    assert.equal(reads(), 3);
   });
 
   test('the log line has counts and the request id as correlation id, never a user or the token', async () => {
@@ -216,6 +211,20 @@ describe('handler (unit, scripted service)', () => {
     });
   }
 
+  test('a 400 naming the first and the last user of its chunk fails their messages; the rest is stored', async () => {
+    const run = await withService((users) => {
+      const bad = users.map((u, index) => (u.name === 'bad' ? { index, field: 'name', message: 'x' } : null)).filter(Boolean);
+      return bad.length ? [400, { error: 'invalid_batch', message: 'no', errors: bad }] : stored(users);
+    });
+    const records = [makeRecord({ ...user('f0'), name: 'bad' }), makeRecord(user('f1')), makeRecord([user('f2'), { ...user('f3'), name: 'bad' }])];
+    const result = await run({ Records: records }, lambdaContext(10_000));
+    assert.deepEqual(failures(result), [records[0].messageId, records[2].messageId].sort());
+    assert.deepEqual(/** @type {any} */ (stub).requests.map((/** @type {any[]} */ users) => users.map((u) => u.email)), [
+      ['f0@example.com', 'f1@example.com', 'f2@example.com', 'f3@example.com'],
+      ['f1@example.com'],
+    ]);
+  });
+
   test('a 400 names each refused user: its message fails with the field and the rule, in the log', async () => {
     const run = await withService((users) => {
       const bad = users.map((u, index) => (u.email.startsWith('bad') ? { index, field: 'email', message: 'must be a plausible email address' } : null)).filter(Boolean);
@@ -225,6 +234,45 @@ describe('handler (unit, scripted service)', () => {
     await run({ Records: [makeRecord(user('fine')), poisoned] }, lambdaContext(10_000));
     const warning = output.logs.find((l) => l.message === 'messages not stored');
     assert.deepEqual(warning?.failures, [{ messageId: poisoned.messageId, kind: 'poison', reason: 'HTTP 400 invalid_batch: email must be a plausible email address' }]);
+  });
+
+  test('a 400 invalid_batch naming no user is split by message until only the guilty message fails', async () => {
+    const run = await withService((users) => (users.some((u) => u.name === 'guilty') ? [400, { error: 'invalid_batch', message: 'no', errors: [] }] : stored(users)));
+    const records = Array.from({ length: 8 }, (_, i) => makeRecord([user(`n${i}`), { ...user(`n${i}b`), name: i === 5 ? 'guilty' : `n${i}b` }]));
+    const result = await run({ Records: records }, lambdaContext(10_000));
+    assert.deepEqual(failures(result), [records[5].messageId]);
+    const requests = /** @type {any[][]} */ (/** @type {any} */ (stub).requests);
+    assert.deepEqual(requests.map((users) => users.length), [16, 8, 8, 4, 2, 2, 4], 'halves by message, in order, the guilty half split again');
+    const warning = output.logs.find((l) => l.message === 'messages not stored');
+    assert.deepEqual(warning?.failures, [{ messageId: records[5].messageId, kind: 'poison', reason: 'HTTP 400 invalid_batch naming no user' }]);
+  });
+
+  for (const [what, errorsOf] of /** @type {const} */ ([
+    ['only indexes outside the chunk', (/** @type {number} */ length) => [{ index: length, field: 'email', message: 'x' }, { index: length + 7, field: 'name', message: 'y' }]],
+    ['one index inside and one outside', (/** @type {number} */ length) => [{ index: 0, field: 'email', message: 'x' }, { index: length, field: 'name', message: 'y' }]],
+    ['a negative index', () => [{ index: -1, field: 'email', message: 'x' }]],
+  ])) {
+    test(`a 400 invalid_batch naming ${what} fails the chunk's messages in one post, never posted again`, async () => {
+      const run = await withService((users) => [400, { error: 'invalid_batch', message: 'no', errors: errorsOf(users.length) }], { POST_CHUNK_ITEMS: '3' });
+      const records = [makeRecord([user('o1'), user('o2')]), makeRecord(user('o3')), makeRecord(user('o4'))];
+      const result = await run({ Records: records }, lambdaContext(10_000));
+      assert.deepEqual(failures(result), records.map((r) => r.messageId).sort(), 'every message, in the batch response: not thrown');
+      assert.deepEqual(/** @type {any} */ (stub).requests.map((/** @type {any[]} */ users) => users.length), [3, 1], 'one post a chunk');
+      const warning = output.logs.find((l) => l.message === 'messages not stored');
+      assert.deepEqual(warning?.failures.map((/** @type {any} */ f) => f.kind), ['poison', 'poison', 'poison']);
+      assert.match(warning?.failures[0].reason, /^HTTP 400 invalid_batch naming user -?\d+ of a chunk of 3$/);
+    });
+  }
+
+  test('a 413: the chunk is halved until it passes; one user over the limit alone is poison for its message', async () => {
+    const run = await withService((users) => (users.length > 2 || users.some((u) => u.name === 'huge') ? [413, { error: 'payload_too_large' }] : stored(users)));
+    const records = [makeRecord([user('t1'), user('t2')]), makeRecord([user('t3'), { ...user('t4'), name: 'huge' }]), makeRecord(user('t5'))];
+    const result = await run({ Records: records }, lambdaContext(10_000));
+    assert.deepEqual(failures(result), [records[1].messageId]);
+    const posted = /** @type {any} */ (stub).requests.map((/** @type {any[]} */ users) => users.map((u) => u.name).join(','));
+    assert.deepEqual(posted, ['t1,t2,t3,huge,t5', 't1,t2,t3', 't1,t2', 't3', 'huge,t5', 'huge', 't5']);
+    const warning = output.logs.find((l) => l.message === 'messages not stored');
+    assert.deepEqual(warning?.failures, [{ messageId: records[1].messageId, kind: 'poison', reason: "one user is over the service's body limit (413)" }]);
   });
 
   test('a 502 from the way there is an outage: retried, not split', async () => {
@@ -313,6 +361,16 @@ describe('handler (unit, scripted service)', () => {
       const names = /** @type {any} */ (stub).requests.map((/** @type {any[]} */ users) => users[0].name);
       assert.ok(!names.includes('a3'), 'a3 waits for a2: never posted');
       assert.ok(names.includes('a1') && names.includes('b1'));
+    });
+
+    test('a new chunk where the resolution changes, so each post has one Prefer and the group stays in order', async () => {
+      const run = await withService(stored);
+      /** @param {unknown} body @param {string} value */
+      const asking = (body, value) => ({ ...makeRecord(body, { group: 'A' }), messageAttributes: { resolution: { stringValue: value } } });
+      const records = [makeRecord(user('i1'), { group: 'A' }), asking(user('m1'), 'merge-duplicates'), asking(user('m2'), 'merge-duplicates'), makeRecord(user('i2'), { group: 'A' })];
+      assert.deepEqual(await run({ Records: records }, lambdaContext(10_000)), { batchItemFailures: [] });
+      const posts = /** @type {any} */ (stub).requests.map((/** @type {any[]} */ users, /** @type {number} */ i) => [/** @type {any} */ (stub).headers[i].prefer, users.map((u) => u.name)]);
+      assert.deepEqual(posts, [['resolution=ignore-duplicates', ['i1']], ['resolution=merge-duplicates', ['m1', 'm2']], ['resolution=ignore-duplicates', ['i2']]]);
     });
 
     test('bad JSON in a message holds back its group from the start: the later messages are not posted', async () => {

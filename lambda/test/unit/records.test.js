@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { PoisonMessageError } from '../../src/errors.js';
 import { unpackRecords } from '../../src/records.js';
 import { makeRecord } from '../support/sqs-events.js';
 
@@ -30,7 +29,7 @@ describe('unpackRecords (unit)', () => {
     const { items, poisoned } = unpackRecords([merged, ignored, plain, unknown], 'merge');
     assert.deepEqual(items.map((i) => [i.messageId, i.resolution]), [[merged.messageId, 'merge'], [ignored.messageId, 'ignore'], [plain.messageId, 'merge']]);
     assert.deepEqual([...poisoned.keys()], [unknown.messageId]);
-    assert.match(/** @type {Error} */ (poisoned.get(unknown.messageId)).message, /merge-duplicates or ignore-duplicates/);
+    assert.match(poisoned.get(unknown.messageId)?.reason ?? '', /merge-duplicates or ignore-duplicates/);
   });
 
   test('users are passed on as sent: checking them is the service\'s job', () => {
@@ -47,8 +46,7 @@ describe('unpackRecords (unit)', () => {
       const bad = makeRecord(body);
       const { items, poisoned } = unpackRecords([bad]);
       assert.deepEqual(items, []);
-      assert.ok(poisoned.get(bad.messageId) instanceof PoisonMessageError);
-      assert.match(/** @type {Error} */ (poisoned.get(bad.messageId)).message, /not JSON/);
+      assert.deepEqual(poisoned.get(bad.messageId), { kind: 'poison', reason: 'body is not JSON' });
     });
   }
 
@@ -65,7 +63,7 @@ describe('unpackRecords (unit)', () => {
       const bad = makeRecord(body);
       const { items, poisoned } = unpackRecords([bad]);
       assert.deepEqual(items, []);
-      assert.match(/** @type {Error} */ (poisoned.get(bad.messageId)).message, /user object or a non-empty array/);
+      assert.match(poisoned.get(bad.messageId)?.reason ?? '', /user object or a non-empty array/);
     });
   }
 

@@ -1,29 +1,16 @@
 import { ApiError } from '../errors.js';
 
-// The in-flight work budget, in body bytes: pure bookkeeping of what requests hold and wait for,
-// with no knowledge of HTTP (http/admission.js is its Express adapter).
-//
-// What a request holds while it is served grows with its body (raw bytes, the decoded string, the
-// parsed objects, the rows, the SQL of a chunk), so the budget is counted in body bytes: known from
-// Content-Length before anything is read, and counted as read for a chunked body.
+// The in-flight work budget in body bytes (what a request holds grows with its body): bookkeeping
+// of what requests hold and wait for, no HTTP (http/admission.js is its Express adapter).
 
 /** Bodies up to this size are "small" and may use the reserved share, so they never starve behind large ones. */
 export const SMALL_BODY_BYTES = 64 * 1024;
 /** The share of the budget that large requests may never take. */
 export const RESERVED_SHARE = 1 / 16;
-/**
- * Bytes that may wait, in budgets. A waiting request's body is not read (it stays in the kernel's
- * socket buffer), so waiting costs a socket, not the body; a closed-loop client of 100 batches in
- * flight must queue, not be shed, while the time bound still sheds what cannot be served in time.
- */
+/** Bytes that may wait, in budgets: a waiting body stays unread in the kernel, so waiting costs a socket. */
 export const WAITING_BUDGETS = 4;
 
-/**
- * @typedef {object} Grant  what one request holds; released once, whatever happens to the request
- * @property {number} bytes
- * @property {boolean} large
- * @property {boolean} released
- */
+/** @typedef {{ bytes: number, large: boolean, released: boolean }} Grant  what one request holds; released once */
 /** Why admission control refuses a request (metrics.js exports each from the start). */
 export const REFUSAL_REASONS = /** @type {const} */ (['queue_full', 'timeout', 'aborted', 'overflow']);
 /** @typedef {typeof REFUSAL_REASONS[number]} RefusalReason */
@@ -37,20 +24,12 @@ export class AdmissionRefusedError extends ApiError {
   }
 }
 
-/**
- * @typedef {object} Waiter
- * @property {number} bytes
- * @property {boolean} large
- * @property {(grant: Grant) => void} admit
- * @property {NodeJS.Timeout} [timer]
- */
+/** @typedef {{ bytes: number, large: boolean, admit: (grant: Grant) => void, timer?: NodeJS.Timeout }} Waiter */
 
 /**
- * The budget of body bytes in flight in this process. Large requests may hold at most
- * `budgetBytes - reservedBytes`; small ones may use the whole budget while no large request waits,
- * and only the reserve while one does, so neither kind starves the other. Waiting is first come,
- * first served within each kind, bounded in time, and bounded to WAITING_BUDGETS budgets' worth of
- * bytes waiting (beyond that a request is refused at once: shedding early is what keeps it cheap).
+ * Large requests hold at most the budget less the reserve; small ones the whole budget, only the
+ * reserve while a large one waits. Waiting: first come first served per kind, bounded in time and
+ * to WAITING_BUDGETS budgets of bytes (beyond, refused at once).
  */
 export class AdmissionBudget {
   #total = 0;
@@ -59,10 +38,7 @@ export class AdmissionBudget {
   /** @type {Waiter[]} */ #smallQueue = [];
   #waitingBytes = 0;
 
-  /**
-   * @param {{ budgetBytes: number, maxWaitMs: number, onChange?: (budget: AdmissionBudget) => void }} options
-   *   onChange: called after every change of what is held or waiting (metrics)
-   */
+  /** @param {{ budgetBytes: number, maxWaitMs: number, onChange?: (budget: AdmissionBudget) => void }} options  onChange: after every change (metrics) */
   constructor({ budgetBytes, maxWaitMs, onChange = () => {} }) {
     this.budgetBytes = budgetBytes;
     this.reservedBytes = Math.floor(budgetBytes * RESERVED_SHARE);
@@ -77,19 +53,12 @@ export class AdmissionBudget {
     return { totalBytes: this.#total, largeBytes: this.#large, smallBytes: this.#total - this.#large, waiting: this.#largeQueue.length + this.#smallQueue.length };
   }
 
-  /**
-   * What `bytes` of body cost. A body larger than the large share is charged the whole share: it
-   * runs alone among large requests rather than never.
-   * @param {number} bytes
-   */
+  /** What `bytes` of body cost: at most the large share (then it runs alone, rather than never). @param {number} bytes */
   charge(bytes) {
     return Math.min(bytes, this.largeShareBytes);
   }
 
-  /**
-   * Whether a grant holding `held` (large or not) may hold `bytes` instead.
-   * @param {number} bytes @param {number} held @param {boolean} heldLarge
-   */
+  /** Whether a grant holding `held` may hold `bytes` instead. @param {number} bytes @param {number} held @param {boolean} heldLarge */
   #fits(bytes, held = 0, heldLarge = false) {
     const large = bytes > this.smallBodyBytes;
     const total = this.#total - held + bytes;
@@ -107,11 +76,7 @@ export class AdmissionBudget {
     return { bytes, large, released: false };
   }
 
-  /**
-   * A grant now if the request fits and nobody of its kind waits before it, else undefined.
-   * @param {number} bodyBytes
-   * @returns {Grant | undefined}
-   */
+  /** A grant now if it fits and nobody of its kind waits before it. @param {number} bodyBytes @returns {Grant | undefined} */
   tryAcquire(bodyBytes) {
     const bytes = this.charge(bodyBytes);
     const queue = bytes > this.smallBodyBytes ? this.#largeQueue : this.#smallQueue;
@@ -121,12 +86,7 @@ export class AdmissionBudget {
     return grant;
   }
 
-  /**
-   * A grant as soon as the request fits, waiting at most `maxWaitMs`.
-   * @param {number} bodyBytes
-   * @param {AbortSignal} [signal]  the client went away while waiting
-   * @returns {Promise<Grant>}  rejects with AdmissionRefusedError
-   */
+  /** A grant once it fits, within `maxWaitMs`, else AdmissionRefusedError. @param {number} bodyBytes @param {AbortSignal} [signal]  the client left @returns {Promise<Grant>} */
   acquire(bodyBytes, signal) {
     const now = this.tryAcquire(bodyBytes);
     if (now) return Promise.resolve(now);
@@ -168,11 +128,7 @@ export class AdmissionBudget {
     });
   }
 
-  /**
-   * Lets a grant grow to `bodyBytes` (a body read without a Content-Length), without waiting.
-   * @param {Grant} grant @param {number} bodyBytes
-   * @returns {boolean} false when it does not fit: the request must be cut off
-   */
+  /** A grant grown to `bodyBytes` without waiting (a body without a length); false: cut it off. @param {Grant} grant @param {number} bodyBytes @returns {boolean} */
   grow(grant, bodyBytes) {
     const bytes = this.charge(bodyBytes);
     if (grant.released || bytes <= grant.bytes) return !grant.released;
@@ -186,10 +142,7 @@ export class AdmissionBudget {
     return true;
   }
 
-  /**
-   * Gives the bytes back (a second call does nothing) and admits whoever fits now.
-   * @param {Grant} grant
-   */
+  /** Gives the bytes back (once) and admits whoever fits now. @param {Grant} grant */
   release(grant) {
     if (grant.released) return;
     grant.released = true;

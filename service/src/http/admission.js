@@ -1,38 +1,16 @@
 import { AdmissionRefusedError } from './admission-budget.js';
 
 // Admission control's Express adapter: a request is admitted into the byte budget
-// (http/admission-budget.js) before its body is read, or refused with 503 having read nothing.
-// The adapter never reads the body itself: a body of unknown size is charged by the body reader as
-// it reads, through the allowance the adapter leaves in res.locals (BodyAllowance), so nothing
-// here depends on which middleware runs next, or when.
+// (admission-budget.js) before its body is read, or refused with 503 having read nothing. It never
+// reads the body: a body of unknown size is charged by the reader through res.locals.bodyAllowance.
 
-/** @typedef {import('./admission-budget.js').AdmissionBudget} AdmissionBudget */
-/** @typedef {import('./admission-budget.js').Grant} Grant */
-/** @typedef {import('./admission-budget.js').RefusalReason} RefusalReason */
+/** @typedef {import('./admission-budget.js').AdmissionBudget} AdmissionBudget @typedef {import('./admission-budget.js').Grant} Grant */
+/** @typedef {{ shed: (reason: import('./admission-budget.js').RefusalReason) => void, waited: (seconds: number) => void, observe: (budget: AdmissionBudget) => void }} AdmissionMetrics */
+/** Given the bytes read so far: nothing while they fit (the grant grown), else the 503 that stops the read. @typedef {(bytesRead: number) => AdmissionRefusedError | undefined} BodyAllowance */
 
-/**
- * @typedef {object} AdmissionMetrics
- * @property {(reason: RefusalReason) => void} shed
- * @property {(seconds: number) => void} waited
- * @property {(budget: AdmissionBudget) => void} observe
- */
-
-/**
- * What a body without a Content-Length may grow to, asked by the body reader as it reads (the
- * request's `res.locals.bodyAllowance`, set by admitRequest): given the bytes read so far, nothing
- * when they fit the request's grant (grown to hold them), or the 503 that stops the read when they
- * outgrow the budget (the grant is then given back at once).
- * @typedef {(bytesRead: number) => AdmissionRefusedError | undefined} BodyAllowance
- */
-
-/**
- * The allowance of a body charged as it is read, within `grant`.
- * @param {AdmissionBudget} budget @param {Grant} grant @param {AdmissionMetrics | undefined} metrics
- * @returns {BodyAllowance}
- */
+/** @param {AdmissionBudget} budget @param {Grant} grant @param {AdmissionMetrics | undefined} metrics @returns {BodyAllowance} */
 function allowanceOf(budget, grant, metrics) {
-  /** @type {AdmissionRefusedError | undefined} */
-  let refused;
+  let refused = /** @type {AdmissionRefusedError | undefined} */ (undefined);
   return (bytesRead) => {
     if (refused || budget.grow(grant, bytesRead)) return refused;
     budget.release(grant);
@@ -43,16 +21,9 @@ function allowanceOf(budget, grant, metrics) {
 }
 
 /**
- * Express middleware for a route with a body: admits the request into the budget before its body
- * is read, or answers 503 with Retry-After having read nothing; releases what it holds exactly once
- * when the response ends (answered, failed or abandoned by the client). A body without a
- * Content-Length is charged as it arrives: the body reader asks `res.locals.bodyAllowance`
- * (BodyAllowance) for each chunk and stops with its 503 when the body outgrows the budget.
- *
- * @param {{ budget: AdmissionBudget, maxBodyBytes: number, metrics?: AdmissionMetrics, holdBytes?: number }} options
- *   holdBytes: charge at most this, whatever the body's size (a streamed body, which holds a bounded part of
- *   itself at once); a smaller declared Content-Length is charged as it is
- * @returns {import('express').RequestHandler}
+ * Admits a request before its body is read, or 503 with Retry-After; what it holds is released
+ * once when the response ends. holdBytes: charge at most this (a stream holds a bounded part).
+ * @param {{ budget: AdmissionBudget, maxBodyBytes: number, metrics?: AdmissionMetrics, holdBytes?: number }} options @returns {import('express').RequestHandler}
  */
 export function admitRequest({ budget, maxBodyBytes, metrics, holdBytes }) {
   /** @param {import('express').Response} res @param {Grant} grant @param {boolean} asRead */
@@ -68,8 +39,7 @@ export function admitRequest({ budget, maxBodyBytes, metrics, holdBytes }) {
     // Over the limit: the body reader refuses it with 413 without keeping any of it.
     if (declared && length > maxBodyBytes) return next();
 
-    // A compressed body decodes to at most maxBodyBytes, and nothing tells how much before it
-    // is read: it is charged that bound.
+    // A compressed body is charged maxBodyBytes: its decoded size is unknown until read.
     const upFront = holdBytes !== undefined
       ? (declared && !encoded ? Math.min(length, holdBytes) : holdBytes) // a stream: what it holds at once, at most its size
       : encoded ? maxBodyBytes : declared ? length : 0;
@@ -87,11 +57,7 @@ export function admitRequest({ budget, maxBodyBytes, metrics, holdBytes }) {
     }, next);
   };
 
-  /**
-   * Waits for room; resolves undefined when the client left while it waited.
-   * @param {import('express').Response} res @param {number} bytes
-   * @returns {Promise<Grant | undefined>}
-   */
+  /** Waits for room; undefined when the client left meanwhile. @param {import('express').Response} res @param {number} bytes @returns {Promise<Grant | undefined>} */
   async function waitForBudget(res, bytes) {
     const aborted = new AbortController();
     const onClose = () => aborted.abort();

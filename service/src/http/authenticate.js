@@ -11,36 +11,16 @@ const BEARER = /^Bearer +([^ ].*)$/i;
 // Three base64url parts (a signature may be empty: alg none, refused by the verifier with a 401).
 const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
-/**
- * @typedef {object} AuthMetrics
- * @property {(client: string) => void} accepted  a label of configured names (and `jwt`) only
- * @property {(reason: string) => void} refused   a fixed word
- */
+/** accepted: a label of configured names (and `jwt`) only; refused: a fixed word. @typedef {{ accepted: (client: string) => void, refused: (reason: string) => void }} AuthMetrics */
 
 /**
- * Who may POST /users: a client's static token (INGEST_TOKEN, INGEST_TOKENS, from a file or a
- * secret: auth/token-source.js keeps the set current) or a JWT (auth/jwt.js). A request is
- * refused with a 401 `unauthorized` whose WWW-Authenticate tells three cases apart (errors.js
- * UnauthorizedError; RFC 6750): no Authorization header (no error attribute), a malformed one
- * (invalid_request), a token that is not valid (invalid_token: a token no client has, or a JWT
- * that does not verify, its message saying why).
- *
- * An accepted request carries its client's name in `req.clientName` (not `req.client`: Node's alias of the socket): the access log writes it, the
- * request's span gets it as `sluice.client`, and it counts in sluice_auth_accepted_total by client
- * (a configured name, or `jwt`: a JWT's `sub` is logged, never a label). The token itself is never
- * kept, logged or echoed. An `apikey` header (supabase-js sends one) is ignored, as PostgREST
- * ignores it: only Supabase's gateway reads it, and the bearer decides here.
- *
- * Nothing configured: every request passes, as before.
- *
- * @param {{
- *   tokens?: { current: { match: (token: string) => string | undefined } },
- *   verifyJwt?: (token: string) => Promise<string | undefined>,
- *   metrics: AuthMetrics,
- *   tracing?: import('../tracing/tracing.js').Tracing,
- * }} deps  tokens: the static tokens in force (read at each request: a refresh replaces them);
- *   tracing: the request's span gets the client's name
- * @returns {import('express').RequestHandler}
+ * Who may POST /users: a client's static token (auth/token-source.js keeps them current) or a JWT
+ * (auth/jwt.js); else 401 `unauthorized`, WWW-Authenticate telling missing, malformed
+ * (invalid_request) and invalid (invalid_token) apart (RFC 6750). An accepted request carries its
+ * client's name in `req.clientName` (the log, the span, the metric); a token is never kept or
+ * logged; `apikey` is ignored, as PostgREST does. Nothing configured: every request passes.
+ * @param {{ tokens?: { current: { match: (token: string) => string | undefined } }, verifyJwt?: (token: string) => Promise<string | undefined>,
+ *   metrics: AuthMetrics, tracing?: import('../tracing/tracing.js').Tracing }} deps @returns {import('express').RequestHandler}
  */
 export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING }) {
   if (!tokens && !verifyJwt) return (_req, _res, next) => next();
@@ -51,9 +31,10 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING 
     metrics.accepted(label);
     tracing.activeSpan()?.setAttribute('sluice.client', client);
   };
-  /** @param {import('express').NextFunction} next @param {'missing' | 'malformed' | 'invalid'} kind @param {string} reason @param {string} [message] */
-  const refuse = (next, kind, reason, message) => {
+  /** @param {import('express').Request} req @param {import('express').NextFunction} next @param {'missing' | 'malformed' | 'invalid'} kind @param {string} reason @param {string} [message] */
+  const refuse = (req, next, kind, reason, message) => {
     metrics.refused(reason);
+    req.refusedBecause = reason;
     next(new UnauthorizedError(kind, message));
   };
 
@@ -62,9 +43,9 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING 
       return next(new ApiError('duplicate_header', 'Authorization is given more than once; send it once'));
     }
     const header = req.headers.authorization;
-    if (header === undefined) return refuse(next, 'missing', 'missing');
+    if (header === undefined) return refuse(req, next, 'missing', 'missing');
     const match = BEARER.exec(header);
-    if (!match) return refuse(next, 'malformed', 'malformed');
+    if (!match) return refuse(req, next, 'malformed', 'malformed');
     const token = match[1];
 
     const client = tokens?.current.match(token);
@@ -72,7 +53,7 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING 
       accept(req, client, client);
       return next();
     }
-    if (!verifyJwt || !JWT_SHAPE.test(token)) return refuse(next, 'invalid', 'unknown_token');
+    if (!verifyJwt || !JWT_SHAPE.test(token)) return refuse(req, next, 'invalid', 'unknown_token');
     // Returned: Express 5 passes a rejection to the error handler rather than losing it.
     return verifyJwt(token).then(
       (subject) => {
@@ -81,7 +62,7 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING 
       },
       (err) => {
         if (!(err instanceof JwtRefusal)) return next(err);
-        return refuse(next, 'invalid', err.reason, err.message);
+        return refuse(req, next, 'invalid', err.reason, err.message);
       },
     );
   };

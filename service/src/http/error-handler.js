@@ -3,10 +3,8 @@ import { API_ERRORS, ApiError, DatabaseTimeoutError, DatabaseUnavailableError, I
 import { finishUnreadBody } from './unread-body.js';
 
 /**
- * The answer to an error, as the catalogue declares it: status, headers and JSON body. Anything
- * that is not a refusal from the catalogue is a 500 with a fresh error id.
- * @param {unknown} err
- * @returns {{ status: number, headers: Record<string, string>, body: Record<string, unknown>, apiError: ApiError | undefined }}
+ * The answer to an error as the catalogue declares it; anything else a 500 with a fresh error id.
+ * @param {unknown} err @returns {{ status: number, headers: Record<string, string>, body: Record<string, unknown>, apiError: ApiError | undefined }}
  */
 export function describeError(err) {
   const apiError = err instanceof ApiError ? err : undefined;
@@ -16,8 +14,7 @@ export function describeError(err) {
     return { status: 500, headers: {}, body: { error: 'internal', message: spec.message, errorId, code: spec.pgrst, details: null, hint: null }, apiError };
   }
   const spec = /** @type {import('../errors.js').ApiErrorSpec} */ (API_ERRORS[apiError.code]);
-  /** @type {Record<string, unknown>} */
-  const body = { error: apiError.code, message: apiError.message };
+  const body = /** @type {Record<string, unknown>} */ ({ error: apiError.code, message: apiError.message });
   if (apiError instanceof InvalidBatchError) body.errors = apiError.errors;
   // PostgREST's shape beside sluice's, for its clients (postgrest-js reads code, message, details, hint).
   body.code = spec.pgrst;
@@ -29,13 +26,9 @@ export function describeError(err) {
 }
 
 /**
- * The one place where errors become responses. A refusal keeps its status; anything else is a 500
- * whose id is in both the answer and the log, and no stack trace leaves the process. An answer
- * sent before the body was read lets the body arrive (http/unread-body.js), so the client reads the
- * answer instead of a reset.
- *
- * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} limits
- * @returns {import('express').ErrorRequestHandler}
+ * Where errors become responses: a 500's id in the answer and the log, no stack trace out; a body
+ * not read is let arrive (unread-body.js), so the client reads the answer, not a reset.
+ * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} limits @returns {import('express').ErrorRequestHandler}
  */
 export function errorHandler(limits) {
   return (err, req, res, _next) => {

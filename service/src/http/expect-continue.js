@@ -1,10 +1,7 @@
-// `Expect: 100-continue` (RFC 9110, 10.1.1): the client waits for `100 Continue` before it sends its
-// body. Node sends it at once unless the server handles 'checkContinue' (http/node-server.js);
-// sluice sends it only when the request is admitted and its headers pass, so a request refused
-// for its headers, its token or the in-flight budget never sends the body at all.
+// `Expect: 100-continue` (RFC 9110, 10.1.1): sent only once a request is admitted and its headers
+// pass, so a refused request never sends its body (node-server.js holds Node's own back).
 
-/** @type {WeakSet<import('node:http').ServerResponse>} */
-const held = new WeakSet();
+const held = /** @type {WeakSet<import('node:http').ServerResponse>} */ (new WeakSet());
 
 /** The server holds back this response's `100 Continue` until the body is wanted. @param {import('node:http').ServerResponse} res */
 export function holdContinue(res) {

@@ -2,25 +2,21 @@ import { isUtf8 } from 'node:buffer';
 import zlib from 'node:zlib';
 import { ApiError, InvalidBatchError } from '../errors.js';
 import { sendContinue } from './expect-continue.js';
-import { findDuplicateKeys } from './json-keys.js';
+import { findDuplicateKeys } from '../json-keys.js';
 import { parseMediaType } from './media-type.js';
 import { ClientGoneError, readBody } from './read-body.js';
 import { repeatedHeaders } from './repeated-headers.js';
 
-// Reads a JSON body strictly: what is parsed is exactly what was sent, or the request is refused
-// with a status and a message that names the problem. Headers are checked before a byte of the body
-// is read, so a wrong type, charset, encoding or size costs nothing.
+// Reads a JSON body strictly: what is parsed is exactly what was sent, or a refusal naming the
+// problem. Headers are checked before a byte is read, so a wrong type or size costs nothing.
 
 /** Content-Encodings taken, with their decoders. Others (br, zstd, compress, stacked) are 415. */
 const DECODERS = /** @type {const} */ ({ gzip: zlib.createGunzip, 'x-gzip': zlib.createGunzip, deflate: zlib.createInflate });
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
-/**
- * What is wrong with a request's headers for a JSON body, or the decoder its body needs.
- * @param {import('node:http').IncomingMessage} req
- * @param {number} maxBodyBytes
- * @returns {{ error: ApiError } | { decoder: (() => import('node:stream').Transform) | null }}
- */
+/** @typedef {{ error: ApiError } | { decoder: (() => import('node:stream').Transform) | null }} HeaderCheck  a refusal, or the body's decoder */
+
+/** What is wrong with a JSON body's headers, or its decoder. @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes @returns {HeaderCheck} */
 export function checkJsonHeaders(req, maxBodyBytes) {
   const [repeated] = repeatedHeaders(req, ['content-type']);
   if (repeated) return { error: new ApiError('duplicate_header', 'Content-Type is given more than once; send it once') };
@@ -45,17 +41,11 @@ export function checkJsonHeaders(req, maxBodyBytes) {
 }
 
 /**
- * What is wrong with a request's Transfer-Encoding, Content-Encoding or Content-Length for a body
- * of at most `limit` bytes (named `limitName` in the refusal), or the decoder its body needs.
- * Shared by the JSON body and the streamed ones (http/stream-body.js).
- * @param {import('node:http').IncomingMessage} req
- * @param {number} limit
- * @param {string} [limitName]
- * @returns {{ error: ApiError } | { decoder: (() => import('node:stream').Transform) | null }}
+ * Transfer-Encoding, Content-Encoding and Content-Length checked for a body of at most `limit`
+ * bytes (a JSON body's or a stream's). @param {import('node:http').IncomingMessage} req @param {number} limit @param {string} [limitName] @returns {HeaderCheck}
  */
 export function checkCodings(req, limit, limitName = 'MAX_BODY_BYTES') {
-  // Node decodes chunked and nothing else: the bytes of "Transfer-Encoding: gzip, chunked" would
-  // arrive compressed. RFC 9112 (6.1) answers a transfer coding not understood with 501.
+  // Node decodes chunked alone; RFC 9112 (6.1) answers a transfer coding not understood with 501.
   const transfer = (req.headers['transfer-encoding'] ?? '').split(',').map((c) => c.trim().toLowerCase());
   const unknownTransfer = transfer.find((c) => c !== '' && c !== 'chunked');
   if (unknownTransfer !== undefined) {
@@ -81,9 +71,7 @@ const COMMON_TYPES = new Set(['application/json', 'application/json; charset=utf
 const PLAIN_BODY = Object.freeze({ decoder: null });
 
 /**
- * Node has already refused a Content-Length that is not a number, or one given twice with two
- * values, or one beside Transfer-Encoding. One over the limit is refused before it is read, even
- * compressed: a compressed JSON body is smaller than the JSON.
+ * A Content-Length over the limit, refused before it is read (Node refused malformed ones already).
  * @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes @param {string} [limitName]
  */
 function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
@@ -92,11 +80,7 @@ function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
   return { error: new ApiError('payload_too_large', `Content-Length ${declared} is over ${limitName} (${maxBodyBytes})`) };
 }
 
-/**
- * The parsed value of a body read in full, or an error saying why it cannot be taken as sent.
- * @param {Buffer} buffer  the decoded body
- * @returns {unknown}
- */
+/** The parsed value of a decoded body, or why it cannot be taken as sent. @param {Buffer} buffer @returns {unknown} */
 export function parseJsonBody(buffer) {
   // Decoding would replace bad bytes with U+FFFD, which would then be stored as if sent.
   if (!isUtf8(buffer)) throw new ApiError('invalid_utf8');
@@ -123,12 +107,9 @@ export function parseJsonBody(buffer) {
 }
 
 /**
- * Middleware: checks the headers, reads the body (decompressed, at most `maxBodyBytes` of it, within
- * `bodyReadTimeoutMs`, and within admission control's allowance when it left one in
- * res.locals.bodyAllowance), parses it strictly and puts the value on req.body.
- *
- * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} options
- * @returns {import('express').RequestHandler}
+ * Checks the headers, reads the body (decoded, within its limit, its time and admission's
+ * allowance), parses it strictly onto req.body.
+ * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} options @returns {import('express').RequestHandler}
  */
 export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
   return (req, res, next) => {
@@ -138,8 +119,7 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
 
     const decoder = checked.decoder?.();
     if (decoder) req.pipe(decoder);
-    /** @type {import('node:stream').Readable} */
-    const source = decoder ?? req;
+    const source = /** @type {import('node:stream').Readable} */ (decoder ?? req);
 
     /** @param {unknown} err @param {Buffer} [buffer] */
     const settle = (err, buffer) => {
@@ -160,26 +140,17 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
       next();
     };
 
-    // A body that trickles or stalls would otherwise hold its socket (and whatever it has sent) for
-    // as long as the client likes.
     const timer = setTimeout(() => {
       stop();
       settle(new ApiError('body_timeout', `the body did not arrive within BODY_READ_TIMEOUT_MS (${bodyReadTimeoutMs} ms); nothing was written`));
     }, bodyReadTimeoutMs);
     const declared = req.headers['content-length'];
-    // A body admission control charges as it is read (no Content-Length): its allowance, asked per chunk.
-    const allowance = /** @type {import('./admission.js').BodyAllowance | undefined} */ (res.locals.bodyAllowance);
+    const allowance = res.locals.bodyAllowance;
     const stop = readBody(req, source, { limit: maxBodyBytes, length: declared === undefined ? undefined : Number(declared), allowance }, settle);
   };
 }
 
-/**
- * A failure while reading the body, as the catalogue's answer: ours (the reader's limits,
- * admission's overflow, the body timeout) as they are; the decoder's, which means the body was not
- * the compressed data its Content-Encoding said.
- * @param {unknown} err
- * @param {boolean} compressed
- */
+/** A read failure as the catalogue's answer: ours as they are; a decoder's is malformed_encoding. @param {unknown} err @param {boolean} compressed */
 function describeReadError(err, compressed) {
   if (err instanceof ApiError) return err;
   return compressed ? new ApiError('malformed_encoding') : err;

@@ -1,12 +1,6 @@
 import net from 'node:net';
 
-/**
- * Why a server cannot listen on HOST:PORT, as one line naming the address and the variable to
- * change; undefined for an error that is not about the address (then it is a bug, and its stack
- * is wanted).
- * @param {unknown} err  what listen() emitted
- * @param {{ host: string, port: number }} address
- */
+/** Why a server cannot listen on HOST:PORT, in one line; undefined when not about the address. @param {unknown} err @param {{ host: string, port: number }} address */
 export function listenProblem(err, { host, port }) {
   switch (/** @type {NodeJS.ErrnoException} */ (err)?.code) {
     case 'EADDRINUSE':
@@ -23,11 +17,8 @@ export function listenProblem(err, { host, port }) {
 }
 
 /**
- * Listens on HOST:PORT for a moment and lets go: what `npm start` and the cluster's primary ask
- * before they start anything, so a busy port is one line at once rather than after the embedded
- * PostgreSQL and the migrations. PORT 0 (any free port) always can.
- * @param {{ host: string, port: number }} address
- * @returns {Promise<string | undefined>} the problem, as listenProblem words it
+ * Listens on HOST:PORT a moment and lets go, before anything starts: a busy port is one line at once.
+ * @param {{ host: string, port: number }} address @returns {Promise<string | undefined>} the problem, as listenProblem words it
  */
 export function checkCanListen({ host, port }) {
   if (port === 0) return Promise.resolve(undefined);

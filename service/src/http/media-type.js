@@ -1,6 +1,5 @@
-// A Content-Type parsed strictly (RFC 9110, 8.3.1). The content-type package skips parameters it
-// cannot read and takes the first of two charsets; here both make the header malformed, because
-// whatever is guessed about the body's charset would be stored.
+// A Content-Type parsed strictly (RFC 9110, 8.3.1): a parameter it cannot read, or two charsets,
+// make it malformed, since whatever is guessed about the charset would be stored.
 
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const QUOTED = '"(?:[^"\\\\\\x00-\\x08\\x0a-\\x1f\\x7f]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*"';
@@ -8,15 +7,11 @@ const TYPE = new RegExp(`^${TOKEN}/${TOKEN}`);
 // OWS ";" OWS [ name "=" ( token / quoted-string ) ]: an empty parameter is allowed, a bare name not.
 const PARAMETER = new RegExp(`[ \\t]*;[ \\t]*(?:(${TOKEN})=(${TOKEN}|${QUOTED}))?`, 'y');
 
-/**
- * @param {string} header
- * @returns {{ type: string, parameters: Map<string, string> } | null}  null: malformed; names lower-cased
- */
+/** @param {string} header @returns {{ type: string, parameters: Map<string, string> } | null}  null: malformed; names lower-cased */
 export function parseMediaType(header) {
   const type = TYPE.exec(header);
   if (!type) return null;
-  /** @type {Map<string, string>} */
-  const parameters = new Map();
+  const parameters = /** @type {Map<string, string>} */ (new Map());
   let at = type[0].length;
   while (at < header.length) {
     PARAMETER.lastIndex = at;

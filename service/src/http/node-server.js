@@ -8,15 +8,9 @@ import { holdContinue } from './expect-continue.js';
 const PARSER_REFUSALS = { HPE_HEADER_OVERFLOW: 'headers_too_large', ERR_HTTP_REQUEST_TIMEOUT: 'request_timeout' };
 
 /**
- * The HTTP server around the app, with the answers Node would otherwise give on its own: a bare
- * `400` with no body for a request it cannot parse, `417` for an unknown `Expect`, and `100 Continue`
- * before anything is checked. Each is the catalogue's JSON answer instead, and `100 Continue` waits
- * until the request is admitted (http/expect-continue.js). server.js and the tests both serve
- * through this.
- *
- * @param {import('node:http').RequestListener} app
- * @param {{ headersTimeoutMs?: number, checkEveryMs?: number }} [timeouts]  how long a request's
- *   headers may take to arrive (408 after), and how often Node looks (tests shorten both)
+ * The HTTP server around the app: Node's own refusals (an unparsable request, an unknown `Expect`)
+ * answered from the catalogue, and `100 Continue` held until the request is admitted.
+ * @param {import('node:http').RequestListener} app @param {{ headersTimeoutMs?: number, checkEveryMs?: number }} [timeouts]  408 after; tests shorten both
  */
 export function createHttpServer(app, { headersTimeoutMs = 66_000, checkEveryMs = 30_000 } = {}) {
   const server = http.createServer({ headersTimeout: headersTimeoutMs, connectionsCheckingInterval: checkEveryMs }, app);

@@ -1,8 +1,7 @@
 import { ApiError } from '../errors.js';
 
-// The Prefer header (RFC 7240) with PostgREST's vocabulary for writes: resolution, return, count,
-// handling. Preferences sluice does not honour are ignored, as the RFC says, unless the client asks
-// for `handling=strict` (then they are 400, as in PostgREST).
+// The Prefer header (RFC 7240) with PostgREST's words for writes: resolution, return, count,
+// handling. Others are ignored, unless `handling=strict` (then 400, as in PostgREST).
 
 /** The `resolution` preferences (PostgREST's names), by the Resolution they select. */
 const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
@@ -12,41 +11,34 @@ const COUNTS = new Set(['exact', 'planned', 'estimated']);
 const HANDLINGS = new Set(['lenient', 'strict']);
 
 /**
- * What a request prefers.
- * @typedef {object} Preferences
- * @property {import('../users/user-schema.js').Resolution} resolution
- * @property {'minimal' | 'headers-only' | 'representation'} [return]  none: sluice's counts object
- * @property {boolean} count  answer Content-Range with the rows affected
- * @property {string} [applied]  the value for Preference-Applied, when a preference was honoured
+ * return: none is sluice's counts; count: Content-Range; applied: Preference-Applied's value.
+ * @typedef {{ resolution: import('../users/user-schema.js').Resolution, return?: 'minimal' | 'headers-only' | 'representation', count: boolean, applied?: string }} Preferences
  */
 
 /** @type {Readonly<Preferences>} */
 const NONE = Object.freeze({ resolution: 'ignore', count: false });
 
 /**
- * The preferences of a request's `Prefer` headers: preferences are separated by commas, each
- * `name[=value]` with optional `;` parameters; names are case-insensitive; the first of a name
- * counts. Preference-Applied lists what was honoured in PostgREST's order (resolution, return,
- * count, handling).
- *
- * @param {string | undefined} header  every Prefer header of the request (Node joins them with ", ")
- * @returns {Preferences}
- * @throws {ApiError} unsupported_preference: another resolution value; under handling=strict, any
- *   preference not honoured
+ * A request's `Prefer` headers (joined with ", "): `name[=value][;...]` by commas, names in any
+ * case, the first of a name counts but two resolutions that differ are refused (unsupported_preference).
+ * @param {string | undefined} header @returns {Preferences}
  */
 export function parsePreferences(header) {
   if (!header) return NONE;
-  /** @type {Map<string, string>} */
-  const first = new Map();
-  /** @type {string[]} */
-  const unknown = [];
+  const first = /** @type {Map<string, string>} */ (new Map());
+  const unknown = /** @type {string[]} */ ([]);
   for (const preference of header.split(',')) {
     const [nameValue] = preference.split(';');
     const eq = nameValue.indexOf('=');
     const name = (eq === -1 ? nameValue : nameValue.slice(0, eq)).trim().toLowerCase();
     if (name === '') continue;
     const value = eq === -1 ? '' : nameValue.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
-    if (first.has(name)) continue;
+    if (first.has(name)) {
+      if (name === 'resolution' && first.get(name) !== value) {
+        throw new ApiError('unsupported_preference', `Prefer: resolution is given twice with different values (${JSON.stringify(first.get(name)).slice(1, -1)}, ${JSON.stringify(value).slice(1, -1)}); send one`);
+      }
+      continue;
+    }
     first.set(name, value);
     if (!isHonoured(name, value)) unknown.push(preference.trim());
   }
@@ -89,31 +81,9 @@ function isHonoured(name, value) {
   }
 }
 
-/**
- * The `resolution` a request asks for (the part of parsePreferences that other writers need).
- * @param {string | undefined} header
- * @returns {{ resolution: import('../users/user-schema.js').Resolution, applied?: string }}
- */
+/** The `resolution` a request asks for. @param {string | undefined} header @returns {{ resolution: import('../users/user-schema.js').Resolution, applied?: string }} */
 export function resolutionPreference(header) {
   const { resolution, applied } = parsePreferences(header);
   const resolutionApplied = applied?.split(', ').find((p) => p.startsWith('resolution='));
   return resolutionApplied ? { resolution, applied: resolutionApplied } : { resolution };
-}
-
-/**
- * Middleware: reads the preferences before the body is read, so an unsupported one costs nothing;
- * leaves them in res.locals: resolution, returnPreference, countRows, and preferenceApplied for
- * the answer's Preference-Applied.
- * @returns {import('express').RequestHandler}
- */
-export function readPreferences() {
-  return (req, res, next) => {
-    const header = req.headers.prefer;
-    const preferences = parsePreferences(Array.isArray(header) ? header.join(', ') : header);
-    res.locals.resolution = preferences.resolution;
-    res.locals.returnPreference = preferences.return;
-    res.locals.countRows = preferences.count;
-    res.locals.preferenceApplied = preferences.applied;
-    next();
-  };
 }

@@ -13,25 +13,12 @@ export class ClientGoneError extends Error {
 }
 
 /**
- * Reads a whole body into one Buffer, with memory bounded by its size however it is framed.
- *
- * Keeping each chunk as it came (raw-body's way) costs a Buffer object per chunk: a 0.68 MB body
- * sent in 1-byte chunks held 246 MB, and one at MAX_BODY_BYTES would take a worker down for 60 MB
- * of traffic. Here a body of known length is copied into one buffer of that length, and small
- * chunks of a body of unknown length are copied into shared blocks; only chunks of some size are
- * kept as they are. What is held is the body plus at most one block.
- *
- * Errors: admission control's refusal when `allowance` gives one (a body that outgrew the budget);
- * ApiError('payload_too_large') past `limit`; ApiError('bad_request') when the body does not match
- * `length`; ClientGoneError when the request closed early; an error of `source` (a decoder's) as it is.
- *
- * @param {import('node:http').IncomingMessage} req  the request, watched for the client leaving
- * @param {import('node:stream').Readable} source  the request itself, or its decoder
+ * Reads a whole body into one Buffer, memory bounded by its size however it is framed (small chunks
+ * copied into shared blocks, a known length into one buffer). Errors: the allowance's refusal,
+ * payload_too_large, bad_request (not its length), ClientGoneError, the source's own.
+ * @param {import('node:http').IncomingMessage} req @param {import('node:stream').Readable} source  the request or its decoder
  * @param {{ limit: number, length?: number, allowance?: import('./admission.js').BodyAllowance }} options
- *   length: the declared length of an undecoded body; allowance: asked with the bytes read so far
- *   before each chunk is kept (a body admission control charges as it is read)
- * @param {(err: unknown, body?: Buffer) => void} callback  called once
- * @returns {() => void}  stops reading (listeners removed, the source paused); the callback is not called
+ * @param {(err: unknown, body?: Buffer) => void} callback  called once @returns {() => void}  stops reading, without the callback
  */
 export function readBody(req, source, { limit, length, allowance }, callback) {
   const known = length !== undefined && source === req;
@@ -89,16 +76,10 @@ export function readBody(req, source, { limit, length, allowance }, callback) {
 
 const lengthMismatch = () => new ApiError('bad_request', 'the body does not match its Content-Length; nothing was read or written');
 
-/**
- * Where a body's chunks are kept: one buffer of its length when that is known; otherwise chunks of
- * some size as they came, and small ones copied into shared blocks.
- * @param {number | undefined} length  the body's length, when known
- */
+/** Where a body's chunks are kept. @param {number | undefined} length  when known */
 function keptBody(length) {
-  /** @type {Buffer[]} */
-  const parts = [];
-  /** @type {Buffer | undefined} */
-  let block;
+  const parts = /** @type {Buffer[]} */ ([]);
+  let block = /** @type {Buffer | undefined} */ (undefined);
   let blockUsed = 0;
 
   function sealBlock() {

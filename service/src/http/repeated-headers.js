@@ -1,16 +1,10 @@
 /**
- * The names among `names` that a request carries more than once. Node keeps the first Content-Type
- * or Authorization and drops the rest without a word; two of them are ambiguous, so callers refuse
- * them rather than guess.
- * @param {import('node:http').IncomingMessage} req
- * @param {string[]} names  lower-case
- * @returns {string[]}
+ * The names among `names` (lower-case) a request carries twice: Node keeps the first silently, so
+ * callers refuse rather than guess. @param {import('node:http').IncomingMessage} req @param {string[]} names @returns {string[]}
  */
 export function repeatedHeaders(req, names) {
-  /** @type {Set<string>} */
-  const seen = new Set();
-  /** @type {string[]} */
-  const repeated = [];
+  const seen = /** @type {Set<string>} */ (new Set());
+  const repeated = /** @type {string[]} */ ([]);
   const lengths = names.map((n) => n.length);
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     // A length first: most headers are ruled out without lower-casing (a new string) each.

@@ -7,5 +7,7 @@ declare module 'http' {
     log: Logger;
     /** The client whose credentials were accepted (http/authenticate.js): a configured name, or a JWT's subject. */
     clientName?: string;
+    /** Why its credentials were refused (http/authenticate.js): the metric's reason, never the credential. */
+    refusedBecause?: string;
   }
 }

@@ -4,27 +4,12 @@ import { randomUUID } from 'node:crypto';
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /**
- * Request ids, the access log and the HTTP metrics, at the cost the hot path can afford: one
- * middleware and one 'finish' listener per request for all three (under the single-user load
- * every listener and every allocation of a request shows in the profile).
- *
- * Every request gets an id (the client's X-Request-Id when sane, else a UUID), sent back in
- * X-Request-Id, and `req.log`, a logger whose lines carry it. That child logger is made only when
- * something logs, by a getter on the app's request prototype: pino-http's two eager child loggers
- * per request and its per-request line were about a tenth of the service's CPU.
- *
- * One line per finished request: refusals (4xx) and 503s (the database's state or the service's
- * load, retried by the client; their cause is logged at warn beside) at warn, failures (other 5xx)
- * at error, always;
- * successful requests at debug, since at thousands of requests a second they are noise that
- * /metrics already counts by route and status. Only what helps operate the service is logged:
- * never headers or bodies (user data, the token); the client's name when one was accepted.
- *
- * @param {import('express').Express} app  its request prototype gets `log`
- * @param {import('pino').Logger} logger
- * @param {import('../metrics.js').Metrics} metrics
- * @param {{ quiet?: (req: import('express').Request) => boolean }} [options]  quiet: never logged (probes, scrapes)
- * @returns {import('express').RequestHandler}
+ * Request ids (X-Request-Id), the access log and the HTTP metrics in one middleware and one
+ * 'finish' listener; `req.log` made lazily by a getter on the request prototype. One line a
+ * finished request: 4xx and 503 at warn, other 5xx at error, successes at debug; never headers or
+ * bodies, the accepted client's name. quiet: never logged (probes, scrapes).
+ * @param {import('express').Express} app @param {import('pino').Logger} logger @param {import('../metrics.js').Metrics} metrics
+ * @param {{ quiet?: (req: import('express').Request) => boolean }} [options] @returns {import('express').RequestHandler}
  */
 export function observeRequests(app, logger, metrics, { quiet = () => false } = {}) {
   Object.defineProperty(app.request, 'log', {
@@ -48,19 +33,17 @@ export function observeRequests(app, logger, metrics, { quiet = () => false } = 
       const level = status >= 500 && status !== 503 ? 'error' : status >= 400 ? 'warn' : 'debug';
       if (!logger.isLevelEnabled(level) || quiet(req)) return;
       // The client's name when its credentials were accepted (http/authenticate.js), never a token.
-      const client = /** @type {import('express').Request} */ (req).clientName;
-      req.log[level]({ req: { method: req.method, url: req.originalUrl }, res: { statusCode: status }, responseTime: Math.round(seconds * 1000), ...(client === undefined ? {} : { client }) }, 'request completed');
+      const { clientName: client, refusedBecause: authRefusal } = /** @type {import('express').Request} */ (req);
+      req.log[level]({
+        req: { method: req.method, url: req.originalUrl }, res: { statusCode: status }, responseTime: Math.round(seconds * 1000),
+        ...(client === undefined ? {} : { client }), ...(authRefusal === undefined ? {} : { authRefusal }),
+      }, 'request completed');
     });
     next();
   };
 }
 
-/**
- * Counts a finished request in sluice_http_requests_total and its duration in
- * sluice_http_request_duration_seconds through labelled children kept by method, route and status:
- * prom-client would otherwise hash the label object of every request, twice.
- * @param {import('../metrics.js').Metrics} metrics
- */
+/** A finished request counted and timed, through labelled children kept by method, route and status. @param {import('../metrics.js').Metrics} metrics */
 function labelledChildren(metrics) {
   /** @type {Map<string, { requests: import('prom-client').Counter.Internal, duration: import('prom-client').Histogram.Internal }>} */
   const children = new Map();

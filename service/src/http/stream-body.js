@@ -4,34 +4,10 @@ import { parseMediaType } from './media-type.js';
 import { ClientGoneError } from './read-body.js';
 import { repeatedHeaders } from './repeated-headers.js';
 
-// A streamed body (NDJSON, CSV) is read piece by piece and never whole: the reader hands out its
-// text as it arrives and waits while the consumer is busy (the request is paused meanwhile, so TCP
-// holds the client back). Its limits are its own: MAX_STREAM_BYTES in all, and an idle timeout
-// between two pieces instead of one on the whole body, which may rightly take minutes.
+// A streamed body (NDJSON, CSV) read piece by piece, never whole: its text handed out as it comes,
+// the request paused while the consumer is busy. Limits: MAX_STREAM_BYTES, an idle timeout.
 
-/** The media types of a stream, by the format of its records. */
-export const STREAM_TYPES = /** @type {const} */ ({ 'application/x-ndjson': 'ndjson', 'application/jsonl': 'ndjson', 'text/csv': 'csv' });
-/** @typedef {(typeof STREAM_TYPES)[keyof typeof STREAM_TYPES]} StreamFormat */
-
-/**
- * The stream format a request's Content-Type names, or undefined for any other (the JSON body's
- * reader then answers for it, refusals included).
- * @param {import('node:http').IncomingMessage} req
- * @returns {StreamFormat | undefined}
- */
-export function streamFormat(req) {
-  const header = req.headers['content-type'];
-  // The JSON array, by far the most common, costs one comparison.
-  if (header === undefined || (header.startsWith('application/json') && !header.startsWith('application/jsonl'))) return undefined;
-  const type = parseMediaType(header);
-  return type && Object.hasOwn(STREAM_TYPES, type.type) ? STREAM_TYPES[/** @type {keyof typeof STREAM_TYPES} */ (type.type)] : undefined;
-}
-
-/**
- * What is wrong with a stream's headers, or the decoder its body needs.
- * @param {import('node:http').IncomingMessage} req  whose streamFormat is known
- * @param {number} maxStreamBytes
- */
+/** What is wrong with a stream's headers, or its decoder. @param {import('node:http').IncomingMessage} req @param {number} maxStreamBytes */
 export function checkStreamHeaders(req, maxStreamBytes) {
   const [repeated] = repeatedHeaders(req, ['content-type']);
   if (repeated) return { error: new ApiError('duplicate_header', 'Content-Type is given more than once; send it once') };
@@ -43,31 +19,20 @@ export function checkStreamHeaders(req, maxStreamBytes) {
 }
 
 /**
- * @typedef {object} StreamReader
- * @property {() => AsyncGenerator<string>} texts  the body's text, piece by piece, decoded and
- *   checked as UTF-8; throws ApiError (payload_too_large, body_timeout, invalid_utf8,
- *   malformed_encoding) or ClientGoneError
- * @property {() => number} bytes  bytes read so far (decoded)
- * @property {() => void} close  stops reading; what is left of the body stays unread
+ * texts: the body's text piece by piece, checked UTF-8, or an ApiError or ClientGoneError; close: the rest stays unread.
+ * @typedef {{ texts: () => AsyncGenerator<string>, bytes: () => number, close: () => void }} StreamReader
  */
 
-/**
- * @param {import('node:http').IncomingMessage} req
- * @param {{ decoder: (() => import('node:stream').Transform) | null, maxStreamBytes: number, idleTimeoutMs: number }} options
- * @returns {StreamReader}
- */
+/** @param {import('node:http').IncomingMessage} req @param {{ decoder: (() => import('node:stream').Transform) | null, maxStreamBytes: number, idleTimeoutMs: number }} options @returns {StreamReader} */
 export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTimeoutMs }) {
   const decoder = makeDecoder?.();
   if (decoder) req.pipe(decoder);
-  /** @type {import('node:stream').Readable} */
-  const source = decoder ?? req;
+  const source = /** @type {import('node:stream').Readable} */ (decoder ?? req);
   let read = 0;
-  /** @type {AsyncIterator<Buffer> | undefined} */
-  let chunks;
+  let chunks = /** @type {AsyncIterator<Buffer> | undefined} */ (undefined);
   const { fail, next: nextChunk, stop: stopWatching } = watchFailures(req, decoder);
 
-  /** @type {NodeJS.Timeout | undefined} */
-  let timer;
+  let timer = /** @type {NodeJS.Timeout | undefined} */ (undefined);
   const armTimer = () => {
     clearTimeout(timer);
     timer = setTimeout(() => fail(new ApiError('body_timeout', `no part of the body arrived for STREAM_IDLE_TIMEOUT_MS (${idleTimeoutMs} ms); nothing was written`)), idleTimeoutMs);
@@ -76,8 +41,7 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
   function close() {
     clearTimeout(timer);
     stopWatching();
-    // The iterator's listeners off the request (it is not destroyed): a 'readable' listener left
-    // on it would keep whoever reads the rest of the body (http/unread-body.js) from resuming it.
+    // The iterator's listeners off: one left would keep unread-body.js from resuming the request.
     chunks?.return?.().catch(() => {});
     if (decoder) {
       req.unpipe(decoder);
@@ -120,17 +84,13 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
 }
 
 /**
- * The first failure of a streamed request (the client gone, a bad encoding, the idle timeout), and
- * the wait for a chunk it ends. Not one promise raced against every read: each Promise.race would
- * leave a reaction on a promise that stays pending for the whole body, and every reaction keeps its
- * read, the chunk with it, alive (nodejs/node#17469): a million users held 240 MiB that way.
+ * The first failure of a stream (client gone, bad encoding, idle timeout), which ends the wait for
+ * a chunk; not a Promise.race a read, whose reactions would keep every chunk alive (nodejs/node#17469).
  * @param {import('node:http').IncomingMessage} req @param {import('node:stream').Transform | undefined} decoder
  */
 function watchFailures(req, decoder) {
-  /** @type {{ err: unknown } | undefined} */
-  let failure;
-  /** @type {((err: unknown) => void) | undefined} */
-  let interruptRead;
+  let failure = /** @type {{ err: unknown } | undefined} */ (undefined);
+  let interruptRead = /** @type {((err: unknown) => void) | undefined} */ (undefined);
   /** @param {unknown} err */
   const fail = (err) => {
     failure ??= { err };
@@ -147,11 +107,7 @@ function watchFailures(req, decoder) {
   decoder?.on('error', () => fail(new ApiError('malformed_encoding')));
   return {
     fail,
-    /**
-     * The iterator's next chunk, or the failure that comes first (or came already).
-     * @param {AsyncIterator<Buffer>} iterator
-     * @returns {Promise<IteratorResult<Buffer>>}
-     */
+    /** The next chunk, or the failure that comes first. @param {AsyncIterator<Buffer>} iterator @returns {Promise<IteratorResult<Buffer>>} */
     async next(iterator) {
       if (failure) throw failure.err;
       try {
@@ -170,38 +126,11 @@ function watchFailures(req, decoder) {
   };
 }
 
-/**
- * Decoding would replace bad bytes with U+FFFD, which would then be stored as if sent.
- * @param {TextDecoder} utf8 @param {Buffer | undefined} chunk @param {boolean} more
- */
+/** Strict: a replacement U+FFFD would be stored as if sent. @param {TextDecoder} utf8 @param {Buffer | undefined} chunk @param {boolean} more */
 function decodeUtf8(utf8, chunk, more) {
   try {
     return utf8.decode(chunk, { stream: more });
   } catch {
     throw new ApiError('invalid_utf8');
   }
-}
-
-/**
- * Waits for a writable that is behind to drain, or for the reader to fail meanwhile.
- * @param {import('node:stream').Writable} writable
- */
-export function drained(writable) {
-  return new Promise((resolve, reject) => {
-    const onDrain = () => {
-      writable.off('error', onError);
-      writable.off('close', onClose);
-      resolve(undefined);
-    };
-    /** @param {Error} err */
-    const onError = (err) => {
-      writable.off('drain', onDrain);
-      writable.off('close', onClose);
-      reject(err);
-    };
-    const onClose = () => onError(new Error('the COPY stream closed before it drained'));
-    writable.once('drain', onDrain);
-    writable.once('error', onError);
-    writable.once('close', onClose);
-  });
 }

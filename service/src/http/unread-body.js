@@ -5,16 +5,10 @@ import { awaitsContinue } from './expect-continue.js';
 const CLOSE_AT_ONCE = new Set(['body_timeout', 'bad_request']);
 
 /**
- * What happens to a body that was not read when the answer goes out (a refusal before or while
- * reading it). Closing the connection at once would be cheapest, but a client still sending its
- * body then meets a reset, often before it has read the answer (EPIPE, ECONNRESET), and never sees
- * its 503 and Retry-After. So the rest of the body is read and dropped, up to the limits a body
- * has anyway (MAX_BODY_BYTES, BODY_READ_TIMEOUT_MS), and the connection stays usable. The
- * connection is closed after the answer instead when the body will not come (a client waiting for
- * `100 Continue`), when it is declared over the limit, or when the refusal is about its arrival.
- *
- * @param {import('node:http').IncomingMessage} req
- * @param {import('node:http').ServerResponse} res  not yet answered
+ * A body not read when the answer goes out is read and dropped within a body's limits, so a client
+ * still sending reads its answer rather than a reset; the connection is closed instead when the
+ * body will not come (100 Continue), is declared over the limit, or its arrival is the refusal.
+ * @param {import('node:http').IncomingMessage} req @param {import('node:http').ServerResponse} res  not yet answered
  * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number, code?: string }} options  code: the refusal's
  */
 export function finishUnreadBody(req, res, { maxBodyBytes, bodyReadTimeoutMs, code }) {

@@ -1,43 +1,24 @@
 import { ApiError } from '../errors.js';
 import { SECRET_FIELDS, SHOWN_FIELDS, USER_FIELDS } from '../user-columns.js';
 
-// The query parameters of PostgREST's insert and upsert that sluice reads on POST /users:
-// `on_conflict` (the conflict target), `columns` (the keys read from each object) and `select` (the
-// columns of a return=representation answer). Other parameters are ignored, as before.
+// The query parameters of PostgREST's insert that sluice reads on POST /users: `on_conflict`,
+// `columns` (the keys read from each object), `select` (a representation's columns); others ignored.
 
-/** The keys a user object may have (user-columns.js), which are the columns one can write. */
+/** The keys a user object may have (user-columns.js): the columns one can write. */
 export const WRITE_COLUMNS = USER_FIELDS;
 /** The columns a representation holds, in this order: those the declaration shows (never the password hash), then when the row was created and updated. */
 export const READ_COLUMNS = /** @type {readonly (import('../user-columns.js').ShownField | 'createdAt' | 'updatedAt')[]} */ ([...SHOWN_FIELDS, 'createdAt', 'updatedAt']);
-/**
- * sluice's per-item report: `outcome` in `select` (never in `*`) makes a representation hold every
- * item of the request, in order, each with what became of it (post-users.js representation()).
- */
+/** `outcome` in `select` (never in `*`): a representation of every item, with what became of it. */
 export const OUTCOME = 'outcome';
-/** @typedef {typeof READ_COLUMNS[number] | typeof OUTCOME} ReadColumn */
-/** @typedef {typeof WRITE_COLUMNS[number]} WriteColumn */
+/** @typedef {typeof READ_COLUMNS[number] | typeof OUTCOME} ReadColumn @typedef {typeof WRITE_COLUMNS[number]} WriteColumn */
+/** @typedef {{ columns?: (WriteColumn | 'password')[], select?: ReadColumn[] }} WriteQuery */
 
-/**
- * What the query asks of a write.
- * @typedef {object} WriteQuery
- * @property {(WriteColumn | 'password')[]} [columns]  only these keys are read from each object
- * @property {ReadColumn[]} [select]  the columns of a representation (all when not given)
- */
+const NOTHING = /** @type {Readonly<WriteQuery>} */ (Object.freeze({}));
 
-/** @type {Readonly<WriteQuery>} */
-const NOTHING = Object.freeze({});
-
-/**
- * A comma-separated list of column names, as postgrest-js sends them (`"email","name"`): each name
- * trimmed and unquoted.
- * @param {string} value
- */
+/** Column names as postgrest-js sends them (`"email","name"`), trimmed and unquoted. @param {string} value */
 const names = (value) => value.split(',').map((n) => n.trim().replace(/^"(.*)"$/, '$1'));
 
-/**
- * @param {URLSearchParams} params @param {string} name
- * @returns {string | undefined}
- */
+/** @param {URLSearchParams} params @param {string} name @returns {string | undefined} */
 function single(params, name) {
   const values = params.getAll(name);
   if (values.length === 0) return undefined;
@@ -46,17 +27,11 @@ function single(params, name) {
   return values[0];
 }
 
-/**
- * The query of a POST /users.
- * @param {string} search  the query string, without the `?`
- * @returns {WriteQuery}
- * @throws {ApiError} unknown_column, unsupported_conflict_target, unsupported_query
- */
+/** The query of a POST /users (without the `?`), or an ApiError. @param {string} search @returns {WriteQuery} */
 export function parseWriteQuery(search) {
   if (search === '') return NOTHING;
   const params = new URLSearchParams(search);
-  /** @type {WriteQuery} */
-  const query = {};
+  const query = /** @type {WriteQuery} */ ({});
 
   const onConflict = single(params, 'on_conflict');
   if (onConflict !== undefined) {
@@ -82,15 +57,9 @@ export function parseWriteQuery(search) {
   return query;
 }
 
-/**
- * `select`: `*`, or a list of columns. What PostgREST reads beyond that (embedded resources,
- * renaming, casts, JSON paths, aggregates) has nothing to apply to here.
- * @param {string} select
- * @returns {ReadColumn[]}
- */
+/** `select`: `*` or column names (PostgREST's embedding, casts and paths have nothing to apply to). @param {string} select @returns {ReadColumn[]} */
 function parseSelect(select) {
-  /** @type {Set<ReadColumn>} */
-  const chosen = new Set();
+  const chosen = /** @type {Set<ReadColumn>} */ (new Set());
   for (const name of names(select)) {
     if (name === '*') {
       for (const c of READ_COLUMNS) chosen.add(c);
@@ -114,17 +83,4 @@ function parseSelect(select) {
 /** @param {string} column @param {string} parameter @param {readonly string[]} known */
 function unknownColumn(column, parameter, known) {
   return new ApiError('unknown_column', `Could not find the '${column}' column of 'users' (?${parameter}); its columns are ${known.join(', ')}`);
-}
-
-/**
- * Middleware: reads the query before the body is read, so a refused one costs nothing; leaves it
- * in res.locals.writeQuery.
- * @returns {import('express').RequestHandler}
- */
-export function readWriteQuery() {
-  return (req, res, next) => {
-    const mark = req.url.indexOf('?');
-    res.locals.writeQuery = mark === -1 ? NOTHING : parseWriteQuery(req.url.slice(mark + 1));
-    next();
-  };
 }

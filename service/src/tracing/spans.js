@@ -1,35 +1,21 @@
-// The service's own spans over the OpenTelemetry API (the Tracing of tracing/tracing.js, made by
-// tracing/sdk.js when tracing is on). Nothing of OpenTelemetry is imported here: the API comes in
-// from the SDK that started it (the types below are erased).
+// The service's spans over the OpenTelemetry API (tracing.js's Tracing, made by sdk.js when tracing
+// is on). Nothing of OpenTelemetry is imported here: the API comes in from the SDK that started it.
 
 /** @typedef {import('@opentelemetry/api').Span} Span */
 /** @typedef {import('@opentelemetry/api').Attributes} Attributes */
 /** @typedef {import('./tracing.js').Step} Step */
 /** @typedef {import('./tracing.js').Tracing} Tracing */
 
-/**
- * Whether a span is one the sampler kept (it records, and so would its children): the one rule
- * for a request left out. Each of the six samplers OTEL_TRACES_SAMPLER names would leave a child
- * of a span left out too (the parent-based ones follow the parent; traceidratio decides by the
- * trace's id, which the child shares; always_on leaves nothing out), so a request left out pays
- * neither for a child span (a step, its write, its statements) nor for a context to hold it, and
- * a group's statement neither hangs under nor links to it.
- * @param {Span | undefined} span
- */
+/** Whether the sampler kept a span (every sampler leaves out the children of one it left out). @param {Span | undefined} span */
 export const sampled = (span) => span?.isRecording() === true;
 
-/** Where a request's context holds its steps (tracedRequests). */
 const STEPS = Symbol('sluice.steps');
 
-/**
- * The time of a request's span and its steps, in epoch milliseconds to the microsecond, all read
- * from one clock: the SDK anchors each span of its own on Date.now() (whole milliseconds), so
- * steps a few microseconds long would seem to overlap.
- */
+// A request's span and its steps read one clock, to the microsecond (the SDK's own is Date.now()).
 const clock = () => TIME_ORIGIN + performance.now();
 const TIME_ORIGIN = performance.timeOrigin;
 
-/** Probes and scrapes: not traced, they would outnumber the requests worth a trace. */
+// Probes and scrapes are not traced: they would outnumber the requests worth a trace.
 const UNTRACED = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** @param {string} url */
@@ -38,11 +24,7 @@ const pathOf = (url) => {
   return mark === -1 ? url : url.slice(0, mark);
 };
 
-/**
- * Marks a span failed. Only the error's class and code go on it, never its message: a message may
- * quote what a client sent.
- * @param {Span} span @param {unknown} err
- */
+/** Marks a span failed by the error's code or class, never its message (it may quote what a client sent). @param {Span} span @param {unknown} err */
 function failSpan(span, err) {
   const e = /** @type {{ name?: unknown, code?: unknown }} */ (err ?? {});
   const type = typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : 'error';
@@ -50,55 +32,33 @@ function failSpan(span, err) {
   span.setStatus({ code: 2 /* SpanStatusCode.ERROR */, message: type });
 }
 
-/**
- * The service's spans through one tracer of `provider`. Its methods are arrow functions: each may
- * be handed on alone (pino's mixin, a pool's connect listener).
- * @implements {Tracing}
- */
+/** The service's spans through one tracer; arrow-function methods, so each may be handed on alone. @implements {Tracing} */
 export class OtelTracing {
   enabled = true;
   #otel;
   #tracer;
   #provider;
 
-  /**
-   * @param {typeof import('@opentelemetry/api')} otel  the API, its context manager set
-   * @param {{ getTracer: (name: string) => import('@opentelemetry/api').Tracer, shutdown: () => Promise<void> }} provider
-   */
+  /** @param {typeof import('@opentelemetry/api')} otel @param {{ getTracer: (name: string) => import('@opentelemetry/api').Tracer, shutdown: () => Promise<void> }} provider */
   constructor(otel, provider) {
     this.#otel = otel;
     this.#tracer = provider.getTracer('sluice-service');
     this.#provider = provider;
   }
 
-  /**
-   * On the way out: the spans the batch processor still holds are exported, for at most `limitMs`
-   * (an unreachable receiver must not hold up a shutdown).
-   * @param {number} [limitMs]
-   */
+  /** Exports the spans still held, for at most `limitMs`: an unreachable receiver must not hold up a shutdown. @param {number} [limitMs] */
   flush = async (limitMs = 2000) => {
     await Promise.race([this.#provider.shutdown().catch(() => {}), new Promise((resolve) => setTimeout(resolve, limitMs).unref())]);
   };
 
-  /** The span active in this async context, or undefined. */
   activeSpan = () => this.#otel.trace.getActiveSpan();
 
-  /** Whether the active span is one the sampler kept: its children would be too. */
   activeSpanSampled = () => sampled(this.#otel.trace.getActiveSpan());
 
-  /**
-   * A CLIENT span, a child of the active one, which the caller found sampled (activeSpanSampled:
-   * checked before it names the span).
-   * @param {string} name @param {Attributes} attributes
-   */
+  /** A CLIENT span under the active one, which the caller found sampled. @param {string} name @param {Attributes} attributes */
   startClientSpan = (name, attributes) => this.#tracer.startSpan(name, { kind: this.#otel.SpanKind.CLIENT, attributes });
 
-  /**
-   * The active span's ids for a log line (pino's mixin, set by logger.js only when tracing is on),
-   * named as OpenTelemetry's pino instrumentation names them. A new object each time: pino merges
-   * the line's own fields into it.
-   * @returns {{ trace_id?: string, span_id?: string, trace_flags?: string }}
-   */
+  /** The active span's ids for a log line (pino's mixin; a new object, pino merges into it). @returns {{ trace_id?: string, span_id?: string, trace_flags?: string }} */
   traceFieldsOfLog = () => {
     const span = this.#otel.trace.getActiveSpan();
     if (!span) return {};
@@ -106,28 +66,18 @@ export class OtelTracing {
     return { trace_id: traceId, span_id: spanId, trace_flags: `0${traceFlags.toString(16)}` };
   };
 
-  /**
-   * Ends a span, marking it failed when `err` is given (failSpan: never the error's message).
-   * @param {Span | undefined} span @param {unknown} [err]
-   */
+  /** @param {Span | undefined} span @param {unknown} [err]  given: the span failed */
   endSpan = (span, err) => {
     if (!span) return;
     if (err !== undefined) failSpan(span, err);
     span.end();
   };
 
-  /**
-   * Runs `fn` with `span` as the active span (its database calls become its children).
-   * @template T @param {Span} span @param {() => T} fn @returns {T}
-   */
+  /** @template T @param {Span} span @param {() => T} fn @returns {T} */
   runInSpan = (span, fn) => this.#otel.context.with(this.#otel.trace.setSpan(this.#otel.context.active(), span), fn);
 
-  /**
-   * Runs an async step in a span of its own, ended when it settles; in no span when its request
-   * was left out by the sampler. Only called when tracing is on (callers check `enabled` once, when
-   * they are built), so the off path has no closure.
-   * @template T @param {string} name @param {Attributes} attributes @param {() => Promise<T>} fn @returns {Promise<T>}
-   */
+  // Runs an async step in its own span, ended when it settles (none when sampled out). Callers check `enabled` once, when built.
+  /** @template T @param {string} name @param {Attributes} attributes @param {() => Promise<T>} fn @returns {Promise<T>} */
   inSpan = async (name, attributes, fn) => {
     const active = this.#otel.trace.getActiveSpan();
     if (active !== undefined && !sampled(active)) return fn();
@@ -142,16 +92,8 @@ export class OtelTracing {
     }
   };
 
-  /**
-   * A step begins, in the request being traced; undefined (and nothing allocated) when no request
-   * is, or its request was sampled out. End it with endStep.
-   *
-   * A step is recorded as it happens and made a span when the request ends (tracedRequests): no
-   * span is alive during the step and nothing switches context for it. Live step spans, each with a
-   * context of its own and restored for the next step, cost a single-user request more than the
-   * rest of its tracing did (docs/tracing.md).
-   * @param {string} name @returns {Step | undefined}
-   */
+  // A step of the traced request begins (undefined: none is, or it was sampled out): recorded, made a span when the request ends.
+  /** @param {string} name @returns {Step | undefined} */
   startStep = (name) => {
     const steps = /** @type {Step[] | undefined} */ (this.#otel.context.active().getValue(STEPS));
     if (!steps) return undefined;
@@ -161,23 +103,14 @@ export class OtelTracing {
     return step;
   };
 
-  /**
-   * A step ends, failed when `err` is given. A step never ended (its middleware answered the
-   * request itself: a refusal) ends with the request.
-   * @param {Step | undefined} step @param {unknown} [err]
-   */
+  /** A step ends (failed when `err` is given); one never ended ends with its request. @param {Step | undefined} step @param {unknown} [err] */
   endStep = (step, err) => {
     if (!step) return;
     step.end = clock();
     step.err = err;
   };
 
-  /**
-   * An Express middleware as a step of the request (a span, a child of the request's, from its
-   * call until it passes on with next).
-   * @param {string} name @param {import('express').RequestHandler} middleware
-   * @returns {import('express').RequestHandler}
-   */
+  /** An Express middleware as a step, from its call until it calls next. @param {string} name @param {import('express').RequestHandler} middleware @returns {import('express').RequestHandler} */
   tracedMiddleware = (name, middleware) => {
     const otel = this.#otel;
     return (req, res, next) => {
@@ -185,23 +118,16 @@ export class OtelTracing {
       const step = this.startStep(name);
       middleware(req, res, (/** @type {unknown} */ err) => {
         this.endStep(step, err === undefined || err === 'route' || err === 'router' ? undefined : err);
-        // A step may pass on from a callback of the request's stream, which runs in the context the
-        // socket was made in: then the request's context is put back for the next step.
+        // Passed on from a stream's callback (the socket's context): the request's is put back.
         if (otel.context.active() === context) next(err);
         else otel.context.with(context, next, undefined, err);
       });
     };
   };
 
-  /**
-   * The HTTP server's listener with a SERVER span around each request (the caller's W3C
-   * `traceparent` honoured), named by its route, with OpenTelemetry's HTTP attributes. Made here
-   * rather than by @opentelemetry/instrumentation-http and -express: they wrap every listener,
-   * emitter and router layer of the request, which cost a single-user request more than its own
-   * spans (docs/tracing.md).
-   * @param {import('node:http').RequestListener} listener
-   * @returns {import('node:http').RequestListener}
-   */
+  // The HTTP listener with a SERVER span a request (W3C `traceparent` honoured), named by its route; made here,
+  // not by instrumentation-http/-express, which wrap every listener and router layer (docs/tracing.md).
+  /** @param {import('node:http').RequestListener} listener @returns {import('node:http').RequestListener} */
   tracedRequests = (listener) => (req, res) => {
     const path = pathOf(req.url ?? '/');
     if (UNTRACED.has(path)) return listener(req, res);
@@ -211,16 +137,11 @@ export class OtelTracing {
     /** @type {Step[]} */
     const steps = [];
     const context = otel.trace.setSpan(parent, span);
-    // A response emits close once it is finished, or when its connection is lost before.
     res.once('close', () => this.#endRequest(req, res, span, steps, context));
-    // A request the sampler left out records no steps: its spans would not be exported anyway.
     otel.context.with(sampled(span) ? context.setValue(STEPS, steps) : context, listener, undefined, req, res);
   };
 
-  /**
-   * @param {import('node:http').IncomingMessage} req @param {string} path
-   * @param {import('@opentelemetry/api').Context} parent
-   */
+  /** @param {import('node:http').IncomingMessage} req @param {string} path @param {import('@opentelemetry/api').Context} parent */
   #startServerSpan(req, path, parent) {
     const [host, port] = (req.headers.host ?? '').split(':');
     return this.#tracer.startSpan(req.method ?? 'HTTP', {
@@ -239,13 +160,8 @@ export class OtelTracing {
     }, parent);
   }
 
-  /**
-   * The request's span ends, its steps made spans with the times they recorded.
-   * @param {import('node:http').IncomingMessage} req @param {import('node:http').ServerResponse} res
-   * @param {Span} span @param {Step[]} steps @param {import('@opentelemetry/api').Context} context
-   */
+  /** The request's span ends; its steps become spans. @param {import('node:http').IncomingMessage} req @param {import('node:http').ServerResponse} res @param {Span} span @param {Step[]} steps @param {import('@opentelemetry/api').Context} context */
   #endRequest(req, res, span, steps, context) {
-    // Express leaves the route it matched on the request.
     const route = /** @type {{ route?: { path?: unknown } }} */ (/** @type {unknown} */ (req)).route?.path;
     if (typeof route === 'string') {
       span.setAttribute('http.route', route);
@@ -265,20 +181,12 @@ export class OtelTracing {
     span.end(now);
   }
 
-  /**
-   * The group commit's statement span: a child of the oldest sampled request's write span, linked
-   * to every sampled request it carries (OpenTelemetry's way for one operation done for many:
-   * links, not parents). A request sampled out is neither parent nor link: its spans are never
-   * exported, and a span under it would share its fate, leaving the group's sampled requests
-   * without their statement. When no request of the group was sampled, a span that records nothing.
-   * @param {(Span | undefined)[]} requestSpans @param {Attributes} attributes
-   * @returns {Span}
-   */
+  // The group commit's statement span: under the oldest sampled request's write span, linked to every sampled
+  // request it carries. None sampled: a span recording nothing, so the statement lands under no request.
+  /** @param {(Span | undefined)[]} requestSpans @param {Attributes} attributes @returns {Span} */
   startGroupSpan = (requestSpans, attributes) => {
     const otel = this.#otel;
     const kept = /** @type {Span[]} */ (requestSpans.filter(sampled));
-    // A span that records nothing, for the statement to run under: its queries start no span, and
-    // do not land under whichever request's context the group's write happened to begin in.
     if (kept.length === 0) return otel.trace.wrapSpanContext(otel.INVALID_SPAN_CONTEXT);
     const links = kept.map((s) => ({ context: s.spanContext() }));
     return this.#tracer.startSpan('sluice.group_commit.write', { attributes, links }, otel.trace.setSpan(otel.ROOT_CONTEXT, kept[0]));

@@ -1,7 +1,5 @@
 // The CSV of one chunk of a streamed import, kept until the chunk is in users, in one buffer reused
-// from chunk to chunk. A Buffer a piece (about 50 KB each, many a second) made glibc keep tens of
-// MB of freed memory in its arenas: the service's RSS grew by 50 MB during an import and stayed
-// there (docs/benchmarks.md); one buffer, grown when a chunk needs it, keeps that flat.
+// from chunk to chunk (a Buffer a piece left freed memory in glibc's arenas; docs/benchmarks.md).
 
 export class ChunkBuffer {
   /** @param {number} initialBytes */
@@ -10,10 +8,7 @@ export class ChunkBuffer {
     this.length = 0;
   }
 
-  /**
-   * Appends the text's UTF-8; returns a view of those bytes, valid until clear().
-   * @param {string} text
-   */
+  /** Appends the text's UTF-8; a view of those bytes, valid until clear(). @param {string} text */
   append(text) {
     const needed = this.length + Buffer.byteLength(text);
     if (needed > this.buffer.length) {

@@ -1,43 +1,29 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
-import { lastResult } from '../transaction-settings.js';
+import { lastResult } from '../db/transaction-settings.js';
 import {
   CREATE_STAGING, EMPTY_STAGING, FROM_STAGING, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, writeStatement,
 } from './user-sql.js';
 
-// How one chunk of a request's rows is written, by INSERT_STRATEGY: the user writer
-// (user-repository.js) chunks a request and runs each chunk through one of these.
+// How one chunk of a request's rows is written, by INSERT_STRATEGY (user-writer.js chunks).
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
-/** @typedef {import('pg').PoolClient} PoolClient */
-/** @typedef {import('./user-repository.js').Counts} Counts */
+/** @typedef {import('../db/lending.js').Lending} Lending */
+/** @typedef {import('./user-writer.js').Counts} Counts */
 /**
- * Writes one chunk; a stored email fails it (23505) when `onConflict` is 'fail'.
+ * Writes one chunk (a stored email fails it, 23505, when `onConflict` is 'fail').
  * @typedef {object} ChunkWriter
- * @property {(client: PoolClient, rows: UserRow[], onConflict: OnConflict, settings?: string) => Promise<Counts>} write
- *   settings: the transaction's SET LOCALs to put before the chunk's statement in its query (a single
- *   chunk outside an explicit transaction); none when BEGIN set them
- * @property {boolean} [needsTransaction]  even a single chunk runs in BEGIN/COMMIT: its statement
- *   cannot carry the settings (parameters, COPY)
+ * @property {(client: Lending, rows: UserRow[], onConflict: OnConflict, settings?: string) => Promise<Counts>} write  settings: SET LOCALs before its statement, when BEGIN set none
+ * @property {boolean} [needsTransaction]  its statement cannot carry the settings (parameters, COPY)
  * @property {(onConflict: OnConflict) => string} [beginWith]  statements for BEGIN's round trip
  */
 
-/**
- * A write statement's query, labelled for its span (tracing/pg-spans.js): every statement a writer
- * makes is an INSERT, whatever comes before it in the query (its settings, now()).
- * @param {string} text @param {Omit<import('../tracing/pg-spans.js').LabelledQuery, 'text'>} [config]
- * @returns {import('../tracing/pg-spans.js').LabelledQuery}
- */
+/** A writer's statement, labelled INSERT whatever comes before it (settings, CREATED_NOW). @param {string} text @param {Omit<import('pg').QueryConfig, 'text'>} [config] */
 export const insertQuery = (text, config) => ({ ...config, text, operation: 'INSERT' });
 
-/**
- * A statement's answer as counts: its command tag when it only inserts, its counts row otherwise
- * (the last statement's, after SET LOCALs).
- * @param {import('pg').QueryResult | import('pg').QueryResult[]} answer @param {OnConflict} onConflict
- * @returns {Counts}
- */
+/** An answer as counts: the command tag when it only inserts, else its counts row. @param {import('pg').QueryResult | import('pg').QueryResult[]} answer @param {OnConflict} onConflict @returns {Counts} */
 function countsOf(answer, onConflict) {
   const result = lastResult(answer);
   return onConflict === 'merge' ? result.rows[0] : { inserted: result.rowCount ?? 0, updated: 0 };
@@ -45,34 +31,20 @@ function countsOf(answer, onConflict) {
 /** @param {OnConflict} onConflict */
 const returningFor = (onConflict) => (onConflict === 'merge' ? 'counts' : 'none');
 
-/**
- * One pg-format statement a chunk, each column one array literal (user-sql.js): a single chunk is
- * one query, its settings before it. @type {ChunkWriter}
- */
+/** One pg-format statement a chunk, its settings before it in one query. @type {ChunkWriter} */
 export const formatWriter = {
   write: async (client, rows, onConflict, settings = '') =>
     countsOf(await client.query(insertQuery(settings + writeStatement(rowsAsArrays(rows), onConflict, returningFor(onConflict)))), onConflict),
 };
 
-/**
- * Four array parameters instead of literals: no quoting, one parse. A statement with parameters
- * goes alone in its query, so the settings come in BEGIN's: even a single chunk is BEGIN, the
- * statement and COMMIT, three round trips where the format strategy makes one.
- * @type {ChunkWriter}
- */
+/** Array parameters instead of literals; alone in its query, so always in BEGIN/COMMIT. @type {ChunkWriter} */
 const unnestWriter = {
   needsTransaction: true,
   write: async (client, rows, onConflict) =>
     countsOf(await client.query(insertQuery(writeStatement(ROWS_AS_PARAMETERS, onConflict, returningFor(onConflict)), { values: columnArrays(rows) })), onConflict),
 };
 
-/**
- * COPY: straight into users when every email must be new; otherwise into a staging table, then
- * INSERT ... SELECT from it with the conflict clause, emptied in the same query for the next chunk.
- * The staging table is the transaction's own (made in BEGIN's round trip, dropped at its end), so
- * this runs in a transaction even for one chunk.
- * @type {ChunkWriter}
- */
+/** COPY into users when every email must be new; else into the staging table, then INSERT ... SELECT with the conflict clause. @type {ChunkWriter} */
 const copyWriter = {
   needsTransaction: true,
   beginWith: (onConflict) => (onConflict === 'fail' ? '' : CREATE_STAGING),
@@ -85,13 +57,13 @@ const copyWriter = {
   },
 };
 
-/** @param {PoolClient} client @param {string} table @param {UserRow[]} rows */
+/** @param {Lending} client @param {string} table @param {UserRow[]} rows */
 async function copyInto(client, table, rows) {
   const copy = client.query(copyStreams.from(copySql(table)));
   await pipeline(Readable.from([rowsAsCsv(rows)]), copy);
   return copy.rowCount ?? rows.length;
 }
 
-/** How a chunk is written, by INSERT_STRATEGY; its keys are the strategies config.js accepts. */
+/** By INSERT_STRATEGY; its keys are the strategies config.js accepts. */
 export const STRATEGIES = /** @type {const} */ ({ format: formatWriter, unnest: unnestWriter, copy: copyWriter });
 /** @typedef {keyof typeof STRATEGIES} Strategy */

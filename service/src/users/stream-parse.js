@@ -1,17 +1,11 @@
 import { ApiError } from '../errors.js';
-import { findDuplicateKeys } from '../http/json-keys.js';
+import { findDuplicateKeys } from '../json-keys.js';
 import { REQUIRED_FIELDS, USER_FIELDS } from '../user-columns.js';
 
-// The records of a streamed body (NDJSON or CSV), parsed as the text arrives: each record is handed
-// on as soon as it is complete, and only the unfinished one is kept, so what is held does not grow
-// with the body. Lines are counted as editors count them (1-based, every LF; a CSV field quoted
-// across lines counts each of its lines), so an error names the line a person would go to.
+// The records of a streamed body (NDJSON, CSV), parsed as the text arrives; only the unfinished one
+// is kept. Lines are counted as editors count them, so an error names the line a person goes to.
 
-/**
- * Longest line (NDJSON, without its line break) or record (CSV, with it), in UTF-16 code units: a user at every field's maximum,
- * written with \uXXXX escapes throughout, is under 5,000; longer is not a user, and bounding it
- * bounds what one parser holds.
- */
+/** Longest line (NDJSON) or record (CSV, its line break counted) in UTF-16 units: no user is longer. */
 export const MAX_RECORD_CHARS = 64 * 1024;
 
 /** The columns a CSV header may name: the user's fields (user-columns.js), those required first. */
@@ -24,24 +18,12 @@ const QUOTE = 34;
 const LF = 10;
 const CR = 13;
 
-/**
- * Called with each record: the value (for CSV, an object of the fields sent), the line it starts
- * on, and the fields given twice in it (NDJSON; JSON.parse keeps the last).
- * @typedef {(item: unknown, line: number, duplicates: string[]) => void} OnRecord
- */
-/**
- * @typedef {object} RecordParser
- * @property {(text: string, onRecord: OnRecord) => void} feed  the next piece of the body's text
- * @property {(onRecord: OnRecord) => void} end  the body is complete
- */
+/** A record, the line it starts on, its fields given twice (NDJSON). @typedef {(item: unknown, line: number, duplicates: string[]) => void} OnRecord */
+/** @typedef {{ feed: (text: string, onRecord: OnRecord) => void, end: (onRecord: OnRecord) => void }} RecordParser */
 
 const tooLong = () => `is longer than ${MAX_RECORD_CHARS} characters, which no user is`;
 
-/**
- * NDJSON / JSON Lines: one JSON value a line; LF or CRLF; lines of white space alone are skipped.
- * Each line is parsed by JSON.parse (a streaming JSON parser is several times slower).
- * @returns {RecordParser}
- */
+/** NDJSON / JSON Lines: a JSON value a line (JSON.parse), LF or CRLF, blank lines skipped. @returns {RecordParser} */
 export function createNdjsonParser() {
   let rest = '';
   let line = 0;
@@ -93,18 +75,14 @@ export function createNdjsonParser() {
 }
 
 /**
- * CSV as RFC 4180 has it, in UTF-8: a header row naming the columns (the user's fields: email and
- * name, and phone, passwordHash or changedAt if sent, in any order, each once), then one user a record. Fields are separated by
- * commas, records by LF or CRLF; a field in double quotes may hold commas, quotes (doubled) and
- * line breaks. An empty field not quoted is a field not sent; `""` is an empty string, sent (as
- * PostgreSQL's COPY reads CSV). A line of nothing at all is skipped.
+ * CSV (RFC 4180): a header naming the user's fields, then a user a record; an unquoted empty field
+ * is not sent, `""` is an empty string (as COPY reads CSV); an empty line is skipped.
  * @returns {RecordParser}
  */
 export function createCsvParser() {
   let rest = '';
   let line = 1; // the line the next record starts on
-  /** @type {string[] | undefined} */
-  let columns;
+  let columns = /** @type {string[] | undefined} */ (undefined);
 
   /** @param {string} message @param {number} [at] */
   const malformed = (message, at = line) => malformedCsv(message, at);
@@ -116,9 +94,7 @@ export function createCsvParser() {
       const record = parseRecord(rest, pos, final, line);
       if (!record) break;
       const at = line;
-      // Whole or not yet, a record is refused past the limit (its line break counted), so the
-      // answer does not depend on how the body was cut into pieces.
-      if (record.next - pos > MAX_RECORD_CHARS) throw malformed(`the record ${tooLong()}`, at);
+      if (record.next - pos > MAX_RECORD_CHARS) throw malformed(tooLongRecord(rest, pos), at);
       pos = record.next;
       line += record.lines;
       const { fields } = record;
@@ -130,8 +106,7 @@ export function createCsvParser() {
       if (fields.length !== columns.length) {
         throw malformed(`the record has ${fields.length} field${fields.length === 1 ? '' : 's'} where the header names ${columns.length}`, at);
       }
-      /** @type {Record<string, string>} */
-      const user = {};
+      const user = /** @type {Record<string, string>} */ ({});
       for (let c = 0; c < columns.length; c++) {
         const value = fields[c];
         if (value !== undefined) user[columns[c]] = value;
@@ -139,7 +114,7 @@ export function createCsvParser() {
       onRecord(user, at, []);
     }
     rest = rest.slice(pos);
-    if (rest.length > MAX_RECORD_CHARS) throw malformed(`the record ${tooLong()}`);
+    if (rest.length > MAX_RECORD_CHARS) throw malformed(tooLongRecord(rest, 0));
   }
 
   return {
@@ -156,13 +131,11 @@ export function createCsvParser() {
 }
 
 /**
- * The CSV record that starts at `pos`, or undefined when the text ends before it does (and more may come).
- * @param {string} s @param {number} pos @param {boolean} final @param {number} line  the line it starts on
- * @returns {{ fields: (string | undefined)[], next: number, lines: number } | undefined}
+ * The CSV record at `pos`, or undefined when the text ends first and more may come.
+ * @param {string} s @param {number} pos @param {boolean} final @param {number} line @returns {{ fields: (string | undefined)[], next: number, lines: number } | undefined}
  */
 function parseRecord(s, pos, final, line) {
-  /** @type {(string | undefined)[]} */
-  const fields = [];
+  const fields = /** @type {(string | undefined)[]} */ ([]);
   let lines = 0;
   let i = pos;
   for (;;) {
@@ -214,9 +187,30 @@ function parseRecord(s, pos, final, line) {
 }
 
 /**
- * The columns a CSV header row names, checked.
- * @param {(string | undefined)[]} fields @param {number} at  its line
+ * Why a record past MAX_RECORD_CHARS is refused, read from its first MAX_RECORD_CHARS characters
+ * alone (whole or not yet, however the body was cut): a quoted field still open there is named.
+ * @param {string} s @param {number} pos  where the record starts
  */
+function tooLongRecord(s, pos) {
+  const end = pos + MAX_RECORD_CHARS;
+  let quoted = false;
+  let fieldStart = true;
+  for (let i = pos; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (quoted) {
+      if (c === QUOTE) {
+        if (i + 1 < end && s.charCodeAt(i + 1) === QUOTE) i++;
+        else quoted = false;
+      }
+    } else {
+      quoted = fieldStart && c === QUOTE;
+      fieldStart = c === COMMA || c === LF;
+    }
+  }
+  return quoted ? `a quoted field is not closed within ${MAX_RECORD_CHARS} characters (a double quote opens it and none closes it)` : `the record ${tooLong()}`;
+}
+
+/** The columns a CSV header names, checked. @param {(string | undefined)[]} fields @param {number} at  its line */
 function headerColumns(fields, at) {
   /** @param {string} message */
   const malformed = (message) => malformedCsv(message, at);

@@ -8,6 +8,7 @@ import { API_ERRORS } from '../../src/errors.js';
 import { startTestApp } from '../../../test/support/app.js';
 import { createTestDatabase } from '../../../test/support/database.js';
 import { responseChecker } from '../../../test/support/openapi-check.js';
+import { startPgBouncer } from '../../../test/support/pgbouncer.js';
 import { postHead, rawExchange } from '../../../test/support/raw-http.js';
 import { makeUsers } from '../../../test/support/users.js';
 
@@ -99,7 +100,7 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     expectCode('bad_request', 'get', '/healthz', garbled);
   });
 
-  test('401 (no credentials, a malformed Authorization, a token no client has), 404', async () => {
+  test('401 (no credentials, a malformed Authorization, a token no client has), 404, 405', async () => {
     expectCode('unauthorized', 'post', '/users', await app.postUsers(makeUsers(1)));
     // The same code, RFC 6750's case in WWW-Authenticate (one of the values the document lists).
     const basic = await app.postUsers(makeUsers(1), { headers: { authorization: `Basic ${TOKEN}` } });
@@ -110,6 +111,13 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     assert.equal(wrong.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
     const res = await fetch(`${app.baseUrl}/no-such-route`);
     expectCode('not_found', 'get', '/no-such-route', { status: res.status, headers: res.headers, body: await res.json() });
+    const get = await fetch(`${app.baseUrl}/users`);
+    expectCode('method_not_allowed', 'get', '/users', { status: get.status, headers: get.headers, body: await get.json() });
+    assert.equal(get.headers.get('allow'), 'POST');
+    for (const method of ['HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+      const other = await fetch(`${app.baseUrl}/users`, { method, headers: { authorization: `Bearer ${TOKEN}` } });
+      assert.deepEqual([other.status, other.headers.get('allow')], [405, 'POST'], method);
+    }
   });
 
   test('408: a body, or headers, that do not arrive in time', async () => {
@@ -224,6 +232,20 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     } finally {
       await holder.query('DROP TRIGGER IF EXISTS doomed ON users; DROP FUNCTION IF EXISTS doomed()').catch(() => {});
       await holder.end();
+    }
+  });
+
+  test('500: a pooler in statement mode refused the transaction (statement_pooling), not to be retried', async () => {
+    const pooler = await startPgBouncer({ upstreamUrl: db.url, poolMode: 'statement' });
+    const behind = await startTestApp({ databaseUrl: pooler.url, env: { INGEST_TOKEN: TOKEN, INSERT_STRATEGY: 'copy', GROUP_COMMIT: 'off' } });
+    try {
+      const res = await post(makeUsers(1), {}, behind);
+      expectCode('statement_pooling', 'post', '/users', res);
+      assert.equal(res.headers.get('retry-after'), null);
+      assert.equal(res.body.code, '08P01');
+    } finally {
+      await behind.close();
+      await pooler.stop();
     }
   });
 

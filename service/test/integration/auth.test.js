@@ -162,6 +162,22 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
     assert.deepEqual([basic.status, basic.body.error, basic.wwwAuthenticate, basic.stored], [401, 'unauthorized', 'Bearer error="invalid_request"', 0]);
   });
 
+  test('each 401 says why in its access-log line, as the metric does, never with the credential', async () => {
+    const cases = [
+      [undefined, 'missing'],
+      ['Basic dXNlcjpwYXNz', 'malformed'],
+      [`Bearer not-${feederToken}`, 'unknown_token'],
+      [`Bearer ${await jwt({ aud: 'another' })}`, 'audience'],
+    ];
+    for (const [authorization, reason] of cases) {
+      const from = services.jwks.logs.length;
+      assert.equal((await post('jwks', authorization)).status, 401, reason);
+      const line = await services.jwks.waitForLog((l) => l.msg === 'request completed' && l.res?.statusCode === 401, { from });
+      assert.equal(line.authRefusal, reason, JSON.stringify(line));
+      assert.equal(line.client, undefined, 'a refused request has no client');
+    }
+  });
+
   test('a key host that accepts and never answers: 401 within 5 s (JWT_JWKS_TIMEOUT_MS), every time', async () => {
     for (let i = 0; i < 2; i++) {
       const res = await post('hanging', `Bearer ${await jwt()}`);

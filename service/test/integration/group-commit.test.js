@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { createDatabase } from '../../src/db.js';
+import { createDatabase } from '../../src/db/database.js';
 import { DatabaseUnavailableError } from '../../src/errors.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
-import { createUserWriter } from '../../src/users/user-repository.js';
+import { createUserWriter } from '../../src/users/user-writer.js';
 import { createWritePolicy } from '../../src/users/write-policy.js';
 import { POISON_TRIGGER, createTestDatabase } from '../../../test/support/database.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
@@ -18,7 +18,7 @@ const row = (email, name = 'N') => userRow({ email, name });
 
 describe('group commit against PostgreSQL', () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let testDb;
-  /** @type {import('../../src/db.js').Database} */ let db;
+  /** @type {import('../../src/db/database.js').Database} */ let db;
   before(async () => {
     testDb = await createTestDatabase();
     await testDb.pool.query(POISON_TRIGGER);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
+import { postHead, rawExchange } from '../../../test/support/raw-http.js';
 import { SAMPLE_HASH, makeUsers, uniqueTag } from '../../../test/support/users.js';
 import { WRITE_VARIANTS } from '../../../test/support/write-variants.js';
 
@@ -92,6 +93,19 @@ for (const { label, env } of WRITE_VARIANTS) {
       const unsupported = await post([{ ...u, name: 'Should not land' }], { prefer: 'resolution=overwrite' });
       assert.equal(unsupported.status, 400);
       assert.equal(unsupported.body.error, 'unsupported_preference');
+      assert.equal((await rows([u.email])).get(u.email)?.name, u.name);
+    });
+
+    test('two resolutions that differ, in one Prefer header or in two: 400, and nothing is written', async () => {
+      const [u] = makeUsers(1);
+      await post([u]);
+      const oneHeader = await post([{ ...u, name: 'Should not land' }], { prefer: 'resolution=merge-duplicates, resolution=ignore-duplicates' });
+      assert.deepEqual([oneHeader.status, oneHeader.body.error], [400, 'unsupported_preference']);
+      const body = JSON.stringify([{ ...u, name: 'Should not land either' }]);
+      const twoHeaders = await rawExchange(ctx.app.baseUrl, (s) => {
+        s.end(postHead([['Content-Type', 'application/json'], ['Prefer', 'resolution=merge-duplicates'], ['Prefer', 'resolution=ignore-duplicates'], ['Connection', 'close'], ['Content-Length', Buffer.byteLength(body)]]) + body);
+      });
+      assert.deepEqual([twoHeaders.status, twoHeaders.body?.error], [400, 'unsupported_preference']);
       assert.equal((await rows([u.email])).get(u.email)?.name, u.name);
     });
 

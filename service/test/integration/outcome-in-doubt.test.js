@@ -6,7 +6,7 @@ import { waitUntil } from '../../../test/support/wait.js';
 
 // PostgreSQL's answers withheld (Toxiproxy, the downstream way only) while writes are in flight:
 // each statement already sent reaches PostgreSQL, runs and commits, and its answer never comes.
-// The watchdog then cuts the connections (db-watchdog.js). This is what a pause (SIGSTOP) or a
+// The watchdog then cuts the connections (db/watchdog.js). This is what a pause (SIGSTOP) or a
 // network cut after the statement was sent looks like from the service. Every answer's claim is
 // then checked against the table: "nothing was written" must be true, an answer that says the write
 // may have happened may go either way, every 2xx has its rows.

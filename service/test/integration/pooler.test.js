@@ -1,7 +1,7 @@
 // The service behind a real transaction pooler: PgBouncer (Debian's 1.18) in transaction mode, with
 // no startup parameter ignored but extra_float_digits, as managed pools run it. Every path that
 // writes goes through it and must answer as it does direct, with every time bound kept: each
-// transaction sets its own (service/src/transaction-settings.js), since a connection to the pooler
+// transaction sets its own (service/src/db/transaction-settings.js), since a connection to the pooler
 // is another server connection from one transaction to the next. Locks are held by a session of
 // their own, straight to PostgreSQL.
 import assert from 'node:assert/strict';

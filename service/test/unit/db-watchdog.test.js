@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createDbWatchdog } from '../../src/db-watchdog.js';
+import { createDbWatchdog } from '../../src/db/watchdog.js';
 
 /** @param {{ answers: boolean }} database */
 function setup(database) {

@@ -35,7 +35,7 @@ function recordingGroupCommit({ failGroup = false } = {}) {
     maxRows: 1000,
     maxInFlight: 1,
     policy: createWritePolicy({ diagnose: async () => 'own' }),
-    /** @param {import('../../src/users/user-repository.js').WriteRequest} request */
+    /** @param {import('../../src/users/user-writer.js').WriteRequest} request */
     write: async ({ kind, rows, parts = [] }) => {
       if (kind !== 'group') {
         calls.push({ kind: 'alone', active: otel.trace.getActiveSpan() });

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { DatabaseTimeoutError, DatabaseUnavailableError } from '../../src/errors.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createReplayGuess } from '../../src/users/replay-guess.js';
-import { credit } from '../../src/users/user-repository.js';
+import { credit } from '../../src/users/user-writer.js';
 import { createWritePolicy } from '../../src/users/write-policy.js';
 import { userRow } from '../../../test/support/user-rows.js';
 
@@ -46,7 +46,7 @@ function scriptedWriter(faults = {}) {
     mostAtOnce: () => mostAtOnce,
     /**
      * The user writer's one way in: a group is credited per request, a request alone its own.
-     * @param {import('../../src/users/user-repository.js').WriteRequest} request
+     * @param {import('../../src/users/user-writer.js').WriteRequest} request
      */
     write: ({ kind, rows, resolution, parts = [{ rows, withRows: false }] }) => {
       const scripted = /** @type {'group' | 'alone' | 'slow'} */ (kind);
@@ -76,7 +76,7 @@ function scriptedWriter(faults = {}) {
 
 /**
  * @param {ReturnType<typeof scriptedWriter>} w
- * @param {{ maxInFlight?: number, maxRows?: number, maxSlow?: number, diagnosis?: import('../../src/db.js').Diagnosis, tableLocked?: boolean }} [o]
+ * @param {{ maxInFlight?: number, maxRows?: number, maxSlow?: number, diagnosis?: import('../../src/db/database.js').Diagnosis, tableLocked?: boolean }} [o]
  */
 const groupCommit = (w, { maxInFlight = 1, maxRows = 1000, maxSlow = 4, diagnosis = 'own', tableLocked = false } = {}) =>
   createGroupCommit({
@@ -292,7 +292,7 @@ describe('group commit and return=representation (unit)', () => {
     let release;
     const gate = new Promise((r) => { release = () => r(undefined); });
     const gc = createGroupCommit({
-      /** @param {import('../../src/users/user-repository.js').WriteRequest} request */
+      /** @param {import('../../src/users/user-writer.js').WriteRequest} request */
       async write({ kind, rows, withRows, parts = [] }) {
         if (kind !== 'group') assert.fail('no request is written alone');
         // As the writer asks it: withRows only when a request wants them.
@@ -321,7 +321,7 @@ describe('group commit and return=representation (unit)', () => {
     /** @type {unknown[]} */
     const aloneOptions = [];
     const gc = createGroupCommit({
-      /** @param {import('../../src/users/user-repository.js').WriteRequest} request */
+      /** @param {import('../../src/users/user-writer.js').WriteRequest} request */
       async write({ kind, rows, withRows }) {
         if (kind === 'group') throw Object.assign(new Error('poisoned row'), { code: '22000' });
         aloneOptions.push(withRows ? { withRows } : undefined);

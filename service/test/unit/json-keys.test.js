@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { findDuplicateKeys } from '../../src/http/json-keys.js';
+import { findDuplicateKeys } from '../../src/json-keys.js';
 
 /** @param {string} text */
 const duplicates = (text) => findDuplicateKeys(text, JSON.parse(text));

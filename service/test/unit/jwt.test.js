@@ -50,6 +50,15 @@ describe('JWT verification (unit)', () => {
     await refused(verify(forged), 'signature');
   });
 
+  test('no aud or no iss when they are required: refused saying the claim is missing, not that it is another', async () => {
+    const verify = await createJwtVerifier(BASE);
+    /** @param {Promise<unknown>} verified @param {string} reason @param {string} message */
+    const refusedWith = (verified, reason, message) => assert.rejects(verified, (err) => err instanceof JwtRefusal && err.reason === reason && err.message === message);
+    await refusedWith(verify(await new SignJWT({ role: 'writer' }).setProtectedHeader({ alg: 'HS256' }).setIssuer('https://auth.example').sign(KEY)), 'audience', 'the token has no audience (aud)');
+    await refusedWith(verify(await new SignJWT({ role: 'writer' }).setProtectedHeader({ alg: 'HS256' }).setAudience('sluice').sign(KEY)), 'issuer', 'the token has no issuer (iss)');
+    await refusedWith(verify(await new SignJWT({ role: 'writer' }).setProtectedHeader({ alg: 'HS256' }).setAudience('another').setIssuer('https://auth.example').sign(KEY)), 'audience', 'the token is for another audience');
+  });
+
   test('alg none, an algorithm other than HS256 for a secret: refused', async () => {
     const verify = await createJwtVerifier(BASE);
     const none = new UnsecuredJWT({ role: 'writer', sub: 'x' }).setAudience('sluice').setIssuer('https://auth.example').setExpirationTime('1h').encode();

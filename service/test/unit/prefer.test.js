@@ -15,8 +15,16 @@ describe('the Prefer header (RFC 7240) (unit)', () => {
     assert.deepEqual(resolutionPreference('resolution="ignore-duplicates"'), { resolution: 'ignore', applied: 'resolution=ignore-duplicates' });
   });
 
-  test('the first resolution counts (two Prefer headers arrive joined with a comma)', () => {
-    assert.equal(resolutionPreference('resolution=merge-duplicates, resolution=ignore-duplicates').resolution, 'merge');
+  test('two resolutions that differ are refused (two Prefer headers arrive joined with a comma); the same one twice is one', () => {
+    for (const header of ['resolution=merge-duplicates, resolution=ignore-duplicates', 'resolution=ignore-duplicates,resolution="merge-duplicates"', 'resolution=merge-duplicates, return=minimal, Resolution=overwrite']) {
+      assert.throws(() => parsePreferences(header), (/** @type {any} */ err) => {
+        assert.ok(err instanceof ApiError);
+        assert.equal(err.code, 'unsupported_preference');
+        assert.match(err.message, /resolution is given twice with different values/);
+        return true;
+      });
+    }
+    assert.deepEqual(resolutionPreference('resolution=merge-duplicates, resolution=merge-duplicates'), { resolution: 'merge', applied: 'resolution=merge-duplicates' });
   });
 
   test('another resolution is refused, naming the values there are', () => {

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { READ_COLUMNS } from '../../src/http/write-query.js';
-import { representation as representationText } from '../../src/users/representation.js';
-import { writtenUsers } from '../../src/users/user-repository.js';
+import { representation as representationText } from '../../src/http/representation.js';
+import { writtenUsers } from '../../src/users/user-writer.js';
 import { timestampAsJson } from '../../src/users/user-sql.js';
 import { userRow } from '../../../test/support/user-rows.js';
 
@@ -11,7 +11,7 @@ import { userRow } from '../../../test/support/user-rows.js';
 const written = (email, inserted) => ({ email, name: `name of ${email}`, phone: null, createdAt: '2026-01-01T00:00:00+00:00', updatedAt: inserted ? null : '2026-01-02T00:00:00+00:00' });
 /** The request's rows in the order sent, as the validator gives them. @param {string[]} emails @returns {import('../../src/users/user-schema.js').UserRow[]} */
 const sent = (emails) => emails.map((e) => userRow({ email: e, name: `name of ${e}` }));
-/** @param {string[]} emails @param {import('../../src/users/user-repository.js').WrittenUser[]} users @param {Parameters<typeof representationText>[2]} select */
+/** @param {string[]} emails @param {import('../../src/users/user-writer.js').WrittenUser[]} users @param {Parameters<typeof representationText>[2]} select */
 const representation = (emails, users, select) => JSON.parse(representationText(sent(emails), users, select));
 
 describe('a representation from the rows written (unit)', () => {

@@ -87,9 +87,22 @@ describe('streamed bodies, parsed (unit)', () => {
     refuses(() => parseAll(createCsvParser(), 'email,name\na@x.io,A"B\n'), 'malformed_csv', /^line 2: a double quote inside a field/);
     refuses(() => parseAll(createCsvParser(), 'email,name\na@x.io,"A"B\n'), 'malformed_csv', /^line 2: a quoted field must be followed by a comma/);
     refuses(() => parseAll(createCsvParser(), 'email,name\na@x.io,"AB\n'), 'malformed_csv', /^line 2: a quoted field is not closed/);
-    refuses(() => parseAll(createCsvParser(), `email,name\na@x.io,"${'x'.repeat(MAX_RECORD_CHARS)}`), 'malformed_csv', /^line 2: the record is longer than/);
+    refuses(() => parseAll(createCsvParser(), `email,name\na@x.io,"${'x'.repeat(MAX_RECORD_CHARS)}`), 'malformed_csv', /^line 2: a quoted field is not closed within 65536 characters/);
     refuses(() => parseAll(createCsvParser(), '\n\n'), 'malformed_csv', /^line 1: the body has no header row/);
     assert.deepEqual(parseAll(createCsvParser(), ''), []);
+  });
+
+  test('CSV: an unclosed quote in a long body says so, however the body is cut; a record long outside quotes is too long', () => {
+    const unclosed = `email,name\na@x.io,"A\n${'b@x.io,B\n'.repeat(10_000)}`;
+    for (const cuts of [[], [100], [5000, 70_000], [65_560, 65_561]]) {
+      refuses(() => parseAll(createCsvParser(), unclosed, cuts), 'malformed_csv', /^line 2: a quoted field is not closed within 65536 characters/);
+    }
+    const longField = `email,name\na@x.io,"${'x'.repeat(MAX_RECORD_CHARS)}"\n`;
+    for (const cuts of [[], [MAX_RECORD_CHARS + 5]]) refuses(() => parseAll(createCsvParser(), longField, cuts), 'malformed_csv', /^line 2: a quoted field is not closed within/);
+    const longRecord = `email,name\na@x.io,${'x'.repeat(MAX_RECORD_CHARS)}\n`;
+    for (const cuts of [[], [1000]]) refuses(() => parseAll(createCsvParser(), longRecord, cuts), 'malformed_csv', /^line 2: the record is longer than/);
+    const closedThenLong = `email,name\n"a@x.io","${'y'.repeat(MAX_RECORD_CHARS)}\n`;
+    refuses(() => parseAll(createCsvParser(), closedThenLong), 'malformed_csv', /^line 2: a quoted field is not closed within/);
   });
 
   test('NDJSON: a line that is not JSON, or too long, is refused naming it; a key given twice is reported', () => {

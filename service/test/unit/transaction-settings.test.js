@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createTransactionSettings, lastResult } from '../../src/transaction-settings.js';
+import { createTransactionSettings, lastResult } from '../../src/db/transaction-settings.js';
 
 const settings = createTransactionSettings({ statementTimeoutMs: 30_000, lockTimeoutMs: 3000 });
 

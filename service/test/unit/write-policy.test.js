@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { endLending, startLending, watchCommits } from '../../src/db-outcome.js';
+import { Lending } from '../../src/db/lending.js';
 import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../../src/errors.js';
 import { GROUP_LOCK_TIMEOUT_MS, STREAM_LIMITS, createWritePolicy } from '../../src/users/write-policy.js';
 
-/** @typedef {import('../../src/db.js').Diagnosis} Diagnosis */
+/** @typedef {import('../../src/db/database.js').Diagnosis} Diagnosis */
 
 /** A policy over a fixed diagnosis. @param {Diagnosis} diagnosis @param {{ tableLocked?: boolean, lockTimeoutMs?: number }} [o] */
 const policyOf = (diagnosis, { tableLocked = false, lockTimeoutMs } = {}) =>
@@ -15,11 +15,9 @@ const failure = () => Object.assign(new Error('from the database'), { code: 'XX0
 /** A failure after which the write may have been committed: lost once its statement (outside BEGIN) was sent. */
 function inDoubt() {
   const err = new Error('Connection terminated unexpectedly');
-  const client = /** @type {any} */ ({ query: async () => {} });
-  watchCommits(client);
-  startLending(client);
-  client.query('INSERT INTO users ...');
-  endLending(client, err);
+  const lending = new Lending({ query: async () => /** @type {any} */ ({}) }, { socket: { destroyed: false } });
+  void lending.query('INSERT INTO users ...');
+  lending.end(err);
   return err;
 }
 

@@ -1,11 +1,16 @@
-// A database that stops answering without closing anything (a network partition, a failover that
-// leaves the old primary's connections dead, a firewall dropping packets) does not fail a query: it
-// hangs it until TCP gives up, which takes minutes. TCP keepalive helps only idle connections, and
-// a statement timeout is enforced by the server the client can no longer reach. So the service
-// watches its own queries: when one has run longer than `stallMs`, it asks a fresh connection
-// whether the database answers at all, and when it does not, it cuts the connections in flight.
-// Their queries then fail at once as a lost connection, which the writer diagnoses as the database
-// unavailable (503 + Retry-After) like any other outage.
+// A database that stops answering without closing anything (a partition, a dead failover) hangs a
+// query until TCP gives up; keepalive covers only idle connections and statement_timeout is the
+// unreachable server's. So a query running past `stallMs` makes the watchdog ask a fresh connection
+// whether the database answers, and when it does not, the connections in flight are cut: their
+// queries fail at once, diagnosed as the database unavailable (503).
+
+/** The watchdog's cut of a connection whose database stopped answering. */
+export class WatchdogCutError extends Error {
+  constructor() {
+    super('database unreachable: connection cut by the watchdog');
+    this.name = 'WatchdogCutError';
+  }
+}
 
 /**
  * @typedef {object} Watched
@@ -14,15 +19,8 @@
  */
 
 /**
- * @param {{
- *   probe: () => Promise<boolean>,
- *   stallMs: number,
- *   intervalMs?: number,
- *   onCut?: (count: number) => void,
- *   now?: () => number,
- * }} options
- *   probe: does the database answer on a fresh connection (bounded in time); stallMs: a query
- *   running this long makes the watchdog ask; onCut: told how many connections it cut
+ * @param {{ probe: () => Promise<boolean>, stallMs: number, intervalMs?: number, onCut?: (count: number) => void, now?: () => number }} options
+ *   probe: does the database answer on a fresh connection (bounded in time); onCut: told how many it cut
  */
 export function createDbWatchdog({ probe, stallMs, intervalMs = Math.max(100, Math.floor(stallMs / 4)), onCut = () => {}, now = () => performance.now() }) {
   /** @type {Set<Watched>} */
@@ -41,7 +39,7 @@ export function createDbWatchdog({ probe, stallMs, intervalMs = Math.max(100, Ma
       if (await probe()) return;
       // Only those that were stalled when asked: a query that began since may be on a new connection.
       const cut = stalled.filter((w) => inFlight.delete(w));
-      for (const w of cut) w.cut(new Error('database unreachable: connection cut by the watchdog'));
+      for (const w of cut) w.cut(new WatchdogCutError());
       if (cut.length) onCut(cut.length);
     } finally {
       checking = false;
@@ -58,16 +56,11 @@ export function createDbWatchdog({ probe, stallMs, intervalMs = Math.max(100, Ma
       }
       void check();
     }, intervalMs);
-    // The watchdog never keeps the process alive on its own.
     timer.unref();
   }
 
   return {
-    /**
-     * Watches one query (or one transaction) until `done` is called.
-     * @param {(err: Error) => void} cut
-     * @returns {() => void} done
-     */
+    /** Watches one lending until `done` is called. @param {(err: Error) => void} cut @returns {() => void} done */
     watch(cut) {
       /** @type {Watched} */
       const w = { since: now(), cut };

@@ -1,14 +1,8 @@
-// Duplicate keys in a JSON object: JSON.parse keeps the last value and says nothing, so
-// {"email": "a@x.io", "name": "A", "email": "b@x.io"} would store b@x.io. I-JSON (RFC 7493) forbids
-// duplicate names; sluice refuses them. The check is a count, cheap enough for every body: the keys
-// in the text against the keys in the parsed value. Only when they differ is the text walked again
-// to say where.
+// Duplicate keys in a JSON object, which JSON.parse drops silently (the last wins) and I-JSON
+// (RFC 7493) forbids: the keys in the text counted against those in the parsed value, and only when
+// they differ is the text walked again to say where. Shared by the JSON body and the stream's parser.
 
-/**
- * Index of the quote that closes the string opening at `open`.
- * @param {string} text  valid JSON
- * @param {number} open
- */
+/** Index of the quote closing the string at `open`. @param {string} text  valid JSON @param {number} open */
 function closingQuote(text, open) {
   let end = text.indexOf('"', open + 1);
   while (text.charCodeAt(end - 1) === 92) {
@@ -23,11 +17,7 @@ function closingQuote(text, open) {
 /** @param {number} c */
 const isJsonSpace = (c) => c === 32 || c === 10 || c === 13 || c === 9;
 
-/**
- * Keys written in the text: strings followed by a colon. Outside strings valid JSON has no quote
- * but the ones that open strings, so jumping from string to string with indexOf is enough.
- * @param {string} text  text that JSON.parse accepted
- */
+/** Keys in the text: strings followed by a colon, found string to string with indexOf. @param {string} text  valid JSON */
 function countKeysInText(text) {
   let keys = 0;
   let open = text.indexOf('"');
@@ -40,10 +30,7 @@ function countKeysInText(text) {
   return keys;
 }
 
-/**
- * Keys in the parsed value, walked with a stack of its own so that deep nesting cannot overflow.
- * @param {unknown} value
- */
+/** Keys in the parsed value, walked with a stack of its own (deep nesting cannot overflow). @param {unknown} value */
 function countKeysInValue(value) {
   let keys = 0;
   const pending = [value];
@@ -63,18 +50,9 @@ function countKeysInValue(value) {
   return keys;
 }
 
-/**
- * @typedef {{ index: number | null, key: string }} DuplicateKey
- *   index: the item of the top-level array the object belongs to (null when the body is no array)
- */
+/** index: the top-level array's item it is in (null: no array). @typedef {{ index: number | null, key: string }} DuplicateKey */
 
-/**
- * Every key that appears twice in one object, in text order, up to `limit`. Slow (a Set per
- * object), so only run once the counts have shown there is one.
- * @param {string} text  text that JSON.parse accepted
- * @param {number} limit
- * @returns {DuplicateKey[]}
- */
+/** Every key twice in one object, in text order, up to `limit` (slow: only once counted). @param {string} text @param {number} limit @returns {DuplicateKey[]} */
 function locateDuplicateKeys(text, limit) {
   /** @type {DuplicateKey[]} */
   const found = [];
@@ -102,13 +80,7 @@ function locateDuplicateKeys(text, limit) {
   return found;
 }
 
-/**
- * The keys given twice in one object of a parsed body, or [] when there is none.
- * @param {string} text  the body, which JSON.parse accepted
- * @param {unknown} value  what JSON.parse made of it
- * @param {number} [limit]  at most this many are located
- * @returns {DuplicateKey[]}
- */
+/** The keys given twice in one object of a parsed body, or []. @param {string} text @param {unknown} value  JSON.parse's @param {number} [limit] @returns {DuplicateKey[]} */
 export function findDuplicateKeys(text, value, limit = 100) {
   if (countKeysInText(text) === countKeysInValue(value)) return [];
   return locateDuplicateKeys(text, limit);

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pg from 'pg';
-import { endLending, outcomeInDoubt, startLending, watchCommits } from '../../src/db-outcome.js';
+import { Lending, outcomeInDoubt } from '../../src/db/lending.js';
 import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../../src/errors.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
-import { createTransactionSettings } from '../../src/transaction-settings.js';
-import { createUserWriter } from '../../src/users/user-repository.js';
+import { createTransactionSettings } from '../../src/db/transaction-settings.js';
+import { createUserWriter } from '../../src/users/user-writer.js';
 import { createWritePolicy, refusalOfDatabaseState } from '../../src/users/write-policy.js';
 import { userRow } from '../../../test/support/user-rows.js';
 
@@ -14,8 +14,8 @@ const lost = () => Object.assign(new Error('Connection terminated unexpectedly')
 const serverError = (code, severity = 'ERROR') => Object.assign(new pg.DatabaseError('from the server', 0, 'error'), { code, severity });
 
 /**
- * A pooled connection as db.js watches it: each query is noted, then answered by `answer`
- * (resolves, or throws the failure it returns).
+ * A pooled connection lent as database.js lends it: each statement answered by `answer` (resolves,
+ * or throws the failure it returns).
  * @param {(text: string) => Error | undefined} answer
  */
 function fakeConnection(answer) {
@@ -30,30 +30,32 @@ function fakeConnection(answer) {
       return { rows: [], rowCount: 1, command: 'INSERT' };
     },
   });
-  watchCommits(client);
-  /** Lends the connection to `fn` as db.js's withClient does. @template T @param {(c: any) => Promise<T>} fn @returns {Promise<T>} */
+  /** Lends the connection to `fn` as database.js's withClient does. @template T @param {(c: Lending) => Promise<T>} fn @returns {Promise<T>} */
   const withClient = async (fn) => {
-    startLending(client);
+    const lending = new Lending(client, { socket: { destroyed: false } });
     /** @type {unknown} */
     let thrown;
     try {
-      return await fn(client);
+      return await fn(lending);
     } catch (err) {
       thrown = err;
       throw err;
     } finally {
-      endLending(client, thrown);
+      lending.end(thrown);
     }
   };
   return { client, sent, withClient };
 }
+
+/** Sends `s` as database.js would: BEGIN and COMMIT through the lending's own. @param {Lending} c @param {string} s */
+const send = (c, s) => (/^begin/i.test(s) ? c.begin(s) : s === 'COMMIT' ? c.commit() : c.query(s));
 
 /** The failure of `statements` on one lending, the last failing with `failure`. @param {string[]} statements @param {Error} failure */
 async function failureAfter(statements, failure) {
   const last = statements.at(-1);
   const { withClient } = fakeConnection((text) => (text === last ? failure : undefined));
   await assert.rejects(withClient(async (c) => {
-    for (const s of statements) await c.query(s);
+    for (const s of statements) await send(c, s);
   }));
   return failure;
 }
@@ -86,7 +88,7 @@ describe('whether a failed write may have been committed (unit)', () => {
     const err = await withClient((c) => c.query('FAIL')).catch((e) => e);
     assert.equal(outcomeInDoubt(err), true, 'the failing query itself commits outside BEGIN');
     const inTx = await withClient(async (c) => {
-      await c.query('BEGIN');
+      await c.begin('BEGIN');
       await c.query('FAIL');
     }).catch((e) => e);
     assert.equal(outcomeInDoubt(inTx), false);
@@ -109,7 +111,7 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
   /**
    * A writer over one fake connection whose attempts fail as `attempts` says, diagnosed as `diagnoses` says.
    * @param {((text: string) => Error | undefined)[]} attempts  one per lending
-   * @param {import('../../src/db.js').Diagnosis[]} diagnoses  one per failure
+   * @param {import('../../src/db/database.js').Diagnosis[]} diagnoses  one per failure
    * @param {number} [chunkRows]
    */
   function writer(attempts, diagnoses, chunkRows = 1000) {
@@ -125,13 +127,13 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
       settings: createTransactionSettings({ statementTimeoutMs: 1000 }),
       transaction: (/** @type {(c: any) => Promise<any>} */ fn) =>
         withClient(async (c) => {
-          await c.query('BEGIN');
+          await c.begin('BEGIN');
           try {
             const result = await fn(c);
-            await c.query('COMMIT');
+            await c.commit();
             return result;
           } catch (err) {
-            await c.query('ROLLBACK').catch(() => {});
+            await c.rollback().catch(() => {});
             throw err;
           }
         }),
@@ -174,7 +176,7 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
     /** @type {string[]} */
     const writes = [];
     const gc = createGroupCommit({
-      /** @param {import('../../src/users/user-repository.js').WriteRequest} request */
+      /** @param {import('../../src/users/user-writer.js').WriteRequest} request */
       write: async ({ kind, rows: r }) => {
         writes.push(kind);
         if (kind === 'group') throw doubt;

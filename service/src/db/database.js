@@ -1,0 +1,287 @@
+import net from 'node:net';
+import pg from 'pg';
+import { DatabaseUnavailableError } from '../errors.js';
+import { createDbWatchdog, WatchdogCutError } from './watchdog.js';
+import { Lending, failedConnection, isStatementPooling, ranOutOfTime } from './lending.js';
+import { STATEMENT_POOLING } from './start-problems.js';
+import { createTransactionSettings, lastResult } from './transaction-settings.js';
+import { statementTracer } from '../tracing/pg-spans.js';
+import { NO_TRACING } from '../tracing/tracing.js';
+
+// Failures from the database's state rather than the statement's, by errno and SQLSTATE class:
+// the connection went away, the server is starting, stopping or out of connections, the statement
+// was cancelled, deadlocked or out of serialization luck. `diagnose` confirms with a probe.
+const TRANSIENT_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const TRANSIENT_SQLSTATE_PREFIXES = ['08', '53', '57P0', '57014', '40001', '40P01'];
+
+const READY = "SELECT to_regclass('public.users') IS NOT NULL AS ready";
+// A query running this long makes the watchdog ask whether the database answers.
+const STALL_MS = 2_000;
+// A probe that found the database unreachable is believed this long: 503 at once meanwhile.
+const UNREACHABLE_HOLD_MS = 1_000;
+
+/** A passing failure: a transient errno or SQLSTATE, the watchdog's cut, or the connection's failure as its lending saw it. @param {unknown} err */
+export function isTransient(err) {
+  if (!(err instanceof Error)) return false;
+  if (err instanceof WatchdogCutError || failedConnection(err)) return true;
+  const code = /** @type {{ code?: unknown }} */ (err).code;
+  return typeof code === 'string' && (TRANSIENT_ERRNOS.has(code) || TRANSIENT_SQLSTATE_PREFIXES.some((p) => code.startsWith(p)));
+}
+
+/**
+ * Which of the database's own time limits a failure is, if any: lock_timeout (55P03, also NOWAIT's
+ * refusal) or statement_timeout (57014 once the statement timeout in force had run out, as its
+ * lending saw it; an operator's pg_cancel_backend earlier is not).
+ * @param {unknown} err
+ * @returns {'lock_timeout' | 'statement_timeout' | undefined}
+ */
+export function timeoutOf(err) {
+  const code = /** @type {{ code?: unknown }} */ (err ?? {}).code;
+  if (code === '55P03') return 'lock_timeout';
+  if (code === '57014' && ranOutOfTime(err)) return 'statement_timeout';
+  return undefined;
+}
+
+/**
+ * What a failed write means: unavailable (no connection, or the probe failed too); a time limit;
+ * transient (the database answers); own (the statement's). In doubt is lending.js's to say.
+ * @typedef {'unavailable' | 'lock_timeout' | 'statement_timeout' | 'transient' | 'own'} Diagnosis
+ */
+
+/**
+ * @typedef {object} Database
+ * @property {pg.Pool} pool
+ * @property {<T>(fn: (client: Lending) => Promise<T>) => Promise<T>} withClient
+ * @property {<T>(fn: (client: Lending) => Promise<T>, options?: { limits?: import('./transaction-settings.js').TimeLimits, then?: string }) => Promise<T>} transaction
+ *   BEGIN under the settings (limits: overrides; then: more statements in BEGIN's round trip), fn, COMMIT; ROLLBACK when fn fails
+ * @property {import('./transaction-settings.js').TransactionSettings} settings  each transaction's own time limits
+ * @property {() => Promise<boolean>} isReady  the database answers, the schema is in place, and a transaction can be opened
+ * @property {() => string | undefined} notReadyBecause  a misconfiguration found (a pooler in statement mode)
+ * @property {(err: unknown) => Promise<Diagnosis>} diagnose
+ * @property {() => Promise<boolean>} isTableLocked  another session holds a lock on users that stops every insert
+ * @property {() => Promise<void>} close
+ */
+
+/**
+ * The one module that owns the pool: every statement goes through a lending of one of its
+ * connections (lending.js); no connection carries state from one transaction to the next, so
+ * DATABASE_URL may be a transaction pooler's.
+ * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number, dbLockTimeoutMs?: number }} config
+ * @param {import('pino').Logger} logger @param {import('../tracing/tracing.js').Tracing} [tracing]
+ * @returns {Database}
+ */
+export function createDatabase(config, logger, tracing = NO_TRACING) {
+  const { connection, pool, lend } = createPool(config, logger, tracing);
+  const settings = createTransactionSettings({ statementTimeoutMs: config.dbStatementTimeoutMs, lockTimeoutMs: config.dbLockTimeoutMs });
+  const { probe, answers, knownUnreachable } = createProbe(connection, config.dbConnectTimeoutMs, settings);
+  const watchdog = createDbWatchdog({
+    probe: answers,
+    stallMs: STALL_MS,
+    onCut: (count) => logger.warn({ connections: count }, 'database unreachable: cut the connections in flight'),
+  });
+  const withClient = createLender(pool, lend, watchdog, knownUnreachable);
+  // Whether the last BEGIN was refused by a pooler in statement mode (until one is not).
+  let statementPooling = false;
+  /** @param {boolean} refused */
+  const beginRefused = (refused) => {
+    statementPooling = refused;
+  };
+
+  /** @type {Database['diagnose']} */
+  async function diagnose(err) {
+    if (err instanceof DatabaseUnavailableError) return 'unavailable';
+    const timeout = timeoutOf(err);
+    if (timeout) return timeout;
+    if (!isTransient(err)) return 'own';
+    if (knownUnreachable()) return 'unavailable';
+    return (await answers()) ? 'transient' : 'unavailable';
+  }
+
+  return {
+    pool,
+    withClient,
+    transaction: createTransaction(withClient, settings, beginRefused),
+    settings,
+    isReady: async () => !statementPooling && (await probe()).ready,
+    notReadyBecause: () => (statementPooling ? STATEMENT_POOLING : undefined),
+    diagnose,
+    isTableLocked: () => isTableLocked(withClient, settings),
+    close: () => {
+      watchdog.stop();
+      return pool.end();
+    },
+  };
+}
+
+/**
+ * The pool, its connections each on a socket of ours (pg's `stream` option), which the watchdog
+ * cuts and a lending reads; `lend` makes a lending of one of its clients.
+ * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number }} config
+ * @param {import('pino').Logger} logger @param {import('../tracing/tracing.js').Tracing} tracing
+ */
+function createPool(config, logger, tracing) {
+  const connection = {
+    connectionString: config.databaseUrl,
+    application_name: 'sluice',
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  };
+  // Client-side too: a database that stops answering cannot hang us.
+  const readTimeoutMs = config.dbStatementTimeoutMs + 5_000;
+  /** @type {WeakMap<pg.ClientBase, net.Socket>} */
+  const sockets = new WeakMap();
+  /** @param {pg.ClientConfig} clientConfig */
+  function OwnSocketClient(clientConfig) {
+    const socket = new net.Socket();
+    const client = new pg.Client({ ...clientConfig, stream: () => socket });
+    sockets.set(client, socket);
+    return client;
+  }
+  const pool = new pg.Pool({
+    ...connection,
+    Client: /** @type {any} */ (OwnSocketClient),
+    max: config.dbPoolMax,
+    // Waited for a free connection this long, then 503: never an unbounded queue.
+    connectionTimeoutMillis: config.dbConnectTimeoutMs,
+    idleTimeoutMillis: 30_000,
+    query_timeout: readTimeoutMs,
+  });
+  // An idle client whose server went away emits here; unhandled, it would crash the process.
+  pool.on('error', (err) => logger.warn({ err }, 'idle database connection lost'));
+  /** @param {pg.PoolClient} client */
+  const lend = (client) => {
+    const socket = /** @type {net.Socket} */ (sockets.get(client));
+    const trace = tracing.enabled ? statementTracer(/** @type {any} */ (client).connectionParameters ?? {}, tracing) : undefined;
+    return { lending: new Lending(client, { socket, readTimeoutMs, statementTimeoutMs: config.dbStatementTimeoutMs, trace }), cut: (/** @type {Error} */ err) => socket.destroy(err) };
+  };
+  return { connection, pool, lend };
+}
+
+/**
+ * Lends a client to `fn`, or 503 (DatabaseUnavailableError) while a probe just found the database unreachable or none can be had in time.
+ * @param {pg.Pool} pool @param {ReturnType<typeof createPool>['lend']} lend @param {ReturnType<typeof createDbWatchdog>} watchdog @param {() => boolean} knownUnreachable
+ * @returns {Database['withClient']}
+ */
+function createLender(pool, lend, watchdog, knownUnreachable) {
+  return async (fn) => {
+    if (knownUnreachable()) throw new DatabaseUnavailableError(new Error('database unreachable (a probe failed within the last second)'));
+    let client;
+    try {
+      client = await pool.connect();
+    } catch (err) {
+      throw new DatabaseUnavailableError(err);
+    }
+    return holdClient(client, lend(client), watchdog, fn);
+  };
+}
+
+/** @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings @param {(refused: boolean) => void} beginRefused @returns {Database['transaction']} */
+function createTransaction(withClient, settings, beginRefused) {
+  return (fn, { limits, then } = {}) =>
+    withClient(async (client) => {
+      try {
+        // In the try: a failure of BEGIN's round trip (a statement of `then`) leaves it open.
+        await client.begin(settings.begin(limits, then), limits?.statementTimeoutMs).then(
+          () => beginRefused(false),
+          (err) => {
+            if (isStatementPooling(err)) beginRefused(true);
+            throw err;
+          },
+        );
+        const result = await fn(client);
+        await client.commit();
+        return result;
+      } catch (err) {
+        await client.rollback(err).catch(() => {});
+        throw err;
+      }
+    });
+}
+
+/**
+ * Does another session hold a lock on users that stops every insert? ROW EXCLUSIVE is what every
+ * INSERT takes; NOWAIT refuses at once if a SHARE lock or stronger is held or queued. The SET
+ * LOCALs make the query one implicit transaction, which lets the lock go with it.
+ * @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings
+ * @returns {Promise<boolean>}
+ */
+function isTableLocked(withClient, settings) {
+  return withClient(async (client) => {
+    try {
+      await client.query({ text: settings.statement('LOCK TABLE users IN ROW EXCLUSIVE MODE NOWAIT'), operation: 'LOCK' });
+      return false;
+    } catch (err) {
+      if (timeoutOf(err) === 'lock_timeout') return true;
+      throw err;
+    }
+  }).catch(() => false);
+}
+
+/**
+ * Does the database answer, and is the schema in place? Asked on a fresh connection of its own
+ * (a pooled one may be the one that hangs), within the connect timeout; concurrent callers share
+ * one probe, and a database found unreachable is believed UNREACHABLE_HOLD_MS.
+ * @param {pg.ClientConfig} connection @param {number} connectTimeoutMs
+ * @param {import('./transaction-settings.js').TransactionSettings} settings
+ */
+function createProbe(connection, connectTimeoutMs, settings) {
+  /** @type {{ at: number, answered: boolean, ready: boolean } | undefined} */ let lastProbe;
+  /** @type {Promise<{ answered: boolean, ready: boolean }> | undefined} */ let probing;
+  function probe() {
+    probing ??= (async () => {
+      const client = new pg.Client({ ...connection, connectionTimeoutMillis: connectTimeoutMs, query_timeout: connectTimeoutMs });
+      client.on('error', () => {});
+      try {
+        await client.connect();
+        // Through a pooler it waits for a server connection: bounded on both sides.
+        const result = await client.query(settings.statement(READY, { statementTimeoutMs: connectTimeoutMs }));
+        return { answered: true, ready: lastResult(result).rows[0].ready === true };
+      } catch {
+        return { answered: false, ready: false };
+      } finally {
+        client.end().catch(() => {});
+      }
+    })()
+      .then((result) => {
+        lastProbe = { at: performance.now(), ...result };
+        return result;
+      })
+      .finally(() => {
+        probing = undefined;
+      });
+    return probing;
+  }
+  const answers = async () => (await probe()).answered;
+  const knownUnreachable = () => lastProbe !== undefined && !lastProbe.answered && performance.now() - lastProbe.at < UNREACHABLE_HOLD_MS;
+  return { probe, answers, knownUnreachable };
+}
+
+/**
+ * Runs `fn` with a lending, watched while held; the client is destroyed rather than lent again when it
+ * may have lost its connection. We listen for 'error' (pg-pool stops for a lent client): unhandled,
+ * it would take the process down.
+ * @template T
+ * @param {pg.PoolClient} client @param {ReturnType<ReturnType<typeof createPool>['lend']>} lent
+ * @param {ReturnType<typeof createDbWatchdog>} watchdog @param {(client: Lending) => Promise<T>} fn @returns {Promise<T>}
+ */
+async function holdClient(client, { lending, cut }, watchdog, fn) {
+  /** @type {unknown} */ let failure;
+  /** @type {unknown} */ let thrown;
+  const onError = (/** @type {Error} */ err) => {
+    failure ??= err;
+  };
+  client.on('error', onError);
+  const done = watchdog.watch(cut);
+  try {
+    return await fn(lending);
+  } catch (err) {
+    failure ??= err;
+    thrown = err;
+    throw err;
+  } finally {
+    done();
+    client.off('error', onError);
+    lending.end(thrown, failure);
+    client.release(failure !== undefined && isTransient(failure) ? /** @type {Error} */ (failure) : undefined);
+  }
+}

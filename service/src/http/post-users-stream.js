@@ -1,0 +1,55 @@
+import { ApiError } from '../errors.js';
+import { answerWritten } from './answer.js';
+import { sendContinue } from './expect-continue.js';
+import { ClientGoneError } from './read-body.js';
+import { checkStreamHeaders, readStream } from './stream-body.js';
+
+// POST /users with a streamed body (NDJSON, CSV): its headers checked, admitted for what it holds
+// at once, `100 Continue` sent, its text read piece by piece into the import (users/stream-import.js)
+// and the counts answered. A client gone mid-body gets no answer: its socket is destroyed.
+
+/** The media types of a stream, by the format of its records (byContentType's routes). */
+export const STREAM_TYPES = /** @type {const} */ ({ 'application/x-ndjson': 'ndjson', 'application/jsonl': 'ndjson', 'text/csv': 'csv' });
+
+/**
+ * @param {{ format: import('../users/stream-import.js').StreamFormat, importUsers: ReturnType<typeof import('../users/stream-import.js').createStreamImport>,
+ *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number, metrics: import('../metrics.js').Metrics }} deps @returns {import('express').RequestHandler}
+ */
+export function postUsersStream({ format, importUsers, admit, maxStreamBytes, idleTimeoutMs, metrics }) {
+  return (req, res, next) => {
+    const unsupported = unsupportedOnStreams(res.locals.write);
+    if (unsupported) return next(unsupported);
+    const checked = checkStreamHeaders(req, maxStreamBytes);
+    if ('error' in checked) return next(checked.error);
+    admit(req, res, (/** @type {unknown} */ err) => (err ? next(err) : serve(req, res, next, checked.decoder)));
+  };
+
+  /** @param {import('express').Request} req @param {import('express').Response} res @param {import('express').NextFunction} next @param {(() => import('node:stream').Transform) | null} decoder */
+  async function serve(req, res, next, decoder) {
+    sendContinue(res);
+    const reader = readStream(req, { decoder, maxStreamBytes, idleTimeoutMs });
+    let counts;
+    try {
+      counts = await importUsers(reader.texts(), format, res.locals.write.resolution);
+    } catch (failure) {
+      reader.close();
+      if (failure instanceof ClientGoneError) return req.socket.destroy();
+      return next(failure);
+    }
+    reader.close();
+    if (!req.complete) req.resume(); // anything after a compressed stream, so the request ends
+    metrics.streamSize.observe(counts.received);
+    answerWritten(res, metrics, counts);
+  }
+}
+
+/** What a stream cannot do, refused before a byte is read: answer its rows, or read some columns. @param {import('./write-options.js').WriteOptions} options @returns {ApiError | undefined} */
+function unsupportedOnStreams({ return: returnPreference, query }) {
+  if (returnPreference === 'representation') {
+    return new ApiError('unsupported_preference', 'Prefer: return=representation is not supported on a streamed body (NDJSON, CSV): send return=minimal or none (the counts)');
+  }
+  if (query.columns || query.select) {
+    return new ApiError('unsupported_query', `?${query.columns ? 'columns' : 'select'} is not supported on a streamed body (NDJSON, CSV): a CSV header names its columns`);
+  }
+  return undefined;
+}

@@ -1,0 +1,62 @@
+import { insertedUser } from '../users/user-sql.js';
+import { OUTCOME, READ_COLUMNS } from './write-query.js';
+
+// return=representation's answer, as JSON text: the rows written, in the order sent.
+
+/** @typedef {import('../users/user-writer.js').WrittenUser} WrittenUser @typedef {import('../users/user-schema.js').UserRow} UserRow */
+/** @typedef {import('./write-query.js').ReadColumn} ReadColumn */
+
+/**
+ * The rows written, in the order their emails were first sent, with the columns selected (skipped
+ * emails left out, as PostgREST). With `outcome`: every item, `inserted`, `updated`, `skipped`
+ * (nothing written) or `repeated` (an earlier item has its email). All columns and all inserted
+ * once each: the items themselves, no lookup.
+ * @param {UserRow[]} sent  in the order sent, repeats kept @param {WrittenUser[]} users @param {readonly ReadColumn[]} select @returns {string}
+ */
+export function representation(sent, users, select) {
+  const report = select.includes(OUTCOME);
+  const asWritten = isEveryColumn(select);
+  if (asWritten && !report && users.length === sent.length) {
+    const createdAt = insertedAtOnce(users);
+    if (createdAt !== undefined) {
+      return JSON.stringify(sent.map((row) => insertedUser(row, createdAt)));
+    }
+  }
+  const byEmail = /** @type {Map<string, WrittenUser | null>} */ (new Map()); // null: its entry is out already
+  for (const u of users) byEmail.set(u.email, u);
+  const out = /** @type {Record<string, unknown>[]} */ ([]);
+  for (const row of sent) {
+    const email = row.email;
+    const u = byEmail.get(email);
+    if (!report) {
+      if (!u) continue;
+      byEmail.set(email, null); // an email sent twice is one row, shown where it was first sent
+      out.push(asWritten ? u : pick(u, select));
+      continue;
+    }
+    if (u === null) {
+      out.push(pick({ email }, select, 'repeated'));
+      continue;
+    }
+    byEmail.set(email, null);
+    out.push(u ? pick(u, select, u.updatedAt === null ? 'inserted' : 'updated') : pick({ email }, select, 'skipped'));
+  }
+  return JSON.stringify(out);
+}
+
+/** The one createdAt when every row was inserted by one transaction (each row is the item as sent). @param {WrittenUser[]} users */
+function insertedAtOnce(users) {
+  const createdAt = users[0]?.createdAt;
+  for (const u of users) if (u.updatedAt !== null || u.createdAt !== createdAt) return undefined;
+  return createdAt;
+}
+
+/** Whether `select` is every column of a representation, in order (no select, or `*`). @param {readonly ReadColumn[]} select */
+const isEveryColumn = (select) => select.length === READ_COLUMNS.length && select.every((c, i) => c === READ_COLUMNS[i]);
+
+/** @param {Partial<WrittenUser>} u @param {readonly ReadColumn[]} select @param {string} [outcome] @returns {Record<string, unknown>} */
+function pick(u, select, outcome) {
+  const row = /** @type {Record<string, unknown>} */ ({});
+  for (const c of select) row[c] = c === OUTCOME ? outcome : (u[c] ?? null);
+  return row;
+}

@@ -1,0 +1,19 @@
+import { parsePreferences } from './prefer.js';
+import { parseWriteQuery } from './write-query.js';
+
+// A write's options, read once from the Prefer header and the query before the body is read (a
+// refused one costs nothing), and left for the rest of the route in res.locals.write
+// (response-locals.d.ts).
+
+/** @typedef {import('./prefer.js').Preferences & { query: import('./write-query.js').WriteQuery }} WriteOptions */
+
+/** @returns {import('express').RequestHandler} */
+export function readWriteOptions() {
+  return (req, res, next) => {
+    const header = req.headers.prefer;
+    const preferences = parsePreferences(Array.isArray(header) ? header.join(', ') : header);
+    const mark = req.url.indexOf('?');
+    res.locals.write = { ...preferences, query: mark === -1 ? parseWriteQuery('') : parseWriteQuery(req.url.slice(mark + 1)) };
+    next();
+  };
+}
