@@ -50,6 +50,20 @@ const COMMANDS = {
   feeder: { runs: 'until-stopped', ready: /"message":"feeder polling"/, stopped: /"message":"feeder stopped"/ },
 };
 
+/**
+ * The promise's value, or `late` once `ms` have passed; no timer left behind either way.
+ * @template T @param {Promise<T>} promise @param {number} ms @param {string} late
+ */
+async function orAfter(promise, ms, late) {
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer;
+  try {
+    return await Promise.race([promise, new Promise((resolve) => { timer = setTimeout(resolve, ms, late); })]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** @param {string} command */
 const scriptOf = (command) => /(?:^|\s)npm (?:run (\S+)|(start))(?:\s|$)/.exec(command)?.slice(1).find(Boolean);
 
@@ -66,8 +80,10 @@ function shell(command, env) {
     stdout += d;
   });
   child.stderr.on('data', (d) => (output += d));
+  // Closed, not only exited: the shell may die of the Ctrl-C before the command it runs has said
+  // it stopped, and whatever still holds its output holds this process's pipes.
   /** @type {Promise<number | NodeJS.Signals | null>} the exit code, or the signal that ended it */
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal)));
+  const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)));
   return {
     command,
     pid: /** @type {number} */ (child.pid),
@@ -133,7 +149,7 @@ describe("docs/feeder.md's walkthrough, as written", () => {
           assert.ok(how, `unknown command \`${written}\``);
           const run = shell([...exports, command].join('\n'), env);
           if (how.runs === 'to-the-end') {
-            const code = await Promise.race([run.exited, new Promise((resolve) => setTimeout(() => resolve('still running after 120 s'), 120_000))]);
+            const code = await orAfter(run.exited, 120_000, 'still running after 120 s');
             assert.equal(code, 0, `\`${written}\`:\n${run.output()}`);
             produced += JSON.parse(run.stdout().trim().split('\n').at(-1) ?? '{}').users ?? 0;
             continue;
@@ -162,8 +178,11 @@ describe("docs/feeder.md's walkthrough, as written", () => {
       const ends = [];
       for (const run of running.reverse()) {
         run.interrupt();
-        const end = await Promise.race([run.exited, new Promise((resolve) => setTimeout(() => resolve('still running 30 s after Ctrl-C'), 30_000))]);
-        if (end === 'still running 30 s after Ctrl-C') process.kill(-run.pid, 'SIGKILL');
+        const end = await orAfter(run.exited, 30_000, 'still running 30 s after Ctrl-C');
+        if (end === 'still running 30 s after Ctrl-C') {
+          process.kill(-run.pid, 'SIGKILL');
+          await run.exited;
+        }
         const clean = [0, 'SIGINT'].includes(/** @type {any} */ (end)) && run.stopped.test(run.output());
         ends.push({ command: run.command.split('\n').at(-1), end, output: clean ? '' : run.output() });
       }
