@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 // `npm run quarantine -- list|export|purge`: the items `Prefer: invalid=quarantine` set aside
 // (quarantined_items, migration 0006), read and purged on DATABASE_URL (or the PG* variables).
 import { environmentHelp } from '@sluice/env';
