@@ -1,12 +1,11 @@
-import { createHash } from 'node:crypto';
 import { InvalidBatchError } from '../errors.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 
 // The items a request with `Prefer: invalid=quarantine` sets aside: collected while its body is
 // checked (a Quarantine), refused whole past its bound, and kept in quarantined_items by the
 // transaction that writes its valid users. A plaintext password's value is replaced before an item
-// is kept; a replay of the same body by the same client keeps nothing twice (the body's SHA-256 and
-// the item's position are its key).
+// is kept; an item is kept once a client (keyed by its SHA-256), so a retry, or the same users
+// posted again in other chunks, keeps nothing twice: the row then names the latest request.
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
 /** Why an item was set aside. @typedef {'invalid_user' | 'malformed_json' | 'malformed_csv'} QuarantineReason */
@@ -56,7 +55,7 @@ export function overBound(invalid, received, maxInvalid, errors, complete = true
 
 /**
  * The items one request sets aside, at most `maxInvalid`; `errors`: the first MAX_REPORTED_ERRORS
- * problems, as a 400 names them. `fingerprint(text)` feeds the body's digest.
+ * problems, as a 400 names them.
  */
 export class Quarantine {
   /** @param {{ client: string, requestId: string, format: QuarantineFormat, maxInvalid: number }} request */
@@ -72,12 +71,6 @@ export class Quarantine {
     /** @type {string | null} the CSV header's columns, joined by commas */
     this.csvHeader = null;
     this.heldChars = 0;
-    this.digest = createHash('sha256');
-  }
-
-  /** @param {string} text  a piece of the body, in order */
-  fingerprint(text) {
-    this.digest.update(text);
   }
 
   get count() {
@@ -103,24 +96,32 @@ export class Quarantine {
     for (const e of item.errors) if (this.errors.length < MAX_REPORTED_ERRORS) this.errors.push(e);
   }
 
-  /** The kept rows' parameters, once the body is all read (the digest is final). */
+  /** The kept rows' parameters. */
   #values() {
-    const body = this.digest.digest();
     const { items } = this;
-    return [this.client, this.requestId, this.format, body, this.csvHeader,
+    return [this.client, this.requestId, this.format, this.csvHeader,
       items.map((i) => i.position), items.map((i) => i.line), items.map((i) => i.reason), items.map((i) => JSON.stringify(i.errors)), items.map((i) => i.item)];
   }
 
-  /** The statement that keeps them, ON CONFLICT DO NOTHING: a replay keeps nothing twice. */
+  /** The statement that keeps them: an item already kept for the client is updated, not kept twice. */
   statement() {
     return { text: INSERT_QUARANTINED, values: this.#values(), operation: 'INSERT' };
   }
 }
 
-const INSERT_QUARANTINED = `INSERT INTO quarantined_items (client, request_id, format, body_sha256, csv_header, position, line, reason, errors, item)
-SELECT $1, $2, $3, $4, $5, i.position, i.line, i.reason, i.errors, i.item
-FROM unnest($6::integer[], $7::integer[], $8::text[], $9::jsonb[], $10::text[]) AS i(position, line, reason, errors, item)
-ON CONFLICT ON CONSTRAINT quarantined_items_once DO NOTHING`;
+// An item's key: its format, CSV header and text. An item twice in one request is kept once (its
+// first place), as ON CONFLICT DO UPDATE may meet a row only once a statement; rows in key order,
+// so that concurrent requests lock them in one order.
+const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client, request_id, format, csv_header, item_sha256, position, line, reason, errors, item)
+SELECT DISTINCT ON (s.item_sha256) $1, $2, $3, $4, s.item_sha256, s.position, s.line, s.reason, s.errors, s.item
+FROM (
+  SELECT i.*, sha256(convert_to($3 || E'\\n' || coalesce($4, '') || E'\\n' || i.item, 'UTF8')) AS item_sha256
+  FROM unnest($5::integer[], $6::integer[], $7::text[], $8::jsonb[], $9::text[]) AS i(position, line, reason, errors, item)
+) s
+ORDER BY s.item_sha256, s.position
+ON CONFLICT ON CONSTRAINT quarantined_items_once DO UPDATE SET
+  request_id = EXCLUDED.request_id, received_at = EXCLUDED.received_at, position = EXCLUDED.position, line = EXCLUDED.line,
+  reason = EXCLUDED.reason, errors = EXCLUDED.errors, times_seen = kept.times_seen + 1`;
 
 /** Keeps a request's set-aside items, on the connection of its transaction. @param {import('../db/lending.js').Lending} client @param {Quarantine} quarantine */
 export async function keepQuarantined(client, quarantine) {
@@ -148,6 +149,5 @@ export function setAsideInvalid(items, quarantine) {
     if (invalid <= quarantine.maxInvalid) quarantine.add({ position: i, line: null, reason: 'invalid_user', errors: checked, item: keptJson(items[i]) });
   }
   if (invalid > quarantine.maxInvalid) throw overBound(invalid, items.length, quarantine.maxInvalid, errors);
-  if (invalid > 0) quarantine.fingerprint(JSON.stringify(items));
   return rows;
 }

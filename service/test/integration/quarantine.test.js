@@ -82,6 +82,15 @@ describe('POST /users with Prefer: invalid=quarantine', () => {
     assert.equal(after.rows[0].n, before.rows[0].n);
   });
 
+  test('an item set aside again in another body (a queue redelivers it in another chunk) is kept once, naming the latest request', async () => {
+    const bad = { email: `again-${uniqueTag()}`, name: 'Again' };
+    const first = await ctx.app.postUsers([...makeUsers(2), bad], { headers: QUARANTINE });
+    const second = await ctx.app.postUsers([bad, bad, ...makeUsers(1)], { headers: QUARANTINE });
+    assert.deepEqual([first.body.quarantined, second.body.quarantined], [1, 2], 'each answer counts what it set aside');
+    const { rows } = await ctx.db.pool.query('SELECT request_id, position, times_seen FROM quarantined_items WHERE item = $1', [JSON.stringify(bad)]);
+    assert.deepEqual(rows, [{ request_id: second.headers.get('x-request-id'), position: 0, times_seen: 2 }]);
+  });
+
   test('JSON without an invalid item: today\'s answer, with quarantined 0; grouped or not', async () => {
     const users = makeUsers(2);
     const res = await ctx.app.postUsers(users, { headers: QUARANTINE });
