@@ -19,16 +19,16 @@ const WITH_ROWS = Object.freeze({ withRows: true });
  * The body's users as rows, checked as a batch (the parsed objects let go), or the invalid ones set
  * aside into `quarantine`; inOrder: the rows as sent too.
  * @param {import('express').Request} req @param {number} maxBatchItems @param {Resolution} resolution @param {string[] | undefined} columns @param {boolean} inOrder
- * @param {Quarantine} [quarantine]
+ * @param {Quarantine} [quarantine] @param {import('../errors.js').ItemError[]} [duplicateKeys]  the users that give a key twice (json-body.js)
  */
-function takeBatch(req, maxBatchItems, resolution, columns, inOrder, quarantine) {
+function takeBatch(req, maxBatchItems, resolution, columns, inOrder, quarantine, duplicateKeys) {
   let items = req.body;
   req.body = undefined;
   if (!Array.isArray(items)) throw new ApiError('not_an_array');
   if (items.length === 0) throw new ApiError('empty_batch', emptyBatchMessage(maxBatchItems));
   if (items.length > maxBatchItems) throw new ApiError('too_many_items', `${items.length} users is over MAX_BATCH_ITEMS (${maxBatchItems}); split the batch`);
   if (columns) items = items.map((item) => onlyColumns(item, columns));
-  const checked = quarantine ? setAsideInvalid(items, quarantine) : checkUserBatch(items);
+  const checked = quarantine ? setAsideInvalid(items, quarantine, duplicateKeys) : checkUserBatch(items);
   const sent = inOrder ? checked.slice() : undefined;
   return { received: items.length, rows: oncePerEmail(checked, resolution), sent };
 }
@@ -50,7 +50,7 @@ export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRA
     const validation = tracing.startStep('sluice.validate');
     let batch;
     try {
-      batch = takeBatch(req, maxBatchItems, resolution, query.columns, withRows, quarantine);
+      batch = takeBatch(req, maxBatchItems, resolution, query.columns, withRows, quarantine, res.locals.duplicateKeys);
     } catch (err) {
       tracing.endStep(validation, err);
       throw err;

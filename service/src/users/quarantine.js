@@ -131,15 +131,18 @@ export async function keepQuarantined(client, quarantine) {
 /**
  * A JSON array's items checked one by one: the valid ones' rows in the order sent, the invalid ones
  * set aside; past the bound, the refusal a 400 gives today (nothing written, nothing kept).
- * @param {unknown[]} items @param {Quarantine} quarantine @returns {import('./user-schema.js').UserRow[]}
+ * `duplicateKeys`: the items that give a key twice (the JSON parser found them), invalid whatever they hold.
+ * @param {unknown[]} items @param {Quarantine} quarantine @param {ItemError[]} [duplicateKeys] @returns {import('./user-schema.js').UserRow[]}
  */
-export function setAsideInvalid(items, quarantine) {
+export function setAsideInvalid(items, quarantine, duplicateKeys = []) {
   const rows = [];
   const errors = /** @type {ItemError[]} */ ([]);
+  const twice = /** @type {Map<number, ItemError[]>} */ (new Map());
+  for (const e of duplicateKeys) twice.set(e.index, [...(twice.get(e.index) ?? []), e]);
   let invalid = 0;
   for (let i = 0; i < items.length; i++) {
     // Described whole: a kept item keeps all its problems, the answer names the first 100.
-    const checked = checkUser(items[i], i);
+    const checked = twice.get(i) ?? checkUser(items[i], i);
     if (!Array.isArray(checked)) {
       rows.push(checked);
       continue;

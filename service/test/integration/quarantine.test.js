@@ -91,6 +91,17 @@ describe('POST /users with Prefer: invalid=quarantine', () => {
     assert.deepEqual(rows, [{ request_id: second.headers.get('x-request-id'), position: 0, times_seen: 2 }]);
   });
 
+  test('JSON: a user that gives a key twice is set aside too, the rest written', async () => {
+    const [good] = makeUsers(1);
+    const twice = `{"email":"twice-${uniqueTag()}@example.com","name":"A","name":"B"}`;
+    const res = await ctx.app.postUsers(`[${JSON.stringify(good)},${twice}]`, { headers: QUARANTINE });
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual(res.body.errors, [{ index: 1, field: 'name', message: 'is given more than once in this object; send each field once' }]);
+    assert.equal(res.body.quarantined, 1);
+    const refused = await ctx.app.postUsers(`[${JSON.stringify(good)},${twice}]`);
+    assert.deepEqual([refused.status, refused.body.error], [400, 'invalid_batch'], 'without the preference, as today');
+  });
+
   test('JSON without an invalid item: today\'s answer, with quarantined 0; grouped or not', async () => {
     const users = makeUsers(2);
     const res = await ctx.app.postUsers(users, { headers: QUARANTINE });
