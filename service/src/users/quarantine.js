@@ -19,7 +19,7 @@ export const QUARANTINE_REASONS = ['invalid_user', 'malformed_json', 'malformed_
 export const DEFAULT_MAX_INVALID = 100;
 /** The largest bound a client may set (`max-invalid`). */
 export const MAX_INVALID_LIMIT = 10_000;
-/** Characters of set-aside items a streamed body may hold until its end, past which it is refused as over its bound. */
+/** Characters of set-aside items a streamed body may hold before it keeps them (ignore mode: at each chunk's end; merge mode: at its end), past which it is refused as over its bound. */
 export const QUARANTINE_HOLD_CHARS = 1024 * 1024;
 /** The client of a request that needed no credentials, as its set-aside items name it. */
 export const ANONYMOUS_CLIENT = 'anonymous';
@@ -54,8 +54,9 @@ export function overBound(invalid, received, maxInvalid, errors, complete = true
 }
 
 /**
- * The items one request sets aside, at most `maxInvalid`; `errors`: the first MAX_REPORTED_ERRORS
- * problems, as a 400 names them.
+ * The items one request sets aside, at most `maxInvalid`: `count` in all, `items` those not yet
+ * kept (a stream keeps them as it goes); `errors`: the first MAX_REPORTED_ERRORS problems, as a 400
+ * names them.
  */
 export class Quarantine {
   /** @param {{ client: string, requestId: string, format: QuarantineFormat, maxInvalid: number }} request */
@@ -70,30 +71,35 @@ export class Quarantine {
     this.errors = [];
     /** @type {string | null} the CSV header's columns, joined by commas */
     this.csvHeader = null;
+    this.count = 0;
     this.heldChars = 0;
+    /** @type {Partial<Record<QuarantineReason, number>>} */
+    this.reasons = {};
   }
 
-  get count() {
-    return this.items.length;
-  }
-
-  /** How many of each reason. @returns {Partial<Record<QuarantineReason, number>>} */
+  /** How many of each reason. */
   byReason() {
-    const counts = /** @type {Partial<Record<QuarantineReason, number>>} */ ({});
-    for (const { reason } of this.items) counts[reason] = (counts[reason] ?? 0) + 1;
-    return counts;
+    return this.reasons;
   }
 
-  /** Past the bound (count, or for a stream the characters it holds). */
+  /** Past the bound (count, or the characters held). */
   get isOver() {
-    return this.items.length > this.maxInvalid || this.heldChars > QUARANTINE_HOLD_CHARS;
+    return this.count > this.maxInvalid || this.heldChars > QUARANTINE_HOLD_CHARS;
   }
 
   /** @param {QuarantinedItem} item */
   add(item) {
     this.items.push(item);
+    this.count++;
+    this.reasons[item.reason] = (this.reasons[item.reason] ?? 0) + 1;
     this.heldChars += item.item.length;
     for (const e of item.errors) if (this.errors.length < MAX_REPORTED_ERRORS) this.errors.push(e);
+  }
+
+  /** The items held were kept: let them go. */
+  kept() {
+    this.items = [];
+    this.heldChars = 0;
   }
 
   /** The kept rows' parameters. */
@@ -123,9 +129,19 @@ ON CONFLICT ON CONSTRAINT quarantined_items_once DO UPDATE SET
   request_id = EXCLUDED.request_id, received_at = EXCLUDED.received_at, position = EXCLUDED.position, line = EXCLUDED.line,
   reason = EXCLUDED.reason, errors = EXCLUDED.errors, times_seen = kept.times_seen + 1`;
 
-/** Keeps a request's set-aside items, on the connection of its transaction. @param {import('../db/lending.js').Lending} client @param {Quarantine} quarantine */
+/**
+ * Keeps a request's set-aside items, on the connection of its transaction (which a writer may roll
+ * back and try again, so they are held until the request is answered).
+ * @param {import('../db/lending.js').Lending} client @param {Quarantine} quarantine
+ */
 export async function keepQuarantined(client, quarantine) {
-  if (quarantine.count > 0) await client.query(quarantine.statement());
+  if (quarantine.items.length > 0) await client.query(quarantine.statement());
+}
+
+/** Keeps a stream's items held so far and lets them go (a stream's transaction is never tried again). @param {import('../db/lending.js').Lending} client @param {Quarantine} quarantine */
+export async function keepQuarantinedSoFar(client, quarantine) {
+  await keepQuarantined(client, quarantine);
+  quarantine.kept();
 }
 
 /**

@@ -3,7 +3,7 @@ import { allNewFirst, isUniqueViolation } from './all-new-first.js';
 import { ChunkBuffer } from './chunk-buffer.js';
 import { copyAll, longQuery, startCopy } from './copy-from.js';
 import { createCsvParser, createNdjsonParser } from './stream-parse.js';
-import { keepQuarantined, keptJson, keptText, overBound } from './quarantine.js';
+import { keepQuarantinedSoFar, keptJson, keptText, overBound } from './quarantine.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 import {
   COPY_STREAM_STAGING, COPY_USERS, CREATE_STREAM_STAGING, EMPTY_STREAM_STAGING, FIRST_OF_EACH, INSERT_ALL_AS_SENT, MERGED_OF_EACH, csvLine, writeStatement,
@@ -75,13 +75,14 @@ function importIgnoring(db, texts, format, quarantine) {
       for await (const csv of body.pieces(chunks.abandon)) {
         await chunks.send(csv);
         if (body.received - chunkStart >= CHUNK_ROWS) {
-          await chunks.next();
+          // Between two chunks no COPY runs: the items set aside so far are kept there.
+          await chunks.next(quarantine && (() => keepQuarantinedSoFar(client, quarantine)));
           chunkStart = body.received;
         }
       }
       await chunks.send(body.end());
       const inserted = await chunks.end();
-      if (quarantine) await keepQuarantined(client, quarantine);
+      if (quarantine) await keepQuarantinedSoFar(client, quarantine);
       return { received: body.received, inserted, updated: 0, quarantine };
     } catch (err) {
       await chunks.close();
@@ -115,7 +116,7 @@ function importMerging(db, texts, format, quarantine) {
       throw err;
     }
     const merged = await writeMerged(client);
-    if (quarantine) await keepQuarantined(client, quarantine);
+    if (quarantine) await keepQuarantinedSoFar(client, quarantine);
     return { received: body.received, ...merged, quarantine };
   });
 }
@@ -163,6 +164,8 @@ function validatedBody(texts, format, quarantine) {
       ? duplicates.map((field) => ({ index, field, message: 'is given more than once in this object; send each field once' }))
       : /** @type {import('../errors.js').ItemError[]} */ (checked);
     if (!settingAside) return refuse(found, line);
+    const q = /** @type {Quarantine} */ (quarantine);
+    if (format === 'csv') q.csvHeader ??= parser.columns?.join(',') ?? null;
     const kept = format === 'csv' ? keptText(text) : keptJson(item, text);
     setAside({ position: index, line, reason: 'invalid_user', errors: found.map((problem) => ({ ...problem, line })), item: kept });
   };
@@ -171,6 +174,8 @@ function validatedBody(texts, format, quarantine) {
     const index = received++;
     const found = [{ index, field: null, message, line }];
     if (!settingAside) return refuse(found, line);
+    const q = /** @type {Quarantine} */ (quarantine);
+    if (format === 'csv') q.csvHeader ??= parser.columns?.join(',') ?? null;
     setAside({ position: index, line, reason: format === 'csv' ? 'malformed_csv' : 'malformed_json', errors: found, item: keptText(text) });
   };
   const parser = format === 'csv' ? createCsvParser(quarantine && { onUnreadable }) : createNdjsonParser(quarantine && { onUnreadable });
@@ -205,7 +210,6 @@ function validatedBody(texts, format, quarantine) {
     end() {
       parser.end(onRecord);
       if (invalid > 0) throw refusal();
-      if (quarantine && parser.columns) quarantine.csvHeader = parser.columns.join(',');
       if (received === 0) throw new ApiError('empty_batch', 'the body holds no users: send at least one');
       return taken();
     },
@@ -251,9 +255,10 @@ async function chunkedCopy(client) {
       const failure = copy?.error();
       if (failure && !isUniqueViolation(failure)) throw failure;
     },
-    /** Ends the chunk and begins the next. */
-    async next() {
+    /** Ends the chunk, runs `between` (no COPY in progress), and begins the next. @param {() => Promise<void>} [between] */
+    async next(between) {
       await endChunk();
+      await between?.();
       if (!staged) copy = await startCopy(client, COPY_USERS, 'chunk');
     },
     /** Ends the last chunk: the rows inserted in all. */

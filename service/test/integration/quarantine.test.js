@@ -164,6 +164,17 @@ describe('POST /users with Prefer: invalid=quarantine', () => {
     assert.ok(!JSON.stringify(ctx.app.logs).includes(password), 'nor in the log');
   });
 
+  test('a long stream keeps its items as it goes (between chunks), all of them, with the rest written', async () => {
+    const users = makeUsers(20_000);
+    const lines = users.map((u) => JSON.stringify(u));
+    for (const at of [10, 9_000, 19_000]) lines[at] = JSON.stringify({ ...users[at], email: `bad-${at}` });
+    const res = await ctx.app.postUsers(`${lines.join('\n')}\n`, { contentType: NDJSON, headers: QUARANTINE });
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual({ ...res.body, errors: undefined }, { received: 20_000, inserted: 19_997, updated: 0, duplicates: 0, quarantined: 3, errors: undefined });
+    const kept = await keptFor(ctx.db.pool, /** @type {string} */ (res.headers.get('x-request-id')));
+    assert.deepEqual(kept.map((k) => [k.position, k.line]), [[10, 11], [9_000, 9_001], [19_000, 19_001]]);
+  });
+
   test('CSV: a record of another field count and an invalid user kept with their lines and the header; the rest written', async () => {
     const [a, b] = makeUsers(2);
     const body = `email,name\r\n${a.email},A\r\nbad-email,B\r\nthree,fields,here\r\n${b.email},"Quoted, B"\r\n`;
@@ -240,6 +251,10 @@ describe('a quarantining write that fails at its commit keeps neither its rows n
     assert.equal(json.status, 500, json.text);
     const ndjson = await ctx.app.postUsers(`${good.map((u) => JSON.stringify(u)).join('\n')}\n{"email":"fail-at-commit"}\n`, { contentType: NDJSON, headers: QUARANTINE });
     assert.equal(ndjson.status, 500, ndjson.text);
+    const many = makeUsers(16_000);
+    // Its first items kept between chunks, long before the failure.
+    const long = await ctx.app.postUsers(`{"email":"early"}\nxxx\n${many.map((u) => JSON.stringify(u)).join('\n')}\n{"email":"fail-at-commit"}\n`, { contentType: NDJSON, headers: QUARANTINE });
+    assert.equal(long.status, 500, long.text);
     const merge = await ctx.app.postUsers(`${good.map((u) => JSON.stringify(u)).join('\n')}\nfail-at-commit\n`, { contentType: NDJSON, headers: { prefer: 'invalid=quarantine, resolution=merge-duplicates' } });
     assert.equal(merge.status, 500, merge.text);
     assert.equal(await ctx.db.countUsers(), 0, 'no row written');
