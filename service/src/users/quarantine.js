@@ -116,15 +116,19 @@ export class Quarantine {
 }
 
 // An item's key: its format, CSV header and text. An item twice in one request is kept once (its
-// first place), as ON CONFLICT DO UPDATE may meet a row only once a statement; rows in key order,
-// so that concurrent requests lock them in one order.
+// first place), as ON CONFLICT DO UPDATE may meet a row only once a statement; new rows in the
+// order sent, so that an export lists them so.
 const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client, request_id, format, csv_header, item_sha256, position, line, reason, errors, item)
-SELECT DISTINCT ON (s.item_sha256) $1, $2, $3, $4, s.item_sha256, s.position, s.line, s.reason, s.errors, s.item
+SELECT $1, $2, $3, $4, o.item_sha256, o.position, o.line, o.reason, o.errors, o.item
 FROM (
-  SELECT i.*, sha256(convert_to($3 || E'\\n' || coalesce($4, '') || E'\\n' || i.item, 'UTF8')) AS item_sha256
-  FROM unnest($5::integer[], $6::integer[], $7::text[], $8::jsonb[], $9::text[]) AS i(position, line, reason, errors, item)
-) s
-ORDER BY s.item_sha256, s.position
+  SELECT DISTINCT ON (s.item_sha256) s.*
+  FROM (
+    SELECT i.*, sha256(convert_to($3 || E'\\n' || coalesce($4, '') || E'\\n' || i.item, 'UTF8')) AS item_sha256
+    FROM unnest($5::integer[], $6::integer[], $7::text[], $8::jsonb[], $9::text[]) AS i(position, line, reason, errors, item)
+  ) s
+  ORDER BY s.item_sha256, s.position
+) o
+ORDER BY o.position
 ON CONFLICT ON CONSTRAINT quarantined_items_once DO UPDATE SET
   request_id = EXCLUDED.request_id, received_at = EXCLUDED.received_at, position = EXCLUDED.position, line = EXCLUDED.line,
   reason = EXCLUDED.reason, errors = EXCLUDED.errors, times_seen = kept.times_seen + 1`;
