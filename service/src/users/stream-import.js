@@ -3,7 +3,7 @@ import { allNewFirst, isUniqueViolation } from './all-new-first.js';
 import { ChunkBuffer } from './chunk-buffer.js';
 import { copyAll, longQuery, startCopy } from './copy-from.js';
 import { createCsvParser, createNdjsonParser } from './stream-parse.js';
-import { keepQuarantinedSoFar, keptJson, keptText, overBound } from './quarantine.js';
+import { QUARANTINE_KEEP_CHARS, keepQuarantinedSoFar, keptJson, keptText, overBound } from './quarantine.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 import {
   COPY_STREAM_STAGING, COPY_USERS, CREATE_STREAM_STAGING, EMPTY_STREAM_STAGING, FIRST_OF_EACH, INSERT_ALL_AS_SENT, MERGED_OF_EACH, csvLine, writeStatement,
@@ -75,8 +75,9 @@ function importIgnoring(db, texts, format, quarantine) {
       for await (const csv of body.pieces(chunks.abandon)) {
         await chunks.send(csv);
         if (body.received - chunkStart >= CHUNK_ROWS) {
-          // Between two chunks no COPY runs: the items set aside so far are kept there.
-          await chunks.next(quarantine && (() => keepQuarantinedSoFar(client, quarantine)));
+          // Between two chunks no COPY runs: the items set aside so far are kept there, once they are many.
+          const keep = quarantine && quarantine.heldChars >= QUARANTINE_KEEP_CHARS ? () => keepQuarantinedSoFar(client, quarantine) : undefined;
+          await chunks.next(keep);
           chunkStart = body.received;
         }
       }

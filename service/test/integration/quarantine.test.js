@@ -167,12 +167,14 @@ describe('POST /users with Prefer: invalid=quarantine', () => {
   test('a long stream keeps its items as it goes (between chunks), all of them, with the rest written', async () => {
     const users = makeUsers(20_000);
     const lines = users.map((u) => JSON.stringify(u));
-    for (const at of [10, 9_000, 19_000]) lines[at] = JSON.stringify({ ...users[at], email: `bad-${at}` });
+    // The first five hold over QUARANTINE_KEEP_CHARS: kept at the first chunk's end; the last at the body's.
+    const bad = [10, 11, 12, 13, 14, 19_000];
+    for (const at of bad) lines[at] = JSON.stringify({ ...users[at], email: `bad-${at}`, name: 'x'.repeat(60_000) + at });
     const res = await ctx.app.postUsers(`${lines.join('\n')}\n`, { contentType: NDJSON, headers: QUARANTINE });
     assert.equal(res.status, 201, res.text);
-    assert.deepEqual({ ...res.body, errors: undefined }, { received: 20_000, inserted: 19_997, updated: 0, duplicates: 0, quarantined: 3, errors: undefined });
+    assert.deepEqual({ ...res.body, errors: undefined }, { received: 20_000, inserted: 19_994, updated: 0, duplicates: 0, quarantined: 6, errors: undefined });
     const kept = await keptFor(ctx.db.pool, /** @type {string} */ (res.headers.get('x-request-id')));
-    assert.deepEqual(kept.map((k) => [k.position, k.line]), [[10, 11], [9_000, 9_001], [19_000, 19_001]]);
+    assert.deepEqual(kept.map((k) => [k.position, k.line]), bad.map((at) => [at, at + 1]));
   });
 
   test('CSV: a record of another field count and an invalid user kept with their lines and the header; the rest written', async () => {
@@ -252,8 +254,9 @@ describe('a quarantining write that fails at its commit keeps neither its rows n
     const ndjson = await ctx.app.postUsers(`${good.map((u) => JSON.stringify(u)).join('\n')}\n{"email":"fail-at-commit"}\n`, { contentType: NDJSON, headers: QUARANTINE });
     assert.equal(ndjson.status, 500, ndjson.text);
     const many = makeUsers(16_000);
-    // Its first items kept between chunks, long before the failure.
-    const long = await ctx.app.postUsers(`{"email":"early"}\nxxx\n${many.map((u) => JSON.stringify(u)).join('\n')}\n{"email":"fail-at-commit"}\n`, { contentType: NDJSON, headers: QUARANTINE });
+    // Its first items (over QUARANTINE_KEEP_CHARS) kept between chunks, long before the failure.
+    const early = Array.from({ length: 5 }, (_, i) => JSON.stringify({ email: `early-${i}`, name: 'x'.repeat(60_000) })).join('\n');
+    const long = await ctx.app.postUsers(`${early}\nxxx\n${many.map((u) => JSON.stringify(u)).join('\n')}\n{"email":"fail-at-commit"}\n`, { contentType: NDJSON, headers: QUARANTINE });
     assert.equal(long.status, 500, long.text);
     const merge = await ctx.app.postUsers(`${good.map((u) => JSON.stringify(u)).join('\n')}\nfail-at-commit\n`, { contentType: NDJSON, headers: { prefer: 'invalid=quarantine, resolution=merge-duplicates' } });
     assert.equal(merge.status, 500, merge.text);
