@@ -9,12 +9,16 @@ const opts = createCommand('npm run bench:import --', "Streams --users users in 
   .addOption(new Option('--formats <list>', 'the bodies to stream').argParser(listOf(['ndjson', 'csv'])).default(['ndjson', 'csv']))
   .addOption(new Option('--rounds <n>', 'times each load runs, interleaved').env('ROUNDS').argParser(wholeNumber(1)).default(3))
   .addOption(new Option('--server <server.js>', "another checkout's service/src/server.js, to measure that one instead").env('SERVER'))
+  .addOption(new Option('--prefer <value>', 'a Prefer header sent with each body, e.g. "invalid=quarantine; max-invalid=10000"'))
+  .addOption(new Option('--invalid-every <n>', 'every nth user of each body is invalid (its email has no @): 100 is 1%').argParser(wholeNumber(1)))
   .parse()
   .opts();
 const USERS = /** @type {number} */ (opts.users);
 const FORMATS = /** @type {('ndjson' | 'csv')[]} */ (opts.formats);
 const SERVER = /** @type {string | undefined} */ (opts.server);
 const ROUNDS = /** @type {number} */ (opts.rounds);
+const PREFER = /** @type {string | undefined} */ (opts.prefer);
+const INVALID_EVERY = /** @type {number | undefined} */ (opts.invalidEvery);
 
 const { createReadStream, createWriteStream } = await import('node:fs');
 const { mkdtemp, rm, stat } = await import('node:fs/promises');
@@ -39,13 +43,13 @@ const CONTENT_TYPES = { ndjson: 'application/x-ndjson', csv: 'text/csv' };
 
 /**
  * Writes `count` users as NDJSON or CSV, with backpressure; returns the file's size.
- * @param {string} file @param {'ndjson' | 'csv'} format @param {number} count @param {string} [lastLine]
+ * @param {string} file @param {'ndjson' | 'csv'} format @param {number} count @param {string} [lastLine] @param {number} [invalidEvery]  every nth user invalid
  */
-async function writeUsers(file, format, count, lastLine) {
+async function writeUsers(file, format, count, lastLine, invalidEvery) {
   const out = createWriteStream(file);
   let text = format === 'csv' ? 'email,name,phone,passwordHash\n' : '';
   for (let i = 0; i < count; i++) {
-    const email = `user-${i}@import.test`;
+    const email = invalidEvery && i % invalidEvery === invalidEvery - 1 ? `user-${i}-import.test` : `user-${i}@import.test`;
     const phone = `+1555${String(i % 1e7).padStart(7, '0')}`;
     text += format === 'csv'
       ? `${email},User ${i},${phone},"${SAMPLE_HASH}"\n`
@@ -67,7 +71,7 @@ async function writeUsers(file, format, count, lastLine) {
  */
 function postFile(baseUrl, file, format) {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${baseUrl}/users`, { method: 'POST', headers: { 'content-type': CONTENT_TYPES[format], 'transfer-encoding': 'chunked' } });
+    const req = http.request(`${baseUrl}/users`, { method: 'POST', headers: { 'content-type': CONTENT_TYPES[format], 'transfer-encoding': 'chunked', ...(PREFER ? { prefer: PREFER } : {}) } });
     req.on('error', reject);
     req.on('response', (res) => {
       let text = '';
@@ -103,7 +107,10 @@ const empty = async () => {
 };
 try {
   const files = { ndjson: path.join(dir, 'users.ndjson'), csv: path.join(dir, 'users.csv') };
-  const sizes = { ndjson: await writeUsers(files.ndjson, 'ndjson', USERS), csv: await writeUsers(files.csv, 'csv', USERS) };
+  const sizes = { ndjson: await writeUsers(files.ndjson, 'ndjson', USERS, undefined, INVALID_EVERY), csv: await writeUsers(files.csv, 'csv', USERS, undefined, INVALID_EVERY) };
+  // psql loads valid rows only (a CHECK refuses the rest): its own file when some are invalid.
+  const psqlCsv = INVALID_EVERY ? path.join(dir, 'psql.csv') : files.csv;
+  if (INVALID_EVERY) await writeUsers(psqlCsv, 'csv', USERS);
   say(`${USERS.toLocaleString('en')} users: NDJSON ${(sizes.ndjson / 1e6).toFixed(1)} MB, CSV ${(sizes.csv / 1e6).toFixed(1)} MB`);
 
   /** @type {Record<string, { seconds: number[], ratios: number[], peaks: number[], serviceCpu: number[], postgresCpu: number[], answer?: unknown, status?: number }>} */
@@ -111,7 +118,7 @@ try {
   for (let round = 1; round <= ROUNDS; round++) {
     await empty();
     let started = performance.now();
-    await promisify(execFile)('psql', [pgServer.url, '-v', 'ON_ERROR_STOP=1', '-c', `\\copy users (email, name, phone, password_hash) FROM '${files.csv}' WITH (FORMAT csv, HEADER true)`]);
+    await promisify(execFile)('psql', [pgServer.url, '-v', 'ON_ERROR_STOP=1', '-c', `\\copy users (email, name, phone, password_hash) FROM '${psqlCsv}' WITH (FORMAT csv, HEADER true)`]);
     const psqlSeconds = (performance.now() - started) / 1000;
     runs.psql.seconds.push(psqlSeconds);
     say(`round ${round}: psql \\copy: ${psqlSeconds.toFixed(2)} s, ${Math.round(USERS / psqlSeconds).toLocaleString('en')} rows/s`);

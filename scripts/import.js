@@ -1,6 +1,6 @@
 // `npm run import -- FILE`: streams an NDJSON or CSV file of users (gzip-compressed too) to the
 // service's POST /users in one request, with progress on stderr, and prints the counts.
-import { createCommand, Option } from '@sluice/db/command-line';
+import { createCommand, Option, wholeNumber } from '@sluice/db/command-line';
 import { USER_FIELDS } from '../service/src/user-columns.js';
 
 const program = createCommand(
@@ -15,6 +15,8 @@ const program = createCommand(
   .option('--url <url>', 'the service', 'http://127.0.0.1:3000')
   .option('--token <token>', 'the bearer token (default: INGEST_TOKEN)')
   .addOption(new Option('--format <f>', 'the file\'s format (default: from its name)').choices(['ndjson', 'csv']))
+  .option('--quarantine', 'set invalid users aside instead of refusing the file (Prefer: invalid=quarantine): the valid ones are stored, and the command that exports the others is printed')
+  .option('--max-invalid <n>', 'with --quarantine: refuse the whole file past this many invalid users (the service\'s default: 100)', wholeNumber(0))
   .parse();
 
 const [file] = program.args;
@@ -84,13 +86,17 @@ const progress = new Transform({
 });
 
 const token = args.token ?? process.env.INGEST_TOKEN;
+const prefer = [
+  args.resolution === 'merge' ? 'resolution=merge-duplicates' : '',
+  args.quarantine ? `invalid=quarantine${args.maxInvalid === undefined ? '' : `; max-invalid=${args.maxInvalid}`}` : '',
+].filter(Boolean).join(', ');
 const request = (url.protocol === 'https:' ? https : http).request(url, {
   method: 'POST',
   headers: {
     'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
     ...(compressed ? { 'content-encoding': 'gzip' } : {}),
     'content-length': String(total),
-    ...(args.resolution === 'merge' ? { prefer: 'resolution=merge-duplicates' } : {}),
+    ...(prefer ? { prefer } : {}),
     ...(token ? { authorization: `Bearer ${token}` } : {}),
   },
 });
@@ -113,7 +119,7 @@ const clearProgress = () => {
  * rather than going on into a connection the service has stopped reading until BODY_READ_TIMEOUT_MS.
  * A service that closes the connection after an early refusal may cut the upload short (EPIPE,
  * ECONNRESET): once an answer has begun, what it says is the outcome.
- * @type {Promise<{ status: number, text: string }>}
+ * @type {Promise<{ status: number, text: string, requestId: string | undefined }>}
  */
 const answered = new Promise((resolve, reject) => {
   let answering = false;
@@ -122,7 +128,8 @@ const answered = new Promise((resolve, reject) => {
     let text = '';
     res.setEncoding('utf8');
     res.on('data', (c) => (text += c));
-    const done = () => resolve({ status: res.statusCode ?? 0, text });
+    const requestId = res.headers['x-request-id'];
+    const done = () => resolve({ status: res.statusCode ?? 0, text, requestId: typeof requestId === 'string' ? requestId : undefined });
     res.on('end', done);
     res.on('close', done);
     res.on('error', done);
@@ -137,7 +144,7 @@ const source = createReadStream('', { fd: handle });
 const uploaded = pipeline(source, progress, request).catch(() => {});
 
 try {
-  const { status, text } = await answered;
+  const { status, text, requestId } = await answered;
   const sent = sentBytes();
   // Whatever is left of the file is not sent: the service has answered.
   source.destroy();
@@ -147,7 +154,11 @@ try {
   if (status >= 200 && status < 300) {
     showProgress(true);
     const seconds = (performance.now() - started) / 1000;
-    console.log(JSON.stringify({ ...JSON.parse(text), seconds: Number(seconds.toFixed(2)) }));
+    const counts = JSON.parse(text);
+    console.log(JSON.stringify({ ...counts, seconds: Number(seconds.toFixed(2)) }));
+    if (counts.quarantined > 0) {
+      console.error(`${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set aside; to fix and send them again: npm run quarantine -- export --items --request ${requestId ?? '<X-Request-Id>'} > fixed.ndjson`);
+    }
   } else {
     // The service answers about the line it has read; what was sent meanwhile may be well past it.
     clearProgress();

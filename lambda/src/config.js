@@ -4,7 +4,7 @@ import { defineVariables, loadEnv, matching, milliseconds, integer, oneOf, text,
  * Each field is its variable's (FEEDER_VARIABLES describes them).
  * @typedef {{ serviceUrl: string, ingestToken: string | undefined, ingestTokenSecretArn: string | undefined, ingestClientName: string,
  *   postChunkItems: number, postConcurrency: number, requestTimeoutMs: number, retryBaseMs: number, retryMaxMs: number, safetyMarginMs: number,
- *   conflictResolution: 'ignore' | 'merge' }} FeederConfig
+ *   conflictResolution: 'ignore' | 'merge', invalidUsers: import('./records.js').InvalidUsers }} FeederConfig
  */
 
 /** Every variable the handler reads, declared once. */
@@ -27,6 +27,11 @@ export const FEEDER_VARIABLES = defineVariables({
     default: 'ignore',
     description: "ignore (skip stored emails) or merge (update them), unless a message's resolution attribute says otherwise",
   },
+  INVALID_USERS: {
+    parser: oneOf(/** @type {const} */ (['quarantine', 'refuse'])),
+    default: 'quarantine',
+    description: "quarantine (the service sets an invalid user aside, Prefer: invalid=quarantine, and stores the rest of its message) or refuse (the message fails, to the dead-letter queue), unless a message's invalid attribute says otherwise",
+  },
   // Read by Powertools' Logger itself (observability.js); declared so that --help and the doc say so.
   POWERTOOLS_LOG_LEVEL: { parser: text(), defaultText: 'INFO', description: "Powertools' Logger level: TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL or SILENT" },
 });
@@ -48,5 +53,6 @@ export function loadFeederConfig(env = process.env) {
     retryMaxMs: v.RETRY_MAX_MS,
     safetyMarginMs: v.SAFETY_MARGIN_MS,
     conflictResolution: v.CONFLICT_RESOLUTION,
+    invalidUsers: v.INVALID_USERS,
   };
 }

@@ -3,18 +3,23 @@ import { unpackRecords } from './records.js';
 
 /** @typedef {import('./records.js').Item} Item */
 /** @typedef {import('./config.js').FeederConfig} FeederConfig */
-/** @typedef {{ posts: number, retries: number, inserted: number, updated: number, stale: number, stored: number }} FeedStats */
+/** @typedef {{ posts: number, retries: number, inserted: number, updated: number, stale: number, stored: number, quarantined: number }} FeedStats */
 /**
  * deadline: epoch ms after which no request starts; credentialsRefused: on a 401 or 403.
  * @typedef {{ config: FeederConfig, deadline: number, postUsers: typeof import('./service-client.js').postUsers, traceparent?: () => string | undefined,
  *   rereadToken?: () => Promise<FeederConfig>, credentialsRefused?: (status: number) => void }} FeedOptions
  */
 
-/** Chunks of at most `size` items, each of one resolution (a POST has one Prefer). @param {Item[]} items @param {number} size */
+/** Items that go in one POST: the same resolution and the same `invalid` (a POST has one Prefer). @param {Item} a @param {Item} b */
+const samePrefer = (a, b) => a.resolution === b.resolution && a.invalid === b.invalid;
+
+/** Chunks of at most `size` items, each of one Prefer. @param {Item[]} items @param {number} size */
 function chunksOf(items, size) {
   const chunks = /** @type {Item[][]} */ ([]);
-  for (const resolution of ['ignore', 'merge']) {
-    const same = items.filter((item) => item.resolution === resolution);
+  const kinds = /** @type {Item[]} */ ([]);
+  for (const item of items) if (!kinds.some((k) => samePrefer(k, item))) kinds.push(item);
+  for (const kind of kinds) {
+    const same = items.filter((item) => samePrefer(item, kind));
     for (let i = 0; i < same.length; i += size) chunks.push(same.slice(i, i + size));
   }
   return chunks;
@@ -25,7 +30,7 @@ function chunksInOrder(items, size) {
   const chunks = /** @type {Item[][]} */ ([]);
   for (const item of items) {
     const last = chunks.at(-1);
-    if (last && last.length < size && last[0].resolution === item.resolution) last.push(item);
+    if (last && last.length < size && samePrefer(last[0], item)) last.push(item);
     else chunks.push([item]);
   }
   return chunks;
@@ -68,13 +73,16 @@ function chunkFeeder({ ledger, tokens, stats, deadline, postUsers, traceparent, 
       pending = pending.filter((item) => !ledger.hasFailed(item.messageId));
       if (pending.length === 0) return;
       const used = tokens.current();
-      const outcome = await postUsers(used, pending.map((item) => item.user), { deadline, resolution: pending[0].resolution, onAttempt, traceparent });
+      const { resolution, invalid } = pending[0];
+      const outcome = await postUsers(used, pending.map((item) => item.user), { deadline, resolution, quarantine: invalid === 'quarantine', onAttempt, traceparent });
       switch (outcome.kind) {
         case 'stored':
+          // The users set aside are the service's to keep (npm run quarantine): the message is done.
           stats.inserted += outcome.inserted;
           stats.updated += outcome.updated;
           stats.stale += outcome.stale;
-          stats.stored += pending.length;
+          stats.quarantined += outcome.quarantined;
+          stats.stored += pending.length - outcome.quarantined;
           return;
         case 'invalid': {
           if (outcome.errors.length === 0) return splitByMessage(pending, 'HTTP 400 invalid_batch naming no user');
@@ -146,8 +154,8 @@ async function feedInGroupOrder(chunks, concurrency, feedChunk) {
  */
 export async function feedRecords(records, options) {
   const { config } = options;
-  const { items, poisoned } = unpackRecords(records, config.conflictResolution);
-  const stats = /** @type {FeedStats} */ ({ posts: 0, retries: 0, inserted: 0, updated: 0, stale: 0, stored: 0 });
+  const { items, poisoned } = unpackRecords(records, config.conflictResolution, config.invalidUsers);
+  const stats = /** @type {FeedStats} */ ({ posts: 0, retries: 0, inserted: 0, updated: 0, stale: 0, stored: 0, quarantined: 0 });
   const ledger = createFailureLedger(records);
   for (const [messageId, failure] of poisoned) ledger.fail(messageId, failure);
   const feedChunk = chunkFeeder({ ...options, ledger, tokens: tokenKeeper(config, options.rereadToken), stats });

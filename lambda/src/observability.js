@@ -13,9 +13,10 @@ export function createPowertools() {
 /** @typedef {Pick<Metrics, 'addMetric' | 'publishStoredMetrics'>} FeederMetrics */
 /**
  * Counts only, never a user or the token. usersStored: accepted (inserted or already there);
- * stale: merge mode, no newer than the row; heldMessages: failed behind their group's failure.
+ * stale: merge mode, no newer than the row; quarantined: set aside by the service (invalid);
+ * heldMessages: failed behind their group's failure.
  * @typedef {{ requestId: string | undefined, records: number, users: number, usersStored: number, inserted: number, updated: number,
- *   stale: number, posts: number, retries: number, failedMessages: number, poisonMessages: number, heldMessages: number, durationMs: number }} InvocationReport
+ *   stale: number, quarantined: number, posts: number, retries: number, failedMessages: number, poisonMessages: number, heldMessages: number, durationMs: number }} InvocationReport
  */
 
 /** Failed messages listed in one log line; the rest are counted. */
@@ -33,6 +34,7 @@ export function createReports({ logger, metrics }) {
     metrics.addMetric('usersStored', MetricUnit.Count, counts.usersStored);
     metrics.addMetric('usersUpdated', MetricUnit.Count, counts.updated);
     metrics.addMetric('usersStale', MetricUnit.Count, counts.stale);
+    metrics.addMetric('usersQuarantined', MetricUnit.Count, counts.quarantined);
     metrics.addMetric('messagesFailed', MetricUnit.Count, counts.failedMessages);
     metrics.addMetric('poisonMessages', MetricUnit.Count, counts.poisonMessages);
     metrics.addMetric('heldMessages', MetricUnit.Count, counts.heldMessages);

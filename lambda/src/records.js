@@ -2,19 +2,22 @@ import { messageGroupOf, poison } from './failure-ledger.js';
 
 /** @typedef {{ messageId: string, body: string, messageAttributes?: Record<string, { stringValue?: string }>, attributes?: { MessageGroupId?: string } }} SqsRecordLike */
 /** @typedef {'ignore' | 'merge'} Resolution */
-/** @typedef {{ messageId: string, user: unknown, resolution: Resolution, group?: string }} Item */
+/** What the service does with an invalid user: sets it aside, or refuses its post. @typedef {'quarantine' | 'refuse'} InvalidUsers */
+/** @typedef {{ messageId: string, user: unknown, resolution: Resolution, invalid: InvalidUsers, group?: string }} Item */
 
 /** The `resolution` attribute's values: the service's Prefer names. */
 const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
+const INVALID_USERS = /** @type {readonly string[]} */ (['quarantine', 'refuse']);
 
 /**
  * Each record's body (one user object, or an array of them) as items that remember their message,
- * group and resolution (the `resolution` attribute, else the feeder's). A body that is not JSON or
- * not users, or an unknown resolution, poisons its message alone.
- * @param {SqsRecordLike[]} records @param {Resolution} [defaultResolution]
+ * group, resolution (the `resolution` attribute, else the feeder's) and what becomes of its invalid
+ * users (the `invalid` attribute, else the feeder's). A body that is not JSON or not users, or an
+ * unknown attribute value, poisons its message alone.
+ * @param {SqsRecordLike[]} records @param {Resolution} [defaultResolution] @param {InvalidUsers} [defaultInvalid]
  * @returns {{ items: Item[], poisoned: Map<string, import('./failure-ledger.js').Failure> }}
  */
-export function unpackRecords(records, defaultResolution = 'ignore') {
+export function unpackRecords(records, defaultResolution = 'ignore', defaultInvalid = 'quarantine') {
   const items = /** @type {Item[]} */ ([]);
   const poisoned = /** @type {Map<string, import('./failure-ledger.js').Failure>} */ (new Map());
   for (const record of records) {
@@ -23,6 +26,12 @@ export function unpackRecords(records, defaultResolution = 'ignore') {
     const resolution = asked === undefined ? defaultResolution : Object.hasOwn(RESOLUTIONS, asked) ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (asked)] : undefined;
     if (!resolution) {
       poisoned.set(messageId, poison('the resolution attribute must be merge-duplicates or ignore-duplicates'));
+      continue;
+    }
+    const invalidAsked = messageAttributes?.invalid?.stringValue;
+    const invalid = invalidAsked === undefined ? defaultInvalid : INVALID_USERS.includes(invalidAsked) ? /** @type {InvalidUsers} */ (invalidAsked) : undefined;
+    if (!invalid) {
+      poisoned.set(messageId, poison('the invalid attribute must be quarantine or refuse'));
       continue;
     }
     let parsed;
@@ -38,7 +47,7 @@ export function unpackRecords(records, defaultResolution = 'ignore') {
       continue;
     }
     const group = messageGroupOf(record);
-    for (const user of users) items.push(group === undefined ? { messageId, user, resolution } : { messageId, user, resolution, group });
+    for (const user of users) items.push(group === undefined ? { messageId, user, resolution, invalid } : { messageId, user, resolution, invalid, group });
   }
   return { items, poisoned };
 }

@@ -1,9 +1,10 @@
 import { backoffMs, parseRetryAfter, sleep } from './retry.js';
 
 /**
- * One POST's end, after retries. refused: no outage, and retrying cannot fix it (a 4xx, the
- * service's own 500); unavailable: 429, 5xx or the network until the time ran out.
- * @typedef {{ kind: 'stored', inserted: number, updated: number, stale: number } | { kind: 'invalid', errors: ItemError[] } | { kind: 'tooLarge' }
+ * One POST's end, after retries. stored: quarantined, the users the service set aside (asked with
+ * `quarantine`); refused: no outage, and retrying cannot fix it (a 4xx, the service's own 500);
+ * unavailable: 429, 5xx or the network until the time ran out.
+ * @typedef {{ kind: 'stored', inserted: number, updated: number, stale: number, quarantined: number } | { kind: 'invalid', errors: ItemError[] } | { kind: 'tooLarge' }
  *   | { kind: 'refused', status: number, reason: string } | { kind: 'unavailable', reason: string }} PostOutcome
  */
 
@@ -18,16 +19,20 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
  */
 
 const PREFER = { ignore: 'resolution=ignore-duplicates', merge: 'resolution=merge-duplicates' };
+const QUARANTINE = ', invalid=quarantine';
 
-/** @param {import('./config.js').FeederConfig} config @param {unknown[]} users @param {import('./records.js').Resolution} resolution @param {number} timeoutMs @param {string | undefined} traceparent @returns {Promise<PostOutcome & { retryAfterMs?: number }>} */
-async function postOnce(config, users, resolution, timeoutMs, traceparent) {
+/**
+ * @param {import('./config.js').FeederConfig} config @param {unknown[]} users @param {import('./records.js').Resolution} resolution @param {boolean} quarantine
+ * @param {number} timeoutMs @param {string | undefined} traceparent @returns {Promise<PostOutcome & { retryAfterMs?: number }>}
+ */
+async function postOnce(config, users, resolution, quarantine, timeoutMs, traceparent) {
   let res;
   try {
     res = await fetch(`${config.serviceUrl}/users`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
-        prefer: PREFER[resolution],
+        prefer: quarantine ? PREFER[resolution] + QUARANTINE : PREFER[resolution],
         ...(config.ingestToken ? { authorization: `Bearer ${config.ingestToken}` } : {}),
         ...(traceparent ? { traceparent } : {}),
       },
@@ -44,7 +49,7 @@ async function postOnce(config, users, resolution, timeoutMs, traceparent) {
   // Typed by status, each field still checked: a proxy may answer anything.
   if (res.status === 200 || res.status === 201) {
     const result = /** @type {Partial<BatchResult> | undefined} */ (body);
-    return { kind: 'stored', inserted: result?.inserted ?? 0, updated: result?.updated ?? 0, stale: result?.stale ?? 0 };
+    return { kind: 'stored', inserted: result?.inserted ?? 0, updated: result?.updated ?? 0, stale: result?.stale ?? 0, quarantined: result?.quarantined ?? 0 };
   }
   // The service's own 500 is this request's failure (retrying fails the same); other 5xx, the way there.
   const failure = /** @type {Partial<InternalError> | undefined} */ (body);
@@ -74,14 +79,15 @@ function safeJson(text) {
 /**
  * POST /users, retrying 429, 5xx and network errors with backoff, never less than Retry-After,
  * never past `deadline` (epoch ms). @param {import('./config.js').FeederConfig} config @param {unknown[]} users
- * @param {{ deadline: number, resolution?: import('./records.js').Resolution, onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined }} options @returns {Promise<PostOutcome>}
+ * @param {{ deadline: number, resolution?: import('./records.js').Resolution, quarantine?: boolean, onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined }} options
+ * @returns {Promise<PostOutcome>}
  */
-export async function postUsers(config, users, { deadline, resolution = 'ignore', onAttempt = () => {}, traceparent = () => undefined }) {
+export async function postUsers(config, users, { deadline, resolution = 'ignore', quarantine = false, onAttempt = () => {}, traceparent = () => undefined }) {
   for (let attempt = 0; ; attempt++) {
     const left = deadline - Date.now();
     if (left <= 0) return { kind: 'unavailable', reason: 'no time left in the invocation' };
     onAttempt(attempt > 0);
-    const outcome = await postOnce(config, users, resolution, Math.min(config.requestTimeoutMs, left), traceparent());
+    const outcome = await postOnce(config, users, resolution, quarantine, Math.min(config.requestTimeoutMs, left), traceparent());
     if (outcome.kind !== 'unavailable') return outcome;
     const wait = Math.max(backoffMs(attempt, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }), outcome.retryAfterMs ?? 0);
     if (Date.now() + wait >= deadline) return { kind: 'unavailable', reason: outcome.reason };

@@ -43,8 +43,9 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
     : undefined;
   /** @type {import('./http/post-users.js').WriteUsers} */
   const write = async (rows, resolution, options) => {
-    if (groupCommit && rows.length <= config.groupCommitSmallRows) return groupCommit.writeUsers(rows, resolution, options);
-    const [counts] = await writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows });
+    // A request with items set aside is written alone: its quarantine goes in its own transaction.
+    if (groupCommit && rows.length <= config.groupCommitSmallRows && !options?.quarantine) return groupCommit.writeUsers(rows, resolution, options);
+    const [counts] = await writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows, quarantine: options?.quarantine });
     return counts;
   };
   // Traced, the write is a span of its own, parent of its statements (or linked from its group's).

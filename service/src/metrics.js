@@ -1,6 +1,7 @@
 import client from 'prom-client';
 import { REFUSAL_REASONS } from './http/admission-budget.js';
 import { AUTH_REFUSAL_REASONS } from './auth/refusals.js';
+import { QUARANTINE_REASONS } from './users/quarantine.js';
 
 /** Everything /metrics exposes, on a registry of its own (tests build several apps). @param {import('./db/database.js').Database} [db] */
 export function createMetrics(db) {
@@ -21,6 +22,7 @@ export function createMetrics(db) {
     usersInserted: new client.Counter({ name: 'sluice_users_inserted_total', help: 'Users written (new emails)', registers }),
     usersUpdated: new client.Counter({ name: 'sluice_users_updated_total', help: 'Stored users changed by merge mode', registers }),
     usersStale: new client.Counter({ name: 'sluice_users_stale_total', help: 'Items of merge mode that wrote nothing: not a newer change than the row stored or another item of their email', registers }),
+    usersQuarantined: quarantinedCounter(registers),
     batchSize: new client.Histogram({ name: 'sluice_batch_size_users', help: 'Users per POST /users with a JSON array body', registers, buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10000] }),
     // Apart from the arrays, whose quantiles tune MAX_BATCH_ITEMS: a stream would land in their last bucket.
     streamSize: new client.Histogram({
@@ -95,3 +97,10 @@ function authMetrics(registers) {
 }
 
 /** @typedef {ReturnType<typeof createMetrics>} Metrics */
+
+/** Items set aside by `Prefer: invalid=quarantine`, by reason, each from 0. @param {client.Registry[]} registers */
+function quarantinedCounter(registers) {
+  const counter = new client.Counter({ name: 'sluice_users_quarantined_total', help: 'Items set aside by Prefer: invalid=quarantine (kept in quarantined_items), by reason', labelNames: ['reason'], registers });
+  for (const reason of QUARANTINE_REASONS) counter.inc({ reason }, 0);
+  return counter;
+}

@@ -273,9 +273,11 @@ function postUsersParameters() {
         '`return=representation`: the answer is the rows inserted or updated, as stored, in the order sent (`UserRow`; emails skipped are not in it); ' +
         '`return=minimal` or `return=headers-only`: no body; no `return`: the counts (`BatchResult`). ' +
         '`count=exact` (`planned`, `estimated`: the same exact count): `Content-Range: */<rows inserted or updated>`. ' +
+        '`invalid=quarantine` (sluice\'s own; parameter `max-invalid=N`, 0 to 10000, default 100: `invalid=quarantine; max-invalid=500`): an invalid item (a user that breaks the rules, an NDJSON line that is not JSON, a CSV record with another number of fields) is set aside in the same transaction instead of failing the request, and counted in `quarantined`; ' +
+        'past `max-invalid` invalid items the request is refused as without it (400, nothing written, nothing set aside); another value of `invalid` is 400 `unsupported_preference`. ' +
         'Other preferences (`missing`, `tx`, `timezone`, `max-affected`, ...) are ignored, unless `handling=strict` is sent too: then they are 400 `unsupported_preference` (PGRST122).',
       schema: { type: 'string' },
-      examples: { merge: { value: 'resolution=merge-duplicates' }, postgrest: { value: 'resolution=ignore-duplicates, return=representation, count=exact' } },
+      examples: { merge: { value: 'resolution=merge-duplicates' }, postgrest: { value: 'resolution=ignore-duplicates, return=representation, count=exact' }, quarantine: { value: 'invalid=quarantine; max-invalid=500' } },
     },
     {
       name: 'on_conflict',
@@ -394,7 +396,18 @@ function schemas() {
             'Merge mode only (absent otherwise): items that wrote nothing because they were no newer change than the row stored (an older or equal `changedAt`, none against a row that has one, or the same values) ' +
             'or than another item of their email in the request. inserted + updated + stale = received.',
         },
-        duplicates: { type: 'integer', minimum: 0, description: 'received - inserted: emails already stored, or repeated in the batch (in merge mode: updated + stale).' },
+        duplicates: { type: 'integer', minimum: 0, description: 'received - inserted - quarantined: emails already stored, or repeated in the batch (in merge mode: updated + stale).' },
+        quarantined: {
+          type: 'integer',
+          minimum: 0,
+          description: 'With `Prefer: invalid=quarantine` only (absent otherwise): invalid items set aside, kept in the quarantine (`npm run quarantine`) and not written. inserted + duplicates + quarantined = received.',
+        },
+        errors: {
+          type: 'array',
+          maxItems: 100,
+          items: { $ref: '#/components/schemas/ItemError' },
+          description: 'With `Prefer: invalid=quarantine`, when an item was set aside: the first 100 problems of the items set aside, in index order, as a 400 `invalid_batch` names them.',
+        },
       },
     },
     UserRow: {

@@ -97,6 +97,7 @@ describe('every command answers --help and refuses an unknown option', () => {
     ['start', START_AND_SERVICE_VARIABLES],
     [SERVICE, { ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES }],
     ['migrate', { ...MIGRATION_VARIABLES, ...DATABASE_VARIABLES }],
+    ['quarantine', DATABASE_VARIABLES],
     ['feeder', { ...SQS_VARIABLES, ...RUNNER_VARIABLES, ...FEEDER_VARIABLES, ...TRACING_VARIABLES }],
     ['produce', { ...SQS_VARIABLES, ...TRACING_VARIABLES }],
     ['elasticmq', ELASTICMQ_VARIABLES],

@@ -13,7 +13,7 @@ describe('migrations 0002 to 0004 alter a table that already holds users, in pla
     await runner({ databaseUrl: db.url, dir: MIGRATIONS_DIR, migrationsTable: MIGRATIONS_TABLE, direction: 'up', count: 1, log: () => {} });
     await db.pool.query(`INSERT INTO users (email, name, phone, password_hash) VALUES
       ('ada@example.com', 'Ada', '+441234567', NULL), ('alan@example.com', 'Alan', NULL, '$argon2id$v=19$x')`);
-    assert.deepEqual(await migrate(db.url), ['0002_cheaper_users_row', '0003_users_updated_at', '0004_users_changed_at']);
+    assert.deepEqual((await migrate(db.url)).slice(0, 3), ['0002_cheaper_users_row', '0003_users_updated_at', '0004_users_changed_at']);
   });
   after(() => db?.drop());
 

@@ -34,7 +34,8 @@ describe('poison messages', () => {
     poison.forEach((p, i) => bodies.splice((i + 1) * 900, 0, p));
     await queues.send(bodies);
 
-    const { stop } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl });
+    // Refused, not set aside: a message with an invalid user is poison (quarantine.test.js: the default).
+    const { stop } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl, env: { INVALID_USERS: 'refuse' } });
     t.after(stop);
     await waitUntil(async () => (await queues.depth(queues.dlqUrl)) === 10 && (await queues.depth(queues.queueUrl)) === 0, 'the 10 poison messages in the DLQ', 120_000);
     await stop();
@@ -66,7 +67,7 @@ describe('poison messages', () => {
       poisoned.forEach((p, i) => bodies.splice((i + 1) * 35, 0, p));
       await queues.send(bodies);
 
-      const { stop, handlerLogs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl });
+      const { stop, handlerLogs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl, env: { INVALID_USERS: 'refuse' } });
       t.after(stop);
       const storedOfRun = async () => (await ctx.db.pool.query('SELECT count(*)::int AS n FROM users WHERE email LIKE $1', [`p-${tag}-%`])).rows[0].n;
       await waitUntil(async () => (await queues.depth(queues.dlqUrl)) === 5 && (await queues.depth(queues.queueUrl)) === 0, 'the 5 poisoned messages in the DLQ', 120_000);

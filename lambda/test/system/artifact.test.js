@@ -98,10 +98,10 @@ describe('the feeder artifact (sam build)', () => {
     /**
      * A cold start: the bundle loaded afresh from the Lambda task folder, with the function's
      * environment as on AWS (the token's secret ARN, never the token).
-     * @param {string} serviceUrl
+     * @param {string} serviceUrl @param {Record<string, string>} [env]
      */
-    async function coldStart(serviceUrl) {
-      Object.assign(process.env, secrets.env, { SERVICE_URL: serviceUrl, RETRY_BASE_MS: '50', RETRY_MAX_MS: '200', SAFETY_MARGIN_MS: '500' });
+    async function coldStart(serviceUrl, env = {}) {
+      Object.assign(process.env, secrets.env, { SERVICE_URL: serviceUrl, RETRY_BASE_MS: '50', RETRY_MAX_MS: '200', SAFETY_MARGIN_MS: '500', INVALID_USERS: 'quarantine' }, env);
       delete process.env.INGEST_TOKEN;
       const url = `${pathToFileURL(path.join(lambdaTask, 'handler.mjs')).href}?cold=${Math.random()}`;
       return /** @type {typeof import('../../src/handler.js').handler} */ ((await import(url)).handler);
@@ -123,11 +123,18 @@ describe('the feeder artifact (sam build)', () => {
       assert.ok(!JSON.stringify(output.logs).includes(TOKEN), 'the token never reaches a log line');
     });
 
-    test('a poison message is reported alone; the others are stored', async () => {
-      const handler = await coldStart(app.baseUrl);
+    test('a poison message is reported alone; the others are stored; an invalid user is set aside by default, or its message fails with INVALID_USERS=refuse', async () => {
       const good = makeRecord([user('good-1'), user('good-2')]);
       const badJson = makeRecord('{"email": ');
       const invalid = makeRecord([user('good-3'), { email: 'not-an-email', name: 'Bad' }]);
+      const quarantining = await coldStart(app.baseUrl);
+      const kept = await quarantining({ Records: [good, badJson, invalid] }, lambdaContext(30_000));
+      assert.deepEqual(kept.batchItemFailures.map((f) => f.itemIdentifier), [badJson.messageId]);
+      assert.equal(output.logs.findLast((l) => l.message === 'sqs batch fed')?.quarantined, 1);
+      assert.equal((await db.usersByEmail(['good-3@artifact.test'])).size, 1);
+      await db.pool.query("DELETE FROM users WHERE email LIKE 'good-%'");
+
+      const handler = await coldStart(app.baseUrl, { INVALID_USERS: 'refuse' });
       const result = await handler({ Records: [good, badJson, invalid] }, lambdaContext(30_000));
       assert.deepEqual(result.batchItemFailures.map((f) => f.itemIdentifier).sort(), [badJson.messageId, invalid.messageId].sort());
       assert.deepEqual([...(await db.usersByEmail(['good-1@artifact.test', 'good-2@artifact.test', 'good-3@artifact.test'])).keys()].sort(),
@@ -137,7 +144,7 @@ describe('the feeder artifact (sam build)', () => {
     });
 
     test("a FIFO batch: a group's failed message is reported with the group's later ones; other groups are stored", async () => {
-      const handler = await coldStart(app.baseUrl);
+      const handler = await coldStart(app.baseUrl, { INVALID_USERS: 'refuse' });
       const a1 = makeRecord(user('fifo-a1'), { group: 'A' });
       const a2 = makeRecord([user('fifo-a2'), { email: 'not-an-email', name: 'Bad' }], { group: 'A' });
       const a3 = makeRecord(user('fifo-a3'), { group: 'A' });

@@ -25,7 +25,13 @@ describe("the handler's configuration (unit)", () => {
       retryMaxMs: 5_000,
       safetyMarginMs: 3_000,
       conflictResolution: 'ignore',
+      invalidUsers: 'quarantine',
     });
+  });
+
+  test('INVALID_USERS is quarantine or refuse, and nothing else', () => {
+    assert.equal(loadFeederConfig({ ...SERVICE, INVALID_USERS: 'refuse' }).invalidUsers, 'refuse');
+    assert.throws(() => loadFeederConfig({ ...SERVICE, INVALID_USERS: 'skip' }), /^ConfigError: INVALID_USERS must be one of quarantine, refuse/);
   });
 
   test('CONFLICT_RESOLUTION is ignore or merge, and nothing else', () => {

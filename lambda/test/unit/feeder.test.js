@@ -46,7 +46,7 @@ function parts(answer) {
 
 describe('createFeeder (unit, built from its parts)', () => {
   test('reads the token at the first invocation, not when built, and uses the logger, metrics, tracing and poster it was handed', async () => {
-    const feeder = parts(() => ({ kind: 'stored', inserted: 2, updated: 0 }));
+    const feeder = parts(() => ({ kind: 'stored', inserted: 2, updated: 0, quarantined: 0 }));
     const handler = createFeeder(feeder.parts);
     assert.equal(feeder.reads(), 0, 'nothing read when built');
     assert.deepEqual(await handler(makeEvent([[user('a'), user('b')], user('c')]), lambdaContext(10_000)), { batchItemFailures: [] });
@@ -71,7 +71,7 @@ describe('createFeeder (unit, built from its parts)', () => {
   });
 
   test('a 401: the token is read again through the reader it was handed, once, and the chunk posted again', async () => {
-    const feeder = parts((token) => (token === 'token-2' ? { kind: 'stored', inserted: 1, updated: 0 } : { kind: 'refused', status: 401, reason: 'HTTP 401 unauthorized' }));
+    const feeder = parts((token) => (token === 'token-2' ? { kind: 'stored', inserted: 1, updated: 0, quarantined: 0 } : { kind: 'refused', status: 401, reason: 'HTTP 401 unauthorized' }));
     const handler = createFeeder(feeder.parts);
     assert.deepEqual(await handler(makeEvent([user('a'), user('b'), user('c')]), lambdaContext(10_000)), { batchItemFailures: [] });
     assert.equal(feeder.reads(), 2, 'the cold start and one read again for the two chunks refused');

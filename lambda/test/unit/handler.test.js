@@ -173,7 +173,7 @@ describe('handler (unit, scripted service)', () => {
     assert.ok(Number.isInteger(emf._aws.Timestamp));
     assert.deepEqual(
       Object.fromEntries(directive.Metrics.map((/** @type {any} */ m) => [m.Name, m.Unit])),
-      { usersStored: 'Count', usersUpdated: 'Count', usersStale: 'Count', messagesFailed: 'Count', poisonMessages: 'Count', heldMessages: 'Count', retries: 'Count', posts: 'Count', durationMs: 'Milliseconds' },
+      { usersStored: 'Count', usersUpdated: 'Count', usersStale: 'Count', usersQuarantined: 'Count', messagesFailed: 'Count', poisonMessages: 'Count', heldMessages: 'Count', retries: 'Count', posts: 'Count', durationMs: 'Milliseconds' },
     );
     assert.deepEqual(
       { usersStored: emf.usersStored, messagesFailed: emf.messagesFailed, poisonMessages: emf.poisonMessages, retries: emf.retries, posts: emf.posts },
@@ -294,8 +294,8 @@ describe('handler (unit, scripted service)', () => {
     assert.deepEqual(failures(result), [records[3].messageId], 'an unknown resolution is poison for its message alone');
     const posts = /** @type {any} */ (stub).requests.map((users, i) => [/** @type {any} */ (stub).headers[i].prefer, users.map((u) => u.name).sort()]);
     assert.deepEqual(posts.sort(), [
-      ['resolution=ignore-duplicates', ['asked-ignore']],
-      ['resolution=merge-duplicates', ['asked-merge', 'default-merge']],
+      ['resolution=ignore-duplicates, invalid=quarantine', ['asked-ignore']],
+      ['resolution=merge-duplicates, invalid=quarantine', ['asked-merge', 'default-merge']],
     ]);
   });
   describe('a FIFO batch (records with a MessageGroupId)', () => {
@@ -370,7 +370,8 @@ describe('handler (unit, scripted service)', () => {
       const records = [makeRecord(user('i1'), { group: 'A' }), asking(user('m1'), 'merge-duplicates'), asking(user('m2'), 'merge-duplicates'), makeRecord(user('i2'), { group: 'A' })];
       assert.deepEqual(await run({ Records: records }, lambdaContext(10_000)), { batchItemFailures: [] });
       const posts = /** @type {any} */ (stub).requests.map((/** @type {any[]} */ users, /** @type {number} */ i) => [/** @type {any} */ (stub).headers[i].prefer, users.map((u) => u.name)]);
-      assert.deepEqual(posts, [['resolution=ignore-duplicates', ['i1']], ['resolution=merge-duplicates', ['m1', 'm2']], ['resolution=ignore-duplicates', ['i2']]]);
+      const Q = ', invalid=quarantine';
+      assert.deepEqual(posts, [[`resolution=ignore-duplicates${Q}`, ['i1']], [`resolution=merge-duplicates${Q}`, ['m1', 'm2']], [`resolution=ignore-duplicates${Q}`, ['i2']]]);
     });
 
     test('bad JSON in a message holds back its group from the start: the later messages are not posted', async () => {

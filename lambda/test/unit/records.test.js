@@ -12,9 +12,9 @@ describe('unpackRecords (unit)', () => {
     const many = makeRecord([user('b'), user('c')]);
     const { items, poisoned } = unpackRecords([single, many]);
     assert.deepEqual(items, [
-      { messageId: single.messageId, user: user('a'), resolution: 'ignore' },
-      { messageId: many.messageId, user: user('b'), resolution: 'ignore' },
-      { messageId: many.messageId, user: user('c'), resolution: 'ignore' },
+      { messageId: single.messageId, user: user('a'), resolution: 'ignore', invalid: 'quarantine' },
+      { messageId: many.messageId, user: user('b'), resolution: 'ignore', invalid: 'quarantine' },
+      { messageId: many.messageId, user: user('c'), resolution: 'ignore', invalid: 'quarantine' },
     ]);
     assert.equal(poisoned.size, 0);
   });
@@ -30,6 +30,19 @@ describe('unpackRecords (unit)', () => {
     assert.deepEqual(items.map((i) => [i.messageId, i.resolution]), [[merged.messageId, 'merge'], [ignored.messageId, 'ignore'], [plain.messageId, 'merge']]);
     assert.deepEqual([...poisoned.keys()], [unknown.messageId]);
     assert.match(poisoned.get(unknown.messageId)?.reason ?? '', /merge-duplicates or ignore-duplicates/);
+  });
+
+  test("a message's invalid attribute overrides the feeder's INVALID_USERS; an unknown one is poison for that message alone", () => {
+    /** @param {unknown} body @param {string} value */
+    const withInvalid = (body, value) => ({ ...makeRecord(body), messageAttributes: { invalid: { stringValue: value } } });
+    const kept = withInvalid(user('q'), 'quarantine');
+    const refused = withInvalid(user('r'), 'refuse');
+    const plain = makeRecord(user('p'));
+    const unknown = withInvalid(user('u'), 'skip');
+    const { items, poisoned } = unpackRecords([kept, refused, plain, unknown], 'ignore', 'refuse');
+    assert.deepEqual(items.map((i) => [i.messageId, i.invalid]), [[kept.messageId, 'quarantine'], [refused.messageId, 'refuse'], [plain.messageId, 'refuse']]);
+    assert.deepEqual([...poisoned.keys()], [unknown.messageId]);
+    assert.match(poisoned.get(unknown.messageId)?.reason ?? '', /quarantine or refuse/);
   });
 
   test('users are passed on as sent: checking them is the service\'s job', () => {

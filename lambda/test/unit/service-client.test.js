@@ -59,7 +59,7 @@ describe('postUsers (unit, scripted service, mocked clock)', () => {
   test('one POST /users of the users as JSON, with the bearer token; 201 is stored', async () => {
     const calls = scriptService([stored]);
     const { outcome, attempts } = await post({ deadline: START + 10_000 });
-    assert.deepEqual(outcome, { kind: 'stored', inserted: 2, updated: 0, stale: 0 });
+    assert.deepEqual(outcome, { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0 });
     assert.deepEqual(attempts, [false]);
     assert.equal(calls[0].url, 'http://sluice.test/users');
     assert.equal(calls[0].init.method, 'POST');
@@ -69,20 +69,20 @@ describe('postUsers (unit, scripted service, mocked clock)', () => {
 
   test('200 (all already stored) is stored too; an unreadable body counts 0 inserted', async () => {
     scriptService([answer(200, 'not json')]);
-    assert.deepEqual((await post({ deadline: START + 10_000 })).outcome, { kind: 'stored', inserted: 0, updated: 0, stale: 0 });
+    assert.deepEqual((await post({ deadline: START + 10_000 })).outcome, { kind: 'stored', inserted: 0, updated: 0, stale: 0, quarantined: 0 });
   });
 
   test('merge mode asks for it in Prefer, and counts what was updated', async () => {
     const calls = scriptService([answer(200, { received: 2, inserted: 0, updated: 2, duplicates: 2 })]);
     const outcome = postUsers(config, USERS, { deadline: START + 10_000, resolution: 'merge' });
-    assert.deepEqual(await outcome, { kind: 'stored', inserted: 0, updated: 2, stale: 0 });
+    assert.deepEqual(await outcome, { kind: 'stored', inserted: 0, updated: 2, stale: 0, quarantined: 0 });
     assert.equal(/** @type {Record<string, string>} */ (calls[0].init.headers).prefer, 'resolution=merge-duplicates');
   });
 
   test('503, 429, a 500 that is not the service\'s own, a 502 and a refused connection are retried with exponential backoff until stored', async () => {
     const calls = scriptService([answer(503), answer(429), answer(500, 'Internal Server Error'), answer(502), refused('ECONNREFUSED'), stored]);
     const { outcome, attempts } = await post({ deadline: START + 60_000 });
-    assert.deepEqual(outcome, { kind: 'stored', inserted: 2, updated: 0, stale: 0 });
+    assert.deepEqual(outcome, { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0 });
     assert.deepEqual(attempts, [false, true, true, true, true, true]);
     // Half of 200, 400, 800, then the 1000 ms cap.
     assert.deepEqual(calls.slice(1).map((c, i) => c.at - calls[i].at), [100, 200, 400, 500, 500]);

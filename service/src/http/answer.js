@@ -1,15 +1,23 @@
 // The answer to a write (a batch or a streamed import): its counts (with `stale` in merge mode, the
 // items that wrote nothing: inserted + updated + stale = received), a representation's rows, or no
-// body when `Prefer: return=` asked; Preference-Applied and Content-Range as asked.
+// body when `Prefer: return=` asked; Preference-Applied and Content-Range as asked. With
+// `Prefer: invalid=quarantine`, `quarantined` (and the first problems, `errors`) beside them:
+// received = inserted + duplicates + quarantined.
 
-/** @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics @param {{ received: number, inserted: number, updated: number }} counts @param {string} [rows]  representation.js's JSON */
-export function answerWritten(res, metrics, { received, inserted, updated }, rows) {
+/**
+ * @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics
+ * @param {{ received: number, inserted: number, updated: number, quarantine?: import('../users/quarantine.js').Quarantine }} counts @param {string} [rows]  representation.js's JSON
+ */
+export function answerWritten(res, metrics, { received, inserted, updated, quarantine }, rows) {
   const options = res.locals.write;
   metrics.usersReceived.inc(received);
   metrics.usersInserted.inc(inserted);
   if (updated > 0) metrics.usersUpdated.inc(updated);
+  const quarantined = quarantine?.count ?? 0;
+  if (quarantine) for (const [reason, n] of Object.entries(quarantine.byReason())) metrics.usersQuarantined.inc({ reason }, n);
+  const valid = received - quarantined;
   const merge = options.resolution === 'merge';
-  const stale = merge ? received - inserted - updated : 0;
+  const stale = merge ? valid - inserted - updated : 0;
   if (stale > 0) metrics.usersStale.inc(stale);
   if (options.applied) res.setHeader('Preference-Applied', options.applied);
   if (options.count) res.setHeader('Content-Range', `*/${inserted + updated}`);
@@ -24,6 +32,7 @@ export function answerWritten(res, metrics, { received, inserted, updated }, row
     res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length }).end(body);
     return;
   }
-  const body = JSON.stringify(merge ? { received, inserted, updated, stale, duplicates: received - inserted } : { received, inserted, updated, duplicates: received - inserted });
+  const counts = merge ? { received, inserted, updated, stale, duplicates: valid - inserted } : { received, inserted, updated, duplicates: valid - inserted };
+  const body = JSON.stringify(options.invalid ? { ...counts, quarantined, ...(quarantined > 0 ? { errors: quarantine?.errors } : {}) } : counts);
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
 }

@@ -80,8 +80,12 @@ function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
   return { error: new ApiError('payload_too_large', `Content-Length ${declared} is over ${limitName} (${maxBodyBytes})`) };
 }
 
-/** The parsed value of a decoded body, or why it cannot be taken as sent. @param {Buffer} buffer @returns {unknown} */
-export function parseJsonBody(buffer) {
+/**
+ * The parsed value of a decoded body, or why it cannot be taken as sent. `onItemDuplicates`: told of
+ * the users that give a key twice instead of refusing them (they are set aside, invalid=quarantine).
+ * @param {Buffer} buffer @param {(errors: import('../errors.js').ItemError[]) => void} [onItemDuplicates] @returns {unknown}
+ */
+export function parseJsonBody(buffer, onItemDuplicates) {
   // Decoding would replace bad bytes with U+FFFD, which would then be stored as if sent.
   if (!isUtf8(buffer)) throw new ApiError('invalid_utf8');
   // A byte-order mark is no part of the JSON text; RFC 8259 lets a parser ignore it, and sluice does.
@@ -100,6 +104,10 @@ export function parseJsonBody(buffer) {
   if (duplicates.length === 0) return value;
   if (duplicates.every((d) => d.index !== null)) {
     const errors = duplicates.map((d) => ({ index: /** @type {number} */ (d.index), field: d.key, message: 'is given more than once in this object; send each field once' }));
+    if (onItemDuplicates) {
+      onItemDuplicates(errors);
+      return value;
+    }
     const items = new Set(errors.map((e) => e.index)).size;
     throw new InvalidBatchError(`${items} of the users have a field given twice; nothing was written`, errors);
   }
@@ -133,7 +141,8 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
       if (err) return next(describeReadError(err, decoder !== undefined));
       if (decoder) req.resume(); // anything after the compressed stream, so the request ends
       try {
-        req.body = parseJsonBody(/** @type {Buffer} */ (buffer));
+        const setAside = res.locals.write.invalid ? (/** @type {import('../errors.js').ItemError[]} */ errors) => (res.locals.duplicateKeys = errors) : undefined;
+        req.body = parseJsonBody(/** @type {Buffer} */ (buffer), setAside);
       } catch (parseError) {
         return next(parseError);
       }

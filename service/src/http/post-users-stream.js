@@ -1,4 +1,5 @@
 import { ApiError } from '../errors.js';
+import { ANONYMOUS_CLIENT, Quarantine } from '../users/quarantine.js';
 import { answerWritten } from './answer.js';
 import { sendContinue } from './expect-continue.js';
 import { ClientGoneError } from './read-body.js';
@@ -30,7 +31,9 @@ export function postUsersStream({ format, importUsers, admit, maxStreamBytes, id
     const reader = readStream(req, { decoder, maxStreamBytes, idleTimeoutMs });
     let counts;
     try {
-      counts = await importUsers(reader.texts(), format, res.locals.write.resolution);
+      const { resolution, invalid } = res.locals.write;
+      const quarantine = invalid ? new Quarantine({ client: req.clientName ?? ANONYMOUS_CLIENT, requestId: req.id, format, maxInvalid: invalid.maxInvalid }) : undefined;
+      counts = await importUsers(reader.texts(), format, resolution, quarantine);
     } catch (failure) {
       reader.close();
       if (failure instanceof ClientGoneError) return req.socket.destroy();

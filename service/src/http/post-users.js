@@ -1,12 +1,14 @@
 import { ApiError, emptyBatchMessage } from '../errors.js';
 import { NO_TRACING } from '../tracing/tracing.js';
+import { ANONYMOUS_CLIENT, Quarantine, setAsideInvalid } from '../users/quarantine.js';
 import { checkUserBatch, oncePerEmail } from '../users/user-schema.js';
 import { answerWritten } from './answer.js';
 import { representation } from './representation.js';
 import { READ_COLUMNS } from './write-query.js';
 
 // The last step of a JSON POST /users (app.js puts authentication, the write options, admission and
-// the body reader before it): every item checked, the rows written all or nothing, answered.
+// the body reader before it): every item checked, the rows written all or nothing, answered; with
+// `Prefer: invalid=quarantine`, the invalid items set aside and kept with them.
 
 /** @typedef {import('../users/user-schema.js').UserRow} UserRow @typedef {import('../users/user-schema.js').Resolution} Resolution */
 /** @typedef {(rows: UserRow[], resolution: Resolution, options?: import('../users/user-writer.js').WriteOptions) => Promise<import('../users/user-writer.js').Counts>} WriteUsers */
@@ -14,17 +16,19 @@ import { READ_COLUMNS } from './write-query.js';
 const WITH_ROWS = Object.freeze({ withRows: true });
 
 /**
- * The body's users as rows, checked as a batch (the parsed objects let go); inOrder: the rows as sent too.
+ * The body's users as rows, checked as a batch (the parsed objects let go), or the invalid ones set
+ * aside into `quarantine`; inOrder: the rows as sent too.
  * @param {import('express').Request} req @param {number} maxBatchItems @param {Resolution} resolution @param {string[] | undefined} columns @param {boolean} inOrder
+ * @param {Quarantine} [quarantine] @param {import('../errors.js').ItemError[]} [duplicateKeys]  the users that give a key twice (json-body.js)
  */
-function takeBatch(req, maxBatchItems, resolution, columns, inOrder) {
+function takeBatch(req, maxBatchItems, resolution, columns, inOrder, quarantine, duplicateKeys) {
   let items = req.body;
   req.body = undefined;
   if (!Array.isArray(items)) throw new ApiError('not_an_array');
   if (items.length === 0) throw new ApiError('empty_batch', emptyBatchMessage(maxBatchItems));
   if (items.length > maxBatchItems) throw new ApiError('too_many_items', `${items.length} users is over MAX_BATCH_ITEMS (${maxBatchItems}); split the batch`);
   if (columns) items = items.map((item) => onlyColumns(item, columns));
-  const checked = checkUserBatch(items);
+  const checked = quarantine ? setAsideInvalid(items, quarantine, duplicateKeys) : checkUserBatch(items);
   const sent = inOrder ? checked.slice() : undefined;
   return { received: items.length, rows: oncePerEmail(checked, resolution), sent };
 }
@@ -40,12 +44,13 @@ function onlyColumns(item, columns) {
 /** @param {{ writeUsers: WriteUsers, maxBatchItems: number, metrics: import('../metrics.js').Metrics, tracing?: import('../tracing/tracing.js').Tracing }} deps @returns {import('express').RequestHandler} */
 export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRACING }) {
   return async (req, res) => {
-    const { resolution, return: returnPreference, query } = res.locals.write;
+    const { resolution, return: returnPreference, query, invalid } = res.locals.write;
     const withRows = returnPreference === 'representation';
+    const quarantine = invalid ? new Quarantine({ client: req.clientName ?? ANONYMOUS_CLIENT, requestId: req.id, format: 'json', maxInvalid: invalid.maxInvalid }) : undefined;
     const validation = tracing.startStep('sluice.validate');
     let batch;
     try {
-      batch = takeBatch(req, maxBatchItems, resolution, query.columns, withRows);
+      batch = takeBatch(req, maxBatchItems, resolution, query.columns, withRows, quarantine, res.locals.duplicateKeys);
     } catch (err) {
       tracing.endStep(validation, err);
       throw err;
@@ -53,11 +58,12 @@ export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRA
     tracing.endStep(validation);
     const { received, rows, sent } = batch;
     const endTimer = metrics.insertDuration.startTimer();
-    const { inserted, updated, users } = await writeUsers(rows, resolution, withRows ? WITH_ROWS : undefined);
+    const setAside = quarantine && quarantine.count > 0 ? quarantine : undefined;
+    const { inserted, updated, users } = await writeUsers(rows, resolution, setAside ? { withRows, quarantine: setAside } : withRows ? WITH_ROWS : undefined);
     endTimer();
 
     metrics.batchSize.observe(received);
     const shown = withRows ? representation(/** @type {UserRow[]} */ (sent), users ?? [], query.select ?? READ_COLUMNS) : undefined;
-    answerWritten(res, metrics, { received, inserted, updated }, shown);
+    answerWritten(res, metrics, { received, inserted, updated, quarantine }, shown);
   };
 }

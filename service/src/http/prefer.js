@@ -1,7 +1,9 @@
 import { ApiError } from '../errors.js';
+import { DEFAULT_MAX_INVALID, MAX_INVALID_LIMIT } from '../users/quarantine.js';
 
 // The Prefer header (RFC 7240) with PostgREST's words for writes: resolution, return, count,
-// handling. Others are ignored, unless `handling=strict` (then 400, as in PostgREST).
+// handling; and sluice's `invalid=quarantine` (its parameter `max-invalid=N`, the bound). Others
+// are ignored, unless `handling=strict` (then 400, as in PostgREST).
 
 /** The `resolution` preferences (PostgREST's names), by the Resolution they select. */
 const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
@@ -11,8 +13,10 @@ const COUNTS = new Set(['exact', 'planned', 'estimated']);
 const HANDLINGS = new Set(['lenient', 'strict']);
 
 /**
- * return: none is sluice's counts; count: Content-Range; applied: Preference-Applied's value.
- * @typedef {{ resolution: import('../users/user-schema.js').Resolution, return?: 'minimal' | 'headers-only' | 'representation', count: boolean, applied?: string }} Preferences
+ * return: none is sluice's counts; count: Content-Range; invalid: set invalid items aside, at most
+ * maxInvalid of them; applied: Preference-Applied's value.
+ * @typedef {{ resolution: import('../users/user-schema.js').Resolution, return?: 'minimal' | 'headers-only' | 'representation', count: boolean,
+ *   invalid?: { maxInvalid: number }, applied?: string }} Preferences
  */
 
 /** @type {Readonly<Preferences>} */
@@ -27,8 +31,9 @@ export function parsePreferences(header) {
   if (!header) return NONE;
   const first = /** @type {Map<string, string>} */ (new Map());
   const unknown = /** @type {string[]} */ ([]);
+  let invalidParameters = /** @type {string[]} */ ([]);
   for (const preference of header.split(',')) {
-    const [nameValue] = preference.split(';');
+    const [nameValue, ...parameters] = preference.split(';');
     const eq = nameValue.indexOf('=');
     const name = (eq === -1 ? nameValue : nameValue.slice(0, eq)).trim().toLowerCase();
     if (name === '') continue;
@@ -40,6 +45,7 @@ export function parsePreferences(header) {
       continue;
     }
     first.set(name, value);
+    if (name === 'invalid') invalidParameters = parameters;
     if (!isHonoured(name, value)) unknown.push(preference.trim());
   }
 
@@ -57,6 +63,9 @@ export function parsePreferences(header) {
     throw new ApiError('unsupported_preference', 'Invalid preferences given with handling=strict', { details: `Invalid preferences: ${unknown.join(', ')}` });
   }
 
+  const invalidValue = first.get('invalid');
+  const invalid = invalidValue === undefined ? undefined : invalidPreference(invalidValue, invalidParameters);
+
   const returnValue = first.get('return');
   const ret = returnValue !== undefined && RETURNS.has(returnValue) ? /** @type {Preferences['return']} */ (returnValue) : undefined;
   const countValue = first.get('count');
@@ -66,8 +75,32 @@ export function parsePreferences(header) {
     ret === undefined ? '' : `return=${ret}`,
     count ? `count=${countValue}` : '',
     strict ? 'handling=strict' : '',
+    invalid ? 'invalid=quarantine' : '',
   ].filter(Boolean).join(', ');
-  return { resolution, return: ret, count, applied: applied || undefined };
+  return invalid ? { resolution, return: ret, count, invalid, applied } : { resolution, return: ret, count, applied: applied || undefined };
+}
+
+/**
+ * `invalid=quarantine`, with `max-invalid=N` (0 to MAX_INVALID_LIMIT) as its parameter; another
+ * value or parameter is refused, so a typo never turns into all or nothing.
+ * @param {string} value @param {string[]} parameters @returns {{ maxInvalid: number }}
+ */
+function invalidPreference(value, parameters) {
+  if (value !== 'quarantine') {
+    throw new ApiError('unsupported_preference', `Prefer: invalid=${JSON.stringify(value).slice(1, -1)} is not supported; send invalid=quarantine (optionally invalid=quarantine; max-invalid=N), or leave it out`);
+  }
+  let maxInvalid = DEFAULT_MAX_INVALID;
+  for (const parameter of parameters) {
+    const eq = parameter.indexOf('=');
+    const name = (eq === -1 ? parameter : parameter.slice(0, eq)).trim().toLowerCase();
+    if (name === '') continue;
+    const given = eq === -1 ? '' : parameter.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+    if (name !== 'max-invalid' || !/^[0-9]{1,6}$/.test(given) || Number(given) > MAX_INVALID_LIMIT) {
+      throw new ApiError('unsupported_preference', `Prefer: invalid=quarantine takes one parameter, max-invalid=N with N from 0 to ${MAX_INVALID_LIMIT} (default ${DEFAULT_MAX_INVALID}); got ${JSON.stringify(parameter.trim()).slice(1, -1)}`);
+    }
+    maxInvalid = Number(given);
+  }
+  return { maxInvalid };
 }
 
 /** @param {string} name @param {string} value */
@@ -77,6 +110,7 @@ function isHonoured(name, value) {
     case 'return': return RETURNS.has(value);
     case 'count': return COUNTS.has(value);
     case 'handling': return HANDLINGS.has(value);
+    case 'invalid': return true; // a wrong value is refused whatever the handling
     default: return false;
   }
 }

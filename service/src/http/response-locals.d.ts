@@ -7,6 +7,8 @@ declare global {
     interface Locals {
       /** Set by readWriteOptions (write-options.js) before anything reads it. */
       write: WriteOptions;
+      /** The users of a JSON body that give a key twice, when they are to be set aside (json-body.js, invalid=quarantine). */
+      duplicateKeys?: import('../errors.js').ItemError[];
       /** Admission's allowance of a body charged as it is read (admission.js). */
       bodyAllowance?: BodyAllowance;
     }

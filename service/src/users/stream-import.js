@@ -3,6 +3,7 @@ import { allNewFirst, isUniqueViolation } from './all-new-first.js';
 import { ChunkBuffer } from './chunk-buffer.js';
 import { copyAll, longQuery, startCopy } from './copy-from.js';
 import { createCsvParser, createNdjsonParser } from './stream-parse.js';
+import { QUARANTINE_KEEP_CHARS, keepQuarantinedSoFar, keptJson, keptText, overBound } from './quarantine.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 import {
   COPY_STREAM_STAGING, COPY_USERS, CREATE_STREAM_STAGING, EMPTY_STREAM_STAGING, FIRST_OF_EACH, INSERT_ALL_AS_SENT, MERGED_OF_EACH, csvLine, writeStatement,
@@ -13,9 +14,11 @@ import { STREAM_LIMITS } from './write-policy.js';
 // record and sent on through COPY as it comes, all or nothing in one transaction. Ignore mode
 // copies straight into users a chunk at a time, all-new first (a chunk that meets a stored or
 // repeated email goes through the staging table, and so does every chunk after it); merge mode
-// stages the whole body, then writes it all-new first (an email's last line wins).
+// stages the whole body, then writes it all-new first (an email's last line wins). Given a
+// Quarantine, an invalid record is set aside instead (kept in the same transaction, at its end).
 
-/** @typedef {'ndjson' | 'csv'} StreamFormat @typedef {{ received: number, inserted: number, updated: number }} ImportCounts */
+/** @typedef {import('./quarantine.js').Quarantine} Quarantine */
+/** @typedef {'ndjson' | 'csv'} StreamFormat @typedef {{ received: number, inserted: number, updated: number, quarantine?: Quarantine }} ImportCounts */
 
 /** What a stream holds at once (buffers, a piece, a record, COPY's lead, a chunk), for admission control. */
 export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
@@ -27,12 +30,13 @@ const CHUNK_BYTES = 1024 * 1024;
 export function createStreamImport({ db, policy }) {
   /**
    * The counts once committed; a failure of `texts` itself thrown as it came, any other as the policy answers a stream's.
-   * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {import('./user-schema.js').Resolution} resolution @returns {Promise<ImportCounts>}
+   * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {import('./user-schema.js').Resolution} resolution @param {Quarantine} [quarantine]
+   * @returns {Promise<ImportCounts>}
    */
-  return async function importUsers(texts, format, resolution) {
+  return async function importUsers(texts, format, resolution, quarantine) {
     const source = watchedSource(texts);
     try {
-      return await (resolution === 'merge' ? importMerging(db, source.texts, format) : importIgnoring(db, source.texts, format));
+      return await (resolution === 'merge' ? importMerging(db, source.texts, format, quarantine) : importIgnoring(db, source.texts, format, quarantine));
     } catch (err) {
       if (err instanceof ApiError || source.failedWith(err)) throw err;
       const decision = await policy.afterFailure('stream', err);
@@ -61,22 +65,26 @@ function watchedSource(texts) {
 /** One transaction, no statement timeout; BEGIN carries `then`. @template T @param {import('../db/database.js').Database} db @param {string} then @param {(client: import('../db/lending.js').Lending) => Promise<T>} fn */
 const streamTransaction = (db, then, fn) => db.transaction(fn, { limits: STREAM_LIMITS, then });
 
-/** Ignore mode: straight into users a chunk at a time. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @returns {Promise<ImportCounts>} */
-function importIgnoring(db, texts, format) {
+/** Ignore mode: straight into users a chunk at a time. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Quarantine} [quarantine] @returns {Promise<ImportCounts>} */
+function importIgnoring(db, texts, format, quarantine) {
   return streamTransaction(db, '', async (client) => {
-    const body = validatedBody(texts, format);
+    const body = validatedBody(texts, format, quarantine);
     const chunks = await chunkedCopy(client);
     try {
       let chunkStart = 0;
       for await (const csv of body.pieces(chunks.abandon)) {
         await chunks.send(csv);
         if (body.received - chunkStart >= CHUNK_ROWS) {
-          await chunks.next();
+          // Between two chunks no COPY runs: the items set aside so far are kept there, once they are many.
+          const keep = quarantine && quarantine.heldChars >= QUARANTINE_KEEP_CHARS ? () => keepQuarantinedSoFar(client, quarantine) : undefined;
+          await chunks.next(keep);
           chunkStart = body.received;
         }
       }
       await chunks.send(body.end());
-      return { received: body.received, inserted: await chunks.end(), updated: 0 };
+      const inserted = await chunks.end();
+      if (quarantine) await keepQuarantinedSoFar(client, quarantine);
+      return { received: body.received, inserted, updated: 0, quarantine };
     } catch (err) {
       await chunks.close();
       throw err;
@@ -84,10 +92,10 @@ function importIgnoring(db, texts, format) {
   });
 }
 
-/** Merge mode: all staged, then into users. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @returns {Promise<ImportCounts>} */
-function importMerging(db, texts, format) {
+/** Merge mode: all staged, then into users. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Quarantine} [quarantine] @returns {Promise<ImportCounts>} */
+function importMerging(db, texts, format, quarantine) {
   return streamTransaction(db, CREATE_STREAM_STAGING, async (client) => {
-    const body = validatedBody(texts, format);
+    const body = validatedBody(texts, format, quarantine);
     const copy = await startCopy(client, COPY_STREAM_STAGING);
     /** @param {string} csv */
     const send = async (csv) => {
@@ -108,40 +116,74 @@ function importMerging(db, texts, format) {
       await copy.finish();
       throw err;
     }
-    return { received: body.received, ...(await writeMerged(client)) };
+    const merged = await writeMerged(client);
+    if (quarantine) await keepQuarantinedSoFar(client, quarantine);
+    return { received: body.received, ...merged, quarantine };
   });
 }
 
 /**
  * The body's users, parsed and checked (the one schema) as they are read, as the CSV COPY takes.
  * Once one is invalid nothing more is sent: reading goes on only to name up to MAX_REPORTED_ERRORS.
- * @param {AsyncIterable<string>} texts @param {StreamFormat} format
+ * Given a quarantine, an invalid record is set aside instead, until one past its bound.
+ * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Quarantine} [quarantine]
  */
-function validatedBody(texts, format) {
-  const parser = format === 'csv' ? createCsvParser() : createNdjsonParser();
+function validatedBody(texts, format, quarantine) {
   let received = 0;
   let invalid = 0;
   const problems = /** @type {import('../errors.js').ItemError[]} */ ([]);
   let csv = '';
+  // Set aside while under the bound; past it, the body is refused as it is without a quarantine.
+  let settingAside = quarantine !== undefined;
+
+  /** @param {import('./quarantine.js').QuarantinedItem} item */
+  const setAside = (item) => {
+    const q = /** @type {Quarantine} */ (quarantine);
+    q.add(item);
+    if (!q.isOver) return;
+    settingAside = false;
+    invalid = q.count;
+    csv = '';
+    problems.push(...q.errors);
+  };
+  /** @param {import('../errors.js').ItemError[]} found @param {number} line */
+  const refuse = (found, line) => {
+    invalid++;
+    csv = '';
+    for (const problem of found) if (problems.length < MAX_REPORTED_ERRORS) problems.push({ ...problem, line });
+  };
 
   /** @type {import('./stream-parse.js').OnRecord} */
-  const onRecord = (item, line, duplicates) => {
+  const onRecord = (item, line, duplicates, text) => {
     const index = received++;
-    const checked = duplicates.length > 0 ? [] : checkUser(item, index, problems.length < MAX_REPORTED_ERRORS);
+    const checked = duplicates.length > 0 ? [] : checkUser(item, index, settingAside || problems.length < MAX_REPORTED_ERRORS);
     if (!Array.isArray(checked)) {
       if (invalid === 0) csv += csvLine(checked);
       return;
     }
-    invalid++;
-    csv = '';
     const found = duplicates.length > 0
       ? duplicates.map((field) => ({ index, field, message: 'is given more than once in this object; send each field once' }))
       : /** @type {import('../errors.js').ItemError[]} */ (checked);
-    for (const problem of found) if (problems.length < MAX_REPORTED_ERRORS) problems.push({ ...problem, line });
+    if (!settingAside) return refuse(found, line);
+    const q = /** @type {Quarantine} */ (quarantine);
+    if (format === 'csv') q.csvHeader ??= parser.columns?.join(',') ?? null;
+    const kept = format === 'csv' ? keptText(text) : keptJson(item, text);
+    setAside({ position: index, line, reason: 'invalid_user', errors: found.map((problem) => ({ ...problem, line })), item: kept });
   };
+  /** @type {import('./stream-parse.js').OnUnreadable} */
+  const onUnreadable = (line, text, message) => {
+    const index = received++;
+    const found = [{ index, field: null, message, line }];
+    if (!settingAside) return refuse(found, line);
+    const q = /** @type {Quarantine} */ (quarantine);
+    if (format === 'csv') q.csvHeader ??= parser.columns?.join(',') ?? null;
+    setAside({ position: index, line, reason: format === 'csv' ? 'malformed_csv' : 'malformed_json', errors: found, item: keptText(text) });
+  };
+  const parser = format === 'csv' ? createCsvParser(quarantine && { onUnreadable }) : createNdjsonParser(quarantine && { onUnreadable });
 
-  const refusal = (complete = true) =>
-    new InvalidBatchError(`${complete ? '' : 'at least '}${invalid} of ${complete ? '' : 'the first '}${received} users are invalid; nothing was written`, problems);
+  const refusal = (complete = true) => (quarantine
+    ? overBound(invalid, received, quarantine.maxInvalid, problems.slice(0, MAX_REPORTED_ERRORS), complete)
+    : new InvalidBatchError(`${complete ? '' : 'at least '}${invalid} of ${complete ? '' : 'the first '}${received} users are invalid; nothing was written`, problems));
   const taken = () => {
     const piece = csv;
     csv = '';
@@ -214,9 +256,10 @@ async function chunkedCopy(client) {
       const failure = copy?.error();
       if (failure && !isUniqueViolation(failure)) throw failure;
     },
-    /** Ends the chunk and begins the next. */
-    async next() {
+    /** Ends the chunk, runs `between` (no COPY in progress), and begins the next. @param {() => Promise<void>} [between] */
+    async next(between) {
       await endChunk();
+      await between?.();
       if (!staged) copy = await startCopy(client, COPY_USERS, 'chunk');
     },
     /** Ends the last chunk: the rows inserted in all. */

@@ -18,13 +18,15 @@ const QUOTE = 34;
 const LF = 10;
 const CR = 13;
 
-/** A record, the line it starts on, its fields given twice (NDJSON). @typedef {(item: unknown, line: number, duplicates: string[]) => void} OnRecord */
-/** @typedef {{ feed: (text: string, onRecord: OnRecord) => void, end: (onRecord: OnRecord) => void }} RecordParser */
+/** A record, the line it starts on, its fields given twice (NDJSON), its text. @typedef {(item: unknown, line: number, duplicates: string[], text: string) => void} OnRecord */
+/** A record that is not one (an NDJSON line not JSON, a CSV record of another field count): its line, its text, why. @typedef {(line: number, text: string, message: string) => void} OnUnreadable */
+/** columns: a CSV body's header, once read. @typedef {{ feed: (text: string, onRecord: OnRecord) => void, end: (onRecord: OnRecord) => void, readonly columns?: readonly string[] }} RecordParser */
+/** onUnreadable: told of a record that is not one, instead of refusing the body. @typedef {{ onUnreadable?: OnUnreadable }} ParserOptions */
 
 const tooLong = () => `is longer than ${MAX_RECORD_CHARS} characters, which no user is`;
 
-/** NDJSON / JSON Lines: a JSON value a line (JSON.parse), LF or CRLF, blank lines skipped. @returns {RecordParser} */
-export function createNdjsonParser() {
+/** NDJSON / JSON Lines: a JSON value a line (JSON.parse), LF or CRLF, blank lines skipped. @param {ParserOptions} [options] @returns {RecordParser} */
+export function createNdjsonParser({ onUnreadable } = {}) {
   let rest = '';
   let line = 0;
   let first = true;
@@ -43,10 +45,11 @@ export function createNdjsonParser() {
     try {
       value = JSON.parse(text);
     } catch {
+      if (onUnreadable) return onUnreadable(line, text, 'is not valid JSON');
       throw new ApiError('malformed_json', `line ${line} is not valid JSON; nothing was written`);
     }
     const duplicates = value !== null && typeof value === 'object' ? findDuplicateKeys(text, value) : [];
-    onRecord(value, line, duplicates.map((d) => d.key));
+    onRecord(value, line, duplicates.map((d) => d.key), text);
   }
 
   return {
@@ -77,9 +80,9 @@ export function createNdjsonParser() {
 /**
  * CSV (RFC 4180): a header naming the user's fields, then a user a record; an unquoted empty field
  * is not sent, `""` is an empty string (as COPY reads CSV); an empty line is skipped.
- * @returns {RecordParser}
+ * @param {ParserOptions} [options] @returns {RecordParser}
  */
-export function createCsvParser() {
+export function createCsvParser({ onUnreadable } = {}) {
   let rest = '';
   let line = 1; // the line the next record starts on
   let columns = /** @type {string[] | undefined} */ (undefined);
@@ -94,6 +97,7 @@ export function createCsvParser() {
       const record = parseRecord(rest, pos, final, line);
       if (!record) break;
       const at = line;
+      const start = pos;
       if (record.next - pos > MAX_RECORD_CHARS) throw malformed(tooLongRecord(rest, pos), at);
       pos = record.next;
       line += record.lines;
@@ -104,20 +108,29 @@ export function createCsvParser() {
         continue;
       }
       if (fields.length !== columns.length) {
-        throw malformed(`the record has ${fields.length} field${fields.length === 1 ? '' : 's'} where the header names ${columns.length}`, at);
+        const problem = `the record has ${fields.length} field${fields.length === 1 ? '' : 's'} where the header names ${columns.length}`;
+        if (onUnreadable) {
+          onUnreadable(at, recordText(rest, start, pos), problem);
+          continue;
+        }
+        throw malformed(problem, at);
       }
       const user = /** @type {Record<string, string>} */ ({});
       for (let c = 0; c < columns.length; c++) {
         const value = fields[c];
         if (value !== undefined) user[columns[c]] = value;
       }
-      onRecord(user, at, []);
+      // Its text only where it may be kept (set aside when invalid).
+      onRecord(user, at, [], onUnreadable ? recordText(rest, start, pos) : '');
     }
     rest = rest.slice(pos);
     if (rest.length > MAX_RECORD_CHARS) throw malformed(tooLongRecord(rest, 0));
   }
 
   return {
+    get columns() {
+      return columns;
+    },
     feed(text, onRecord) {
       rest += text;
       consume(false, onRecord);
@@ -225,6 +238,14 @@ function headerColumns(fields, at) {
   const missing = REQUIRED_FIELDS.filter((n) => !names.includes(n));
   if (missing.length > 0) throw malformed(`the header must name the column${missing.length > 1 ? 's' : ''} ${missing.join(' and ')}`);
   return names;
+}
+
+/** A record's text, without its line break. @param {string} s @param {number} start @param {number} end */
+function recordText(s, start, end) {
+  let to = end;
+  if (s.charCodeAt(to - 1) === LF) to--;
+  if (s.charCodeAt(to - 1) === CR) to--;
+  return s.slice(start, to);
 }
 
 /** @param {string} message @param {number} at  the line */

@@ -1,6 +1,7 @@
 import { lastResult } from '../db/transaction-settings.js';
 import { allNewFirst } from './all-new-first.js';
 import { STRATEGIES, formatWriter, insertQuery } from './chunk-writers.js';
+import { keepQuarantined } from './quarantine.js';
 import { createReplayGuess } from './replay-guess.js';
 import { RETURNED_AS_TEXT, createdNowOf, insertedUser, mergedUser, rowsAsArrays, writeStatement } from './user-sql.js';
 import { createWritePolicy } from './write-policy.js';
@@ -15,8 +16,9 @@ import { createWritePolicy } from './write-policy.js';
 /** @typedef {import('./insert-strategies.js').InsertStrategy} Strategy @typedef {import('./write-policy.js').WriteKind} WriteKind */
 /** @typedef {import('../user-columns.js').WrittenUser} WrittenUser  a row as written; inserted when updatedAt is null */
 /** @typedef {{ inserted: number, updated: number, users?: WrittenUser[] }} Counts  one request's; users (by email) when withRows */
-/** @typedef {{ withRows?: boolean }} WriteOptions @typedef {{ rows: UserRow[], withRows: boolean }} Part */
-/** rows: sorted by email, each once; parts: a group's requests. @typedef {{ kind: Exclude<WriteKind, 'stream'>, rows: UserRow[], resolution: Resolution, withRows?: boolean, parts?: readonly Part[] }} WriteRequest */
+/** quarantine: items set aside, kept in the rows' transaction (never grouped). @typedef {{ withRows?: boolean, quarantine?: Quarantine }} WriteOptions @typedef {{ rows: UserRow[], withRows: boolean }} Part */
+/** @typedef {import('./quarantine.js').Quarantine} Quarantine */
+/** rows: sorted by email, each once; parts: a group's requests. @typedef {{ kind: Exclude<WriteKind, 'stream'>, rows: UserRow[], resolution: Resolution, withRows?: boolean, parts?: readonly Part[], quarantine?: Quarantine }} WriteRequest */
 /** @typedef {Counts[]} Written  per request carried: a group's parts in order, else the one */
 /** @typedef {{ db: import('../db/database.js').Database, chunkRows: number, chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>, policy: import('./write-policy.js').WritePolicy }} Writer */
 
@@ -63,31 +65,33 @@ function newFirst({ replays }, rowCount, asNew, resolving, insertedOf) {
 }
 
 /** One request's rows by its strategy (by pg-format when it wants them back). @param {Writer} writer @param {WriteRequest} request @returns {Promise<Written>} */
-async function writeRequest(writer, { kind, rows, resolution, withRows }) {
+async function writeRequest(writer, { kind, rows, resolution, withRows, quarantine }) {
   const limits = writer.policy.limits(kind);
   /** @param {OnConflict} onConflict @returns {Promise<Counts>} */
-  const once = (onConflict) => (withRows ? writeReturningRows(writer, rows, onConflict, limits) : writeCounts(writer, rows, onConflict, limits));
+  const once = (onConflict) => (withRows ? writeReturningRows(writer, rows, onConflict, limits, quarantine) : writeCounts(writer, rows, onConflict, limits, quarantine));
   return [await newFirst(writer, rows.length, () => once('fail'), () => once(onConflictFor(resolution)), (c) => c.inserted)];
 }
 
 /**
- * Chunks by `writeChunk`: one alone with its settings in its query; several (or needsTransaction) in one transaction.
+ * Chunks by `writeChunk`: one alone with its settings in its query; several (or needsTransaction, or
+ * items to set aside, kept after them) in one transaction.
  * @template T @param {Writer} writer @param {UserRow[]} rows @param {TimeLimits | undefined} limits @param {ChunkWriter} chunkWriter
- * @param {OnConflict} onConflict @param {(client: Lending, chunk: UserRow[], settings: string) => Promise<T>} writeChunk @returns {Promise<T[]>}
+ * @param {OnConflict} onConflict @param {(client: Lending, chunk: UserRow[], settings: string) => Promise<T>} writeChunk @param {Quarantine} [quarantine] @returns {Promise<T[]>}
  */
-function inChunks({ db, chunkRows }, rows, limits, chunkWriter, onConflict, writeChunk) {
-  if (!chunkWriter.needsTransaction && rows.length <= chunkRows) return db.withClient(async (client) => [await writeChunk(client, rows, db.settings.statement('', limits))]);
+function inChunks({ db, chunkRows }, rows, limits, chunkWriter, onConflict, writeChunk, quarantine) {
+  if (!quarantine && !chunkWriter.needsTransaction && rows.length <= chunkRows) return db.withClient(async (client) => [await writeChunk(client, rows, db.settings.statement('', limits))]);
   return db.transaction(async (client) => {
     const results = /** @type {T[]} */ ([]);
     for (let start = 0; start < rows.length; start += chunkRows) results.push(await writeChunk(client, rows.slice(start, start + chunkRows), ''));
+    if (quarantine) await keepQuarantined(client, quarantine);
     return results;
   }, { limits, then: chunkWriter.beginWith?.(onConflict) });
 }
 
-/** @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @returns {Promise<Counts>} */
-async function writeCounts(writer, rows, onConflict, limits) {
+/** @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @param {Quarantine} [quarantine] @returns {Promise<Counts>} */
+async function writeCounts(writer, rows, onConflict, limits, quarantine) {
   const { chunkWriter } = writer;
-  const chunks = await inChunks(writer, rows, limits, chunkWriter, onConflict, (client, chunk, prefix) => chunkWriter.write(client, chunk, onConflict, prefix));
+  const chunks = await inChunks(writer, rows, limits, chunkWriter, onConflict, (client, chunk, prefix) => chunkWriter.write(client, chunk, onConflict, prefix), quarantine);
   if (chunks.length === 1) return chunks[0];
   const total = { inserted: 0, updated: 0 };
   for (const counts of chunks) {
@@ -97,8 +101,8 @@ async function writeCounts(writer, rows, onConflict, limits) {
   return total;
 }
 
-/** Rows written and returned (return=representation): pg-format a chunk. @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @returns {Promise<Counts & { users: WrittenUser[] }>} */
-function writeReturningRows(writer, rows, onConflict, limits) {
+/** Rows written and returned (return=representation): pg-format a chunk. @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @param {Quarantine} [quarantine] @returns {Promise<Counts & { users: WrittenUser[] }>} */
+function writeReturningRows(writer, rows, onConflict, limits, quarantine) {
   /** @param {Lending} client @param {UserRow[]} chunk @param {string} prefix @returns {Promise<WrittenUser[]>} */
   const writeChunk = async (client, chunk, prefix) =>
     writtenUsers(chunk, await client.query(insertQuery(prefix + writeStatement(rowsAsArrays(chunk), onConflict, 'rows'), RETURNED_AS_TEXT)), onConflict);
@@ -108,7 +112,7 @@ function writeReturningRows(writer, rows, onConflict, limits) {
     for (const u of users) if (u.updatedAt === null) inserted++;
     return { inserted, updated: users.length - inserted, users };
   };
-  return inChunks(writer, rows, limits, formatWriter, onConflict, writeChunk).then((chunks) => counted(chunks.flat()));
+  return inChunks(writer, rows, limits, formatWriter, onConflict, writeChunk, quarantine).then((chunks) => counted(chunks.flat()));
 }
 
 /**

@@ -1,0 +1,178 @@
+import { InvalidBatchError } from '../errors.js';
+import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
+
+// The items a request with `Prefer: invalid=quarantine` sets aside: collected while its body is
+// checked (a Quarantine), refused whole past its bound, and kept in quarantined_items by the
+// transaction that writes its valid users. A plaintext password's value is replaced before an item
+// is kept; an item is kept once a client (keyed by its SHA-256), so a retry, or the same users
+// posted again in other chunks, keeps nothing twice: the row then names the latest request.
+
+/** @typedef {import('../errors.js').ItemError} ItemError */
+/** Why an item was set aside. @typedef {'invalid_user' | 'malformed_json' | 'malformed_csv'} QuarantineReason */
+/** The body's format. @typedef {'json' | 'ndjson' | 'csv'} QuarantineFormat */
+/** @typedef {{ position: number, line: number | null, reason: QuarantineReason, errors: ItemError[], item: string }} QuarantinedItem */
+
+/** @type {readonly QuarantineReason[]} */
+export const QUARANTINE_REASONS = ['invalid_user', 'malformed_json', 'malformed_csv'];
+
+/** Invalid items a request may set aside when its Prefer header names no bound. */
+export const DEFAULT_MAX_INVALID = 100;
+/** The largest bound a client may set (`max-invalid`). */
+export const MAX_INVALID_LIMIT = 10_000;
+/** Characters of set-aside items a streamed body may hold before it keeps them (ignore mode: at each chunk's end; merge mode: at its end), past which it is refused as over its bound. */
+export const QUARANTINE_HOLD_CHARS = 1024 * 1024;
+/** The client of a request that needed no credentials, as its set-aside items name it. */
+export const ANONYMOUS_CLIENT = 'anonymous';
+/** Characters of set-aside items past which a stream keeps them at its next chunk's end (fewer round trips than a statement a chunk). */
+export const QUARANTINE_KEEP_CHARS = 256 * 1024;
+/** What replaces a plaintext password's value. */
+export const REDACTED = '[redacted]';
+
+const PASSWORD = 'password';
+
+/** JSON.stringify's replacer: a `password` key's value (any case, any depth) replaced. @param {string} key @param {unknown} value */
+const withoutPasswords = (key, value) => (key.toLowerCase() === PASSWORD ? REDACTED : value);
+
+/** An item that parsed, as JSON text without a password's value; `text` kept as sent when it holds none. @param {unknown} value @param {string} [text] */
+export function keptJson(value, text) {
+  if (text !== undefined && !text.toLowerCase().includes(PASSWORD)) return text;
+  return JSON.stringify(value, withoutPasswords) ?? String(value);
+}
+
+/**
+ * Text that is not JSON, kept as sent but for what follows each `"password"` key: its value (a
+ * string, whole or cut, or whatever runs to the next `,` `}` or `]`) replaced.
+ * @param {string} text
+ */
+export function keptText(text) {
+  if (!text.toLowerCase().includes(PASSWORD)) return text;
+  return text.replace(/("password"\s*:\s*)("(?:[^"\\]|\\.)*"?|[^,}\]]*)/giu, `$1"${REDACTED}"`);
+}
+
+/** The refusal of a request past its bound: nothing written, nothing kept. @param {number} invalid @param {number} received @param {number} maxInvalid @param {ItemError[]} errors @param {boolean} [complete] */
+export function overBound(invalid, received, maxInvalid, errors, complete = true) {
+  const some = complete ? `${invalid} of ${received}` : `at least ${invalid} of the first ${received}`;
+  return new InvalidBatchError(`${some} users are invalid, more than the ${maxInvalid} Prefer: invalid=quarantine sets aside (max-invalid); nothing was written`, errors);
+}
+
+/**
+ * The items one request sets aside, at most `maxInvalid`: `count` in all, `items` those not yet
+ * kept (a stream keeps them as it goes); `errors`: the first MAX_REPORTED_ERRORS problems, as a 400
+ * names them.
+ */
+export class Quarantine {
+  /** @param {{ client: string, requestId: string, format: QuarantineFormat, maxInvalid: number }} request */
+  constructor({ client, requestId, format, maxInvalid }) {
+    this.client = client;
+    this.requestId = requestId;
+    this.format = format;
+    this.maxInvalid = maxInvalid;
+    /** @type {QuarantinedItem[]} */
+    this.items = [];
+    /** @type {ItemError[]} */
+    this.errors = [];
+    /** @type {string | null} the CSV header's columns, joined by commas */
+    this.csvHeader = null;
+    this.count = 0;
+    this.heldChars = 0;
+    /** @type {Partial<Record<QuarantineReason, number>>} */
+    this.reasons = {};
+  }
+
+  /** How many of each reason. */
+  byReason() {
+    return this.reasons;
+  }
+
+  /** Past the bound (count, or the characters held). */
+  get isOver() {
+    return this.count > this.maxInvalid || this.heldChars > QUARANTINE_HOLD_CHARS;
+  }
+
+  /** @param {QuarantinedItem} item */
+  add(item) {
+    this.items.push(item);
+    this.count++;
+    this.reasons[item.reason] = (this.reasons[item.reason] ?? 0) + 1;
+    this.heldChars += item.item.length;
+    for (const e of item.errors) if (this.errors.length < MAX_REPORTED_ERRORS) this.errors.push(e);
+  }
+
+  /** The items held were kept: let them go. */
+  kept() {
+    this.items = [];
+    this.heldChars = 0;
+  }
+
+  /** The kept rows' parameters. */
+  #values() {
+    const { items } = this;
+    return [this.client, this.requestId, this.format, this.csvHeader,
+      items.map((i) => i.position), items.map((i) => i.line), items.map((i) => i.reason), items.map((i) => JSON.stringify(i.errors)), items.map((i) => i.item)];
+  }
+
+  /** The statement that keeps them: an item already kept for the client is updated, not kept twice. */
+  statement() {
+    return { text: INSERT_QUARANTINED, values: this.#values(), operation: 'INSERT' };
+  }
+}
+
+// An item's key: its format, CSV header and text. An item twice in one request is kept once (its
+// first place), as ON CONFLICT DO UPDATE may meet a row only once a statement; new rows in the
+// order sent, so that an export lists them so.
+const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client, request_id, format, csv_header, item_sha256, position, line, reason, errors, item)
+SELECT $1, $2, $3, $4, o.item_sha256, o.position, o.line, o.reason, o.errors, o.item
+FROM (
+  SELECT DISTINCT ON (s.item_sha256) s.*
+  FROM (
+    SELECT i.*, sha256(convert_to($3 || E'\\n' || coalesce($4, '') || E'\\n' || i.item, 'UTF8')) AS item_sha256
+    FROM unnest($5::integer[], $6::integer[], $7::text[], $8::jsonb[], $9::text[]) AS i(position, line, reason, errors, item)
+  ) s
+  ORDER BY s.item_sha256, s.position
+) o
+ORDER BY o.position
+ON CONFLICT ON CONSTRAINT quarantined_items_once DO UPDATE SET
+  request_id = EXCLUDED.request_id, received_at = EXCLUDED.received_at, position = EXCLUDED.position, line = EXCLUDED.line,
+  reason = EXCLUDED.reason, errors = EXCLUDED.errors, times_seen = kept.times_seen + 1`;
+
+/**
+ * Keeps a request's set-aside items, on the connection of its transaction (which a writer may roll
+ * back and try again, so they are held until the request is answered).
+ * @param {import('../db/lending.js').Lending} client @param {Quarantine} quarantine
+ */
+export async function keepQuarantined(client, quarantine) {
+  if (quarantine.items.length > 0) await client.query(quarantine.statement());
+}
+
+/** Keeps a stream's items held so far and lets them go (a stream's transaction is never tried again). @param {import('../db/lending.js').Lending} client @param {Quarantine} quarantine */
+export async function keepQuarantinedSoFar(client, quarantine) {
+  await keepQuarantined(client, quarantine);
+  quarantine.kept();
+}
+
+/**
+ * A JSON array's items checked one by one: the valid ones' rows in the order sent, the invalid ones
+ * set aside; past the bound, the refusal a 400 gives today (nothing written, nothing kept).
+ * `duplicateKeys`: the items that give a key twice (the JSON parser found them), invalid whatever they hold.
+ * @param {unknown[]} items @param {Quarantine} quarantine @param {ItemError[]} [duplicateKeys] @returns {import('./user-schema.js').UserRow[]}
+ */
+export function setAsideInvalid(items, quarantine, duplicateKeys = []) {
+  const rows = [];
+  const errors = /** @type {ItemError[]} */ ([]);
+  const twice = /** @type {Map<number, ItemError[]>} */ (new Map());
+  for (const e of duplicateKeys) twice.set(e.index, [...(twice.get(e.index) ?? []), e]);
+  let invalid = 0;
+  for (let i = 0; i < items.length; i++) {
+    // Described whole: a kept item keeps all its problems, the answer names the first 100.
+    const checked = twice.get(i) ?? checkUser(items[i], i);
+    if (!Array.isArray(checked)) {
+      rows.push(checked);
+      continue;
+    }
+    invalid++;
+    for (const e of checked) if (errors.length < MAX_REPORTED_ERRORS) errors.push(e);
+    if (invalid <= quarantine.maxInvalid) quarantine.add({ position: i, line: null, reason: 'invalid_user', errors: checked, item: keptJson(items[i]) });
+  }
+  if (invalid > quarantine.maxInvalid) throw overBound(invalid, items.length, quarantine.maxInvalid, errors);
+  return rows;
+}
