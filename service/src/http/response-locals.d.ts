@@ -1,5 +1,6 @@
 import type { BodyAllowance } from './admission.js';
 import type { WriteOptions } from './write-options.js';
+import type { RequestKey } from './idempotency-key.js';
 
 // What POST /users's steps leave in res.locals for the steps after them.
 declare global {
@@ -7,6 +8,8 @@ declare global {
     interface Locals {
       /** Set by readWriteOptions (write-options.js) before anything reads it. */
       write: WriteOptions;
+      /** The request's Idempotency-Key, when it has one (idempotency-key.js). */
+      idempotency?: RequestKey;
       /** Admission's allowance of a body charged as it is read (admission.js). */
       bodyAllowance?: BodyAllowance;
     }

@@ -1,0 +1,104 @@
+import { lastResult } from '../db/transaction-settings.js';
+import { ApiError } from '../errors.js';
+import { literal } from './user-sql.js';
+
+// The Idempotency-Key store: a key is claimed in the round trip of its write's BEGIN (a key in flight
+// in another transaction is waited for, within the write's lock timeout), its fingerprint and
+// answer stored in the round trip of its COMMIT, so the rows and their answer commit together or
+// not at all. A key taken (committed, not expired) is answered from its row: the same fingerprint
+// its answer again, another 422. Expired keys are purged in small batches (purgeExpiredKeys).
+
+/** What a write answered, as stored and replayed: the status, its headers (no Content-Length), the body's text. @typedef {{ status: number, headers: Record<string, string>, body: string }} StoredAnswer */
+/**
+ * A request's key, scoped by its client; `fingerprint()` final once its body is read; `answer`
+ * the answer its counts get (the HTTP layer's), asked before COMMIT.
+ * @typedef {{ client: string, key: string, fingerprint: () => Buffer, answer: (counts: import('./user-writer.js').Counts) => StoredAnswer }} IdempotencyKey
+ */
+/** A key another request holds: its committed fingerprint and answer, or (null) still in flight. @typedef {{ fingerprint: Buffer, answer: StoredAnswer } | null} TakenKey */
+
+/** A key's scope and name as one Map key (a NUL is in neither: a key is visible ASCII, a client a credential's name). @param {{ client: string, key: string }} k */
+export const scopedKey = (k) => `${k.client}\u0000${k.key}`;
+
+/** @param {{ client: string, key: string }} k */
+const rowOf = (k) => `(${literal(k.client)}, ${literal(k.key)})`;
+
+/**
+ * The key store's statements; ttlSeconds: how long a key is kept (IDEMPOTENCY_KEY_TTL_SECONDS).
+ * @param {{ ttlSeconds: number }} options
+ */
+export function createKeyStore({ ttlSeconds }) {
+  const expiresAt = `now() + interval '${Math.trunc(ttlSeconds)} seconds'`;
+  return {
+    ttlSeconds,
+    /**
+     * The claim of `keys` (each once) and the read of those taken, for a BEGIN's round trip; its
+     * last two answers are read by `taken`. An expired row is claimed again as a new key.
+     * @param {readonly { client: string, key: string }[]} keys
+     */
+    claim: (keys) => `INSERT INTO idempotency_keys (client, key, expires_at) SELECT c, k, ${expiresAt} FROM (VALUES ${keys.map(rowOf).join(', ')}) AS v (c, k)
+  ON CONFLICT (client, key) DO UPDATE SET expires_at = EXCLUDED.expires_at, fingerprint = NULL, status = NULL, headers = NULL, body = NULL
+  WHERE idempotency_keys.expires_at <= now()
+  RETURNING client, key;
+SELECT client, key, fingerprint, status, headers, body FROM idempotency_keys WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')}) AND status IS NOT NULL`,
+  };
+}
+
+/** @typedef {ReturnType<typeof createKeyStore>} KeyStore */
+
+/**
+ * What a claim found, from the answers of its BEGIN's round trip: each key claimed now, or taken
+ * (its row; null when neither: purged between the two statements, so in flight for the client).
+ * @param {import('pg').QueryResult[]} begun @returns {Map<string, 'claimed' | TakenKey>}
+ */
+export function claimed(begun) {
+  const [claims, reads] = begun.slice(-2);
+  const found = /** @type {Map<string, 'claimed' | TakenKey>} */ (new Map());
+  for (const row of claims.rows) found.set(scopedKey(row), 'claimed');
+  for (const row of reads.rows) {
+    found.set(scopedKey(row), { fingerprint: row.fingerprint, answer: { status: row.status, headers: row.headers, body: row.body } });
+  }
+  return found;
+}
+
+/** @param {Buffer} fingerprint */
+const bytea = (fingerprint) => `'\\x${fingerprint.toString('hex')}'::bytea`;
+
+/**
+ * The statement that completes claimed keys with their fingerprints and answers, for the COMMIT's
+ * round trip. @param {readonly { key: IdempotencyKey, answer: StoredAnswer }[]} done
+ */
+export function storeAnswers(done) {
+  const values = done.map(({ key, answer }) =>
+    `(${literal(key.client)}, ${literal(key.key)}, ${bytea(key.fingerprint())}, ${answer.status}, ${literal(JSON.stringify(answer.headers))}::jsonb, ${literal(answer.body)})`);
+  return `UPDATE idempotency_keys AS k SET fingerprint = v.fingerprint, status = v.status, headers = v.headers, body = v.body
+  FROM (VALUES ${values.join(', ')}) AS v (client, key, fingerprint, status, headers, body)
+  WHERE k.client = v.client AND k.key = v.key; `;
+}
+
+/**
+ * The answer to a request whose key was taken: the stored one when its fingerprint is this
+ * request's; else 422, or 409 while the first is in flight.
+ * @param {TakenKey} taken @param {Buffer} fingerprint @returns {StoredAnswer}
+ */
+export function answerOfTaken(taken, fingerprint) {
+  if (taken === null) throw new ApiError('idempotency_key_in_flight');
+  if (!taken.fingerprint.equals(fingerprint)) throw new ApiError('idempotency_key_reused');
+  return taken.answer;
+}
+
+/** The write a key in flight elsewhere kept waiting past its lock timeout: 409. @param {unknown} cause */
+export const keyInFlight = (cause) => new ApiError('idempotency_key_in_flight', undefined, { cause });
+
+/** Rows a purge deletes in one transaction: short, so no writer waits long on one. */
+export const PURGE_BATCH_ROWS = 1000;
+
+/**
+ * Deletes up to `batchRows` expired keys, oldest first, skipping rows another transaction holds
+ * (a claim taking an expired key again): the rows deleted.
+ * @param {import('../db/database.js').Database} db @param {number} [batchRows]
+ */
+export async function purgeExpiredKeys(db, batchRows = PURGE_BATCH_ROWS) {
+  const result = await db.withClient((client) => client.query(db.settings.statement(`DELETE FROM idempotency_keys WHERE (client, key) IN (
+    SELECT client, key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT ${Math.trunc(batchRows)} FOR UPDATE SKIP LOCKED)`)));
+  return lastResult(result).rowCount ?? 0;
+}
