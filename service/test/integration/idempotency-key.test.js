@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { startTestApp } from '../../../test/support/app.js';
 import { createTestDatabase } from '../../../test/support/database.js';
@@ -277,6 +283,28 @@ describe('Idempotency-Key on POST /users', () => {
     assert.equal((await post(ndjson(makeUsers(3)), {}, NDJSON)).status, 201);
     const { rows: [{ n: keysAfter }] } = await db.pool.query('SELECT count(*)::int AS n FROM idempotency_keys');
     assert.equal(keysAfter, keysBefore);
+  });
+
+  test('npm run import sends a key per run; a run again with --idempotency-key gets the first run\'s answer', async () => {
+    const script = fileURLToPath(new URL('../../../scripts/import.js', import.meta.url));
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-import-key-'));
+    try {
+      const file = path.join(dir, 'users.ndjson');
+      await writeFile(file, ndjson(makeUsers(300).map(({ email, name }) => ({ email, name }))));
+      const run = (/** @type {string[]} */ args) => promisify(execFile)(process.execPath, [script, file, '--url', app.baseUrl, '--token', TOKENS.crm, ...args]);
+      const key = `import-${uniqueTag()}`;
+      const first = JSON.parse((await run(['--idempotency-key', key])).stdout);
+      assert.deepEqual({ ...first, seconds: 0 }, { received: 300, inserted: 300, updated: 0, duplicates: 0, seconds: 0 });
+      const again = JSON.parse((await run(['--idempotency-key', key])).stdout);
+      assert.deepEqual({ ...again, seconds: 0 }, { ...first, replayed: true, seconds: 0 });
+      const fresh = JSON.parse((await run([])).stdout);
+      assert.equal(fresh.inserted, 0, 'a run without the option is a new key: written again, idempotent by email');
+      assert.equal(fresh.replayed, undefined);
+      const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM idempotency_keys WHERE client = 'crm' AND key ~ '^[0-9a-f-]{36}$'");
+      assert.equal(rows[0].n, 1, 'its own key, a UUID');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('the log names no key body, email or token', () => {
