@@ -75,6 +75,7 @@ function answer(records, { items, failed, stats }, { requestId, durationMs, repo
     inserted: stats.inserted,
     updated: stats.updated,
     stale: stats.stale,
+    usersReplayed: stats.replayed,
     posts: stats.posts,
     retries: stats.retries,
     failedMessages: failed.size,
