@@ -31,30 +31,36 @@ export function createKeyStore({ ttlSeconds }) {
   return {
     ttlSeconds,
     /**
-     * The claim of `keys` (each once) and the read of those taken, for a BEGIN's round trip; its
-     * last two answers are read by `taken`. An expired row is claimed again as a new key.
+     * The claim of `keys` (each once, in one order: two claims never wait on each other in a
+     * cycle), for a BEGIN's round trip; its last answer is read by `claimed`. An expired row is
+     * claimed again as a new key.
      * @param {readonly { client: string, key: string }[]} keys
      */
     claim: (keys) => `INSERT INTO idempotency_keys (client, key, expires_at) SELECT c, k, ${expiresAt} FROM (VALUES ${keys.map(rowOf).join(', ')}) AS v (c, k)
   ON CONFLICT (client, key) DO UPDATE SET expires_at = EXCLUDED.expires_at, fingerprint = NULL, status = NULL, headers = NULL, body = NULL
   WHERE idempotency_keys.expires_at <= now()
-  RETURNING client, key;
-SELECT client, key, fingerprint, status, headers, body FROM idempotency_keys WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')}) AND status IS NOT NULL`,
+  RETURNING client, key`,
   };
 }
 
 /** @typedef {ReturnType<typeof createKeyStore>} KeyStore */
 
 /**
- * What a claim found, from the answers of its BEGIN's round trip: each key claimed now, or taken
- * (its row; null when neither: purged between the two statements, so in flight for the client).
- * @param {import('pg').QueryResult[]} begun @returns {Map<string, 'claimed' | TakenKey>}
+ * What a claim found, from the last answer of its BEGIN's round trip: each key claimed now, or
+ * taken (its row, read in one more round trip only when a key was not claimed; null when it has
+ * none: purged meanwhile, so in flight for the client).
+ * @param {import('../db/lending.js').Lending} client @param {import('pg').QueryResult[]} begun @param {readonly { client: string, key: string }[]} keys
+ * @returns {Promise<Map<string, 'claimed' | TakenKey>>}
  */
-export function claimed(begun) {
-  const [claims, reads] = begun.slice(-2);
+export async function claimed(client, begun, keys) {
   const found = /** @type {Map<string, 'claimed' | TakenKey>} */ (new Map());
-  for (const row of claims.rows) found.set(scopedKey(row), 'claimed');
-  for (const row of reads.rows) {
+  for (const row of begun[begun.length - 1].rows) found.set(scopedKey(row), 'claimed');
+  if (found.size === keys.length) return found;
+  const taken = keys.filter((k) => !found.has(scopedKey(k)));
+  const read = await client.query(`SELECT client, key, fingerprint, status, headers, body FROM idempotency_keys
+    WHERE (client, key) IN (VALUES ${taken.map(rowOf).join(', ')}) AND status IS NOT NULL`);
+  for (const k of taken) found.set(scopedKey(k), null);
+  for (const row of read.rows) {
     found.set(scopedKey(row), { fingerprint: row.fingerprint, answer: { status: row.status, headers: row.headers, body: row.body } });
   }
   return found;

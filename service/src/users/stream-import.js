@@ -82,7 +82,7 @@ function streamTransaction(db, then, keyed, fn) {
   return db.transaction(async (client, begun) => {
     keyed.begun = true;
     if (!key) return fn(client);
-    const found = claimed(begun).get(scopedKey(key));
+    const found = (await claimed(client, begun, [key])).get(scopedKey(key));
     if (found !== 'claimed') return { taken: found ?? null };
     const counts = await fn(client);
     client.withCommit(storeAnswers([{ key, answer: (counts.answer = key.answer(counts)) }]));

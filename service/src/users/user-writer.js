@@ -100,7 +100,7 @@ async function inChunks({ db, chunkRows, keys }, rows, limits, chunkWriter, onCo
     return await db.transaction(async (client, answers) => {
       begun = true;
       if (key) {
-        const found = claimed(answers).get(scopedKey(key));
+        const found = (await claimed(client, answers, [key])).get(scopedKey(key));
         if (found !== 'claimed') return { taken: found ?? null };
       }
       const results = /** @type {T[]} */ ([]);
@@ -195,7 +195,7 @@ async function writeKeyedGroup(writer, resolution, parts) {
   const allRows = parts.reduce((n, part) => n + part.rows.length, 0);
   /** @param {OnConflict} onConflict @returns {Promise<Written>} */
   const attempt = (onConflict) => db.transaction(async (client, answers) => {
-    const found = claimed(answers);
+    const found = await claimed(client, answers, sortedClaims);
     /** @param {Part} part @returns {KeyTaken | undefined} */
     const takenFor = (part) => {
       if (repeated.has(part)) return { taken: null };
