@@ -21,6 +21,8 @@ export const scopedKey = (k) => `${k.client}\u0000${k.key}`;
 
 /** @param {{ client: string, key: string }} k */
 const rowOf = (k) => `(${literal(k.client)}, ${literal(k.key)})`;
+/** @param {Buffer} fingerprint */
+const bytea = (fingerprint) => `'\\x${fingerprint.toString('hex')}'::bytea`;
 
 /**
  * The key store's statements; ttlSeconds: how long a key is kept (IDEMPOTENCY_KEY_TTL_SECONDS).
@@ -40,6 +42,15 @@ export function createKeyStore({ ttlSeconds }) {
   ON CONFLICT (client, key) DO UPDATE SET expires_at = EXCLUDED.expires_at, fingerprint = NULL, status = NULL, headers = NULL, body = NULL
   WHERE idempotency_keys.expires_at <= now()
   RETURNING client, key`,
+    /**
+     * The keys' rows, complete, for the COMMIT's round trip of a write that claimed none first (a
+     * group): a key another request stored meanwhile fails it (23505, then `readKeys`); one another
+     * transaction holds is waited for. In one order, as `claim`.
+     * @param {readonly { key: IdempotencyKey, answer: StoredAnswer }[]} done
+     */
+    insertAnswers: (done) => `INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body) VALUES ${done
+      .map(({ key, answer }) => `(${literal(key.client)}, ${literal(key.key)}, ${expiresAt}, ${bytea(key.fingerprint())}, ${answer.status}, ${literal(JSON.stringify(answer.headers))}::jsonb, ${literal(answer.body)})`)
+      .join(', ')}; `,
   };
 }
 
@@ -66,8 +77,22 @@ export async function claimed(client, begun, keys) {
   return found;
 }
 
-/** @param {Buffer} fingerprint */
-const bytea = (fingerprint) => `'\\x${fingerprint.toString('hex')}'::bytea`;
+
+/**
+ * The stored rows of `keys`: each expired (to be deleted before it is used again) or taken.
+ * @param {import('../db/lending.js').Lending} client @param {readonly { client: string, key: string }[]} keys
+ * @returns {Promise<Map<string, { expired: true } | { expired: false, taken: NonNullable<TakenKey> }>>}
+ */
+export async function readKeys(client, keys) {
+  const read = await client.query(`SELECT client, key, expires_at <= now() AS expired, fingerprint, status, headers, body FROM idempotency_keys
+    WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')})`);
+  return new Map(read.rows.map((row) => [scopedKey(row), row.expired
+    ? { expired: /** @type {const} */ (true) }
+    : { expired: /** @type {const} */ (false), taken: { fingerprint: row.fingerprint, answer: { status: row.status, headers: row.headers, body: row.body } } }]));
+}
+
+/** Expired rows of `keys` deleted, so that they are inserted as new keys. @param {readonly { client: string, key: string }[]} keys */
+export const deleteExpired = (keys) => `DELETE FROM idempotency_keys WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')}) AND expires_at <= now()`;
 
 /**
  * The statement that completes claimed keys with their fingerprints and answers, for the COMMIT's

@@ -1,8 +1,8 @@
 import { timeoutOf } from '../db/database.js';
 import { lastResult } from '../db/transaction-settings.js';
-import { allNewFirst } from './all-new-first.js';
+import { allNewFirst, isUniqueViolation } from './all-new-first.js';
 import { STRATEGIES, formatWriter, insertQuery } from './chunk-writers.js';
-import { claimed, keyInFlight, scopedKey, storeAnswers } from './idempotency-keys.js';
+import { claimed, deleteExpired, keyInFlight, readKeys, scopedKey, storeAnswers } from './idempotency-keys.js';
 import { createReplayGuess } from './replay-guess.js';
 import { byEmail } from './user-schema.js';
 import { RETURNED_AS_TEXT, createdNowOf, insertedUser, mergedUser, rowsAsArrays, writeStatement } from './user-sql.js';
@@ -175,51 +175,80 @@ async function groupStatement(client, rows, onConflict, withRows, settings) {
 }
 
 /**
- * A group with keyed requests: one transaction that claims their keys (BEGIN's round trip), writes
- * the rows of the requests that go (one statement) and stores each keyed one's answer (COMMIT's);
- * a request whose key is taken writes nothing, and one whose key an earlier part of the group has
- * is in flight. A failure thrown undiagnosed, as a group's.
+ * A group with keyed requests: one transaction that writes the rows of the requests that go (one
+ * statement) and inserts each keyed one's row, its answer complete, in COMMIT's round trip (no
+ * claim first: a key taken meanwhile fails the COMMIT, 23505, and the group is written again
+ * without its request, answered from its row; a key in flight is waited for, within the group's
+ * lock timeout). A request whose key an earlier part of the group has is in flight. A failure
+ * thrown undiagnosed, as a group's.
  * @param {Writer} writer @param {Resolution} resolution @param {readonly Part[]} parts @returns {Promise<Written>}
  */
 async function writeKeyedGroup(writer, resolution, parts) {
   const { db, policy, keys } = writer;
+  const store = /** @type {import('./idempotency-keys.js').KeyStore} */ (keys);
   const repeated = /** @type {Set<Part>} */ (new Set());
-  const claims = /** @type {Map<string, IdempotencyKey>} */ (new Map());
+  const seen = /** @type {Set<string>} */ (new Set());
   for (const part of parts) {
     if (!part.key) continue;
     const scoped = scopedKey(part.key);
-    if (claims.has(scoped)) repeated.add(part);
-    else claims.set(scoped, part.key);
+    if (seen.has(scoped)) repeated.add(part);
+    else seen.add(scoped);
   }
-  const sortedClaims = [...claims.keys()].sort().map((scoped) => /** @type {IdempotencyKey} */ (claims.get(scoped)));
+  const taken = /** @type {Map<Part, import('./idempotency-keys.js').TakenKey>} */ (new Map());
+  let expired = /** @type {IdempotencyKey[]} */ ([]);
   const allRows = parts.reduce((n, part) => n + part.rows.length, 0);
-  /** @param {OnConflict} onConflict @returns {Promise<Written>} */
-  const attempt = (onConflict) => db.transaction(async (client, answers) => {
-    const found = await claimed(client, answers, sortedClaims);
-    /** @param {Part} part @returns {KeyTaken | undefined} */
-    const takenFor = (part) => {
-      if (repeated.has(part)) return { taken: null };
-      const outcome = part.key && found.get(scopedKey(part.key));
-      return outcome === undefined || outcome === 'claimed' ? undefined : { taken: outcome };
-    };
-    const going = parts.filter((part) => takenFor(part) === undefined);
-    const rows = going.flatMap((part) => part.rows).sort(byEmail);
-    const written = rows.length === 0 ? 'all' : await groupStatement(client, rows, onConflict, going.some((part) => part.withRows), '');
-    const done = /** @type {{ key: IdempotencyKey, answer: StoredAnswer }[]} */ ([]);
-    const outcomes = parts.map((part) => {
-      const taken = takenFor(part);
-      if (taken) return taken;
-      const counts = credit(part.rows, written, part.withRows);
-      if (part.key) done.push({ key: part.key, answer: (counts.answer = part.key.answer(counts)) });
-      return counts;
+  /** @param {Part} part @returns {KeyTaken | undefined} */
+  const takenFor = (part) => (repeated.has(part) ? { taken: null } : taken.has(part) ? { taken: /** @type {import('./idempotency-keys.js').TakenKey} */ (taken.get(part)) } : undefined);
+
+  /** @param {OnConflict} onConflict @returns {Promise<Written | undefined>}  undefined: a key was taken meanwhile */
+  const once = (onConflict) => {
+    let committing = false;
+    return db.transaction(async (client) => {
+      const going = parts.filter((part) => takenFor(part) === undefined);
+      const rows = going.flatMap((part) => part.rows).sort(byEmail);
+      const written = rows.length === 0 ? 'all' : await groupStatement(client, rows, onConflict, going.some((part) => part.withRows), '');
+      const done = /** @type {{ key: IdempotencyKey, answer: StoredAnswer }[]} */ ([]);
+      const outcomes = parts.map((part) => {
+        const outcome = takenFor(part);
+        if (outcome) return outcome;
+        const counts = credit(part.rows, written, part.withRows);
+        if (part.key) done.push({ key: part.key, answer: (counts.answer = part.key.answer(counts)) });
+        return counts;
+      });
+      done.sort((a, b) => (scopedKey(a.key) < scopedKey(b.key) ? -1 : 1));
+      if (done.length > 0) client.withCommit(store.insertAnswers(done));
+      committing = true;
+      return outcomes;
+    }, { limits: policy.limits('group'), then: expired.length > 0 ? deleteExpired(expired) : undefined }).catch((err) => {
+      if (committing && isUniqueViolation(err)) return undefined;
+      throw err;
     });
-    if (done.length > 0) client.withCommit(storeAnswers(done));
-    return outcomes;
-  }, { limits: policy.limits('group'), then: keys?.claim(sortedClaims) });
+  };
+  /** @param {OnConflict} onConflict @returns {Promise<Written>} */
+  const attempt = async (onConflict) => {
+    for (let tries = 1; ; tries++) {
+      const outcomes = await once(onConflict);
+      if (outcomes) return outcomes;
+      // Stored by another request meanwhile: which, read; expired ones deleted by the next try.
+      const going = parts.filter((part) => part.key && takenFor(part) === undefined);
+      const found = await db.withClient((client) => readKeys(client, going.map((part) => /** @type {IdempotencyKey} */ (part.key))));
+      expired = [];
+      for (const part of going) {
+        const row = found.get(scopedKey(/** @type {IdempotencyKey} */ (part.key)));
+        if (!row) continue;
+        if (row.expired) expired.push(/** @type {IdempotencyKey} */ (part.key));
+        else taken.set(part, row.taken);
+      }
+      if (tries === MAX_KEY_TRIES) throw new Error(`a group's keys were taken ${tries} times in a row`);
+    }
+  };
   /** @param {Written} outcomes */
   const inserted = (outcomes) => outcomes.reduce((n, o, i) => n + ('taken' in o ? parts[i].rows.length : o.inserted), 0);
   return newFirst(writer, allRows, () => attempt('fail'), () => attempt(onConflictFor(resolution)), inserted);
 }
+
+/** Tries of a keyed group whose COMMIT met keys stored meanwhile (each try learns at least one). */
+const MAX_KEY_TRIES = 5;
 
 /** The rows a group's statement inserted. @param {'all' | Map<string, boolean | WrittenUser>} written @param {number} rowCount */
 function insertedIn(written, rowCount) {

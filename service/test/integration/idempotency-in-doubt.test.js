@@ -12,8 +12,8 @@ import { waitUntil } from '../../../test/support/wait.js';
 
 const HOLD_COMMIT = `
   CREATE FUNCTION hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN IF NEW.key LIKE 'hold-%' THEN PERFORM pg_sleep(1); END IF; RETURN NULL; END $$;
-  CREATE CONSTRAINT TRIGGER hold_commit AFTER UPDATE ON idempotency_keys DEFERRABLE INITIALLY DEFERRED
+  BEGIN IF NEW.key LIKE 'hold-%' AND NEW.status IS NOT NULL THEN PERFORM pg_sleep(1); END IF; RETURN NULL; END $$;
+  CREATE CONSTRAINT TRIGGER hold_commit AFTER INSERT OR UPDATE ON idempotency_keys DEFERRABLE INITIALLY DEFERRED
     FOR EACH ROW EXECUTE FUNCTION hold_commit();`;
 
 describe('Idempotency-Key when the answer of the commit is lost', () => {
