@@ -1,5 +1,8 @@
 // `npm run import -- FILE`: streams an NDJSON or CSV file of users (gzip-compressed too) to the
-// service's POST /users in one request, with progress on stderr, and prints the counts.
+// service's POST /users in one request, with progress on stderr, and prints the counts. Each run
+// sends an Idempotency-Key (a new one, or --idempotency-key's), named when it fails, so a run again
+// with it learns what the failed one wrote instead of writing twice.
+import { randomUUID } from 'node:crypto';
 import { createCommand, Option, wholeNumber } from '@sluice/db/command-line';
 import { USER_FIELDS } from '../service/src/user-columns.js';
 
@@ -17,6 +20,7 @@ const program = createCommand(
   .addOption(new Option('--format <f>', 'the file\'s format (default: from its name)').choices(['ndjson', 'csv']))
   .option('--quarantine', 'set invalid users aside instead of refusing the file (Prefer: invalid=quarantine): the valid ones are stored, and the command that exports the others is printed')
   .option('--max-invalid <n>', 'with --quarantine: refuse the whole file past this many invalid users (the service\'s default: 100)', wholeNumber(0))
+  .option('--idempotency-key <key>', 'the Idempotency-Key of the upload, to send a failed run again: its answer if it was written (1 to 255 visible ASCII characters; default: a new one each run)')
   .parse();
 
 const [file] = program.args;
@@ -26,6 +30,9 @@ const name = compressed ? file.slice(0, -3) : file;
 const format = args.format ?? (name.endsWith('.csv') ? 'csv' : /\.(ndjson|jsonl|json)$/.test(name) ? 'ndjson' : undefined);
 if (!format) program.error(`error: cannot tell the format of ${file} from its name; give --format ndjson or --format csv`);
 const url = URL.canParse(args.url) ? new URL('/users', args.url) : program.error(`error: --url ${args.url} is not a URL`);
+/** @type {string} */
+const key = args.idempotencyKey ?? randomUUID();
+if (!/^[\x20-\x7e]{1,255}$/.test(key)) program.error('error: --idempotency-key must be 1 to 255 visible ASCII characters');
 
 const { createReadStream } = await import('node:fs');
 const { open } = await import('node:fs/promises');
@@ -98,8 +105,11 @@ const request = (url.protocol === 'https:' ? https : http).request(url, {
     'content-length': String(total),
     ...(prefer ? { prefer } : {}),
     ...(token ? { authorization: `Bearer ${token}` } : {}),
+    'idempotency-key': `"${key.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`,
   },
 });
+/** What to run to send this upload again under its key. */
+const again = `send it again with --idempotency-key '${key.replaceAll("'", "'\\''")}': if it was written, you get its answer, else it is written`;
 request.on('socket', (socket) => {
   if (socket.connecting) socket.once('connect', () => (connected = true));
   else connected = true;
@@ -119,7 +129,7 @@ const clearProgress = () => {
  * rather than going on into a connection the service has stopped reading until BODY_READ_TIMEOUT_MS.
  * A service that closes the connection after an early refusal may cut the upload short (EPIPE,
  * ECONNRESET): once an answer has begun, what it says is the outcome.
- * @type {Promise<{ status: number, text: string, requestId: string | undefined }>}
+ * @type {Promise<{ status: number, text: string, requestId: string | undefined, replayed: boolean }>}
  */
 const answered = new Promise((resolve, reject) => {
   let answering = false;
@@ -129,7 +139,7 @@ const answered = new Promise((resolve, reject) => {
     res.setEncoding('utf8');
     res.on('data', (c) => (text += c));
     const requestId = res.headers['x-request-id'];
-    const done = () => resolve({ status: res.statusCode ?? 0, text, requestId: typeof requestId === 'string' ? requestId : undefined });
+    const done = () => resolve({ status: res.statusCode ?? 0, text, requestId: typeof requestId === 'string' ? requestId : undefined, replayed: res.headers['idempotent-replayed'] === 'true' });
     res.on('end', done);
     res.on('close', done);
     res.on('error', done);
@@ -144,7 +154,7 @@ const source = createReadStream('', { fd: handle });
 const uploaded = pipeline(source, progress, request).catch(() => {});
 
 try {
-  const { status, text, requestId } = await answered;
+  const { status, text, requestId, replayed } = await answered;
   const sent = sentBytes();
   // Whatever is left of the file is not sent: the service has answered.
   source.destroy();
@@ -155,7 +165,8 @@ try {
     showProgress(true);
     const seconds = (performance.now() - started) / 1000;
     const counts = JSON.parse(text);
-    console.log(JSON.stringify({ ...counts, seconds: Number(seconds.toFixed(2)) }));
+    // A replay: the answer of an earlier run with this key, which wrote the file; this one wrote nothing.
+    console.log(JSON.stringify({ ...counts, ...(replayed ? { replayed: true } : {}), seconds: Number(seconds.toFixed(2)) }));
     if (counts.quarantined > 0) {
       console.error(`${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set aside; to fix and send them again: npm run quarantine -- export --items --request ${requestId ?? '<X-Request-Id>'} > fixed.ndjson`);
     }
@@ -163,13 +174,13 @@ try {
     // The service answers about the line it has read; what was sent meanwhile may be well past it.
     clearProgress();
     const part = total ? Math.floor((100 * sent) / total) : 100;
-    console.error(`import refused (${status}): ${text.trim()} (${megabytes(sent)} of ${megabytes(total)} sent, ${part}%; the rest not sent)`);
+    console.error(`import refused (${status}): ${text.trim()} (${megabytes(sent)} of ${megabytes(total)} sent, ${part}%; the rest not sent)${status === 503 ? `; ${again}` : ''}`);
     process.exitCode = 1;
   }
 } catch (err) {
   clearProgress();
   const { code, message } = /** @type {NodeJS.ErrnoException} */ (err);
   const hint = code === 'ECONNREFUSED' ? ` (is the service running at ${url.origin}? \`npm start\` starts it; --url names another)` : '';
-  console.error(`import failed after ${sentBytes()} bytes: ${message || code}${hint}`);
+  console.error(`import failed after ${sentBytes()} bytes: ${message || code}${hint}${sentBytes() > 0 ? `; ${again}` : ''}`);
   process.exitCode = 1;
 }

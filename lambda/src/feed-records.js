@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto';
 import { createFailureLedger, poison } from './failure-ledger.js';
 import { unpackRecords } from './records.js';
 
 /** @typedef {import('./records.js').Item} Item */
 /** @typedef {import('./config.js').FeederConfig} FeederConfig */
-/** @typedef {{ posts: number, retries: number, inserted: number, updated: number, stale: number, stored: number, quarantined: number }} FeedStats */
+/** replayed: users whose chunk an earlier delivery wrote (its answer replayed under the chunk's key). @typedef {{ posts: number, retries: number, inserted: number, updated: number, stale: number, stored: number, quarantined: number, replayed: number }} FeedStats */
 /**
  * deadline: epoch ms after which no request starts; credentialsRefused: on a 401 or 403.
  * @typedef {{ config: FeederConfig, deadline: number, postUsers: typeof import('./service-client.js').postUsers, traceparent?: () => string | undefined,
@@ -56,8 +57,36 @@ function tokenKeeper(config, rereadToken) {
   };
 }
 
-/** Feeds a chunk and enters what the answer means for its messages in the ledger. @param {FeedOptions & { ledger: import('./failure-ledger.js').FailureLedger, tokens: ReturnType<typeof tokenKeeper>, stats: FeedStats }} feed */
-function chunkFeeder({ ledger, tokens, stats, deadline, postUsers, traceparent, credentialsRefused = () => {} }) {
+/**
+ * Each item's place in its message (a message's users are contiguous, in order), for chunkKey.
+ * @param {Item[]} items @returns {Map<Item, number>}
+ */
+function placesInMessages(items) {
+  const places = new Map();
+  let message = '';
+  let place = 0;
+  for (const item of items) {
+    place = item.messageId === message ? place + 1 : 0;
+    message = item.messageId;
+    places.set(item, place);
+  }
+  return places;
+}
+
+/**
+ * A chunk's Idempotency-Key: the same whenever SQS delivers its messages again and the same users
+ * of them go together (a message's body never changes), another for any other set: a hash of the
+ * resolution and each user's message id and place in it.
+ * @param {Item[]} chunk @param {Map<Item, number>} places
+ */
+export function chunkKey(chunk, places) {
+  const hash = createHash('sha256').update(chunk[0].resolution);
+  for (const item of chunk) hash.update(`\n${item.messageId}:${places.get(item)}`);
+  return `sqs-${hash.digest('base64url')}`;
+}
+
+/** Feeds a chunk and enters what the answer means for its messages in the ledger. @param {FeedOptions & { ledger: import('./failure-ledger.js').FailureLedger, tokens: ReturnType<typeof tokenKeeper>, stats: FeedStats, places: Map<Item, number> }} feed */
+function chunkFeeder({ ledger, tokens, stats, places, deadline, postUsers, traceparent, credentialsRefused = () => {} }) {
   /** @param {Item[]} pending @param {import('./failure-ledger.js').Failure} failure */
   const failAll = (pending, failure) => pending.forEach((item) => ledger.fail(item.messageId, failure));
   const onAttempt = (/** @type {boolean} */ retry) => {
@@ -74,15 +103,21 @@ function chunkFeeder({ ledger, tokens, stats, deadline, postUsers, traceparent, 
       if (pending.length === 0) return;
       const used = tokens.current();
       const { resolution, invalid } = pending[0];
-      const outcome = await postUsers(used, pending.map((item) => item.user), { deadline, resolution, quarantine: invalid === 'quarantine', onAttempt, traceparent });
+      const idempotencyKey = chunkKey(pending, places);
+      const outcome = await postUsers(used, pending.map((item) => item.user), { deadline, resolution, quarantine: invalid === 'quarantine', onAttempt, traceparent, idempotencyKey });
       switch (outcome.kind) {
         case 'stored':
           // The users set aside are the service's to keep (npm run quarantine): the message is done.
+          stats.stored += pending.length - outcome.quarantined;
+          // An earlier delivery's write: counted by the invocation that made it.
+          if (outcome.replayed) {
+            stats.replayed += pending.length - outcome.quarantined;
+            return;
+          }
           stats.inserted += outcome.inserted;
           stats.updated += outcome.updated;
           stats.stale += outcome.stale;
           stats.quarantined += outcome.quarantined;
-          stats.stored += pending.length - outcome.quarantined;
           return;
         case 'invalid': {
           if (outcome.errors.length === 0) return splitByMessage(pending, 'HTTP 400 invalid_batch naming no user');
@@ -155,10 +190,10 @@ async function feedInGroupOrder(chunks, concurrency, feedChunk) {
 export async function feedRecords(records, options) {
   const { config } = options;
   const { items, poisoned } = unpackRecords(records, config.conflictResolution, config.invalidUsers);
-  const stats = /** @type {FeedStats} */ ({ posts: 0, retries: 0, inserted: 0, updated: 0, stale: 0, stored: 0, quarantined: 0 });
+  const stats = /** @type {FeedStats} */ ({ posts: 0, retries: 0, inserted: 0, updated: 0, stale: 0, stored: 0, quarantined: 0, replayed: 0 });
   const ledger = createFailureLedger(records);
   for (const [messageId, failure] of poisoned) ledger.fail(messageId, failure);
-  const feedChunk = chunkFeeder({ ...options, ledger, tokens: tokenKeeper(config, options.rereadToken), stats });
+  const feedChunk = chunkFeeder({ ...options, ledger, tokens: tokenKeeper(config, options.rereadToken), stats, places: placesInMessages(items) });
   const chunks = ledger.fifo ? chunksInOrder(items, config.postChunkItems) : chunksOf(items, config.postChunkItems);
   await feedInGroupOrder(chunks, config.postConcurrency, feedChunk);
   return { items, failed: ledger.failures(), stats };

@@ -76,6 +76,7 @@ function answer(records, { items, failed, stats }, { requestId, durationMs, repo
     updated: stats.updated,
     stale: stats.stale,
     quarantined: stats.quarantined,
+    usersReplayed: stats.replayed,
     posts: stats.posts,
     retries: stats.retries,
     failedMessages: failed.size,

@@ -14,9 +14,10 @@ export function createPowertools() {
 /**
  * Counts only, never a user or the token. usersStored: accepted (inserted or already there);
  * stale: merge mode, no newer than the row; quarantined: set aside by the service (invalid);
- * heldMessages: failed behind their group's failure.
+ * usersReplayed: stored by an earlier delivery, its answer replayed (not in inserted, updated,
+ * stale); heldMessages: failed behind their group's failure.
  * @typedef {{ requestId: string | undefined, records: number, users: number, usersStored: number, inserted: number, updated: number,
- *   stale: number, quarantined: number, posts: number, retries: number, failedMessages: number, poisonMessages: number, heldMessages: number, durationMs: number }} InvocationReport
+ *   stale: number, quarantined: number, usersReplayed: number, posts: number, retries: number, failedMessages: number, poisonMessages: number, heldMessages: number, durationMs: number }} InvocationReport
  */
 
 /** Failed messages listed in one log line; the rest are counted. */

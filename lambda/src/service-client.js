@@ -3,8 +3,10 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
 /**
  * One POST's end, after retries. stored: quarantined, the users the service set aside (asked with
  * `quarantine`); refused: no outage, and retrying cannot fix it (a 4xx, the service's own 500);
- * unavailable: 429, 5xx or the network until the time ran out.
- * @typedef {{ kind: 'stored', inserted: number, updated: number, stale: number, quarantined: number } | { kind: 'invalid', errors: ItemError[] } | { kind: 'tooLarge' }
+ * unavailable: 429, 409 (its key in flight), 5xx or the network until the time ran out. stored,
+ * replayed: the answer of an earlier delivery's write under the same key, not of one of these
+ * attempts (its counts are that write's).
+ * @typedef {{ kind: 'stored', inserted: number, updated: number, stale: number, quarantined: number, replayed?: true } | { kind: 'invalid', errors: ItemError[] } | { kind: 'tooLarge' }
  *   | { kind: 'refused', status: number, reason: string } | { kind: 'unavailable', reason: string }} PostOutcome
  */
 
@@ -18,14 +20,18 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
  * @typedef {Answers[500]['content']['application/json']} InternalError
  */
 
+/** The service's 503s that say nothing was written: any other 5xx (outcome_unknown, a proxy's 502) may have written. */
+const NOTHING_WRITTEN = new Set(['database_unavailable', 'overloaded', 'lock_timeout', 'statement_timeout']);
+
 const PREFER = { ignore: 'resolution=ignore-duplicates', merge: 'resolution=merge-duplicates' };
 const QUARANTINE = ', invalid=quarantine';
 
 /**
  * @param {import('./config.js').FeederConfig} config @param {unknown[]} users @param {import('./records.js').Resolution} resolution @param {boolean} quarantine
- * @param {number} timeoutMs @param {string | undefined} traceparent @returns {Promise<PostOutcome & { retryAfterMs?: number }>}
+ * @param {number} timeoutMs @param {string | undefined} traceparent
+ * @param {string | undefined} idempotencyKey @returns {Promise<PostOutcome & { retryAfterMs?: number, lost?: true }>}  lost: the attempt may have written, its answer unknown
  */
-async function postOnce(config, users, resolution, quarantine, timeoutMs, traceparent) {
+async function postOnce(config, users, resolution, quarantine, timeoutMs, traceparent, idempotencyKey) {
   let res;
   try {
     res = await fetch(`${config.serviceUrl}/users`, {
@@ -35,13 +41,14 @@ async function postOnce(config, users, resolution, quarantine, timeoutMs, tracep
         prefer: quarantine ? PREFER[resolution] + QUARANTINE : PREFER[resolution],
         ...(config.ingestToken ? { authorization: `Bearer ${config.ingestToken}` } : {}),
         ...(traceparent ? { traceparent } : {}),
+        ...(idempotencyKey ? { 'idempotency-key': `"${idempotencyKey}"` } : {}),
       },
       body: JSON.stringify(users),
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
     const cause = /** @type {any} */ (err)?.cause?.code ?? /** @type {any} */ (err)?.name ?? 'network error';
-    return { kind: 'unavailable', reason: String(cause) };
+    return { kind: 'unavailable', reason: String(cause), lost: true };
   }
   // Read whatever the status, so the connection goes back to the pool.
   const text = await res.text().catch(() => '');
@@ -49,15 +56,19 @@ async function postOnce(config, users, resolution, quarantine, timeoutMs, tracep
   // Typed by status, each field still checked: a proxy may answer anything.
   if (res.status === 200 || res.status === 201) {
     const result = /** @type {Partial<BatchResult> | undefined} */ (body);
-    return { kind: 'stored', inserted: result?.inserted ?? 0, updated: result?.updated ?? 0, stale: result?.stale ?? 0, quarantined: result?.quarantined ?? 0 };
+    const counts = { kind: /** @type {const} */ ('stored'), inserted: result?.inserted ?? 0, updated: result?.updated ?? 0, stale: result?.stale ?? 0, quarantined: result?.quarantined ?? 0 };
+    return res.headers.get('idempotent-replayed') === 'true' ? { ...counts, replayed: true } : counts;
   }
   // The service's own 500 is this request's failure (retrying fails the same); other 5xx, the way there.
   const failure = /** @type {Partial<InternalError> | undefined} */ (body);
   if (res.status === 500 && failure?.error === 'internal') {
     return { kind: 'refused', status: 500, reason: `HTTP 500 internal, error id ${String(failure.errorId)}` };
   }
-  if (res.status === 429 || res.status >= 500) {
-    return { kind: 'unavailable', reason: `HTTP ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) };
+  // 409: a request with this chunk's key is still being written (an earlier attempt, or delivery).
+  if (res.status === 429 || res.status === 409 || res.status >= 500) {
+    const outcome = { kind: /** @type {const} */ ('unavailable'), reason: `HTTP ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) };
+    const said = typeof body?.error === 'string' ? body.error : undefined;
+    return res.status >= 500 && !(said && NOTHING_WRITTEN.has(said)) ? { ...outcome, lost: true } : outcome;
   }
   if (res.status === 413) return { kind: 'tooLarge' };
   const invalid = /** @type {Partial<InvalidBatch> | undefined} */ (body);
@@ -77,17 +88,25 @@ function safeJson(text) {
 }
 
 /**
- * POST /users, retrying 429, 5xx and network errors with backoff, never less than Retry-After,
- * never past `deadline` (epoch ms). @param {import('./config.js').FeederConfig} config @param {unknown[]} users
- * @param {{ deadline: number, resolution?: import('./records.js').Resolution, quarantine?: boolean, onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined }} options
+ * POST /users, retrying 429, 409, 5xx and network errors with backoff, never less than
+ * Retry-After, never past `deadline` (epoch ms), each attempt with the same `idempotencyKey`: a
+ * replay after an attempt of ours was lost is that attempt's answer, so not `replayed`.
+ * @param {import('./config.js').FeederConfig} config @param {unknown[]} users
+ * @param {{ deadline: number, resolution?: import('./records.js').Resolution, quarantine?: boolean, onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined, idempotencyKey?: string }} options
  * @returns {Promise<PostOutcome>}
  */
-export async function postUsers(config, users, { deadline, resolution = 'ignore', quarantine = false, onAttempt = () => {}, traceparent = () => undefined }) {
+export async function postUsers(config, users, { deadline, resolution = 'ignore', quarantine = false, onAttempt = () => {}, traceparent = () => undefined, idempotencyKey }) {
+  let lostOne = false;
   for (let attempt = 0; ; attempt++) {
     const left = deadline - Date.now();
     if (left <= 0) return { kind: 'unavailable', reason: 'no time left in the invocation' };
     onAttempt(attempt > 0);
-    const outcome = await postOnce(config, users, resolution, quarantine, Math.min(config.requestTimeoutMs, left), traceparent());
+    const { lost, ...outcome } = await postOnce(config, users, resolution, quarantine, Math.min(config.requestTimeoutMs, left), traceparent(), idempotencyKey);
+    if (outcome.kind === 'stored' && outcome.replayed && lostOne) {
+      const { replayed: _ours, ...counts } = outcome;
+      return counts;
+    }
+    lostOne ||= lost === true;
     if (outcome.kind !== 'unavailable') return outcome;
     const wait = Math.max(backoffMs(attempt, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }), outcome.retryAfterMs ?? 0);
     if (Date.now() + wait >= deadline) return { kind: 'unavailable', reason: outcome.reason };

@@ -4,6 +4,7 @@ import { AdmissionBudget } from './http/admission-budget.js';
 import { admitRequest } from './http/admission.js';
 import { byContentType } from './http/content-types.js';
 import { errorHandler } from './http/error-handler.js';
+import { readIdempotencyKey } from './http/idempotency-key.js';
 import { readJsonBody } from './http/json-body.js';
 import { loopbackOnly } from './http/loopback-only.js';
 import { postUsers } from './http/post-users.js';
@@ -14,6 +15,8 @@ import { readWriteOptions } from './http/write-options.js';
 import { createOpenApiDocument } from './openapi.js';
 import { NO_TRACING } from './tracing/tracing.js';
 import { createGroupCommit } from './users/group-commit.js';
+import { createKeyStore } from './users/idempotency-keys.js';
+import { startKeyPurge } from './users/key-purge.js';
 import { STREAM_HOLD_BYTES, createStreamImport } from './users/stream-import.js';
 import { createUserWriter } from './users/user-writer.js';
 import { createWritePolicy } from './users/write-policy.js';
@@ -27,7 +30,10 @@ import { createWritePolicy } from './users/write-policy.js';
 export function createApp({ config, db, logger, metrics, auth, renderMetrics = () => metrics.registry.metrics(), tracing = NO_TRACING }) {
   // Writing: one policy for every writer; a request alone, or small ones grouped.
   const policy = createWritePolicy(db, { lockTimeoutMs: config.dbLockTimeoutMs });
-  const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy, policy });
+  // Idempotency-Key: kept with each write, purged in the background once expired.
+  const keys = createKeyStore({ ttlSeconds: config.idempotencyKeyTtlSeconds });
+  startKeyPurge({ db, ttlSeconds: config.idempotencyKeyTtlSeconds, logger });
+  const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy, policy, keys });
   const groupCommit = config.groupCommit
     ? createGroupCommit({
         write: writer.write,
@@ -45,8 +51,8 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   const write = async (rows, resolution, options) => {
     // A request with items set aside is written alone: its quarantine goes in its own transaction.
     if (groupCommit && rows.length <= config.groupCommitSmallRows && !options?.quarantine) return groupCommit.writeUsers(rows, resolution, options);
-    const [counts] = await writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows, quarantine: options?.quarantine });
-    return counts;
+    const [outcome] = await writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows, key: options?.key, quarantine: options?.quarantine });
+    return outcome;
   };
   // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
   /** @type {import('./http/post-users.js').WriteUsers} */
@@ -55,7 +61,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
     : write;
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
   // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes on to the JSON steps.
-  const importUsers = createStreamImport({ db, policy });
+  const importUsers = createStreamImport({ db, policy, keys });
   const admitStream = admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, holdBytes: STREAM_HOLD_BYTES });
   const streamRoutes = /** @type {Record<string, import('express').RequestHandler>} */ ({});
   for (const [type, format] of Object.entries(STREAM_TYPES)) {
@@ -73,6 +79,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
     '/users',
     authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth, tracing }),
     readWriteOptions(),
+    readIdempotencyKey(),
     byContentType(streamRoutes),
     tracing.tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
     tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),

@@ -11,7 +11,7 @@ import { INSERT_STRATEGIES } from './users/insert-strategies.js';
  *   dbStatementTimeoutMs: number, dbLockTimeoutMs: number, maxBatchItems: number, maxBodyBytes: number, bodyReadTimeoutMs: number,
  *   maxStreamBytes: number, streamIdleTimeoutMs: number, insertChunkRows: number, insertStrategy: import('./users/insert-strategies.js').InsertStrategy,
  *   groupCommit: boolean, metricsPublic: boolean, groupCommitMaxRows: number, groupCommitSmallRows: number, workers: number, shutdownTimeoutMs: number, logLevel: string,
- *   admissionBudgetBytes: number, admissionWaitMs: number, tracing: import('@sluice/env/tracing').TracingConfig }} Config
+ *   admissionBudgetBytes: number, admissionWaitMs: number, idempotencyKeyTtlSeconds: number, tracing: import('@sluice/env/tracing').TracingConfig }} Config
  */
 /** @typedef {import('./auth/token-source.js').TokenSourceConfig & { jwt: import('./auth/jwt.js').JwtConfig | undefined }} Auth */
 
@@ -91,6 +91,11 @@ export const SERVICE_VARIABLES = defineVariables({
   // default keeps a burst of large requests within a small container (docs/benchmarks.md).
   ADMISSION_BUDGET_BYTES: { parser: integer({ min: 64 * 1024, max: 1024 * 1024 * 1024, unit: 'bytes' }), default: 3 * 1024 * 1024, description: 'request body bytes one process serves at once (admission control)' },
   ADMISSION_WAIT_MS: { parser: milliseconds({ min: 0, max: 600_000 }), default: 2000, description: 'how long a request that does not fit the budget waits before 503 (0: never waits)' },
+  IDEMPOTENCY_KEY_TTL_SECONDS: {
+    parser: integer({ min: 1, max: 30 * 24 * 3600, unit: 'seconds' }),
+    default: 24 * 3600,
+    description: "how long an Idempotency-Key is kept with its request's fingerprint and answer (a retry within it gets the first answer); then it is a new key, and the service deletes it in the background",
+  },
 });
 
 /** Every variable read and checked once (OTEL_ too); a bad value stops start-up naming every one at fault. @param {NodeJS.ProcessEnv} [env] @returns {Config} */
@@ -123,6 +128,7 @@ export function loadConfig(env = process.env) {
     logLevel: v.LOG_LEVEL,
     admissionBudgetBytes: v.ADMISSION_BUDGET_BYTES,
     admissionWaitMs: v.ADMISSION_WAIT_MS,
+    idempotencyKeyTtlSeconds: v.IDEMPOTENCY_KEY_TTL_SECONDS,
     tracing: tracingConfigFrom(v),
   };
 }

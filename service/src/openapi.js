@@ -79,7 +79,11 @@ const contentRange = {
   description: 'With `Prefer: count=exact` (or `planned`, `estimated`: a write knows its exact count): `*/` and the rows inserted or updated.',
   schema: { type: 'string', pattern: '^\\*/[0-9]+$' },
 };
-const writeHeaders = { 'Preference-Applied': preferenceApplied, 'Content-Range': contentRange };
+const idempotentReplayed = {
+  description: 'On a replay only: this is the stored answer of the first request sent with the same `Idempotency-Key` (and the same body, content type, `Prefer` and query), repeated byte for byte; nothing was written by this request.',
+  schema: { type: 'string', const: 'true' },
+};
+const writeHeaders = { 'Preference-Applied': preferenceApplied, 'Content-Range': contentRange, 'Idempotent-Replayed': idempotentReplayed };
 
 /**
  * The error answers of an operation, from the catalogue (errors.js): by status, every code its
@@ -262,6 +266,19 @@ const plainSentence = (names) => inCodeSentence(names).replaceAll('`', '');
 /** POST /users's parameters: PostgREST's Prefer header and query parameters. */
 function postUsersParameters() {
   return [
+    {
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description:
+        'The IETF httpapi draft\'s key: a Structured Field string (RFC 8941) of 1 to 255 visible ASCII characters, unique per request of its client (a UUID). ' +
+        'The request\'s answer is stored with its rows, in the same transaction, under the key and the request\'s fingerprint (its body, `Content-Type`, `Prefer` and query). ' +
+        'A request sent again with the key gets that answer again, byte for byte, with `Idempotent-Replayed: true`, and writes nothing; with another fingerprint it is `422 idempotency_key_reused`; ' +
+        'while the first is still being written it waits for it (at most DB_LOCK_TIMEOUT_MS), then `409 idempotency_key_in_flight`. Keys are scoped by client (the credential\'s name, the JWT\'s client claim, or one anonymous client) ' +
+        'and kept IDEMPOTENCY_KEY_TTL_SECONDS (24 hours by default), then forgotten. A malformed key is `400 malformed_idempotency_key`. Only an answer of a write (200, 201) is stored: a refused request may be sent again with its key.',
+      schema: { type: 'string', maxLength: 257 },
+      example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
+    },
     {
       name: 'Prefer',
       in: 'header',

@@ -145,3 +145,52 @@ describe('postUsers (unit, scripted service, mocked clock)', () => {
     });
   }
 });
+
+describe('postUsers with an Idempotency-Key (unit, scripted service, mocked clock)', () => {
+  beforeEach(() => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: START });
+    mock.method(Math, 'random', () => 0.5);
+  });
+  afterEach(() => {
+    mock.timers.reset();
+    mock.restoreAll();
+  });
+  const replayedAnswer = answer(201, { received: 2, inserted: 2, duplicates: 0 }, { 'idempotent-replayed': 'true' });
+  /** @param {{ deadline: number }} budget */
+  const keyedPost = async (budget) => {
+    const outcome = postUsers(config, USERS, { ...budget, idempotencyKey: 'sqs-abc' });
+    let done = false;
+    outcome.finally(() => (done = true)).catch(() => {});
+    while (!done) {
+      await new Promise((resolve) => setImmediate(resolve));
+      mock.timers.runAll();
+    }
+    return outcome;
+  };
+
+  test('every attempt sends the same key, as a Structured Field string; 409 (the key in flight) is retried', async () => {
+    const calls = scriptService([answer(409, { error: 'idempotency_key_in_flight' }, { 'retry-after': '1' }), answer(503), stored]);
+    assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0 });
+    assert.deepEqual(calls.map((c) => /** @type {Record<string, string>} */ (c.init.headers)['idempotency-key']), ['"sqs-abc"', '"sqs-abc"', '"sqs-abc"']);
+    assert.equal(calls[1].at - calls[0].at, 1000, 'after Retry-After');
+  });
+
+  test('a replay on the first attempt is an earlier delivery\'s write: replayed', async () => {
+    scriptService([replayedAnswer]);
+    assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0, replayed: true });
+  });
+
+  test('a replay after an attempt of ours was lost (no answer, outcome_unknown, a proxy\'s 502) is that attempt\'s answer: not replayed', async () => {
+    for (const lost of [refused('ECONNRESET'), answer(503, { error: 'outcome_unknown' }), answer(502)]) {
+      scriptService([lost, replayedAnswer]);
+      assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0 });
+      mock.restoreAll();
+      mock.method(Math, 'random', () => 0.5);
+    }
+  });
+
+  test('a replay after refusals that wrote nothing (database_unavailable, lock_timeout, 409) is still replayed', async () => {
+    scriptService([unavailable, answer(503, { error: 'lock_timeout' }), answer(409, { error: 'idempotency_key_in_flight' }), replayedAnswer]);
+    assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0, replayed: true });
+  });
+});

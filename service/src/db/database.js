@@ -52,8 +52,8 @@ export function timeoutOf(err) {
  * @typedef {object} Database
  * @property {pg.Pool} pool
  * @property {<T>(fn: (client: Lending) => Promise<T>) => Promise<T>} withClient
- * @property {<T>(fn: (client: Lending) => Promise<T>, options?: { limits?: import('./transaction-settings.js').TimeLimits, then?: string }) => Promise<T>} transaction
- *   BEGIN under the settings (limits: overrides; then: more statements in BEGIN's round trip), fn, COMMIT; ROLLBACK when fn fails
+ * @property {<T>(fn: (client: Lending, begun: import('pg').QueryResult[]) => Promise<T>, options?: { limits?: import('./transaction-settings.js').TimeLimits, then?: string }) => Promise<T>} transaction
+ *   BEGIN under the settings (limits: overrides; then: more statements in BEGIN's round trip, whose answers fn gets in `begun`), fn, COMMIT; ROLLBACK when fn fails
  * @property {import('./transaction-settings.js').TransactionSettings} settings  each transaction's own time limits
  * @property {() => Promise<boolean>} isReady  the database answers, the schema is in place, and a transaction can be opened
  * @property {() => string | undefined} notReadyBecause  a misconfiguration found (a pooler in statement mode)
@@ -181,14 +181,17 @@ function createTransaction(withClient, settings, beginRefused) {
     withClient(async (client) => {
       try {
         // In the try: a failure of BEGIN's round trip (a statement of `then`) leaves it open.
-        await client.begin(settings.begin(limits, then), limits?.statementTimeoutMs).then(
-          () => beginRefused(false),
-          (err) => {
+        const begun = await client.begin(settings.begin(limits, then), limits?.statementTimeoutMs).then(
+          (/** @type {import('pg').QueryResult | import('pg').QueryResult[]} */ answers) => {
+            beginRefused(false);
+            return Array.isArray(answers) ? answers : [answers];
+          },
+          (/** @type {unknown} */ err) => {
             if (isStatementPooling(err)) beginRefused(true);
             throw err;
           },
         );
-        const result = await fn(client);
+        const result = await fn(client, begun);
         await client.commit();
         return result;
       } catch (err) {

@@ -35,6 +35,7 @@ export class Lending {
   /** @type {WeakSet<object>} */ #noted = new WeakSet();
   #inTransaction = false;
   #commitSent = false;
+  #withCommit = '';
 
   /** @param {Pick<pg.ClientBase, 'query'>} client @param {LendingOptions} options */
   constructor(client, { socket, readTimeoutMs = Infinity, statementTimeoutMs = 0, trace = (_operation, send) => send() }) {
@@ -60,10 +61,17 @@ export class Lending {
     });
   }
 
+  /** Statements for the COMMIT's round trip, before it: they commit with the transaction or fail it. @param {string} sql  ending with `; ` */
+  withCommit(sql) {
+    this.#withCommit = sql;
+  }
+
   commit() {
     this.#inTransaction = false;
     this.#commitSent = true;
-    return this.#send({ text: 'COMMIT', operation: 'COMMIT' });
+    const text = `${this.#withCommit}COMMIT`;
+    this.#withCommit = '';
+    return this.#send({ text, operation: 'COMMIT' });
   }
 
   /** @param {unknown} [failure]  what failed the transaction, noted before ROLLBACK is sent */

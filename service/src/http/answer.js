@@ -2,37 +2,69 @@
 // items that wrote nothing: inserted + updated + stale = received), a representation's rows, or no
 // body when `Prefer: return=` asked; Preference-Applied and Content-Range as asked. With
 // `Prefer: invalid=quarantine`, `quarantined` (and the first problems, `errors`) beside them:
-// received = inserted + duplicates + quarantined.
+// received = inserted + duplicates + quarantined. Built as a StoredAnswer first, so the answer a
+// request with an Idempotency-Key stores is the one it is sent.
+
+/** @typedef {import('../users/idempotency-keys.js').StoredAnswer} StoredAnswer */
+/** @typedef {{ received: number, inserted: number, updated: number, quarantine?: import('../users/quarantine.js').Quarantine }} WrittenCounts */
+
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
- * @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics
- * @param {{ received: number, inserted: number, updated: number, quarantine?: import('../users/quarantine.js').Quarantine }} counts @param {string} [rows]  representation.js's JSON
+ * The answer to `counts` under the request's write options. @param {import('./write-options.js').WriteOptions} options
+ * @param {WrittenCounts} counts @param {string} [rows]  representation.js's JSON @returns {StoredAnswer}
  */
-export function answerWritten(res, metrics, { received, inserted, updated, quarantine }, rows) {
-  const options = res.locals.write;
+export function writtenAnswer(options, { received, inserted, updated, quarantine }, rows) {
+  const headers = /** @type {Record<string, string>} */ ({});
+  if (options.applied) headers['Preference-Applied'] = options.applied;
+  if (options.count) headers['Content-Range'] = `*/${inserted + updated}`;
+  const status = inserted > 0 ? 201 : 200;
+  if (rows === undefined && options.return !== undefined) return { status, headers, body: '' };
+  headers['Content-Type'] = JSON_TYPE;
+  if (rows !== undefined) return { status, headers, body: rows };
+  const quarantined = quarantine?.count ?? 0;
+  const valid = received - quarantined;
+  const counts = options.resolution === 'merge'
+    ? { received, inserted, updated, stale: valid - inserted - updated, duplicates: valid - inserted }
+    : { received, inserted, updated, duplicates: valid - inserted };
+  const body = JSON.stringify(options.invalid ? { ...counts, quarantined, ...(quarantined > 0 ? { errors: quarantine?.errors } : {}) } : counts);
+  return { status, headers, body };
+}
+
+/** Counts what was written in the metrics. @param {import('../metrics.js').Metrics} metrics @param {boolean} merge @param {WrittenCounts} counts */
+export function countWritten(metrics, merge, { received, inserted, updated, quarantine }) {
   metrics.usersReceived.inc(received);
   metrics.usersInserted.inc(inserted);
   if (updated > 0) metrics.usersUpdated.inc(updated);
-  const quarantined = quarantine?.count ?? 0;
   if (quarantine) for (const [reason, n] of Object.entries(quarantine.byReason())) metrics.usersQuarantined.inc({ reason }, n);
-  const valid = received - quarantined;
-  const merge = options.resolution === 'merge';
-  const stale = merge ? valid - inserted - updated : 0;
+  const stale = merge ? received - (quarantine?.count ?? 0) - inserted - updated : 0;
   if (stale > 0) metrics.usersStale.inc(stale);
-  if (options.applied) res.setHeader('Preference-Applied', options.applied);
-  if (options.count) res.setHeader('Content-Range', `*/${inserted + updated}`);
-  const status = inserted > 0 ? 201 : 200;
-  if (rows === undefined && options.return !== undefined) {
-    res.writeHead(status, { 'Content-Length': 0 }).end();
+}
+
+/**
+ * Sends an answer as built (or stored), with `Idempotent-Replayed: true` when it is a replay.
+ * Written directly: Express's res.json checks cost a few percent of a small request's CPU.
+ * @param {import('express').Response} res @param {StoredAnswer} answer @param {boolean} [replayed]
+ */
+export function sendAnswer(res, { status, headers, body }, replayed = false) {
+  const sent = /** @type {Record<string, string | number>} */ ({ ...headers });
+  if (replayed) sent['Idempotent-Replayed'] = 'true';
+  if (body === '') {
+    sent['Content-Length'] = 0;
+    res.writeHead(status, sent).end();
     return;
   }
-  // Written directly: Express's res.json checks cost a few percent of a small request's CPU.
-  if (rows !== undefined) {
-    const body = Buffer.from(rows);
-    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length }).end(body);
-    return;
-  }
-  const counts = merge ? { received, inserted, updated, stale, duplicates: valid - inserted } : { received, inserted, updated, duplicates: valid - inserted };
-  const body = JSON.stringify(options.invalid ? { ...counts, quarantined, ...(quarantined > 0 ? { errors: quarantine?.errors } : {}) } : counts);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
+  const bytes = Buffer.from(body);
+  sent['Content-Length'] = bytes.length;
+  res.writeHead(status, sent).end(bytes);
+}
+
+/**
+ * Counts and answers a write. @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics
+ * @param {WrittenCounts} counts @param {string} [rows]  representation.js's JSON
+ */
+export function answerWritten(res, metrics, counts, rows) {
+  const options = res.locals.write;
+  countWritten(metrics, options.resolution === 'merge', counts);
+  sendAnswer(res, writtenAnswer(options, counts, rows));
 }

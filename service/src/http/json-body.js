@@ -140,6 +140,8 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
       if (err instanceof ClientGoneError) return req.socket.destroy();
       if (err) return next(describeReadError(err, decoder !== undefined));
       if (decoder) req.resume(); // anything after the compressed stream, so the request ends
+      // An Idempotency-Key's fingerprint is of the body as sent (decoded), whatever it parses to.
+      res.locals.idempotency?.update(/** @type {Buffer} */ (buffer));
       try {
         const setAside = res.locals.write.invalid ? (/** @type {import('../errors.js').ItemError[]} */ errors) => (res.locals.duplicateKeys = errors) : undefined;
         req.body = parseJsonBody(/** @type {Buffer} */ (buffer), setAside);

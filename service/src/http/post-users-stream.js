@@ -1,13 +1,15 @@
 import { ApiError } from '../errors.js';
 import { ANONYMOUS_CLIENT, Quarantine } from '../users/quarantine.js';
-import { answerWritten } from './answer.js';
+import { answerWritten, countWritten, sendAnswer, writtenAnswer } from './answer.js';
 import { sendContinue } from './expect-continue.js';
+import { keyForWriter, replayTaken } from './idempotency-key.js';
 import { ClientGoneError } from './read-body.js';
 import { checkStreamHeaders, readStream } from './stream-body.js';
 
 // POST /users with a streamed body (NDJSON, CSV): its headers checked, admitted for what it holds
 // at once, `100 Continue` sent, its text read piece by piece into the import (users/stream-import.js)
-// and the counts answered. A client gone mid-body gets no answer: its socket is destroyed.
+// and the counts answered (with an Idempotency-Key: the answer stored with the import, or the
+// one stored under the key replayed). A client gone mid-body gets no answer: its socket is destroyed.
 
 /** The media types of a stream, by the format of its records (byContentType's routes). */
 export const STREAM_TYPES = /** @type {const} */ ({ 'application/x-ndjson': 'ndjson', 'application/jsonl': 'ndjson', 'text/csv': 'csv' });
@@ -29,11 +31,14 @@ export function postUsersStream({ format, importUsers, admit, maxStreamBytes, id
   async function serve(req, res, next, decoder) {
     sendContinue(res);
     const reader = readStream(req, { decoder, maxStreamBytes, idleTimeoutMs });
-    let counts;
+    const key = res.locals.idempotency;
+    let outcome;
     try {
       const { resolution, invalid } = res.locals.write;
       const quarantine = invalid ? new Quarantine({ client: req.clientName ?? ANONYMOUS_CLIENT, requestId: req.id, format, maxInvalid: invalid.maxInvalid }) : undefined;
-      counts = await importUsers(reader.texts(), format, resolution, quarantine);
+      outcome = key
+        ? await importUsers(fingerprinted(reader.texts(), key), format, resolution, { quarantine, key: keyForWriter(key, (counts) => writtenAnswer(res.locals.write, /** @type {import('../users/stream-import.js').ImportCounts} */ (counts))) })
+        : await importUsers(reader.texts(), format, resolution, { quarantine });
     } catch (failure) {
       reader.close();
       if (failure instanceof ClientGoneError) return req.socket.destroy();
@@ -41,8 +46,25 @@ export function postUsersStream({ format, importUsers, admit, maxStreamBytes, id
     }
     reader.close();
     if (!req.complete) req.resume(); // anything after a compressed stream, so the request ends
-    metrics.streamSize.observe(counts.received);
-    answerWritten(res, metrics, counts);
+    if ('taken' in outcome) {
+      try {
+        return replayTaken(res, /** @type {import('./idempotency-key.js').RequestKey} */ (key), outcome.taken);
+      } catch (refusal) {
+        return next(refusal);
+      }
+    }
+    metrics.streamSize.observe(outcome.received);
+    if (!outcome.answer) return answerWritten(res, metrics, outcome);
+    countWritten(metrics, res.locals.write.resolution === 'merge', outcome);
+    sendAnswer(res, outcome.answer);
+  }
+}
+
+/** The body's text as read, each piece into the key's fingerprint. @param {AsyncIterable<string>} texts @param {import('./idempotency-key.js').RequestKey} key */
+async function* fingerprinted(texts, key) {
+  for await (const text of texts) {
+    key.update(text);
+    yield text;
   }
 }
 

@@ -2,16 +2,18 @@ import { ApiError, emptyBatchMessage } from '../errors.js';
 import { NO_TRACING } from '../tracing/tracing.js';
 import { ANONYMOUS_CLIENT, Quarantine, setAsideInvalid } from '../users/quarantine.js';
 import { checkUserBatch, oncePerEmail } from '../users/user-schema.js';
-import { answerWritten } from './answer.js';
+import { answerWritten, countWritten, sendAnswer, writtenAnswer } from './answer.js';
+import { keyForWriter, replayTaken } from './idempotency-key.js';
 import { representation } from './representation.js';
 import { READ_COLUMNS } from './write-query.js';
 
 // The last step of a JSON POST /users (app.js puts authentication, the write options, admission and
 // the body reader before it): every item checked, the rows written all or nothing, answered; with
-// `Prefer: invalid=quarantine`, the invalid items set aside and kept with them.
+// `Prefer: invalid=quarantine`, the invalid items set aside and kept with them; with an
+// Idempotency-Key, the answer stored with the rows, or the one stored under the key replayed.
 
 /** @typedef {import('../users/user-schema.js').UserRow} UserRow @typedef {import('../users/user-schema.js').Resolution} Resolution */
-/** @typedef {(rows: UserRow[], resolution: Resolution, options?: import('../users/user-writer.js').WriteOptions) => Promise<import('../users/user-writer.js').Counts>} WriteUsers */
+/** @typedef {(rows: UserRow[], resolution: Resolution, options?: import('../users/user-writer.js').WriteOptions) => Promise<import('../users/user-writer.js').Outcome>} WriteUsers */
 
 const WITH_ROWS = Object.freeze({ withRows: true });
 
@@ -57,13 +59,22 @@ export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRA
     }
     tracing.endStep(validation);
     const { received, rows, sent } = batch;
+    const key = res.locals.idempotency;
+    /** @param {{ inserted: number, updated: number, users?: import('../users/user-writer.js').WrittenUser[] }} written */
+    const shown = ({ users }) => (withRows ? representation(/** @type {UserRow[]} */ (sent), users ?? [], query.select ?? READ_COLUMNS) : undefined);
+    const options = key
+      ? { withRows, key: keyForWriter(key, (counts) => writtenAnswer(res.locals.write, { received, inserted: counts.inserted, updated: counts.updated, quarantine }, shown(counts))) }
+      : withRows ? WITH_ROWS : undefined;
     const endTimer = metrics.insertDuration.startTimer();
     const setAside = quarantine && quarantine.count > 0 ? quarantine : undefined;
-    const { inserted, updated, users } = await writeUsers(rows, resolution, setAside ? { withRows, quarantine: setAside } : withRows ? WITH_ROWS : undefined);
+    const outcome = await writeUsers(rows, resolution, setAside ? { ...options, withRows, quarantine: setAside } : options);
     endTimer();
+    if ('taken' in outcome) return replayTaken(res, /** @type {import('./idempotency-key.js').RequestKey} */ (key), outcome.taken);
 
     metrics.batchSize.observe(received);
-    const shown = withRows ? representation(/** @type {UserRow[]} */ (sent), users ?? [], query.select ?? READ_COLUMNS) : undefined;
-    answerWritten(res, metrics, { received, inserted, updated, quarantine }, shown);
+    const counts = { received, inserted: outcome.inserted, updated: outcome.updated, quarantine };
+    if (!outcome.answer) return answerWritten(res, metrics, counts, shown(outcome));
+    countWritten(metrics, resolution === 'merge', counts);
+    sendAnswer(res, outcome.answer);
   };
 }

@@ -1,5 +1,6 @@
 import type { BodyAllowance } from './admission.js';
 import type { WriteOptions } from './write-options.js';
+import type { RequestKey } from './idempotency-key.js';
 
 // What POST /users's steps leave in res.locals for the steps after them.
 declare global {
@@ -9,6 +10,8 @@ declare global {
       write: WriteOptions;
       /** The users of a JSON body that give a key twice, when they are to be set aside (json-body.js, invalid=quarantine). */
       duplicateKeys?: import('../errors.js').ItemError[];
+      /** The request's Idempotency-Key, when it has one (idempotency-key.js). */
+      idempotency?: RequestKey;
       /** Admission's allowance of a body charged as it is read (admission.js). */
       bodyAllowance?: BodyAllowance;
     }

@@ -3,17 +3,17 @@ import { NO_TRACING } from '../tracing/tracing.js';
 import { byEmail } from './user-schema.js';
 
 /** @typedef {import('./user-schema.js').UserRow} UserRow @typedef {import('./user-schema.js').Resolution} Resolution */
-/** @typedef {import('./user-writer.js').Counts} Counts @typedef {import('./user-writer.js').WriteOptions} WriteOptions */
+/** @typedef {import('./user-writer.js').Outcome} Outcome @typedef {import('./user-writer.js').WriteOptions} WriteOptions */
 /** @typedef {import('./user-writer.js').UserWriter['write']} Write @typedef {import('../tracing/tracing.js').Tracing} Tracing */
 /**
- * A request waiting for a write slot: its rows sorted by email, no email twice; since: when it came.
- * @typedef {{ rows: UserRow[], resolution: Resolution, withRows: boolean, resolve: (counts: Counts) => void, reject: (err: unknown) => void,
- *   since: number, span: import('../tracing/tracing.js').Span | undefined }} Waiting
+ * A request waiting for a write slot: its rows sorted by email, no email twice; its Idempotency-Key; since: when it came.
+ * @typedef {{ rows: UserRow[], resolution: Resolution, withRows: boolean, key?: import('./idempotency-keys.js').IdempotencyKey, resolve: (outcome: Outcome) => void,
+ *   reject: (err: unknown) => void, since: number, span: import('../tracing/tracing.js').Span | undefined }} Waiting
  */
 
 // Group commit: small requests that arrive while a group is written go out together, one
-// statement sorted by email, each answered with its own counts once committed; per email in the
-// order sent. A failed group asks the write policy (every request's 503, or each written alone;
+// statement sorted by email, each answered with its own counts once committed (a keyed request
+// with its own key and answer, user-writer.js); per email in the order sent. A failed group asks the write policy (every request's 503, or each written alone;
 // one locked out alone to the slow lane). The rules: docs/architecture.md, "Group commit".
 
 /** @param {{ write: Write, policy: import('./write-policy.js').WritePolicy, maxRows: number, maxInFlight?: number, maxSlow?: number, observe?: (group: { requests: number, rows: number, waitedSeconds: number[] }) => void, tracing?: Tracing }} options */
@@ -68,10 +68,12 @@ export function createGroupCommit({ write, policy, maxRows, maxInFlight = 2, max
   }
 
   return {
-    /** One request's rows, with whatever else waits; once committed. @param {UserRow[]} rows @param {Resolution} resolution @param {WriteOptions} [options] @returns {Promise<Counts>} */
+    /** One request's rows, with whatever else waits; once committed. @param {UserRow[]} rows @param {Resolution} resolution @param {WriteOptions} [options] @returns {Promise<Outcome>} */
     writeUsers(rows, resolution, options) {
       return new Promise((resolve, reject) => {
-        waiting.push({ rows, resolution, withRows: options?.withRows === true, resolve, reject, since: performance.now(), span: tracing.activeSpan() });
+        const w = /** @type {Waiting} */ ({ rows, resolution, withRows: options?.withRows === true, resolve, reject, since: performance.now(), span: tracing.activeSpan() });
+        if (options?.key) w.key = options.key;
+        waiting.push(w);
         drain();
       });
     },
@@ -95,7 +97,7 @@ function createSlots(max, onFree) {
   };
 }
 
-/** Answers a request, freeing its emails. @param {Set<string>} busy @param {Waiting} w @param {{ counts: Counts } | { err: unknown }} outcome */
+/** Answers a request, freeing its emails. @param {Set<string>} busy @param {Waiting} w @param {{ counts: Outcome } | { err: unknown }} outcome */
 function answer(busy, w, outcome) {
   for (const row of w.rows) busy.delete(row.email);
   if ('counts' in outcome) w.resolve(outcome.counts);
@@ -141,14 +143,14 @@ function traceGroup(tracing, group, rows, started) {
   return tracing.startGroupSpan(group.map((w) => w.span), { 'sluice.group.requests': group.length, 'sluice.group.rows': rows });
 }
 
-/** One request on its own (alone, slow), in its span's context. @param {Tracing} tracing @param {Write} write @param {Waiting} w @param {'alone' | 'slow'} kind @returns {Promise<Counts>} */
+/** One request on its own (alone, slow), in its span's context. @param {Tracing} tracing @param {Write} write @param {Waiting} w @param {'alone' | 'slow'} kind @returns {Promise<Outcome>} */
 function writeFor(tracing, write, w, kind) {
-  const request = { kind, rows: w.rows, resolution: w.resolution, withRows: w.withRows };
+  const request = { kind, rows: w.rows, resolution: w.resolution, withRows: w.withRows, key: w.key };
   if (!w.span) return write(request).then(only);
   const span = w.span;
   span.setAttribute('sluice.group.written_alone', true);
   return tracing.runInSpan(span, () => write(request)).then(only);
 }
 
-/** A request written on its own: its one answer. @param {Counts[]} written */
+/** A request written on its own: its one answer. @param {Outcome[]} written */
 const only = (written) => written[0];

@@ -1,7 +1,9 @@
+import { timeoutOf } from '../db/database.js';
 import { ApiError, InvalidBatchError } from '../errors.js';
 import { allNewFirst, isUniqueViolation } from './all-new-first.js';
 import { ChunkBuffer } from './chunk-buffer.js';
 import { copyAll, longQuery, startCopy } from './copy-from.js';
+import { claimed, keyInFlight, scopedKey, storeAnswers } from './idempotency-keys.js';
 import { createCsvParser, createNdjsonParser } from './stream-parse.js';
 import { QUARANTINE_KEEP_CHARS, keepQuarantinedSoFar, keptJson, keptText, overBound } from './quarantine.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
@@ -15,10 +17,14 @@ import { STREAM_LIMITS } from './write-policy.js';
 // copies straight into users a chunk at a time, all-new first (a chunk that meets a stored or
 // repeated email goes through the staging table, and so does every chunk after it); merge mode
 // stages the whole body, then writes it all-new first (an email's last line wins). Given a
-// Quarantine, an invalid record is set aside instead (kept in the same transaction, at its end).
+// Quarantine, an invalid record is set aside instead (kept in the same transaction, at its end). An
+// Idempotency-Key is claimed in BEGIN's round trip and its answer stored in COMMIT's; a key taken
+// ends the transaction at once, and the body is read to its end, for its fingerprint, writing nothing.
 
 /** @typedef {import('./quarantine.js').Quarantine} Quarantine */
-/** @typedef {'ndjson' | 'csv'} StreamFormat @typedef {{ received: number, inserted: number, updated: number, quarantine?: Quarantine }} ImportCounts */
+/** @typedef {'ndjson' | 'csv'} StreamFormat @typedef {{ received: number, inserted: number, updated: number, quarantine?: Quarantine, answer?: import('./idempotency-keys.js').StoredAnswer }} ImportCounts */
+/** @typedef {import('./idempotency-keys.js').IdempotencyKey} IdempotencyKey @typedef {import('./user-writer.js').KeyTaken} KeyTaken */
+/** @typedef {{ keys: import('./idempotency-keys.js').KeyStore | undefined, key: IdempotencyKey | undefined, begun: boolean }} Keyed */
 
 /** What a stream holds at once (buffers, a piece, a record, COPY's lead, a chunk), for admission control. */
 export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
@@ -26,19 +32,25 @@ export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
 const CHUNK_ROWS = 7_500;
 const CHUNK_BYTES = 1024 * 1024;
 
-/** @param {{ db: import('../db/database.js').Database, policy: import('./write-policy.js').WritePolicy }} deps */
-export function createStreamImport({ db, policy }) {
+/** @param {{ db: import('../db/database.js').Database, policy: import('./write-policy.js').WritePolicy, keys?: import('./idempotency-keys.js').KeyStore }} deps */
+export function createStreamImport({ db, policy, keys }) {
   /**
-   * The counts once committed; a failure of `texts` itself thrown as it came, any other as the policy answers a stream's.
-   * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {import('./user-schema.js').Resolution} resolution @param {Quarantine} [quarantine]
-   * @returns {Promise<ImportCounts>}
+   * The counts once committed (with a key, and its answer stored), or the key taken; a failure of
+   * `texts` itself thrown as it came, any other as the policy answers a stream's.
+   * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {import('./user-schema.js').Resolution} resolution
+   * @param {{ key?: IdempotencyKey, quarantine?: Quarantine }} [options]  a key to claim; where to set invalid records aside
+   * @returns {Promise<ImportCounts | KeyTaken>}
    */
-  return async function importUsers(texts, format, resolution, quarantine) {
+  return async function importUsers(texts, format, resolution, { key, quarantine } = {}) {
     const source = watchedSource(texts);
+    const keyed = /** @type {Keyed} */ ({ keys, key, begun: false });
     try {
-      return await (resolution === 'merge' ? importMerging(db, source.texts, format, quarantine) : importIgnoring(db, source.texts, format, quarantine));
+      const outcome = await (resolution === 'merge' ? importMerging(db, source.texts, format, keyed, quarantine) : importIgnoring(db, source.texts, format, keyed, quarantine));
+      if ('taken' in outcome) for await (const _ of source.texts); // the rest of the body, for its fingerprint
+      return outcome;
     } catch (err) {
       if (err instanceof ApiError || source.failedWith(err)) throw err;
+      if (key && !keyed.begun && timeoutOf(err) === 'lock_timeout') throw keyInFlight(err);
       const decision = await policy.afterFailure('stream', err);
       throw 'err' in decision ? decision.err : err;
     }
@@ -62,12 +74,29 @@ function watchedSource(texts) {
   };
 }
 
-/** One transaction, no statement timeout; BEGIN carries `then`. @template T @param {import('../db/database.js').Database} db @param {string} then @param {(client: import('../db/lending.js').Lending) => Promise<T>} fn */
-const streamTransaction = (db, then, fn) => db.transaction(fn, { limits: STREAM_LIMITS, then });
+/**
+ * One transaction, no statement timeout; BEGIN carries `then` and the key's claim (a key taken:
+ * nothing more); its answer stored with COMMIT.
+ * @param {import('../db/database.js').Database} db @param {string} then @param {Keyed} keyed
+ * @param {(client: import('../db/lending.js').Lending) => Promise<ImportCounts>} fn @returns {Promise<ImportCounts | KeyTaken>}
+ */
+function streamTransaction(db, then, keyed, fn) {
+  const { keys, key } = keyed;
+  const claim = key && keys ? keys.claim([key]) : '';
+  return db.transaction(async (client, begun) => {
+    keyed.begun = true;
+    if (!key) return fn(client);
+    const found = (await claimed(client, begun, [key])).get(scopedKey(key));
+    if (found !== 'claimed') return { taken: found ?? null };
+    const counts = await fn(client);
+    client.withCommit(storeAnswers([{ key, answer: (counts.answer = key.answer(counts)) }]));
+    return counts;
+  }, { limits: STREAM_LIMITS, then: then && claim ? `${then}; ${claim}` : then || claim });
+}
 
-/** Ignore mode: straight into users a chunk at a time. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Quarantine} [quarantine] @returns {Promise<ImportCounts>} */
-function importIgnoring(db, texts, format, quarantine) {
-  return streamTransaction(db, '', async (client) => {
+/** Ignore mode: straight into users a chunk at a time. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Keyed} keyed @param {Quarantine} [quarantine] */
+function importIgnoring(db, texts, format, keyed, quarantine) {
+  return streamTransaction(db, '', keyed, async (client) => {
     const body = validatedBody(texts, format, quarantine);
     const chunks = await chunkedCopy(client);
     try {
@@ -92,9 +121,9 @@ function importIgnoring(db, texts, format, quarantine) {
   });
 }
 
-/** Merge mode: all staged, then into users. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Quarantine} [quarantine] @returns {Promise<ImportCounts>} */
-function importMerging(db, texts, format, quarantine) {
-  return streamTransaction(db, CREATE_STREAM_STAGING, async (client) => {
+/** Merge mode: all staged, then into users. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Keyed} keyed @param {Quarantine} [quarantine] */
+function importMerging(db, texts, format, keyed, quarantine) {
+  return streamTransaction(db, CREATE_STREAM_STAGING, keyed, async (client) => {
     const body = validatedBody(texts, format, quarantine);
     const copy = await startCopy(client, COPY_STREAM_STAGING);
     /** @param {string} csv */

@@ -180,6 +180,28 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     assert.equal(down.headers.get('retry-after'), '2');
   });
 
+  test('400, 409, 422: an Idempotency-Key malformed, in flight, used for another request', async () => {
+    expectCode('malformed_idempotency_key', 'post', '/users', await post(makeUsers(1), { 'idempotency-key': 'not-quoted' }));
+    const key = `api-errors-${makeUsers(1)[0].email}`;
+    const first = await post(makeUsers(1), { 'idempotency-key': `"${key}"` });
+    assert.equal(first.status, 201, first.text);
+    check('post', '/users', first);
+    const replay = await post(makeUsers(1), { 'idempotency-key': `"${key}"` });
+    expectCode('idempotency_key_reused', 'post', '/users', replay);
+    const holder = new pg.Client(db.url);
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('default', 'held', now() + interval '1 minute')");
+      const inFlight = await post(makeUsers(1), { 'idempotency-key': '"held"' });
+      expectCode('idempotency_key_in_flight', 'post', '/users', inFlight);
+      assert.equal(inFlight.headers.get('retry-after'), '1');
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+  });
+
   test('503: a row held by another writer past DB_LOCK_TIMEOUT_MS (lock_timeout), a statement past DB_STATEMENT_TIMEOUT_MS (statement_timeout)', async () => {
     const slow = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKEN: TOKEN, DB_LOCK_TIMEOUT_MS: '200', DB_STATEMENT_TIMEOUT_MS: '500' } });
     const holder = new pg.Client(db.url);

@@ -109,6 +109,8 @@ async function runStatusExamples(ctx, dir) {
     if (challenge) assert.equal(answer.headers.get('www-authenticate'), challenge, command);
     const applied = /Preference-Applied: (.*)$/.exec(said)?.[1];
     if (applied) assert.equal(answer.headers.get('preference-applied'), applied, command);
+    const replayed = /Idempotent-Replayed: (\w+)/.exec(said)?.[1];
+    assert.equal(answer.headers.get('idempotent-replayed') ?? undefined, replayed, command);
   }
 }
 

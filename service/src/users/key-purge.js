@@ -1,0 +1,46 @@
+import { PURGE_BATCH_ROWS, purgeExpiredKeys } from './idempotency-keys.js';
+
+// The background purge of expired Idempotency-Keys: every few seconds to a minute (a quarter of
+// the keys' lifetime, within 1 s and 60 s), batches of PURGE_BATCH_ROWS deleted one short
+// transaction each until a batch finds fewer; rows a writer holds are skipped, never waited for.
+// Every process purges (replicas, cluster workers): the batches skip each other's rows. It stops
+// with its pool.
+
+/** Batches at most in one round, so a backlog is worked off over several rounds without hogging a connection. */
+const MAX_BATCHES_A_ROUND = 100;
+
+/** @param {number} ttlSeconds */
+export const purgeIntervalMs = (ttlSeconds) => Math.min(60_000, Math.max(1000, (ttlSeconds * 1000) / 4));
+
+/**
+ * @param {{ db: import('../db/database.js').Database, ttlSeconds: number, logger: import('pino').Logger, batchRows?: number, intervalMs?: number }} options
+ * @returns {{ round: () => Promise<number>, stop: () => void }}  round: one round now (the rows deleted)
+ */
+export function startKeyPurge({ db, ttlSeconds, logger, batchRows = PURGE_BATCH_ROWS, intervalMs = purgeIntervalMs(ttlSeconds) }) {
+  let running = /** @type {Promise<number> | undefined} */ (undefined);
+  const stopped = () => db.pool.ending || db.pool.ended;
+
+  async function purgeRound() {
+    let deleted = 0;
+    for (let batch = 0; batch < MAX_BATCHES_A_ROUND && !stopped(); batch++) {
+      const rows = await purgeExpiredKeys(db, batchRows);
+      deleted += rows;
+      if (rows < batchRows) break;
+    }
+    if (deleted > 0) logger.debug({ deleted }, 'expired idempotency keys purged');
+    return deleted;
+  }
+
+  const round = () => {
+    running ??= purgeRound().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+  const timer = setInterval(() => {
+    if (stopped()) return clearInterval(timer);
+    round().catch((err) => logger.warn({ err }, 'purging expired idempotency keys failed; trying again next round'));
+  }, intervalMs);
+  timer.unref();
+  return { round, stop: () => clearInterval(timer) };
+}

@@ -1,0 +1,391 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { startTestApp } from '../../../test/support/app.js';
+import { createTestDatabase } from '../../../test/support/database.js';
+import { startPgBouncer } from '../../../test/support/pgbouncer.js';
+import { makeUsers, uniqueTag } from '../../../test/support/users.js';
+import { waitUntil } from '../../../test/support/wait.js';
+import { within } from '../../../test/support/time-factor.js';
+
+// Idempotency-Key on POST /users against the real PostgreSQL: a retry gets its first answer byte for
+// byte (JSON, NDJSON, CSV, a representation, merge mode), on the same app and on another started on
+// the same database; another body under the key is 422; a key in flight is waited for, then 409;
+// the same key at once writes once; keys are per client; a malformed key is 400; expired keys are
+// purged and are new again; without the header nothing is stored.
+
+const NDJSON = 'application/x-ndjson';
+const CSV = 'text/csv';
+const TOKENS = { feeder: 'feeder-token-0123456789abcdef', crm: 'crm-token-0123456789abcdef' };
+
+/** @param {string} key */
+const keyed = (key, headers = {}) => ({ 'idempotency-key': `"${key}"`, ...headers });
+/** @param {{ email: string, name: string }[]} users */
+const ndjson = (users) => users.map((u) => JSON.stringify(u)).join('\n');
+/** @param {{ email: string, name: string }[]} users */
+const csv = (users) => `email,name\n${users.map((u) => `${u.email},${u.name}`).join('\n')}\n`;
+
+/** The parts of an answer a replay must repeat: status, the headers that carry meaning, the body's bytes. @param {Awaited<ReturnType<Awaited<ReturnType<typeof startTestApp>>['postUsers']>>} res */
+const asSent = (res) => ({
+  status: res.status,
+  text: res.text,
+  contentType: res.headers.get('content-type'),
+  contentRange: res.headers.get('content-range'),
+  applied: res.headers.get('preference-applied'),
+});
+
+describe('Idempotency-Key on POST /users', () => {
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
+  const env = { INGEST_TOKENS: JSON.stringify(TOKENS), DB_LOCK_TIMEOUT_MS: '1500' };
+  before(async () => {
+    db = await createTestDatabase();
+    app = await startTestApp({ databaseUrl: db.url, env });
+  });
+  after(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+  /** @param {unknown} body @param {Record<string, string>} headers @param {string} [contentType] */
+  const post = (body, headers, contentType) => app.postUsers(body, { token: TOKENS.feeder, headers, contentType });
+  /** @param {string} key */
+  const keyRow = async (key) => (await db.pool.query('SELECT client, status, body FROM idempotency_keys WHERE key = $1', [key])).rows;
+
+  test('a JSON batch: the retry gets the first answer byte for byte, marked replayed, and writes nothing', async () => {
+    const key = `json-${uniqueTag()}`;
+    const users = makeUsers(50);
+    const first = await post(users, keyed(key));
+    assert.equal(first.status, 201, first.text);
+    assert.deepEqual(first.body, { received: 50, inserted: 50, updated: 0, duplicates: 0 });
+    assert.equal(first.headers.get('idempotent-replayed'), null, 'a first answer is no replay');
+    const again = await post(users, keyed(key));
+    assert.deepEqual(asSent(again), asSent(first));
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    const without = await post(users, {});
+    assert.deepEqual(without.body, { received: 50, inserted: 0, updated: 0, duplicates: 50 }, 'without the key: today\'s answer');
+    assert.deepEqual(await keyRow(key), [{ client: 'feeder', status: 201, body: first.text }]);
+    assert.equal(await db.countUsers(), 50);
+  });
+
+  test('return=representation in merge mode, count=exact: the rows the first attempt wrote, again', async () => {
+    const key = `rep-${uniqueTag()}`;
+    const users = makeUsers(30);
+    await post(users.slice(0, 10), {}); // stored already: the merge updates them
+    const changed = users.map((u) => ({ ...u, name: `${u.name} changed` }));
+    const headers = keyed(key, { prefer: 'return=representation, resolution=merge-duplicates, count=exact' });
+    const first = await post(changed, headers);
+    assert.equal(first.status, 201, first.text);
+    assert.equal(first.body.length, 30);
+    assert.equal(first.headers.get('content-range'), '*/30');
+    const again = await post(changed, headers);
+    assert.deepEqual(asSent(again), asSent(first));
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.ok(asSent(first).applied?.includes('resolution=merge-duplicates'));
+  });
+
+  test('NDJSON and CSV streams: replayed byte for byte, nothing written twice', async () => {
+    for (const [type, body] of /** @type {const} */ ([[NDJSON, ndjson], [CSV, csv]])) {
+      const key = `stream-${uniqueTag()}`;
+      const users = makeUsers(40).map(({ email, name }) => ({ email, name }));
+      const before = await db.countUsers();
+      const first = await post(body(users), keyed(key), type);
+      assert.equal(first.status, 201, `${type}: ${first.text}`);
+      const again = await post(body(users), keyed(key), type);
+      assert.deepEqual(asSent(again), asSent(first), type);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true', type);
+      assert.equal(await db.countUsers(), before + 40, type);
+      const other = await post(body(makeUsers(2).map(({ email, name }) => ({ email, name }))), keyed(key), type);
+      assert.equal(other.status, 422, `${type}: ${other.text}`);
+      assert.equal(other.body.error, 'idempotency_key_reused');
+      assert.equal(await db.countUsers(), before + 40, `${type}: the other body wrote nothing`);
+    }
+  });
+
+  test('merge-mode NDJSON with Prefer: the stored answer carries stale and Preference-Applied', async () => {
+    const key = `stream-merge-${uniqueTag()}`;
+    const users = makeUsers(5).map(({ email, name }) => ({ email, name }));
+    const headers = keyed(key, { prefer: 'resolution=merge-duplicates' });
+    const first = await post(ndjson([...users, ...users]), headers, NDJSON);
+    assert.equal(first.status, 201, first.text);
+    assert.equal(first.body.stale, 5);
+    const again = await post(ndjson([...users, ...users]), headers, NDJSON);
+    assert.deepEqual(asSent(again), asSent(first));
+  });
+
+  test('another body, Prefer or query under the same key: 422, nothing written', async () => {
+    const key = `reuse-${uniqueTag()}`;
+    const users = makeUsers(3);
+    assert.equal((await post(users, keyed(key))).status, 201);
+    const count = await db.countUsers();
+    for (const [label, res] of [
+      ['another body', await post(makeUsers(3), keyed(key))],
+      ['another Prefer', await post(users, keyed(key, { prefer: 'resolution=merge-duplicates' }))],
+      ['a body with one more user', await post([...users, ...makeUsers(1)], keyed(key))],
+    ]) {
+      assert.equal(res.status, 422, `${label}: ${res.text}`);
+      assert.equal(res.body.error, 'idempotency_key_reused', label);
+      assert.equal(res.body.code, '23505', label);
+      assert.equal(res.headers.get('idempotent-replayed'), null, label);
+    }
+    assert.equal(await db.countUsers(), count, 'nothing written');
+  });
+
+  test('keys are per client: the same key of another client is another key', async () => {
+    const key = `client-${uniqueTag()}`;
+    const a = await app.postUsers(makeUsers(2), { token: TOKENS.feeder, headers: keyed(key) });
+    const b = await app.postUsers(makeUsers(3), { token: TOKENS.crm, headers: keyed(key) });
+    assert.equal(a.status, 201, a.text);
+    assert.equal(b.status, 201, b.text);
+    assert.equal(b.headers.get('idempotent-replayed'), null);
+    const rows = await db.pool.query('SELECT client FROM idempotency_keys WHERE key = $1 ORDER BY client', [key]);
+    assert.deepEqual(rows.rows.map((r) => r.client), ['crm', 'feeder']);
+  });
+
+  test('a malformed key: 400 malformed_idempotency_key, nothing read or written', async () => {
+    const count = await db.countUsers();
+    for (const value of ['abc', '""', `"${'k'.repeat(256)}"`, '"a\tb"', '"a", "b"', '"a\\b"', '"unterminated', '"a" trailing', '"é"']) {
+      const res = await app.postUsers(makeUsers(1), { token: TOKENS.feeder, headers: { 'idempotency-key': value } }).catch((err) => ({ status: 0, text: String(err), body: undefined }));
+      if (res.status === 0) continue; // a value fetch itself refuses to send (not a byte string)
+      assert.equal(res.status, 400, `${JSON.stringify(value)}: ${res.text}`);
+      assert.equal(res.body.error, 'malformed_idempotency_key', value);
+    }
+    for (const value of [`"${'k'.repeat(255)}"`, '"a\\"b\\\\c"', ' "spaced" ', '"with-params";a=1;b="x"']) {
+      const res = await post(makeUsers(1), { 'idempotency-key': value });
+      assert.equal(res.status, 201, `${JSON.stringify(value)}: ${res.text}`);
+    }
+    assert.equal(await db.countUsers(), count + 4);
+    assert.equal((await keyRow('a"b\\c')).length, 1, 'escapes decoded');
+  });
+
+  test('the same key at once: one write; every other answer the first replayed or 409', async () => {
+    const key = `race-${uniqueTag()}`;
+    const users = makeUsers(2500); // three chunks: a transaction that takes a while
+    const answers = await Promise.all(Array.from({ length: 6 }, () => post(users, keyed(key))));
+    const written = answers.filter((a) => a.headers.get('idempotent-replayed') === null && a.status < 300);
+    assert.equal(written.length, 1, answers.map((a) => `${a.status} ${a.headers.get('idempotent-replayed')}`).join(', '));
+    assert.equal(written[0].body.inserted, 2500);
+    for (const a of answers) {
+      if (a === written[0]) continue;
+      if (a.status === 409) assert.equal(a.body.error, 'idempotency_key_in_flight');
+      else assert.deepEqual(asSent(a), asSent(written[0]));
+    }
+    assert.equal((await db.usersByEmail(users.map((u) => u.email))).size, 2500);
+  });
+
+  test('a retry while the first attempt waits on a row: it waits too, then gets the first answer', async () => {
+    const key = `wait-${uniqueTag()}`;
+    const users = makeUsers(150); // over GROUP_COMMIT_SMALL_ROWS: written on its own, waiting DB_LOCK_TIMEOUT_MS
+    const holder = new pg.Client(db.url);
+    await holder.connect();
+    const waiting = async () => (await holder.query('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted')).rows[0].n;
+    try {
+      // Another writer's uncommitted insert of one of its emails holds the first attempt.
+      await holder.query('BEGIN');
+      await holder.query("INSERT INTO users (email, name) VALUES ($1, 'held')", [users[75].email]);
+      const first = post(users, keyed(key));
+      await waitUntil(async () => (await waiting()) === 1, 'the first attempt to wait for the row', within(1000), 10);
+      const second = post(users, keyed(key));
+      await waitUntil(async () => (await waiting()) === 2, 'the retry to wait for the key', within(1000), 10);
+      await holder.query('ROLLBACK');
+      const [a, b] = await Promise.all([first, second]);
+      assert.equal(a.status, 201, a.text);
+      assert.equal(a.body.inserted, 150);
+      assert.equal(a.headers.get('idempotent-replayed'), null);
+      assert.deepEqual(asSent(b), asSent(a));
+      assert.equal(b.headers.get('idempotent-replayed'), 'true');
+    } finally {
+      await holder.end();
+    }
+  });
+
+  test('a key another transaction holds past the lock timeout: 409 with Retry-After, nothing written', async () => {
+    const key = `inflight-${uniqueTag()}`;
+    const users = makeUsers(2);
+    const holder = new pg.Client(db.url);
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('feeder', $1, now() + interval '1 hour')", [key]);
+      for (const [label, res] of [
+        ['a small request (group commit)', await post(users, keyed(key))],
+        ['a batch', await post(makeUsers(500), keyed(key))],
+        ['a stream', await post(ndjson(users), keyed(key), NDJSON)],
+      ]) {
+        assert.equal(res.status, 409, `${label}: ${res.text}`);
+        assert.equal(res.body.error, 'idempotency_key_in_flight', label);
+        assert.equal(res.headers.get('retry-after'), '1', label);
+      }
+      assert.equal((await db.usersByEmail(users.map((u) => u.email))).size, 0);
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    const after = await post(users, keyed(key));
+    assert.equal(after.status, 201, `once the holder is gone, the key is free: ${after.text}`);
+  });
+
+  test('group commit: concurrent small keyed requests each keep their own key and answer', async () => {
+    const tag = uniqueTag();
+    const requests = Array.from({ length: 24 }, (_, i) => ({
+      key: `group-${tag}-${i}`,
+      users: makeUsers(1 + (i % 3), `${tag}-${i}`),
+      prefer: i % 4 === 0 ? 'return=representation' : i % 4 === 1 ? 'count=exact' : undefined,
+    }));
+    const send = () => Promise.all(requests.map((r) => post(r.users, keyed(r.key, r.prefer ? { prefer: r.prefer } : {}))));
+    // Some keyless requests among them share the groups.
+    const [firsts] = await Promise.all([send(), Promise.all(Array.from({ length: 8 }, () => post(makeUsers(1), {})))]);
+    firsts.forEach((res, i) => {
+      const n = requests[i].users.length;
+      assert.equal(res.status, 201, res.text);
+      if (requests[i].prefer === 'return=representation') assert.deepEqual(res.body.map((/** @type {any} */ u) => u.email), requests[i].users.map((u) => u.email));
+      else assert.deepEqual(res.body, { received: n, inserted: n, updated: 0, duplicates: 0 }, requests[i].key);
+      if (requests[i].prefer === 'count=exact') assert.equal(res.headers.get('content-range'), `*/${n}`);
+    });
+    const agains = await send();
+    agains.forEach((res, i) => {
+      assert.deepEqual(asSent(res), asSent(firsts[i]), requests[i].key);
+      assert.equal(res.headers.get('idempotent-replayed'), 'true');
+    });
+    const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM idempotency_keys WHERE key LIKE $1', [`group-${tag}-%`]);
+    assert.equal(rows[0].n, 24);
+  });
+
+  test('one key with three bodies at once (a group, or the next): one writes, the others 409 or 422', async () => {
+    const key = `group-reuse-${uniqueTag()}`;
+    const answers = await Promise.all([post(makeUsers(1), keyed(key)), post(makeUsers(1), keyed(key)), post(makeUsers(1), keyed(key))]);
+    const statuses = answers.map((a) => a.status).sort();
+    assert.equal(statuses.filter((s) => s === 201).length, 1, answers.map((a) => a.text).join(' | '));
+    for (const a of answers.filter((x) => x.status !== 201)) assert.ok(['idempotency_key_reused', 'idempotency_key_in_flight'].includes(a.body.error), a.text);
+  });
+
+  test('after a restart (another app on the same database): the retry gets the first answer', async () => {
+    const key = `restart-${uniqueTag()}`;
+    const users = makeUsers(20);
+    const first = await post(users, keyed(key, { prefer: 'return=representation' }));
+    assert.equal(first.status, 201);
+    const other = await startTestApp({ databaseUrl: db.url, env });
+    try {
+      const again = await other.postUsers(users, { token: TOKENS.feeder, headers: keyed(key, { prefer: 'return=representation' }) });
+      assert.deepEqual(asSent(again), asSent(first));
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('without the header nothing is stored and nothing changes', async () => {
+    const { rows: [{ n: keysBefore }] } = await db.pool.query('SELECT count(*)::int AS n FROM idempotency_keys');
+    const users = makeUsers(5);
+    const res = await post(users, {});
+    assert.deepEqual(res.body, { received: 5, inserted: 5, updated: 0, duplicates: 0 });
+    assert.equal((await post(ndjson(makeUsers(3)), {}, NDJSON)).status, 201);
+    const { rows: [{ n: keysAfter }] } = await db.pool.query('SELECT count(*)::int AS n FROM idempotency_keys');
+    assert.equal(keysAfter, keysBefore);
+  });
+
+  test('npm run import sends a key per run; a run again with --idempotency-key gets the first run\'s answer', async () => {
+    const script = fileURLToPath(new URL('../../../scripts/import.js', import.meta.url));
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-import-key-'));
+    try {
+      const file = path.join(dir, 'users.ndjson');
+      await writeFile(file, ndjson(makeUsers(300).map(({ email, name }) => ({ email, name }))));
+      const run = (/** @type {string[]} */ args) => promisify(execFile)(process.execPath, [script, file, '--url', app.baseUrl, '--token', TOKENS.crm, ...args]);
+      const key = `import-${uniqueTag()}`;
+      const first = JSON.parse((await run(['--idempotency-key', key])).stdout);
+      assert.deepEqual({ ...first, seconds: 0 }, { received: 300, inserted: 300, updated: 0, duplicates: 0, seconds: 0 });
+      const again = JSON.parse((await run(['--idempotency-key', key])).stdout);
+      assert.deepEqual({ ...again, seconds: 0 }, { ...first, replayed: true, seconds: 0 });
+      const fresh = JSON.parse((await run([])).stdout);
+      assert.equal(fresh.inserted, 0, 'a run without the option is a new key: written again, idempotent by email');
+      assert.equal(fresh.replayed, undefined);
+      const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM idempotency_keys WHERE client = 'crm' AND key ~ '^[0-9a-f-]{36}$'");
+      assert.equal(rows[0].n, 1, 'its own key, a UUID');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('the log names no key body, email or token', () => {
+    const log = JSON.stringify(app.logs);
+    assert.ok(!log.includes('@example.com'), 'no email in the log');
+    for (const token of Object.values(TOKENS)) assert.ok(!log.includes(token), 'no token in the log');
+    assert.deepEqual(app.logs.filter((l) => l.level >= 50), [], 'nothing logged as an error');
+  });
+});
+
+describe('Idempotency-Key expiry', () => {
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
+  before(async () => {
+    db = await createTestDatabase();
+    app = await startTestApp({ databaseUrl: db.url, env: { IDEMPOTENCY_KEY_TTL_SECONDS: '1' } });
+  });
+  after(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  test('an expired key is purged in the background, and is a new key again', async () => {
+    const key = `expiry-${uniqueTag()}`;
+    const users = makeUsers(2);
+    const first = await app.postUsers(users, { headers: keyed(key) });
+    assert.equal(first.status, 201);
+    const { rows } = await db.pool.query("SELECT expires_at - now() < interval '2 seconds' AS soon FROM idempotency_keys WHERE key = $1", [key]);
+    assert.deepEqual(rows, [{ soon: true }], 'kept IDEMPOTENCY_KEY_TTL_SECONDS');
+    await waitUntil(async () => (await db.pool.query('SELECT 1 FROM idempotency_keys')).rowCount === 0, 'the purge to delete the expired key', within(10_000), 100);
+    const again = await app.postUsers(makeUsers(1), { headers: keyed(key) });
+    assert.equal(again.status, 201, 'another body under an expired key: a new request');
+    assert.equal(again.headers.get('idempotent-replayed'), null);
+  });
+
+  test('an expired key not yet purged is claimed again as a new key', async () => {
+    const key = `expired-${uniqueTag()}`;
+    await db.pool.query("INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body) VALUES ('', $1, now() - interval '1 second', '\\x00', 201, '{}', 'old')", [key]);
+    const res = await app.postUsers(makeUsers(1), { headers: keyed(key) });
+    assert.equal(res.status, 201, res.text);
+    assert.notEqual(res.text, 'old');
+  });
+});
+
+describe('Idempotency-Key through a transaction pooler (PgBouncer, pool_mode = transaction)', () => {
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  /** @type {Awaited<ReturnType<typeof startPgBouncer>>} */ let pooler;
+  /** @type {Awaited<ReturnType<typeof startTestApp>>[]} */ const replicas = [];
+  before(async () => {
+    db = await createTestDatabase();
+    pooler = await startPgBouncer({ upstreamUrl: db.url, poolSize: 3 });
+    // Two replicas behind one pooler, as the issue tried it.
+    for (let i = 0; i < 2; i++) replicas.push(await startTestApp({ databaseUrl: pooler.url }));
+  });
+  after(async () => {
+    for (const app of replicas) await app.close();
+    await pooler?.stop();
+    await db?.drop();
+  });
+
+  test('every kind of write, keyed, replayed by the other replica byte for byte', async () => {
+    const tag = uniqueTag();
+    const cases = [
+      { label: 'group commit', body: makeUsers(1), headers: {} },
+      { label: 'a batch in one statement', body: makeUsers(500), headers: {} },
+      { label: 'a batch in three', body: makeUsers(2500), headers: {} },
+      { label: 'a representation in merge mode', body: makeUsers(50), headers: { prefer: 'return=representation, resolution=merge-duplicates' } },
+      { label: 'NDJSON', body: ndjson(makeUsers(300).map(({ email, name }) => ({ email, name }))), headers: {}, type: NDJSON },
+      { label: 'CSV in merge mode', body: csv(makeUsers(300).map(({ email, name }) => ({ email, name }))), headers: { prefer: 'resolution=merge-duplicates' }, type: CSV },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const headers = keyed(`pooler-${tag}-${i}`, c.headers);
+      const first = await replicas[0].postUsers(c.body, { headers, contentType: c.type });
+      assert.equal(first.status, 201, `${c.label}: ${first.text}`);
+      const again = await replicas[1].postUsers(c.body, { headers, contentType: c.type });
+      assert.deepEqual(asSent(again), asSent(first), c.label);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true', c.label);
+    }
+  });
+});
