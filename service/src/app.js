@@ -10,6 +10,8 @@ import { postUsers } from './http/post-users.js';
 import { STREAM_TYPES, postUsersStream } from './http/post-users-stream.js';
 import { observeRequests } from './http/request-log.js';
 import { authenticate } from './http/authenticate.js';
+import { ClientDirectory } from './http/client-directory.js';
+import { limitRate } from './http/rate-limit.js';
 import { readWriteOptions } from './http/write-options.js';
 import { createOpenApiDocument } from './openapi.js';
 import { NO_TRACING } from './tracing/tracing.js';
@@ -52,10 +54,13 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   const writeUsers = tracing.enabled
     ? (rows, resolution, options) => tracing.inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
     : write;
+  // Who each request is for (its weight, cap and rate, declared with its credential); fairness between them is the budget's.
+  const clients = new ClientDirectory({ tokens: auth.tokens, jwtLimits: config.auth.jwtLimits });
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
+  metrics.clients.watch(budget);
   // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes on to the JSON steps.
   const importUsers = createStreamImport({ db, policy });
-  const admitStream = admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, holdBytes: STREAM_HOLD_BYTES });
+  const admitStream = admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, clientMetrics: metrics.clients, holdBytes: STREAM_HOLD_BYTES });
   const streamRoutes = /** @type {Record<string, import('express').RequestHandler>} */ ({});
   for (const [type, format] of Object.entries(STREAM_TYPES)) {
     streamRoutes[type] = postUsersStream({ format, importUsers, admit: admitStream, maxStreamBytes: config.maxStreamBytes, idleTimeoutMs: config.streamIdleTimeoutMs, metrics });
@@ -70,10 +75,11 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   // The hot route first; each step refuses what it can before the next costs anything.
   app.post(
     '/users',
-    authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth, tracing }),
+    authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth, tracing, clients }),
     readWriteOptions(),
+    limitRate({ refused: (label) => metrics.clients.refused(label, 'rate') }),
     byContentType(streamRoutes),
-    tracing.tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
+    tracing.tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission, clientMetrics: metrics.clients })),
     tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),
     postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics, tracing }),
   );

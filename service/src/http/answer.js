@@ -6,6 +6,9 @@
 export function answerWritten(res, metrics, { received, inserted, updated }, rows) {
   const options = res.locals.write;
   metrics.usersReceived.inc(received);
+  res.locals.settleUsers?.(received);
+  const client = res.req.client;
+  if (client) metrics.clients.received(client.label, received);
   metrics.usersInserted.inc(inserted);
   if (updated > 0) metrics.usersUpdated.inc(updated);
   const merge = options.resolution === 'merge';

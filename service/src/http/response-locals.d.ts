@@ -9,6 +9,8 @@ declare global {
       write: WriteOptions;
       /** Admission's allowance of a body charged as it is read (admission.js). */
       bodyAllowance?: BodyAllowance;
+      /** The rate limit's charge settled to the users a write held (rate-limit.js; answer.js calls it). */
+      settleUsers?: (users: number) => void;
     }
   }
 }
