@@ -7,7 +7,7 @@ const program = createCommand(
   'npm run import --',
   'Streams a file of users to POST /users in one request: all of it is stored, or none. NDJSON or JSON Lines (.ndjson, .jsonl: one user a line) ' +
     `or CSV (.csv: a header row naming ${USER_FIELDS.join(', ')}), either gzip-compressed too (.gz, sent compressed). ` +
-    'Progress (bytes and rows per second) on stderr once connected; the counts as one JSON line on stdout. A refusal is one line on stderr, with how much of the file was sent before it came (the rest is not sent), exit 1.',
+    'Progress (bytes and rows per second) on stderr once connected; the counts as one JSON line on stdout. Told 429 or 503 overloaded (nothing written), it waits Retry-After, says so, and sends the file again. A refusal is one line on stderr, with how much of the file was sent before it came (the rest is not sent), exit 1.',
   { INGEST_TOKEN: 'the bearer token, when --token is not given (default: none)' },
 )
   .argument('<file>', 'the file of users')
@@ -15,6 +15,7 @@ const program = createCommand(
   .option('--url <url>', 'the service', 'http://127.0.0.1:3000')
   .option('--token <token>', 'the bearer token (default: INGEST_TOKEN)')
   .addOption(new Option('--format <f>', 'the file\'s format (default: from its name)').choices(['ndjson', 'csv']))
+  .addOption(new Option('--retry-for <seconds>', 'how long to keep sending again when the service answers 429 (this client over its rate) or 503 overloaded, nothing written: after each Retry-After, said on stderr').argParser(Number).default(600))
   .parse();
 
 const [file] = program.args;
@@ -50,13 +51,10 @@ const total = info.size;
 const started = performance.now();
 let bytes = 0;
 let rows = 0;
-// The rows of a compressed file are counted on a copy of it decompressed here: the service gets it compressed.
-const counter = compressed ? zlib.createGunzip() : undefined;
 /** @param {Buffer} chunk */
 const countLines = (chunk) => {
   for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) rows++;
 };
-counter?.on('data', countLines).on('error', () => {});
 
 const tty = process.stderr.isTTY;
 let lastShown = 0;
@@ -73,7 +71,9 @@ function showProgress(last = false) {
   process.stderr.write(tty ? `\r${line}\x1b[K${last ? '\n' : ''}` : `${line}\n`);
 }
 
-const progress = new Transform({
+// The rows of a compressed file are counted on a copy of it decompressed here: the service gets it compressed.
+/** @param {import('node:zlib').Gunzip | undefined} counter */
+const progress = (counter) => new Transform({
   transform(chunk, _encoding, done) {
     bytes += chunk.length;
     if (counter) counter.write(chunk);
@@ -84,22 +84,6 @@ const progress = new Transform({
 });
 
 const token = args.token ?? process.env.INGEST_TOKEN;
-const request = (url.protocol === 'https:' ? https : http).request(url, {
-  method: 'POST',
-  headers: {
-    'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
-    ...(compressed ? { 'content-encoding': 'gzip' } : {}),
-    'content-length': String(total),
-    ...(args.resolution === 'merge' ? { prefer: 'resolution=merge-duplicates' } : {}),
-    ...(token ? { authorization: `Bearer ${token}` } : {}),
-  },
-});
-request.on('socket', (socket) => {
-  if (socket.connecting) socket.once('connect', () => (connected = true));
-  else connected = true;
-});
-/** The bytes of the file that have left for the service: what was read, less what still waits in the request's buffers. */
-const sentBytes = () => (connected ? Math.max(0, bytes - request.writableLength) : 0);
 /** @param {number} n */
 const megabytes = (n) => `${(n / 1e6).toFixed(1)} MB`;
 /** The progress line drawn in place on a terminal, cleared so that a refusal or a failure is one line. */
@@ -108,42 +92,91 @@ const clearProgress = () => {
 };
 
 /**
- * The service's answer. It may come before the whole file is sent: a wrong token, an invalid user or
- * a malformed line is refused at once. Then the answer is what counts and the upload stops there,
- * rather than going on into a connection the service has stopped reading until BODY_READ_TIMEOUT_MS.
- * A service that closes the connection after an early refusal may cut the upload short (EPIPE,
- * ECONNRESET): once an answer has begun, what it says is the outcome.
- * @type {Promise<{ status: number, text: string }>}
+ * Sends the file once. The service's answer may come before the whole file is sent: a wrong token,
+ * an invalid user or a malformed line is refused at once. Then the answer is what counts and the
+ * upload stops there, rather than going on into a connection the service has stopped reading until
+ * BODY_READ_TIMEOUT_MS. A service that closes the connection after an early refusal may cut the
+ * upload short (EPIPE, ECONNRESET): once an answer has begun, what it says is the outcome.
+ * @returns {Promise<{ status: number, text: string, retryAfter: string | undefined, sent: number }>}
  */
-const answered = new Promise((resolve, reject) => {
-  let answering = false;
-  request.on('response', (res) => {
-    answering = true;
-    let text = '';
-    res.setEncoding('utf8');
-    res.on('data', (c) => (text += c));
-    const done = () => resolve({ status: res.statusCode ?? 0, text });
-    res.on('end', done);
-    res.on('close', done);
-    res.on('error', done);
+async function sendFile() {
+  bytes = 0;
+  rows = 0;
+  connected = false;
+  const counter = compressed ? zlib.createGunzip().on('data', countLines).on('error', () => {}) : undefined;
+  const request = (url.protocol === 'https:' ? https : http).request(url, {
+    method: 'POST',
+    headers: {
+      'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
+      ...(compressed ? { 'content-encoding': 'gzip' } : {}),
+      'content-length': String(total),
+      ...(args.resolution === 'merge' ? { prefer: 'resolution=merge-duplicates' } : {}),
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
   });
-  request.on('error', (err) => {
-    if (!answering) reject(err);
+  request.on('socket', (socket) => {
+    if (socket.connecting) socket.once('connect', () => (connected = true));
+    else connected = true;
   });
-});
+  /** The bytes of the file that have left for the service: what was read, less what still waits in the request's buffers. */
+  const sentBytes = () => (connected ? Math.max(0, bytes - request.writableLength) : 0);
+  /** @type {Promise<{ status: number, text: string, retryAfter: string | undefined }>} */
+  const answered = new Promise((resolve, reject) => {
+    let answering = false;
+    request.on('response', (res) => {
+      answering = true;
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      const retryAfter = res.headers['retry-after'];
+      const done = () => resolve({ status: res.statusCode ?? 0, text, retryAfter });
+      res.on('end', done);
+      res.on('close', done);
+      res.on('error', done);
+    });
+    request.on('error', (err) => {
+      if (!answering) reject(Object.assign(err, { sent: sentBytes() }));
+    });
+  });
+  // Read from the start each time (a retry sends the whole file again); the file stays open.
+  const source = createReadStream('', { fd: handle, start: 0, autoClose: false });
+  // Its failures reach the request (pipeline destroys it with the error), and so `answered`.
+  const uploaded = pipeline(source, progress(counter), request).catch(() => {});
+  try {
+    const answer = await answered;
+    return { ...answer, sent: sentBytes() };
+  } finally {
+    // Whatever is left of the file is not sent: the service has answered.
+    source.destroy();
+    request.destroy();
+    await uploaded;
+    counter?.end();
+  }
+}
 
-const source = createReadStream('', { fd: handle });
-// Its failures reach the request (pipeline destroys it with the error), and so `answered`.
-const uploaded = pipeline(source, progress, request).catch(() => {});
+/**
+ * Seconds to wait before sending again, when the answer says nothing was written and to come back
+ * later: 429 (this client over its rate) or 503 overloaded (the service's in-flight budget), with
+ * Retry-After; else undefined. @param {{ status: number, text: string, retryAfter: string | undefined }} answer
+ */
+function retryAfterOf({ status, text, retryAfter }) {
+  const seconds = Number(retryAfter);
+  if (!Number.isFinite(seconds) || seconds < 0) return undefined;
+  if (status === 429) return seconds;
+  return status === 503 && /^\s*\{/.test(text) && JSON.parse(text).error === 'overloaded' ? seconds : undefined;
+}
 
 try {
-  const { status, text } = await answered;
-  const sent = sentBytes();
-  // Whatever is left of the file is not sent: the service has answered.
-  source.destroy();
-  request.destroy();
-  await uploaded;
-  counter?.end();
+  const retryUntil = performance.now() + args.retryFor * 1000;
+  let answer = await sendFile();
+  for (let wait = retryAfterOf(answer); wait !== undefined && performance.now() + wait * 1000 <= retryUntil; wait = retryAfterOf(answer)) {
+    clearProgress();
+    const why = answer.status === 429 ? 'this client is over its rate (429)' : 'the service is at its in-flight limit (503 overloaded)';
+    console.error(`import: ${why}, nothing written; waiting ${wait} s as Retry-After asks, then sending the file again`);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000));
+    answer = await sendFile();
+  }
+  const { status, text, sent } = answer;
   if (status >= 200 && status < 300) {
     showProgress(true);
     const seconds = (performance.now() - started) / 1000;
@@ -157,8 +190,10 @@ try {
   }
 } catch (err) {
   clearProgress();
-  const { code, message } = /** @type {NodeJS.ErrnoException} */ (err);
+  const { code, message, sent = 0 } = /** @type {NodeJS.ErrnoException & { sent?: number }} */ (err);
   const hint = code === 'ECONNREFUSED' ? ` (is the service running at ${url.origin}? \`npm start\` starts it; --url names another)` : '';
-  console.error(`import failed after ${sentBytes()} bytes: ${message || code}${hint}`);
+  console.error(`import failed after ${sent} bytes: ${message || code}${hint}`);
   process.exitCode = 1;
+} finally {
+  await handle.close();
 }

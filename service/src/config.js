@@ -16,7 +16,7 @@ import { INSERT_STRATEGIES } from './users/insert-strategies.js';
 /** @typedef {import('./auth/token-source.js').TokenSourceConfig & { jwt: import('./auth/jwt.js').JwtConfig | undefined, jwtLimits: import('@sluice/env/named-tokens').ClientLimits | undefined }} Auth */
 
 /** INGEST_TOKENS: checked whole at start-up (@sluice/env's named-tokens.js), its problems naming clients, never tokens. */
-const namedTokens = { kind: 'a JSON object of client name → token', parse: parseNamedTokens };
+const namedTokens = { kind: 'a JSON object of client name → token, or → {"token", "rate", "burst", "weight", "maxInFlightBytes"}', parse: parseNamedTokens };
 /** A comma-separated list of words, none empty. */
 const wordList = {
   kind: 'a comma-separated list',
@@ -43,7 +43,12 @@ export const SERVICE_VARIABLES = defineVariables({
     description: 'address to listen on: an open write endpoint is never exposed by default',
   },
   INGEST_TOKEN: { parser: text({ trim: false }), description: `when set, POST /users accepts it as a bearer token (Authorization header, compared in constant time), the client named ${DEFAULT_CLIENT}; no credential of any kind set: a warning at start-up` },
-  INGEST_TOKENS: { parser: namedTokens, description: "clients and their bearer tokens: any of them is accepted (compared in constant time), so a new token is added before the old one is removed; the client's name, never its token, goes in the access log, the request's span and a metric label" },
+  INGEST_TOKENS: {
+    parser: namedTokens,
+    description: "clients and their bearer tokens: any of them is accepted (compared in constant time), so a new token is added before the old one is removed; the client's name, never its token, goes in the access log, the request's span and a metric label. " +
+      'A client given as an object declares its limits beside its token, read again with it: rate (users a second; over it, 429 with Retry-After and RateLimit headers before the body is read) and burst (users at once, default one second of the rate), ' +
+      'weight (its share of the admission budget against the other clients waiting, default 1), maxInFlightBytes (body bytes it may hold at once); unset, no rate, equal weights',
+  },
   INGEST_TOKENS_FILE: { parser: text(), description: 'a file holding that JSON object instead of INGEST_TOKENS, read again every INGEST_TOKENS_REFRESH_MS: a client is added, rotated or revoked by rewriting it, with no restart (a bad rewrite is logged and the tokens in force stay)' },
   INGEST_TOKENS_SECRET_ARN: {
     parser: matching(/^arn:aws[\w-]*:secretsmanager:/, 'a Secrets Manager secret ARN'),

@@ -75,17 +75,30 @@ function clientMetrics(registers) {
   });
   /** @type {Map<string, import('prom-client').Counter.Internal>} */
   const usersBy = new Map();
+  // A client's series all appear with its first event, at zero: a rate misses a series' first event.
+  /** @param {string} label */
+  const seen = (label) => {
+    let child = usersBy.get(label);
+    if (child) return child;
+    usersBy.set(label, (child = users.labels({ client: label })));
+    child.inc(0);
+    for (const reason of CLIENT_REFUSAL_REASONS) refused.inc({ client: label, reason }, 0);
+    wait.zero({ client: label });
+    return child;
+  };
   return {
     /** @param {string} label @param {number} n */
-    received(label, n) {
-      let child = usersBy.get(label);
-      if (!child) usersBy.set(label, (child = users.labels({ client: label })));
-      child.inc(n);
-    },
+    received: (label, n) => seen(label).inc(n),
     /** @param {string} label @param {typeof CLIENT_REFUSAL_REASONS[number]} reason */
-    refused: (label, reason) => refused.inc({ client: label, reason }),
+    refused(label, reason) {
+      seen(label);
+      refused.inc({ client: label, reason });
+    },
     /** @param {string} label @param {number} seconds */
-    waited: (label, seconds) => wait.observe({ client: label }, seconds),
+    waited(label, seconds) {
+      seen(label);
+      wait.observe({ client: label }, seconds);
+    },
     /** The admission budget whose bytes held are exported by client. @param {{ heldByLabel: () => Iterable<[string, number]> }} admission */
     watch(admission) {
       budget = admission;

@@ -66,8 +66,8 @@ describe('fair admission between clients, over HTTP', () => {
     await waitUntil(async () => (await metricValue(baseUrl, 'sluice_admission_waiting_requests')) === 4, 'quiet waiting', 5000, 20);
     /** @type {string[]} */
     const order = [];
-    quietRequest.admitted.then(() => order.push('quiet'));
-    backlog.forEach((b, i) => b.admitted.then(() => order.push(`noisy-${i}`)));
+    void quietRequest.admitted.then(() => order.push('quiet'));
+    for (const [i, b] of backlog.entries()) void b.admitted.then(() => order.push(`noisy-${i}`));
 
     // One of noisy's requests is written: the room it leaves is quiet's.
     holders[0].send();
