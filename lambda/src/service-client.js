@@ -19,7 +19,7 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
 
 const PREFER = { ignore: 'resolution=ignore-duplicates', merge: 'resolution=merge-duplicates' };
 
-/** @param {import('./config.js').FeederConfig} config @param {unknown[]} users @param {import('./records.js').Resolution} resolution @param {number} timeoutMs @param {string | undefined} traceparent @returns {Promise<PostOutcome & { retryAfterMs?: number }>} */
+/** @param {import('./config.js').FeederConfig} config @param {unknown[]} users @param {import('./records.js').Resolution} resolution @param {number} timeoutMs @param {string | undefined} traceparent @returns {Promise<PostOutcome & { retryAfterMs?: number, throttled?: boolean }>} */
 async function postOnce(config, users, resolution, timeoutMs, traceparent) {
   let res;
   try {
@@ -52,7 +52,7 @@ async function postOnce(config, users, resolution, timeoutMs, traceparent) {
     return { kind: 'refused', status: 500, reason: `HTTP 500 internal, error id ${String(failure.errorId)}` };
   }
   if (res.status === 429 || res.status >= 500) {
-    return { kind: 'unavailable', reason: `HTTP ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) };
+    return { kind: 'unavailable', reason: `HTTP ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')), throttled: res.status === 429 };
   }
   if (res.status === 413) return { kind: 'tooLarge' };
   const invalid = /** @type {Partial<InvalidBatch> | undefined} */ (body);
@@ -73,17 +73,19 @@ function safeJson(text) {
 
 /**
  * POST /users, retrying 429, 5xx and network errors with backoff, never less than Retry-After,
- * never past `deadline` (epoch ms). @param {import('./config.js').FeederConfig} config @param {unknown[]} users
+ * never past `deadline` (epoch ms). A 429 with Retry-After (this client over its rate: the service
+ * is fine) waits just that and does not grow the backoff: the feeder keeps to its rate. @param {import('./config.js').FeederConfig} config @param {unknown[]} users
  * @param {{ deadline: number, resolution?: import('./records.js').Resolution, onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined }} options @returns {Promise<PostOutcome>}
  */
 export async function postUsers(config, users, { deadline, resolution = 'ignore', onAttempt = () => {}, traceparent = () => undefined }) {
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0, sent = 0; ; sent++) {
     const left = deadline - Date.now();
     if (left <= 0) return { kind: 'unavailable', reason: 'no time left in the invocation' };
-    onAttempt(attempt > 0);
+    onAttempt(sent > 0);
     const outcome = await postOnce(config, users, resolution, Math.min(config.requestTimeoutMs, left), traceparent());
     if (outcome.kind !== 'unavailable') return outcome;
-    const wait = Math.max(backoffMs(attempt, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }), outcome.retryAfterMs ?? 0);
+    const paced = outcome.throttled === true && outcome.retryAfterMs !== undefined;
+    const wait = paced ? /** @type {number} */ (outcome.retryAfterMs) : Math.max(backoffMs(attempt++, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }), outcome.retryAfterMs ?? 0);
     if (Date.now() + wait >= deadline) return { kind: 'unavailable', reason: outcome.reason };
     await sleep(wait);
   }
