@@ -91,6 +91,7 @@ const clearProgress = () => {
   if (tty && lastShown) process.stderr.write('\r\x1b[K');
 };
 
+let attempts = 0;
 /**
  * Sends the file once. The service's answer may come before the whole file is sent: a wrong token,
  * an invalid user or a malformed line is refused at once. Then the answer is what counts and the
@@ -138,8 +139,8 @@ async function sendFile() {
       if (!answering) reject(Object.assign(err, { sent: sentBytes() }));
     });
   });
-  // Read from the start each time (a retry sends the whole file again); the file stays open.
-  const source = createReadStream('', { fd: handle, start: 0, autoClose: false });
+  // The file opened above the first time; a retry sends the whole file again, opened again.
+  const source = attempts++ === 0 ? createReadStream('', { fd: handle }) : createReadStream(file);
   // Its failures reach the request (pipeline destroys it with the error), and so `answered`.
   const uploaded = pipeline(source, progress(counter), request).catch(() => {});
   try {
@@ -194,6 +195,4 @@ try {
   const hint = code === 'ECONNREFUSED' ? ` (is the service running at ${url.origin}? \`npm start\` starts it; --url names another)` : '';
   console.error(`import failed after ${sent} bytes: ${message || code}${hint}`);
   process.exitCode = 1;
-} finally {
-  await handle.close();
 }
