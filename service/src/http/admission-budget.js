@@ -8,8 +8,12 @@ import { FairQueue, ONE_CLIENT, shareOf, withinShare } from './fair-share.js';
 export const SMALL_BODY_BYTES = 64 * 1024;
 /** The share of the budget that large requests may never take. */
 export const RESERVED_SHARE = 1 / 16;
-/** Bytes that may wait, in budgets: a waiting body stays unread in the kernel, so waiting costs a socket. */
-export const WAITING_BUDGETS = 4;
+/**
+ * Bytes that may wait, in budgets: a waiting body stays unread in the kernel, so waiting costs a
+ * socket, while a refusal costs reading and dropping the body and the client's next try: a client
+ * that never backs off is cheaper queued than refused (docs/benchmarks.md, "A client that floods").
+ */
+export const WAITING_BUDGETS = 64;
 
 /** @typedef {import('./fair-share.js').FairClient} FairClient */
 /** @typedef {{ bytes: number, large: boolean, released: boolean, client: FairClient }} Grant  what one request holds; released once */

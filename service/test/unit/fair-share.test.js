@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import fc from 'fast-check';
-import { AdmissionBudget, AdmissionRefusedError } from '../../src/http/admission-budget.js';
+import { AdmissionBudget, AdmissionRefusedError, WAITING_BUDGETS } from '../../src/http/admission-budget.js';
 import { FairQueue, shareOf, withinShare } from '../../src/http/fair-share.js';
 
 /** @param {string} key @param {number} [weight] @param {number} [maxInFlightBytes] @returns {import('../../src/http/fair-share.js').FairClient} */
@@ -135,11 +135,12 @@ describe('admission budget: clients in turn (unit)', () => {
   test('with others waiting, a client fills only its share of the waiting room: beyond, refused with share', async () => {
     const budget = new AdmissionBudget({ budgetBytes: 16_000, maxWaitMs: 60_000 });
     const held = /** @type {any} */ (budget.tryAcquire(15_000, quiet));
-    // The waiting room is 4 budgets: 64,000 bytes. Noisy waits alone for 40,000 of it.
-    const noisyWaits = Array.from({ length: 4 }, () => budget.acquire(10_000, undefined, noisy));
+    // The waiting room is WAITING_BUDGETS budgets. Noisy waits alone for more than half of it.
+    const room = 16_000 * WAITING_BUDGETS;
+    const noisyWaits = Array.from({ length: Math.floor(room / 2 / 10_000) + 1 }, () => budget.acquire(10_000, undefined, noisy));
     const quietWaits = budget.acquire(10_000, undefined, quiet);
     await turn();
-    // Now quiet waits too: noisy's share of the room is half, 32,000, and it already waits for 40,000.
+    // Now quiet waits too: noisy's share of the room is half, and it already waits for more.
     await assert.rejects(budget.acquire(10_000, undefined, noisy), (err) => err instanceof AdmissionRefusedError && err.reason === 'share');
     // Quiet is still let wait (its own waiting is within its share).
     const quietAgain = budget.acquire(5000, undefined, quiet);
