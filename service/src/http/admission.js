@@ -26,7 +26,7 @@ function allowanceOf(budget, grant, metrics, clientMetrics) {
 /**
  * Admits a request before its body is read, or 503 with Retry-After; what it holds is released
  * once when the response ends. holdBytes: charge at most this (a stream holds a bounded part).
- * Its client (req.client, else one client for all) waits its turn and holds its share (fair-share.js).
+ * Its client (req.ingestClient, else one client for all) waits its turn and holds its share (fair-share.js).
  * @param {{ budget: AdmissionBudget, maxBodyBytes: number, metrics?: AdmissionMetrics, clientMetrics?: ClientAdmissionMetrics, holdBytes?: number }} options @returns {import('express').RequestHandler}
  */
 export function admitRequest({ budget, maxBodyBytes, metrics, clientMetrics, holdBytes }) {
@@ -49,7 +49,7 @@ export function admitRequest({ budget, maxBodyBytes, metrics, clientMetrics, hol
       : encoded ? maxBodyBytes : declared ? length : 0;
     const asRead = holdBytes === undefined && !declared && !encoded;
     // The common case, synchronously: under the single-user load every allocation here shows.
-    const client = req.client ?? ONE_CLIENT;
+    const client = req.ingestClient ?? ONE_CLIENT;
     const now = budget.tryAcquire(upFront, client);
     if (now) {
       admitted(res, now, asRead);

@@ -1,3 +1,5 @@
+import { ONE_CLIENT } from './fair-share.js';
+
 // The answer to a write (a batch or a streamed import): its counts (with `stale` in merge mode, the
 // items that wrote nothing: inserted + updated + stale = received), a representation's rows, or no
 // body when `Prefer: return=` asked; Preference-Applied and Content-Range as asked.
@@ -7,8 +9,7 @@ export function answerWritten(res, metrics, { received, inserted, updated }, row
   const options = res.locals.write;
   metrics.usersReceived.inc(received);
   res.locals.settleUsers?.(received);
-  const client = res.req.client;
-  if (client) metrics.clients.received(client.label, received);
+  metrics.clients.received((res.req.ingestClient ?? ONE_CLIENT).label, received);
   metrics.usersInserted.inc(inserted);
   if (updated > 0) metrics.usersUpdated.inc(updated);
   const merge = options.resolution === 'merge';

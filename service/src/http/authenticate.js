@@ -18,25 +18,18 @@ const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
  * (auth/jwt.js); else 401 `unauthorized`, WWW-Authenticate telling missing, malformed
  * (invalid_request) and invalid (invalid_token) apart (RFC 6750). An accepted request carries its
  * client's name in `req.clientName` (the log, the span, the metric) and, given a directory, its
- * limits in `req.client` (client-directory.js); a token is never kept or logged; `apikey` is
- * ignored, as PostgREST does. Nothing configured: every request passes, as one client.
+ * limits in `req.ingestClient` (client-directory.js); a token is never kept or logged; `apikey` is
+ * ignored, as PostgREST does. Nothing configured: every request passes (one client, `anonymous`).
  * @param {{ tokens?: { current: { match: (token: string) => string | undefined } }, verifyJwt?: (token: string) => Promise<string | undefined>,
  *   metrics: AuthMetrics, tracing?: import('../tracing/tracing.js').Tracing, clients?: import('./client-directory.js').ClientDirectory }} deps @returns {import('express').RequestHandler}
  */
 export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING, clients }) {
-  if (!tokens && !verifyJwt) {
-    if (!clients) return (_req, _res, next) => next();
-    const one = clients.anonymous;
-    return (req, _res, next) => {
-      req.client = one;
-      next();
-    };
-  }
+  if (!tokens && !verifyJwt) return (_req, _res, next) => next();
 
   /** @param {import('express').Request} req @param {string} client @param {string} label @param {import('./client-directory.js').Client} [limited] */
   const accept = (req, client, label, limited) => {
     req.clientName = client;
-    if (limited) req.client = limited;
+    if (limited) req.ingestClient = limited;
     metrics.accepted(label);
     tracing.activeSpan()?.setAttribute('sluice.client', client);
   };

@@ -1,8 +1,8 @@
 import { JWT_LABEL } from './authenticate.js';
-import { ONE_CLIENT } from './fair-share.js';
 import { TokenBucket } from './rate-limit.js';
 
-// Who a request is for, as admission and the rate limit see it: a client's name, its bounded metric
+// Who a request is for, as admission and the rate limit see it (without credentials, nobody is set:
+// fair-share.js's ONE_CLIENT, `anonymous`): a client's name, its bounded metric
 // label, its weight and cap (fair-share.js) and its token bucket (rate-limit.js), from the limits
 // declared with its token (INGEST_TOKENS, read again with it: a changed limit applies at once, the
 // bucket's level carried over) or, for a JWT's client, the JWT_CLIENT_ defaults. Made once a client
@@ -39,8 +39,6 @@ export class ClientDirectory {
     this.tokens = tokens;
     this.jwtLimits = jwtLimits;
     this.now = now;
-    /** A service without credentials: one client. @type {Client} */
-    this.anonymous = { ...ONE_CLIENT, name: ONE_CLIENT.key };
   }
 
   /** The client of a static token, by its configured name (its own label). @param {string} name */

@@ -70,9 +70,9 @@ export function estimatedUsers(req) {
  */
 export function limitRate({ refused, now = () => performance.now() }) {
   return (req, res, next) => {
-    const bucket = req.client?.bucket;
+    const bucket = req.ingestClient?.bucket;
     if (!bucket) return next();
-    const client = /** @type {import('./client-directory.js').Client} */ (req.client);
+    const client = /** @type {import('./client-directory.js').Client} */ (req.ingestClient);
     const at = now();
     const charged = estimatedUsers(req);
     const waitSeconds = bucket.take(charged, at);
