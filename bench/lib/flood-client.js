@@ -35,6 +35,7 @@ export async function runFloodClient({ baseUrl, token, tag, users, connections, 
   const nextBody = bodyTemplate(tag, users);
   const url = new URL('/users', baseUrl);
   /** @type {number[]} */ const latencies = [];
+  /** @type {number[]} */ const throttled = [];
   /** @type {Record<string, number>} */ const statuses = {};
   let stored = 0;
   const started = performance.now();
@@ -52,6 +53,7 @@ export async function runFloodClient({ baseUrl, token, tag, users, connections, 
         const status = String(res.statusCode);
         statuses[status] = (statuses[status] ?? 0) + 1;
         latencies.push(performance.now() - t0);
+        if (status === '429') throttled.push(performance.now() - t0);
         if (status.startsWith('2')) stored += users;
         resolve();
       });
@@ -77,5 +79,6 @@ export async function runFloodClient({ baseUrl, token, tag, users, connections, 
     okShare: requests === 0 ? 0 : ok / requests,
     p50ms: Math.round(percentile(latencies, 0.5) ?? NaN), p99ms: Math.round(percentile(latencies, 0.99) ?? NaN),
     requestsPerSecond: Math.round(requests / seconds), usersPerSecond: Math.round(stored / seconds),
+    ...(throttled.length > 0 ? { p99ms429: Math.round(percentile(throttled, 0.99) ?? NaN) } : {}),
   };
 }
