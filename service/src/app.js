@@ -15,9 +15,10 @@ import { limitRate } from './http/rate-limit.js';
 import { readWriteOptions } from './http/write-options.js';
 import { createOpenApiDocument } from './openapi.js';
 import { NO_TRACING } from './tracing/tracing.js';
-import { createGroupCommit } from './users/group-commit.js';
+import { GROUP_WRITE_SLOTS, createGroupCommit } from './users/group-commit.js';
 import { STREAM_HOLD_BYTES, createStreamImport } from './users/stream-import.js';
 import { createUserWriter } from './users/user-writer.js';
+import { createWriteGate } from './users/write-gate.js';
 import { createWritePolicy } from './users/write-policy.js';
 
 /**
@@ -43,10 +44,12 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
         tracing,
       })
     : undefined;
+  // Requests written alone leave group commit's two write slots their pooled connections.
+  const throughBatchGate = groupCommit ? createWriteGate(Math.max(1, config.dbPoolMax - GROUP_WRITE_SLOTS)) : (/** @type {<T>(w: () => Promise<T>) => Promise<T>} */ (w) => w());
   /** @type {import('./http/post-users.js').WriteUsers} */
   const write = async (rows, resolution, options) => {
     if (groupCommit && rows.length <= config.groupCommitSmallRows) return groupCommit.writeUsers(rows, resolution, options);
-    const [counts] = await writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows });
+    const [counts] = await throughBatchGate(() => writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows }));
     return counts;
   };
   // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
