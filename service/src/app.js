@@ -58,7 +58,9 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
     ? (rows, resolution, options) => tracing.inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
     : write;
   // Who each request is for (its weight, cap and rate, declared with its credential); fairness between them is the budget's.
-  const clients = new ClientDirectory({ tokens: auth.tokens, jwtLimits: config.auth.jwtLimits });
+  const clients = new ClientDirectory({ tokens: auth.tokens, jwtLimits: config.auth?.jwtLimits });
+  // Without credentials nobody has a rate: the step is left out rather than passed through.
+  const rateLimit = auth.tokens || auth.verifyJwt ? [limitRate({ refused: (label) => metrics.clients.refused(label, 'rate') })] : [];
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
   metrics.clients.watch(budget);
   // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes on to the JSON steps.
@@ -80,7 +82,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
     '/users',
     authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth, tracing, clients }),
     readWriteOptions(),
-    limitRate({ refused: (label) => metrics.clients.refused(label, 'rate') }),
+    ...rateLimit,
     byContentType(streamRoutes),
     tracing.tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission, clientMetrics: metrics.clients })),
     tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),
