@@ -10,7 +10,7 @@ const program = createCommand(
   'npm run import --',
   'Streams a file of users to POST /users in one request: all of it is stored, or none. NDJSON or JSON Lines (.ndjson, .jsonl: one user a line) ' +
     `or CSV (.csv: a header row naming ${USER_FIELDS.join(', ')}), either gzip-compressed too (.gz, sent compressed). ` +
-    'Progress (bytes and rows per second) on stderr once connected; the counts as one JSON line on stdout. A refusal is one line on stderr, with how much of the file was sent before it came (the rest is not sent), exit 1.',
+    'Progress (bytes and rows per second) on stderr once connected; the counts as one JSON line on stdout. Told 429 or 503 overloaded (nothing written), it waits Retry-After, says so, and sends the file again. A refusal is one line on stderr, with how much of the file was sent before it came (the rest is not sent), exit 1.',
   { INGEST_TOKEN: 'the bearer token, when --token is not given (default: none)' },
 )
   .argument('<file>', 'the file of users')
@@ -21,6 +21,7 @@ const program = createCommand(
   .option('--quarantine', 'set invalid users aside instead of refusing the file (Prefer: invalid=quarantine): the valid ones are stored, and the command that exports the others is printed')
   .option('--max-invalid <n>', 'with --quarantine: refuse the whole file past this many invalid users (the service\'s default: 100)', wholeNumber(0))
   .option('--idempotency-key <key>', 'the Idempotency-Key of the upload, to send a failed run again: its answer if it was written (1 to 255 visible ASCII characters; default: a new one each run)')
+  .addOption(new Option('--retry-for <seconds>', 'how long to keep sending again when the service answers 429 (this client over its rate) or 503 overloaded, nothing written: after each Retry-After, said on stderr').argParser(Number).default(600))
   .parse();
 
 const [file] = program.args;
@@ -29,10 +30,10 @@ const compressed = file.endsWith('.gz');
 const name = compressed ? file.slice(0, -3) : file;
 const format = args.format ?? (name.endsWith('.csv') ? 'csv' : /\.(ndjson|jsonl|json)$/.test(name) ? 'ndjson' : undefined);
 if (!format) program.error(`error: cannot tell the format of ${file} from its name; give --format ndjson or --format csv`);
-const url = URL.canParse(args.url) ? new URL('/users', args.url) : program.error(`error: --url ${args.url} is not a URL`);
 /** @type {string} */
 const key = args.idempotencyKey ?? randomUUID();
 if (!/^[\x20-\x7e]{1,255}$/.test(key)) program.error('error: --idempotency-key must be 1 to 255 visible ASCII characters');
+const url = URL.canParse(args.url) ? new URL('/users', args.url) : program.error(`error: --url ${args.url} is not a URL`);
 
 const { createReadStream } = await import('node:fs');
 const { open } = await import('node:fs/promises');
@@ -59,13 +60,10 @@ const total = info.size;
 const started = performance.now();
 let bytes = 0;
 let rows = 0;
-// The rows of a compressed file are counted on a copy of it decompressed here: the service gets it compressed.
-const counter = compressed ? zlib.createGunzip() : undefined;
 /** @param {Buffer} chunk */
 const countLines = (chunk) => {
   for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) rows++;
 };
-counter?.on('data', countLines).on('error', () => {});
 
 const tty = process.stderr.isTTY;
 let lastShown = 0;
@@ -82,7 +80,9 @@ function showProgress(last = false) {
   process.stderr.write(tty ? `\r${line}\x1b[K${last ? '\n' : ''}` : `${line}\n`);
 }
 
-const progress = new Transform({
+// The rows of a compressed file are counted on a copy of it decompressed here: the service gets it compressed.
+/** @param {import('node:zlib').Gunzip | undefined} counter */
+const progress = (counter) => new Transform({
   transform(chunk, _encoding, done) {
     bytes += chunk.length;
     if (counter) counter.write(chunk);
@@ -97,25 +97,8 @@ const prefer = [
   args.resolution === 'merge' ? 'resolution=merge-duplicates' : '',
   args.quarantine ? `invalid=quarantine${args.maxInvalid === undefined ? '' : `; max-invalid=${args.maxInvalid}`}` : '',
 ].filter(Boolean).join(', ');
-const request = (url.protocol === 'https:' ? https : http).request(url, {
-  method: 'POST',
-  headers: {
-    'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
-    ...(compressed ? { 'content-encoding': 'gzip' } : {}),
-    'content-length': String(total),
-    ...(prefer ? { prefer } : {}),
-    ...(token ? { authorization: `Bearer ${token}` } : {}),
-    'idempotency-key': `"${key.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`,
-  },
-});
 /** What to run to send this upload again under its key. */
 const again = `send it again with --idempotency-key '${key.replaceAll("'", "'\\''")}': if it was written, you get its answer, else it is written`;
-request.on('socket', (socket) => {
-  if (socket.connecting) socket.once('connect', () => (connected = true));
-  else connected = true;
-});
-/** The bytes of the file that have left for the service: what was read, less what still waits in the request's buffers. */
-const sentBytes = () => (connected ? Math.max(0, bytes - request.writableLength) : 0);
 /** @param {number} n */
 const megabytes = (n) => `${(n / 1e6).toFixed(1)} MB`;
 /** The progress line drawn in place on a terminal, cleared so that a refusal or a failure is one line. */
@@ -123,44 +106,95 @@ const clearProgress = () => {
   if (tty && lastShown) process.stderr.write('\r\x1b[K');
 };
 
+let attempts = 0;
 /**
- * The service's answer. It may come before the whole file is sent: a wrong token, an invalid user or
- * a malformed line is refused at once. Then the answer is what counts and the upload stops there,
- * rather than going on into a connection the service has stopped reading until BODY_READ_TIMEOUT_MS.
- * A service that closes the connection after an early refusal may cut the upload short (EPIPE,
- * ECONNRESET): once an answer has begun, what it says is the outcome.
- * @type {Promise<{ status: number, text: string, requestId: string | undefined, replayed: boolean }>}
+ * Sends the file once. The service's answer may come before the whole file is sent: a wrong token,
+ * an invalid user or a malformed line is refused at once. Then the answer is what counts and the
+ * upload stops there, rather than going on into a connection the service has stopped reading until
+ * BODY_READ_TIMEOUT_MS. A service that closes the connection after an early refusal may cut the
+ * upload short (EPIPE, ECONNRESET): once an answer has begun, what it says is the outcome.
+ * @returns {Promise<{ status: number, text: string, retryAfter: string | undefined, requestId: string | undefined, replayed: boolean, sent: number }>}
  */
-const answered = new Promise((resolve, reject) => {
-  let answering = false;
-  request.on('response', (res) => {
-    answering = true;
-    let text = '';
-    res.setEncoding('utf8');
-    res.on('data', (c) => (text += c));
-    const requestId = res.headers['x-request-id'];
-    const done = () => resolve({ status: res.statusCode ?? 0, text, requestId: typeof requestId === 'string' ? requestId : undefined, replayed: res.headers['idempotent-replayed'] === 'true' });
-    res.on('end', done);
-    res.on('close', done);
-    res.on('error', done);
+async function sendFile() {
+  bytes = 0;
+  rows = 0;
+  connected = false;
+  const counter = compressed ? zlib.createGunzip().on('data', countLines).on('error', () => {}) : undefined;
+  const request = (url.protocol === 'https:' ? https : http).request(url, {
+    method: 'POST',
+    headers: {
+      'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
+      ...(compressed ? { 'content-encoding': 'gzip' } : {}),
+      'content-length': String(total),
+      ...(prefer ? { prefer } : {}),
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      'idempotency-key': `"${key.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`,
+    },
   });
-  request.on('error', (err) => {
-    if (!answering) reject(err);
+  request.on('socket', (socket) => {
+    if (socket.connecting) socket.once('connect', () => (connected = true));
+    else connected = true;
   });
-});
+  /** The bytes of the file that have left for the service: what was read, less what still waits in the request's buffers. */
+  const sentBytes = () => (connected ? Math.max(0, bytes - request.writableLength) : 0);
+  /** @type {Promise<{ status: number, text: string, retryAfter: string | undefined, requestId: string | undefined, replayed: boolean }>} */
+  const answered = new Promise((resolve, reject) => {
+    let answering = false;
+    request.on('response', (res) => {
+      answering = true;
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      const retryAfter = res.headers['retry-after'];
+      const requestId = res.headers['x-request-id'];
+      const done = () => resolve({ status: res.statusCode ?? 0, text, retryAfter, requestId: typeof requestId === 'string' ? requestId : undefined, replayed: res.headers['idempotent-replayed'] === 'true' });
+      res.on('end', done);
+      res.on('close', done);
+      res.on('error', done);
+    });
+    request.on('error', (err) => {
+      if (!answering) reject(Object.assign(err, { sent: sentBytes() }));
+    });
+  });
+  // The file opened above the first time; a retry sends the whole file again, opened again.
+  const source = attempts++ === 0 ? createReadStream('', { fd: handle }) : createReadStream(file);
+  // Its failures reach the request (pipeline destroys it with the error), and so `answered`.
+  const uploaded = pipeline(source, progress(counter), request).catch(() => {});
+  try {
+    const answer = await answered;
+    return { ...answer, sent: sentBytes() };
+  } finally {
+    // Whatever is left of the file is not sent: the service has answered.
+    source.destroy();
+    request.destroy();
+    await uploaded;
+    counter?.end();
+  }
+}
 
-const source = createReadStream('', { fd: handle });
-// Its failures reach the request (pipeline destroys it with the error), and so `answered`.
-const uploaded = pipeline(source, progress, request).catch(() => {});
+/**
+ * Seconds to wait before sending again, when the answer says nothing was written and to come back
+ * later: 429 (this client over its rate) or 503 overloaded (the service's in-flight budget), with
+ * Retry-After; else undefined. @param {{ status: number, text: string, retryAfter: string | undefined }} answer
+ */
+function retryAfterOf({ status, text, retryAfter }) {
+  const seconds = Number(retryAfter);
+  if (!Number.isFinite(seconds) || seconds < 0) return undefined;
+  if (status === 429) return seconds;
+  return status === 503 && /^\s*\{/.test(text) && JSON.parse(text).error === 'overloaded' ? seconds : undefined;
+}
 
 try {
-  const { status, text, requestId, replayed } = await answered;
-  const sent = sentBytes();
-  // Whatever is left of the file is not sent: the service has answered.
-  source.destroy();
-  request.destroy();
-  await uploaded;
-  counter?.end();
+  const retryUntil = performance.now() + args.retryFor * 1000;
+  let answer = await sendFile();
+  for (let wait = retryAfterOf(answer); wait !== undefined && performance.now() + wait * 1000 <= retryUntil; wait = retryAfterOf(answer)) {
+    clearProgress();
+    const why = answer.status === 429 ? 'this client is over its rate (429)' : 'the service is at its in-flight limit (503 overloaded)';
+    console.error(`import: ${why}, nothing written; waiting ${wait} s as Retry-After asks, then sending the file again`);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000));
+    answer = await sendFile();
+  }
+  const { status, text, sent, requestId, replayed } = answer;
   if (status >= 200 && status < 300) {
     showProgress(true);
     const seconds = (performance.now() - started) / 1000;
@@ -179,8 +213,8 @@ try {
   }
 } catch (err) {
   clearProgress();
-  const { code, message } = /** @type {NodeJS.ErrnoException} */ (err);
+  const { code, message, sent = 0 } = /** @type {NodeJS.ErrnoException & { sent?: number }} */ (err);
   const hint = code === 'ECONNREFUSED' ? ` (is the service running at ${url.origin}? \`npm start\` starts it; --url names another)` : '';
-  console.error(`import failed after ${sentBytes()} bytes: ${message || code}${hint}${sentBytes() > 0 ? `; ${again}` : ''}`);
+  console.error(`import failed after ${sent} bytes: ${message || code}${hint}${sent > 0 ? `; ${again}` : ''}`);
   process.exitCode = 1;
 }

@@ -4,7 +4,40 @@
 /** A client's name, as the access log, the span and the metric label carry it: short and plain. */
 const CLIENT_NAME = /^[A-Za-z0-9][\w.:@-]{0,63}$/;
 
-/** @typedef {{ name: string, token: string }} NamedToken */
+/**
+ * A client's own limits, declared beside its token (unset: none; the service reads them, the feeder ignores them).
+ * rate: users a second, refilled continuously; burst: users at most at once (default: one second's rate);
+ * weight: its share of the admission budget against the others waiting (default 1);
+ * maxInFlightBytes: request body bytes it may hold at once.
+ * @typedef {{ rate?: number, burst?: number, weight?: number, maxInFlightBytes?: number }} ClientLimits
+ */
+/** @typedef {{ name: string, token: string, limits?: ClientLimits }} NamedToken */
+
+/** Each limit's bounds: a positive number, whole where it counts bytes. */
+const LIMITS = /** @type {const} */ ({
+  rate: { min: 0.001, max: 1e9, whole: false },
+  burst: { min: 1, max: 1e9, whole: false },
+  weight: { min: 0.001, max: 1000, whole: false },
+  maxInFlightBytes: { min: 1024, max: 2 ** 40, whole: true },
+});
+
+/** A client's value: its token, or an object of its token and limits. @param {string} name @param {unknown} value @returns {{ token: unknown, limits?: ClientLimits }} */
+function tokenAndLimits(name, value) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { token: value };
+  const { token, ...rest } = /** @type {Record<string, unknown>} */ (value);
+  /** @type {Record<string, number>} */
+  const limits = {};
+  for (const [key, limit] of Object.entries(rest)) {
+    const bounds = LIMITS[/** @type {keyof typeof LIMITS} */ (key)];
+    if (!bounds) refuse(`gives the client ${JSON.stringify(name)} a setting ${JSON.stringify(key.slice(0, 32))} that is not one: token, ${Object.keys(LIMITS).join(', ')}`);
+    if (typeof limit !== 'number' || !(limit >= bounds.min && limit <= bounds.max) || (bounds.whole && !Number.isInteger(limit))) {
+      refuse(`gives the client ${JSON.stringify(name)} a ${key} that is not a ${bounds.whole ? 'whole ' : ''}number from ${bounds.min} to ${bounds.max}`);
+    }
+    limits[key] = limit;
+  }
+  if (limits.burst !== undefined && limits.rate === undefined) refuse(`gives the client ${JSON.stringify(name)} a burst without a rate: a burst is of a rate`);
+  return Object.keys(limits).length === 0 ? { token } : { token, limits };
+}
 
 /** @param {string} problem @returns {never} */
 const refuse = (problem) => {
@@ -12,7 +45,7 @@ const refuse = (problem) => {
 };
 
 /**
- * The clients of a JSON object of client name → token, checked: a problem is a TypeError that follows
+ * The clients of a JSON object of client name → token (or → { token, rate, burst, weight, maxInFlightBytes }), checked: a problem is a TypeError that follows
  * the variable's name and quotes names only; one token for two clients is refused (the log could not
  * tell them apart). @param {string} text @returns {NamedToken[]}
  */
@@ -30,13 +63,14 @@ export function parseNamedTokens(text) {
   if (entries.length === 0) refuse('holds no client: give at least one name → token');
   /** @type {Map<string, string>} token → the name that has it */
   const owners = new Map();
-  return entries.map(([name, token], position) => {
+  return entries.map(([name, value], position) => {
     // Not quoted: a name and its token swapped by mistake would put the token in the message.
     if (!CLIENT_NAME.test(name)) refuse(`has a client name (its entry ${position + 1}) that is not one: a name is 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit`);
-    if (typeof token !== 'string' || token.length === 0) refuse(`gives the client ${JSON.stringify(name)} no token: each value is a non-empty string`);
+    const { token, limits } = tokenAndLimits(name, value);
+    if (typeof token !== 'string' || token.length === 0) refuse(`gives the client ${JSON.stringify(name)} no token: each value is a non-empty string, or an object with one as its token`);
     const owner = owners.get(token);
     if (owner !== undefined) refuse(`gives the clients ${JSON.stringify(owner)} and ${JSON.stringify(name)} the same token: each client needs its own`);
     owners.set(token, name);
-    return { name, token };
+    return limits ? { name, token, limits } : { name, token };
   });
 }

@@ -21,14 +21,17 @@ export const ROTATION_VARIABLES = defineVariables({
 /** 48 URL-safe characters. */
 const newToken = () => randomBytes(36).toString('base64url');
 
-/** A secret's text read as the services read it; the message names no token. @param {string | undefined} text @param {string} what @returns {Record<string, string>} */
-function tokensOf(text, what) {
+/** A secret's clients read as the services read them; the message names no token. @param {string | undefined} text @param {string} what */
+function clientsOf(text, what) {
   try {
-    return Object.fromEntries(parseNamedTokens(text ?? '').map(({ name, token }) => [name, token]));
+    return parseNamedTokens(text ?? '');
   } catch (err) {
     throw new Error(`${what} is not a JSON object of client name → token that the services accept: it ${/** @type {Error} */ (err).message}`);
   }
 }
+
+/** @param {string | undefined} text @param {string} what @returns {Record<string, string>} */
+const tokensOf = (text, what) => Object.fromEntries(clientsOf(text, what).map(({ name, token }) => [name, token]));
 
 /**
  * One step of Secrets Manager's rotation protocol. setSecret waits until every service (reading
@@ -46,14 +49,15 @@ export async function rotate({ Step: step, SecretId: secretId, ClientRequestToke
 
   switch (step) {
     case 'createSecret': {
-      const current = tokensOf((await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT' }))).SecretString, 'AWSCURRENT');
+      const current = clientsOf((await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT' }))).SecretString, 'AWSCURRENT');
       try {
         await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionId: version, VersionStage: 'AWSPENDING' }));
         return;
       } catch (err) {
         if (!(err instanceof ResourceNotFoundException)) throw err;
       }
-      const next = Object.fromEntries(Object.keys(current).map((name) => [name, newToken()]));
+      // A client's limits, declared beside its token, go with it to its new token.
+      const next = Object.fromEntries(current.map(({ name, limits }) => [name, limits ? { token: newToken(), ...limits } : newToken()]));
       await client.send(new PutSecretValueCommand({ SecretId: secretId, ClientRequestToken: version, SecretString: JSON.stringify(next), VersionStages: ['AWSPENDING'] }));
       return;
     }

@@ -28,8 +28,8 @@ const QUARANTINE = ', invalid=quarantine';
 
 /**
  * @param {import('./config.js').FeederConfig} config @param {unknown[]} users @param {import('./records.js').Resolution} resolution @param {boolean} quarantine
- * @param {number} timeoutMs @param {string | undefined} traceparent
- * @param {string | undefined} idempotencyKey @returns {Promise<PostOutcome & { retryAfterMs?: number, lost?: true }>}  lost: the attempt may have written, its answer unknown
+ * @param {number} timeoutMs @param {string | undefined} traceparent @param {string | undefined} idempotencyKey
+ * @returns {Promise<PostOutcome & { retryAfterMs?: number, lost?: true, throttled?: boolean }>}  lost: the attempt may have written, its answer unknown; throttled: a 429
  */
 async function postOnce(config, users, resolution, quarantine, timeoutMs, traceparent, idempotencyKey) {
   let res;
@@ -66,7 +66,7 @@ async function postOnce(config, users, resolution, quarantine, timeoutMs, tracep
   }
   // 409: a request with this chunk's key is still being written (an earlier attempt, or delivery).
   if (res.status === 429 || res.status === 409 || res.status >= 500) {
-    const outcome = { kind: /** @type {const} */ ('unavailable'), reason: `HTTP ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) };
+    const outcome = { kind: /** @type {const} */ ('unavailable'), reason: `HTTP ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')), throttled: res.status === 429 };
     const said = typeof body?.error === 'string' ? body.error : undefined;
     return res.status >= 500 && !(said && NOTHING_WRITTEN.has(said)) ? { ...outcome, lost: true } : outcome;
   }
@@ -90,17 +90,19 @@ function safeJson(text) {
 /**
  * POST /users, retrying 429, 409, 5xx and network errors with backoff, never less than
  * Retry-After, never past `deadline` (epoch ms), each attempt with the same `idempotencyKey`: a
- * replay after an attempt of ours was lost is that attempt's answer, so not `replayed`.
+ * replay after an attempt of ours was lost is that attempt's answer, so not `replayed`. A 429 with
+ * Retry-After (this client over its rate: the service is fine) waits just that and does not grow
+ * the backoff: the feeder keeps to its rate.
  * @param {import('./config.js').FeederConfig} config @param {unknown[]} users
  * @param {{ deadline: number, resolution?: import('./records.js').Resolution, quarantine?: boolean, onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined, idempotencyKey?: string }} options
  * @returns {Promise<PostOutcome>}
  */
 export async function postUsers(config, users, { deadline, resolution = 'ignore', quarantine = false, onAttempt = () => {}, traceparent = () => undefined, idempotencyKey }) {
   let lostOne = false;
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0, sent = 0; ; sent++) {
     const left = deadline - Date.now();
     if (left <= 0) return { kind: 'unavailable', reason: 'no time left in the invocation' };
-    onAttempt(attempt > 0);
+    onAttempt(sent > 0);
     const { lost, ...outcome } = await postOnce(config, users, resolution, quarantine, Math.min(config.requestTimeoutMs, left), traceparent(), idempotencyKey);
     if (outcome.kind === 'stored' && outcome.replayed && lostOne) {
       const { replayed: _ours, ...counts } = outcome;
@@ -108,7 +110,8 @@ export async function postUsers(config, users, { deadline, resolution = 'ignore'
     }
     lostOne ||= lost === true;
     if (outcome.kind !== 'unavailable') return outcome;
-    const wait = Math.max(backoffMs(attempt, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }), outcome.retryAfterMs ?? 0);
+    const paced = outcome.throttled === true && outcome.retryAfterMs !== undefined;
+    const wait = paced ? /** @type {number} */ (outcome.retryAfterMs) : Math.max(backoffMs(attempt++, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }), outcome.retryAfterMs ?? 0);
     if (Date.now() + wait >= deadline) return { kind: 'unavailable', reason: outcome.reason };
     await sleep(wait);
   }

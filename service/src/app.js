@@ -11,14 +11,17 @@ import { postUsers } from './http/post-users.js';
 import { STREAM_TYPES, postUsersStream } from './http/post-users-stream.js';
 import { observeRequests } from './http/request-log.js';
 import { authenticate } from './http/authenticate.js';
+import { ClientDirectory } from './http/client-directory.js';
+import { limitRate } from './http/rate-limit.js';
 import { readWriteOptions } from './http/write-options.js';
 import { createOpenApiDocument } from './openapi.js';
 import { NO_TRACING } from './tracing/tracing.js';
-import { createGroupCommit } from './users/group-commit.js';
+import { GROUP_WRITE_SLOTS, createGroupCommit } from './users/group-commit.js';
 import { createKeyStore } from './users/idempotency-keys.js';
 import { startKeyPurge } from './users/key-purge.js';
 import { STREAM_HOLD_BYTES, createStreamImport } from './users/stream-import.js';
 import { createUserWriter } from './users/user-writer.js';
+import { createWriteGate } from './users/write-gate.js';
 import { createWritePolicy } from './users/write-policy.js';
 
 /**
@@ -47,11 +50,13 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
         tracing,
       })
     : undefined;
+  // Requests written alone leave group commit's two write slots their pooled connections.
+  const throughBatchGate = groupCommit ? createWriteGate(Math.max(1, config.dbPoolMax - GROUP_WRITE_SLOTS)) : (/** @type {<T>(w: () => Promise<T>) => Promise<T>} */ (w) => w());
   /** @type {import('./http/post-users.js').WriteUsers} */
   const write = async (rows, resolution, options) => {
     // A request with items set aside is written alone: its quarantine goes in its own transaction.
     if (groupCommit && rows.length <= config.groupCommitSmallRows && !options?.quarantine) return groupCommit.writeUsers(rows, resolution, options);
-    const [outcome] = await writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows, key: options?.key, quarantine: options?.quarantine });
+    const [outcome] = await throughBatchGate(() => writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows, key: options?.key, quarantine: options?.quarantine }));
     return outcome;
   };
   // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
@@ -59,10 +64,15 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   const writeUsers = tracing.enabled
     ? (rows, resolution, options) => tracing.inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
     : write;
+  // Who each request is for (its weight, cap and rate, declared with its credential); fairness between them is the budget's.
+  const clients = new ClientDirectory({ tokens: auth.tokens, jwtLimits: config.auth?.jwtLimits });
+  // Without credentials nobody has a rate: the step is left out rather than passed through.
+  const rateLimit = auth.tokens || auth.verifyJwt ? [limitRate({ refused: (label) => metrics.clients.refused(label, 'rate') })] : [];
   const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
+  metrics.clients.watch(budget);
   // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes on to the JSON steps.
   const importUsers = createStreamImport({ db, policy, keys });
-  const admitStream = admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, holdBytes: STREAM_HOLD_BYTES });
+  const admitStream = admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, clientMetrics: metrics.clients, holdBytes: STREAM_HOLD_BYTES });
   const streamRoutes = /** @type {Record<string, import('express').RequestHandler>} */ ({});
   for (const [type, format] of Object.entries(STREAM_TYPES)) {
     streamRoutes[type] = postUsersStream({ format, importUsers, admit: admitStream, maxStreamBytes: config.maxStreamBytes, idleTimeoutMs: config.streamIdleTimeoutMs, metrics });
@@ -77,11 +87,12 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   // The hot route first; each step refuses what it can before the next costs anything.
   app.post(
     '/users',
-    authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth, tracing }),
+    authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth, tracing, clients }),
     readWriteOptions(),
     readIdempotencyKey(),
+    ...rateLimit,
     byContentType(streamRoutes),
-    tracing.tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission })),
+    tracing.tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission, clientMetrics: metrics.clients })),
     tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),
     postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics, tracing }),
   );

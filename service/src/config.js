@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { DATABASE_VARIABLES, databaseRules, databaseUrlFrom } from '@sluice/db/database-url';
-import { TRACING_VARIABLES, boolean, defineVariables, integer, loadEnv, matching, milliseconds, oneOf, text, tracingConfigFrom, url } from '@sluice/env';
+import { TRACING_VARIABLES, boolean, decimal, defineVariables, integer, loadEnv, matching, milliseconds, oneOf, text, tracingConfigFrom, url } from '@sluice/env';
 import { parseNamedTokens } from '@sluice/env/named-tokens';
 import { DEFAULT_CLIENT, mergeNamedTokens } from './auth/token-set.js';
 import { INSERT_STRATEGIES } from './users/insert-strategies.js';
@@ -13,10 +13,10 @@ import { INSERT_STRATEGIES } from './users/insert-strategies.js';
  *   groupCommit: boolean, metricsPublic: boolean, groupCommitMaxRows: number, groupCommitSmallRows: number, workers: number, shutdownTimeoutMs: number, logLevel: string,
  *   admissionBudgetBytes: number, admissionWaitMs: number, idempotencyKeyTtlSeconds: number, tracing: import('@sluice/env/tracing').TracingConfig }} Config
  */
-/** @typedef {import('./auth/token-source.js').TokenSourceConfig & { jwt: import('./auth/jwt.js').JwtConfig | undefined }} Auth */
+/** @typedef {import('./auth/token-source.js').TokenSourceConfig & { jwt: import('./auth/jwt.js').JwtConfig | undefined, jwtLimits: import('@sluice/env/named-tokens').ClientLimits | undefined }} Auth */
 
 /** INGEST_TOKENS: checked whole at start-up (@sluice/env's named-tokens.js), its problems naming clients, never tokens. */
-const namedTokens = { kind: 'a JSON object of client name → token', parse: parseNamedTokens };
+const namedTokens = { kind: 'a JSON object of client name → token, or → {"token", "rate", "burst", "weight", "maxInFlightBytes"}', parse: parseNamedTokens };
 /** A comma-separated list of words, none empty. */
 const wordList = {
   kind: 'a comma-separated list',
@@ -28,7 +28,7 @@ const wordList = {
 };
 /** PostgREST asks the same of its jwt-secret: HS256 with a shorter secret can be brute-forced. */
 const JWT_SECRET_MIN_LENGTH = 32;
-const JWT_ONLY = /** @type {const} */ (['JWT_AUDIENCE', 'JWT_ISSUER', 'JWT_ROLES']);
+const JWT_ONLY = /** @type {const} */ (['JWT_AUDIENCE', 'JWT_ISSUER', 'JWT_ROLES', 'JWT_CLIENT_RATE', 'JWT_CLIENT_BURST', 'JWT_CLIENT_MAX_IN_FLIGHT_BYTES']);
 
 const LOG_LEVELS = /** @type {const} */ (['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 const HOUR_MS = 3_600_000;
@@ -43,7 +43,12 @@ export const SERVICE_VARIABLES = defineVariables({
     description: 'address to listen on: an open write endpoint is never exposed by default',
   },
   INGEST_TOKEN: { parser: text({ trim: false }), description: `when set, POST /users accepts it as a bearer token (Authorization header, compared in constant time), the client named ${DEFAULT_CLIENT}; no credential of any kind set: a warning at start-up` },
-  INGEST_TOKENS: { parser: namedTokens, description: "clients and their bearer tokens: any of them is accepted (compared in constant time), so a new token is added before the old one is removed; the client's name, never its token, goes in the access log, the request's span and a metric label" },
+  INGEST_TOKENS: {
+    parser: namedTokens,
+    description: "clients and their bearer tokens: any of them is accepted (compared in constant time), so a new token is added before the old one is removed; the client's name, never its token, goes in the access log, the request's span and a metric label. " +
+      'A client given as an object declares its limits beside its token, read again with it: rate (users a second; over it, 429 with Retry-After and RateLimit headers before the body is read) and burst (users at once, default one second of the rate), ' +
+      'weight (its share of the admission budget against the other clients waiting, default 1), maxInFlightBytes (body bytes it may hold at once); unset, no rate, equal weights',
+  },
   INGEST_TOKENS_FILE: { parser: text(), description: 'a file holding that JSON object instead of INGEST_TOKENS, read again every INGEST_TOKENS_REFRESH_MS: a client is added, rotated or revoked by rewriting it, with no restart (a bad rewrite is logged and the tokens in force stay)' },
   INGEST_TOKENS_SECRET_ARN: {
     parser: matching(/^arn:aws[\w-]*:secretsmanager:/, 'a Secrets Manager secret ARN'),
@@ -58,6 +63,10 @@ export const SERVICE_VARIABLES = defineVariables({
   JWT_ROLE_CLAIM: { parser: text(), default: 'role', description: "the claim that must grant writing (PostgREST's role claim)" },
   JWT_ROLES: { parser: wordList, defaultText: 'any role but anon', description: "the values of JWT_ROLE_CLAIM that grant writing; unset, any but anon (Supabase's public anonymous key), and a JWT without the claim is refused" },
   JWT_CLIENT_CLAIM: { parser: text(), default: 'sub', description: 'the claim that names the client in the access log and the span (the metric label of every JWT is jwt: a subject is not a bounded label)' },
+  JWT_CLIENT_RATE: { parser: decimal({ min: 0.001, max: 1e9 }), description: "every JWT client's rate, in users a second, each client (by JWT_CLIENT_CLAIM) its own token bucket: over it, 429 with Retry-After and RateLimit headers before the body is read (a static token's client declares its own in INGEST_TOKENS); unset, no rate" },
+  JWT_CLIENT_BURST: { parser: decimal({ min: 1, max: 1e9 }), defaultText: 'JWT_CLIENT_RATE (one second of it)', description: "users a JWT client may send at once within JWT_CLIENT_RATE" },
+  JWT_CLIENT_WEIGHT: { parser: decimal({ min: 0.001, max: 1000 }), default: 1, description: "every JWT client's weight in fair admission: its share of the admission budget against the other clients waiting" },
+  JWT_CLIENT_MAX_IN_FLIGHT_BYTES: { parser: integer({ min: 1024, max: 2 ** 40, unit: 'bytes' }), description: "request body bytes one JWT client may hold at once (admission control); unset, its fair share alone" },
   DB_POOL_MAX: { parser: integer({ min: 1, max: 1000 }), default: 10, description: 'PostgreSQL connections per process' },
   DB_CONNECT_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: 600_000 }), default: 2000, description: 'how long a request waits for a pooled connection before 503' },
   DB_STATEMENT_TIMEOUT_MS: { parser: milliseconds({ min: 1, max: HOUR_MS }), default: 30_000, description: "server-side statement timeout, set by each transaction (SET LOCAL: never on the connection, so a transaction pooler keeps it); and a client-side guard" },
@@ -154,6 +163,7 @@ function authRules(v) {
   }
   if (v.JWT_SECRET !== undefined && v.JWT_JWKS_URL !== undefined) problems.push({ variable: 'JWT_JWKS_URL', problem: 'and JWT_SECRET are both set: verify JWTs with one of them' });
   if (v.JWT_SECRET !== undefined && v.JWT_SECRET.length < JWT_SECRET_MIN_LENGTH) problems.push({ variable: 'JWT_SECRET', problem: `must be at least ${JWT_SECRET_MIN_LENGTH} characters long` });
+  if (v.JWT_CLIENT_BURST !== undefined && v.JWT_CLIENT_RATE === undefined) problems.push({ variable: 'JWT_CLIENT_BURST', problem: 'is set, but JWT_CLIENT_RATE is not: a burst is of a rate' });
   if (v.JWT_SECRET === undefined && v.JWT_JWKS_URL === undefined) {
     for (const name of JWT_ONLY) if (v[name] !== undefined) problems.push({ variable: name, problem: 'is set, but neither JWT_SECRET nor JWT_JWKS_URL is: no JWT would be accepted' });
   }
@@ -181,7 +191,18 @@ function authFrom(v) {
           clientClaim: v.JWT_CLIENT_CLAIM,
         }
       : undefined,
+    jwtLimits: jwtLimitsFrom(v),
   };
+}
+
+/** Every JWT client's limits, when any is set. @param {ServiceValues} v @returns {import('@sluice/env/named-tokens').ClientLimits | undefined} */
+function jwtLimitsFrom(v) {
+  const limits = {
+    ...(v.JWT_CLIENT_RATE !== undefined ? { rate: v.JWT_CLIENT_RATE, burst: v.JWT_CLIENT_BURST ?? v.JWT_CLIENT_RATE } : {}),
+    ...(v.JWT_CLIENT_WEIGHT !== 1 ? { weight: v.JWT_CLIENT_WEIGHT } : {}),
+    ...(v.JWT_CLIENT_MAX_IN_FLIGHT_BYTES !== undefined ? { maxInFlightBytes: v.JWT_CLIENT_MAX_IN_FLIGHT_BYTES } : {}),
+  };
+  return Object.keys(limits).length > 0 ? limits : undefined;
 }
 
 /** Whether POST /users needs credentials. @param {Auth} auth */

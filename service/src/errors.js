@@ -41,6 +41,7 @@ export const API_ERRORS = /** @type {const} */ ({
   unsupported_charset: { status: 415, pgrst: 'PGRST107', scope: 'users', message: 'the body must be UTF-8 (send charset=utf-8 or no charset)', when: 'A charset other than UTF-8.' },
   unsupported_encoding: { status: 415, pgrst: 'PGRST107', scope: 'users', message: 'Content-Encoding must be gzip or deflate, or none', when: 'A `Content-Encoding` other than gzip or deflate, or several.' },
   expectation_failed: { status: 417, pgrst: 'PGRST100', scope: 'any', message: 'only Expect: 100-continue is supported', when: 'An `Expect` header other than `100-continue`.' },
+  rate_limited: { status: 429, pgrst: '53400', scope: 'users', message: 'this client is over its rate; nothing was read or written, retry after Retry-After', when: 'The client is over the rate in users a second declared with its credentials (INGEST_TOKENS, or JWT_CLIENT_RATE for a JWT\'s client); refused before the body is read. `Retry-After` says when the request would be taken; `RateLimit-Policy` and `RateLimit` (IETF httpapi RateLimit header fields) give the quota in users, the users left and the seconds until it is full again. The message names the client and its limit.', headers: { 'Retry-After': '1', 'RateLimit-Policy': '"users";q=1000;w=1', RateLimit: '"users";r=0;t=1' } },
   headers_too_large: { status: 431, pgrst: 'PGRST100', scope: 'any', message: 'the request headers are too large; nothing was read or written', when: 'Request headers over Node.js\'s limit (16 KiB).' },
   internal: { status: 500, pgrst: 'PGRSTX00', scope: 'any', message: 'unexpected error; nothing was written', when: 'An unexpected failure of this request alone (retrying will not help); its `errorId` is in the log too.' },
   statement_pooling: { status: 500, pgrst: '08P01', scope: 'users', message: 'the database is behind a pooler in pool_mode = statement, which cannot hold a transaction; nothing was written, and retrying will not help until it runs pool_mode = transaction', when: 'DATABASE_URL points at a pooler (PgBouncer) in statement mode, which refuses the transaction a batch over INSERT_CHUNK_ROWS or a streamed import needs: an operator must set `pool_mode = transaction`. `/readyz` answers 503 meanwhile.' },
@@ -97,6 +98,16 @@ export class UnauthorizedError extends ApiError {
     super('unauthorized', message);
     this.name = 'UnauthorizedError';
     this.headers = { 'WWW-Authenticate': BEARER_CHALLENGES[kind] };
+  }
+}
+
+/** A client over its rate (http/rate-limit.js): 429, Retry-After and the RateLimit fields its own. */
+export class RateLimitedError extends ApiError {
+  /** @param {string} client  its name @param {{ rate: number, burst: number, policy: string }} bucket @param {number} retryAfterSeconds @param {string} state  the RateLimit field */
+  constructor(client, bucket, retryAfterSeconds, state) {
+    super('rate_limited', `the client ${JSON.stringify(client)} is over its rate of ${bucket.rate} users a second (burst ${bucket.burst}); nothing was read or written: retry after ${retryAfterSeconds} s`);
+    this.name = 'RateLimitedError';
+    this.headers = { 'Retry-After': String(retryAfterSeconds), 'RateLimit-Policy': bucket.policy, RateLimit: state };
   }
 }
 

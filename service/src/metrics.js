@@ -12,6 +12,7 @@ export function createMetrics(db) {
   const metrics = {
     registry,
     admission: admissionMetrics(registers),
+    clients: clientMetrics(registers),
     auth: authMetrics(registers),
     httpRequests: new client.Counter({ name: 'sluice_http_requests_total', help: 'HTTP requests answered', labelNames: ['method', 'route', 'status'], registers }),
     httpDuration: new client.Histogram({
@@ -51,6 +52,60 @@ export function createMetrics(db) {
     });
   }
   return metrics;
+}
+
+/** Why a client's request was refused: over its rate (429), over its share of the waiting room, or the budget full (503). */
+export const CLIENT_REFUSAL_REASONS = /** @type {const} */ (['rate', 'share', 'budget']);
+
+// Each client seen, by its bounded label (a configured name, `jwt`, `anonymous`): users taken,
+// refusals by reason, body bytes held, time waited for admission. Children kept by label.
+/** @param {client.Registry[]} registers */
+function clientMetrics(registers) {
+  const users = new client.Counter({ name: 'sluice_client_users_received_total', help: 'Users of the writes answered 2xx, by client (a configured name, jwt, anonymous)', labelNames: ['client'], registers });
+  const refused = new client.Counter({ name: 'sluice_client_refused_total', help: 'Requests refused, by client and reason: rate (429), share (its share of the waiting room, 503), budget (the admission budget, 503)', labelNames: ['client', 'reason'], registers });
+  /** @type {{ heldByLabel: () => Iterable<[string, number]> } | undefined} */
+  let budget;
+  new client.Gauge({ name: 'sluice_client_in_flight_bytes', help: 'Request body bytes admitted and not yet released, by client', labelNames: ['client'], registers,
+    // Read when scraped: the budget changes on every request, the scrape is rare.
+    collect() {
+      for (const [label, bytes] of budget?.heldByLabel() ?? []) this.set({ client: label }, bytes);
+    },
+  });
+  const wait = new client.Histogram({
+    name: 'sluice_client_admission_wait_seconds', help: 'Time a request that did not fit at once waited for admission (admitted or not), by client', labelNames: ['client'], registers,
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
+  });
+  /** @type {Map<string, import('prom-client').Counter.Internal>} */
+  const usersBy = new Map();
+  // A client's series all appear with its first event, at zero: a rate misses a series' first event.
+  /** @param {string} label */
+  const seen = (label) => {
+    let child = usersBy.get(label);
+    if (child) return child;
+    usersBy.set(label, (child = users.labels({ client: label })));
+    child.inc(0);
+    for (const reason of CLIENT_REFUSAL_REASONS) refused.inc({ client: label, reason }, 0);
+    wait.zero({ client: label });
+    return child;
+  };
+  return {
+    /** @param {string} label @param {number} n */
+    received: (label, n) => seen(label).inc(n),
+    /** @param {string} label @param {typeof CLIENT_REFUSAL_REASONS[number]} reason */
+    refused(label, reason) {
+      seen(label);
+      refused.inc({ client: label, reason });
+    },
+    /** @param {string} label @param {number} seconds */
+    waited(label, seconds) {
+      seen(label);
+      wait.observe({ client: label }, seconds);
+    },
+    /** The admission budget whose bytes held are exported by client. @param {{ heldByLabel: () => Iterable<[string, number]> }} admission */
+    watch(admission) {
+      budget = admission;
+    },
+  };
 }
 
 /** What admission control reports: requests shed and why, bytes held, requests waiting, time waited. @param {client.Registry[]} registers @returns {import('./http/admission.js').AdmissionMetrics} */

@@ -66,6 +66,14 @@ class Example {
 
 const HEADER_SCHEMAS = {
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
+  'RateLimit-Policy': {
+    description: 'The client\'s rate (IETF httpapi RateLimit header fields): a quota of `q` users refilled over `w` seconds, its burst and rate.',
+    schema: { type: 'string', examples: ['"users";q=5000;w=1'] },
+  },
+  RateLimit: {
+    description: 'The client\'s quota now (IETF httpapi RateLimit header fields): `r` users left, `t` seconds until it is full again.',
+    schema: { type: 'string', examples: ['"users";r=0;t=1'] },
+  },
   'WWW-Authenticate': {
     description: 'The scheme, and the RFC 6750 error code when credentials were sent: `invalid_request` for a malformed header, `invalid_token` for a token that is not valid.',
     schema: { type: 'string', enum: ['Bearer', 'Bearer error="invalid_request"', 'Bearer error="invalid_token"'] },

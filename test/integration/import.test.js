@@ -61,3 +61,28 @@ describe('npm run import: what it reports', () => {
     assert.match(failed.stderr, /^import failed after 0 bytes: connect ECONNREFUSED 127\.0\.0\.1:1 \(is the service running at http:\/\/127\.0\.0\.1:1\? `npm start` starts it; --url names another\)\n$/);
   });
 });
+
+describe('npm run import: a client over its rate', () => {
+  const TOKEN = 'tok-import-limited';
+  const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn', INGEST_TOKENS: JSON.stringify({ importer: { token: TOKEN, rate: 1000, burst: 1000 } }) });
+  /** @type {string} */
+  let dir;
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-import-rate-'));
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  test('told 429, it says so, waits Retry-After and sends the file again: all stored once', async () => {
+    // The bucket emptied first: the import's first answer is a 429.
+    assert.equal((await ctx.app.postUsers(makeUsers(1500), { token: TOKEN })).status, 201);
+    const users = makeUsers(500);
+    const file = path.join(dir, 'users.ndjson');
+    await writeFile(file, ndjson(users));
+    const run = runNode([IMPORT, file, '--url', ctx.app.baseUrl, '--token', TOKEN], { env: { ...process.env, INGEST_TOKEN: '' } });
+    const code = await run.exited;
+    assert.equal(code, 0, run.err());
+    assert.match(run.err(), /^import: this client is over its rate \(429\), nothing written; waiting \d+ s as Retry-After asks, then sending the file again$/m);
+    assert.equal(JSON.parse(run.out()).inserted, 500);
+    assert.equal((await ctx.db.usersByEmail(users.map((u) => u.email))).size, 500);
+  });
+});

@@ -43,6 +43,19 @@ describe('the token rotation function (unit, Secrets Manager stand-in)', () => {
     assert.equal(secrets.valueAt('AWSPENDING'), undefined, 'no pending version left behind');
   });
 
+  test("a client's limits, declared beside its token, go with it to its new token", async (t) => {
+    const old = { feeder: 'old-feeder-token', backfill: { token: 'old-backfill-token', rate: 5000, burst: 10000, weight: 2 } };
+    const { secrets, deps, close } = await withSecret(JSON.stringify(old));
+    t.after(close);
+    const version = secrets.startRotation();
+    for (const step of /** @type {const} */ (['createSecret', 'setSecret', 'testSecret', 'finishSecret'])) await rotate({ Step: step, SecretId: SECRET_ARN, ClientRequestToken: version }, deps);
+    const current = JSON.parse(/** @type {string} */ (secrets.valueAt('AWSCURRENT')));
+    assert.match(current.feeder, /^[\w-]{48}$/);
+    const { token, ...limits } = current.backfill;
+    assert.match(token, /^[\w-]{48}$/);
+    assert.deepEqual(limits, { rate: 5000, burst: 10000, weight: 2 });
+  });
+
   test('a current version that is not a JSON object of tokens fails createSecret, naming no token', async (t) => {
     const { secrets, deps, close } = await withSecret('a-plain-token-from-before');
     t.after(close);

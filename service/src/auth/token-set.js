@@ -20,6 +20,14 @@ export class TokenSet {
   constructor(tokens) {
     this.clients = tokens.map(({ name, token }) => ({ name, digest: digestOf(token) }));
     this.names = new Set(this.clients.map((c) => c.name));
+    /** Each client's declared limits (a client named twice, in a rotation: its first declaration). @type {Map<string, import('@sluice/env/named-tokens').ClientLimits>} */
+    this.limits = new Map();
+    for (const { name, limits } of tokens) if (limits && !this.limits.has(name)) this.limits.set(name, limits);
+  }
+
+  /** The limits declared with a client's token, or undefined. @param {string} name */
+  limitsOf(name) {
+    return this.limits.get(name);
   }
 
   get size() {
@@ -43,12 +51,13 @@ export class TokenSet {
 export function mergeNamedTokens(lists) {
   const owners = /** @type {Map<string, string>} */ (new Map());
   const merged = /** @type {NamedToken[]} */ ([]);
-  for (const { name, token } of lists.flat()) {
+  for (const named of lists.flat()) {
+    const { name, token } = named;
     const owner = owners.get(token);
     if (owner === name) continue;
     if (owner !== undefined) refuse(`gives the clients ${JSON.stringify(owner)} and ${JSON.stringify(name)} the same token: each client needs its own`);
     owners.set(token, name);
-    merged.push({ name, token });
+    merged.push(named);
   }
   return merged;
 }

@@ -1,4 +1,5 @@
 import { ApiError } from '../errors.js';
+import { FairQueue, ONE_CLIENT, shareOf, withinShare } from './fair-share.js';
 
 // The in-flight work budget in body bytes (what a request holds grows with its body): bookkeeping
 // of what requests hold and wait for, no HTTP (http/admission.js is its Express adapter).
@@ -7,12 +8,20 @@ import { ApiError } from '../errors.js';
 export const SMALL_BODY_BYTES = 64 * 1024;
 /** The share of the budget that large requests may never take. */
 export const RESERVED_SHARE = 1 / 16;
-/** Bytes that may wait, in budgets: a waiting body stays unread in the kernel, so waiting costs a socket. */
-export const WAITING_BUDGETS = 4;
+/**
+ * Bytes that may wait, in budgets: a waiting body stays unread in the kernel, so waiting costs a
+ * socket, while a refusal costs reading and dropping the body and the client's next try: a client
+ * that never backs off is cheaper queued than refused (docs/benchmarks.md, "A client that floods").
+ */
+export const WAITING_BUDGETS = 64;
 
-/** @typedef {{ bytes: number, large: boolean, released: boolean }} Grant  what one request holds; released once */
-/** Why admission control refuses a request (metrics.js exports each from the start). */
-export const REFUSAL_REASONS = /** @type {const} */ (['queue_full', 'timeout', 'aborted', 'overflow']);
+/** @typedef {import('./fair-share.js').FairClient} FairClient */
+/** @typedef {{ bytes: number, large: boolean, released: boolean, client: FairClient }} Grant  what one request holds; released once */
+/**
+ * Why admission control refuses a request (metrics.js exports each from the start); share: its
+ * client already waits for its share of the waiting room while others wait too.
+ */
+export const REFUSAL_REASONS = /** @type {const} */ (['queue_full', 'timeout', 'aborted', 'overflow', 'share']);
 /** @typedef {typeof REFUSAL_REASONS[number]} RefusalReason */
 
 export class AdmissionRefusedError extends ApiError {
@@ -24,19 +33,25 @@ export class AdmissionRefusedError extends ApiError {
   }
 }
 
-/** @typedef {{ bytes: number, large: boolean, admit: (grant: Grant) => void, timer?: NodeJS.Timeout }} Waiter */
+/** @typedef {{ bytes: number, large: boolean, client: FairClient, admit: (grant: Grant) => void, timer?: NodeJS.Timeout }} Waiter */
 
 /**
  * Large requests hold at most the budget less the reserve; small ones the whole budget, only the
- * reserve while a large one waits. Waiting: first come first served per kind, bounded in time and
- * to WAITING_BUDGETS budgets of bytes (beyond, refused at once).
+ * reserve while a large one waits. Waiting: per kind, clients in turn (fair-share.js), each
+ * client's in its order; bounded in time and to WAITING_BUDGETS budgets of bytes (beyond, refused
+ * at once), of which a client may fill only its share while others wait. A client holds at most its
+ * share of the budget while others wait, and never more than its own cap.
  */
 export class AdmissionBudget {
   #total = 0;
   #large = 0;
-  /** @type {Waiter[]} */ #largeQueue = [];
-  /** @type {Waiter[]} */ #smallQueue = [];
+  /** @type {FairQueue<Waiter>} */ #largeQueue = new FairQueue();
+  /** @type {FairQueue<Waiter>} */ #smallQueue = new FairQueue();
   #waitingBytes = 0;
+  /** Bytes held, by client key. @type {Map<string, number>} */ #held = new Map();
+  /** Bytes held, by metric label. @type {Map<string, number>} */ #heldByLabel = new Map();
+  /** Bytes waiting, by client key, with the client. @type {Map<string, { client: FairClient, bytes: number }>} */ #waitingBy = new Map();
+  #waitingWeight = 0;
 
   /** @param {{ budgetBytes: number, maxWaitMs: number, onChange?: (budget: AdmissionBudget) => void }} options  onChange: after every change (metrics) */
   constructor({ budgetBytes, maxWaitMs, onChange = () => {} }) {
@@ -53,12 +68,28 @@ export class AdmissionBudget {
     return { totalBytes: this.#total, largeBytes: this.#large, smallBytes: this.#total - this.#large, waiting: this.#largeQueue.length + this.#smallQueue.length };
   }
 
+  /** Bytes held by each metric label that has held any. @returns {Iterable<[string, number]>} */
+  heldByLabel() {
+    return this.#heldByLabel.entries();
+  }
+
+  /** Bytes a client holds. @param {FairClient} client */
+  heldBy(client) {
+    return this.#held.get(client.key) ?? 0;
+  }
+
+  /** The weight of the clients waiting other than `client`. @param {FairClient} client */
+  #othersWaitingWeight(client) {
+    const mine = this.#waitingBy.get(client.key);
+    return this.#waitingWeight - (mine ? mine.client.weight : 0);
+  }
+
   /** What `bytes` of body cost: at most the large share (then it runs alone, rather than never). @param {number} bytes */
   charge(bytes) {
     return Math.min(bytes, this.largeShareBytes);
   }
 
-  /** Whether a grant holding `held` may hold `bytes` instead. @param {number} bytes @param {number} held @param {boolean} heldLarge */
+  /** Whether the budget has room for a grant holding `held` to hold `bytes` instead, whoever asks. @param {number} bytes @param {number} held @param {boolean} heldLarge */
   #fits(bytes, held = 0, heldLarge = false) {
     const large = bytes > this.smallBodyBytes;
     const total = this.#total - held + bytes;
@@ -68,30 +99,66 @@ export class AdmissionBudget {
     return large || this.#largeQueue.length === 0 || total - largeTotal <= this.reservedBytes;
   }
 
-  /** @param {number} bytes @returns {Grant} */
-  #take(bytes) {
+  /** Whether `client` may hold `bytes` more, as its share and cap allow. @param {FairClient} client @param {number} bytes @param {number} [held]  of its grant, already counted */
+  #withinShare(client, bytes, held = 0) {
+    return withinShare(client, this.heldBy(client) - held, bytes, this.#othersWaitingWeight(client), this.budgetBytes);
+  }
+
+  /** @param {number} bytes @param {FairClient} client @returns {Grant} */
+  #take(bytes, client) {
     const large = bytes > this.smallBodyBytes;
     this.#total += bytes;
     if (large) this.#large += bytes;
-    return { bytes, large, released: false };
+    this.#hold(client, bytes);
+    return { bytes, large, released: false, client };
   }
 
-  /** A grant now if it fits and nobody of its kind waits before it. @param {number} bodyBytes @returns {Grant | undefined} */
-  tryAcquire(bodyBytes) {
+  /** @param {FairClient} client @param {number} bytes  negative: given back */
+  #hold(client, bytes) {
+    this.#held.set(client.key, (this.#held.get(client.key) ?? 0) + bytes);
+    if (this.#held.get(client.key) === 0) this.#held.delete(client.key);
+    this.#heldByLabel.set(client.label, (this.#heldByLabel.get(client.label) ?? 0) + bytes);
+  }
+
+  /** @param {FairClient} client @param {number} bytes  negative: no longer waiting */
+  #wait(client, bytes) {
+    this.#waitingBytes += bytes;
+    const mine = this.#waitingBy.get(client.key);
+    const left = (mine?.bytes ?? 0) + bytes;
+    if (mine && left <= 0) {
+      this.#waitingBy.delete(client.key);
+      this.#waitingWeight -= mine.client.weight;
+    } else if (mine) mine.bytes = left;
+    else {
+      this.#waitingBy.set(client.key, { client, bytes: left });
+      this.#waitingWeight += client.weight;
+    }
+  }
+
+  /** A grant now if it fits, its client may hold it, and nobody of its kind waits. @param {number} bodyBytes @param {FairClient} [client] @returns {Grant | undefined} */
+  tryAcquire(bodyBytes, client = ONE_CLIENT) {
     const bytes = this.charge(bodyBytes);
     const queue = bytes > this.smallBodyBytes ? this.#largeQueue : this.#smallQueue;
-    if (queue.length > 0 || !this.#fits(bytes)) return undefined;
-    const grant = this.#take(bytes);
+    if (queue.length > 0 || !this.#fits(bytes) || !this.#withinShare(client, bytes)) return undefined;
+    const grant = this.#take(bytes, client);
     this.onChange(this);
     return grant;
   }
 
-  /** A grant once it fits, within `maxWaitMs`, else AdmissionRefusedError. @param {number} bodyBytes @param {AbortSignal} [signal]  the client left @returns {Promise<Grant>} */
-  acquire(bodyBytes, signal) {
-    const now = this.tryAcquire(bodyBytes);
+  /**
+   * A grant once it fits and it is its client's turn, within `maxWaitMs`, else AdmissionRefusedError.
+   * @param {number} bodyBytes @param {AbortSignal} [signal]  the client left @param {FairClient} [client] @returns {Promise<Grant>}
+   */
+  acquire(bodyBytes, signal, client = ONE_CLIENT) {
+    const now = this.tryAcquire(bodyBytes, client);
     if (now) return Promise.resolve(now);
     const bytes = this.charge(bodyBytes);
-    if (this.maxWaitMs === 0 || this.#waitingBytes + bytes > this.budgetBytes * WAITING_BUDGETS) return Promise.reject(new AdmissionRefusedError('queue_full'));
+    const room = this.budgetBytes * WAITING_BUDGETS;
+    if (this.maxWaitMs === 0 || this.#waitingBytes + bytes > room) return Promise.reject(new AdmissionRefusedError('queue_full'));
+    // While others wait too, a client fills at most its share of the waiting room (it may always wait once).
+    const mine = this.#waitingBy.get(client.key)?.bytes ?? 0;
+    const others = this.#othersWaitingWeight(client);
+    if (mine > 0 && others > 0 && mine + bytes > shareOf(client, others, room)) return Promise.reject(new AdmissionRefusedError('share'));
     if (signal?.aborted) return Promise.reject(new AdmissionRefusedError('aborted'));
 
     return new Promise((resolve, reject) => {
@@ -99,14 +166,12 @@ export class AdmissionBudget {
       const queue = large ? this.#largeQueue : this.#smallQueue;
       /** @param {RefusalReason} reason */
       const giveUp = (reason) => {
-        const at = queue.indexOf(waiter);
-        if (at === -1) return;
-        queue.splice(at, 1);
-        this.#waitingBytes -= bytes;
+        if (!queue.remove(client, waiter)) return;
+        this.#wait(client, -bytes);
         signal?.removeEventListener('abort', onAbort);
         clearTimeout(waiter.timer);
         reject(new AdmissionRefusedError(reason));
-        // A large request that stops waiting may unblock the small ones held back for it.
+        // A request that stops waiting may unblock those held back for it (small ones, other clients' shares).
         this.#admitWaiters();
       };
       const onAbort = () => giveUp('aborted');
@@ -114,6 +179,7 @@ export class AdmissionBudget {
       const waiter = {
         bytes,
         large,
+        client,
         admit: (grant) => {
           signal?.removeEventListener('abort', onAbort);
           clearTimeout(waiter.timer);
@@ -122,9 +188,10 @@ export class AdmissionBudget {
       };
       waiter.timer = setTimeout(() => giveUp('timeout'), this.maxWaitMs);
       signal?.addEventListener('abort', onAbort, { once: true });
-      queue.push(waiter);
-      this.#waitingBytes += bytes;
-      this.onChange(this);
+      queue.push(client, waiter);
+      this.#wait(client, bytes);
+      // Its client's waiting shrinks the others' shares: one of theirs may be the one to go now.
+      this.#admitWaiters();
     });
   }
 
@@ -132,8 +199,9 @@ export class AdmissionBudget {
   grow(grant, bodyBytes) {
     const bytes = this.charge(bodyBytes);
     if (grant.released || bytes <= grant.bytes) return !grant.released;
-    if (!this.#fits(bytes, grant.bytes, grant.large)) return false;
+    if (!this.#fits(bytes, grant.bytes, grant.large) || !this.#withinShare(grant.client, bytes, grant.bytes)) return false;
     this.#total += bytes - grant.bytes;
+    this.#hold(grant.client, bytes - grant.bytes);
     if (grant.large) this.#large -= grant.bytes;
     grant.large = bytes > this.smallBodyBytes;
     if (grant.large) this.#large += bytes;
@@ -148,17 +216,21 @@ export class AdmissionBudget {
     grant.released = true;
     this.#total -= grant.bytes;
     if (grant.large) this.#large -= grant.bytes;
+    this.#hold(grant.client, -grant.bytes);
     this.#admitWaiters();
   }
 
-  // Large requests first, in order (the one at the head is never passed by another large one),
-  // then small ones.
+  // Large requests first, then small ones; within each, clients in turn (fair-share.js). A client
+  // at its share or cap is passed over; otherwise the next in turn is never passed by another of
+  // its kind, so a large request waiting for room is not starved by smaller ones.
   #admitWaiters() {
+    /** @param {FairClient} client @param {Waiter} first */
+    const atLimit = (client, first) => !this.#withinShare(client, first.bytes);
     for (const queue of [this.#largeQueue, this.#smallQueue]) {
-      while (queue.length > 0 && this.#fits(queue[0].bytes)) {
-        const waiter = /** @type {Waiter} */ (queue.shift());
-        this.#waitingBytes -= waiter.bytes;
-        waiter.admit(this.#take(waiter.bytes));
+      for (let next = queue.peek(atLimit); next && this.#fits(next.bytes); next = queue.peek(atLimit)) {
+        queue.remove(next.client, next);
+        this.#wait(next.client, -next.bytes);
+        next.admit(this.#take(next.bytes, next.client));
       }
     }
     this.onChange(this);

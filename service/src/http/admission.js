@@ -1,4 +1,5 @@
 import { AdmissionRefusedError } from './admission-budget.js';
+import { ONE_CLIENT } from './fair-share.js';
 
 // Admission control's Express adapter: a request is admitted into the byte budget
 // (admission-budget.js) before its body is read, or refused with 503 having read nothing. It never
@@ -6,15 +7,17 @@ import { AdmissionRefusedError } from './admission-budget.js';
 
 /** @typedef {import('./admission-budget.js').AdmissionBudget} AdmissionBudget @typedef {import('./admission-budget.js').Grant} Grant */
 /** @typedef {{ shed: (reason: import('./admission-budget.js').RefusalReason) => void, waited: (seconds: number) => void, observe: (budget: AdmissionBudget) => void }} AdmissionMetrics */
+/** By client label: refused for its share or the budget, time waited. @typedef {{ refused: (label: string, reason: 'share' | 'budget') => void, waited: (label: string, seconds: number) => void }} ClientAdmissionMetrics */
 /** Given the bytes read so far: nothing while they fit (the grant grown), else the 503 that stops the read. @typedef {(bytesRead: number) => AdmissionRefusedError | undefined} BodyAllowance */
 
-/** @param {AdmissionBudget} budget @param {Grant} grant @param {AdmissionMetrics | undefined} metrics @returns {BodyAllowance} */
-function allowanceOf(budget, grant, metrics) {
+/** @param {AdmissionBudget} budget @param {Grant} grant @param {AdmissionMetrics | undefined} metrics @param {ClientAdmissionMetrics | undefined} clientMetrics @returns {BodyAllowance} */
+function allowanceOf(budget, grant, metrics, clientMetrics) {
   let refused = /** @type {AdmissionRefusedError | undefined} */ (undefined);
   return (bytesRead) => {
     if (refused || budget.grow(grant, bytesRead)) return refused;
     budget.release(grant);
     metrics?.shed('overflow');
+    clientMetrics?.refused(grant.client.label, 'budget');
     refused = new AdmissionRefusedError('overflow');
     return refused;
   };
@@ -23,13 +26,14 @@ function allowanceOf(budget, grant, metrics) {
 /**
  * Admits a request before its body is read, or 503 with Retry-After; what it holds is released
  * once when the response ends. holdBytes: charge at most this (a stream holds a bounded part).
- * @param {{ budget: AdmissionBudget, maxBodyBytes: number, metrics?: AdmissionMetrics, holdBytes?: number }} options @returns {import('express').RequestHandler}
+ * Its client (req.ingestClient, else one client for all) waits its turn and holds its share (fair-share.js).
+ * @param {{ budget: AdmissionBudget, maxBodyBytes: number, metrics?: AdmissionMetrics, clientMetrics?: ClientAdmissionMetrics, holdBytes?: number }} options @returns {import('express').RequestHandler}
  */
-export function admitRequest({ budget, maxBodyBytes, metrics, holdBytes }) {
+export function admitRequest({ budget, maxBodyBytes, metrics, clientMetrics, holdBytes }) {
   /** @param {import('express').Response} res @param {Grant} grant @param {boolean} asRead */
   function admitted(res, grant, asRead) {
     res.once('close', () => budget.release(grant));
-    if (asRead) res.locals.bodyAllowance = allowanceOf(budget, grant, metrics);
+    if (asRead) res.locals.bodyAllowance = allowanceOf(budget, grant, metrics, clientMetrics);
   }
 
   return (req, res, next) => {
@@ -45,20 +49,21 @@ export function admitRequest({ budget, maxBodyBytes, metrics, holdBytes }) {
       : encoded ? maxBodyBytes : declared ? length : 0;
     const asRead = holdBytes === undefined && !declared && !encoded;
     // The common case, synchronously: under the single-user load every allocation here shows.
-    const now = budget.tryAcquire(upFront);
+    const client = req.ingestClient ?? ONE_CLIENT;
+    const now = budget.tryAcquire(upFront, client);
     if (now) {
       admitted(res, now, asRead);
       return next();
     }
-    waitForBudget(res, upFront).then((grant) => {
+    waitForBudget(res, upFront, client).then((grant) => {
       if (!grant) return;
       admitted(res, grant, asRead);
       next();
     }, next);
   };
 
-  /** Waits for room; undefined when the client left meanwhile. @param {import('express').Response} res @param {number} bytes @returns {Promise<Grant | undefined>} */
-  async function waitForBudget(res, bytes) {
+  /** Waits for room; undefined when the client left meanwhile. @param {import('express').Response} res @param {number} bytes @param {import('./fair-share.js').FairClient} client @returns {Promise<Grant | undefined>} */
+  async function waitForBudget(res, bytes, client) {
     const aborted = new AbortController();
     const onClose = () => aborted.abort();
     res.once('close', onClose);
@@ -66,14 +71,19 @@ export function admitRequest({ budget, maxBodyBytes, metrics, holdBytes }) {
     /** @type {Grant} */
     let grant;
     try {
-      grant = await budget.acquire(bytes, aborted.signal);
+      grant = await budget.acquire(bytes, aborted.signal, client);
     } catch (err) {
-      if (err instanceof AdmissionRefusedError) metrics?.shed(err.reason);
+      if (err instanceof AdmissionRefusedError) {
+        metrics?.shed(err.reason);
+        if (err.reason !== 'aborted') clientMetrics?.refused(client.label, err.reason === 'share' ? 'share' : 'budget');
+      }
       // A client that left waiting gets no answer; the error handler sees the closed response.
       throw err;
     } finally {
       res.off('close', onClose);
-      metrics?.waited((performance.now() - started) / 1000);
+      const seconds = (performance.now() - started) / 1000;
+      metrics?.waited(seconds);
+      clientMetrics?.waited(client.label, seconds);
     }
     if (res.destroyed || res.writableFinished) {
       budget.release(grant);

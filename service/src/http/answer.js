@@ -1,3 +1,5 @@
+import { ONE_CLIENT } from './fair-share.js';
+
 // The answer to a write (a batch or a streamed import): its counts (with `stale` in merge mode, the
 // items that wrote nothing: inserted + updated + stale = received), a representation's rows, or no
 // body when `Prefer: return=` asked; Preference-Applied and Content-Range as asked. With
@@ -31,9 +33,15 @@ export function writtenAnswer(options, { received, inserted, updated, quarantine
   return { status, headers, body };
 }
 
-/** Counts what was written in the metrics. @param {import('../metrics.js').Metrics} metrics @param {boolean} merge @param {WrittenCounts} counts */
-export function countWritten(metrics, merge, { received, inserted, updated, quarantine }) {
+/**
+ * Counts what was written in the metrics, and settles the client's rate charge to the users it sent.
+ * @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics @param {WrittenCounts} counts
+ */
+export function countWritten(res, metrics, { received, inserted, updated, quarantine }) {
+  const merge = res.locals.write.resolution === 'merge';
   metrics.usersReceived.inc(received);
+  res.locals.settleUsers?.(received);
+  metrics.clients.received((res.req.ingestClient ?? ONE_CLIENT).label, received);
   metrics.usersInserted.inc(inserted);
   if (updated > 0) metrics.usersUpdated.inc(updated);
   if (quarantine) for (const [reason, n] of Object.entries(quarantine.byReason())) metrics.usersQuarantined.inc({ reason }, n);
@@ -65,6 +73,6 @@ export function sendAnswer(res, { status, headers, body }, replayed = false) {
  */
 export function answerWritten(res, metrics, counts, rows) {
   const options = res.locals.write;
-  countWritten(metrics, options.resolution === 'merge', counts);
+  countWritten(res, metrics, counts);
   sendAnswer(res, writtenAnswer(options, counts, rows));
 }

@@ -17,17 +17,19 @@ const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
  * Who may POST /users: a client's static token (auth/token-source.js keeps them current) or a JWT
  * (auth/jwt.js); else 401 `unauthorized`, WWW-Authenticate telling missing, malformed
  * (invalid_request) and invalid (invalid_token) apart (RFC 6750). An accepted request carries its
- * client's name in `req.clientName` (the log, the span, the metric); a token is never kept or
- * logged; `apikey` is ignored, as PostgREST does. Nothing configured: every request passes.
+ * client's name in `req.clientName` (the log, the span, the metric) and, given a directory, its
+ * limits in `req.ingestClient` (client-directory.js); a token is never kept or logged; `apikey` is
+ * ignored, as PostgREST does. Nothing configured: every request passes (one client, `anonymous`).
  * @param {{ tokens?: { current: { match: (token: string) => string | undefined } }, verifyJwt?: (token: string) => Promise<string | undefined>,
- *   metrics: AuthMetrics, tracing?: import('../tracing/tracing.js').Tracing }} deps @returns {import('express').RequestHandler}
+ *   metrics: AuthMetrics, tracing?: import('../tracing/tracing.js').Tracing, clients?: import('./client-directory.js').ClientDirectory }} deps @returns {import('express').RequestHandler}
  */
-export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING }) {
+export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING, clients }) {
   if (!tokens && !verifyJwt) return (_req, _res, next) => next();
 
-  /** @param {import('express').Request} req @param {string} client @param {string} label */
-  const accept = (req, client, label) => {
+  /** @param {import('express').Request} req @param {string} client @param {string} label @param {import('./client-directory.js').Client} [limited] */
+  const accept = (req, client, label, limited) => {
     req.clientName = client;
+    if (limited) req.ingestClient = limited;
     metrics.accepted(label);
     tracing.activeSpan()?.setAttribute('sluice.client', client);
   };
@@ -50,14 +52,14 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING 
 
     const client = tokens?.current.match(token);
     if (client !== undefined) {
-      accept(req, client, client);
+      accept(req, client, client, clients?.named(client));
       return next();
     }
     if (!verifyJwt || !JWT_SHAPE.test(token)) return refuse(req, next, 'invalid', 'unknown_token');
     // Returned: Express 5 passes a rejection to the error handler rather than losing it.
     return verifyJwt(token).then(
       (subject) => {
-        accept(req, subject ?? JWT_LABEL, JWT_LABEL);
+        accept(req, subject ?? JWT_LABEL, JWT_LABEL, clients?.jwt(subject));
         return next();
       },
       (err) => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { API_ERRORS, ApiError, DatabaseTimeoutError, DatabaseUnavailableError, InvalidBatchError, OutcomeUnknownError, UnauthorizedError, itemErrorsAsDetails } from '../errors.js';
+import { API_ERRORS, ApiError, DatabaseTimeoutError, DatabaseUnavailableError, InvalidBatchError, OutcomeUnknownError, RateLimitedError, UnauthorizedError, itemErrorsAsDetails } from '../errors.js';
 import { finishUnreadBody } from './unread-body.js';
 
 /**
@@ -20,8 +20,10 @@ export function describeError(err) {
   body.code = spec.pgrst;
   body.details = apiError.details ?? (apiError instanceof InvalidBatchError ? itemErrorsAsDetails(apiError.errors) : null);
   body.hint = spec.hint ?? null;
-  // A 401 says in WWW-Authenticate which credential it refused (one of the values the document lists).
-  const headers = { ...('headers' in spec ? spec.headers : {}), ...(apiError instanceof UnauthorizedError ? apiError.headers : {}) };
+  // A 401 says in WWW-Authenticate which credential it refused (one of the values the document lists);
+  // a 429 its own Retry-After and RateLimit fields.
+  const own = apiError instanceof UnauthorizedError || apiError instanceof RateLimitedError ? apiError.headers : {};
+  const headers = { ...('headers' in spec ? spec.headers : {}), ...own };
   return { status: spec.status, headers, body, apiError };
 }
 

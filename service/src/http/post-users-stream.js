@@ -55,7 +55,7 @@ export function postUsersStream({ format, importUsers, admit, maxStreamBytes, id
     }
     metrics.streamSize.observe(outcome.received);
     if (!outcome.answer) return answerWritten(res, metrics, outcome);
-    countWritten(metrics, res.locals.write.resolution === 'merge', outcome);
+    countWritten(res, metrics, outcome);
     sendAnswer(res, outcome.answer);
   }
 }

@@ -74,7 +74,7 @@ export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRA
     metrics.batchSize.observe(received);
     const counts = { received, inserted: outcome.inserted, updated: outcome.updated, quarantine };
     if (!outcome.answer) return answerWritten(res, metrics, counts, shown(outcome));
-    countWritten(metrics, resolution === 'merge', counts);
+    countWritten(res, metrics, counts);
     sendAnswer(res, outcome.answer);
   };
 }

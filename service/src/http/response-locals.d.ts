@@ -14,6 +14,8 @@ declare global {
       idempotency?: RequestKey;
       /** Admission's allowance of a body charged as it is read (admission.js). */
       bodyAllowance?: BodyAllowance;
+      /** The rate limit's charge settled to the users a write held (rate-limit.js; answer.js calls it). */
+      settleUsers?: (users: number) => void;
     }
   }
 }

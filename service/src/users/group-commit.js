@@ -16,8 +16,11 @@ import { byEmail } from './user-schema.js';
 // with its own key and answer, user-writer.js); per email in the order sent. A failed group asks the write policy (every request's 503, or each written alone;
 // one locked out alone to the slow lane). The rules: docs/architecture.md, "Group commit".
 
+/** Group commit's write slots, each a statement on a pooled connection at once. */
+export const GROUP_WRITE_SLOTS = 2;
+
 /** @param {{ write: Write, policy: import('./write-policy.js').WritePolicy, maxRows: number, maxInFlight?: number, maxSlow?: number, observe?: (group: { requests: number, rows: number, waitedSeconds: number[] }) => void, tracing?: Tracing }} options */
-export function createGroupCommit({ write, policy, maxRows, maxInFlight = 2, maxSlow = 4, observe = () => {}, tracing = NO_TRACING }) {
+export function createGroupCommit({ write, policy, maxRows, maxInFlight = GROUP_WRITE_SLOTS, maxSlow = 4, observe = () => {}, tracing = NO_TRACING }) {
   let waiting = /** @type {Waiting[]} */ ([]);
   const alone = /** @type {Waiting[]} */ ([]); // a failed group's requests, written alone first
   const busy = /** @type {Set<string>} */ (new Set()); // emails taken and not yet answered

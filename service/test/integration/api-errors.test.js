@@ -202,6 +202,18 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     }
   });
 
+  test('429: a client over the rate declared with its token (rate_limited), before its body is read', async () => {
+    const limited = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKENS: JSON.stringify({ limited: { token: TOKEN, rate: 1, burst: 1 } }) } });
+    try {
+      assert.equal((await limited.postUsers(makeUsers(2), { token: TOKEN })).status, 201);
+      const res = await limited.postUsers(makeUsers(2), { token: TOKEN });
+      expectCode('rate_limited', 'post', '/users', res);
+      assert.ok(Number(res.headers.get('retry-after')) >= 1);
+    } finally {
+      await limited.close();
+    }
+  });
+
   test('503: a row held by another writer past DB_LOCK_TIMEOUT_MS (lock_timeout), a statement past DB_STATEMENT_TIMEOUT_MS (statement_timeout)', async () => {
     const slow = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKEN: TOKEN, DB_LOCK_TIMEOUT_MS: '200', DB_STATEMENT_TIMEOUT_MS: '500' } });
     const holder = new pg.Client(db.url);

@@ -29,7 +29,7 @@ describe('the OpenAPI document', () => {
 
   test('every route the service answers is in it', () => {
     assert.deepEqual(Object.keys(doc.paths).sort(), ['/healthz', '/metrics', '/openapi.json', '/readyz', '/users']);
-    assert.deepEqual(Object.keys(doc.paths['/users'].post.responses).sort(), ['200', '201', '400', '401', '408', '409', '413', '415', '417', '422', '431', '500', '501', '503']);
+    assert.deepEqual(Object.keys(doc.paths['/users'].post.responses).sort(), ['200', '201', '400', '401', '408', '409', '413', '415', '417', '422', '429', '431', '500', '501', '503']);
   });
 
   test('every code of the error catalogue is documented where it can be answered, with its headers', () => {

@@ -1,0 +1,76 @@
+import { JWT_LABEL } from './authenticate.js';
+import { TokenBucket } from './rate-limit.js';
+
+// Who a request is for, as admission and the rate limit see it (without credentials, nobody is set:
+// fair-share.js's ONE_CLIENT, `anonymous`): a client's name, its bounded metric
+// label, its weight and cap (fair-share.js) and its token bucket (rate-limit.js), from the limits
+// declared with its token (INGEST_TOKENS, read again with it: a changed limit applies at once, the
+// bucket's level carried over) or, for a JWT's client, the JWT_CLIENT_ defaults. Made once a client
+// and kept, so a request allocates nothing here.
+
+/** @typedef {import('@sluice/env/named-tokens').ClientLimits} ClientLimits */
+/** @typedef {import('./fair-share.js').FairClient & { name: string, bucket?: TokenBucket, limits?: ClientLimits }} Client */
+
+/** JWT clients remembered at most (their subjects are the clients' own words): past it, forgotten all at once. */
+const JWT_CLIENTS = 10_000;
+
+/** @param {string} key @param {string} name @param {string} label @param {ClientLimits | undefined} limits @param {number} now @returns {Client} */
+function clientOf(key, name, label, limits, now) {
+  return {
+    key, name, label, limits,
+    weight: limits?.weight ?? 1,
+    ...(limits?.maxInFlightBytes !== undefined ? { maxInFlightBytes: limits.maxInFlightBytes } : {}),
+    ...(limits?.rate !== undefined ? { bucket: new TokenBucket({ rate: limits.rate, burst: limits.burst }, now) } : {}),
+  };
+}
+
+const sameLimits = (/** @type {ClientLimits | undefined} */ a, /** @type {ClientLimits | undefined} */ b) => JSON.stringify(a ?? {}) === JSON.stringify(b ?? {});
+
+export class ClientDirectory {
+  /** @type {Map<string, Client>} */ #named = new Map();
+  /** @type {Map<string, Client>} */ #jwt = new Map();
+  /** @type {unknown} */ #set;
+
+  /**
+   * @param {{ tokens?: { current: { limitsOf: (name: string) => ClientLimits | undefined } }, jwtLimits?: ClientLimits, now?: () => number }} options
+   *   tokens: the static tokens in force (auth/token-source.js); jwtLimits: every JWT client's
+   */
+  constructor({ tokens, jwtLimits, now = () => performance.now() } = {}) {
+    this.tokens = tokens;
+    this.jwtLimits = jwtLimits;
+    this.now = now;
+  }
+
+  /** The client of a static token, by its configured name (its own label). @param {string} name */
+  named(name) {
+    const set = this.tokens?.current;
+    if (set !== this.#set) this.#reread(set);
+    let client = this.#named.get(name);
+    if (!client) this.#named.set(name, (client = clientOf(name, name, name, set?.limitsOf(name), this.now())));
+    return client;
+  }
+
+  /** A JWT's client, by its claim (undefined: one for all), labelled `jwt`. @param {string | undefined} subject */
+  jwt(subject) {
+    const key = `jwt:${subject ?? ''}`;
+    let client = this.#jwt.get(key);
+    if (!client) {
+      if (this.#jwt.size >= JWT_CLIENTS) this.#jwt.clear();
+      this.#jwt.set(key, (client = clientOf(key, subject ?? JWT_LABEL, JWT_LABEL, this.jwtLimits, this.now())));
+    }
+    return client;
+  }
+
+  /** The tokens were read again: a client whose limits changed is made again, its bucket's level kept. @param {unknown} set */
+  #reread(set) {
+    this.#set = set;
+    const current = /** @type {{ limitsOf: (name: string) => ClientLimits | undefined } | undefined} */ (set);
+    for (const [name, old] of this.#named) {
+      const limits = current?.limitsOf(name);
+      if (sameLimits(old.limits, limits)) continue;
+      const made = clientOf(name, name, name, limits, this.now());
+      if (made.bucket && old.bucket) made.bucket.tokens = Math.min(made.bucket.burst, old.bucket.tokens);
+      this.#named.set(name, made);
+    }
+  }
+}

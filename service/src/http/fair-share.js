@@ -1,0 +1,95 @@
+// Where fairness between clients is decided: who waiting for the admission budget goes next
+// (start-time fair queuing over bytes, by weight: each client's requests in its own order, the
+// clients in turn), and how much one client may hold while others wait (its weighted share). No
+// HTTP and no budget: admission-budget.js asks it.
+
+/**
+ * Who a request is for: key, the client's identity (its name; a JWT's subject); label, its bounded
+ * metric label; weight, its share against the others; maxInFlightBytes, what it may hold at once.
+ * @typedef {{ key: string, label: string, weight: number, maxInFlightBytes?: number }} FairClient
+ */
+
+/** A service without credentials, or a caller that names none: one client. @type {FairClient} */
+export const ONE_CLIENT = Object.freeze({ key: 'anonymous', label: 'anonymous', weight: 1 });
+
+/**
+ * Whether `client`, holding `heldBytes`, may hold `bytes` more: always when it holds nothing (a
+ * request larger than its share runs alone rather than never); else within its own cap, and, while
+ * others wait, within its weighted share of `budgetBytes`.
+ * @param {FairClient} client @param {number} heldBytes @param {number} bytes @param {number} othersWaitingWeight @param {number} budgetBytes
+ */
+export function withinShare(client, heldBytes, bytes, othersWaitingWeight, budgetBytes) {
+  if (heldBytes <= 0) return true;
+  if (client.maxInFlightBytes !== undefined && heldBytes + bytes > client.maxInFlightBytes) return false;
+  return othersWaitingWeight === 0 || heldBytes + bytes <= shareOf(client, othersWaitingWeight, budgetBytes);
+}
+
+/** A client's share of `bytes` against the others waiting. @param {FairClient} client @param {number} othersWaitingWeight @param {number} bytes */
+export const shareOf = (client, othersWaitingWeight, bytes) => (bytes * client.weight) / (client.weight + othersWaitingWeight);
+
+/** @template {{ bytes: number }} T @typedef {{ client: FairClient, queue: (T & { start: number })[], finish: number }} Flow */
+
+/**
+ * Waiting requests, a queue per client. The next is the head with the smallest start tag: a
+ * request's start is its client's previous finish, or the virtual time now if later, and its finish
+ * that plus its bytes over its client's weight. So a client that has waited little goes before one
+ * with a backlog, whatever the backlog, and over time each client is let in bytes in proportion to
+ * its weight.
+ * @template {{ bytes: number }} T
+ */
+export class FairQueue {
+  /** @type {Map<string, Flow<T>>} */ #flows = new Map();
+  #virtual = 0;
+  #length = 0;
+
+  get length() {
+    return this.#length;
+  }
+
+  /** The clients waiting, each once. @returns {Iterable<FairClient>} */
+  *clients() {
+    for (const flow of this.#flows.values()) yield flow.client;
+  }
+
+  /** Whether `key` has a request waiting here. @param {string} key */
+  has(key) {
+    return this.#flows.has(key);
+  }
+
+  /** @param {FairClient} client @param {T} item */
+  push(client, item) {
+    let flow = this.#flows.get(client.key);
+    if (!flow) this.#flows.set(client.key, (flow = { client, queue: [], finish: this.#virtual }));
+    const start = Math.max(this.#virtual, flow.finish);
+    flow.finish = start + item.bytes / client.weight;
+    flow.queue.push(Object.assign(item, { start }));
+    this.#length++;
+  }
+
+  /**
+   * The next request, its client's first, of the clients `skip` leaves in (it skips a client whose
+   * first is over its own limit); undefined when none. @param {(client: FairClient, first: T) => boolean} [skip] @returns {T | undefined}
+   */
+  peek(skip) {
+    /** @type {(T & { start: number }) | undefined} */
+    let next;
+    for (const flow of this.#flows.values()) {
+      const head = flow.queue[0];
+      if ((next === undefined || head.start < next.start) && (skip === undefined || !skip(flow.client, head))) next = head;
+    }
+    return next;
+  }
+
+  /** Takes `item` out (let in or given up); false when it is not waiting. @param {FairClient} client @param {T} item */
+  remove(client, item) {
+    const flow = this.#flows.get(client.key);
+    const at = flow ? flow.queue.indexOf(/** @type {T & { start: number }} */ (item)) : -1;
+    if (!flow || at === -1) return false;
+    const [taken] = flow.queue.splice(at, 1);
+    this.#length--;
+    // Let in: the virtual time moves to where it started. A client with nothing left waiting starts afresh.
+    if (at === 0) this.#virtual = Math.max(this.#virtual, taken.start);
+    if (flow.queue.length === 0) this.#flows.delete(client.key);
+    return true;
+  }
+}

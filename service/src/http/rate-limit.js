@@ -1,0 +1,88 @@
+import { RateLimitedError } from '../errors.js';
+
+// A client's rate in users a second, with a burst (a token bucket, as Loki's ingestion_rate and
+// ingestion_burst_size): a request is charged before its body is read, from its Content-Length
+// (ESTIMATED_USER_BYTES a user), and settled to the users it held once answered; over the rate, 429
+// with Retry-After and the IETF httpapi RateLimit headers, nothing read or written.
+
+/** Bytes of JSON a user is taken to be before the body is read: its real count settles the charge. */
+export const ESTIMATED_USER_BYTES = 100;
+/** The RateLimit-Policy's name: the quota is of users. */
+const POLICY = '"users"';
+
+/** @typedef {{ rate: number, burst?: number }} Rate */
+
+export class TokenBucket {
+  /** @param {Rate} limit @param {number} now  ms (performance.now) */
+  constructor({ rate, burst = rate }, now) {
+    this.rate = rate;
+    this.burst = burst;
+    this.tokens = burst;
+    this.updated = now;
+    this.policy = `${POLICY};q=${Math.round(burst)};w=${Math.max(1, Math.ceil(burst / rate))}`;
+  }
+
+  /** @param {number} now */
+  #refill(now) {
+    if (now > this.updated) this.tokens = Math.min(this.burst, this.tokens + ((now - this.updated) / 1000) * this.rate);
+    this.updated = now;
+  }
+
+  /**
+   * Takes `users` (a request larger than the burst once the bucket holds the burst, into debt),
+   * answering 0, or the seconds until it could be taken (nothing taken). @param {number} users @param {number} now
+   */
+  take(users, now) {
+    this.#refill(now);
+    const needed = Math.max(1, Math.min(users, this.burst));
+    if (this.tokens >= needed) {
+      this.tokens -= users;
+      return 0;
+    }
+    return (needed - this.tokens) / this.rate;
+  }
+
+  /** What was taken corrected by `users` (more: taken too; fewer: given back). @param {number} users */
+  settle(users) {
+    this.tokens = Math.min(this.burst, this.tokens - users);
+  }
+
+  /** The RateLimit header: users left now and seconds until the bucket is full. @param {number} now */
+  state(now) {
+    this.#refill(now);
+    const remaining = Math.max(0, Math.floor(this.tokens));
+    return `${POLICY};r=${remaining};t=${Math.ceil((this.burst - Math.min(this.burst, this.tokens)) / this.rate)}`;
+  }
+}
+
+/** Users a request is charged before its body is read: from its Content-Length, else 1 (settled once read). @param {import('node:http').IncomingMessage} req */
+export function estimatedUsers(req) {
+  const length = Number(req.headers['content-length']);
+  return Number.isSafeInteger(length) && length > 0 ? Math.max(1, Math.floor(length / ESTIMATED_USER_BYTES)) : 1;
+}
+
+/**
+ * The step that charges a request to its client's bucket (http/client-directory.js gives a client
+ * one when its rate is declared), or refuses it with 429 before its body is read. The answer to a
+ * client with a rate carries RateLimit-Policy and RateLimit whatever its status; answer.js settles
+ * the charge through res.locals.settleUsers.
+ * @param {{ refused: (label: string) => void, now?: () => number }} deps @returns {import('express').RequestHandler}
+ */
+export function limitRate({ refused, now = () => performance.now() }) {
+  return (req, res, next) => {
+    const bucket = req.ingestClient?.bucket;
+    if (!bucket) return next();
+    const client = /** @type {import('./client-directory.js').Client} */ (req.ingestClient);
+    const at = now();
+    const charged = estimatedUsers(req);
+    const waitSeconds = bucket.take(charged, at);
+    if (waitSeconds > 0) {
+      refused(client.label);
+      return next(new RateLimitedError(client.name, bucket, Math.max(1, Math.ceil(waitSeconds)), bucket.state(at)));
+    }
+    res.setHeader('RateLimit-Policy', bucket.policy);
+    res.setHeader('RateLimit', bucket.state(at));
+    res.locals.settleUsers = (users) => bucket.settle(users - charged);
+    next();
+  };
+}

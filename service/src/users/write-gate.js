@@ -1,0 +1,24 @@
+// Writes of one kind let through at most `slots` at a time, the others waiting in order: so large
+// requests written on their own never hold every pooled connection, and group commit's statements
+// (small requests, every client's) always find one.
+
+/** @param {number} slots @returns {<T>(write: () => Promise<T>) => Promise<T>} */
+export function createWriteGate(slots) {
+  let free = slots;
+  /** @type {(() => void)[]} */
+  const waiting = [];
+  const leave = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else free++;
+  };
+  return async (write) => {
+    if (free > 0) free--;
+    else await new Promise((resolve) => waiting.push(() => resolve(undefined)));
+    try {
+      return await write();
+    } finally {
+      leave();
+    }
+  };
+}

@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { parseNamedTokens } from '@sluice/env/named-tokens';
+import { RateLimitedError } from '../../src/errors.js';
+import { describeError } from '../../src/http/error-handler.js';
+import { ClientDirectory } from '../../src/http/client-directory.js';
+import { ESTIMATED_USER_BYTES, TokenBucket, limitRate } from '../../src/http/rate-limit.js';
+import { TokenSet } from '../../src/auth/token-set.js';
+
+// An IETF httpapi RateLimit item: a quoted name and integer parameters.
+const POLICY = /^"users";q=(\d+);w=(\d+)$/;
+const STATE = /^"users";r=(\d+);t=(\d+)$/;
+
+describe('rate limit: a token bucket in users a second, charged before the body (unit)', () => {
+  test('a burst at once, then the rate; a request over the burst taken when the bucket is full, into debt', () => {
+    const bucket = new TokenBucket({ rate: 100, burst: 200 }, 0);
+    assert.equal(bucket.take(150, 0), 0);
+    assert.equal(bucket.take(100, 0), 0.5, 'short by 50 users: half a second at 100 a second');
+    assert.equal(bucket.take(100, 500), 0);
+    assert.equal(bucket.take(1000, 500), 2, 'over the burst: waits for the whole burst');
+    assert.equal(bucket.take(1000, 2500), 0, 'then taken whole');
+    assert.ok(bucket.tokens < 0, 'in debt');
+    assert.equal(bucket.take(1, 2500), (1 - bucket.tokens) / 100);
+  });
+
+  test('settled to the users the request held: fewer given back, more taken', () => {
+    const bucket = new TokenBucket({ rate: 10, burst: 100 }, 0);
+    bucket.take(80, 0);
+    bucket.settle(-30);
+    assert.equal(bucket.tokens, 50);
+    bucket.settle(70);
+    assert.equal(bucket.tokens, -20);
+    bucket.settle(-500);
+    assert.equal(bucket.tokens, 100, 'never more than the burst');
+  });
+
+  test('over any sequence of requests, users taken never exceed the burst plus the rate times the time', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 1, max: 10_000, noNaN: true }), fc.integer({ min: 1, max: 5000 }),
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 2000 }), users: fc.integer({ min: 1, max: 20_000 }) }), { maxLength: 100 }),
+        (rate, burst, requests) => {
+          const bucket = new TokenBucket({ rate, burst }, 0);
+          let now = 0;
+          let taken = 0;
+          let lastTaken = 0;
+          for (const { gapMs, users } of requests) {
+            now += gapMs;
+            if (bucket.take(users, now) === 0) {
+              taken += users;
+              lastTaken = users;
+            }
+          }
+          // The last request taken may have gone into debt; everything before it fits the budget.
+          return taken - lastTaken <= burst + (rate * now) / 1000 + 1e-6;
+        },
+      ),
+    );
+  });
+
+  test('its RateLimit fields are the IETF syntax: the policy q (burst) w (its seconds), the state r (left) t (until full)', () => {
+    const bucket = new TokenBucket({ rate: 1000, burst: 5000 }, 0);
+    assert.deepEqual(POLICY.exec(bucket.policy)?.slice(1), ['5000', '5']);
+    bucket.take(4500, 0);
+    assert.deepEqual(STATE.exec(bucket.state(0))?.slice(1), ['500', '5']);
+    assert.deepEqual(STATE.exec(bucket.state(5000))?.slice(1), ['5000', '0']);
+  });
+});
+
+/** @param {Record<string, string>} headers @param {import('../../src/http/client-directory.js').Client} client */
+function run(middleware, client, headers) {
+  const req = /** @type {any} */ ({ headers, ingestClient: client });
+  /** @type {Record<string, string>} */
+  const set = {};
+  const res = /** @type {any} */ ({ locals: {}, setHeader: (/** @type {string} */ k, /** @type {string} */ v) => (set[k] = v) });
+  /** @type {unknown[]} */
+  const calls = [];
+  middleware(req, res, (/** @type {unknown} */ err) => calls.push(err));
+  return { res, set, err: calls[0], called: calls.length };
+}
+
+describe('limitRate: 429 before the body is read (unit)', () => {
+  const tokens = { current: new TokenSet(parseNamedTokens(JSON.stringify({ noisy: { token: 'tok-noisy', rate: 100, burst: 100 }, quiet: 'tok-quiet' }))) };
+  let now = 0;
+  const clients = new ClientDirectory({ tokens, now: () => now });
+  /** @type {string[]} */
+  const refused = [];
+  const middleware = limitRate({ refused: (label) => refused.push(label), now: () => now });
+
+  test('a client without a rate passes untouched; one with a rate is charged from Content-Length', () => {
+    const quiet = run(middleware, clients.named('quiet'), { 'content-length': '1000000' });
+    assert.equal(quiet.err, undefined);
+    assert.deepEqual(quiet.set, {});
+    const noisy = run(middleware, clients.named('noisy'), { 'content-length': String(60 * ESTIMATED_USER_BYTES) });
+    assert.equal(noisy.err, undefined);
+    assert.match(noisy.set['RateLimit-Policy'], POLICY);
+    assert.deepEqual(STATE.exec(noisy.set.RateLimit)?.slice(1), ['40', '1']);
+    // The body held 30 users: 30 given back.
+    noisy.res.locals.settleUsers(30);
+    assert.equal(clients.named('noisy').bucket?.tokens, 70);
+  });
+
+  test('over its rate: a 429 rate_limited naming the client and its rate, Retry-After and both RateLimit fields, before any body', () => {
+    const over = run(middleware, clients.named('noisy'), { 'content-length': String(90 * ESTIMATED_USER_BYTES) });
+    assert.ok(over.err instanceof RateLimitedError);
+    assert.deepEqual(refused, ['noisy']);
+    const { status, headers, body } = describeError(over.err);
+    assert.equal(status, 429);
+    assert.equal(body.error, 'rate_limited');
+    assert.match(String(body.message), /"noisy" is over its rate of 100 users a second \(burst 100\)/);
+    assert.equal(headers['Retry-After'], '1');
+    assert.match(headers['RateLimit-Policy'], POLICY);
+    assert.deepEqual(STATE.exec(headers.RateLimit)?.slice(1), ['70', '1']);
+    now += 1000;
+    assert.equal(run(middleware, clients.named('noisy'), { 'content-length': String(90 * ESTIMATED_USER_BYTES) }).err, undefined, 'a second later it fits');
+  });
+
+  test('a body without a length is let in while the bucket holds a user, and charged once read', () => {
+    now += 10_000;
+    const chunked = run(middleware, clients.named('noisy'), { 'transfer-encoding': 'chunked' });
+    assert.equal(chunked.err, undefined);
+    chunked.res.locals.settleUsers(500);
+    assert.ok(run(middleware, clients.named('noisy'), { 'transfer-encoding': 'chunked' }).err instanceof RateLimitedError, 'in debt: refused');
+  });
+});
+
+describe('client directory: limits declared with the token, read again with it (unit)', () => {
+  test('a changed rate applies at once and keeps the bucket level; weights and caps come along; JWT clients share the defaults', () => {
+    const holder = { current: new TokenSet(parseNamedTokens('{"a": {"token": "tok-a", "rate": 10, "burst": 10}, "b": "tok-b"}')) };
+    const clients = new ClientDirectory({ tokens: holder, jwtLimits: { rate: 5, weight: 2 }, now: () => 0 });
+    const a = clients.named('a');
+    a.bucket?.take(8, 0);
+    assert.equal(clients.named('a'), a, 'made once');
+    holder.current = new TokenSet(parseNamedTokens('{"a": {"token": "tok-a", "rate": 50, "burst": 100, "weight": 4}, "b": {"token": "tok-b", "maxInFlightBytes": 65536}}'));
+    const again = clients.named('a');
+    assert.notEqual(again, a);
+    assert.equal(again.bucket?.rate, 50);
+    assert.equal(again.bucket?.tokens, 2, 'the level carried over');
+    assert.equal(again.weight, 4);
+    assert.equal(clients.named('b').maxInFlightBytes, 65536);
+    const jwt = clients.jwt('crm');
+    assert.deepEqual([jwt.label, jwt.name, jwt.weight, jwt.bucket?.rate], ['jwt', 'crm', 2, 5]);
+    assert.notEqual(clients.jwt('other').bucket, jwt.bucket, 'each JWT client its own bucket');
+  });
+
+  test('limits are checked with the tokens: a problem names the client and the setting, never the token', () => {
+    for (const [value, problem] of /** @type {[unknown, RegExp][]} */ ([
+      [{ token: 'tok-secret', rate: 0 }, /"a" a rate that is not a number from/],
+      [{ token: 'tok-secret', rate: 'fast' }, /"a" a rate that is not/],
+      [{ token: 'tok-secret', burst: 10 }, /"a" a burst without a rate/],
+      [{ token: 'tok-secret', maxInFlightBytes: 1.5 }, /"a" a maxInFlightBytes that is not a whole number/],
+      [{ token: 'tok-secret', speed: 1 }, /"a" a setting "speed" that is not one/],
+      [{ rate: 10 }, /"a" no token/],
+    ])) {
+      assert.throws(() => parseNamedTokens(JSON.stringify({ a: value })), (err) => err instanceof TypeError && problem.test(err.message) && !err.message.includes('tok-secret'));
+    }
+    assert.deepEqual(parseNamedTokens('{"a": {"token": "tok-a", "rate": 10}, "b": "tok-b"}'), [{ name: 'a', token: 'tok-a', limits: { rate: 10 } }, { name: 'b', token: 'tok-b' }]);
+  });
+});
