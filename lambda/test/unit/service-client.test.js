@@ -98,7 +98,7 @@ describe('postUsers (unit, scripted service, mocked clock)', () => {
     const throttled = answer(429, { error: 'rate_limited' }, { 'retry-after': '1' });
     const calls = scriptService([throttled, throttled, throttled, throttled, answer(503), stored]);
     const { outcome, attempts } = await post({ deadline: START + 60_000 });
-    assert.deepEqual(outcome, { kind: 'stored', inserted: 2, updated: 0, stale: 0 });
+    assert.deepEqual(outcome, { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0 });
     assert.deepEqual(attempts, [false, true, true, true, true, true]);
     // Four 1 s waits as told, then the 503's first backoff step (half of 200), not the fifth.
     assert.deepEqual(calls.slice(1).map((c, i) => c.at - calls[i].at), [1000, 1000, 1000, 1000, 100]);
