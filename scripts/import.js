@@ -181,7 +181,17 @@ function retryAfterOf({ status, text, retryAfter }) {
   const seconds = Number(retryAfter);
   if (!Number.isFinite(seconds) || seconds < 0) return undefined;
   if (status === 429) return seconds;
-  return status === 503 && /^\s*\{/.test(text) && JSON.parse(text).error === 'overloaded' ? seconds : undefined;
+  return status === 503 && errorCodeOf(text) === 'overloaded' ? seconds : undefined;
+}
+
+/** The catalogue's `error` of an answer's body; undefined when the body is not the service's JSON (a proxy's page). @param {string} text */
+function errorCodeOf(text) {
+  try {
+    const error = JSON.parse(text)?.error;
+    return typeof error === 'string' ? error : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 try {

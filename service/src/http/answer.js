@@ -12,6 +12,9 @@ import { ONE_CLIENT } from './fair-share.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** The users written or found already there: those received less those set aside. @param {number} received @param {WrittenCounts['quarantine']} quarantine */
+const validOf = (received, quarantine) => received - (quarantine?.count ?? 0);
+
 /**
  * The answer to `counts` under the request's write options. @param {import('./write-options.js').WriteOptions} options
  * @param {WrittenCounts} counts @param {string} [rows]  representation.js's JSON @returns {StoredAnswer}
@@ -25,7 +28,7 @@ export function writtenAnswer(options, { received, inserted, updated, quarantine
   headers['Content-Type'] = JSON_TYPE;
   if (rows !== undefined) return { status, headers, body: rows };
   const quarantined = quarantine?.count ?? 0;
-  const valid = received - quarantined;
+  const valid = validOf(received, quarantine);
   const counts = options.resolution === 'merge'
     ? { received, inserted, updated, stale: valid - inserted - updated, duplicates: valid - inserted }
     : { received, inserted, updated, duplicates: valid - inserted };
@@ -45,7 +48,7 @@ export function countWritten(res, metrics, { received, inserted, updated, quaran
   metrics.usersInserted.inc(inserted);
   if (updated > 0) metrics.usersUpdated.inc(updated);
   if (quarantine) for (const [reason, n] of Object.entries(quarantine.byReason())) metrics.usersQuarantined.inc({ reason }, n);
-  const stale = merge ? received - (quarantine?.count ?? 0) - inserted - updated : 0;
+  const stale = merge ? validOf(received, quarantine) - inserted - updated : 0;
   if (stale > 0) metrics.usersStale.inc(stale);
 }
 

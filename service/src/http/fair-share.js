@@ -9,8 +9,10 @@
  * @typedef {{ key: string, label: string, weight: number, maxInFlightBytes?: number }} FairClient
  */
 
+/** The name of a request's client when no credential is configured: one client for all (its keys, its set-aside items, its share). */
+export const ANONYMOUS_CLIENT = 'anonymous';
 /** A service without credentials, or a caller that names none: one client. @type {FairClient} */
-export const ONE_CLIENT = Object.freeze({ key: 'anonymous', label: 'anonymous', weight: 1 });
+export const ONE_CLIENT = Object.freeze({ key: ANONYMOUS_CLIENT, label: ANONYMOUS_CLIENT, weight: 1 });
 
 /**
  * Whether `client`, holding `heldBytes`, may hold `bytes` more: always when it holds nothing (a

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { ApiError } from '../errors.js';
 import { answerOfTaken } from '../users/idempotency-keys.js';
 import { sendAnswer } from './answer.js';
+import { ANONYMOUS_CLIENT } from './fair-share.js';
 
 // The Idempotency-Key header (IETF httpapi draft): read before the body, as a Structured Field
 // string (RFC 8941), scoped by the request's client; the request's fingerprint (its content type,
@@ -10,8 +11,6 @@ import { sendAnswer } from './answer.js';
 // `Idempotent-Replayed: true`, or the catalogue's 422 or 409.
 
 const MAX_KEY_LENGTH = 255;
-/** The client of every request when no credential is configured. */
-export const ANONYMOUS_CLIENT = '';
 
 /**
  * A request's key: its scope and name, and the fingerprint taken of it so far (`update` with its

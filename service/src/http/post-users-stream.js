@@ -1,7 +1,8 @@
 import { ApiError } from '../errors.js';
-import { ANONYMOUS_CLIENT, Quarantine } from '../users/quarantine.js';
+import { Quarantine } from '../users/quarantine.js';
 import { answerWritten, countWritten, sendAnswer, writtenAnswer } from './answer.js';
 import { sendContinue } from './expect-continue.js';
+import { ANONYMOUS_CLIENT } from './fair-share.js';
 import { keyForWriter, replayTaken } from './idempotency-key.js';
 import { ClientGoneError } from './read-body.js';
 import { checkStreamHeaders, readStream } from './stream-body.js';

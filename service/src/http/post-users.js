@@ -1,8 +1,9 @@
 import { ApiError, emptyBatchMessage } from '../errors.js';
 import { NO_TRACING } from '../tracing/tracing.js';
-import { ANONYMOUS_CLIENT, Quarantine, setAsideInvalid } from '../users/quarantine.js';
+import { Quarantine, setAsideInvalid } from '../users/quarantine.js';
 import { checkUserBatch, oncePerEmail } from '../users/user-schema.js';
 import { answerWritten, countWritten, sendAnswer, writtenAnswer } from './answer.js';
+import { ANONYMOUS_CLIENT } from './fair-share.js';
 import { keyForWriter, replayTaken } from './idempotency-key.js';
 import { representation } from './representation.js';
 import { READ_COLUMNS } from './write-query.js';

@@ -21,8 +21,6 @@ export const DEFAULT_MAX_INVALID = 100;
 export const MAX_INVALID_LIMIT = 10_000;
 /** Characters of set-aside items a streamed body may hold before it keeps them (ignore mode: at each chunk's end; merge mode: at its end), past which it is refused as over its bound. */
 export const QUARANTINE_HOLD_CHARS = 1024 * 1024;
-/** The client of a request that needed no credentials, as its set-aside items name it. */
-export const ANONYMOUS_CLIENT = 'anonymous';
 /** Characters of set-aside items past which a stream keeps them at its next chunk's end (fewer round trips than a statement a chunk). */
 export const QUARANTINE_KEEP_CHARS = 256 * 1024;
 /** What replaces a plaintext password's value. */

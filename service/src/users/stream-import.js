@@ -168,6 +168,7 @@ function validatedBody(texts, format, quarantine) {
   /** @param {import('./quarantine.js').QuarantinedItem} item */
   const setAside = (item) => {
     const q = /** @type {Quarantine} */ (quarantine);
+    if (format === 'csv') q.csvHeader ??= parser.columns?.join(',') ?? null;
     q.add(item);
     if (!q.isOver) return;
     settingAside = false;
@@ -194,8 +195,6 @@ function validatedBody(texts, format, quarantine) {
       ? duplicates.map((field) => ({ index, field, message: 'is given more than once in this object; send each field once' }))
       : /** @type {import('../errors.js').ItemError[]} */ (checked);
     if (!settingAside) return refuse(found, line);
-    const q = /** @type {Quarantine} */ (quarantine);
-    if (format === 'csv') q.csvHeader ??= parser.columns?.join(',') ?? null;
     const kept = format === 'csv' ? keptText(text) : keptJson(item, text);
     setAside({ position: index, line, reason: 'invalid_user', errors: found.map((problem) => ({ ...problem, line })), item: kept });
   };
@@ -204,8 +203,6 @@ function validatedBody(texts, format, quarantine) {
     const index = received++;
     const found = [{ index, field: null, message, line }];
     if (!settingAside) return refuse(found, line);
-    const q = /** @type {Quarantine} */ (quarantine);
-    if (format === 'csv') q.csvHeader ??= parser.columns?.join(',') ?? null;
     setAside({ position: index, line, reason: format === 'csv' ? 'malformed_csv' : 'malformed_json', errors: found, item: keptText(text) });
   };
   const parser = format === 'csv' ? createCsvParser(quarantine && { onUnreadable }) : createNdjsonParser(quarantine && { onUnreadable });
