@@ -36,6 +36,7 @@ export async function runFloodClient({ baseUrl, token, tag, users, connections, 
   const url = new URL('/users', baseUrl);
   /** @type {number[]} */ const latencies = [];
   /** @type {number[]} */ const throttled = [];
+  /** @type {number[]} */ const throttledOnWire = [];
   /** @type {Record<string, number>} */ const statuses = {};
   let stored = 0;
   const started = performance.now();
@@ -44,6 +45,7 @@ export async function runFloodClient({ baseUrl, token, tag, users, connections, 
   const post = () => new Promise((resolve) => {
     const body = nextBody();
     const t0 = performance.now();
+    let onWire = t0;
     const req = http.request(url, {
       method: 'POST', agent,
       headers: { 'content-type': 'application/json', 'content-length': body.length, ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -54,10 +56,15 @@ export async function runFloodClient({ baseUrl, token, tag, users, connections, 
         statuses[status] = (statuses[status] ?? 0) + 1;
         latencies.push(performance.now() - t0);
         if (status === '429') throttled.push(performance.now() - t0);
+        if (status === '429') throttledOnWire.push(performance.now() - onWire);
         if (status.startsWith('2')) stored += users;
         resolve();
       });
       res.on('error', () => resolve());
+    });
+    // Once it has a connection: a request may first wait for one of the agent's own.
+    req.once('socket', () => {
+      onWire = performance.now();
     });
     req.on('error', (err) => {
       const code = `error:${/** @type {NodeJS.ErrnoException} */ (err).code ?? 'unknown'}`;
@@ -79,6 +86,6 @@ export async function runFloodClient({ baseUrl, token, tag, users, connections, 
     okShare: requests === 0 ? 0 : ok / requests,
     p50ms: Math.round(percentile(latencies, 0.5) ?? NaN), p99ms: Math.round(percentile(latencies, 0.99) ?? NaN),
     requestsPerSecond: Math.round(requests / seconds), usersPerSecond: Math.round(stored / seconds),
-    ...(throttled.length > 0 ? { p99ms429: Math.round(percentile(throttled, 0.99) ?? NaN) } : {}),
+    ...(throttled.length > 0 ? { p99ms429: Math.round(percentile(throttled, 0.99) ?? NaN), p99ms429OnItsConnection: Math.round(percentile(throttledOnWire, 0.99) ?? NaN) } : {}),
   };
 }
