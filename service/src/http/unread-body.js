@@ -3,6 +3,15 @@ import { awaitsContinue } from './expect-continue.js';
 // Refusals that come from the body's own arrival: the client is too slow, stopped, or lied about
 // the length; reading on would only wait for more of the same.
 const CLOSE_AT_ONCE = new Set(['body_timeout', 'bad_request']);
+// Refusals of a client over its rate: the body it sends on with is held unread for a while before
+// it is read and dropped, so that a client which never backs off is slowed by its own connection
+// instead of costing the service a read of every body it sends.
+const HOLD_FIRST = new Set(['rate_limited']);
+/** How long a refused body is held unread before it is read and dropped. */
+export const REFUSED_BODY_HOLD_MS = 1000;
+/** Bodies held at once, at most: each holds a socket's receive buffer in the kernel. */
+export const MAX_HELD_BODIES = 256;
+let heldBodies = 0;
 
 /**
  * A body not read when the answer goes out is read and dropped within a body's limits, so a client
@@ -18,12 +27,36 @@ export function finishUnreadBody(req, res, { maxBodyBytes, bodyReadTimeoutMs, co
     res.setHeader('Connection', 'close');
     return;
   }
+  if (code !== undefined && HOLD_FIRST.has(code) && heldBodies < MAX_HELD_BODIES) {
+    // Read started and paused: the body counts as consumed (Node would otherwise read and drop it
+    // itself once the answer is out) and stays in the kernel, which slows its sender.
+    req.pause();
+    req.read(0);
+    heldBodies++;
+    const release = () => {
+      clearTimeout(hold);
+      req.off('close', release);
+      heldBodies--;
+    };
+    const hold = setTimeout(() => {
+      release();
+      dropBody(req, maxBodyBytes, bodyReadTimeoutMs);
+    }, REFUSED_BODY_HOLD_MS).unref();
+    req.once('close', release);
+    return;
+  }
+  dropBody(req, maxBodyBytes, bodyReadTimeoutMs);
+}
+
+/** Reads and drops the rest of a body, cutting the connection past `maxBodyBytes` or `timeoutMs`. @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes @param {number} timeoutMs */
+function dropBody(req, maxBodyBytes, timeoutMs) {
+  if (req.complete) return;
   let left = maxBodyBytes;
   const giveUp = () => {
     stop();
     req.socket.destroy();
   };
-  const timer = setTimeout(giveUp, bodyReadTimeoutMs).unref();
+  const timer = setTimeout(giveUp, timeoutMs).unref();
   /** @param {Buffer} chunk */
   const onData = (chunk) => {
     left -= chunk.length;

@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import http from 'node:http';
+import net from 'node:net';
 import { describe, test } from 'node:test';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
 import { waitUntil } from '../../../test/support/wait.js';
 import { makeUsers } from '../../../test/support/users.js';
+import { within } from '../../../test/support/time-factor.js';
+import { REFUSED_BODY_HOLD_MS } from '../../src/http/unread-body.js';
 
 // A 64 KiB budget: 61,440 bytes for large bodies. Three bodies of about 18 KiB fill it; a fourth waits.
 const TOKENS = { noisy: 'tok-fair-noisy', quiet: 'tok-fair-quiet', limited: 'tok-fair-limited' };
@@ -113,5 +117,39 @@ describe('fair admission between clients, over HTTP', () => {
     // Another client is not touched by it.
     assert.equal((await ctx.app.postUsers(makeUsers(100), { token: TOKENS.quiet })).status, 201);
     assert.equal(await metricValue(baseUrl, 'sluice_client_users_received_total{client="limited"}'), 40);
+  });
+
+  test('a client over its rate that sends on: answered at once, its body held unread a while, then read, the connection kept', async () => {
+    const socket = net.connect(Number(new URL(ctx.app.baseUrl).port), '127.0.0.1');
+    await once(socket, 'connect');
+    let text = '';
+    socket.setEncoding('latin1').on('data', (chunk) => (text += chunk));
+    /** @param {string} token @param {Buffer} body */
+    const request = (token, body) =>
+      Buffer.concat([Buffer.from(`POST /users HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`), body]);
+    /** The answers read so far, each status and body. */
+    const answers = () => text.split('HTTP/1.1 ').slice(1).map((a) => ({ status: Number(a.slice(0, 3)), body: a.slice(a.indexOf('\r\n\r\n') + 4) }));
+    const complete = () => answers().every((a) => a.body.endsWith('}'));
+
+    // More than the kernel's buffers on both sides hold: the write ends only once the service reads.
+    const filler = Buffer.alloc(8 * 1024 * 1024, 0x20);
+    const sent = performance.now();
+    let writtenAt = 0;
+    socket.write(request(TOKENS.limited, filler), () => (writtenAt = performance.now()));
+    await waitUntil(() => answers().length === 1 && complete(), 'the 429', within(10_000), 5);
+    const answeredAt = performance.now();
+    assert.equal(answers()[0].status, 429);
+    assert.equal(JSON.parse(answers()[0].body).error, 'rate_limited');
+    assert.ok(answeredAt - sent < within(1000), `answered in ${answeredAt - sent} ms, before its body was read`);
+    assert.equal(writtenAt, 0, 'the body not yet read');
+
+    await waitUntil(() => writtenAt > 0, 'the body read after its hold', within(30_000), 5);
+    assert.ok(writtenAt - answeredAt >= REFUSED_BODY_HOLD_MS * 0.9, `held ${writtenAt - answeredAt} ms`);
+    const next = makeUsers(3);
+    socket.write(request(TOKENS.quiet, Buffer.from(JSON.stringify(next))));
+    await waitUntil(() => answers().length === 2 && complete(), 'the next answer on the same connection', within(10_000), 5);
+    assert.equal(answers()[1].status, 201);
+    assert.equal((await ctx.db.usersByEmail(next.map((u) => u.email))).size, 3);
+    socket.destroy();
   });
 });

@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import { holdContinue, sendContinue } from '../../src/http/expect-continue.js';
-import { finishUnreadBody } from '../../src/http/unread-body.js';
+import { MAX_HELD_BODIES, REFUSED_BODY_HOLD_MS, finishUnreadBody } from '../../src/http/unread-body.js';
 
 const LIMITS = { maxBodyBytes: 1000, bodyReadTimeoutMs: 5000 };
 
 /** A request whose body has not been read, and its response. @param {Record<string, string>} [headers] */
 function exchange(headers = { 'content-length': '800' }) {
   const socket = { destroy: mock.fn() };
-  const req = Object.assign(new EventEmitter(), { complete: false, headers, socket, resume: mock.fn() });
+  const req = Object.assign(new EventEmitter(), { complete: false, headers, socket, resume: mock.fn(), pause: mock.fn(), read: mock.fn() });
   /** @type {Record<string, string>} */ const set = {};
   const res = /** @type {any} */ (Object.assign(new EventEmitter(), { headersSent: false, setHeader: (/** @type {string} */ k, /** @type {string} */ v) => (set[k] = v), writeContinue: mock.fn() }));
   return { req: /** @type {any} */ (req), res, set, socket };
@@ -66,6 +66,41 @@ describe('the body left unread by a refusal (unit)', () => {
       assert.equal(x.set.Connection, 'close');
       assert.equal(x.req.resume.mock.callCount(), 0, 'nothing more is read');
     }
+  });
+
+  test('the body of a client over its rate is held unread, then read and dropped on the same connection', () => {
+    const x = exchange();
+    finishUnreadBody(x.req, x.res, { ...LIMITS, code: 'rate_limited' });
+    assert.equal(x.req.pause.mock.callCount(), 1);
+    assert.deepEqual(x.req.read.mock.calls.map((c) => c.arguments), [[0]], 'counted as read, so Node does not drop it itself');
+    mock.timers.tick(REFUSED_BODY_HOLD_MS - 1);
+    assert.equal(x.req.resume.mock.callCount(), 0, 'held');
+    mock.timers.tick(1);
+    assert.equal(x.req.resume.mock.callCount(), 1, 'then read and dropped');
+    x.req.emit('data', Buffer.alloc(800));
+    x.req.emit('end');
+    assert.equal(x.socket.destroy.mock.callCount(), 0);
+    assert.deepEqual(x.set, {}, 'the connection kept');
+  });
+
+  test('held bodies are bounded: past MAX_HELD_BODIES one is read at once; a connection closed while held frees its place', () => {
+    const held = Array.from({ length: MAX_HELD_BODIES }, () => exchange());
+    for (const x of held) finishUnreadBody(x.req, x.res, { ...LIMITS, code: 'rate_limited' });
+    const over = exchange();
+    finishUnreadBody(over.req, over.res, { ...LIMITS, code: 'rate_limited' });
+    assert.equal(over.req.pause.mock.callCount(), 0);
+    assert.equal(over.req.resume.mock.callCount(), 1, 'read and dropped at once');
+    held[0].req.emit('close');
+    const next = exchange();
+    finishUnreadBody(next.req, next.res, { ...LIMITS, code: 'rate_limited' });
+    assert.equal(next.req.pause.mock.callCount(), 1, 'held in the place the closed one left');
+    mock.timers.tick(REFUSED_BODY_HOLD_MS);
+    assert.equal(held[0].req.resume.mock.callCount(), 0, 'a closed connection is not read');
+    for (const x of [...held.slice(1), next]) assert.equal(x.req.resume.mock.callCount(), 1);
+    const after = exchange();
+    finishUnreadBody(after.req, after.res, { ...LIMITS, code: 'rate_limited' });
+    assert.equal(after.req.pause.mock.callCount(), 1, 'every place given back once read');
+    mock.timers.tick(REFUSED_BODY_HOLD_MS);
   });
 
   test('100 Continue goes out once, and only for a response the server held it back for', () => {
