@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { before, describe, test } from 'node:test';
 import { parse } from 'yaml';
+import { FEEDER_VARIABLES, loadFeederConfig } from '../../src/config.js';
 import { checkovTools, lintTools } from '../../../test/support/python-tools.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -71,6 +72,22 @@ describe('template.yaml', () => {
     assert.deepEqual(fn.Environment.Variables.INGEST_TOKEN_SECRET_ARN['Fn::If'][1], { Ref: 'IngestTokenSecret' });
     assert.deepEqual(fn.VpcConfig['Fn::If'][0], 'DeployService');
     assert.deepEqual(fn.VpcConfig['Fn::If'][1].SecurityGroupIds, [{ Ref: 'FeederSecurityGroup' }]);
+  });
+
+  test('the feeder\'s modes are parameters: ConflictResolution and InvalidUsers, each value one the feeder takes, its default the feeder\'s', () => {
+    const variables = t.Resources.FeederFunction.Properties.Environment.Variables;
+    const feederGroup = t.Metadata['AWS::CloudFormation::Interface'].ParameterGroups.find((/** @type {any} */ g) => g.Label.default === 'Feeder (Lambda)');
+    const defaults = loadFeederConfig({ SERVICE_URL: 'http://127.0.0.1:3000' });
+    for (const [parameter, variable, field] of /** @type {const} */ ([['ConflictResolution', 'CONFLICT_RESOLUTION', 'conflictResolution'], ['InvalidUsers', 'INVALID_USERS', 'invalidUsers']])) {
+      const p = t.Parameters[parameter];
+      assert.deepEqual(variables[variable], { Ref: parameter }, `${variable} is ${parameter}`);
+      assert.ok(feederGroup.Parameters.includes(parameter), `${parameter} listed with the feeder's parameters`);
+      assert.equal(p.Default, defaults[field], `${parameter}'s default is the feeder's`);
+      assert.equal(p.Default, FEEDER_VARIABLES[variable].default);
+      for (const value of p.AllowedValues) assert.equal(loadFeederConfig({ SERVICE_URL: 'http://127.0.0.1:3000', [variable]: value })[field], value, `${parameter}=${value}`);
+      assert.throws(() => loadFeederConfig({ SERVICE_URL: 'http://127.0.0.1:3000', [variable]: `not-${p.AllowedValues.join('-')}` }), new RegExp(`^ConfigError: ${variable} must be one of ${p.AllowedValues.join(', ')}, got`), `${parameter}'s AllowedValues are all the feeder takes`);
+      assert.match(p.Description, new RegExp(`\\(${variable}\\)`), `${parameter}'s description names ${variable}`);
+    }
   });
 
   test('QueueType Fifo: both queues FIFO and named .fifo, high-throughput, deduplication by the producer\'s ids; batches of 10, no window', () => {

@@ -117,7 +117,9 @@ export class Quarantine {
 
 // An item's key: its format, CSV header and text. An item twice in one request is kept once (its
 // first place), as ON CONFLICT DO UPDATE may meet a row only once a statement; new rows in the
-// order sent, so that an export lists them so.
+// order sent, so that an export lists them so. A row this request's transaction wrote already (a
+// stream keeps its items in several statements: same request id, same now()) is left as it is, so
+// times_seen counts requests, not statements.
 const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client, request_id, format, csv_header, item_sha256, position, line, reason, errors, item)
 SELECT $1, $2, $3, $4, o.item_sha256, o.position, o.line, o.reason, o.errors, o.item
 FROM (
@@ -131,7 +133,8 @@ FROM (
 ORDER BY o.position
 ON CONFLICT ON CONSTRAINT quarantined_items_once DO UPDATE SET
   request_id = EXCLUDED.request_id, received_at = EXCLUDED.received_at, position = EXCLUDED.position, line = EXCLUDED.line,
-  reason = EXCLUDED.reason, errors = EXCLUDED.errors, times_seen = kept.times_seen + 1`;
+  reason = EXCLUDED.reason, errors = EXCLUDED.errors, times_seen = kept.times_seen + 1
+WHERE kept.request_id <> EXCLUDED.request_id OR kept.received_at <> EXCLUDED.received_at`;
 
 /**
  * Keeps a request's set-aside items, on the connection of its transaction (which a writer may roll

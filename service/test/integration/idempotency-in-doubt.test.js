@@ -7,7 +7,8 @@ import { waitUntil } from '../../../test/support/wait.js';
 
 // A write with an Idempotency-Key whose COMMIT was sent and whose answer was withheld (Toxiproxy,
 // as outcome-in-doubt.test.js): 503 outcome_unknown, and a retry with the key gets the answer that
-// was committed with the rows. One whose COMMIT was never sent: nothing committed, and the retry writes.
+// was committed with the rows (with `Prefer: invalid=quarantine`, JSON and NDJSON: the items set aside
+// kept once, by the lost attempt, the retries touching none). One whose COMMIT was never sent: nothing committed, and the retry writes.
 // A deferred trigger holds each COMMIT of a key a moment, so the answer can be withheld after it went.
 
 const HOLD_COMMIT = `
@@ -45,6 +46,42 @@ describe('Idempotency-Key when the answer of the commit is lost', () => {
       assert.equal(retry.headers.get('idempotent-replayed'), 'true');
       assert.equal(retry.text, rows[0].body, 'the answer that was committed');
       assert.equal(JSON.parse(retry.text).length, count, 'the rows the lost attempt wrote, not []');
+    });
+  }
+
+  for (const [label, contentType] of /** @type {const} */ ([['JSON', 'application/json'], ['NDJSON', 'application/x-ndjson']])) {
+    test(`${label} with Prefer: invalid=quarantine: the retry gets the committed answer; each invalid item kept once, by the lost attempt`, async () => {
+      await ctx.db.pool.query(`DROP TRIGGER IF EXISTS hold_commit ON idempotency_keys; DROP FUNCTION IF EXISTS hold_commit(); ${HOLD_COMMIT}`);
+      const tag = uniqueTag();
+      const key = `hold-q-${tag}`;
+      const users = makeUsers(200, tag);
+      const bad = Array.from({ length: 3 }, (_, i) => ({ email: `lost-${tag}-${i}`, name: 'X' }));
+      const items = [...users.slice(0, 100), ...bad, ...users.slice(100)];
+      const body = contentType === 'application/json' ? items : items.map((u) => JSON.stringify(u)).join('\n');
+      const headers = { 'idempotency-key': `"${key}"`, prefer: 'invalid=quarantine' };
+      const first = ctx.app.postUsers(body, { contentType, headers });
+      await waitUntil(async () => (await committing()) === 1, 'the COMMIT to be under way', within(5000), 10);
+      await ctx.proxy.withhold('downstream');
+      const lost = await first;
+      assert.deepEqual([lost.status, lost.body.error], [503, 'outcome_unknown'], lost.text);
+      await ctx.proxy.heal();
+      await waitUntil(async () => (await fetch(`${ctx.app.baseUrl}/readyz`)).status === 200, '/readyz to answer 200 again', within(10_000), 100);
+      await waitUntil(async () => (await committing()) === 0, 'the COMMIT to end', within(5000), 20);
+
+      const keptBy = async () => (await ctx.db.pool.query('SELECT request_id, times_seen, position FROM quarantined_items WHERE item LIKE $1 ORDER BY position', [`%lost-${tag}-%`])).rows;
+      const lostId = lost.headers.get('x-request-id');
+      const expected = [100, 101, 102].map((position) => ({ request_id: lostId, times_seen: 1, position }));
+      assert.deepEqual(await keptBy(), expected, 'kept by the attempt whose answer was lost');
+      const { rows } = await ctx.db.pool.query('SELECT body FROM idempotency_keys WHERE key = $1', [key]);
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const retry = await ctx.app.postUsers(body, { contentType, headers });
+        assert.equal(retry.status, 201, retry.text);
+        assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+        assert.equal(retry.text, rows[0].body, 'the answer that was committed');
+        assert.deepEqual({ ...retry.body, errors: undefined }, { received: 203, inserted: 200, updated: 0, duplicates: 0, quarantined: 3, errors: undefined });
+      }
+      assert.deepEqual(await keptBy(), expected, 'the retries kept nothing, touched nothing');
+      assert.equal((await ctx.db.usersByEmail(users.map((u) => u.email))).size, 200);
     });
   }
 

@@ -177,6 +177,24 @@ describe('POST /users with Prefer: invalid=quarantine', () => {
     assert.deepEqual(kept.map((k) => [k.position, k.line]), bad.map((at) => [at, at + 1]));
   });
 
+  test('an item twice in one long stream, kept by two statements of its transaction: one row, its first place, seen once a request', async () => {
+    const users = makeUsers(20_000);
+    const lines = users.map((u) => JSON.stringify(u));
+    // The first five hold over QUARANTINE_KEEP_CHARS: kept at the first chunk's end; the sixth, line 10 again, at the body's.
+    const bad = [10, 11, 12, 13, 14];
+    for (const at of bad) lines[at] = JSON.stringify({ email: `twice-${uniqueTag()}-${at}`, name: 'x'.repeat(60_000) });
+    lines[19_000] = lines[10];
+    const body = `${lines.join('\n')}\n`;
+    const seen = async () => (await ctx.db.pool.query('SELECT request_id, position, line, times_seen FROM quarantined_items WHERE item = $1', [lines[10]])).rows;
+    const res = await ctx.app.postUsers(body, { contentType: NDJSON, headers: QUARANTINE });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.quarantined, 6, 'the answer counts each line it set aside');
+    assert.deepEqual(await seen(), [{ request_id: res.headers.get('x-request-id'), position: 10, line: 11, times_seen: 1 }]);
+    const again = await ctx.app.postUsers(body, { contentType: NDJSON, headers: QUARANTINE });
+    assert.equal(again.body.quarantined, 6);
+    assert.deepEqual(await seen(), [{ request_id: again.headers.get('x-request-id'), position: 10, line: 11, times_seen: 2 }], 'another request counts once more');
+  });
+
   test('CSV: a record of another field count and an invalid user kept with their lines and the header; the rest written', async () => {
     const [a, b] = makeUsers(2);
     const body = `email,name\r\n${a.email},A\r\nbad-email,B\r\nthree,fields,here\r\n${b.email},"Quoted, B"\r\n`;
