@@ -3,10 +3,13 @@ import { awaitsContinue } from './expect-continue.js';
 // Refusals that come from the body's own arrival: the client is too slow, stopped, or lied about
 // the length; reading on would only wait for more of the same.
 const CLOSE_AT_ONCE = new Set(['body_timeout', 'bad_request']);
-// Refusals of a client over its rate: the body it sends on with is held unread for a while before
-// it is read and dropped, so that a client which never backs off is slowed by its own connection
-// instead of costing the service a read of every body it sends.
+// Refusals of a client over its rate: a large body it sends on with is held unread for a while
+// before it is read and dropped, so that a client which never backs off is slowed by its own
+// connection instead of costing the service a read of every body it sends. A small one is read at
+// once: it fits in the request's own buffer, so holding it would not slow its sender.
 const HOLD_FIRST = new Set(['rate_limited']);
+/** Bodies declared larger than this are held; smaller ones cost little to read. */
+export const HOLD_ABOVE_BYTES = 64 * 1024;
 /** How long a refused body is held unread before it is read and dropped. */
 export const REFUSED_BODY_HOLD_MS = 1000;
 /** Bodies held at once, at most: each holds a socket's receive buffer in the kernel. */
@@ -27,7 +30,7 @@ export function finishUnreadBody(req, res, { maxBodyBytes, bodyReadTimeoutMs, co
     res.setHeader('Connection', 'close');
     return;
   }
-  if (code !== undefined && HOLD_FIRST.has(code) && heldBodies < MAX_HELD_BODIES) {
+  if (code !== undefined && HOLD_FIRST.has(code) && declared > HOLD_ABOVE_BYTES && heldBodies < MAX_HELD_BODIES) {
     // Read started and paused: the body counts as consumed (Node would otherwise read and drop it
     // itself once the answer is out) and stays in the kernel, which slows its sender.
     req.pause();

@@ -119,7 +119,7 @@ describe('fair admission between clients, over HTTP', () => {
     assert.equal(await metricValue(baseUrl, 'sluice_client_users_received_total{client="limited"}'), 40);
   });
 
-  test('a client over its rate that sends on: answered at once, its body held unread a while, then read, the connection kept', async () => {
+  test('a client over its rate that sends on: answered at once, a large body held unread a while, then read, a small one at once; the connection kept', async () => {
     const socket = net.connect(Number(new URL(ctx.app.baseUrl).port), '127.0.0.1');
     await once(socket, 'connect');
     let text = '';
@@ -150,6 +150,25 @@ describe('fair admission between clients, over HTTP', () => {
     await waitUntil(() => answers().length === 2 && complete(), 'the next answer on the same connection', within(10_000), 5);
     assert.equal(answers()[1].status, 201);
     assert.equal((await ctx.db.usersByEmail(next.map((u) => u.email))).size, 3);
+
+    // A small body is read at once: the next request on the connection is not kept waiting. (The
+    // bucket has filled again meanwhile: the first, over the burst, is taken and the bucket owes.)
+    const [taken, small, after] = [makeUsers(200), makeUsers(200), makeUsers(3)];
+    socket.write(request(TOKENS.limited, Buffer.from(JSON.stringify(taken))));
+    await waitUntil(() => answers().length === 3 && complete(), 'the request over the burst taken', within(10_000), 5);
+    assert.equal(answers()[2].status, 201);
+    const smallRequest = request(TOKENS.limited, Buffer.from(JSON.stringify(small)));
+    const bodyAt = smallRequest.length - Buffer.byteLength(JSON.stringify(small));
+    socket.write(smallRequest.subarray(0, bodyAt));
+    await waitUntil(() => answers().length === 4 && complete(), 'the 429 before its small body', within(10_000), 5);
+    assert.equal(answers()[3].status, 429);
+    const bodySent = performance.now();
+    socket.write(Buffer.concat([smallRequest.subarray(bodyAt), request(TOKENS.quiet, Buffer.from(JSON.stringify(after)))]));
+    await waitUntil(() => answers().length === 5 && complete(), 'the next answer', within(10_000), 5);
+    assert.equal(answers()[4].status, 201);
+    assert.ok(performance.now() - bodySent < within(REFUSED_BODY_HOLD_MS / 2), `answered in ${performance.now() - bodySent} ms`);
+    assert.equal((await ctx.db.usersByEmail(small.map((u) => u.email))).size, 0);
+    assert.equal((await ctx.db.usersByEmail(after.map((u) => u.email))).size, 3);
     socket.destroy();
   });
 });

@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import { holdContinue, sendContinue } from '../../src/http/expect-continue.js';
-import { MAX_HELD_BODIES, REFUSED_BODY_HOLD_MS, finishUnreadBody } from '../../src/http/unread-body.js';
+import { HOLD_ABOVE_BYTES, MAX_HELD_BODIES, REFUSED_BODY_HOLD_MS, finishUnreadBody } from '../../src/http/unread-body.js';
 
 const LIMITS = { maxBodyBytes: 1000, bodyReadTimeoutMs: 5000 };
+const RATE_LIMITED = { maxBodyBytes: 10 * HOLD_ABOVE_BYTES, bodyReadTimeoutMs: 5000, code: 'rate_limited' };
+const LARGE = { 'content-length': String(HOLD_ABOVE_BYTES + 1) };
 
 /** A request whose body has not been read, and its response. @param {Record<string, string>} [headers] */
 function exchange(headers = { 'content-length': '800' }) {
@@ -68,37 +70,42 @@ describe('the body left unread by a refusal (unit)', () => {
     }
   });
 
-  test('the body of a client over its rate is held unread, then read and dropped on the same connection', () => {
-    const x = exchange();
-    finishUnreadBody(x.req, x.res, { ...LIMITS, code: 'rate_limited' });
+  test('a large body of a client over its rate is held unread, then read and dropped on the same connection; a small one read at once', () => {
+    const small = exchange({ 'content-length': String(HOLD_ABOVE_BYTES) });
+    finishUnreadBody(small.req, small.res, RATE_LIMITED);
+    assert.equal(small.req.pause.mock.callCount(), 0);
+    assert.equal(small.req.resume.mock.callCount(), 1, 'read at once');
+
+    const x = exchange(LARGE);
+    finishUnreadBody(x.req, x.res, RATE_LIMITED);
     assert.equal(x.req.pause.mock.callCount(), 1);
     assert.deepEqual(x.req.read.mock.calls.map((c) => c.arguments), [[0]], 'counted as read, so Node does not drop it itself');
     mock.timers.tick(REFUSED_BODY_HOLD_MS - 1);
     assert.equal(x.req.resume.mock.callCount(), 0, 'held');
     mock.timers.tick(1);
     assert.equal(x.req.resume.mock.callCount(), 1, 'then read and dropped');
-    x.req.emit('data', Buffer.alloc(800));
+    x.req.emit('data', Buffer.alloc(HOLD_ABOVE_BYTES + 1));
     x.req.emit('end');
     assert.equal(x.socket.destroy.mock.callCount(), 0);
     assert.deepEqual(x.set, {}, 'the connection kept');
   });
 
   test('held bodies are bounded: past MAX_HELD_BODIES one is read at once; a connection closed while held frees its place', () => {
-    const held = Array.from({ length: MAX_HELD_BODIES }, () => exchange());
-    for (const x of held) finishUnreadBody(x.req, x.res, { ...LIMITS, code: 'rate_limited' });
-    const over = exchange();
-    finishUnreadBody(over.req, over.res, { ...LIMITS, code: 'rate_limited' });
+    const held = Array.from({ length: MAX_HELD_BODIES }, () => exchange(LARGE));
+    for (const x of held) finishUnreadBody(x.req, x.res, RATE_LIMITED);
+    const over = exchange(LARGE);
+    finishUnreadBody(over.req, over.res, RATE_LIMITED);
     assert.equal(over.req.pause.mock.callCount(), 0);
     assert.equal(over.req.resume.mock.callCount(), 1, 'read and dropped at once');
     held[0].req.emit('close');
-    const next = exchange();
-    finishUnreadBody(next.req, next.res, { ...LIMITS, code: 'rate_limited' });
+    const next = exchange(LARGE);
+    finishUnreadBody(next.req, next.res, RATE_LIMITED);
     assert.equal(next.req.pause.mock.callCount(), 1, 'held in the place the closed one left');
     mock.timers.tick(REFUSED_BODY_HOLD_MS);
     assert.equal(held[0].req.resume.mock.callCount(), 0, 'a closed connection is not read');
     for (const x of [...held.slice(1), next]) assert.equal(x.req.resume.mock.callCount(), 1);
-    const after = exchange();
-    finishUnreadBody(after.req, after.res, { ...LIMITS, code: 'rate_limited' });
+    const after = exchange(LARGE);
+    finishUnreadBody(after.req, after.res, RATE_LIMITED);
     assert.equal(after.req.pause.mock.callCount(), 1, 'every place given back once read');
     mock.timers.tick(REFUSED_BODY_HOLD_MS);
   });
