@@ -192,18 +192,21 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
   }
 
   /**
-   * What an answer says was written, with the answers that break the contract collected: 201,
-   * stored; 503 with Retry-After, nothing (it says so) or either (outcome_unknown).
-   * @param {string[]} problems @returns {(answer: NonNullable<Sent['answer']>) => 'stored' | 'nothing' | 'either'}
+   * What an answer says was written, with the answers that break the contract collected (a 500
+   * with the service's log line of its errorId): 201, stored; 503 with Retry-After, nothing (it
+   * says so) or either (outcome_unknown).
+   * @param {string[]} problems @param {Awaited<ReturnType<typeof startServerProcess>>} service
+   * @returns {(answer: NonNullable<Sent['answer']>) => 'stored' | 'nothing' | 'either'}
    */
-  const meaningOf = (problems) => (answer) => {
+  const meaningOf = (problems, service) => (answer) => {
     if (answer.status === 201) return 'stored';
+    const { error, message, errorId } = JSON.parse(answer.text);
     if (answer.status === 503 && answer.retryAfter) {
-      const { error, message } = JSON.parse(answer.text);
       if (error === 'outcome_unknown') return 'either';
       if (/nothing was written/.test(message)) return 'nothing';
     }
-    problems.push(`${answer.status} ${answer.text.slice(0, 200)}`);
+    const logged = errorId && service.logs.find((l) => l.errorId === errorId);
+    problems.push(`${answer.status} ${answer.text.slice(0, 200)}${logged ? `; logged: ${JSON.stringify(logged.err).slice(0, 1500)}` : ''}`);
     return 'either';
   };
 
@@ -221,7 +224,7 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
 
       const next = await startService();
       /** @type {string[]} */ const refusals = [];
-      const counts = await checkEachKey(next.baseUrl, load.sent, meaningOf(refusals));
+      const counts = await checkEachKey(next.baseUrl, load.sent, meaningOf(refusals, service));
       assert.deepEqual(refusals, [], 'every answer before the kill was 201, or 503 with Retry-After saying what was written');
       console.error(`[service kill ${kill + 1}] ${load.sent.length} requests, ${counts.answered} answered before the kill; ${counts.stored} stored with their answer, ${counts.neither} neither`);
       assert.ok(counts.answered < load.sent.length, 'the kill caught requests in flight');
@@ -247,7 +250,7 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
       await waitUntil(async () => (await fetch(`${service.baseUrl}/readyz`)).status === 200, 'the service to be ready again', within(30_000), 100);
 
       /** @type {string[]} */ const refusals = [];
-      const counts = await checkEachKey(service.baseUrl, load.sent, meaningOf(refusals));
+      const counts = await checkEachKey(service.baseUrl, load.sent, meaningOf(refusals, service));
       assert.deepEqual(refusals.slice(0, 5), [], 'every answer was 201, or 503 with Retry-After saying what was written');
       console.error(`[postgres kill ${kill + 1}] ${load.sent.length} requests, ${counts.answered} answered; ${counts.stored} stored with their answer, ${counts.neither} neither`);
       assert.ok(counts.neither > 0, 'the kill caught requests in flight');
