@@ -58,7 +58,8 @@ export function createMetrics(db) {
 export const CLIENT_REFUSAL_REASONS = /** @type {const} */ (['rate', 'share', 'budget']);
 
 // Each client seen, by its bounded label (a configured name, `jwt`, `anonymous`): users taken,
-// refusals by reason, body bytes held, time waited for admission. Children kept by label.
+// refusals by reason, body bytes held, time waited for admission, answers replayed from its
+// Idempotency-Keys. Children kept by label.
 /** @param {client.Registry[]} registers */
 function clientMetrics(registers) {
   const users = new client.Counter({ name: 'sluice_client_users_received_total', help: 'Users of the writes answered 2xx, by client (a configured name, jwt, anonymous)', labelNames: ['client'], registers });
@@ -75,6 +76,7 @@ function clientMetrics(registers) {
     name: 'sluice_client_admission_wait_seconds', help: 'Time a request that did not fit at once waited for admission (admitted or not), by client', labelNames: ['client'], registers,
     buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
   });
+  const replays = new client.Counter({ name: 'sluice_idempotent_replays_total', help: 'Answers replayed from a stored Idempotency-Key (Idempotent-Replayed: true), by client', labelNames: ['client'], registers });
   /** @type {Map<string, import('prom-client').Counter.Internal>} */
   const usersBy = new Map();
   // A client's series all appear with its first event, at zero: a rate misses a series' first event.
@@ -86,6 +88,7 @@ function clientMetrics(registers) {
     child.inc(0);
     for (const reason of CLIENT_REFUSAL_REASONS) refused.inc({ client: label, reason }, 0);
     wait.zero({ client: label });
+    replays.inc({ client: label }, 0);
     return child;
   };
   return {
@@ -100,6 +103,11 @@ function clientMetrics(registers) {
     waited(label, seconds) {
       seen(label);
       wait.observe({ client: label }, seconds);
+    },
+    /** @param {string} label */
+    replayed(label) {
+      seen(label);
+      replays.inc({ client: label });
     },
     /** The admission budget whose bytes held are exported by client. @param {{ heldByLabel: () => Iterable<[string, number]> }} admission */
     watch(admission) {

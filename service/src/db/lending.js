@@ -81,11 +81,18 @@ export class Lending {
     return this.#send({ text: 'ROLLBACK', operation: 'ROLLBACK' });
   }
 
-  /** Given back: `failure` after a commit was sent is in doubt unless PostgreSQL refused it and the session lives. @param {unknown} [failure] @param {unknown} [connectionError] */
+  /**
+   * Given back: `failure` after a commit was sent is in doubt unless PostgreSQL refused it and the
+   * session lives. connectionError: what the client emitted while lent; pg's own failure of a
+   * statement sent after it (refused at once, the socket not yet closed) is the connection's.
+   * @param {unknown} [failure] @param {unknown} [connectionError]
+   */
   end(failure, connectionError) {
-    if (typeof connectionError === 'object' && connectionError !== null) this.#noteFailure(connectionError, 0);
+    const connectionFailed = typeof connectionError === 'object' && connectionError !== null;
+    if (connectionFailed) this.#noteFailure(connectionError, 0);
     if (typeof failure !== 'object' || failure === null) return;
     this.#noteFailure(failure, 0);
+    if (connectionFailed && failure !== connectionError && !(failure instanceof pg.DatabaseError) && typeof (/** @type {{ code?: unknown }} */ (failure).code) !== 'string') ofTheConnection.add(failure);
     if (!this.#commitSent) return;
     if (failure instanceof pg.DatabaseError && !ENDS_THE_SESSION.has(failure.severity ?? '') && !(failure.code ?? '').startsWith(OPERATOR_ENDED)) return;
     inDoubt.add(failure);

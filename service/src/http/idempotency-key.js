@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ApiError } from '../errors.js';
 import { answerOfTaken } from '../users/idempotency-keys.js';
 import { sendAnswer } from './answer.js';
-import { ANONYMOUS_CLIENT } from './fair-share.js';
+import { ANONYMOUS_CLIENT, ONE_CLIENT } from './fair-share.js';
 
 // The Idempotency-Key header (IETF httpapi draft): read before the body, as a Structured Field
 // string (RFC 8941), scoped by the request's client; the request's fingerprint (its content type,
@@ -93,10 +93,12 @@ const joined = (header) => (Array.isArray(header) ? header.join(', ') : (header 
 export const keyForWriter = (key, answer) => ({ client: key.client, key: key.key, fingerprint: key.fingerprint, answer });
 
 /**
- * Answers a request whose key was taken: the stored answer, replayed byte for byte; or the
- * catalogue's 422 (another fingerprint) or 409 (in flight), thrown.
- * @param {import('express').Response} res @param {RequestKey} key @param {import('../users/idempotency-keys.js').TakenKey} taken
+ * Answers a request whose key was taken: the stored answer, replayed byte for byte and counted by
+ * client; or the catalogue's 422 (another fingerprint) or 409 (in flight), thrown.
+ * @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics @param {RequestKey} key @param {import('../users/idempotency-keys.js').TakenKey} taken
  */
-export function replayTaken(res, key, taken) {
-  sendAnswer(res, answerOfTaken(taken, key.fingerprint()), true);
+export function replayTaken(res, metrics, key, taken) {
+  const answer = answerOfTaken(taken, key.fingerprint());
+  metrics.clients.replayed((res.req.ingestClient ?? ONE_CLIENT).label);
+  sendAnswer(res, answer, true);
 }

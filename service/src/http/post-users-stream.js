@@ -49,7 +49,7 @@ export function postUsersStream({ format, importUsers, admit, maxStreamBytes, id
     if (!req.complete) req.resume(); // anything after a compressed stream, so the request ends
     if ('taken' in outcome) {
       try {
-        return replayTaken(res, /** @type {import('./idempotency-key.js').RequestKey} */ (key), outcome.taken);
+        return replayTaken(res, metrics, /** @type {import('./idempotency-key.js').RequestKey} */ (key), outcome.taken);
       } catch (refusal) {
         return next(refusal);
       }

@@ -70,7 +70,7 @@ export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRA
     const setAside = quarantine && quarantine.count > 0 ? quarantine : undefined;
     const outcome = await writeUsers(rows, resolution, setAside ? { ...options, withRows, quarantine: setAside } : options);
     endTimer();
-    if ('taken' in outcome) return replayTaken(res, /** @type {import('./idempotency-key.js').RequestKey} */ (key), outcome.taken);
+    if ('taken' in outcome) return replayTaken(res, metrics, /** @type {import('./idempotency-key.js').RequestKey} */ (key), outcome.taken);
 
     metrics.batchSize.observe(received);
     const counts = { received, inserted: outcome.inserted, updated: outcome.updated, quarantine };

@@ -136,6 +136,42 @@ describe('Idempotency-Key on POST /users', () => {
     assert.equal(await db.countUsers(), count, 'nothing written');
   });
 
+  test('sluice_idempotent_replays_total counts each answer replayed, by client; a first answer, a 422 or a 409 is none', async () => {
+    const replays = async (/** @type {string} */ client) => {
+      const text = await (await fetch(`${app.baseUrl}/metrics`)).text();
+      const found = text.split('\n').find((line) => line.startsWith(`sluice_idempotent_replays_total{client="${client}"} `));
+      return Number(found?.split(' ')[1] ?? 0);
+    };
+    const before = { feeder: await replays('feeder'), crm: await replays('crm') };
+    const key = `metric-${uniqueTag()}`;
+    const users = makeUsers(2);
+    assert.equal((await post(users, keyed(key))).status, 201);
+    assert.equal(await replays('feeder'), before.feeder, 'a first answer is no replay');
+    assert.equal((await post(users, keyed(key))).headers.get('idempotent-replayed'), 'true');
+    assert.equal(await replays('feeder'), before.feeder + 1);
+    const stream = ndjson(makeUsers(2).map(({ email, name }) => ({ email, name })));
+    const streamKey = `metric-stream-${uniqueTag()}`;
+    assert.equal((await post(stream, keyed(streamKey), NDJSON)).status, 201);
+    assert.equal((await post(stream, keyed(streamKey), NDJSON)).headers.get('idempotent-replayed'), 'true');
+    assert.equal(await replays('feeder'), before.feeder + 2, 'a stream replayed counts too');
+    assert.equal((await post(makeUsers(2), keyed(key))).status, 422);
+    const holder = new pg.Client(db.url);
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('feeder', $1, now() + interval '1 hour')", [`${key}-held`]);
+      assert.equal((await post(users, keyed(`${key}-held`))).status, 409, 'a key another transaction holds');
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    assert.equal(await replays('feeder'), before.feeder + 2, 'a 422 or a 409 is no replay');
+    const crm = await app.postUsers(users, { token: TOKENS.crm, headers: keyed(key) });
+    assert.equal(crm.status, 200, `its users stored already, written as new under crm's own key: ${crm.text}`);
+    assert.equal(crm.headers.get('idempotent-replayed'), null);
+    assert.equal(await replays('crm'), before.crm, 'another client\'s key is its own');
+  });
+
   test('keys are per client: the same key of another client is another key', async () => {
     const key = `client-${uniqueTag()}`;
     const a = await app.postUsers(makeUsers(2), { token: TOKENS.feeder, headers: keyed(key) });

@@ -11,7 +11,8 @@ const read = (/** @type {string} */ file) => readFileSync(new URL(file, ROOT), '
 // Labelled by what was answered (route, status): no series until the first answer of each.
 // And by whom: sluice_auth_accepted_total's clients are those let in (none without credentials configured).
 const LABELLED_BY_ANSWERS = new Set(['sluice_http_requests_total', 'sluice_http_request_duration_seconds', 'sluice_auth_accepted_total',
-  'sluice_client_users_received_total', 'sluice_client_refused_total', 'sluice_client_in_flight_bytes', 'sluice_client_admission_wait_seconds']);
+  'sluice_client_users_received_total', 'sluice_client_refused_total', 'sluice_client_in_flight_bytes', 'sluice_client_admission_wait_seconds',
+  'sluice_idempotent_replays_total']);
 
 /**
  * The metric names a Markdown text names: `sluice_...` in code spans (a `{label}` left out, a

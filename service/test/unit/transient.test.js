@@ -27,6 +27,18 @@ test("pg's own failure is the connection's when the lending saw its socket gone,
   assert.equal(isTransient(await timedOut.query('SELECT 1').catch((e) => e)), true, 'unanswered its read timeout');
 });
 
+test("pg's own failure of a statement sent after the client emitted a connection error is the connection's, though its socket is still open", async () => {
+  const failing = { query: async () => Promise.reject(new Error('Client has encountered a connection error and is not queryable')) };
+  const lent = new Lending(failing, { socket: { destroyed: false } });
+  const refused = await lent.query('SELECT 1').catch((e) => e);
+  lent.end(refused, Object.assign(new pg.DatabaseError('terminating connection because of crash of another server process', 0, 'error'), { code: '57P02', severity: 'FATAL' }));
+  assert.equal(isTransient(refused), true);
+  const alone = new Lending(failing, { socket: { destroyed: false } });
+  const unexplained = await alone.query('SELECT 1').catch((e) => e);
+  alone.end(unexplained, undefined);
+  assert.equal(isTransient(unexplained), false, 'no connection error while lent: not the connection\'s');
+});
+
 test('a cancellation is statement_timeout once the timeout in force ran out, never by its message; an earlier one is not', async () => {
   const cancelled = () => serverError('57014');
   const after = (/** @type {number} */ ms) => ({ query: () => new Promise((_, reject) => setTimeout(() => reject(cancelled()), ms)) });
