@@ -21,7 +21,7 @@ import { createKeyStore } from './users/idempotency-keys.js';
 import { startKeyPurge } from './users/key-purge.js';
 import { STREAM_HOLD_BYTES, createStreamImport } from './users/stream-import.js';
 import { createUserWriter } from './users/user-writer.js';
-import { createWriteGate } from './users/write-gate.js';
+import { createWriteGate, writeSlotsFor } from './users/write-gate.js';
 import { createWritePolicy } from './users/write-policy.js';
 
 /**
@@ -51,7 +51,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
       })
     : undefined;
   // Requests written alone leave group commit's two write slots their pooled connections.
-  const throughBatchGate = groupCommit ? createWriteGate(Math.max(1, config.dbPoolMax - GROUP_WRITE_SLOTS)) : (/** @type {<T>(w: () => Promise<T>) => Promise<T>} */ (w) => w());
+  const throughBatchGate = groupCommit ? createWriteGate(writeSlotsFor(config.dbPoolMax, GROUP_WRITE_SLOTS)) : (/** @type {<T>(w: () => Promise<T>) => Promise<T>} */ (w) => w());
   /** @type {import('./http/post-users.js').WriteUsers} */
   const write = async (rows, resolution, options) => {
     // A request with items set aside is written alone: its quarantine goes in its own transaction.

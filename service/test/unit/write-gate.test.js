@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createWriteGate } from '../../src/users/write-gate.js';
+import { createWriteGate, writeSlotsFor } from '../../src/users/write-gate.js';
 
 describe('write gate: writes of one kind, a few at a time (unit)', () => {
   test('at most `slots` at once, the others in order as each ends, a failure freeing its slot too', async () => {
@@ -32,5 +32,14 @@ describe('write gate: writes of one kind, a few at a time (unit)', () => {
     }
     assert.deepEqual(await Promise.all(writes.slice(1)), [1, 2, 3]);
     assert.equal(most, 2);
+  });
+
+  test('requests written alone get half the pool, never group commit\'s connections, at least one', () => {
+    assert.equal(writeSlotsFor(10, 2), 5);
+    assert.equal(writeSlotsFor(11, 2), 6);
+    assert.equal(writeSlotsFor(40, 2), 20);
+    assert.equal(writeSlotsFor(4, 2), 2);
+    assert.equal(writeSlotsFor(3, 2), 1);
+    assert.equal(writeSlotsFor(1, 2), 1);
   });
 });
