@@ -24,8 +24,12 @@ describe('the connection lost after the write was sent (answers withheld by Toxi
     // Connections in the pool, open before the fault: the writes go out on them at once.
     for (let round = 0; (await idleConnections()) < 6; round++) {
       assert.ok(round < 5, 'the pool keeps 6 connections open');
-      const warm = await Promise.all(Array.from({ length: 8 }, (_, i) => ctx.app.postUsers(makeUsers(500, `${tag}-warm-${round}-${i}`))));
-      assert.deepEqual(warm.map((r) => r.status), Array(8).fill(201));
+      // Batches take at most half the pool (the write gate), single users group commit's two.
+      const warm = await Promise.all([
+        ...Array.from({ length: 8 }, (_, i) => ctx.app.postUsers(makeUsers(500, `${tag}-warm-${round}-${i}`))),
+        ...Array.from({ length: 8 }, (_, i) => ctx.app.postUsers(makeUsers(1, `${tag}-warm-single-${round}-${i}`))),
+      ]);
+      assert.deepEqual(warm.map((r) => r.status), Array(16).fill(201));
     }
 
     await ctx.proxy.withhold('downstream');
