@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { readFile, readdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { migrate } from '@sluice/db/migrate';
 import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
 import pg from 'pg';
+import { isAlive, postgresProcesses, postmasterPid } from '../../../test/support/postgres-process.js';
 import { startServerProcess } from '../../../test/support/server-process.js';
 import { SAMPLE_HASH, makeUsers, uniqueTag } from '../../../test/support/users.js';
 import { within } from '../../../test/support/time-factor.js';
@@ -34,29 +35,6 @@ const KEY_PREFIX = 'idem-crash-';
 const EMAIL_DOMAIN = '@example.com';
 
 /** @typedef {{ key: string, users: ReturnType<typeof makeUsers>, prefer: string | undefined, answer: { status: number, text: string, retryAfter: string | null } | null }} Sent */
-
-/** @param {number} pid */
-const alive = (pid) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** The postmaster and every process it started (its backends, its workers), from /proc. @param {number} postmaster */
-async function postgresProcesses(postmaster) {
-  const pids = [postmaster];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    // The parent is the second field after the command, which is in parentheses and may hold spaces.
-    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (parent === postmaster) pids.push(Number(entry));
-  }
-  return pids;
-}
 
 describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, or neither', () => {
   /** @type {Awaited<ReturnType<typeof startLocalPostgres>>} */ let server;
@@ -238,11 +216,11 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
       const load = keyedLoad(service.baseUrl);
       await waitUntilMidWrite(load, ANSWERS_BEFORE_KILL);
       await admin.end();
-      const postmaster = Number((await readFile(path.join(server.dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+      const postmaster = await postmasterPid(server.dataDir);
       const pids = await postgresProcesses(postmaster);
       for (const pid of pids) process.kill(pid, 'SIGKILL');
       const stopping = load.stop();
-      await waitUntil(() => pids.every((pid) => !alive(pid)), 'every PostgreSQL process to exit', within(10_000), 20);
+      await waitUntil(() => pids.every((pid) => !isAlive(pid)), 'every PostgreSQL process to exit', within(10_000), 20);
       await stopping;
       await server.start();
       admin = new pg.Client(server.url);

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { migrate } from '@sluice/db/migrate';
 import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
 import pg from 'pg';
+import { isAlive, postmasterPid } from '../../../test/support/postgres-process.js';
 import { startServerProcess } from '../../../test/support/server-process.js';
 import { makeUsers, uniqueTag } from '../../../test/support/users.js';
 import { waitUntil } from '../../../test/support/wait.js';
@@ -15,16 +16,6 @@ const CRASHES = 5;
 const LOAD_ANSWERS = 300;
 const SINGLE_CLIENTS = 200;
 const BATCH_CLIENTS = 4;
-
-/** @param {number} pid */
-const alive = (pid) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 // A crash, a failover or a cut network, many times, under heavy load of both kinds: the service
 // stays up, answers 503 meanwhile, recovers by itself, and loses nothing it acknowledged.
@@ -93,10 +84,10 @@ describe('PostgreSQL crashing under load, again and again', () => {
     try {
       for (let crash = 0; crash < CRASHES; crash++) {
         await waitForAnswers(201, LOAD_ANSWERS, `${LOAD_ANSWERS} writes ${crash === 0 ? 'under load' : `after restart ${crash}`}`);
-        const pid = Number((await readFile(path.join(server.dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+        const pid = await postmasterPid(server.dataDir);
         const seenDown = waitForAnswers(503, 1, `a 503 after crash ${crash + 1}`);
         process.kill(pid, 'SIGQUIT'); // what pg_ctl -m immediate sends: no clean goodbye to clients
-        await Promise.all([waitUntil(() => !alive(pid), `PostgreSQL (pid ${pid}) to exit`, 10_000, 20), seenDown]);
+        await Promise.all([waitUntil(() => !isAlive(pid), `PostgreSQL (pid ${pid}) to exit`, 10_000, 20), seenDown]);
         assert.equal(service.child.exitCode, null, `the service exited after crash ${crash + 1}`);
         await server.start();
       }

@@ -3,12 +3,13 @@
 // serves again once PostgreSQL is back.
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { migrate } from '@sluice/db/migrate';
 import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
 import pg from 'pg';
+import { isAlive, postmasterPid } from '../../../test/support/postgres-process.js';
 import { startServerProcess } from '../../../test/support/server-process.js';
 import { makeUsers, uniqueTag } from '../../../test/support/users.js';
 import { waitUntil } from '../../../test/support/wait.js';
@@ -52,21 +53,14 @@ describe('PostgreSQL killed during a quarantining import', () => {
     await waitUntil(keptInside, 'the import to have kept items in its open transaction', 30_000, 20);
     await admin.end();
 
-    const pid = Number((await readFile(path.join(server.dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    const pid = await postmasterPid(server.dataDir);
     process.kill(pid, 'SIGQUIT');
     const { status, text } = /** @type {{ status: number, text: string }} */ (await answer);
     // The import waits for its body when PostgreSQL dies: it learns so at its next statement, or
     // its body's idle timeout ends it first; either way it says nothing was written.
     assert.ok([408, 503].includes(status), `${status} ${text}`);
     assert.match(JSON.parse(text).message, /nothing was written/);
-    await waitUntil(() => {
-      try {
-        process.kill(pid, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    }, 'PostgreSQL to exit', 10_000, 20);
+    await waitUntil(() => !isAlive(pid), 'PostgreSQL to exit', 10_000, 20);
     await server.start();
 
     const db = new pg.Client(server.url);
