@@ -50,7 +50,7 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
         tracing,
       })
     : undefined;
-  // Requests written alone leave group commit's two write slots their pooled connections.
+  // Requests written alone take at most half the pool, never group commit's two write slots.
   const throughBatchGate = groupCommit ? createWriteGate(writeSlotsFor(config.dbPoolMax, GROUP_WRITE_SLOTS)) : (/** @type {<T>(w: () => Promise<T>) => Promise<T>} */ (w) => w());
   /** @type {import('./http/post-users.js').WriteUsers} */
   const write = async (rows, resolution, options) => {
