@@ -43,9 +43,9 @@ export function createKeyStore({ ttlSeconds }) {
   WHERE idempotency_keys.expires_at <= now()
   RETURNING client, key`,
     /**
-     * The keys' rows, complete, for the COMMIT's round trip of a write that claimed none first (a
-     * group): a key another request stored meanwhile fails it (23505, then `readKeys`); one another
-     * transaction holds is waited for. In one order, as `claim`.
+     * The keys' rows, complete, for a write that claimed none first (a group: in its COMMIT's round
+     * trip, or in its one statement when all new): a key another request stored meanwhile fails it
+     * (23505, then `readKeys`); one another transaction holds is waited for. In one order, as `claim`.
      * @param {readonly { key: IdempotencyKey, answer: StoredAnswer }[]} done
      */
     insertAnswers: (done) => `INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body) VALUES ${done

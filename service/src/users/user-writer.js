@@ -247,7 +247,32 @@ async function writeKeyedGroup(writer, resolution, parts) {
   };
   /** @param {Written} outcomes */
   const inserted = (outcomes) => outcomes.reduce((n, o, i) => n + ('taken' in o ? parts[i].rows.length : o.inserted), 0);
-  return newFirst(writer, allRows, () => attempt('fail'), () => attempt(onConflictFor(resolution)), inserted);
+  // No request wants its rows back and no key is given twice: every answer is known before the
+  // write (all new), so the rows and the keys go in one round trip; a user or a key stored
+  // meanwhile (either unique violation) leaves it to the resolving write, which tells them apart.
+  const inOneTrip = repeated.size === 0 && !parts.some((part) => part.withRows);
+  const asNew = inOneTrip ? () => writeKeyedGroupAsNew(writer, parts) : () => attempt('fail');
+  return newFirst(writer, allRows, asNew, () => attempt(onConflictFor(resolution)), inserted);
+}
+
+/**
+ * A keyed group all new, in one statement: its settings, the rows (a stored email fails it) and
+ * each keyed request's row with its answer (a key stored or in flight elsewhere fails it, or is
+ * waited for within the group's lock timeout); a multi-statement query is one transaction.
+ * @param {Writer} writer @param {readonly Part[]} parts @returns {Promise<Written>}
+ */
+async function writeKeyedGroupAsNew({ db, policy, keys }, parts) {
+  const store = /** @type {import('./idempotency-keys.js').KeyStore} */ (keys);
+  const rows = parts.flatMap((part) => part.rows).sort(byEmail);
+  const outcomes = parts.map((part) => credit(part.rows, 'all'));
+  const done = /** @type {{ key: IdempotencyKey, answer: StoredAnswer }[]} */ ([]);
+  parts.forEach((part, i) => {
+    if (part.key) done.push({ key: part.key, answer: (outcomes[i].answer = part.key.answer(outcomes[i])) });
+  });
+  done.sort((a, b) => (scopedKey(a.key) < scopedKey(b.key) ? -1 : 1));
+  const text = db.settings.statement(`${writeStatement(rowsAsArrays(rows), 'fail', 'none')}; ${store.insertAnswers(done)}`, policy.limits('group'));
+  await db.withClient((client) => client.query(insertQuery(text)));
+  return outcomes;
 }
 
 /** Tries of a keyed group whose COMMIT met keys stored meanwhile (each try learns at least one). */
