@@ -128,7 +128,7 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
   async function checkEachKey(baseUrl, sent, meaning) {
     const counts = { stored: 0, neither: 0, answered: 0 };
     /** @type {string[]} */ const problems = [];
-    const { rows: keyRows } = await admin.query('SELECT key, status, body FROM idempotency_keys WHERE client = $1 AND key = ANY($2)', [CLIENT, sent.map((s) => s.key)]);
+    const { rows: keyRows } = await admin.query('SELECT key, status, body FROM idempotency_keys WHERE client = $1 AND key = ANY($2)', [`token:${CLIENT}`, sent.map((s) => s.key)]);
     const keys = new Map(keyRows.map((r) => [r.key, r]));
     const { rows: userRows } = await admin.query('SELECT email FROM users WHERE email = ANY($1)', [sent.flatMap((s) => s.users.map((u) => u.email))]);
     const stored = new Set(userRows.map((r) => r.email));
