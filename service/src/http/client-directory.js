@@ -1,4 +1,4 @@
-import { JWT_LABEL } from './authenticate.js';
+import { JWT_LABEL, jwtScope, tokenScope } from './authenticate.js';
 import { TokenBucket } from './rate-limit.js';
 
 // Who a request is for, as admission and the rate limit see it (without credentials, nobody is set:
@@ -46,13 +46,13 @@ export class ClientDirectory {
     const set = this.tokens?.current;
     if (set !== this.#set) this.#reread(set);
     let client = this.#named.get(name);
-    if (!client) this.#named.set(name, (client = clientOf(name, name, name, set?.limitsOf(name), this.now())));
+    if (!client) this.#named.set(name, (client = clientOf(tokenScope(name), name, name, set?.limitsOf(name), this.now())));
     return client;
   }
 
   /** A JWT's client, by its claim (undefined: one for all), labelled `jwt`. @param {string | undefined} subject */
   jwt(subject) {
-    const key = `jwt:${subject ?? ''}`;
+    const key = jwtScope(subject);
     let client = this.#jwt.get(key);
     if (!client) {
       if (this.#jwt.size >= JWT_CLIENTS) this.#jwt.clear();
@@ -68,7 +68,7 @@ export class ClientDirectory {
     for (const [name, old] of this.#named) {
       const limits = current?.limitsOf(name);
       if (sameLimits(old.limits, limits)) continue;
-      const made = clientOf(name, name, name, limits, this.now());
+      const made = clientOf(tokenScope(name), name, name, limits, this.now());
       if (made.bucket && old.bucket) made.bucket.tokens = Math.min(made.bucket.burst, old.bucket.tokens);
       this.#named.set(name, made);
     }

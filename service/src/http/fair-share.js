@@ -4,7 +4,7 @@
 // HTTP and no budget: admission-budget.js asks it.
 
 /**
- * Who a request is for: key, the client's identity (its name; a JWT's subject); label, its bounded
+ * Who a request is for: key, the client's identity (its scope: authenticate.js); label, its bounded
  * metric label; weight, its share against the others; maxInFlightBytes, what it may hold at once.
  * @typedef {{ key: string, label: string, weight: number, maxInFlightBytes?: number }} FairClient
  */

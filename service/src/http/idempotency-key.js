@@ -5,8 +5,9 @@ import { sendAnswer } from './answer.js';
 import { ANONYMOUS_CLIENT, ONE_CLIENT } from './fair-share.js';
 
 // The Idempotency-Key header (IETF httpapi draft): read before the body, as a Structured Field
-// string (RFC 8941), scoped by the request's client; the request's fingerprint (its content type,
-// Prefer, query and decoded body) taken as the body is read. The writers claim the key and store the
+// string (RFC 8941), scoped by the request's client (its credential's kind and name: the scope
+// authenticate.js gives it); the request's fingerprint (its content type, Prefer, query and
+// decoded body) taken as the body is read. The writers claim the key and store the
 // answer (users/idempotency-keys.js); a key taken is answered here: its answer again with
 // `Idempotent-Replayed: true`, or the catalogue's 422 or 409.
 
@@ -73,7 +74,7 @@ export function readIdempotencyKey() {
     hash.update(`${req.headers['content-type'] ?? ''}\n${joined(req.headers.prefer)}\n${mark === -1 ? '' : req.url.slice(mark + 1)}\n`);
     let fingerprint = /** @type {Buffer | undefined} */ (undefined);
     res.locals.idempotency = {
-      client: req.clientName ?? ANONYMOUS_CLIENT,
+      client: req.clientScope ?? ANONYMOUS_CLIENT,
       key,
       update: (body) => void hash.update(body),
       fingerprint: () => (fingerprint ??= hash.digest()),

@@ -7,6 +7,8 @@ declare module 'http' {
     log: Logger;
     /** The client whose credentials were accepted (http/authenticate.js): a configured name, or a JWT's subject. */
     clientName?: string;
+    /** Its scope, the credential's kind and name (`token:feeder`, `jwt:billing`): whose Idempotency-Keys these are (http/authenticate.js). */
+    clientScope?: string;
     /** Its client as admission and the rate limit see it: weight, cap, token bucket (http/client-directory.js). */
     ingestClient?: import('./client-directory.js').Client;
     /** Why its credentials were refused (http/authenticate.js): the metric's reason, never the credential. */

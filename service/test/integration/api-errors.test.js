@@ -192,7 +192,7 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     await holder.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('default', 'held', now() + interval '1 minute')");
+      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('token:default', 'held', now() + interval '1 minute')");
       const inFlight = await post(makeUsers(1), { 'idempotency-key': '"held"' });
       expectCode('idempotency_key_in_flight', 'post', '/users', inFlight);
       assert.equal(inFlight.headers.get('retry-after'), '1');

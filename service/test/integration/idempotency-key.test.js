@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { SignJWT } from 'jose';
 import pg from 'pg';
 import { startTestApp } from '../../../test/support/app.js';
 import { createTestDatabase } from '../../../test/support/database.js';
@@ -17,8 +18,8 @@ import { within } from '../../../test/support/time-factor.js';
 // Idempotency-Key on POST /users against the real PostgreSQL: a retry gets its first answer byte for
 // byte (JSON, NDJSON, CSV, a representation, merge mode), on the same app and on another started on
 // the same database; another body under the key is 422; a key in flight is waited for, then 409;
-// the same key at once writes once; keys are per client; a malformed key is 400; expired keys are
-// purged and are new again; without the header nothing is stored.
+// the same key at once writes once; keys are per client (a token and a JWT of one name are two); a
+// malformed key is 400; expired keys are purged and are new again; without the header nothing is stored.
 
 const NDJSON = 'application/x-ndjson';
 const CSV = 'text/csv';
@@ -69,7 +70,7 @@ describe('Idempotency-Key on POST /users', () => {
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
     const without = await post(users, {});
     assert.deepEqual(without.body, { received: 50, inserted: 0, updated: 0, duplicates: 50 }, 'without the key: today\'s answer');
-    assert.deepEqual(await keyRow(key), [{ client: 'feeder', status: 201, body: first.text }]);
+    assert.deepEqual(await keyRow(key), [{ client: 'token:feeder', status: 201, body: first.text }]);
     assert.equal(await db.countUsers(), 50);
   });
 
@@ -159,7 +160,7 @@ describe('Idempotency-Key on POST /users', () => {
     await holder.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('feeder', $1, now() + interval '1 hour')", [`${key}-held`]);
+      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('token:feeder', $1, now() + interval '1 hour')", [`${key}-held`]);
       assert.equal((await post(users, keyed(`${key}-held`))).status, 409, 'a key another transaction holds');
     } finally {
       await holder.query('ROLLBACK');
@@ -180,7 +181,7 @@ describe('Idempotency-Key on POST /users', () => {
     assert.equal(b.status, 201, b.text);
     assert.equal(b.headers.get('idempotent-replayed'), null);
     const rows = await db.pool.query('SELECT client FROM idempotency_keys WHERE key = $1 ORDER BY client', [key]);
-    assert.deepEqual(rows.rows.map((r) => r.client), ['crm', 'feeder']);
+    assert.deepEqual(rows.rows.map((r) => r.client), ['token:crm', 'token:feeder']);
   });
 
   test('a malformed key: 400 malformed_idempotency_key, nothing read or written', async () => {
@@ -247,7 +248,7 @@ describe('Idempotency-Key on POST /users', () => {
     await holder.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('feeder', $1, now() + interval '1 hour')", [key]);
+      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('token:feeder', $1, now() + interval '1 hour')", [key]);
       for (const [label, res] of [
         ['a small request (group commit)', await post(users, keyed(key))],
         ['a batch', await post(makeUsers(500), keyed(key))],
@@ -340,7 +341,7 @@ describe('Idempotency-Key on POST /users', () => {
       const fresh = JSON.parse((await run([])).stdout);
       assert.equal(fresh.inserted, 0, 'a run without the option is a new key: written again, idempotent by email');
       assert.equal(fresh.replayed, undefined);
-      const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM idempotency_keys WHERE client = 'crm' AND key ~ '^[0-9a-f-]{36}$'");
+      const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM idempotency_keys WHERE client = 'token:crm' AND key ~ '^[0-9a-f-]{36}$'");
       assert.equal(rows[0].n, 1, 'its own key, a UUID');
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -352,6 +353,60 @@ describe('Idempotency-Key on POST /users', () => {
     assert.ok(!log.includes('@example.com'), 'no email in the log');
     for (const token of Object.values(TOKENS)) assert.ok(!log.includes(token), 'no token in the log');
     assert.deepEqual(app.logs.filter((l) => l.level >= 50), [], 'nothing logged as an error');
+  });
+});
+
+describe('Idempotency-Key scopes: a static token and a JWT of one name are two clients', () => {
+  const jwtSecret = `idempotency-scope-${'s'.repeat(32)}`;
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
+  /** @type {string} */ let aliceJwt;
+  const ALICE_TOKEN = 'alice-token-0123456789abcdef';
+  before(async () => {
+    db = await createTestDatabase();
+    app = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKENS: JSON.stringify({ alice: ALICE_TOKEN }), JWT_SECRET: jwtSecret } });
+    aliceJwt = await new SignJWT({ role: 'writer', sub: 'alice' }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('10m')
+      .sign(new TextEncoder().encode(jwtSecret));
+  });
+  after(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  test('the same key under each: each its own first answer (no replay of the other\'s, no 422), each replayed its own', async () => {
+    const tag = uniqueTag();
+    const shared = makeUsers(3);
+    const same = `scope-same-${tag}`;
+    const byToken = await app.postUsers(shared, { token: ALICE_TOKEN, headers: keyed(same) });
+    assert.equal(byToken.status, 201, byToken.text);
+    const byJwt = await app.postUsers(shared, { token: aliceJwt, headers: keyed(same) });
+    assert.equal(byJwt.status, 200, `the token's users stored already: the JWT's own answer, not the token's replayed: ${byJwt.text}`);
+    assert.deepEqual(byJwt.body, { received: 3, inserted: 0, updated: 0, duplicates: 3 });
+    assert.equal(byJwt.headers.get('idempotent-replayed'), null);
+
+    const other = `scope-other-${tag}`;
+    const tokenUsers = makeUsers(2);
+    const jwtUsers = makeUsers(4);
+    const first = await app.postUsers(tokenUsers, { token: ALICE_TOKEN, headers: keyed(other) });
+    const second = await app.postUsers(jwtUsers, { token: aliceJwt, headers: keyed(other) });
+    assert.equal(first.status, 201, first.text);
+    assert.equal(second.status, 201, `another body under the same key, of another client: written, not 422: ${second.text}`);
+    assert.equal(second.body.inserted, 4);
+
+    for (const [token, users, firstAnswer] of /** @type {const} */ ([[ALICE_TOKEN, tokenUsers, first], [aliceJwt, jwtUsers, second], [aliceJwt, shared, byJwt]])) {
+      const key = firstAnswer === byJwt ? same : other;
+      const again = await app.postUsers(users, { token, headers: keyed(key) });
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+      assert.deepEqual(asSent(again), asSent(firstAnswer), 'each client replayed its own first answer');
+    }
+    const { rows } = await db.pool.query('SELECT client, key FROM idempotency_keys WHERE key = ANY($1) ORDER BY key, client', [[same, other]]);
+    assert.deepEqual(rows.map((r) => `${r.client} ${r.key}`), [`jwt:alice ${other}`, `token:alice ${other}`, `jwt:alice ${same}`, `token:alice ${same}`]);
+    assert.equal(await db.countUsers(), 9);
+  });
+
+  test('the log names no JWT, token or email', () => {
+    const log = JSON.stringify(app.logs);
+    for (const secret of [ALICE_TOKEN, aliceJwt, jwtSecret, '@example.com']) assert.ok(!log.includes(secret), 'no secret in the log');
   });
 });
 
@@ -382,7 +437,7 @@ describe('Idempotency-Key expiry', () => {
 
   test('an expired key not yet purged is claimed again as a new key', async () => {
     const key = `expired-${uniqueTag()}`;
-    await db.pool.query("INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body) VALUES ('', $1, now() - interval '1 second', '\\x00', 201, '{}', 'old')", [key]);
+    await db.pool.query("INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body) VALUES ('anonymous', $1, now() - interval '1 second', '\\x00', 201, '{}', 'old')", [key]);
     const res = await app.postUsers(makeUsers(1), { headers: keyed(key) });
     assert.equal(res.status, 201, res.text);
     assert.notEqual(res.text, 'old');

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import { JwtRefusal } from '../../src/auth/refusals.js';
 import { TokenSet } from '../../src/auth/token-set.js';
 import { ApiError, UnauthorizedError } from '../../src/errors.js';
-import { JWT_LABEL, authenticate } from '../../src/http/authenticate.js';
+import { JWT_LABEL, authenticate, jwtScope, tokenScope } from '../../src/http/authenticate.js';
+import { ANONYMOUS_CLIENT } from '../../src/http/fair-share.js';
 
 const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln';
 
@@ -100,5 +102,27 @@ describe('authenticate: who may POST /users (unit)', () => {
     const { err, req } = await run({ tokens: jwtLike, verifyJwt }, ['Authorization', `Bearer ${JWT}`]);
     assert.equal(err, undefined);
     assert.equal(req.clientName, 'odd');
+  });
+
+  test("a token and a JWT of one name are two clients: one name, two scopes", async () => {
+    const alice = { current: new TokenSet([{ name: 'alice', token: 'alice-token-1' }]) };
+    const verifyJwt = async () => 'alice';
+    const byToken = await run({ tokens: alice, verifyJwt }, ['Authorization', 'Bearer alice-token-1']);
+    const byJwt = await run({ tokens: alice, verifyJwt }, ['Authorization', `Bearer ${JWT}`]);
+    assert.deepEqual([byToken.req.clientName, byToken.req.clientScope], ['alice', 'token:alice']);
+    assert.deepEqual([byJwt.req.clientName, byJwt.req.clientScope], ['alice', 'jwt:alice']);
+    const nameless = await run({ verifyJwt: async () => undefined }, ['Authorization', `Bearer ${JWT}`]);
+    assert.equal(nameless.req.clientScope, 'jwt:');
+    assert.equal((await run({}, [])).req.clientScope, undefined, 'nothing configured: no scope (one anonymous client)');
+  });
+
+  test('no token name, JWT subject or the anonymous client share a scope', () => {
+    const subject = fc.option(fc.string({ maxLength: 40 }), { nil: undefined });
+    fc.assert(fc.property(fc.string({ maxLength: 40 }), subject, subject, (name, a, b) => {
+      assert.notEqual(tokenScope(name), jwtScope(a));
+      assert.notEqual(tokenScope(name), ANONYMOUS_CLIENT);
+      assert.notEqual(jwtScope(a), ANONYMOUS_CLIENT);
+      assert.equal(jwtScope(a) === jwtScope(b), (a ?? '') === (b ?? ''));
+    }), { numRuns: 2000 });
   });
 });

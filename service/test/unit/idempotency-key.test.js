@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { parseIdempotencyKey } from '../../src/http/idempotency-key.js';
+import { parseIdempotencyKey, readIdempotencyKey } from '../../src/http/idempotency-key.js';
 
 // The Idempotency-Key header as RFC 8941 writes a String: visible ASCII, `"` and `\` escaped.
 
@@ -31,5 +31,17 @@ describe('parseIdempotencyKey', () => {
     fc.assert(fc.property(fc.string({ maxLength: 20 }), outside, fc.string({ maxLength: 20 }), (a, bad, b) => {
       assert.throws(() => parseIdempotencyKey(`"${a.replace(/[^\x20-\x7e]|["\\]/g, '')}${bad}${b.replace(/[^\x20-\x7e]|["\\]/g, '')}"`));
     }));
+  });
+
+  test("a key's scope is its request's client scope; without credentials, the one anonymous client", () => {
+    /** @param {string | undefined} clientScope */
+    const scopeOf = (clientScope) => {
+      const res = /** @type {any} */ ({ locals: {} });
+      readIdempotencyKey()(/** @type {any} */ ({ headers: { 'idempotency-key': '"k"' }, url: '/users', clientName: 'alice', clientScope }), res, () => {});
+      return res.locals.idempotency.client;
+    };
+    assert.equal(scopeOf('token:alice'), 'token:alice');
+    assert.equal(scopeOf('jwt:alice'), 'jwt:alice');
+    assert.equal(scopeOf(undefined), 'anonymous');
   });
 });

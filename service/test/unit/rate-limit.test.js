@@ -141,6 +141,7 @@ describe('client directory: limits declared with the token, read again with it (
     assert.equal(clients.named('b').maxInFlightBytes, 65536);
     const jwt = clients.jwt('crm');
     assert.deepEqual([jwt.label, jwt.name, jwt.weight, jwt.bucket?.rate], ['jwt', 'crm', 2, 5]);
+    assert.deepEqual([clients.named('a').key, jwt.key], ['token:a', 'jwt:crm'], 'keyed by scope: a token named jwt:crm is another client');
     assert.notEqual(clients.jwt('other').bucket, jwt.bucket, 'each JWT client its own bucket');
   });
 
