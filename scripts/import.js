@@ -139,35 +139,46 @@ async function sendFile() {
   const sentBytes = () => (connected ? Math.max(0, bytes - request.writableLength) : 0);
   /** @type {Promise<{ status: number, text: string, retryAfter: string | undefined, requestId: string | undefined, replayed: boolean }>} */
   const answered = new Promise((resolve, reject) => {
-    let answering = false;
+    /** @type {(() => void) | undefined} */ let done;
     request.on('response', (res) => {
-      answering = true;
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c) => (text += c));
       const retryAfter = res.headers['retry-after'];
       const requestId = res.headers['x-request-id'];
-      const done = () => resolve({ status: res.statusCode ?? 0, text, retryAfter, requestId: typeof requestId === 'string' ? requestId : undefined, replayed: res.headers['idempotent-replayed'] === 'true' });
+      done = () => resolve({ status: res.statusCode ?? 0, text, retryAfter, requestId: typeof requestId === 'string' ? requestId : undefined, replayed: res.headers['idempotent-replayed'] === 'true' });
       res.on('end', done);
       res.on('close', done);
       res.on('error', done);
     });
     request.on('error', (err) => {
-      if (!answering) reject(Object.assign(err, { sent: sentBytes() }));
+      if (!done) reject(Object.assign(err, { sent: sentBytes() }));
+    });
+    // Closed with no error and no answer: the connection went (a last resort, so nothing waits forever).
+    request.on('close', () => {
+      if (done) done();
+      else reject(Object.assign(new Error('the connection closed before an answer'), { code: 'ECONNRESET', sent: sentBytes() }));
     });
   });
   // The file opened above the first time; a retry sends the whole file again, opened again.
   const source = attempts++ === 0 ? createReadStream('', { fd: handle }) : createReadStream(file);
-  // Its failures reach the request (pipeline destroys it with the error), and so `answered`.
-  const uploaded = pipeline(source, progress(counter), request).catch(() => {});
+  const meter = progress(counter);
+  // The file into the request, outside the pipeline: a failed write (the service answered and
+  // closed) is the request's own error, and the answer already read stays the outcome; a pipeline
+  // would abort the request, dropping an answer still being read. A failure to read the file
+  // reaches the request (destroyed with it), and so `answered`.
+  pipeline(source, meter).catch((err) => request.destroy(err));
+  meter.pipe(request);
   try {
     const answer = await answered;
     return { ...answer, sent: sentBytes() };
   } finally {
-    // Whatever is left of the file is not sent: the service has answered.
+    // Whatever is left of the file is not sent: the service has answered. The upload's pipeline
+    // is not waited for: destroyed while the file is being read, it may never settle, and a retry
+    // opens the file again.
     source.destroy();
+    meter.destroy();
     request.destroy();
-    await uploaded;
     counter?.end();
   }
 }
