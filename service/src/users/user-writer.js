@@ -210,15 +210,7 @@ async function writeKeyedGroup(writer, resolution, parts) {
       const going = parts.filter((part) => takenFor(part) === undefined);
       const rows = going.flatMap((part) => part.rows).sort(byEmail);
       const written = rows.length === 0 ? 'all' : await groupStatement(client, rows, onConflict, going.some((part) => part.withRows), '');
-      const done = /** @type {{ key: IdempotencyKey, answer: StoredAnswer }[]} */ ([]);
-      const outcomes = parts.map((part) => {
-        const outcome = takenFor(part);
-        if (outcome) return outcome;
-        const counts = credit(part.rows, written, part.withRows);
-        if (part.key) done.push({ key: part.key, answer: (counts.answer = part.key.answer(counts)) });
-        return counts;
-      });
-      done.sort((a, b) => (scopedKey(a.key) < scopedKey(b.key) ? -1 : 1));
+      const { outcomes, done } = answeredParts(parts, (part) => takenFor(part) ?? credit(part.rows, written, part.withRows));
       if (done.length > 0) client.withCommit(store.insertAnswers(done));
       committing = true;
       return outcomes;
@@ -264,15 +256,27 @@ async function writeKeyedGroup(writer, resolution, parts) {
 async function writeKeyedGroupAsNew({ db, policy, keys }, parts) {
   const store = /** @type {import('./idempotency-keys.js').KeyStore} */ (keys);
   const rows = parts.flatMap((part) => part.rows).sort(byEmail);
-  const outcomes = parts.map((part) => credit(part.rows, 'all'));
-  const done = /** @type {{ key: IdempotencyKey, answer: StoredAnswer }[]} */ ([]);
-  parts.forEach((part, i) => {
-    if (part.key) done.push({ key: part.key, answer: (outcomes[i].answer = part.key.answer(outcomes[i])) });
-  });
-  done.sort((a, b) => (scopedKey(a.key) < scopedKey(b.key) ? -1 : 1));
+  const { outcomes, done } = answeredParts(parts, (part) => credit(part.rows, 'all'));
   const text = db.settings.statement(`${writeStatement(rowsAsArrays(rows), 'fail', 'none')}; ${store.insertAnswers(done)}`, policy.limits('group'));
   await db.withClient((client) => client.query(insertQuery(text)));
   return outcomes;
+}
+
+/**
+ * A group's outcomes, each part's as `outcomeOf` gives it, each keyed part's counts with the
+ * answer they get; and the answers to store, in key order (two groups never wait on each other in
+ * a cycle). @param {readonly Part[]} parts @param {(part: Part) => Counts | KeyTaken} outcomeOf
+ * @returns {{ outcomes: Written, done: { key: IdempotencyKey, answer: StoredAnswer }[] }}
+ */
+function answeredParts(parts, outcomeOf) {
+  const done = /** @type {{ key: IdempotencyKey, answer: StoredAnswer }[]} */ ([]);
+  const outcomes = parts.map((part) => {
+    const outcome = outcomeOf(part);
+    if (part.key && !('taken' in outcome)) done.push({ key: part.key, answer: (outcome.answer = part.key.answer(outcome)) });
+    return outcome;
+  });
+  done.sort((a, b) => (scopedKey(a.key) < scopedKey(b.key) ? -1 : 1));
+  return { outcomes, done };
 }
 
 /** Tries of a keyed group whose COMMIT met keys stored meanwhile (each try learns at least one). */
