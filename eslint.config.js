@@ -40,7 +40,7 @@ const COMMANDS = [
 // Those that start with a shebang. eslint-plugin-n matches them from the nearest package.json, the
 // workspace's for service/, db/ and lambda/local/, hence the leading `**/`.
 const EXECUTABLES = [
-  ...['docs-config', 'fuzz', 'lint', 'start', 'test'].map((name) => `scripts/${name}.js`),
+  ...['docs-config', 'format', 'fuzz', 'lint', 'start', 'test'].map((name) => `scripts/${name}.js`),
   'bench/*.js',
   'bench/naive/server.js',
   'bench/noop/server.js',
@@ -64,11 +64,35 @@ export default [
     settings: { node: { version: engines.node } },
     rules: {
       // `_` names what is there but unused (a skipped argument, a field left out of a rest object).
-      'no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      'no-unused-vars': [
+        'error',
+        {
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          caughtErrorsIgnorePattern: '^_',
+          ignoreRestSiblings: true,
+        },
+      ],
 
       // The root package's scripts, benchmarks and tests use the workspaces (@sluice/*) and their
       // dependencies, which npm installs at the root; each workspace's own imports are still checked.
-      'n/no-extraneous-import': ['error', { allowModules: ['@sluice/db', '@sluice/env', '@sluice/lambda', '@aws-sdk/client-sqs', 'pg', 'pg-format', 'pg-copy-streams', 'express', 'ajv', '@opentelemetry/api'] }],
+      'n/no-extraneous-import': [
+        'error',
+        {
+          allowModules: [
+            '@sluice/db',
+            '@sluice/env',
+            '@sluice/lambda',
+            '@aws-sdk/client-sqs',
+            'pg',
+            'pg-format',
+            'pg-copy-streams',
+            'express',
+            'ajv',
+            '@opentelemetry/api',
+          ],
+        },
+      ],
       // Features still flagged experimental on the oldest supported Node (fetch, mock timers,
       // fs.cpSync) are used on purpose, and the tests run on it; a feature it lacks still fails.
       'n/no-unsupported-features/node-builtins': ['error', { allowExperimental: true }],

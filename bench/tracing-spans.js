@@ -8,19 +8,35 @@ import { once } from 'node:events';
 import { Option, createCommand, wholeNumber } from '@sluice/db/command-line';
 
 const SAMPLERS = ['parentbased_always_on', 'parentbased_always_off'];
-const opts = createCommand('npm run bench:tracing-spans --', "The CPU a single-user request's spans cost in this process: its request span with the service's attributes, then with the write's span, then with the three steps' too (each shape's run interleaved with the others', round after round; the median quoted), the spans exported over OTLP/protobuf by the batch processor to a receiver in another process. Prints JSON.")
-  .addOption(new Option('--requests <n>', 'requests a run').argParser(wholeNumber(1000)).default(20_000))
+const opts = createCommand(
+  'npm run bench:tracing-spans --',
+  "The CPU a single-user request's spans cost in this process: its request span with the service's attributes, then with the write's span, then with the three steps' too (each shape's run interleaved with the others', round after round; the median quoted), the spans exported over OTLP/protobuf by the batch processor to a receiver in another process. Prints JSON.",
+)
+  .addOption(
+    new Option('--requests <n>', 'requests a run').argParser(wholeNumber(1000)).default(20_000),
+  )
   .addOption(new Option('--rounds <n>', 'runs of each shape').argParser(wholeNumber(1)).default(5))
-  .addOption(new Option('--sampler <name>', 'OTEL_TRACES_SAMPLER').choices(SAMPLERS).default(SAMPLERS[0]))
+  .addOption(
+    new Option('--sampler <name>', 'OTEL_TRACES_SAMPLER').choices(SAMPLERS).default(SAMPLERS[0]),
+  )
   .parse()
   .opts();
 
 // A receiver that reads and drops: OTLP/HTTP wants a 200 and nothing more.
-const receiver = spawn(process.execPath, ['-e', `
+const receiver = spawn(
+  process.execPath,
+  [
+    '-e',
+    `
   const server = require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => res.end()); });
   server.listen(0, '127.0.0.1', () => console.log(server.address().port));
-`], { stdio: ['ignore', 'pipe', 'inherit'] });
-const [port] = /** @type {[Buffer]} */ (await once(/** @type {import('node:stream').Readable} */ (receiver.stdout), 'data'));
+`,
+  ],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+);
+const [port] = /** @type {[Buffer]} */ (
+  await once(/** @type {import('node:stream').Readable} */ (receiver.stdout), 'data')
+);
 Object.assign(process.env, {
   OTEL_TRACES_EXPORTER: 'otlp',
   OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${String(port).trim()}`,
@@ -53,15 +69,27 @@ const SHAPES = ['request', 'request + write', 'request + write + steps'];
 
 /** One request's spans, shaped as the service makes them. @param {Shape} shape */
 function request(shape) {
-  const span = tracer.startSpan('POST', { kind: otel.SpanKind.SERVER, attributes: requestAttributes });
+  const span = tracer.startSpan('POST', {
+    kind: otel.SpanKind.SERVER,
+    attributes: requestAttributes,
+  });
   const context = otel.trace.setSpan(otel.ROOT_CONTEXT, span);
   if (shape !== 'request') {
-    const write = tracer.startSpan('sluice.write', { attributes: { 'sluice.rows': 1, 'sluice.resolution': 'ignore' } }, context);
-    write.setAttributes({ 'sluice.group.requests': 12, 'sluice.group.rows': 12, 'sluice.group.wait_ms': 1.25 });
+    const write = tracer.startSpan(
+      'sluice.write',
+      { attributes: { 'sluice.rows': 1, 'sluice.resolution': 'ignore' } },
+      context,
+    );
+    write.setAttributes({
+      'sluice.group.requests': 12,
+      'sluice.group.rows': 12,
+      'sluice.group.wait_ms': 1.25,
+    });
     write.end();
   }
   if (shape === 'request + write + steps') {
-    for (const name of ['sluice.admission', 'sluice.read_body', 'sluice.validate']) tracer.startSpan(name, {}, context).end();
+    for (const name of ['sluice.admission', 'sluice.read_body', 'sluice.validate'])
+      tracer.startSpan(name, {}, context).end();
   }
   span.setAttribute('http.route', '/users');
   span.updateName('POST /users');
@@ -87,22 +115,31 @@ for (const shape of SHAPES) await run(shape); // warm-up
 /** @type {Record<string, number[]>} */
 const figures = Object.fromEntries(['none', ...SHAPES].map((s) => [s, []]));
 for (let round = 0; round < opts.rounds; round++) {
-  for (const shape of /** @type {(Shape | 'none')[]} */ (['none', ...SHAPES])) figures[shape].push(await run(shape));
+  for (const shape of /** @type {(Shape | 'none')[]} */ (['none', ...SHAPES]))
+    figures[shape].push(await run(shape));
 }
 await tracing.flush(10_000);
 receiver.kill();
 
 const loop = median(figures.none);
-console.log(JSON.stringify({
-  node: process.version,
-  sampler: opts.sampler,
-  requests: opts.requests,
-  rounds: opts.rounds,
-  // The loop alone, then each shape's CPU a request above it, with the range over rounds.
-  loopMicros: Math.round(loop * 10) / 10,
-  spansMicrosPerRequest: Object.fromEntries(SHAPES.map((s) => {
-    const { min, max } = range(figures[s]);
-    const above = (/** @type {number} */ v) => Math.round((v - loop) * 10) / 10;
-    return [s, { median: above(median(figures[s])), min: above(min), max: above(max) }];
-  })),
-}, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      node: process.version,
+      sampler: opts.sampler,
+      requests: opts.requests,
+      rounds: opts.rounds,
+      // The loop alone, then each shape's CPU a request above it, with the range over rounds.
+      loopMicros: Math.round(loop * 10) / 10,
+      spansMicrosPerRequest: Object.fromEntries(
+        SHAPES.map((s) => {
+          const { min, max } = range(figures[s]);
+          const above = (/** @type {number} */ v) => Math.round((v - loop) * 10) / 10;
+          return [s, { median: above(median(figures[s])), min: above(min), max: above(max) }];
+        }),
+      ),
+    },
+    null,
+    2,
+  ),
+);

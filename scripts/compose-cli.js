@@ -29,18 +29,29 @@ exclude (
  * @returns {Promise<string[]>} argv prefix
  */
 export async function findComposeCli({ log = (m) => console.error(m) } = {}) {
-  if (spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0) return ['docker', 'compose'];
+  if (spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0)
+    return ['docker', 'compose'];
   if (existsSync(BIN)) return [BIN];
   if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) {
-    throw new Error('no `docker compose` and no Go to build it: install Docker with the compose plugin, or Go');
+    throw new Error(
+      'no `docker compose` and no Go to build it: install Docker with the compose plugin, or Go',
+    );
   }
   const dir = path.join(CACHE, 'compose-cli-build');
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, 'go.mod'), GO_MOD);
-  log(`building the compose CLI ${COMPOSE_VERSION} once from the Go module proxy (a few minutes)...`);
+  log(
+    `building the compose CLI ${COMPOSE_VERSION} once from the Go module proxy (a few minutes)...`,
+  );
   /** @param {string[]} args */
-  const go = (args) => new Promise((resolve) => spawn('go', args, { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] }).on('exit', resolve));
-  if ((await go(['get', `github.com/docker/compose/v2/cmd@${COMPOSE_VERSION}`])) !== 0 || (await go(['build', '-o', BIN, 'github.com/docker/compose/v2/cmd'])) !== 0) {
+  const go = (args) =>
+    new Promise((resolve) =>
+      spawn('go', args, { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] }).on('exit', resolve),
+    );
+  if (
+    (await go(['get', `github.com/docker/compose/v2/cmd@${COMPOSE_VERSION}`])) !== 0 ||
+    (await go(['build', '-o', BIN, 'github.com/docker/compose/v2/cmd'])) !== 0
+  ) {
     throw new Error(`building the compose CLI ${COMPOSE_VERSION} failed`);
   }
   return [BIN];

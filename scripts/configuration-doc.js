@@ -5,7 +5,11 @@ import { DATABASE_VARIABLES, MIGRATION_VARIABLES } from '@sluice/db/database-url
 import { TRACING_VARIABLES, describeEnv } from '@sluice/env';
 import { FEEDER_VARIABLES } from '../lambda/src/config.js';
 import { ROTATION_VARIABLES } from '../lambda/src/rotate-token.js';
-import { ELASTICMQ_VARIABLES, RUNNER_VARIABLES, SQS_VARIABLES } from '../lambda/local/sqs-config.js';
+import {
+  ELASTICMQ_VARIABLES,
+  RUNNER_VARIABLES,
+  SQS_VARIABLES,
+} from '../lambda/local/sqs-config.js';
 import { SERVICE_VARIABLES } from '../service/src/config.js';
 import { START_VARIABLES } from './start-config.js';
 
@@ -18,17 +22,20 @@ import { START_VARIABLES } from './start-config.js';
 export const SECTIONS = [
   {
     heading: 'The database (`db/src/database-url.js`)',
-    intro: 'Read by the service and by `npm run migrate`: `DATABASE_URL`, or else a URL built from the PG* variables (how ECS injects the RDS secret, so no URL holding the password is written into a template).',
+    intro:
+      'Read by the service and by `npm run migrate`: `DATABASE_URL`, or else a URL built from the PG* variables (how ECS injects the RDS secret, so no URL holding the password is written into a template).',
     declarations: DATABASE_VARIABLES,
   },
   {
     heading: 'The migrations (`db/src/database-url.js`)',
-    intro: '`npm run migrate` and `npm start` (which migrates first) read this too. The migrations run in one transaction under a transaction-scoped lock, so they are safe through a transaction pooler; a direct URL still keeps them out of reach of the pooler\'s timeouts and pinning ([Behind a connection pooler](#behind-a-connection-pooler)).',
+    intro:
+      "`npm run migrate` and `npm start` (which migrates first) read this too. The migrations run in one transaction under a transaction-scoped lock, so they are safe through a transaction pooler; a direct URL still keeps them out of reach of the pooler's timeouts and pinning ([Behind a connection pooler](#behind-a-connection-pooler)).",
     declarations: MIGRATION_VARIABLES,
   },
   {
     heading: 'The service (`service/src/config.js`)',
-    intro: '`node service/src/server.js`, the service image and `npm start` read these (and the database\'s above).',
+    intro:
+      "`node service/src/server.js`, the service image and `npm start` read these (and the database's above).",
     declarations: SERVICE_VARIABLES,
   },
   {
@@ -37,18 +44,20 @@ export const SECTIONS = [
     declarations: START_VARIABLES,
   },
   {
-    heading: 'The feeder\'s handler (`lambda/src/config.js`)',
+    heading: "The feeder's handler (`lambda/src/config.js`)",
     intro: 'The Lambda function (set by `template.yaml`), and the handler under the local runner.',
     declarations: FEEDER_VARIABLES,
   },
   {
     heading: 'The token rotation function (`lambda/src/rotate-token.js`)',
-    intro: "Secrets Manager's rotation of the stack's ingest tokens (`template.yaml` sets it; [operations.md](operations.md#credentials-adding-a-client-rotating-revoking)).",
+    intro:
+      "Secrets Manager's rotation of the stack's ingest tokens (`template.yaml` sets it; [operations.md](operations.md#credentials-adding-a-client-rotating-revoking)).",
     declarations: ROTATION_VARIABLES,
   },
   {
     heading: 'Tracing (`env/src/tracing.js`)',
-    intro: "OpenTelemetry's own variables, read by the service, the feeder (its handler and local runner) and the producer; off unless `OTEL_TRACES_EXPORTER=otlp` or an OTLP endpoint is set. The service, the feeder's handler, its local runner and the producer read them once, with their own configuration, and build their SDK (or, in the handler, whether to load the API) from what they read; on AWS the ADOT layer's SDK reads them itself. The spec's variables not listed here (`OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`) are left to each SDK. [tracing.md](tracing.md) says what each component records.",
+    intro:
+      "OpenTelemetry's own variables, read by the service, the feeder (its handler and local runner) and the producer; off unless `OTEL_TRACES_EXPORTER=otlp` or an OTLP endpoint is set. The service, the feeder's handler, its local runner and the producer read them once, with their own configuration, and build their SDK (or, in the handler, whether to load the API) from what they read; on AWS the ADOT layer's SDK reads them itself. The spec's variables not listed here (`OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`) are left to each SDK. [tracing.md](tracing.md) says what each component records.",
     declarations: TRACING_VARIABLES,
   },
   {
@@ -58,12 +67,14 @@ export const SECTIONS = [
   },
   {
     heading: 'The local runner (`lambda/local/sqs-config.js`)',
-    intro: '`npm run feeder`: Lambda\'s event-source mapping played locally, with Lambda\'s meaning and the SAM template\'s defaults.',
+    intro:
+      "`npm run feeder`: Lambda's event-source mapping played locally, with Lambda's meaning and the SAM template's defaults.",
     declarations: RUNNER_VARIABLES,
   },
   {
     heading: 'ElasticMQ for the local walkthrough (`lambda/local/sqs-config.js`)',
-    intro: '`npm run elasticmq` ([feeder.md](feeder.md#running-it-locally)): the SQS emulator on 127.0.0.1, with the queue `sluice-users` and its dead-letter queue.',
+    intro:
+      '`npm run elasticmq` ([feeder.md](feeder.md#running-it-locally)): the SQS emulator on 127.0.0.1, with the queue `sluice-users` and its dead-letter queue.',
     declarations: ELASTICMQ_VARIABLES,
   },
 ];
@@ -101,15 +112,21 @@ PgBouncer 1.18 that way.
   of RDS Proxy's pinning.`.split('\n');
 
 /** @param {Declarations} declarations */
-const table = (declarations) => markdownTable([
-  ['variable', 'default', 'values', 'meaning'],
-  ...describeEnv(declarations).map((d) => [
-    `\`${d.name}\``,
-    /^(unset|required)$/.test(d.defaultText) || d.defaultText.includes(' ') ? d.defaultText : `\`${d.defaultText}\``,
-    d.kind,
-    d.description.replaceAll('|', '\\|'),
-  ]),
-], { alignDelimiters: false });
+const table = (declarations) =>
+  markdownTable(
+    [
+      ['variable', 'default', 'values', 'meaning'],
+      ...describeEnv(declarations).map((d) => [
+        `\`${d.name}\``,
+        /^(unset|required)$/.test(d.defaultText) || d.defaultText.includes(' ')
+          ? d.defaultText
+          : `\`${d.defaultText}\``,
+        d.kind,
+        d.description.replaceAll('|', '\\|'),
+      ]),
+    ],
+    { alignDelimiters: false },
+  );
 
 /**
  * The whole of docs/configuration.md.

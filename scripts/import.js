@@ -14,26 +14,60 @@ const program = createCommand(
   { INGEST_TOKEN: 'the bearer token, when --token is not given (default: none)' },
 )
   .argument('<file>', 'the file of users')
-  .addOption(new Option('--resolution <r>', 'what the service does with an email already stored').choices(['ignore', 'merge']).default('ignore'))
+  .addOption(
+    new Option('--resolution <r>', 'what the service does with an email already stored')
+      .choices(['ignore', 'merge'])
+      .default('ignore'),
+  )
   .option('--url <url>', 'the service', 'http://127.0.0.1:3000')
   .option('--token <token>', 'the bearer token (default: INGEST_TOKEN)')
-  .addOption(new Option('--format <f>', 'the file\'s format (default: from its name)').choices(['ndjson', 'csv']))
-  .option('--quarantine', 'set invalid users aside instead of refusing the file (Prefer: invalid=quarantine): the valid ones are stored, and the command that exports the others is printed')
-  .option('--max-invalid <n>', 'with --quarantine: refuse the whole file past this many invalid users (the service\'s default: 100)', wholeNumber(0))
-  .option('--idempotency-key <key>', 'the Idempotency-Key of the upload, to send a failed run again: its answer if it was written (1 to 255 visible ASCII characters; default: a new one each run)')
-  .addOption(new Option('--retry-for <seconds>', 'how long to keep sending again when the service answers 429 (this client over its rate) or 503 overloaded, nothing written: after each Retry-After, said on stderr').argParser(Number).default(600))
+  .addOption(
+    new Option('--format <f>', "the file's format (default: from its name)").choices([
+      'ndjson',
+      'csv',
+    ]),
+  )
+  .option(
+    '--quarantine',
+    'set invalid users aside instead of refusing the file (Prefer: invalid=quarantine): the valid ones are stored, and the command that exports the others is printed',
+  )
+  .option(
+    '--max-invalid <n>',
+    "with --quarantine: refuse the whole file past this many invalid users (the service's default: 100)",
+    wholeNumber(0),
+  )
+  .option(
+    '--idempotency-key <key>',
+    'the Idempotency-Key of the upload, to send a failed run again: its answer if it was written (1 to 255 visible ASCII characters; default: a new one each run)',
+  )
+  .addOption(
+    new Option(
+      '--retry-for <seconds>',
+      'how long to keep sending again when the service answers 429 (this client over its rate) or 503 overloaded, nothing written: after each Retry-After, said on stderr',
+    )
+      .argParser(Number)
+      .default(600),
+  )
   .parse();
 
 const [file] = program.args;
 const args = program.opts();
 const compressed = file.endsWith('.gz');
 const name = compressed ? file.slice(0, -3) : file;
-const format = args.format ?? (name.endsWith('.csv') ? 'csv' : /\.(ndjson|jsonl|json)$/.test(name) ? 'ndjson' : undefined);
-if (!format) program.error(`error: cannot tell the format of ${file} from its name; give --format ndjson or --format csv`);
+const format =
+  args.format ??
+  (name.endsWith('.csv') ? 'csv' : /\.(ndjson|jsonl|json)$/.test(name) ? 'ndjson' : undefined);
+if (!format)
+  program.error(
+    `error: cannot tell the format of ${file} from its name; give --format ndjson or --format csv`,
+  );
 /** @type {string} */
 const key = args.idempotencyKey ?? randomUUID();
-if (!/^[\x20-\x7e]{1,255}$/.test(key)) program.error('error: --idempotency-key must be 1 to 255 visible ASCII characters');
-const url = URL.canParse(args.url) ? new URL('/users', args.url) : program.error(`error: --url ${args.url} is not a URL`);
+if (!/^[\x20-\x7e]{1,255}$/.test(key))
+  program.error('error: --idempotency-key must be 1 to 255 visible ASCII characters');
+const url = URL.canParse(args.url)
+  ? new URL('/users', args.url)
+  : program.error(`error: --url ${args.url} is not a URL`);
 
 const { createReadStream } = await import('node:fs');
 const { open } = await import('node:fs/promises');
@@ -45,7 +79,12 @@ const zlib = await import('node:zlib');
 
 // A file that cannot be read is one line naming it and why, not a stack trace.
 /** @type {Record<string, string>} */
-const FILE_PROBLEMS = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a directory', ELOOP: 'too many symbolic links' };
+const FILE_PROBLEMS = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EISDIR: 'it is a directory',
+  ELOOP: 'too many symbolic links',
+};
 /** @param {unknown} err @returns {never} */
 function cannotRead(err) {
   const { code = '', message } = /** @type {NodeJS.ErrnoException} */ (err);
@@ -75,28 +114,34 @@ function showProgress(last = false) {
   if (!connected || (!last && now - lastShown < (tty ? 200 : 2000))) return;
   lastShown = now;
   const seconds = Math.max(0.001, (now - started) / 1000);
-  const line = `${(bytes / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB (${total ? Math.floor((100 * bytes) / total) : 100}%), ` +
+  const line =
+    `${(bytes / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB (${total ? Math.floor((100 * bytes) / total) : 100}%), ` +
     `${Math.round(rows / seconds).toLocaleString('en-US')} rows/s, ${(bytes / 1e6 / seconds).toFixed(1)} MB/s`;
   process.stderr.write(tty ? `\r${line}\x1b[K${last ? '\n' : ''}` : `${line}\n`);
 }
 
 // The rows of a compressed file are counted on a copy of it decompressed here: the service gets it compressed.
 /** @param {import('node:zlib').Gunzip | undefined} counter */
-const progress = (counter) => new Transform({
-  transform(chunk, _encoding, done) {
-    bytes += chunk.length;
-    if (counter) counter.write(chunk);
-    else countLines(chunk);
-    showProgress();
-    done(null, chunk);
-  },
-});
+const progress = (counter) =>
+  new Transform({
+    transform(chunk, _encoding, done) {
+      bytes += chunk.length;
+      if (counter) counter.write(chunk);
+      else countLines(chunk);
+      showProgress();
+      done(null, chunk);
+    },
+  });
 
 const token = args.token ?? process.env.INGEST_TOKEN;
 const prefer = [
   args.resolution === 'merge' ? 'resolution=merge-duplicates' : '',
-  args.quarantine ? `invalid=quarantine${args.maxInvalid === undefined ? '' : `; max-invalid=${args.maxInvalid}`}` : '',
-].filter(Boolean).join(', ');
+  args.quarantine
+    ? `invalid=quarantine${args.maxInvalid === undefined ? '' : `; max-invalid=${args.maxInvalid}`}`
+    : '',
+]
+  .filter(Boolean)
+  .join(', ');
 /** What to run to send this upload again under its key. */
 const again = `send it again with --idempotency-key '${key.replaceAll("'", "'\\''")}': if it was written, you get its answer, else it is written`;
 /** @param {number} n */
@@ -119,7 +164,12 @@ async function sendFile() {
   bytes = 0;
   rows = 0;
   connected = false;
-  const counter = compressed ? zlib.createGunzip().on('data', countLines).on('error', () => {}) : undefined;
+  const counter = compressed
+    ? zlib
+        .createGunzip()
+        .on('data', countLines)
+        .on('error', () => {})
+    : undefined;
   const request = (url.protocol === 'https:' ? https : http).request(url, {
     method: 'POST',
     headers: {
@@ -146,7 +196,14 @@ async function sendFile() {
       res.on('data', (c) => (text += c));
       const retryAfter = res.headers['retry-after'];
       const requestId = res.headers['x-request-id'];
-      done = () => resolve({ status: res.statusCode ?? 0, text, retryAfter, requestId: typeof requestId === 'string' ? requestId : undefined, replayed: res.headers['idempotent-replayed'] === 'true' });
+      done = () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          text,
+          retryAfter,
+          requestId: typeof requestId === 'string' ? requestId : undefined,
+          replayed: res.headers['idempotent-replayed'] === 'true',
+        });
       res.on('end', done);
       res.on('close', done);
       res.on('error', done);
@@ -157,7 +214,13 @@ async function sendFile() {
     // Closed with no error and no answer: the connection went (a last resort, so nothing waits forever).
     request.on('close', () => {
       if (done) done();
-      else reject(Object.assign(new Error('the connection closed before an answer'), { code: 'ECONNRESET', sent: sentBytes() }));
+      else
+        reject(
+          Object.assign(new Error('the connection closed before an answer'), {
+            code: 'ECONNRESET',
+            sent: sentBytes(),
+          }),
+        );
     });
   });
   // The file opened above the first time; a retry sends the whole file again, opened again.
@@ -208,10 +271,19 @@ function errorCodeOf(text) {
 try {
   const retryUntil = performance.now() + args.retryFor * 1000;
   let answer = await sendFile();
-  for (let wait = retryAfterOf(answer); wait !== undefined && performance.now() + wait * 1000 <= retryUntil; wait = retryAfterOf(answer)) {
+  for (
+    let wait = retryAfterOf(answer);
+    wait !== undefined && performance.now() + wait * 1000 <= retryUntil;
+    wait = retryAfterOf(answer)
+  ) {
     clearProgress();
-    const why = answer.status === 429 ? 'this client is over its rate (429)' : 'the service is at its in-flight limit (503 overloaded)';
-    console.error(`import: ${why}, nothing written; waiting ${wait} s as Retry-After asks, then sending the file again`);
+    const why =
+      answer.status === 429
+        ? 'this client is over its rate (429)'
+        : 'the service is at its in-flight limit (503 overloaded)';
+    console.error(
+      `import: ${why}, nothing written; waiting ${wait} s as Retry-After asks, then sending the file again`,
+    );
     await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000));
     answer = await sendFile();
   }
@@ -221,21 +293,40 @@ try {
     const seconds = (performance.now() - started) / 1000;
     const counts = JSON.parse(text);
     // A replay: the answer of an earlier run with this key, which wrote the file; this one wrote nothing.
-    console.log(JSON.stringify({ ...counts, ...(replayed ? { replayed: true } : {}), seconds: Number(seconds.toFixed(2)) }));
+    console.log(
+      JSON.stringify({
+        ...counts,
+        ...(replayed ? { replayed: true } : {}),
+        seconds: Number(seconds.toFixed(2)),
+      }),
+    );
     if (counts.quarantined > 0) {
-      console.error(`${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set aside; to fix and send them again: npm run quarantine -- export --items --request ${requestId ?? '<X-Request-Id>'} > fixed.ndjson`);
+      console.error(
+        `${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set aside; to fix and send them again: npm run quarantine -- export --items --request ${requestId ?? '<X-Request-Id>'} > fixed.ndjson`,
+      );
     }
   } else {
     // The service answers about the line it has read; what was sent meanwhile may be well past it.
     clearProgress();
     const part = total ? Math.floor((100 * sent) / total) : 100;
-    console.error(`import refused (${status}): ${text.trim()} (${megabytes(sent)} of ${megabytes(total)} sent, ${part}%; the rest not sent)${status === 503 ? `; ${again}` : ''}`);
+    console.error(
+      `import refused (${status}): ${text.trim()} (${megabytes(sent)} of ${megabytes(total)} sent, ${part}%; the rest not sent)${status === 503 ? `; ${again}` : ''}`,
+    );
     process.exitCode = 1;
   }
 } catch (err) {
   clearProgress();
-  const { code, message, sent = 0 } = /** @type {NodeJS.ErrnoException & { sent?: number }} */ (err);
-  const hint = code === 'ECONNREFUSED' ? ` (is the service running at ${url.origin}? \`npm start\` starts it; --url names another)` : '';
-  console.error(`import failed after ${sent} bytes: ${message || code}${hint}${sent > 0 ? `; ${again}` : ''}`);
+  const {
+    code,
+    message,
+    sent = 0,
+  } = /** @type {NodeJS.ErrnoException & { sent?: number }} */ (err);
+  const hint =
+    code === 'ECONNREFUSED'
+      ? ` (is the service running at ${url.origin}? \`npm start\` starts it; --url names another)`
+      : '';
+  console.error(
+    `import failed after ${sent} bytes: ${message || code}${hint}${sent > 0 ? `; ${again}` : ''}`,
+  );
   process.exitCode = 1;
 }

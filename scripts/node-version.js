@@ -10,9 +10,19 @@ export var NODE_NEEDED = 22;
 export function nodeVersionWarning(version) {
   var major = Number(String(version).split('.')[0]);
   if (!(major < NODE_NEEDED)) return undefined;
-  return 'sluice: warning: Node ' + version + ' is older than Node ' + NODE_NEEDED + ', which sluice needs' +
-    ' (package.json "engines", .nvmrc): install Node ' + NODE_NEEDED + ' (e.g. `nvm install ' + NODE_NEEDED + '`);' +
-    ' going on, but expect failures';
+  return (
+    'sluice: warning: Node ' +
+    version +
+    ' is older than Node ' +
+    NODE_NEEDED +
+    ', which sluice needs' +
+    ' (package.json "engines", .nvmrc): install Node ' +
+    NODE_NEEDED +
+    ' (e.g. `nvm install ' +
+    NODE_NEEDED +
+    '`);' +
+    ' going on, but expect failures'
+  );
 }
 
 var warning = nodeVersionWarning(process.versions.node);

@@ -7,9 +7,19 @@ import { InvalidArgumentError, createCommand } from '@sluice/db/command-line';
 /** `7d`, `12h`, `30m` ago, or an ISO 8601 date or time: an instant. @param {string} value */
 function instant(value) {
   const ago = /^([0-9]{1,6})([dhm])$/.exec(value);
-  if (ago) return new Date(Date.now() - Number(ago[1]) * { d: 86_400_000, h: 3_600_000, m: 60_000 }[/** @type {'d' | 'h' | 'm'} */ (ago[2])]);
-  const at = /^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9:.]+(Z|[+-][0-9]{2}:?[0-9]{2})?)?$/.test(value) ? new Date(value) : undefined;
-  if (!at || Number.isNaN(at.getTime())) throw new InvalidArgumentError('Expected a time ago (7d, 12h, 30m) or an ISO 8601 date or time (2026-11-28, 2026-11-28T09:30:00Z).');
+  if (ago)
+    return new Date(
+      Date.now() -
+        Number(ago[1]) *
+          { d: 86_400_000, h: 3_600_000, m: 60_000 }[/** @type {'d' | 'h' | 'm'} */ (ago[2])],
+    );
+  const at = /^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9:.]+(Z|[+-][0-9]{2}:?[0-9]{2})?)?$/.test(value)
+    ? new Date(value)
+    : undefined;
+  if (!at || Number.isNaN(at.getTime()))
+    throw new InvalidArgumentError(
+      'Expected a time ago (7d, 12h, 30m) or an ISO 8601 date or time (2026-11-28, 2026-11-28T09:30:00Z).',
+    );
   return at;
 }
 
@@ -17,31 +27,63 @@ const FILTERS = 'Filters: --client, --request, --since, --until; several are all
 const program = createCommand(
   'npm run quarantine --',
   'The items that POST /users set aside with Prefer: invalid=quarantine (the table quarantined_items): count them, export them to fix and send again, purge them. ' +
-    'Reads DATABASE_URL, else the PG* variables (npm start prints its embedded database\'s URL). On AWS, run it as a one-off task of the service\'s task definition, or use the SQL in docs/operations.md with psql.',
+    "Reads DATABASE_URL, else the PG* variables (npm start prints its embedded database's URL). On AWS, run it as a one-off task of the service's task definition, or use the SQL in docs/operations.md with psql.",
   environmentHelp(DATABASE_VARIABLES),
 );
 
 /** @param {import('commander').Command} command */
-const withFilters = (command) => command
-  .option('--client <name>', 'only the items of this client (anonymous: sent without credentials)')
-  .option('--request <id>', 'only the items of this request (its X-Request-Id)')
-  .option('--since <time>', 'only items kept at or after this time (7d, 12h, 30m ago, or an ISO 8601 date or time)', instant)
-  .option('--until <time>', 'only items kept before this time (as --since)', instant);
+const withFilters = (command) =>
+  command
+    .option(
+      '--client <name>',
+      'only the items of this client (anonymous: sent without credentials)',
+    )
+    .option('--request <id>', 'only the items of this request (its X-Request-Id)')
+    .option(
+      '--since <time>',
+      'only items kept at or after this time (7d, 12h, 30m ago, or an ISO 8601 date or time)',
+      instant,
+    )
+    .option('--until <time>', 'only items kept before this time (as --since)', instant);
 
-withFilters(program.command('list').description(`Counts the items by day (UTC), client and reason, newest day first, one tab-separated line each. ${FILTERS}`))
-  .action((options) => run((db) => list(db, options)));
-withFilters(program.command('export').description(
-  'Prints the items as NDJSON on stdout, oldest first: a line an item, with its client, request, time, format, position (index from 0; line from 1 in a streamed body), reason and errors, and the item as sent ' +
-    '(its JSON, or its text when it was not JSON; a plaintext password\'s value was replaced before it was kept). With --items, only the items, one a line, so that the file, once fixed, can be sent again with npm run import. ' + FILTERS,
-))
-  .option('--items', 'print only the items (a CSV record as a JSON object of its header\'s columns), to fix and send again with npm run import')
+withFilters(
+  program
+    .command('list')
+    .description(
+      `Counts the items by day (UTC), client and reason, newest day first, one tab-separated line each. ${FILTERS}`,
+    ),
+).action((options) => run((db) => list(db, options)));
+withFilters(
+  program
+    .command('export')
+    .description(
+      'Prints the items as NDJSON on stdout, oldest first: a line an item, with its client, request, time, format, position (index from 0; line from 1 in a streamed body), reason and errors, and the item as sent ' +
+        "(its JSON, or its text when it was not JSON; a plaintext password's value was replaced before it was kept). With --items, only the items, one a line, so that the file, once fixed, can be sent again with npm run import. " +
+        FILTERS,
+    ),
+)
+  .option(
+    '--items',
+    "print only the items (a CSV record as a JSON object of its header's columns), to fix and send again with npm run import",
+  )
   .action((options) => run((db) => exportItems(db, options)));
-program.command('purge').description('Deletes items: those kept before --older-than, or those of --request (with --client, only that client\'s). Prints how many were deleted.')
-  .option('--older-than <time>', 'delete the items kept before this time (7d, 12h, 30m ago, or an ISO 8601 date or time)', instant)
+program
+  .command('purge')
+  .description(
+    "Deletes items: those kept before --older-than, or those of --request (with --client, only that client's). Prints how many were deleted.",
+  )
+  .option(
+    '--older-than <time>',
+    'delete the items kept before this time (7d, 12h, 30m ago, or an ISO 8601 date or time)',
+    instant,
+  )
   .option('--request <id>', 'delete the items of this request (its X-Request-Id)')
-  .option('--client <name>', 'only this client\'s items')
+  .option('--client <name>', "only this client's items")
   .action((options, command) => {
-    if (!options.olderThan && !options.request) command.error('error: purge needs --older-than or --request (nothing is deleted without one)');
+    if (!options.olderThan && !options.request)
+      command.error(
+        'error: purge needs --older-than or --request (nothing is deleted without one)',
+      );
     return run((db) => purge(db, options));
   });
 program.parse();
@@ -55,7 +97,12 @@ const PAGE = 1000;
 function where({ client, request, since, until }, first, firstValues = []) {
   const conditions = first ? [first] : [];
   const values = [...firstValues];
-  for (const [sql, value] of /** @type {[string, unknown][]} */ ([['client = $', client], ['request_id = $', request], ['received_at >= $', since], ['received_at < $', until]])) {
+  for (const [sql, value] of /** @type {[string, unknown][]} */ ([
+    ['client = $', client],
+    ['request_id = $', request],
+    ['received_at >= $', since],
+    ['received_at < $', until],
+  ])) {
     if (value === undefined) continue;
     values.push(value);
     conditions.push(`${sql}${values.length}`);
@@ -74,7 +121,9 @@ async function run(fn) {
     process.exit(2);
   }
   if (!url) {
-    console.error('neither DATABASE_URL nor PGHOST is set: say which database holds the quarantine (npm start prints its embedded database\'s URL).');
+    console.error(
+      "neither DATABASE_URL nor PGHOST is set: say which database holds the quarantine (npm start prints its embedded database's URL).",
+    );
     process.exit(2);
   }
   const { default: pg } = await import('pg');
@@ -98,7 +147,9 @@ async function list(db, filters) {
      FROM quarantined_items ${clause} GROUP BY 1, 2, 3 ORDER BY 1 DESC, 2, 3`,
     values,
   );
-  await write(`day\tclient\treason\titems\n${rows.map((r) => `${r.day}\t${r.client}\t${r.reason}\t${r.items}\n`).join('')}`);
+  await write(
+    `day\tclient\treason\titems\n${rows.map((r) => `${r.day}\t${r.client}\t${r.reason}\t${r.items}\n`).join('')}`,
+  );
 }
 
 /** @param {import('pg').Client} db @param {Filters & { items?: boolean }} options */
@@ -137,8 +188,16 @@ async function exportItems(db, options) {
       const item = itemOf(row);
       if (options.items) return typeof item === 'string' ? item : JSON.stringify(item);
       return JSON.stringify({
-        id: Number(row.id), client: row.client, requestId: row.request_id, receivedAt: row.received_at.toISOString(), format: row.format,
-        position: row.position, line: row.line, reason: row.reason, errors: row.errors, item,
+        id: Number(row.id),
+        client: row.client,
+        requestId: row.request_id,
+        receivedAt: row.received_at.toISOString(),
+        format: row.format,
+        position: row.position,
+        line: row.line,
+        reason: row.reason,
+        errors: row.errors,
+        item,
       });
     });
     await write(`${lines.join('\n')}\n`);
@@ -154,5 +213,9 @@ async function purge(db, { olderThan, request, client }) {
 
 /** stdout, waiting when it is full (a pipe to a slow reader). @param {string} text */
 function write(text) {
-  return new Promise((resolve) => (process.stdout.write(text) ? resolve(undefined) : process.stdout.once('drain', () => resolve(undefined))));
+  return new Promise((resolve) =>
+    process.stdout.write(text)
+      ? resolve(undefined)
+      : process.stdout.once('drain', () => resolve(undefined)),
+  );
 }

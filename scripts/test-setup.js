@@ -10,13 +10,23 @@ if (tiers.has('integration')) {
 }
 if (tiers.has('system')) {
   const [{ lintTools, checkovTools }, { findK6 }, { findComposeCli }] = await Promise.all([
-    import('../test/support/python-tools.js'), import('../bench/lib/k6-binary.js'), import('./compose-cli.js')]);
-  tools.push(['aws-sam-cli, cfn-lint, hadolint', lintTools], ['Checkov', checkovTools], ['k6', () => findK6()], ['the compose CLI', () => findComposeCli()]);
+    import('../test/support/python-tools.js'),
+    import('../bench/lib/k6-binary.js'),
+    import('./compose-cli.js'),
+  ]);
+  tools.push(
+    ['aws-sam-cli, cfn-lint, hadolint', lintTools],
+    ['Checkov', checkovTools],
+    ['k6', () => findK6()],
+    ['the compose CLI', () => findComposeCli()],
+  );
 }
 for (const [name, ensure] of tools) {
   try {
     await ensure();
   } catch (err) {
-    console.error(`[test] set-up: ${name} unavailable, the tests that need it will fail: ${err instanceof Error ? err.message : err}`);
+    console.error(
+      `[test] set-up: ${name} unavailable, the tests that need it will fail: ${err instanceof Error ? err.message : err}`,
+    );
   }
 }

@@ -25,15 +25,29 @@ export const VARIANTS = {
   // starts and names in OTEL_EXPORTER_OTLP_ENDPOINT. Opt-in: --variants default,tracing.
   tracing: { OTEL_TRACES_EXPORTER: 'otlp' },
   // Tracing on, one request in ten sampled (a trace begun by a caller keeps the caller's decision).
-  'tracing-sampled': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' },
+  'tracing-sampled': {
+    OTEL_TRACES_EXPORTER: 'otlp',
+    OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+    OTEL_TRACES_SAMPLER_ARG: '0.1',
+  },
   // Tracing on, only the traces a caller sampled (the bench's callers send no traceparent): what
   // tracing costs a request that records nothing.
-  'tracing-unsampled': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_always_off' },
+  'tracing-unsampled': {
+    OTEL_TRACES_EXPORTER: 'otlp',
+    OTEL_TRACES_SAMPLER: 'parentbased_always_off',
+  },
   // Tracing on, every request sampled, exported as OTLP/JSON instead of protobuf.
   'tracing-json': { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
   // Credentials, opt-in: token is the reference for tokens and jwt (see BENCH_TOKEN).
   token: { INGEST_TOKEN: BENCH_TOKEN },
-  tokens: { INGEST_TOKENS: JSON.stringify(Object.fromEntries([...Array.from({ length: 7 }, (_, i) => [`client-${i}`, `${BENCH_TOKEN}-${i}`]), ['bench', BENCH_TOKEN]])) },
+  tokens: {
+    INGEST_TOKENS: JSON.stringify(
+      Object.fromEntries([
+        ...Array.from({ length: 7 }, (_, i) => [`client-${i}`, `${BENCH_TOKEN}-${i}`]),
+        ['bench', BENCH_TOKEN],
+      ]),
+    ),
+  },
   jwt: { JWT_SECRET: BENCH_JWT_SECRET, JWT_AUDIENCE: 'sluice' },
   // Through PgBouncer 1.18 in transaction mode (pool as large as the service's), which run.js starts
   // in front of the bench's PostgreSQL and puts in place of THROUGH_POOLER: what a pooler costs.
@@ -54,13 +68,25 @@ export async function credentialsFor(variant) {
   if (variant === 'token' || variant === 'tokens') return { TOKEN: BENCH_TOKEN };
   if (variant !== 'jwt') return {};
   const now = Math.floor(Date.now() / 1000);
-  const part = (/** @type {object} */ json) => Buffer.from(JSON.stringify(json)).toString('base64url');
+  const part = (/** @type {object} */ json) =>
+    Buffer.from(JSON.stringify(json)).toString('base64url');
   const signed = `${part({ alg: 'HS256', typ: 'JWT' })}.${part({ role: 'service_role', sub: 'bench', aud: 'sluice', iat: now, exp: now + 86_400 })}`;
-  return { TOKEN: `${signed}.${createHmac('sha256', BENCH_JWT_SECRET).update(signed).digest('base64url')}` };
+  return {
+    TOKEN: `${signed}.${createHmac('sha256', BENCH_JWT_SECRET).update(signed).digest('base64url')}`,
+  };
 }
 
 /** Variants run only when --variants names them. */
-export const OPT_IN_VARIANTS = ['tracing', 'tracing-sampled', 'tracing-unsampled', 'tracing-json', 'pgbouncer', 'token', 'tokens', 'jwt'];
+export const OPT_IN_VARIANTS = [
+  'tracing',
+  'tracing-sampled',
+  'tracing-unsampled',
+  'tracing-json',
+  'pgbouncer',
+  'token',
+  'tokens',
+  'jwt',
+];
 
 /**
  * The suffix of a variant run on another checkout (`--compare`): `default@compare` is the other
@@ -68,7 +94,8 @@ export const OPT_IN_VARIANTS = ['tracing', 'tracing-sampled', 'tracing-unsampled
  */
 export const COMPARED = '@compare';
 /** A variant's own name, without the suffix of `--compare`. @param {string} variant */
-export const baseVariant = (variant) => (variant.endsWith(COMPARED) ? variant.slice(0, -COMPARED.length) : variant);
+export const baseVariant = (variant) =>
+  variant.endsWith(COMPARED) ? variant.slice(0, -COMPARED.length) : variant;
 
 /**
  * @typedef {object} Load
@@ -94,18 +121,85 @@ export const LOADS = [
   { id: '1000x8', script: 'stress-test-batch.js', size: 1000, vus: 8 },
   { id: '1000x100', script: 'stress-test-batch.js', size: 1000, vus: 100 },
   // The naive endpoint has no ON CONFLICT: a replay is a 500 there, so these loads are sluice's alone.
-  { id: '1000x8-replay', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { REPLAY: '1' }, variants: ['default', 'copy'], baseline: false },
+  {
+    id: '1000x8-replay',
+    script: 'stress-test-batch.js',
+    size: 1000,
+    vus: 8,
+    env: { REPLAY: '1' },
+    variants: ['default', 'copy'],
+    baseline: false,
+  },
   // Merge mode: all new users; a replay of unchanged users; a replay that changes every one.
-  { id: '1000x8-merge', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge' }, variants: ['default', 'copy'], baseline: false },
-  { id: '1000x8-merge-replay', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: '1' }, variants: ['default', 'copy'], baseline: false },
-  { id: '1000x8-merge-changed', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: 'changed' }, variants: ['default', 'copy'], baseline: false },
+  {
+    id: '1000x8-merge',
+    script: 'stress-test-batch.js',
+    size: 1000,
+    vus: 8,
+    env: { RESOLUTION: 'merge' },
+    variants: ['default', 'copy'],
+    baseline: false,
+  },
+  {
+    id: '1000x8-merge-replay',
+    script: 'stress-test-batch.js',
+    size: 1000,
+    vus: 8,
+    env: { RESOLUTION: 'merge', REPLAY: '1' },
+    variants: ['default', 'copy'],
+    baseline: false,
+  },
+  {
+    id: '1000x8-merge-changed',
+    script: 'stress-test-batch.js',
+    size: 1000,
+    vus: 8,
+    env: { RESOLUTION: 'merge', REPLAY: 'changed' },
+    variants: ['default', 'copy'],
+    baseline: false,
+  },
   // The same three with changedAt on every user: what the ordering value costs a merge, each
   // against its load without it.
-  { id: '1000x8-merge-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false, against: '1000x8-merge' },
-  { id: '1000x8-merge-replay-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: '1', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false, against: '1000x8-merge-replay' },
-  { id: '1000x8-merge-changed-ordered', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RESOLUTION: 'merge', REPLAY: 'changed', CHANGED_AT: '1' }, variants: ['default', 'copy'], baseline: false, against: '1000x8-merge-changed' },
+  {
+    id: '1000x8-merge-ordered',
+    script: 'stress-test-batch.js',
+    size: 1000,
+    vus: 8,
+    env: { RESOLUTION: 'merge', CHANGED_AT: '1' },
+    variants: ['default', 'copy'],
+    baseline: false,
+    against: '1000x8-merge',
+  },
+  {
+    id: '1000x8-merge-replay-ordered',
+    script: 'stress-test-batch.js',
+    size: 1000,
+    vus: 8,
+    env: { RESOLUTION: 'merge', REPLAY: '1', CHANGED_AT: '1' },
+    variants: ['default', 'copy'],
+    baseline: false,
+    against: '1000x8-merge-replay',
+  },
+  {
+    id: '1000x8-merge-changed-ordered',
+    script: 'stress-test-batch.js',
+    size: 1000,
+    vus: 8,
+    env: { RESOLUTION: 'merge', REPLAY: 'changed', CHANGED_AT: '1' },
+    variants: ['default', 'copy'],
+    baseline: false,
+    against: '1000x8-merge-changed',
+  },
   // PostgREST's return=representation (with count=exact): the rows written come back.
-  { id: '1000x8-representation', script: 'stress-test-batch.js', size: 1000, vus: 8, env: { RETURN: 'representation' }, variants: ['default'], baseline: false },
+  {
+    id: '1000x8-representation',
+    script: 'stress-test-batch.js',
+    size: 1000,
+    vus: 8,
+    env: { RETURN: 'representation' },
+    variants: ['default'],
+    baseline: false,
+  },
 ];
 
 /**
@@ -137,10 +231,12 @@ export function planRuns(loads, variants, rounds) {
   /** @type {PlannedRun[]} */
   const plan = [];
   /** @param {Load} load */
-  const variantsOf = (load) => variants.filter((v) => !load.variants || load.variants.includes(baseVariant(v)));
+  const variantsOf = (load) =>
+    variants.filter((v) => !load.variants || load.variants.includes(baseVariant(v)));
   for (const load of loads.filter((l) => l.baseline !== false && variantsOf(l).length > 0)) {
     for (let round = 0; round < rounds; round++) {
-      for (const reference of REFERENCES) plan.push({ load, target: reference, variant: reference, round });
+      for (const reference of REFERENCES)
+        plan.push({ load, target: reference, variant: reference, round });
       for (const variant of variantsOf(load)) plan.push({ load, target: 'sluice', variant, round });
     }
     plan.push({ load, target: 'naive', variant: 'naive', round: rounds });
@@ -184,7 +280,9 @@ function costs(rs) {
     dbCpuSeconds: pick((r) => r.dbCpuSeconds),
     serviceUsPerUser: pick((r) => perUser(r.serviceCpuSeconds, r)),
     dbUsPerUser: pick((r) => perUser(r.dbCpuSeconds, r)),
-    poolerUsPerUser: rs.every((r) => r.poolerCpuSeconds !== undefined) ? pick((r) => perUser(/** @type {number} */ (r.poolerCpuSeconds), r)) : undefined,
+    poolerUsPerUser: rs.every((r) => r.poolerCpuSeconds !== undefined)
+      ? pick((r) => perUser(/** @type {number} */ (r.poolerCpuSeconds), r))
+      : undefined,
   };
 }
 
@@ -200,23 +298,38 @@ export function summarise(runs) {
     const ofLoad = runs.filter((r) => r.load === load);
     const naive = ofLoad.filter((r) => r.variant === 'naive');
     const noop = ofLoad.filter((r) => r.variant === 'noop');
-    const naiveAt = (/** @type {number} */ round) => naive.find((r) => r.round === round)?.usersPerSec;
-    const variants = [...new Set(ofLoad.map((r) => r.variant).filter((v) => !(/** @type {readonly string[]} */ (REFERENCES)).includes(v)))];
-    const pick = (/** @type {RunResult[]} */ rs, /** @type {(r: RunResult) => number} */ f) => (rs.length ? median(rs.map(f)) : undefined);
+    const naiveAt = (/** @type {number} */ round) =>
+      naive.find((r) => r.round === round)?.usersPerSec;
+    const variants = [
+      ...new Set(
+        ofLoad
+          .map((r) => r.variant)
+          .filter((v) => !(/** @type {readonly string[]} */ (REFERENCES).includes(v))),
+      ),
+    ];
+    const pick = (/** @type {RunResult[]} */ rs, /** @type {(r: RunResult) => number} */ f) =>
+      rs.length ? median(rs.map(f)) : undefined;
     return variants.map((variant) => {
       const own = ofLoad.filter((r) => r.variant === variant);
       const ratios = own.flatMap((r) => {
         const around = [naiveAt(r.round), naiveAt(r.round + 1)].filter((v) => v !== undefined);
-        return around.length ? [r.usersPerSec / (around.reduce((a, b) => a + b, 0) / around.length)] : [];
+        return around.length
+          ? [r.usersPerSec / (around.reduce((a, b) => a + b, 0) / around.length)]
+          : [];
       });
       // The service's CPU a user against the default variant's in the same round (each --compare
       // checkout against its own default): what a variant's targets are set as (tracing's, for one).
       const reference = variant.endsWith(COMPARED) ? `default${COMPARED}` : 'default';
-      const cpuVsDefault = variant === reference ? [] : own.flatMap((r) => {
-        const d = ofLoad.find((x) => x.variant === reference && x.round === r.round);
-        const ratio = d ? perUser(r.serviceCpuSeconds, r) / perUser(d.serviceCpuSeconds, d) : NaN;
-        return Number.isFinite(ratio) ? [ratio] : [];
-      });
+      const cpuVsDefault =
+        variant === reference
+          ? []
+          : own.flatMap((r) => {
+              const d = ofLoad.find((x) => x.variant === reference && x.round === r.round);
+              const ratio = d
+                ? perUser(r.serviceCpuSeconds, r) / perUser(d.serviceCpuSeconds, d)
+                : NaN;
+              return Number.isFinite(ratio) ? [ratio] : [];
+            });
       return {
         load,
         variant,
@@ -245,16 +358,29 @@ function againstOf(runs, load, own) {
   const against = LOADS.find((l) => l.id === load)?.against;
   if (!against) return {};
   /** @param {(r: RunResult) => number} f */
-  const ratios = (f) => own.flatMap((r) => {
-    const other = runs.find((x) => x.load === against && x.variant === r.variant && x.round === r.round);
-    const ratio = other ? f(r) / f(other) : NaN;
-    return Number.isFinite(ratio) ? [ratio] : [];
-  });
+  const ratios = (f) =>
+    own.flatMap((r) => {
+      const other = runs.find(
+        (x) => x.load === against && x.variant === r.variant && x.round === r.round,
+      );
+      const ratio = other ? f(r) / f(other) : NaN;
+      return Number.isFinite(ratio) ? [ratio] : [];
+    });
   const usersPerSec = ratios((r) => r.usersPerSec);
   const serviceUs = ratios((r) => perUser(r.serviceCpuSeconds, r));
   const dbUs = ratios((r) => perUser(r.dbCpuSeconds, r));
   const med = (/** @type {number[]} */ xs) => (xs.length ? median(xs) : undefined);
-  return { against: { load: against, usersPerSec: med(usersPerSec), usersPerSecRatios: usersPerSec, serviceUsPerUser: med(serviceUs), serviceRatios: serviceUs, dbUsPerUser: med(dbUs), dbRatios: dbUs } };
+  return {
+    against: {
+      load: against,
+      usersPerSec: med(usersPerSec),
+      usersPerSecRatios: usersPerSec,
+      serviceUsPerUser: med(serviceUs),
+      serviceRatios: serviceUs,
+      dbUsPerUser: med(dbUs),
+      dbRatios: dbUs,
+    },
+  };
 }
 
 /** @typedef {ReturnType<typeof summarise>[number]} CapacityLine */

@@ -30,8 +30,16 @@ export async function measureCopyCeiling(databaseUrl, { rows, concurrency, tag }
         for (let n = next++; n < chunks; n = next++) {
           let csv = '';
           const size = Math.min(chunk, rows - n * chunk);
-          for (let i = 0; i < size; i++) csv += `${prefix}-${n}-${i}@load.test,Copy ${n}.${i},+15550100100,\n`;
-          await pipeline(Readable.from([csv]), client.query(copyStreams.from('COPY users (email, name, phone, password_hash) FROM STDIN (FORMAT csv)')));
+          for (let i = 0; i < size; i++)
+            csv += `${prefix}-${n}-${i}@load.test,Copy ${n}.${i},+15550100100,\n`;
+          await pipeline(
+            Readable.from([csv]),
+            client.query(
+              copyStreams.from(
+                'COPY users (email, name, phone, password_hash) FROM STDIN (FORMAT csv)',
+              ),
+            ),
+          );
         }
       }),
     );

@@ -7,10 +7,18 @@ import { reapedChildrenCpuSeconds } from './process-stats.js';
 
 export const K6_VERSION = 'v1.8.1';
 // Outside the repository: the binary is 70 MB and is built once per machine, not per clone.
-export const CACHE_BIN = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'sluice', 'bin');
+export const CACHE_BIN = path.join(
+  process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'),
+  'sluice',
+  'bin',
+);
 
 /** @param {string} file */
-const isExecutable = (file) => access(file, constants.X_OK).then(() => true, () => false);
+const isExecutable = (file) =>
+  access(file, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
 
 /**
  * k6 from PATH, else from the cache, else built once with `go install` into the cache.
@@ -18,7 +26,9 @@ const isExecutable = (file) => access(file, constants.X_OK).then(() => true, () 
  * @returns {Promise<string>} the k6 executable
  */
 export async function findK6({ log = (m) => console.error(m) } = {}) {
-  const found = (await which('k6', { nothrow: true })) ?? ((await isExecutable(path.join(CACHE_BIN, 'k6'))) ? path.join(CACHE_BIN, 'k6') : undefined);
+  const found =
+    (await which('k6', { nothrow: true })) ??
+    ((await isExecutable(path.join(CACHE_BIN, 'k6'))) ? path.join(CACHE_BIN, 'k6') : undefined);
   if (found) return found;
 
   const go = await which('go', { nothrow: true });
@@ -32,14 +42,23 @@ export async function findK6({ log = (m) => console.error(m) } = {}) {
   log(`building k6 ${K6_VERSION} once with go install into ${CACHE_BIN} (a few minutes)...`);
   const started = Date.now();
   const code = await new Promise((resolve) => {
-    const child = spawn(go, ['install', `go.k6.io/k6@${K6_VERSION}`], { env: { ...process.env, GOBIN: CACHE_BIN }, stdio: ['ignore', 'inherit', 'inherit'] });
-    const ticker = setInterval(() => log(`  still building k6 (${Math.round((Date.now() - started) / 1000)} s)`), 30_000);
+    const child = spawn(go, ['install', `go.k6.io/k6@${K6_VERSION}`], {
+      env: { ...process.env, GOBIN: CACHE_BIN },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    const ticker = setInterval(
+      () => log(`  still building k6 (${Math.round((Date.now() - started) / 1000)} s)`),
+      30_000,
+    );
     child.on('exit', (c) => {
       clearInterval(ticker);
       resolve(c);
     });
   });
-  if (code !== 0) throw new Error(`go install go.k6.io/k6@${K6_VERSION} failed (exit ${code}); install k6 by hand and put it on PATH`);
+  if (code !== 0)
+    throw new Error(
+      `go install go.k6.io/k6@${K6_VERSION} failed (exit ${code}); install k6 by hand and put it on PATH`,
+    );
   log(`k6 built in ${Math.round((Date.now() - started) / 1000)} s`);
   return path.join(CACHE_BIN, 'k6');
 }

@@ -40,11 +40,21 @@ export function keyTableFlatness(samples, { warmupS, tolerance }) {
   const compare = (of) => {
     const from = max(first.map(of));
     const to = max(last.map(of));
-    return { firstMax: from, lastMax: to, ratio: from === 0 ? (to === 0 ? 1 : Infinity) : to / from };
+    return {
+      firstMax: from,
+      lastMax: to,
+      ratio: from === 0 ? (to === 0 ? 1 : Infinity) : to / from,
+    };
   };
   const keys = compare((s) => s.keys);
   const bytes = compare((s) => s.bytes);
-  return { samples: kept.length, perThird: third, keys, bytes, flat: keys.ratio <= tolerance && bytes.ratio <= tolerance };
+  return {
+    samples: kept.length,
+    perThird: third,
+    keys,
+    bytes,
+    flat: keys.ratio <= tolerance && bytes.ratio <= tolerance,
+  };
 }
 
 const f0 = (/** @type {number} */ v) => Math.round(v).toLocaleString('en-US');
@@ -55,7 +65,9 @@ export function keySampleTable(samples) {
   const lines = [head, head.replace(/[^|]+/g, ' --- ')];
   for (const s of samples) {
     const t = `${Math.floor(s.t / 60)}:${String(Math.round(s.t % 60)).padStart(2, '0')}`;
-    lines.push(`| ${t} | ${f0(s.keys)} | ${f0(s.expired)} | ${(s.bytes / 2 ** 20).toFixed(1)} | ${f0(s.deadRows)} | ${s.autovacuums} | ${f0(s.keysPerSec)} |`);
+    lines.push(
+      `| ${t} | ${f0(s.keys)} | ${f0(s.expired)} | ${(s.bytes / 2 ** 20).toFixed(1)} | ${f0(s.deadRows)} | ${s.autovacuums} | ${f0(s.keysPerSec)} |`,
+    );
   }
   return lines.join('\n');
 }

@@ -29,7 +29,9 @@ export async function openTable(databaseUrl) {
     },
     /** Row versions written by updates so far (the statistics of every backend that has ended). @returns {Promise<number>} */
     async updates() {
-      const { rows } = await client.query("SELECT n_tup_upd::int AS n FROM pg_stat_user_tables WHERE relname = 'users'");
+      const { rows } = await client.query(
+        "SELECT n_tup_upd::int AS n FROM pg_stat_user_tables WHERE relname = 'users'",
+      );
       return rows[0]?.n ?? 0;
     },
     close: () => client.end(),
@@ -45,7 +47,16 @@ export async function openTable(databaseUrl) {
  *   pgPid: number, table?: Awaited<ReturnType<typeof openTable>>, poolerPid?: number,
  * }} options  poolerPid: a connection pooler between the service and PostgreSQL, whose CPU is read too
  */
-export async function measureRun({ k6, script, k6Env, summaryFile, start, pgPid, table, poolerPid }) {
+export async function measureRun({
+  k6,
+  script,
+  k6Env,
+  summaryFile,
+  start,
+  pgPid,
+  table,
+  poolerPid,
+}) {
   await table?.reset();
   const updates0 = await table?.updates();
   const server = await start();
@@ -53,12 +64,32 @@ export async function measureRun({ k6, script, k6Env, summaryFile, start, pgPid,
   let measured;
   try {
     const pooler = async () => (poolerPid === undefined ? undefined : processCpuSeconds(poolerPid));
-    const [svc0, db0, pool0] = [await processCpuSeconds(pid), await postgresCpuSeconds(pgPid), await pooler()];
+    const [svc0, db0, pool0] = [
+      await processCpuSeconds(pid),
+      await postgresCpuSeconds(pgPid),
+      await pooler(),
+    ];
     const stopRss = sampleRss(pid);
-    const { code, cpuSeconds: k6CpuSeconds } = await runK6(k6, script, { ...k6Env, BASE_URL: server.baseUrl, SUMMARY_FILE: summaryFile });
-    const [svc1, db1, pool1, peakRss] = [await processCpuSeconds(pid), await postgresCpuSeconds(pgPid), await pooler(), await stopRss()];
+    const { code, cpuSeconds: k6CpuSeconds } = await runK6(k6, script, {
+      ...k6Env,
+      BASE_URL: server.baseUrl,
+      SUMMARY_FILE: summaryFile,
+    });
+    const [svc1, db1, pool1, peakRss] = [
+      await processCpuSeconds(pid),
+      await postgresCpuSeconds(pgPid),
+      await pooler(),
+      await stopRss(),
+    ];
     const poolerCpuSeconds = pool0 === undefined || pool1 === undefined ? undefined : pool1 - pool0;
-    measured = { code, k6CpuSeconds, serviceCpuSeconds: svc1 - svc0, dbCpuSeconds: db1 - db0, poolerCpuSeconds, servicePeakRssMiB: peakRss };
+    measured = {
+      code,
+      k6CpuSeconds,
+      serviceCpuSeconds: svc1 - svc0,
+      dbCpuSeconds: db1 - db0,
+      poolerCpuSeconds,
+      servicePeakRssMiB: peakRss,
+    };
   } finally {
     // Never left running behind a failed run.
     server.child.kill('SIGTERM');
@@ -66,7 +97,8 @@ export async function measureRun({ k6, script, k6Env, summaryFile, start, pgPid,
   }
   const rows = table ? await table.count() : undefined;
   // The service's backends have ended with it, and each flushed its statistics on the way out.
-  const rowUpdates = table && updates0 !== undefined ? (await table.updates()) - updates0 : undefined;
+  const rowUpdates =
+    table && updates0 !== undefined ? (await table.updates()) - updates0 : undefined;
 
   const summary = JSON.parse(await readFile(summaryFile, 'utf8'));
   const m = summary.metrics;
@@ -87,7 +119,9 @@ export async function measureRun({ k6, script, k6Env, summaryFile, start, pgPid,
     rowUpdates,
     requests: m.http_reqs.values.count,
     requestsPerSec: m.http_reqs.values.rate,
-    p50: d.med, p95: d['p(95)'], p99: d['p(99)'],
+    p50: d.med,
+    p95: d['p(95)'],
+    p99: d['p(99)'],
     errors: m.http_req_failed.values.passes,
     serviceCpuSeconds: measured.serviceCpuSeconds,
     dbCpuSeconds: measured.dbCpuSeconds,

@@ -9,7 +9,11 @@ async function stat(pid) {
   if (!text) return undefined;
   // Fields after the command name, which may itself hold spaces and parentheses.
   const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { ppid: Number(f[1]), self: (Number(f[11]) + Number(f[12])) / TICKS, children: (Number(f[13]) + Number(f[14])) / TICKS };
+  return {
+    ppid: Number(f[1]),
+    self: (Number(f[11]) + Number(f[12])) / TICKS,
+    children: (Number(f[13]) + Number(f[14])) / TICKS,
+  };
 }
 
 /** CPU seconds used so far by a process and its reaped children. @param {number} pid */

@@ -13,7 +13,13 @@ import { Agent, request } from 'undici';
  * @param {{ connections: number, timeoutMs?: number }} options
  */
 export function createSoakClient(baseUrl, { connections, timeoutMs = 30_000 }) {
-  const dispatcher = new Agent({ connections, connectTimeout: 5_000, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 4_000 });
+  const dispatcher = new Agent({
+    connections,
+    connectTimeout: 5_000,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    keepAliveTimeout: 4_000,
+  });
 
   /**
    * @param {'GET' | 'POST'} method @param {string} path @param {string} [body]
@@ -36,11 +42,17 @@ export function createSoakClient(baseUrl, { connections, timeoutMs = 30_000 }) {
         status: res.statusCode,
         ms: performance.now() - started,
         text,
-        ...(Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}),
+        ...(Number.isFinite(retryAfter) && retryAfter >= 0
+          ? { retryAfterSeconds: retryAfter }
+          : {}),
       };
     } catch (err) {
       const e = /** @type {any} */ (err);
-      return { status: 0, ms: performance.now() - started, error: String(e?.code ?? e?.cause?.code ?? e?.name ?? 'network error') };
+      return {
+        status: 0,
+        ms: performance.now() - started,
+        error: String(e?.code ?? e?.cause?.code ?? e?.name ?? 'network error'),
+      };
     }
   }
 

@@ -28,12 +28,15 @@ export class Ledger {
 
   /** A random acknowledged group, or undefined before the first one. */
   randomAcked() {
-    return this.acked.length ? this.acked[Math.floor(Math.random() * this.acked.length)] : undefined;
+    return this.acked.length
+      ? this.acked[Math.floor(Math.random() * this.acked.length)]
+      : undefined;
   }
 
   /** @param {GroupState} state */
   count(state) {
-    let groups = 0, users = 0;
+    let groups = 0,
+      users = 0;
     for (const g of this.groups.values()) {
       if (g.state === state) {
         groups++;
@@ -59,7 +62,12 @@ export async function checkTable(pool, ledger) {
        FROM users GROUP BY 1`,
     [`^([sbx][0-9]+)-[0-9]+@${EMAIL_DOMAIN.replace('.', '\\.')}$`],
   );
-  const problems = { missing: /** @type {string[]} */ ([]), partial: /** @type {string[]} */ ([]), unexpected: /** @type {string[]} */ ([]), foreignRows: 0 };
+  const problems = {
+    missing: /** @type {string[]} */ ([]),
+    partial: /** @type {string[]} */ ([]),
+    unexpected: /** @type {string[]} */ ([]),
+    foreignRows: 0,
+  };
   let stored = 0;
   const seen = new Set();
   for (const r of rows) {
@@ -70,13 +78,21 @@ export async function checkTable(pool, ledger) {
     }
     seen.add(r.prefix);
     const group = ledger.groups.get(r.prefix);
-    const whole = group !== undefined && r.n === group.size && r.lo === 0 && r.hi === group.size - 1;
-    if (!group || group.state === 'refused') problems.unexpected.push(`${r.prefix} (${r.n} rows, ${group ? 'refused' : 'never settled'})`);
-    else if (!whole) problems.partial.push(`${r.prefix} (${r.n} of ${group.size} rows, ${group.state})`);
+    const whole =
+      group !== undefined && r.n === group.size && r.lo === 0 && r.hi === group.size - 1;
+    if (!group || group.state === 'refused')
+      problems.unexpected.push(`${r.prefix} (${r.n} rows, ${group ? 'refused' : 'never settled'})`);
+    else if (!whole)
+      problems.partial.push(`${r.prefix} (${r.n} of ${group.size} rows, ${group.state})`);
   }
   for (const [prefix, g] of ledger.groups) {
-    if (g.state === 'acked' && !seen.has(prefix)) problems.missing.push(`${prefix} (${g.size} users)`);
+    if (g.state === 'acked' && !seen.has(prefix))
+      problems.missing.push(`${prefix} (${g.size} users)`);
   }
-  const ok = !problems.missing.length && !problems.partial.length && !problems.unexpected.length && problems.foreignRows === 0;
+  const ok =
+    !problems.missing.length &&
+    !problems.partial.length &&
+    !problems.unexpected.length &&
+    problems.foreignRows === 0;
   return { ok, stored, ...problems };
 }

@@ -97,22 +97,41 @@ export function startTraffic({ client, ledger, stats, graceMs = 60_000 }) {
   let giveUpAt = Infinity;
   /** Counts of answers that break the contract, by description. @type {Map<string, number>} */
   const violations = new Map();
-  const violate = (/** @type {string} */ what) => violations.set(what, (violations.get(what) ?? 0) + 1);
-  const totals = { sent: { single: 0, batch: 0, replay: 0, invalid: 0 }, retried503: 0, retriedNetwork: 0, usersInserted: 0 };
+  const violate = (/** @type {string} */ what) =>
+    violations.set(what, (violations.get(what) ?? 0) + 1);
+  const totals = {
+    sent: { single: 0, batch: 0, replay: 0, invalid: 0 },
+    retried503: 0,
+    retriedNetwork: 0,
+    usersInserted: 0,
+  };
   /** Attempts answered while PostgreSQL was down, and the first 2xx after it came back. */
-  const outage = { down: false, upAt: 0, during: { ok: 0, unavailable: 0, other: 0, network: 0 }, recoveredAt: 0 };
+  const outage = {
+    down: false,
+    upAt: 0,
+    during: { ok: 0, unavailable: 0, other: 0, network: 0 },
+    recoveredAt: 0,
+  };
   const seq = { s: 0, b: 0, x: 0 };
 
   /** @param {Kind} kind @param {string} json */
   async function deliver(kind, json) {
     // sawDoubt: an attempt whose outcome is unknown (no answer, or 503 outcome_unknown) may have written.
-    let saw503 = false, sawDoubt = false;
+    let saw503 = false,
+      sawDoubt = false;
     for (;;) {
       const a = await client.postUsers(json);
       stats.record(kind, a);
       if (outage.down) {
         const s = a.status;
-        const bucket = s >= 200 && s < 300 ? 'ok' : s === 503 || s === 429 ? 'unavailable' : s === 0 ? 'network' : 'other';
+        const bucket =
+          s >= 200 && s < 300
+            ? 'ok'
+            : s === 503 || s === 429
+              ? 'unavailable'
+              : s === 0
+                ? 'network'
+                : 'other';
         outage.during[bucket]++;
       } else if (outage.upAt && !outage.recoveredAt && a.status >= 200 && a.status < 300) {
         outage.recoveredAt = Date.now();
@@ -149,13 +168,21 @@ export function startTraffic({ client, ledger, stats, graceMs = 60_000 }) {
       // Only new emails were sent: a 2xx that calls some duplicates means an earlier attempt wrote
       // them, which only an attempt in doubt may do (no answer, or 503 outcome_unknown; any other
       // 503 says nothing was written).
-      if (a.body?.inserted !== size && !sawDoubt) violate(saw503 ? 'a 2xx after a 503 found rows written by the 503' : 'new users answered as duplicates');
+      if (a.body?.inserted !== size && !sawDoubt)
+        violate(
+          saw503
+            ? 'a 2xx after a 503 found rows written by the 503'
+            : 'new users answered as duplicates',
+        );
       if (kind === 'invalid') violate('an invalid batch was accepted');
       ledger.settle(prefix, size, 'acked', { replayable: kind !== 'invalid' });
     } else if (a.status === 0 || (sawDoubt && (a.status === 503 || a.status === 429))) {
       ledger.settle(prefix, size, 'doubt');
     } else {
-      if (kind !== 'invalid' || a.status !== 400) violate(`${a.status} for ${kind === 'invalid' ? 'an invalid batch' : 'valid users'}${a.status === 503 ? ' (retries ran out)' : ''}`);
+      if (kind !== 'invalid' || a.status !== 400)
+        violate(
+          `${a.status} for ${kind === 'invalid' ? 'an invalid batch' : 'valid users'}${a.status === 503 ? ' (retries ran out)' : ''}`,
+        );
       ledger.settle(prefix, size, 'refused');
     }
   }
@@ -168,7 +195,8 @@ export function startTraffic({ client, ledger, stats, graceMs = 60_000 }) {
     // Emails are stored lower-cased: the upper-cased ones are the same users.
     if (replays++ % 2) users = users.map((u) => ({ ...u, email: u.email.toUpperCase() }));
     const { a } = await deliver('replay', JSON.stringify(users));
-    if (a.status === 201 || (a.status === 200 && a.body?.inserted !== 0)) violate('a replay inserted users');
+    if (a.status === 201 || (a.status === 200 && a.body?.inserted !== 0))
+      violate('a replay inserted users');
     else if (a.status !== 200 && a.status !== 0) violate(`${a.status} for a replay`);
   }
 
@@ -182,7 +210,9 @@ export function startTraffic({ client, ledger, stats, graceMs = 60_000 }) {
         const started = Date.now();
         await send();
         totals.sent[kind]++;
-        await sleep(Math.max(0, periodMs - (Date.now() - started)), undefined, { signal: stopping.signal });
+        await sleep(Math.max(0, periodMs - (Date.now() - started)), undefined, {
+          signal: stopping.signal,
+        });
       }
     } catch (err) {
       if (!stopping.signal.aborted) throw err;
@@ -190,10 +220,13 @@ export function startTraffic({ client, ledger, stats, graceMs = 60_000 }) {
   }
 
   const workers = [];
-  for (let i = 0; i < MIX.single.workers; i++) workers.push(worker('single', () => sendNew('single', 's', 1)));
-  for (let i = 0; i < MIX.batch.workers; i++) workers.push(worker('batch', () => sendNew('batch', 'b', MIX.batch.size)));
+  for (let i = 0; i < MIX.single.workers; i++)
+    workers.push(worker('single', () => sendNew('single', 's', 1)));
+  for (let i = 0; i < MIX.batch.workers; i++)
+    workers.push(worker('batch', () => sendNew('batch', 'b', MIX.batch.size)));
   for (let i = 0; i < MIX.replay.workers; i++) workers.push(worker('replay', sendReplay));
-  for (let i = 0; i < MIX.invalid.workers; i++) workers.push(worker('invalid', () => sendNew('invalid', 'x', MIX.invalid.size)));
+  for (let i = 0; i < MIX.invalid.workers; i++)
+    workers.push(worker('invalid', () => sendNew('invalid', 'x', MIX.invalid.size)));
   const done = Promise.all(workers);
 
   return {

@@ -24,7 +24,8 @@ export function median(xs) {
  */
 export function range(xs) {
   if (xs.length === 0) return { min: NaN, max: NaN };
-  let min = xs[0], max = xs[0];
+  let min = xs[0],
+    max = xs[0];
   for (const x of xs) {
     if (x < min) min = x;
     if (x > max) max = x;

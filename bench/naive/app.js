@@ -19,12 +19,22 @@ export function createNaiveApp(pool) {
       rows.push(`($${i + 1}, $${i + 2}, $${i + 3}, $${i + 4})`);
       values.push(u.email, u.name, u.phone ?? null, u.passwordHash ?? null);
     }
-    const result = await pool.query(`INSERT INTO users (email, name, phone, password_hash) VALUES ${rows.join(', ')}`, values);
+    const result = await pool.query(
+      `INSERT INTO users (email, name, phone, password_hash) VALUES ${rows.join(', ')}`,
+      values,
+    );
     res.status(201).json({ inserted: result.rowCount });
   });
   // Express's default handler would print the error, whose detail holds the user's email.
-  app.use((/** @type {any} */ err, /** @type {any} */ _req, /** @type {any} */ res, /** @type {any} */ _next) => {
-    res.status(err.status ?? 500).json({ error: err.code ?? 'error' });
-  });
+  app.use(
+    (
+      /** @type {any} */ err,
+      /** @type {any} */ _req,
+      /** @type {any} */ res,
+      /** @type {any} */ _next,
+    ) => {
+      res.status(err.status ?? 500).json({ error: err.code ?? 'error' });
+    },
+  );
   return app;
 }

@@ -34,10 +34,16 @@ export function createCommand(invocation, description, environment = {}) {
     .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : USAGE_ERROR))
     .configureHelp({
       // The variables as one more list after the options, aligned and wrapped by commander's own layout.
-      padWidth: (cmd, helper) => Math.max(Help.prototype.padWidth.call(helper, cmd, helper), ...names.map((n) => n.length)),
+      padWidth: (cmd, helper) =>
+        Math.max(Help.prototype.padWidth.call(helper, cmd, helper), ...names.map((n) => n.length)),
       formatHelp(cmd, helper) {
-        const items = Object.entries(environment).map(([name, text]) => helper.formatItem(name, helper.padWidth(cmd, helper), text, helper));
-        return [Help.prototype.formatHelp.call(helper, cmd, helper), ...helper.formatItemList('Environment:', items, helper)].join('\n');
+        const items = Object.entries(environment).map(([name, text]) =>
+          helper.formatItem(name, helper.padWidth(cmd, helper), text, helper),
+        );
+        return [
+          Help.prototype.formatHelp.call(helper, cmd, helper),
+          ...helper.formatItemList('Environment:', items, helper),
+        ].join('\n');
       },
     });
 }
@@ -63,10 +69,15 @@ export function wholeNumber(min = 1) {
  */
 export function listOf(allowed) {
   return (/** @type {string} */ value) => {
-    const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+    const items = value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const unknown = items.filter((i) => !allowed.includes(i));
     if (items.length === 0 || unknown.length) {
-      throw new InvalidArgumentError(`${unknown.length ? `Unknown: ${unknown.join(', ')}. ` : ''}Expected one or more of ${allowed.join(', ')}, separated by commas.`);
+      throw new InvalidArgumentError(
+        `${unknown.length ? `Unknown: ${unknown.join(', ')}. ` : ''}Expected one or more of ${allowed.join(', ')}, separated by commas.`,
+      );
     }
     return items;
   };

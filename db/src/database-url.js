@@ -7,17 +7,46 @@
 import { defineVariables, integer, loadEnv, oneOf, text, url } from '@sluice/env';
 
 // The modes pg understands; verify-full is the only one that also checks the server's name.
-const SSL_MODES = /** @type {const} */ (['disable', 'no-verify', 'require', 'verify-ca', 'verify-full']);
+const SSL_MODES = /** @type {const} */ ([
+  'disable',
+  'no-verify',
+  'require',
+  'verify-ca',
+  'verify-full',
+]);
 const WITH_PGHOST = 'required when PGHOST is set and DATABASE_URL unset';
 
 export const DATABASE_VARIABLES = defineVariables({
-  DATABASE_URL: { parser: url({ protocols: ['postgres', 'postgresql'] }), description: 'PostgreSQL to write to; unset: the PG* variables below, or (npm start) the embedded PostgreSQL' },
-  PGHOST: { parser: text(), description: 'used when DATABASE_URL is unset (how ECS injects the RDS secret): the URL is built from the PG* variables, each part percent-encoded' },
-  PGPORT: { parser: integer({ min: 1, max: 65535 }), default: 5432, description: "PostgreSQL's port, with PGHOST" },
+  DATABASE_URL: {
+    parser: url({ protocols: ['postgres', 'postgresql'] }),
+    description:
+      'PostgreSQL to write to; unset: the PG* variables below, or (npm start) the embedded PostgreSQL',
+  },
+  PGHOST: {
+    parser: text(),
+    description:
+      'used when DATABASE_URL is unset (how ECS injects the RDS secret): the URL is built from the PG* variables, each part percent-encoded',
+  },
+  PGPORT: {
+    parser: integer({ min: 1, max: 65535 }),
+    default: 5432,
+    description: "PostgreSQL's port, with PGHOST",
+  },
   PGUSER: { parser: text(), defaultText: WITH_PGHOST, description: 'the user, with PGHOST' },
-  PGPASSWORD: { parser: text({ trim: false }), defaultText: WITH_PGHOST, description: 'the password, with PGHOST' },
-  PGDATABASE: { parser: text(), defaultText: 'the value of PGUSER', description: 'the database, with PGHOST' },
-  PGSSLMODE: { parser: oneOf(SSL_MODES), description: "TLS, with PGHOST: verify-full checks the server's certificate and name" },
+  PGPASSWORD: {
+    parser: text({ trim: false }),
+    defaultText: WITH_PGHOST,
+    description: 'the password, with PGHOST',
+  },
+  PGDATABASE: {
+    parser: text(),
+    defaultText: 'the value of PGUSER',
+    description: 'the database, with PGHOST',
+  },
+  PGSSLMODE: {
+    parser: oneOf(SSL_MODES),
+    description: "TLS, with PGHOST: verify-full checks the server's certificate and name",
+  },
 });
 
 /** @typedef {import('@sluice/env/load-env').Values<typeof DATABASE_VARIABLES>} DatabaseValues */
@@ -28,7 +57,9 @@ export const DATABASE_VARIABLES = defineVariables({
  */
 export function databaseRules(v) {
   if (v.DATABASE_URL || !v.PGHOST) return [];
-  return /** @type {const} */ (['PGUSER', 'PGPASSWORD']).filter((name) => !v[name]).map((name) => ({ variable: name, problem: 'is required when PGHOST is set' }));
+  return /** @type {const} */ (['PGUSER', 'PGPASSWORD'])
+    .filter((name) => !v[name])
+    .map((name) => ({ variable: name, problem: 'is required when PGHOST is set' }));
 }
 
 /**
@@ -64,7 +95,8 @@ export const MIGRATION_VARIABLES = defineVariables({
   DIRECT_DATABASE_URL: {
     parser: url({ protocols: ['postgres', 'postgresql'] }),
     defaultText: 'DATABASE_URL (or the PG* variables)',
-    description: 'PostgreSQL for the migrations (npm run migrate, npm start), straight to the server when DATABASE_URL is a pooler\'s',
+    description:
+      "PostgreSQL for the migrations (npm run migrate, npm start), straight to the server when DATABASE_URL is a pooler's",
   },
 });
 

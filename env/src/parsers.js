@@ -31,7 +31,8 @@ export function decimal({ min, max }) {
     kind: `a number from ${min} to ${max}`,
     parse(text) {
       const trimmed = text.trim();
-      if (!/^(?:\d+(?:\.\d*)?|\.\d+)$/.test(trimmed)) refuse(`must be a number from ${min} to ${max}, got ${JSON.stringify(text)}`);
+      if (!/^(?:\d+(?:\.\d*)?|\.\d+)$/.test(trimmed))
+        refuse(`must be a number from ${min} to ${max}, got ${JSON.stringify(text)}`);
       const value = Number(trimmed);
       if (value < min || value > max) refuse(`must be between ${min} and ${max}, got ${value}`);
       return value;
@@ -62,7 +63,8 @@ export function oneOf(allowed) {
     kind: `one of ${allowed.join(', ')}`,
     parse(text) {
       const word = text.trim();
-      if (!allowed.includes(/** @type {T} */ (word))) refuse(`must be one of ${allowed.join(', ')}, got ${JSON.stringify(word)}`);
+      if (!allowed.includes(/** @type {T} */ (word)))
+        refuse(`must be one of ${allowed.join(', ')}, got ${JSON.stringify(word)}`);
       return /** @type {T} */ (word);
     },
   };
@@ -85,7 +87,8 @@ export function url({ protocols, trimSlashes = false }) {
       } catch {
         // refused below
       }
-      if (!parsed || !protocols.includes(parsed.protocol.slice(0, -1))) refuse(`must be ${names}, got ${JSON.stringify(redactUrl(trimmed))}`);
+      if (!parsed || !protocols.includes(parsed.protocol.slice(0, -1)))
+        refuse(`must be ${names}, got ${JSON.stringify(redactUrl(trimmed))}`);
       return trimSlashes ? trimmed.replace(/\/+$/, '') : trimmed;
     },
   };

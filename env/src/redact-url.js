@@ -3,7 +3,8 @@
 
 const HIDDEN = '***';
 // A query or libpq keyword parameter that carries a secret: password, sslpassword, token, X-Amz-Signature...
-const SECRET_PARAMETER = /(^|[?&;\s])([\w.-]*(?:pass|pwd|token|secret|key|sig|credential|auth)[\w.-]*)=('[^']*'?|[^&;\s#]*)/gi;
+const SECRET_PARAMETER =
+  /(^|[?&;\s])([\w.-]*(?:pass|pwd|token|secret|key|sig|credential|auth)[\w.-]*)=('[^']*'?|[^&;\s#]*)/gi;
 
 /** From the first `:` after the scheme to the last `@`: a password with an unescaped `@`, `/` or `?` too. @param {string} text */
 function hideUserPassword(text) {
@@ -20,5 +21,8 @@ function hideUserPassword(text) {
 
 /** `text` with the user part's password and every secret parameter replaced by ***. @param {string} text */
 export function redactUrl(text) {
-  return hideUserPassword(text).replace(SECRET_PARAMETER, (_, before, name) => `${before}${name}=${HIDDEN}`);
+  return hideUserPassword(text).replace(
+    SECRET_PARAMETER,
+    (_, before, name) => `${before}${name}=${HIDDEN}`,
+  );
 }

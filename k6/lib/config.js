@@ -5,7 +5,8 @@ export const TOKEN = __ENV.TOKEN || '';
 /** closed: each VU sleeps 1 s between iterations (the reference experiment); capacity: no sleep. */
 export const MODE = __ENV.MODE === 'capacity' ? 'capacity' : 'closed';
 /** Keeps emails unique across runs against the same database, so replays never hide behind ON CONFLICT. */
-export const RUN_ID = __ENV.RUN_ID || `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+export const RUN_ID =
+  __ENV.RUN_ID || `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
 /**
  * 1: a replay-heavy load. Every odd iteration resends the users of the VU's previous iteration,
  * all already stored, so half the requests are replays that should insert nothing (answered 200).
@@ -36,7 +37,13 @@ export function scenario(defaults) {
   const vus = Number(__ENV.VUS || defaults.vus);
   const duration = __ENV.DURATION || defaults.duration;
   if (defaults.rampUp && MODE !== 'capacity') {
-    return { executor: 'ramping-vus', startVUs: 0, stages: [{ duration, target: vus }], gracefulRampDown: '30s', gracefulStop: '30s' };
+    return {
+      executor: 'ramping-vus',
+      startVUs: 0,
+      stages: [{ duration, target: vus }],
+      gracefulRampDown: '30s',
+      gracefulStop: '30s',
+    };
   }
   return { executor: 'constant-vus', vus, duration, gracefulStop: '30s' };
 }

@@ -13,7 +13,14 @@ const params = {
     'Content-Type': 'application/json',
     ...(TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {}),
     ...(RESOLUTION === 'merge' || RETURN
-      ? { Prefer: [RESOLUTION === 'merge' ? 'resolution=merge-duplicates' : '', RETURN ? 'return=representation, count=exact' : ''].filter(Boolean).join(', ') }
+      ? {
+          Prefer: [
+            RESOLUTION === 'merge' ? 'resolution=merge-duplicates' : '',
+            RETURN ? 'return=representation, count=exact' : '',
+          ]
+            .filter(Boolean)
+            .join(', '),
+        }
       : {}),
   },
   tags: { name: 'POST /users' },
@@ -41,7 +48,11 @@ export function makeBatch(size, iteration = __ITER, name = 'Load', changed = fal
   if (!templates[key]) {
     const users = new Array(size);
     for (let i = 0; i < size; i++) {
-      users[i] = { email: `k6-${RUN_ID}-${__VU}-${ITER_MARK}-${i}@load.test`, name: `${name} ${__VU}.${ITER_MARK}.${i}`, phone: '+15550100100' };
+      users[i] = {
+        email: `k6-${RUN_ID}-${__VU}-${ITER_MARK}-${i}@load.test`,
+        name: `${name} ${__VU}.${ITER_MARK}.${i}`,
+        phone: '+15550100100',
+      };
       if (CHANGED_AT) users[i].changedAt = AT_MARK;
     }
     templates[key] = JSON.stringify(users);
@@ -49,7 +60,9 @@ export function makeBatch(size, iteration = __ITER, name = 'Load', changed = fal
   const body = templates[key].replaceAll(ITER_MARK, String(iteration));
   if (!CHANGED_AT) return body;
   // One instant a batch, to the microsecond: a second an iteration, a changed replay a millisecond later.
-  const at = new Date(CHANGES_FROM + iteration * 1000 + (changed ? 1 : 0)).toISOString().replace('Z', '123Z');
+  const at = new Date(CHANGES_FROM + iteration * 1000 + (changed ? 1 : 0))
+    .toISOString()
+    .replace('Z', '123Z');
   return body.replaceAll(AT_MARK, at);
 }
 
@@ -65,7 +78,11 @@ export function postBatch(size) {
   const changed = replay && REPLAY === 'changed';
   const expected = replay ? 0 : size;
   const expectedUpdates = changed && RESOLUTION === 'merge' ? size : 0;
-  const res = http.post(`${BASE_URL}/users`, makeBatch(size, replay ? __ITER - 1 : __ITER, changed ? 'Changed' : 'Load', changed), params);
+  const res = http.post(
+    `${BASE_URL}/users`,
+    makeBatch(size, replay ? __ITER - 1 : __ITER, changed ? 'Changed' : 'Load', changed),
+    params,
+  );
   let inserted = 0;
   let updated = 0;
   if ((res.status === 201 || res.status === 200) && RETURN) {

@@ -1,7 +1,8 @@
 import { SUMMARY_FILE } from './config.js';
 
 /** @param {number} ms */
-const fmt = (ms) => (ms === undefined ? '-' : ms >= 1000 ? `${(ms / 1000).toFixed(2)}s` : `${ms.toFixed(1)}ms`);
+const fmt = (ms) =>
+  ms === undefined ? '-' : ms >= 1000 ? `${(ms / 1000).toFixed(2)}s` : `${ms.toFixed(1)}ms`;
 
 /**
  * The test's own figures: users inserted per second, requests, latency, thresholds.
@@ -12,8 +13,11 @@ function figures(testName, data) {
   const seconds = data.state.testRunDurationMs / 1000;
   const d = m.http_req_duration?.values ?? {};
   const items = m.inserted_items?.values.count ?? 0;
-  const failedThresholds = Object.entries(m)
-    .flatMap(([name, metric]) => Object.entries(/** @type {any} */ (metric).thresholds ?? {}).filter(([, t]) => !t.ok).map(([expr]) => `${name} ${expr}`));
+  const failedThresholds = Object.entries(m).flatMap(([name, metric]) =>
+    Object.entries(/** @type {any} */ (metric).thresholds ?? {})
+      .filter(([, t]) => !t.ok)
+      .map(([expr]) => `${name} ${expr}`),
+  );
   return [
     `${testName}: ${items} users inserted in ${seconds.toFixed(1)} s = ${(items / seconds).toFixed(0)} items/s`,
     `  requests: ${m.http_reqs?.values.count ?? 0} (${(m.http_reqs?.values.rate ?? 0).toFixed(1)}/s), failed: ${((m.http_req_failed?.values.rate ?? 0) * 100).toFixed(2)}%`,

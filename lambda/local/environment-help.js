@@ -6,7 +6,15 @@ import { environmentHelp } from '@sluice/env';
  * @param {[heading: string, declarations: import('@sluice/env/load-env').Declarations][]} groups
  */
 export function environmentSection(groups) {
-  const entries = groups.map(([heading, declarations]) => /** @type {const} */ ([heading, Object.entries(environmentHelp(declarations))]));
+  const entries = groups.map(
+    ([heading, declarations]) =>
+      /** @type {const} */ ([heading, Object.entries(environmentHelp(declarations))]),
+  );
   const width = Math.max(...entries.flatMap(([, items]) => items.map(([name]) => name.length))) + 2;
-  return entries.map(([heading, items]) => `\n${heading}\n${items.map(([name, text]) => `  ${name.padEnd(width)}${text}`).join('\n')}`).join('\n');
+  return entries
+    .map(
+      ([heading, items]) =>
+        `\n${heading}\n${items.map(([name, text]) => `  ${name.padEnd(width)}${text}`).join('\n')}`,
+    )
+    .join('\n');
 }

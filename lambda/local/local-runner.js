@@ -1,4 +1,9 @@
-import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+} from '@aws-sdk/client-sqs';
 import { lambdaContext, toLambdaRecord } from './sqs-event.js';
 
 /** @typedef {import('@aws-sdk/client-sqs').Message} Message */
@@ -58,11 +63,20 @@ export class LocalEventSource {
 
   async start() {
     const { sqs, queueUrl } = this.options;
-    const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn', 'FifoQueue', 'VisibilityTimeout'] }));
-    this.queueArn = attrs.Attributes?.QueueArn ?? `arn:aws:sqs:${this.options.region}:000000000000:${queueUrl.split('/').pop()}`;
+    const attrs = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ['QueueArn', 'FifoQueue', 'VisibilityTimeout'],
+      }),
+    );
+    this.queueArn =
+      attrs.Attributes?.QueueArn ??
+      `arn:aws:sqs:${this.options.region}:000000000000:${queueUrl.split('/').pop()}`;
     this.fifo = attrs.Attributes?.FifoQueue === 'true' || queueUrl.endsWith('.fifo');
     this.visibilityMs = Number(attrs.Attributes?.VisibilityTimeout ?? 30) * 1000;
-    this.receiving = Promise.all(Array.from({ length: this.options.receivers }, () => this.receiveLoop()));
+    this.receiving = Promise.all(
+      Array.from({ length: this.options.receivers }, () => this.receiveLoop()),
+    );
   }
 
   /** Stops polling once the open polls have answered; hands over what was received; waits for every invocation and delete. */
@@ -89,13 +103,25 @@ export class LocalEventSource {
     this.hidden.clear();
     let released = 0;
     for (let i = 0; i < handles.length; i += 10) {
-      const entries = handles.slice(i, i + 10).map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle, VisibilityTimeout: 0 }));
+      const entries = handles
+        .slice(i, i + 10)
+        .map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle, VisibilityTimeout: 0 }));
       const out = await this.options.sqs
-        .send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.options.queueUrl, Entries: entries }))
+        .send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: this.options.queueUrl,
+            Entries: entries,
+          }),
+        )
         .catch(() => ({ Successful: [] }));
       released += out.Successful?.length ?? 0;
     }
-    if (released) this.log({ level: 'info', msg: 'failed messages made visible again for the next run', count: released });
+    if (released)
+      this.log({
+        level: 'info',
+        msg: 'failed messages made visible again for the next run',
+        count: released,
+      });
   }
 
   async receiveLoop() {
@@ -118,7 +144,11 @@ export class LocalEventSource {
         messages = out.Messages ?? [];
       } catch (err) {
         if (this.stopping) return;
-        this.log({ level: 'warn', msg: 'receive failed; retrying', error: /** @type {Error} */ (err).message });
+        this.log({
+          level: 'warn',
+          msg: 'receive failed; retrying',
+          error: /** @type {Error} */ (err).message,
+        });
         await new Promise((r) => setTimeout(r, 1000));
         continue;
       }
@@ -135,7 +165,8 @@ export class LocalEventSource {
   }
 
   waitForCapacity() {
-    const held = () => (this.fifo ? this.fifoBatches.length > 0 : this.buffer.length >= this.options.batchSize);
+    const held = () =>
+      this.fifo ? this.fifoBatches.length > 0 : this.buffer.length >= this.options.batchSize;
     const full = () => this.inFlight.size >= this.options.concurrency && held();
     if (!full()) return Promise.resolve();
     return new Promise((resolve) => this.capacityWaiters.push(() => resolve(undefined)));
@@ -146,7 +177,12 @@ export class LocalEventSource {
     if (this.fifo) return this.flush();
     if (this.buffer.length === 0) return;
     const waited = Date.now() - this.bufferSince;
-    if (this.buffer.length >= this.options.batchSize || waited >= this.options.batchWindowMs || this.stopping) return this.flush();
+    if (
+      this.buffer.length >= this.options.batchSize ||
+      waited >= this.options.batchWindowMs ||
+      this.stopping
+    )
+      return this.flush();
     this.windowTimer ??= setTimeout(() => {
       this.windowTimer = undefined;
       this.maybeFlush();
@@ -157,7 +193,12 @@ export class LocalEventSource {
   flush() {
     clearTimeout(this.windowTimer);
     this.windowTimer = undefined;
-    const nextBatch = () => (this.fifo ? this.fifoBatches.shift() : this.buffer.length > 0 ? this.buffer.splice(0, this.options.batchSize) : undefined);
+    const nextBatch = () =>
+      this.fifo
+        ? this.fifoBatches.shift()
+        : this.buffer.length > 0
+          ? this.buffer.splice(0, this.options.batchSize)
+          : undefined;
     while (this.inFlight.size < this.options.concurrency) {
       const batch = nextBatch();
       if (!batch) break;
@@ -173,7 +214,9 @@ export class LocalEventSource {
   /** @param {Message[]} batch */
   async invoke(batch) {
     const { queueArn = '', options } = this;
-    const event = { Records: batch.map((m) => toLambdaRecord(m, { queueArn, region: options.region })) };
+    const event = {
+      Records: batch.map((m) => toLambdaRecord(m, { queueArn, region: options.region })),
+    };
     /** @type {Set<string>} */
     let failed;
     try {
@@ -182,7 +225,12 @@ export class LocalEventSource {
     } catch (err) {
       // As Lambda does: a thrown error returns the whole batch to the queue.
       this.totals.handlerErrors++;
-      this.log({ level: 'warn', msg: 'handler failed; the batch returns to the queue', error: /** @type {Error} */ (err).message, messages: batch.length });
+      this.log({
+        level: 'warn',
+        msg: 'handler failed; the batch returns to the queue',
+        error: /** @type {Error} */ (err).message,
+        messages: batch.length,
+      });
       failed = new Set(batch.map((m) => /** @type {string} */ (m.MessageId)));
     }
     const done = batch.filter((m) => !failed.has(/** @type {string} */ (m.MessageId)));
@@ -192,25 +240,40 @@ export class LocalEventSource {
       if (at > now) break;
       this.hidden.delete(handle);
     }
-    for (const m of batch) if (failed.has(/** @type {string} */ (m.MessageId))) this.hidden.set(/** @type {string} */ (m.ReceiptHandle), now + this.visibilityMs);
+    for (const m of batch)
+      if (failed.has(/** @type {string} */ (m.MessageId)))
+        this.hidden.set(/** @type {string} */ (m.ReceiptHandle), now + this.visibilityMs);
     await this.deleteMessages(done);
     this.totals.batches++;
     this.totals.messages += batch.length;
     this.totals.deleted += done.length;
     this.totals.failed += batch.length - done.length;
-    this.log({ level: 'info', msg: 'batch done', messages: batch.length, deleted: done.length, failed: batch.length - done.length, totals: this.totals });
+    this.log({
+      level: 'info',
+      msg: 'batch done',
+      messages: batch.length,
+      deleted: done.length,
+      failed: batch.length - done.length,
+      totals: this.totals,
+    });
   }
 
   /** @param {Message[]} messages */
   async deleteMessages(messages) {
     for (let i = 0; i < messages.length; i += 10) {
-      let entries = messages.slice(i, i + 10).map((m, n) => ({ Id: String(n), ReceiptHandle: /** @type {string} */ (m.ReceiptHandle) }));
+      let entries = messages
+        .slice(i, i + 10)
+        .map((m, n) => ({ Id: String(n), ReceiptHandle: /** @type {string} */ (m.ReceiptHandle) }));
       /** @type {string[]} */
       const refused = [];
       for (let attempt = 0; entries.length > 0 && attempt < 5; attempt++) {
         const out = await this.options.sqs
-          .send(new DeleteMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: entries }))
-          .catch((err) => ({ Failed: entries.map((e) => ({ Id: e.Id, SenderFault: false, Code: err.name })) }));
+          .send(
+            new DeleteMessageBatchCommand({ QueueUrl: this.options.queueUrl, Entries: entries }),
+          )
+          .catch((err) => ({
+            Failed: entries.map((e) => ({ Id: e.Id, SenderFault: false, Code: err.name })),
+          }));
         const failed = out.Failed ?? [];
         // A sender fault (a stale receipt handle) fails the same way every time: only throttling and server faults are retried.
         for (const f of failed) if (f.SenderFault) refused.push(f.Code ?? 'SenderFault');
@@ -220,7 +283,13 @@ export class LocalEventSource {
       }
       // A message whose delete failed reappears and is stored again harmlessly (idempotent on email).
       const count = entries.length + refused.length;
-      if (count) this.log({ level: 'warn', msg: 'delete failed; the messages will reappear', count, codes: [...new Set(refused)] });
+      if (count)
+        this.log({
+          level: 'warn',
+          msg: 'delete failed; the messages will reappear',
+          count,
+          codes: [...new Set(refused)],
+        });
     }
   }
 }

@@ -19,7 +19,10 @@ const TRACEPARENT_BYTES = Buffer.byteLength('traceparentString') + 55;
 function attributesOf(resolution, traced = false) {
   const traceBytes = traced ? TRACEPARENT_BYTES : 0;
   if (!resolution) return { attributes: undefined, bytes: traceBytes };
-  return { attributes: { resolution: { DataType: 'String', StringValue: resolution } }, bytes: Buffer.byteLength(`resolutionString${resolution}`) + traceBytes };
+  return {
+    attributes: { resolution: { DataType: 'String', StringValue: resolution } },
+    bytes: Buffer.byteLength(`resolutionString${resolution}`) + traceBytes,
+  };
 }
 
 /** @typedef {{ body: string, users: number, group?: string }} PackedMessage */
@@ -35,7 +38,13 @@ export const SINGLE_GROUP = 'users';
 export function changeStamper(nowMs = () => performance.timeOrigin + performance.now()) {
   let last = 0;
   return (user) => {
-    if (user === null || typeof user !== 'object' || Array.isArray(user) || Object.hasOwn(user, 'changedAt')) return user;
+    if (
+      user === null ||
+      typeof user !== 'object' ||
+      Array.isArray(user) ||
+      Object.hasOwn(user, 'changedAt')
+    )
+      return user;
     last = Math.max(last + 1, Math.floor(nowMs() * 1000));
     const ms = Math.floor(last / 1000);
     const micros = String(last % 1000).padStart(3, '0');
@@ -65,13 +74,19 @@ export async function* packMessages(users, perMessage, { resolution, traced, gro
   const open = new Map();
   /** @param {{ parts: string[] }} m @param {string | undefined} group @returns {PackedMessage} */
   const close = ({ parts }, group) => {
-    const message = { body: perMessage === 1 ? parts[0] : `[${parts.join(',')}]`, users: parts.length };
+    const message = {
+      body: perMessage === 1 ? parts[0] : `[${parts.join(',')}]`,
+      users: parts.length,
+    };
     return group === undefined ? message : { ...message, group };
   };
   for await (const user of users) {
     const json = JSON.stringify(user);
     const size = Buffer.byteLength(json) + 1;
-    if (size + 2 > limit) throw new Error(`one user is ${size} bytes, over SQS's ${MAX_MESSAGE_BYTES}-byte message limit`);
+    if (size + 2 > limit)
+      throw new Error(
+        `one user is ${size} bytes, over SQS's ${MAX_MESSAGE_BYTES}-byte message limit`,
+      );
     const group = groups ? messageGroupOf(user, groups) : undefined;
     let message = open.get(group);
     if (message && (message.parts.length >= perMessage || message.bytes + size > limit)) {
@@ -96,7 +111,16 @@ export async function* packMessages(users, perMessage, { resolution, traced, gro
  *   resolution?: Resolution, tracer?: import('@opentelemetry/api').Tracer,
  *   concurrency?: number, maxAttempts?: number, onSent?: (users: number, messages: number) => void }} options
  */
-export async function sendMessages({ sqs, queueUrl, messages, resolution, tracer, concurrency = 8, maxAttempts = 8, onSent = () => {} }) {
+export async function sendMessages({
+  sqs,
+  queueUrl,
+  messages,
+  resolution,
+  tracer,
+  concurrency = 8,
+  maxAttempts = 8,
+  onSent = () => {},
+}) {
   const { attributes, bytes: attributeBytes } = attributesOf(resolution, tracer !== undefined);
   const queue = queueUrl.split('/').at(-1) ?? queueUrl;
   const totals = { messages: 0, users: 0, retries: 0 };
@@ -113,10 +137,18 @@ export async function sendMessages({ sqs, queueUrl, messages, resolution, tracer
   async function send(batch) {
     const span = tracer?.startSpan(`send ${queue}`, {
       kind: /** @type {import('@opentelemetry/api').SpanKind} */ (3), // PRODUCER
-      attributes: { 'messaging.system': 'aws_sqs', 'messaging.operation.type': 'send', 'messaging.destination.name': queue, 'messaging.batch.message_count': batch.length },
+      attributes: {
+        'messaging.system': 'aws_sqs',
+        'messaging.operation.type': 'send',
+        'messaging.destination.name': queue,
+        'messaging.batch.message_count': batch.length,
+      },
     });
     const MessageAttributes = span
-      ? { ...attributes, traceparent: { DataType: 'String', StringValue: formatTraceparent(span.spanContext()) } }
+      ? {
+          ...attributes,
+          traceparent: { DataType: 'String', StringValue: formatTraceparent(span.spanContext()) },
+        }
       : attributes;
     try {
       await sendBatch(batch, MessageAttributes);
@@ -130,21 +162,41 @@ export async function sendMessages({ sqs, queueUrl, messages, resolution, tracer
    * @param {Record<string, import('@aws-sdk/client-sqs').MessageAttributeValue> | undefined} MessageAttributes
    */
   async function sendBatch(batch, MessageAttributes) {
-    let entries = batch.map((m, i) => ({ Id: String(i), MessageBody: m.body, users: m.users, MessageGroupId: m.group, MessageDeduplicationId: m.deduplicationId }));
+    let entries = batch.map((m, i) => ({
+      Id: String(i),
+      MessageBody: m.body,
+      users: m.users,
+      MessageGroupId: m.group,
+      MessageDeduplicationId: m.deduplicationId,
+    }));
     /** @type {string | undefined} what SQS (or the network) said last: the failure's cause, for its one line */
     let lastReason;
     for (let attempt = 0; entries.length > 0; attempt++) {
-      if (attempt >= maxAttempts) throw new Error(`${entries.length} messages still failed after ${maxAttempts} attempts${lastReason ? ` (the last: ${lastReason})` : ''}`);
+      if (attempt >= maxAttempts)
+        throw new Error(
+          `${entries.length} messages still failed after ${maxAttempts} attempts${lastReason ? ` (the last: ${lastReason})` : ''}`,
+        );
       if (attempt > 0) {
         totals.retries++;
         await sleep(backoffMs(attempt - 1, { baseMs: 100, maxMs: 5000 }));
       }
       const out = await sqs
-        .send(new SendMessageBatchCommand({
-          QueueUrl: queueUrl,
-          Entries: entries.map(({ Id, MessageBody, MessageGroupId, MessageDeduplicationId }) => ({ Id, MessageBody, MessageAttributes, MessageGroupId, MessageDeduplicationId })),
-        }))
-        .catch((err) => ({ Successful: [], Failed: entries.map((e) => ({ Id: e.Id, Message: err.message })) }));
+        .send(
+          new SendMessageBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: entries.map(({ Id, MessageBody, MessageGroupId, MessageDeduplicationId }) => ({
+              Id,
+              MessageBody,
+              MessageAttributes,
+              MessageGroupId,
+              MessageDeduplicationId,
+            })),
+          }),
+        )
+        .catch((err) => ({
+          Successful: [],
+          Failed: entries.map((e) => ({ Id: e.Id, Message: err.message })),
+        }));
       const failed = new Set((out.Failed ?? []).map((f) => f.Id));
       lastReason = out.Failed?.[0]?.Message ?? lastReason;
       const sent = entries.filter((e) => !failed.has(e.Id));
@@ -174,12 +226,23 @@ export async function sendMessages({ sqs, queueUrl, messages, resolution, tracer
   for await (const packed of messages) {
     /** @type {Outgoing} */
     // (A standard queue takes no group: there MessageGroupId would ask for fair queueing.)
-    const message = fifo ? { ...packed, group: packed.group ?? SINGLE_GROUP, deduplicationId: `${runId}-${sequence++}` } : { body: packed.body, users: packed.users };
+    const message = fifo
+      ? {
+          ...packed,
+          group: packed.group ?? SINGLE_GROUP,
+          deduplicationId: `${runId}-${sequence++}`,
+        }
+      : { body: packed.body, users: packed.users };
     const size = Buffer.byteLength(message.body) + attributeBytes;
     const sameGroup = fifo && batch.some((m) => m.group === message.group);
-    if (batch.length > 0 && (sameGroup || batch.length >= MAX_BATCH_ENTRIES || batchBytes + size > MAX_MESSAGE_BYTES)) await dispatch();
+    if (
+      batch.length > 0 &&
+      (sameGroup || batch.length >= MAX_BATCH_ENTRIES || batchBytes + size > MAX_MESSAGE_BYTES)
+    )
+      await dispatch();
     // FIFO: the group's previous message is enqueued (retries included) before this one goes.
-    for (let previous; (previous = busy.get(/** @type {string} */ (message.group))); ) await previous;
+    for (let previous; (previous = busy.get(/** @type {string} */ (message.group)));)
+      await previous;
     batch.push(message);
     batchBytes += size;
   }

@@ -13,24 +13,32 @@ export function toLambdaRecord(message, { queueArn, region }) {
       ApproximateReceiveCount: attrs.ApproximateReceiveCount ?? '1',
       SentTimestamp: attrs.SentTimestamp ?? String(Date.now()),
       SenderId: attrs.SenderId ?? '000000000000',
-      ApproximateFirstReceiveTimestamp: attrs.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
+      ApproximateFirstReceiveTimestamp:
+        attrs.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
       // Present when the sender was traced by X-Ray, as in Lambda's records.
       ...(attrs.AWSTraceHeader ? { AWSTraceHeader: attrs.AWSTraceHeader } : {}),
       // A FIFO queue's records carry their group, deduplication id and sequence number, as in Lambda's.
-      ...(attrs.MessageGroupId === undefined ? {} : {
-        SequenceNumber: attrs.SequenceNumber ?? '',
-        MessageGroupId: attrs.MessageGroupId,
-        MessageDeduplicationId: attrs.MessageDeduplicationId ?? '',
-      }),
+      ...(attrs.MessageGroupId === undefined
+        ? {}
+        : {
+            SequenceNumber: attrs.SequenceNumber ?? '',
+            MessageGroupId: attrs.MessageGroupId,
+            MessageDeduplicationId: attrs.MessageDeduplicationId ?? '',
+          }),
     },
     messageAttributes: Object.fromEntries(
-      Object.entries(message.MessageAttributes ?? {}).map(([name, a]) => [name, {
-        stringValue: a.StringValue,
-        binaryValue: a.BinaryValue ? Buffer.from(a.BinaryValue).toString('base64') : undefined,
-        stringListValues: a.StringListValues ?? [],
-        binaryListValues: (a.BinaryListValues ?? []).map((b) => Buffer.from(b).toString('base64')),
-        dataType: a.DataType,
-      }]),
+      Object.entries(message.MessageAttributes ?? {}).map(([name, a]) => [
+        name,
+        {
+          stringValue: a.StringValue,
+          binaryValue: a.BinaryValue ? Buffer.from(a.BinaryValue).toString('base64') : undefined,
+          stringListValues: a.StringListValues ?? [],
+          binaryListValues: (a.BinaryListValues ?? []).map((b) =>
+            Buffer.from(b).toString('base64'),
+          ),
+          dataType: a.DataType,
+        },
+      ]),
     ),
     md5OfBody: message.MD5OfBody ?? '',
     eventSource: 'aws:sqs',

@@ -11,7 +11,9 @@ function samplerOf(sdk, { sampler, samplerRatio }) {
     traceidratio: () => new sdk.TraceIdRatioBasedSampler(samplerRatio),
   };
   if (sampler.startsWith('parentbased_')) {
-    return new sdk.ParentBasedSampler({ root: root[/** @type {keyof typeof root} */ (sampler.slice('parentbased_'.length))]() });
+    return new sdk.ParentBasedSampler({
+      root: root[/** @type {keyof typeof root} */ (sampler.slice('parentbased_'.length))](),
+    });
   }
   return root[/** @type {keyof typeof root} */ (sampler)]();
 }
@@ -33,7 +35,12 @@ export async function startLocalTracing(serviceName, config) {
     logLevel: config.logLevel ?? 'warn',
     resourceAttributes: { 'service.name': config.serviceName ?? serviceName },
     sampler: samplerOf(sdk, config),
-    spanProcessors: [new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: config.tracesUrl }), ...config.batch })],
+    spanProcessors: [
+      new sdk.BatchSpanProcessor({
+        exporter: new OTLPTraceExporter({ url: config.tracesUrl }),
+        ...config.batch,
+      }),
+    ],
     // No propagator: the producer and the handler write their trace headers themselves (traceparent.js).
     propagators: [],
     // Traces only: no metrics or logs exported.

@@ -15,7 +15,9 @@ export const poison = (reason) => ({ kind: 'poison', reason });
 
 /** @param {GroupedRecord[]} records  the batch, in the order Lambda delivered it */
 export function createFailureLedger(records) {
-  const position = new Map(records.map((record, index) => [record.messageId, { index, group: messageGroupOf(record) }]));
+  const position = new Map(
+    records.map((record, index) => [record.messageId, { index, group: messageGroupOf(record) }]),
+  );
   const own = /** @type {Map<string, Failure>} */ (new Map());
   /** @type {Map<string | undefined, { index: number, messageId: string }>} each group's first failure */
   const failedGroups = new Map();
@@ -24,7 +26,9 @@ export function createFailureLedger(records) {
   function heldBehind(messageId) {
     const at = position.get(messageId);
     const first = at?.group === undefined ? undefined : failedGroups.get(at.group);
-    return first !== undefined && at !== undefined && first.index < at.index ? first.messageId : undefined;
+    return first !== undefined && at !== undefined && first.index < at.index
+      ? first.messageId
+      : undefined;
   }
 
   return {
@@ -35,7 +39,8 @@ export function createFailureLedger(records) {
       if (own.get(messageId)?.kind !== 'poison') own.set(messageId, failure);
       const at = position.get(messageId);
       const first = at && failedGroups.get(at.group);
-      if (at && (first === undefined || at.index < first.index)) failedGroups.set(at.group, { index: at.index, messageId });
+      if (at && (first === undefined || at.index < first.index))
+        failedGroups.set(at.group, { index: at.index, messageId });
     },
 
     /** @param {string} messageId */
@@ -47,7 +52,11 @@ export function createFailureLedger(records) {
         const failure = own.get(messageId);
         const behind = failure ? undefined : heldBehind(messageId);
         if (failure) all.set(messageId, failure);
-        else if (behind) all.set(messageId, { kind: 'held', reason: `an earlier message of its group failed (${behind})` });
+        else if (behind)
+          all.set(messageId, {
+            kind: 'held',
+            reason: `an earlier message of its group failed (${behind})`,
+          });
       }
       return all;
     },

@@ -50,7 +50,10 @@ function tokenKeeper(config, rereadToken) {
     async newerToken(used) {
       if (!rereadToken) return false;
       // A failed read leaves the token as it was, so the chunk fails as unavailable.
-      reread ??= rereadToken().then((fresh) => void (current = fresh), () => undefined);
+      reread ??= rereadToken().then(
+        (fresh) => void (current = fresh),
+        () => undefined,
+      );
       await reread;
       return current.ingestToken !== used.ingestToken;
     },
@@ -86,9 +89,19 @@ export function chunkKey(chunk, places) {
 }
 
 /** Feeds a chunk and enters what the answer means for its messages in the ledger. @param {FeedOptions & { ledger: import('./failure-ledger.js').FailureLedger, tokens: ReturnType<typeof tokenKeeper>, stats: FeedStats, places: Map<Item, number> }} feed */
-function chunkFeeder({ ledger, tokens, stats, places, deadline, postUsers, traceparent, credentialsRefused = () => {} }) {
+function chunkFeeder({
+  ledger,
+  tokens,
+  stats,
+  places,
+  deadline,
+  postUsers,
+  traceparent,
+  credentialsRefused = () => {},
+}) {
   /** @param {Item[]} pending @param {import('./failure-ledger.js').Failure} failure */
-  const failAll = (pending, failure) => pending.forEach((item) => ledger.fail(item.messageId, failure));
+  const failAll = (pending, failure) =>
+    pending.forEach((item) => ledger.fail(item.messageId, failure));
   const onAttempt = (/** @type {boolean} */ retry) => {
     stats.posts++;
     if (retry) stats.retries++;
@@ -104,7 +117,18 @@ function chunkFeeder({ ledger, tokens, stats, places, deadline, postUsers, trace
       const used = tokens.current();
       const { resolution, invalid } = pending[0];
       const idempotencyKey = chunkKey(pending, places);
-      const outcome = await postUsers(used, pending.map((item) => item.user), { deadline, resolution, quarantine: invalid === 'quarantine', onAttempt, traceparent, idempotencyKey });
+      const outcome = await postUsers(
+        used,
+        pending.map((item) => item.user),
+        {
+          deadline,
+          resolution,
+          quarantine: invalid === 'quarantine',
+          onAttempt,
+          traceparent,
+          idempotencyKey,
+        },
+      );
       switch (outcome.kind) {
         case 'stored':
           // The users set aside are the service's to keep (npm run quarantine): the message is done.
@@ -120,16 +144,31 @@ function chunkFeeder({ ledger, tokens, stats, places, deadline, postUsers, trace
           stats.quarantined += outcome.quarantined;
           return;
         case 'invalid': {
-          if (outcome.errors.length === 0) return splitByMessage(pending, 'HTTP 400 invalid_batch naming no user');
+          if (outcome.errors.length === 0)
+            return splitByMessage(pending, 'HTTP 400 invalid_batch naming no user');
           // An index outside the chunk (a proxy, another version): the answer is not about this
           // chunk, and posting it again would get the same answer.
           const outside = outcome.errors.find((e) => !(e.index >= 0 && e.index < pending.length));
-          if (outside) return failAll(pending, poison(`HTTP 400 invalid_batch naming user ${outside.index} of a chunk of ${pending.length}`));
-          for (const e of outcome.errors) ledger.fail(pending[e.index].messageId, poison(`HTTP 400 invalid_batch: ${e.field ?? 'a user'} ${e.message}`));
+          if (outside)
+            return failAll(
+              pending,
+              poison(
+                `HTTP 400 invalid_batch naming user ${outside.index} of a chunk of ${pending.length}`,
+              ),
+            );
+          for (const e of outcome.errors)
+            ledger.fail(
+              pending[e.index].messageId,
+              poison(`HTTP 400 invalid_batch: ${e.field ?? 'a user'} ${e.message}`),
+            );
           continue;
         }
         case 'tooLarge': {
-          if (pending.length === 1) return ledger.fail(pending[0].messageId, poison('one user is over the service\'s body limit (413)'));
+          if (pending.length === 1)
+            return ledger.fail(
+              pending[0].messageId,
+              poison("one user is over the service's body limit (413)"),
+            );
           const half = Math.ceil(pending.length / 2);
           await feedChunk(pending.slice(0, half));
           return feedChunk(pending.slice(half));
@@ -165,7 +204,9 @@ function chunkFeeder({ ledger, tokens, stats, places, deadline, postUsers, trace
  * @param {Item[][]} chunks @param {number} concurrency @param {(chunk: Item[]) => Promise<void>} feedChunk
  */
 async function feedInGroupOrder(chunks, concurrency, feedChunk) {
-  const groups = chunks.map((chunk) => new Set(chunk.flatMap((item) => (item.group === undefined ? [] : [item.group]))));
+  const groups = chunks.map(
+    (chunk) => new Set(chunk.flatMap((item) => (item.group === undefined ? [] : [item.group]))),
+  );
   const fed = /** @type {Promise<void>[]} */ ([]);
   /** @param {number} i */
   function feedInTurn(i) {
@@ -189,12 +230,33 @@ async function feedInGroupOrder(chunks, concurrency, feedChunk) {
  */
 export async function feedRecords(records, options) {
   const { config } = options;
-  const { items, poisoned } = unpackRecords(records, config.conflictResolution, config.invalidUsers);
-  const stats = /** @type {FeedStats} */ ({ posts: 0, retries: 0, inserted: 0, updated: 0, stale: 0, stored: 0, quarantined: 0, replayed: 0 });
+  const { items, poisoned } = unpackRecords(
+    records,
+    config.conflictResolution,
+    config.invalidUsers,
+  );
+  const stats = /** @type {FeedStats} */ ({
+    posts: 0,
+    retries: 0,
+    inserted: 0,
+    updated: 0,
+    stale: 0,
+    stored: 0,
+    quarantined: 0,
+    replayed: 0,
+  });
   const ledger = createFailureLedger(records);
   for (const [messageId, failure] of poisoned) ledger.fail(messageId, failure);
-  const feedChunk = chunkFeeder({ ...options, ledger, tokens: tokenKeeper(config, options.rereadToken), stats, places: placesInMessages(items) });
-  const chunks = ledger.fifo ? chunksInOrder(items, config.postChunkItems) : chunksOf(items, config.postChunkItems);
+  const feedChunk = chunkFeeder({
+    ...options,
+    ledger,
+    tokens: tokenKeeper(config, options.rereadToken),
+    stats,
+    places: placesInMessages(items),
+  });
+  const chunks = ledger.fifo
+    ? chunksInOrder(items, config.postChunkItems)
+    : chunksOf(items, config.postChunkItems);
   await feedInGroupOrder(chunks, config.postConcurrency, feedChunk);
   return { items, failed: ledger.failures(), stats };
 }

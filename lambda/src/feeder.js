@@ -21,7 +21,14 @@ import { NO_TRACING } from './tracing.js';
  * is; what it keeps between invocations lives in it, not in a module.
  * @param {FeederParts} parts @returns {SqsHandler}
  */
-export function createFeeder({ config, readToken = async (loaded) => loaded, logger, metrics, tracing = NO_TRACING, postUsers = postUsersOverHttp }) {
+export function createFeeder({
+  config,
+  readToken = async (loaded) => loaded,
+  logger,
+  metrics,
+  tracing = NO_TRACING,
+  postUsers = postUsersOverHttp,
+}) {
   const reports = createReports({ logger, metrics });
   let current = /** @type {FeederConfig | undefined} */ (undefined);
   // Said once while the refusals last; again after a batch was let in.
@@ -31,7 +38,11 @@ export function createFeeder({ config, readToken = async (loaded) => loaded, log
   function credentialsRefused(status, used) {
     if (credentialsRefusedSaid) return;
     credentialsRefusedSaid = true;
-    reports.reportCredentialsRefused({ status, tokenSent: Boolean(used.ingestToken), fromSecret: Boolean(used.ingestTokenSecretArn) });
+    reports.reportCredentialsRefused({
+      status,
+      tokenSent: Boolean(used.ingestToken),
+      fromSecret: Boolean(used.ingestTokenSecretArn),
+    });
   }
 
   return async function handler(event, context) {
@@ -45,18 +56,34 @@ export function createFeeder({ config, readToken = async (loaded) => loaded, log
       const invocationConfig = current;
       // A token read again on a 401 is kept for the next invocations.
       const rereadToken = async () => (current = await readToken(invocationConfig));
-      fed = await tracing.runInSpan(span, () => feedRecords(records, {
-        config: invocationConfig, deadline, postUsers, traceparent: tracing.currentTraceparent, rereadToken,
-        credentialsRefused: (status) => credentialsRefused(status, invocationConfig),
-      }));
+      fed = await tracing.runInSpan(span, () =>
+        feedRecords(records, {
+          config: invocationConfig,
+          deadline,
+          postUsers,
+          traceparent: tracing.currentTraceparent,
+          rereadToken,
+          credentialsRefused: (status) => credentialsRefused(status, invocationConfig),
+        }),
+      );
     } catch (err) {
       tracing.endInvocationSpan(span, {}, err);
       throw err;
     }
     const { items, failed, stats } = fed;
     if (stats.stored > 0) credentialsRefusedSaid = false;
-    tracing.endInvocationSpan(span, { users: items.length, users_stored: stats.stored, posts: stats.posts, retries: stats.retries, failed_messages: failed.size });
-    return answer(records, fed, { requestId: context.awsRequestId, durationMs: Date.now() - started, reports });
+    tracing.endInvocationSpan(span, {
+      users: items.length,
+      users_stored: stats.stored,
+      posts: stats.posts,
+      retries: stats.retries,
+      failed_messages: failed.size,
+    });
+    return answer(records, fed, {
+      requestId: context.awsRequestId,
+      durationMs: Date.now() - started,
+      reports,
+    });
   };
 }
 
@@ -87,8 +114,14 @@ function answer(records, { items, failed, stats }, { requestId, durationMs, repo
   if (failed.size > 0) reports.reportFailures(failed);
 
   // Held messages follow an earlier failure of their group; with no poison, that was an outage too.
-  if (records.length > 0 && failed.size === records.length && failures.every((f) => f.kind !== 'poison')) {
-    throw new ServiceUnavailableError(`the service could not take any of ${records.length} messages; the batch goes back to the queue`);
+  if (
+    records.length > 0 &&
+    failed.size === records.length &&
+    failures.every((f) => f.kind !== 'poison')
+  ) {
+    throw new ServiceUnavailableError(
+      `the service could not take any of ${records.length} messages; the batch goes back to the queue`,
+    );
   }
   return toBatchItemFailures(failed.keys());
 }

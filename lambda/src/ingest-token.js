@@ -23,16 +23,27 @@ export async function withIngestToken(config, { client } = {}) {
 /** The token for `clientName`; the value never reaches a message. @param {string | undefined} text @param {string} clientName */
 function tokenOf(text, clientName) {
   const trimmed = text?.trim();
-  if (!trimmed) throw new ConfigError('INGEST_TOKEN_SECRET_ARN', 'names a secret with no SecretString: put the token there, as plain text or a JSON object of client name → token');
+  if (!trimmed)
+    throw new ConfigError(
+      'INGEST_TOKEN_SECRET_ARN',
+      'names a secret with no SecretString: put the token there, as plain text or a JSON object of client name → token',
+    );
   if (!trimmed.startsWith('{')) return trimmed;
   /** @type {import('@sluice/env/named-tokens').NamedToken[]} */
   let tokens;
   try {
     tokens = parseNamedTokens(trimmed);
   } catch (err) {
-    throw new ConfigError('INGEST_TOKEN_SECRET_ARN', `names a secret that starts like a JSON object and is not one of client name → token that the service accepts: it ${/** @type {Error} */ (err).message}`);
+    throw new ConfigError(
+      'INGEST_TOKEN_SECRET_ARN',
+      `names a secret that starts like a JSON object and is not one of client name → token that the service accepts: it ${/** @type {Error} */ (err).message}`,
+    );
   }
   const token = tokens.find(({ name }) => name === clientName)?.token;
-  if (token === undefined) throw new ConfigError('INGEST_TOKEN_SECRET_ARN', `names a secret with no token for the client ${JSON.stringify(clientName)} (INGEST_CLIENT_NAME)`);
+  if (token === undefined)
+    throw new ConfigError(
+      'INGEST_TOKEN_SECRET_ARN',
+      `names a secret with no token for the client ${JSON.stringify(clientName)} (INGEST_CLIENT_NAME)`,
+    );
   return token;
 }

@@ -51,8 +51,13 @@ export function createReports({ logger, metrics }) {
    * @param {Map<string, { kind: string, reason: string }>} failures
    */
   function reportFailures(failures) {
-    const listed = [...failures].slice(0, LISTED_FAILURES).map(([messageId, f]) => ({ messageId, kind: f.kind, reason: f.reason }));
-    logger.warn('messages not stored', { failures: listed, notListed: Math.max(0, failures.size - LISTED_FAILURES) });
+    const listed = [...failures]
+      .slice(0, LISTED_FAILURES)
+      .map(([messageId, f]) => ({ messageId, kind: f.kind, reason: f.reason }));
+    logger.warn('messages not stored', {
+      failures: listed,
+      notListed: Math.max(0, failures.size - LISTED_FAILURES),
+    });
   }
 
   /**
@@ -66,6 +71,9 @@ export function createReports({ logger, metrics }) {
     const fix = fromSecret
       ? "Put the service's INGEST_TOKEN into the Secrets Manager secret INGEST_TOKEN_SECRET_ARN names (read at a cold start)"
       : "Set the feeder's INGEST_TOKEN to the service's INGEST_TOKEN and start it again";
-    logger.error(`the service ${what}. ${fix}; until then no message is stored, and each returns to the queue after its visibility timeout`, { status, tokenSent });
+    logger.error(
+      `the service ${what}. ${fix}; until then no message is stored, and each returns to the queue after its visibility timeout`,
+      { status, tokenSent },
+    );
   }
 }

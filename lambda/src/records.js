@@ -6,7 +6,10 @@ import { messageGroupOf, poison } from './failure-ledger.js';
 /** @typedef {{ messageId: string, user: unknown, resolution: Resolution, invalid: InvalidUsers, group?: string }} Item */
 
 /** The `resolution` attribute's values: the service's Prefer names. */
-const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
+const RESOLUTIONS = /** @type {const} */ ({
+  'ignore-duplicates': 'ignore',
+  'merge-duplicates': 'merge',
+});
 const INVALID_USERS = /** @type {readonly string[]} */ (['quarantine', 'refuse']);
 
 /**
@@ -17,19 +20,36 @@ const INVALID_USERS = /** @type {readonly string[]} */ (['quarantine', 'refuse']
  * @param {SqsRecordLike[]} records @param {Resolution} [defaultResolution] @param {InvalidUsers} [defaultInvalid]
  * @returns {{ items: Item[], poisoned: Map<string, import('./failure-ledger.js').Failure> }}
  */
-export function unpackRecords(records, defaultResolution = 'ignore', defaultInvalid = 'quarantine') {
+export function unpackRecords(
+  records,
+  defaultResolution = 'ignore',
+  defaultInvalid = 'quarantine',
+) {
   const items = /** @type {Item[]} */ ([]);
   const poisoned = /** @type {Map<string, import('./failure-ledger.js').Failure>} */ (new Map());
   for (const record of records) {
     const { messageId, body, messageAttributes } = record;
     const asked = messageAttributes?.resolution?.stringValue;
-    const resolution = asked === undefined ? defaultResolution : Object.hasOwn(RESOLUTIONS, asked) ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (asked)] : undefined;
+    const resolution =
+      asked === undefined
+        ? defaultResolution
+        : Object.hasOwn(RESOLUTIONS, asked)
+          ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (asked)]
+          : undefined;
     if (!resolution) {
-      poisoned.set(messageId, poison('the resolution attribute must be merge-duplicates or ignore-duplicates'));
+      poisoned.set(
+        messageId,
+        poison('the resolution attribute must be merge-duplicates or ignore-duplicates'),
+      );
       continue;
     }
     const invalidAsked = messageAttributes?.invalid?.stringValue;
-    const invalid = invalidAsked === undefined ? defaultInvalid : INVALID_USERS.includes(invalidAsked) ? /** @type {InvalidUsers} */ (invalidAsked) : undefined;
+    const invalid =
+      invalidAsked === undefined
+        ? defaultInvalid
+        : INVALID_USERS.includes(invalidAsked)
+          ? /** @type {InvalidUsers} */ (invalidAsked)
+          : undefined;
     if (!invalid) {
       poisoned.set(messageId, poison('the invalid attribute must be quarantine or refuse'));
       continue;
@@ -42,12 +62,20 @@ export function unpackRecords(records, defaultResolution = 'ignore', defaultInva
       continue;
     }
     const users = Array.isArray(parsed) ? parsed : [parsed];
-    if (users.length === 0 || users.some((u) => u === null || typeof u !== 'object' || Array.isArray(u))) {
+    if (
+      users.length === 0 ||
+      users.some((u) => u === null || typeof u !== 'object' || Array.isArray(u))
+    ) {
       poisoned.set(messageId, poison('body must be a user object or a non-empty array of them'));
       continue;
     }
     const group = messageGroupOf(record);
-    for (const user of users) items.push(group === undefined ? { messageId, user, resolution, invalid } : { messageId, user, resolution, invalid, group });
+    for (const user of users)
+      items.push(
+        group === undefined
+          ? { messageId, user, resolution, invalid }
+          : { messageId, user, resolution, invalid, group },
+      );
   }
   return { items, poisoned };
 }

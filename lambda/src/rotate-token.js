@@ -2,7 +2,12 @@
 // bundled from this file alone; a rotation gives every client a new token.
 import { randomBytes } from 'node:crypto';
 import {
-  DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient, UpdateSecretVersionStageCommand,
+  DescribeSecretCommand,
+  GetSecretValueCommand,
+  PutSecretValueCommand,
+  ResourceNotFoundException,
+  SecretsManagerClient,
+  UpdateSecretVersionStageCommand,
 } from '@aws-sdk/client-secrets-manager';
 import { defineVariables, loadEnv, milliseconds } from '@sluice/env';
 import { parseNamedTokens } from '@sluice/env/named-tokens';
@@ -11,7 +16,8 @@ export const ROTATION_VARIABLES = defineVariables({
   ROTATION_WAIT_MS: {
     parser: milliseconds({ min: 0, max: 840_000 }),
     default: 125_000,
-    description: "how long setSecret waits for every service to read the pending version: two of the services' INGEST_TOKENS_REFRESH_MS and a margin, within the function's timeout",
+    description:
+      "how long setSecret waits for every service to read the pending version: two of the services' INGEST_TOKENS_REFRESH_MS and a margin, within the function's timeout",
   },
 });
 
@@ -26,12 +32,15 @@ function clientsOf(text, what) {
   try {
     return parseNamedTokens(text ?? '');
   } catch (err) {
-    throw new Error(`${what} is not a JSON object of client name → token that the services accept: it ${/** @type {Error} */ (err).message}`);
+    throw new Error(
+      `${what} is not a JSON object of client name → token that the services accept: it ${/** @type {Error} */ (err).message}`,
+    );
   }
 }
 
 /** @param {string | undefined} text @param {string} what @returns {Record<string, string>} */
-const tokensOf = (text, what) => Object.fromEntries(clientsOf(text, what).map(({ name, token }) => [name, token]));
+const tokensOf = (text, what) =>
+  Object.fromEntries(clientsOf(text, what).map(({ name, token }) => [name, token]));
 
 /**
  * One step of Secrets Manager's rotation protocol. setSecret waits until every service (reading
@@ -39,45 +48,109 @@ const tokensOf = (text, what) => Object.fromEntries(clientsOf(text, what).map(({
  * may run twice (a retry): each checks whether it is done.
  * @param {RotationEvent} event @param {RotationDeps} deps
  */
-export async function rotate({ Step: step, SecretId: secretId, ClientRequestToken: version }, { client, waitMs, sleep }) {
+export async function rotate(
+  { Step: step, SecretId: secretId, ClientRequestToken: version },
+  { client, waitMs, sleep },
+) {
   const described = await client.send(new DescribeSecretCommand({ SecretId: secretId }));
-  if (described.RotationEnabled === false) throw new Error(`rotation is not enabled on ${secretId}`);
+  if (described.RotationEnabled === false)
+    throw new Error(`rotation is not enabled on ${secretId}`);
   const stages = /** @type {Record<string, string[]>} */ (described.VersionIdsToStages ?? {});
   if (!stages[version]) throw new Error(`version ${version} is not a version of ${secretId}`);
   if (stages[version].includes('AWSCURRENT')) return;
-  if (!stages[version].includes('AWSPENDING')) throw new Error(`version ${version} of ${secretId} is not AWSPENDING`);
+  if (!stages[version].includes('AWSPENDING'))
+    throw new Error(`version ${version} of ${secretId} is not AWSPENDING`);
 
   switch (step) {
     case 'createSecret': {
-      const current = clientsOf((await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT' }))).SecretString, 'AWSCURRENT');
+      const current = clientsOf(
+        (
+          await client.send(
+            new GetSecretValueCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT' }),
+          )
+        ).SecretString,
+        'AWSCURRENT',
+      );
       try {
-        await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionId: version, VersionStage: 'AWSPENDING' }));
+        await client.send(
+          new GetSecretValueCommand({
+            SecretId: secretId,
+            VersionId: version,
+            VersionStage: 'AWSPENDING',
+          }),
+        );
         return;
       } catch (err) {
         if (!(err instanceof ResourceNotFoundException)) throw err;
       }
       // A client's limits, declared beside its token, go with it to its new token.
-      const next = Object.fromEntries(current.map(({ name, limits }) => [name, limits ? { token: newToken(), ...limits } : newToken()]));
-      await client.send(new PutSecretValueCommand({ SecretId: secretId, ClientRequestToken: version, SecretString: JSON.stringify(next), VersionStages: ['AWSPENDING'] }));
+      const next = Object.fromEntries(
+        current.map(({ name, limits }) => [
+          name,
+          limits ? { token: newToken(), ...limits } : newToken(),
+        ]),
+      );
+      await client.send(
+        new PutSecretValueCommand({
+          SecretId: secretId,
+          ClientRequestToken: version,
+          SecretString: JSON.stringify(next),
+          VersionStages: ['AWSPENDING'],
+        }),
+      );
       return;
     }
     case 'setSecret':
       await sleep(waitMs);
       return;
     case 'testSecret': {
-      const current = tokensOf((await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT' }))).SecretString, 'AWSCURRENT');
-      const pending = tokensOf((await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionId: version, VersionStage: 'AWSPENDING' }))).SecretString, 'AWSPENDING');
+      const current = tokensOf(
+        (
+          await client.send(
+            new GetSecretValueCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT' }),
+          )
+        ).SecretString,
+        'AWSCURRENT',
+      );
+      const pending = tokensOf(
+        (
+          await client.send(
+            new GetSecretValueCommand({
+              SecretId: secretId,
+              VersionId: version,
+              VersionStage: 'AWSPENDING',
+            }),
+          )
+        ).SecretString,
+        'AWSPENDING',
+      );
       const names = (/** @type {object} */ o) => Object.keys(o).sort().join(',');
-      if (names(current) !== names(pending)) throw new Error('AWSPENDING does not name the same clients as AWSCURRENT');
-      if (Object.keys(pending).some((name) => pending[name] === current[name])) throw new Error('AWSPENDING keeps a token of AWSCURRENT');
-      if (new Set(Object.values(pending)).size !== Object.keys(pending).length) throw new Error('AWSPENDING gives two clients the same token');
+      if (names(current) !== names(pending))
+        throw new Error('AWSPENDING does not name the same clients as AWSCURRENT');
+      if (Object.keys(pending).some((name) => pending[name] === current[name]))
+        throw new Error('AWSPENDING keeps a token of AWSCURRENT');
+      if (new Set(Object.values(pending)).size !== Object.keys(pending).length)
+        throw new Error('AWSPENDING gives two clients the same token');
       return;
     }
     case 'finishSecret': {
       const current = Object.entries(stages).find(([, s]) => s.includes('AWSCURRENT'))?.[0];
-      await client.send(new UpdateSecretVersionStageCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT', MoveToVersionId: version, RemoveFromVersionId: current }));
+      await client.send(
+        new UpdateSecretVersionStageCommand({
+          SecretId: secretId,
+          VersionStage: 'AWSCURRENT',
+          MoveToVersionId: version,
+          RemoveFromVersionId: current,
+        }),
+      );
       // Off AWSPENDING, which the services read too, so no stale pending version shadows a later put.
-      await client.send(new UpdateSecretVersionStageCommand({ SecretId: secretId, VersionStage: 'AWSPENDING', RemoveFromVersionId: version }));
+      await client.send(
+        new UpdateSecretVersionStageCommand({
+          SecretId: secretId,
+          VersionStage: 'AWSPENDING',
+          RemoveFromVersionId: version,
+        }),
+      );
       return;
     }
     default:

@@ -21,7 +21,12 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
  */
 
 /** The service's 503s that say nothing was written: any other 5xx (outcome_unknown, a proxy's 502) may have written. */
-const NOTHING_WRITTEN = new Set(['database_unavailable', 'overloaded', 'lock_timeout', 'statement_timeout']);
+const NOTHING_WRITTEN = new Set([
+  'database_unavailable',
+  'overloaded',
+  'lock_timeout',
+  'statement_timeout',
+]);
 
 const PREFER = { ignore: 'resolution=ignore-duplicates', merge: 'resolution=merge-duplicates' };
 const QUARANTINE = ', invalid=quarantine';
@@ -31,7 +36,15 @@ const QUARANTINE = ', invalid=quarantine';
  * @param {number} timeoutMs @param {string | undefined} traceparent @param {string | undefined} idempotencyKey
  * @returns {Promise<PostOutcome & { retryAfterMs?: number, lost?: true, throttled?: boolean }>}  lost: the attempt may have written, its answer unknown; throttled: a 429
  */
-async function postOnce(config, users, resolution, quarantine, timeoutMs, traceparent, idempotencyKey) {
+async function postOnce(
+  config,
+  users,
+  resolution,
+  quarantine,
+  timeoutMs,
+  traceparent,
+  idempotencyKey,
+) {
   let res;
   try {
     res = await fetch(`${config.serviceUrl}/users`, {
@@ -47,7 +60,8 @@ async function postOnce(config, users, resolution, quarantine, timeoutMs, tracep
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
-    const cause = /** @type {any} */ (err)?.cause?.code ?? /** @type {any} */ (err)?.name ?? 'network error';
+    const cause =
+      /** @type {any} */ (err)?.cause?.code ?? /** @type {any} */ (err)?.name ?? 'network error';
     return { kind: 'unavailable', reason: String(cause), lost: true };
   }
   // Read whatever the status, so the connection goes back to the pool.
@@ -56,26 +70,49 @@ async function postOnce(config, users, resolution, quarantine, timeoutMs, tracep
   // Typed by status, each field still checked: a proxy may answer anything.
   if (res.status === 200 || res.status === 201) {
     const result = /** @type {Partial<BatchResult> | undefined} */ (body);
-    const counts = { kind: /** @type {const} */ ('stored'), inserted: result?.inserted ?? 0, updated: result?.updated ?? 0, stale: result?.stale ?? 0, quarantined: result?.quarantined ?? 0 };
-    return res.headers.get('idempotent-replayed') === 'true' ? { ...counts, replayed: true } : counts;
+    const counts = {
+      kind: /** @type {const} */ ('stored'),
+      inserted: result?.inserted ?? 0,
+      updated: result?.updated ?? 0,
+      stale: result?.stale ?? 0,
+      quarantined: result?.quarantined ?? 0,
+    };
+    return res.headers.get('idempotent-replayed') === 'true'
+      ? { ...counts, replayed: true }
+      : counts;
   }
   // The service's own 500 is this request's failure (retrying fails the same); other 5xx, the way there.
   const failure = /** @type {Partial<InternalError> | undefined} */ (body);
   if (res.status === 500 && failure?.error === 'internal') {
-    return { kind: 'refused', status: 500, reason: `HTTP 500 internal, error id ${String(failure.errorId)}` };
+    return {
+      kind: 'refused',
+      status: 500,
+      reason: `HTTP 500 internal, error id ${String(failure.errorId)}`,
+    };
   }
   // 409: a request with this chunk's key is still being written (an earlier attempt, or delivery).
   if (res.status === 429 || res.status === 409 || res.status >= 500) {
-    const outcome = { kind: /** @type {const} */ ('unavailable'), reason: `HTTP ${res.status}`, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')), throttled: res.status === 429 };
+    const outcome = {
+      kind: /** @type {const} */ ('unavailable'),
+      reason: `HTTP ${res.status}`,
+      retryAfterMs: parseRetryAfter(res.headers.get('retry-after')),
+      throttled: res.status === 429,
+    };
     const said = typeof body?.error === 'string' ? body.error : undefined;
-    return res.status >= 500 && !(said && NOTHING_WRITTEN.has(said)) ? { ...outcome, lost: true } : outcome;
+    return res.status >= 500 && !(said && NOTHING_WRITTEN.has(said))
+      ? { ...outcome, lost: true }
+      : outcome;
   }
   if (res.status === 413) return { kind: 'tooLarge' };
   const invalid = /** @type {Partial<InvalidBatch> | undefined} */ (body);
   if (res.status === 400 && invalid?.error === 'invalid_batch' && Array.isArray(invalid.errors)) {
     return { kind: 'invalid', errors: invalid.errors.filter((e) => Number.isInteger(e?.index)) };
   }
-  return { kind: 'refused', status: res.status, reason: `HTTP ${res.status}${typeof body?.error === 'string' ? ` ${body.error}` : ''}` };
+  return {
+    kind: 'refused',
+    status: res.status,
+    reason: `HTTP ${res.status}${typeof body?.error === 'string' ? ` ${body.error}` : ''}`,
+  };
 }
 
 /** @param {string} text */
@@ -97,13 +134,32 @@ function safeJson(text) {
  * @param {{ deadline: number, resolution?: import('./records.js').Resolution, quarantine?: boolean, onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined, idempotencyKey?: string }} options
  * @returns {Promise<PostOutcome>}
  */
-export async function postUsers(config, users, { deadline, resolution = 'ignore', quarantine = false, onAttempt = () => {}, traceparent = () => undefined, idempotencyKey }) {
+export async function postUsers(
+  config,
+  users,
+  {
+    deadline,
+    resolution = 'ignore',
+    quarantine = false,
+    onAttempt = () => {},
+    traceparent = () => undefined,
+    idempotencyKey,
+  },
+) {
   let lostOne = false;
   for (let attempt = 0, sent = 0; ; sent++) {
     const left = deadline - Date.now();
     if (left <= 0) return { kind: 'unavailable', reason: 'no time left in the invocation' };
     onAttempt(sent > 0);
-    const { lost, ...outcome } = await postOnce(config, users, resolution, quarantine, Math.min(config.requestTimeoutMs, left), traceparent(), idempotencyKey);
+    const { lost, ...outcome } = await postOnce(
+      config,
+      users,
+      resolution,
+      quarantine,
+      Math.min(config.requestTimeoutMs, left),
+      traceparent(),
+      idempotencyKey,
+    );
     if (outcome.kind === 'stored' && outcome.replayed && lostOne) {
       const { replayed: _ours, ...counts } = outcome;
       return counts;
@@ -111,7 +167,12 @@ export async function postUsers(config, users, { deadline, resolution = 'ignore'
     lostOne ||= lost === true;
     if (outcome.kind !== 'unavailable') return outcome;
     const paced = outcome.throttled === true && outcome.retryAfterMs !== undefined;
-    const wait = paced ? /** @type {number} */ (outcome.retryAfterMs) : Math.max(backoffMs(attempt++, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }), outcome.retryAfterMs ?? 0);
+    const wait = paced
+      ? /** @type {number} */ (outcome.retryAfterMs)
+      : Math.max(
+          backoffMs(attempt++, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }),
+          outcome.retryAfterMs ?? 0,
+        );
     if (Date.now() + wait >= deadline) return { kind: 'unavailable', reason: outcome.reason };
     await sleep(wait);
   }

@@ -24,8 +24,14 @@ export function parseXrayHeader(header) {
   const root = /^1-([0-9a-f]{8})-([0-9a-f]{24})$/.exec(fields.Root ?? '');
   const parent = /^[0-9a-f]{16}$/.exec(fields.Parent ?? '');
   if (!root || !parent) return undefined;
-  return { traceId: root[1] + root[2], spanId: parent[0], traceFlags: fields.Sampled === '1' ? 1 : 0, isRemote: true };
+  return {
+    traceId: root[1] + root[2],
+    spanId: parent[0],
+    traceFlags: fields.Sampled === '1' ? 1 : 0,
+    isRemote: true,
+  };
 }
 
 /** @param {{ traceId: string, spanId: string, traceFlags: number }} context */
-export const formatTraceparent = ({ traceId, spanId, traceFlags }) => `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+export const formatTraceparent = ({ traceId, spanId, traceFlags }) =>
+  `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, '0')}`;

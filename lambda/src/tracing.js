@@ -7,7 +7,8 @@ import { formatTraceparent, parseTraceparent, parseXrayHeader } from './tracepar
 
 /** A message's producer context: its `traceparent` attribute, else SQS's X-Ray header. @param {TracedRecord} record */
 export const producerContextOf = (record) =>
-  parseTraceparent(record.messageAttributes?.traceparent?.stringValue) ?? parseXrayHeader(record.attributes?.AWSTraceHeader);
+  parseTraceparent(record.messageAttributes?.traceparent?.stringValue) ??
+  parseXrayHeader(record.attributes?.AWSTraceHeader);
 
 /**
  * @typedef {{ startInvocationSpan: (records: TracedRecord[], context: { awsRequestId?: string }) => Span | undefined,
@@ -44,7 +45,8 @@ export function tracingOver(api) {
     const links = /** @type {import('@opentelemetry/api').Link[]} */ ([]);
     for (const r of records) {
       const producer = producerContextOf(r);
-      if (producer) links.push({ context: producer, attributes: { 'messaging.message.id': r.messageId } });
+      if (producer)
+        links.push({ context: producer, attributes: { 'messaging.message.id': r.messageId } });
     }
     return api.trace.getTracer('sluice-feeder').startSpan(`process ${queue ?? 'sqs'}`, {
       kind: api.SpanKind.CONSUMER,

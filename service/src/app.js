@@ -30,13 +30,26 @@ import { createWritePolicy } from './users/write-policy.js';
  * @param {{ config: import('./config.js').Config, db: import('./db/database.js').Database, logger: import('pino').Logger, metrics: import('./metrics.js').Metrics,
  *   auth: import('./auth/start-auth.js').Authentication, renderMetrics?: () => Promise<string>, tracing?: import('./tracing/tracing.js').Tracing }} deps
  */
-export function createApp({ config, db, logger, metrics, auth, renderMetrics = () => metrics.registry.metrics(), tracing = NO_TRACING }) {
+export function createApp({
+  config,
+  db,
+  logger,
+  metrics,
+  auth,
+  renderMetrics = () => metrics.registry.metrics(),
+  tracing = NO_TRACING,
+}) {
   // Writing: one policy for every writer; a request alone, or small ones grouped.
   const policy = createWritePolicy(db, { lockTimeoutMs: config.dbLockTimeoutMs });
   // Idempotency-Key: kept with each write, purged in the background once expired.
   const keys = createKeyStore({ ttlSeconds: config.idempotencyKeyTtlSeconds });
   startKeyPurge({ db, ttlSeconds: config.idempotencyKeyTtlSeconds, logger });
-  const writer = createUserWriter(db, { chunkRows: config.insertChunkRows, strategy: config.insertStrategy, policy, keys });
+  const writer = createUserWriter(db, {
+    chunkRows: config.insertChunkRows,
+    strategy: config.insertStrategy,
+    policy,
+    keys,
+  });
   const groupCommit = config.groupCommit
     ? createGroupCommit({
         write: writer.write,
@@ -51,48 +64,103 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
       })
     : undefined;
   // Requests written alone take at most half the pool, never group commit's two write slots.
-  const throughBatchGate = groupCommit ? createWriteGate(writeSlotsFor(config.dbPoolMax, GROUP_WRITE_SLOTS)) : (/** @type {<T>(w: () => Promise<T>) => Promise<T>} */ (w) => w());
+  const throughBatchGate = groupCommit
+    ? createWriteGate(writeSlotsFor(config.dbPoolMax, GROUP_WRITE_SLOTS))
+    : /** @type {<T>(w: () => Promise<T>) => Promise<T>} */ (w) => w();
   /** @type {import('./http/post-users.js').WriteUsers} */
   const write = async (rows, resolution, options) => {
     // A request with items set aside is written alone: its quarantine goes in its own transaction.
-    if (groupCommit && rows.length <= config.groupCommitSmallRows && !options?.quarantine) return groupCommit.writeUsers(rows, resolution, options);
-    const [outcome] = await throughBatchGate(() => writer.write({ kind: 'batch', rows, resolution, withRows: options?.withRows, key: options?.key, quarantine: options?.quarantine }));
+    if (groupCommit && rows.length <= config.groupCommitSmallRows && !options?.quarantine)
+      return groupCommit.writeUsers(rows, resolution, options);
+    const [outcome] = await throughBatchGate(() =>
+      writer.write({
+        kind: 'batch',
+        rows,
+        resolution,
+        withRows: options?.withRows,
+        key: options?.key,
+        quarantine: options?.quarantine,
+      }),
+    );
     return outcome;
   };
   // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
   /** @type {import('./http/post-users.js').WriteUsers} */
   const writeUsers = tracing.enabled
-    ? (rows, resolution, options) => tracing.inSpan('sluice.write', { 'sluice.rows': rows.length, 'sluice.resolution': resolution }, () => write(rows, resolution, options))
+    ? (rows, resolution, options) =>
+        tracing.inSpan(
+          'sluice.write',
+          { 'sluice.rows': rows.length, 'sluice.resolution': resolution },
+          () => write(rows, resolution, options),
+        )
     : write;
   // Who each request is for (its weight, cap and rate, declared with its credential); fairness between them is the budget's.
   const clients = new ClientDirectory({ tokens: auth.tokens, jwtLimits: config.auth?.jwtLimits });
   // Without credentials nobody has a rate: the step is left out rather than passed through.
-  const rateLimit = auth.tokens || auth.verifyJwt ? [limitRate({ refused: (label) => metrics.clients.refused(label, 'rate') })] : [];
-  const budget = new AdmissionBudget({ budgetBytes: config.admissionBudgetBytes, maxWaitMs: config.admissionWaitMs, onChange: metrics.admission.observe });
+  const rateLimit =
+    auth.tokens || auth.verifyJwt
+      ? [limitRate({ refused: (label) => metrics.clients.refused(label, 'rate') })]
+      : [];
+  const budget = new AdmissionBudget({
+    budgetBytes: config.admissionBudgetBytes,
+    maxWaitMs: config.admissionWaitMs,
+    onChange: metrics.admission.observe,
+  });
   metrics.clients.watch(budget);
   // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes on to the JSON steps.
   const importUsers = createStreamImport({ db, policy, keys });
-  const admitStream = admitRequest({ budget, maxBodyBytes: config.maxStreamBytes, metrics: metrics.admission, clientMetrics: metrics.clients, holdBytes: STREAM_HOLD_BYTES });
+  const admitStream = admitRequest({
+    budget,
+    maxBodyBytes: config.maxStreamBytes,
+    metrics: metrics.admission,
+    clientMetrics: metrics.clients,
+    holdBytes: STREAM_HOLD_BYTES,
+  });
   const streamRoutes = /** @type {Record<string, import('express').RequestHandler>} */ ({});
   for (const [type, format] of Object.entries(STREAM_TYPES)) {
-    streamRoutes[type] = postUsersStream({ format, importUsers, admit: admitStream, maxStreamBytes: config.maxStreamBytes, idleTimeoutMs: config.streamIdleTimeoutMs, metrics });
+    streamRoutes[type] = postUsersStream({
+      format,
+      importUsers,
+      admit: admitStream,
+      maxStreamBytes: config.maxStreamBytes,
+      idleTimeoutMs: config.streamIdleTimeoutMs,
+      metrics,
+    });
   }
 
   const app = express();
   app.disable('x-powered-by');
   // No ETag: every answer is to a POST or a probe, so hashing each body for one is wasted CPU.
   app.set('etag', false);
-  app.use(observeRequests(app, logger, metrics, { quiet: (req) => req.url === '/healthz' || req.url === '/metrics' }));
+  app.use(
+    observeRequests(app, logger, metrics, {
+      quiet: (req) => req.url === '/healthz' || req.url === '/metrics',
+    }),
+  );
 
   // The hot route first; each step refuses what it can before the next costs anything.
   app.post(
     '/users',
-    authenticate({ tokens: auth.tokens, verifyJwt: auth.verifyJwt, metrics: metrics.auth, tracing, clients }),
+    authenticate({
+      tokens: auth.tokens,
+      verifyJwt: auth.verifyJwt,
+      metrics: metrics.auth,
+      tracing,
+      clients,
+    }),
     readWriteOptions(),
     readIdempotencyKey(),
     ...rateLimit,
     byContentType(streamRoutes),
-    tracing.tracedMiddleware('sluice.admission', admitRequest({ budget, maxBodyBytes: config.maxBodyBytes, metrics: metrics.admission, clientMetrics: metrics.clients })),
+    tracing.tracedMiddleware(
+      'sluice.admission',
+      admitRequest({
+        budget,
+        maxBodyBytes: config.maxBodyBytes,
+        metrics: metrics.admission,
+        clientMetrics: metrics.clients,
+      }),
+    ),
     tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),
     postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics, tracing }),
   );
@@ -108,17 +176,26 @@ export function createApp({ config, db, logger, metrics, auth, renderMetrics = (
   });
   app.get('/readyz', async (_req, res) => {
     const ready = await db.isReady();
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', reason: ready ? undefined : db.notReadyBecause?.() });
+    res.status(ready ? 200 : 503).json({
+      status: ready ? 'ready' : 'not_ready',
+      reason: ready ? undefined : db.notReadyBecause?.(),
+    });
   });
-  app.get('/metrics', loopbackOnly('GET /metrics', { open: config.metricsPublic }), async (_req, res) => {
-    res.type(metrics.registry.contentType).send(await renderMetrics());
-  });
+  app.get(
+    '/metrics',
+    loopbackOnly('GET /metrics', { open: config.metricsPublic }),
+    async (_req, res) => {
+      res.type(metrics.registry.contentType).send(await renderMetrics());
+    },
+  );
   const openApiDocument = createOpenApiDocument(config);
   app.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument);
   });
 
-  app.use((req, _res, next) => next(new ApiError('not_found', `no route for ${req.method} ${req.path}`)));
+  app.use((req, _res, next) =>
+    next(new ApiError('not_found', `no route for ${req.method} ${req.path}`)),
+  );
   app.use(errorHandler(config));
   return app;
 }

@@ -40,13 +40,18 @@ export function runPrimary(config, logger) {
       for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM');
       process.exit(1);
     }
-    logger.error({ workerPid: worker.process.pid, code, signal }, 'worker died; starting a replacement');
+    logger.error(
+      { workerPid: worker.process.pid, code, signal },
+      'worker died; starting a replacement',
+    );
     setTimeout(fork, lived < CRASH_LOOP_MS ? CRASH_LOOP_DELAY_MS : 0);
   });
 
   cluster.on('message', async (worker, message) => {
     if (message?.type !== METRICS_REQUEST) return;
-    const text = await aggregator.clusterMetrics().catch((err) => `# cluster metrics failed: ${err.message}\n`);
+    const text = await aggregator
+      .clusterMetrics()
+      .catch((err) => `# cluster metrics failed: ${err.message}\n`);
     if (worker.isConnected()) worker.send({ type: METRICS_REPLY, id: message.id, text });
   });
 

@@ -63,7 +63,8 @@ function locateDuplicateKeys(text, limit) {
     if (c === '{') open.push({ keys: new Set(), index: 0 });
     else if (c === '[') open.push({ keys: null, index: 0 });
     else if (c === '}' || c === ']') open.pop();
-    else if (c === ',' && open.at(-1)?.keys === null) /** @type {{ index: number }} */ (open.at(-1)).index++;
+    else if (c === ',' && open.at(-1)?.keys === null)
+      /** @type {{ index: number }} */ (open.at(-1)).index++;
     else if (c === '"') {
       const end = closingQuote(text, i);
       let next = end + 1;

@@ -4,12 +4,23 @@
 
 // SQLSTATE classes whose messages name objects and states, never values (22P02 or 42601 quote one).
 const SAFE_MESSAGE_CLASSES = new Set(['08', '23', '25', '28', '3D', '40', '53', '55', '57', '58']);
-const DATABASE_FIELDS = /** @type {const} */ (['code', 'severity', 'schema', 'table', 'column', 'dataType', 'constraint', 'routine']);
+const DATABASE_FIELDS = /** @type {const} */ ([
+  'code',
+  'severity',
+  'schema',
+  'table',
+  'column',
+  'dataType',
+  'constraint',
+  'routine',
+]);
 const MAX_CAUSE_DEPTH = 4;
 
 const isDatabaseError = (/** @type {unknown} */ err) => {
   const e = /** @type {{ code?: unknown, severity?: unknown }} */ (err);
-  return typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string';
+  return (
+    typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === 'string'
+  );
 };
 
 /** An error as a log line may hold it: pino's `err` serializer, and every `cause`'s. @param {unknown} err @param {number} [depth] @returns {Record<string, unknown> | string} */
@@ -24,8 +35,10 @@ export function logSafeError(err, depth = 0) {
     out.message = err.message;
     out.stack = err.stack;
   }
-  if (err.cause !== undefined && depth < MAX_CAUSE_DEPTH) out.cause = logSafeError(err.cause, depth + 1);
-  if (err instanceof AggregateError && depth < MAX_CAUSE_DEPTH) out.errors = err.errors.slice(0, 5).map((e) => logSafeError(e, depth + 1));
+  if (err.cause !== undefined && depth < MAX_CAUSE_DEPTH)
+    out.cause = logSafeError(err.cause, depth + 1);
+  if (err instanceof AggregateError && depth < MAX_CAUSE_DEPTH)
+    out.errors = err.errors.slice(0, 5).map((e) => logSafeError(e, depth + 1));
   return out;
 }
 
@@ -33,6 +46,8 @@ export function logSafeError(err, depth = 0) {
 function databaseFields(err) {
   const out = /** @type {Record<string, unknown>} */ ({});
   for (const field of DATABASE_FIELDS) if (typeof err[field] === 'string') out[field] = err[field];
-  out.message = SAFE_MESSAGE_CLASSES.has(err.code.slice(0, 2)) ? err.message : `(withheld: a message of SQLSTATE class ${err.code.slice(0, 2)} may quote a value)`;
+  out.message = SAFE_MESSAGE_CLASSES.has(err.code.slice(0, 2))
+    ? err.message
+    : `(withheld: a message of SQLSTATE class ${err.code.slice(0, 2)} may quote a value)`;
   return out;
 }

@@ -5,7 +5,12 @@ import { createCommand } from '@sluice/db/command-line';
 import { DATABASE_VARIABLES } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, environmentHelp } from '@sluice/env';
 import { createApp } from './app.js';
-import { CANNOT_LISTEN_EXIT_CODE, askPrimaryForMetrics, runPrimary, shareWorkerMetrics } from './cluster.js';
+import {
+  CANNOT_LISTEN_EXIT_CODE,
+  askPrimaryForMetrics,
+  runPrimary,
+  shareWorkerMetrics,
+} from './cluster.js';
 import { startAuthentication } from './auth/start-auth.js';
 import { SERVICE_VARIABLES, authRequired, loadConfig } from './config.js';
 import { createDatabase } from './db/database.js';
@@ -31,7 +36,15 @@ async function serve(config, logger, tracing) {
   const metrics = createMetrics(db);
   const inCluster = cluster.isWorker;
   if (inCluster) shareWorkerMetrics(metrics.registry);
-  const app = createApp({ config, db, logger, metrics, auth, renderMetrics: inCluster ? askPrimaryForMetrics : undefined, tracing });
+  const app = createApp({
+    config,
+    db,
+    logger,
+    metrics,
+    auth,
+    renderMetrics: inCluster ? askPrimaryForMetrics : undefined,
+    tracing,
+  });
 
   const server = createHttpServer(tracing.tracedRequests(app));
   server.once('error', (err) => {
@@ -44,7 +57,10 @@ async function serve(config, logger, tracing) {
   // A deeper accept queue than Node's 511, for bursts of new connections (thousands of load-test VUs).
   server.listen({ port: config.port, host: config.host, backlog: 4096 }, () => {
     const address = /** @type {import('node:net').AddressInfo} */ (server.address());
-    logger.info({ host: config.host, port: address.port, strategy: config.insertStrategy }, 'listening');
+    logger.info(
+      { host: config.host, port: address.port, strategy: config.insertStrategy },
+      'listening',
+    );
   });
 
   let stopping = false;
@@ -59,7 +75,10 @@ async function serve(config, logger, tracing) {
     stopping = true;
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     setTimeout(() => {
-      logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'in-flight requests did not finish in time; exiting');
+      logger.error(
+        { timeoutMs: config.shutdownTimeoutMs },
+        'in-flight requests did not finish in time; exiting',
+      );
       process.exit(1);
     }, config.shutdownTimeoutMs).unref();
     const closed = new Promise((resolve) => server.close(resolve));
@@ -92,7 +111,11 @@ async function authenticationOrExit(config, logger) {
 }
 
 async function main() {
-  createCommand('node service/src/server.js', "The sluice ingestion service: POST /users into PostgreSQL at DATABASE_URL. Configured by the environment only (service/src/config.js declares each variable; docs/configuration.md lists them).", environmentHelp({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES })).parse();
+  createCommand(
+    'node service/src/server.js',
+    'The sluice ingestion service: POST /users into PostgreSQL at DATABASE_URL. Configured by the environment only (service/src/config.js declares each variable; docs/configuration.md lists them).',
+    environmentHelp({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES }),
+  ).parse();
   let config;
   try {
     config = loadConfig();
@@ -111,7 +134,9 @@ async function main() {
   });
   const { databaseUrl } = config;
   if (!databaseUrl) {
-    logger.fatal('DATABASE_URL is not set: point it at PostgreSQL, or run `npm start`, which starts an embedded one');
+    logger.fatal(
+      'DATABASE_URL is not set: point it at PostgreSQL, or run `npm start`, which starts an embedded one',
+    );
     process.exit(1);
   }
   if (cluster.isPrimary) {
@@ -121,11 +146,16 @@ async function main() {
       logger.warn({ err }, 'the database does not answer yet: serving, 503 until it does');
       return undefined;
     });
-    if (problem) console.error(`sluice: ${problem.line}${problem.fatal ? '' : ' (serving meanwhile: 503 until it answers)'}`);
+    if (problem)
+      console.error(
+        `sluice: ${problem.line}${problem.fatal ? '' : ' (serving meanwhile: 503 until it answers)'}`,
+      );
     if (problem?.fatal) process.exit(1);
   }
   if (cluster.isPrimary && !authRequired(config.auth)) {
-    logger.warn('no credentials are configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET, ...): POST /users accepts requests from anyone who can reach it');
+    logger.warn(
+      'no credentials are configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET, ...): POST /users accepts requests from anyone who can reach it',
+    );
   }
   if (runsWorkers) {
     // The workers listen through the primary: a busy port is said once here, not by each worker.

@@ -14,36 +14,85 @@ export function createMetrics(db) {
     admission: admissionMetrics(registers),
     clients: clientMetrics(registers),
     auth: authMetrics(registers),
-    httpRequests: new client.Counter({ name: 'sluice_http_requests_total', help: 'HTTP requests answered', labelNames: ['method', 'route', 'status'], registers }),
+    httpRequests: new client.Counter({
+      name: 'sluice_http_requests_total',
+      help: 'HTTP requests answered',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    }),
     httpDuration: new client.Histogram({
-      name: 'sluice_http_request_duration_seconds', help: 'Time to answer a request', labelNames: ['method', 'route'], registers,
+      name: 'sluice_http_request_duration_seconds',
+      help: 'Time to answer a request',
+      labelNames: ['method', 'route'],
+      registers,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     }),
-    usersReceived: new client.Counter({ name: 'sluice_users_received_total', help: 'Users received in valid batches', registers }),
-    usersInserted: new client.Counter({ name: 'sluice_users_inserted_total', help: 'Users written (new emails)', registers }),
-    usersUpdated: new client.Counter({ name: 'sluice_users_updated_total', help: 'Stored users changed by merge mode', registers }),
-    usersStale: new client.Counter({ name: 'sluice_users_stale_total', help: 'Items of merge mode that wrote nothing: not a newer change than the row stored or another item of their email', registers }),
+    usersReceived: new client.Counter({
+      name: 'sluice_users_received_total',
+      help: 'Users received in valid batches',
+      registers,
+    }),
+    usersInserted: new client.Counter({
+      name: 'sluice_users_inserted_total',
+      help: 'Users written (new emails)',
+      registers,
+    }),
+    usersUpdated: new client.Counter({
+      name: 'sluice_users_updated_total',
+      help: 'Stored users changed by merge mode',
+      registers,
+    }),
+    usersStale: new client.Counter({
+      name: 'sluice_users_stale_total',
+      help: 'Items of merge mode that wrote nothing: not a newer change than the row stored or another item of their email',
+      registers,
+    }),
     usersQuarantined: quarantinedCounter(registers),
-    batchSize: new client.Histogram({ name: 'sluice_batch_size_users', help: 'Users per POST /users with a JSON array body', registers, buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10000] }),
+    batchSize: new client.Histogram({
+      name: 'sluice_batch_size_users',
+      help: 'Users per POST /users with a JSON array body',
+      registers,
+      buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10000],
+    }),
     // Apart from the arrays, whose quantiles tune MAX_BATCH_ITEMS: a stream would land in their last bucket.
     streamSize: new client.Histogram({
-      name: 'sluice_stream_size_users', help: 'Users per streamed POST /users (NDJSON or CSV body), counted once committed', registers,
+      name: 'sluice_stream_size_users',
+      help: 'Users per streamed POST /users (NDJSON or CSV body), counted once committed',
+      registers,
       buckets: [1, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000],
     }),
     insertDuration: new client.Histogram({
-      name: 'sluice_db_insert_duration_seconds', help: 'Time to write one batch, transaction included', registers,
+      name: 'sluice_db_insert_duration_seconds',
+      help: 'Time to write one batch, transaction included',
+      registers,
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     }),
-    groupRequests: new client.Histogram({ name: 'sluice_group_commit_requests', help: 'Requests written together by one group-commit statement', registers, buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500] }),
-    groupRows: new client.Histogram({ name: 'sluice_group_commit_rows', help: 'Rows in one group-commit statement', registers, buckets: [1, 10, 50, 100, 250, 500, 1000] }),
+    groupRequests: new client.Histogram({
+      name: 'sluice_group_commit_requests',
+      help: 'Requests written together by one group-commit statement',
+      registers,
+      buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500],
+    }),
+    groupRows: new client.Histogram({
+      name: 'sluice_group_commit_rows',
+      help: 'Rows in one group-commit statement',
+      registers,
+      buckets: [1, 10, 50, 100, 250, 500, 1000],
+    }),
     groupWait: new client.Histogram({
-      name: 'sluice_group_commit_wait_seconds', help: 'Time a small request waited for its group to be written', registers,
+      name: 'sluice_group_commit_wait_seconds',
+      help: 'Time a small request waited for its group to be written',
+      registers,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     }),
   };
   if (db) {
     const { pool } = db;
-    new client.Gauge({ name: 'sluice_db_pool_connections', help: 'Pooled connections by state', labelNames: ['state'], registers,
+    new client.Gauge({
+      name: 'sluice_db_pool_connections',
+      help: 'Pooled connections by state',
+      labelNames: ['state'],
+      registers,
       collect() {
         this.set({ state: 'total' }, pool.totalCount);
         this.set({ state: 'idle' }, pool.idleCount);
@@ -62,21 +111,43 @@ export const CLIENT_REFUSAL_REASONS = /** @type {const} */ (['rate', 'share', 'b
 // Idempotency-Keys. Children kept by label.
 /** @param {client.Registry[]} registers */
 function clientMetrics(registers) {
-  const users = new client.Counter({ name: 'sluice_client_users_received_total', help: 'Users of the writes answered 2xx, by client (a configured name, jwt, anonymous)', labelNames: ['client'], registers });
-  const refused = new client.Counter({ name: 'sluice_client_refused_total', help: 'Requests refused, by client and reason: rate (429), share (its share of the waiting room, 503), budget (the admission budget, 503)', labelNames: ['client', 'reason'], registers });
+  const users = new client.Counter({
+    name: 'sluice_client_users_received_total',
+    help: 'Users of the writes answered 2xx, by client (a configured name, jwt, anonymous)',
+    labelNames: ['client'],
+    registers,
+  });
+  const refused = new client.Counter({
+    name: 'sluice_client_refused_total',
+    help: 'Requests refused, by client and reason: rate (429), share (its share of the waiting room, 503), budget (the admission budget, 503)',
+    labelNames: ['client', 'reason'],
+    registers,
+  });
   /** @type {{ heldByLabel: () => Iterable<[string, number]> } | undefined} */
   let budget;
-  new client.Gauge({ name: 'sluice_client_in_flight_bytes', help: 'Request body bytes admitted and not yet released, by client', labelNames: ['client'], registers,
+  new client.Gauge({
+    name: 'sluice_client_in_flight_bytes',
+    help: 'Request body bytes admitted and not yet released, by client',
+    labelNames: ['client'],
+    registers,
     // Read when scraped: the budget changes on every request, the scrape is rare.
     collect() {
       for (const [label, bytes] of budget?.heldByLabel() ?? []) this.set({ client: label }, bytes);
     },
   });
   const wait = new client.Histogram({
-    name: 'sluice_client_admission_wait_seconds', help: 'Time a request that did not fit at once waited for admission (admitted or not), by client', labelNames: ['client'], registers,
+    name: 'sluice_client_admission_wait_seconds',
+    help: 'Time a request that did not fit at once waited for admission (admitted or not), by client',
+    labelNames: ['client'],
+    registers,
     buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
   });
-  const replays = new client.Counter({ name: 'sluice_idempotent_replays_total', help: 'Answers replayed from a stored Idempotency-Key (Idempotent-Replayed: true), by client', labelNames: ['client'], registers });
+  const replays = new client.Counter({
+    name: 'sluice_idempotent_replays_total',
+    help: 'Answers replayed from a stored Idempotency-Key (Idempotent-Replayed: true), by client',
+    labelNames: ['client'],
+    registers,
+  });
   /** @type {Map<string, import('prom-client').Counter.Internal>} */
   const usersBy = new Map();
   // A client's series all appear with its first event, at zero: a rate misses a series' first event.
@@ -118,15 +189,31 @@ function clientMetrics(registers) {
 
 /** What admission control reports: requests shed and why, bytes held, requests waiting, time waited. @param {client.Registry[]} registers @returns {import('./http/admission.js').AdmissionMetrics} */
 function admissionMetrics(registers) {
-  const shed = new client.Counter({ name: 'sluice_admission_shed_total', help: 'Requests refused with 503 by admission control, by reason', labelNames: ['reason'], registers });
+  const shed = new client.Counter({
+    name: 'sluice_admission_shed_total',
+    help: 'Requests refused with 503 by admission control, by reason',
+    labelNames: ['reason'],
+    registers,
+  });
   // Every label known up front is exported at zero from the start: a rate misses a series' first event.
   for (const reason of REFUSAL_REASONS) shed.inc({ reason }, 0);
   const wait = new client.Histogram({
-    name: 'sluice_admission_wait_seconds', help: 'Time a request that did not fit at once waited for admission (admitted or not)', registers,
+    name: 'sluice_admission_wait_seconds',
+    help: 'Time a request that did not fit at once waited for admission (admitted or not)',
+    registers,
     buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
   });
-  const inFlight = new client.Gauge({ name: 'sluice_admission_in_flight_bytes', help: 'Request body bytes admitted and not yet released, by lane', labelNames: ['lane'], registers });
-  const waiting = new client.Gauge({ name: 'sluice_admission_waiting_requests', help: 'Requests waiting to be admitted', registers });
+  const inFlight = new client.Gauge({
+    name: 'sluice_admission_in_flight_bytes',
+    help: 'Request body bytes admitted and not yet released, by lane',
+    labelNames: ['lane'],
+    registers,
+  });
+  const waiting = new client.Gauge({
+    name: 'sluice_admission_waiting_requests',
+    help: 'Requests waiting to be admitted',
+    registers,
+  });
   for (const lane of ['large', 'small']) inFlight.set({ lane }, 0);
   return {
     shed: (reason) => shed.inc({ reason }),
@@ -144,8 +231,18 @@ function admissionMetrics(registers) {
 // children kept by label, so no label object is hashed per request.
 /** @param {client.Registry[]} registers @returns {import('./http/authenticate.js').AuthMetrics} */
 function authMetrics(registers) {
-  const accepted = new client.Counter({ name: 'sluice_auth_accepted_total', help: 'Requests whose credentials were accepted, by client (a configured name, or jwt)', labelNames: ['client'], registers });
-  const refused = new client.Counter({ name: 'sluice_auth_refused_total', help: 'Requests refused with 401, by reason', labelNames: ['reason'], registers });
+  const accepted = new client.Counter({
+    name: 'sluice_auth_accepted_total',
+    help: 'Requests whose credentials were accepted, by client (a configured name, or jwt)',
+    labelNames: ['client'],
+    registers,
+  });
+  const refused = new client.Counter({
+    name: 'sluice_auth_refused_total',
+    help: 'Requests refused with 401, by reason',
+    labelNames: ['reason'],
+    registers,
+  });
   for (const reason of AUTH_REFUSAL_REASONS) refused.inc({ reason }, 0);
   /** @type {Map<string, client.Counter.Internal>} */
   const acceptedBy = new Map();
@@ -163,7 +260,12 @@ function authMetrics(registers) {
 
 /** Items set aside by `Prefer: invalid=quarantine`, by reason, each from 0. @param {client.Registry[]} registers */
 function quarantinedCounter(registers) {
-  const counter = new client.Counter({ name: 'sluice_users_quarantined_total', help: 'Items set aside by Prefer: invalid=quarantine (kept in quarantined_items), by reason', labelNames: ['reason'], registers });
+  const counter = new client.Counter({
+    name: 'sluice_users_quarantined_total',
+    help: 'Items set aside by Prefer: invalid=quarantine (kept in quarantined_items), by reason',
+    labelNames: ['reason'],
+    registers,
+  });
   for (const reason of QUARANTINE_REASONS) counter.inc({ reason }, 0);
   return counter;
 }

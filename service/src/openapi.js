@@ -1,7 +1,19 @@
 import { createRequire } from 'node:module';
-import { API_ERRORS, emptyBatchMessage, inCode, inCodeSentence, itemErrorsAsDetails } from './errors.js';
+import {
+  API_ERRORS,
+  emptyBatchMessage,
+  inCode,
+  inCodeSentence,
+  itemErrorsAsDetails,
+} from './errors.js';
 import { READ_COLUMNS, WRITE_COLUMNS } from './http/write-query.js';
-import { KEY_COLUMN, ORDER_COLUMN, REQUIRED_FIELDS, SECRET_FIELDS, USER_COLUMNS } from './user-columns.js';
+import {
+  KEY_COLUMN,
+  ORDER_COLUMN,
+  REQUIRED_FIELDS,
+  SECRET_FIELDS,
+  USER_COLUMNS,
+} from './user-columns.js';
 import { MAX_REPORTED_ERRORS, MESSAGES, UNKNOWN_FIELD, userSchema } from './users/user-schema.js';
 
 const { version } = createRequire(import.meta.url)('../package.json');
@@ -12,11 +24,20 @@ const SHOWN_COLUMNS = USER_COLUMNS.filter((c) => c.shown === true);
 /** A column as a representation holds it: a string, null where none was sent or stored. */
 const shownProperties = () =>
   Object.fromEntries(
-    SHOWN_COLUMNS.map((c) => [c.field, { type: c.required ? 'string' : ['string', 'null'], ...('shownAs' in c ? { description: c.shownAs } : {}) }]),
+    SHOWN_COLUMNS.map((c) => [
+      c.field,
+      {
+        type: c.required ? 'string' : ['string', 'null'],
+        ...('shownAs' in c ? { description: c.shownAs } : {}),
+      },
+    ]),
   );
 
 /** @param {string} code */
-const specOf = (code) => /** @type {import('./errors.js').ApiErrorSpec} */ (API_ERRORS[/** @type {keyof typeof API_ERRORS} */ (code)]);
+const specOf = (code) =>
+  /** @type {import('./errors.js').ApiErrorSpec} */ (
+    API_ERRORS[/** @type {keyof typeof API_ERRORS} */ (code)]
+  );
 
 /**
  * An error body whose `error` is one of `codes`, with PostgREST's `code`, `details` and `hint` beside
@@ -27,11 +48,22 @@ const errorBody = (/** @type {string[]} */ codes, extra = {}) => ({
   required: ['error', 'message', 'code', 'details', 'hint', ...Object.keys(extra)],
   additionalProperties: false,
   properties: {
-    error: { type: 'string', enum: codes, description: 'sluice\'s code.' },
+    error: { type: 'string', enum: codes, description: "sluice's code." },
     message: { type: 'string' },
-    code: { type: 'string', enum: [...new Set(codes.map((c) => specOf(c).pgrst))], description: 'PostgREST\'s code for the same refusal: PGRST... for its own, a SQLSTATE for the database\'s (docs/api.md maps each).' },
-    details: { type: ['string', 'null'], description: 'More about this case (PostgREST\'s `details`), or null.' },
-    hint: { type: ['string', 'null'], description: 'What to do about it (PostgREST\'s `hint`), or null.' },
+    code: {
+      type: 'string',
+      enum: [...new Set(codes.map((c) => specOf(c).pgrst))],
+      description:
+        "PostgREST's code for the same refusal: PGRST... for its own, a SQLSTATE for the database's (docs/api.md maps each).",
+    },
+    details: {
+      type: ['string', 'null'],
+      description: "More about this case (PostgREST's `details`), or null.",
+    },
+    hint: {
+      type: ['string', 'null'],
+      description: "What to do about it (PostgREST's `hint`), or null.",
+    },
     ...extra,
   },
 });
@@ -40,7 +72,14 @@ const errorBody = (/** @type {string[]} */ codes, extra = {}) => ({
  * The body of an error code as the error handler sends it with the catalogue's message.
  * @param {string} code @param {Record<string, unknown>} [fields]  the message, details and more of a case
  */
-export const errorExample = (code, fields = {}) => ({ error: code, message: specOf(code).message, code: specOf(code).pgrst, details: null, hint: specOf(code).hint ?? null, ...fields });
+export const errorExample = (code, fields = {}) => ({
+  error: code,
+  message: specOf(code).message,
+  code: specOf(code).pgrst,
+  details: null,
+  hint: specOf(code).hint ?? null,
+  ...fields,
+});
 
 /**
  * A JSON media type with named examples, each a plain value or an OpenAPI Example Object ({ value,
@@ -51,7 +90,12 @@ export const errorExample = (code, fields = {}) => ({ error: code, message: spec
 const json = (schema, examples) => ({
   'application/json': {
     schema,
-    examples: Object.fromEntries(Object.entries(examples).map(([name, e]) => [name, e instanceof Example ? { description: e.description, value: e.value } : { value: e }])),
+    examples: Object.fromEntries(
+      Object.entries(examples).map(([name, e]) => [
+        name,
+        e instanceof Example ? { description: e.description, value: e.value } : { value: e },
+      ]),
+    ),
   },
 });
 
@@ -63,35 +107,56 @@ class Example {
   }
 }
 
-
 const HEADER_SCHEMAS = {
-  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
+  'Retry-After': {
+    description: 'Seconds to wait before retrying.',
+    schema: { type: 'integer', minimum: 1 },
+  },
   'RateLimit-Policy': {
-    description: 'The client\'s rate (IETF httpapi RateLimit header fields): a quota of `q` users refilled over `w` seconds, its burst and rate.',
+    description:
+      "The client's rate (IETF httpapi RateLimit header fields): a quota of `q` users refilled over `w` seconds, its burst and rate.",
     schema: { type: 'string', examples: ['"users";q=5000;w=1'] },
   },
   RateLimit: {
-    description: 'The client\'s quota now (IETF httpapi RateLimit header fields): `r` users left, `t` seconds until it is full again.',
+    description:
+      "The client's quota now (IETF httpapi RateLimit header fields): `r` users left, `t` seconds until it is full again.",
     schema: { type: 'string', examples: ['"users";r=0;t=1'] },
   },
   'WWW-Authenticate': {
-    description: 'The scheme, and the RFC 6750 error code when credentials were sent: `invalid_request` for a malformed header, `invalid_token` for a token that is not valid.',
-    schema: { type: 'string', enum: ['Bearer', 'Bearer error="invalid_request"', 'Bearer error="invalid_token"'] },
+    description:
+      'The scheme, and the RFC 6750 error code when credentials were sent: `invalid_request` for a malformed header, `invalid_token` for a token that is not valid.',
+    schema: {
+      type: 'string',
+      enum: ['Bearer', 'Bearer error="invalid_request"', 'Bearer error="invalid_token"'],
+    },
   },
 };
 const preferenceApplied = {
-  description: 'The preferences of `Prefer` that were honoured, in PostgREST\'s order: `resolution`, `return`, `count`, `handling`.',
-  schema: { type: 'string', examples: ['resolution=merge-duplicates', 'resolution=ignore-duplicates, return=representation, count=exact'] },
+  description:
+    "The preferences of `Prefer` that were honoured, in PostgREST's order: `resolution`, `return`, `count`, `handling`.",
+  schema: {
+    type: 'string',
+    examples: [
+      'resolution=merge-duplicates',
+      'resolution=ignore-duplicates, return=representation, count=exact',
+    ],
+  },
 };
 const contentRange = {
-  description: 'With `Prefer: count=exact` (or `planned`, `estimated`: a write knows its exact count): `*/` and the rows inserted or updated.',
+  description:
+    'With `Prefer: count=exact` (or `planned`, `estimated`: a write knows its exact count): `*/` and the rows inserted or updated.',
   schema: { type: 'string', pattern: '^\\*/[0-9]+$' },
 };
 const idempotentReplayed = {
-  description: 'On a replay only: this is the stored answer of the first request sent with the same `Idempotency-Key` (and the same body, content type, `Prefer` and query), repeated byte for byte; nothing was written by this request.',
+  description:
+    'On a replay only: this is the stored answer of the first request sent with the same `Idempotency-Key` (and the same body, content type, `Prefer` and query), repeated byte for byte; nothing was written by this request.',
   schema: { type: 'string', const: 'true' },
 };
-const writeHeaders = { 'Preference-Applied': preferenceApplied, 'Content-Range': contentRange, 'Idempotent-Replayed': idempotentReplayed };
+const writeHeaders = {
+  'Preference-Applied': preferenceApplied,
+  'Content-Range': contentRange,
+  'Idempotent-Replayed': idempotentReplayed,
+};
 
 /**
  * The error answers of an operation, from the catalogue (errors.js): by status, every code its
@@ -107,29 +172,54 @@ export function errorResponses(scopes, examples = {}) {
     byStatusCode.set(spec.status, [...(byStatusCode.get(spec.status) ?? []), [code, spec]]);
   }
   return Object.fromEntries(
-    [...byStatusCode.entries()].sort(([a], [b]) => a - b).map(([status, codes]) => {
-      const names = codes.map(([code]) => code);
-      const headerNames = [...new Set(codes.flatMap(([, spec]) => Object.keys(spec.headers ?? {})))];
-      const plain = names.filter((c) => c !== 'invalid_batch' && c !== 'internal');
-      /** @type {object[]} */
-      const schemas = [];
-      if (names.includes('invalid_batch')) schemas.push({ $ref: '#/components/schemas/InvalidBatch' });
-      if (names.includes('internal')) schemas.push(errorBody(['internal'], { errorId: { type: 'string', format: 'uuid' } }));
-      if (plain.length) schemas.push(errorBody(plain));
-      return [status, {
-        description: codes.map(([code, spec]) => `\`${code}\`: ${spec.when}`).join(' '),
-        ...(headerNames.length
-          ? { headers: Object.fromEntries(headerNames.map((h) => [h, { required: codes.every(([, spec]) => h in (spec.headers ?? {})), .../** @type {Record<string, object>} */ (HEADER_SCHEMAS)[h] }])) }
-          : {}),
-        content: json(schemas.length === 1 ? schemas[0] : { oneOf: schemas }, {
-          ...Object.fromEntries(codes.filter(([code]) => code !== 'invalid_batch').map(([code]) => [
-            code,
-            code === 'internal' ? { ...errorExample(code), errorId: '0f8e4c1a-3b5d-4e2f-9a7c-6d1b2e3f4a5b' } : errorExample(code),
-          ])),
-          ...examples[status],
-        }),
-      }];
-    }),
+    [...byStatusCode.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([status, codes]) => {
+        const names = codes.map(([code]) => code);
+        const headerNames = [
+          ...new Set(codes.flatMap(([, spec]) => Object.keys(spec.headers ?? {}))),
+        ];
+        const plain = names.filter((c) => c !== 'invalid_batch' && c !== 'internal');
+        /** @type {object[]} */
+        const schemas = [];
+        if (names.includes('invalid_batch'))
+          schemas.push({ $ref: '#/components/schemas/InvalidBatch' });
+        if (names.includes('internal'))
+          schemas.push(errorBody(['internal'], { errorId: { type: 'string', format: 'uuid' } }));
+        if (plain.length) schemas.push(errorBody(plain));
+        return [
+          status,
+          {
+            description: codes.map(([code, spec]) => `\`${code}\`: ${spec.when}`).join(' '),
+            ...(headerNames.length
+              ? {
+                  headers: Object.fromEntries(
+                    headerNames.map((h) => [
+                      h,
+                      {
+                        required: codes.every(([, spec]) => h in (spec.headers ?? {})),
+                        .../** @type {Record<string, object>} */ (HEADER_SCHEMAS)[h],
+                      },
+                    ]),
+                  ),
+                }
+              : {}),
+            content: json(schemas.length === 1 ? schemas[0] : { oneOf: schemas }, {
+              ...Object.fromEntries(
+                codes
+                  .filter(([code]) => code !== 'invalid_batch')
+                  .map(([code]) => [
+                    code,
+                    code === 'internal'
+                      ? { ...errorExample(code), errorId: '0f8e4c1a-3b5d-4e2f-9a7c-6d1b2e3f4a5b' }
+                      : errorExample(code),
+                  ]),
+              ),
+              ...examples[status],
+            }),
+          },
+        ];
+      }),
   );
 }
 
@@ -146,8 +236,16 @@ const INVALID_ERRORS = [
  * @param {number} maxBatchItems
  */
 export const postUsersExamples = (maxBatchItems) => ({
-  new: { request: [{ email: 'new@example.com', name: 'New' }], status: 201, response: { received: 1, inserted: 1, updated: 0, duplicates: 0 } },
-  duplicate: { request: [{ email: 'NEW@example.com', name: 'New' }], status: 200, response: { received: 1, inserted: 0, updated: 0, duplicates: 1 } },
+  new: {
+    request: [{ email: 'new@example.com', name: 'New' }],
+    status: 201,
+    response: { received: 1, inserted: 1, updated: 0, duplicates: 0 },
+  },
+  duplicate: {
+    request: [{ email: 'NEW@example.com', name: 'New' }],
+    status: 200,
+    response: { received: 1, inserted: 0, updated: 0, duplicates: 1 },
+  },
   merged: {
     request: [{ email: 'new@example.com', name: 'Renamed' }],
     prefer: 'resolution=merge-duplicates',
@@ -155,7 +253,10 @@ export const postUsersExamples = (maxBatchItems) => ({
     response: { received: 1, inserted: 0, updated: 1, stale: 0, duplicates: 1 },
   },
   invalid: {
-    request: [{ email: 'x', name: 'X' }, { email: 'y@example.com', nome: 'Y' }],
+    request: [
+      { email: 'x', name: 'X' },
+      { email: 'y@example.com', nome: 'Y' },
+    ],
     status: 400,
     response: errorExample('invalid_batch', {
       message: '2 of 2 users are invalid; nothing was written',
@@ -164,11 +265,23 @@ export const postUsersExamples = (maxBatchItems) => ({
     }),
   },
   notAnArray: { request: { email: 'a@b.co' }, status: 400, response: errorExample('not_an_array') },
-  empty: { request: [], status: 400, response: errorExample('empty_batch', { message: emptyBatchMessage(maxBatchItems) }) },
+  empty: {
+    request: [],
+    status: 400,
+    response: errorExample('empty_batch', { message: emptyBatchMessage(maxBatchItems) }),
+  },
 });
 
 const REPRESENTATION_EXAMPLE = new Example(
-  [{ email: 'ada@example.com', name: 'Ada Lovelace', phone: null, createdAt: '2026-11-24T17:22:07.123456+00:00', updatedAt: null }],
+  [
+    {
+      email: 'ada@example.com',
+      name: 'Ada Lovelace',
+      phone: null,
+      createdAt: '2026-11-24T17:22:07.123456+00:00',
+      updatedAt: null,
+    },
+  ],
   'The answer to `[{"email":"Ada@example.com","name":"Ada Lovelace"}]` with `Prefer: return=representation`.',
 );
 
@@ -177,11 +290,21 @@ const byStatus = (/** @type {number} */ status, /** @type {number} */ maxBatchIt
   Object.fromEntries(
     Object.entries(postUsersExamples(maxBatchItems))
       .filter(([, e]) => e.status === status)
-      .map(([name, e]) => [name, new Example(e.response, `The answer to \`${JSON.stringify(e.request)}\`${name === 'duplicate' ? ' after `new`' : ''}.`)]),
+      .map(([name, e]) => [
+        name,
+        new Example(
+          e.response,
+          `The answer to \`${JSON.stringify(e.request)}\`${name === 'duplicate' ? ' after `new`' : ''}.`,
+        ),
+      ]),
   );
 // Only the valid requests are request examples: a request example must match the request schema.
 const validRequests = (/** @type {number} */ maxBatchItems) =>
-  Object.fromEntries(Object.entries(postUsersExamples(maxBatchItems)).filter(([, e]) => e.status < 300).map(([name, e]) => [name, e.request]));
+  Object.fromEntries(
+    Object.entries(postUsersExamples(maxBatchItems))
+      .filter(([, e]) => e.status < 300)
+      .map(([name, e]) => [name, e.request]),
+  );
 
 /**
  * The OpenAPI 3.1 document of the service. The user object is the schema ajv validates with, so
@@ -189,7 +312,11 @@ const validRequests = (/** @type {number} */ maxBatchItems) =>
  *
  * @param {{ maxBatchItems: number, maxBodyBytes: number, maxStreamBytes?: number }} config
  */
-export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBytes = 1024 * 1024 * 1024 }) {
+export function createOpenApiDocument({
+  maxBatchItems,
+  maxBodyBytes,
+  maxStreamBytes = 1024 * 1024 * 1024,
+}) {
   return {
     openapi: '3.1.0',
     info: {
@@ -212,11 +339,19 @@ export function createOpenApiDocument({ maxBatchItems, maxBodyBytes, maxStreamBy
     },
     components: {
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: "A client's static token (INGEST_TOKEN, INGEST_TOKENS: compared in constant time), or a JWT (JWT_SECRET for HS256, JWT_JWKS_URL for asymmetric keys) whose role claim grants writing." },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            "A client's static token (INGEST_TOKEN, INGEST_TOKENS: compared in constant time), or a JWT (JWT_SECRET for HS256, JWT_JWKS_URL for asymmetric keys) whose role claim grants writing.",
+        },
       },
       schemas: schemas(),
       // A method and path this API does not serve: no operation to hang it on.
-      responses: { NotFound: errorResponses(['unrouted'])[404], MethodNotAllowed: errorResponses(['unrouted'])[405] },
+      responses: {
+        NotFound: errorResponses(['unrouted'])[404],
+        MethodNotAllowed: errorResponses(['unrouted'])[405],
+      },
     },
   };
 }
@@ -236,7 +371,7 @@ function postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }) {
       'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token (a static token of a client, or a JWT) is required only when the service runs with authentication configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL); an `apikey` header (supabase-js) is ignored. ' +
       `Or a stream of users, as many as fit in ${maxStreamBytes} bytes decoded (MAX_STREAM_BYTES): \`application/x-ndjson\` or \`application/jsonl\` (one user object a line) ` +
       `or \`text/csv\` (RFC 4180, a header row naming the columns ${WRITE_COLUMNS.join(', ')}). A stream is validated and written as it arrives, ` +
-      'in one transaction: all or nothing, whatever its size; each error names the user\'s `line`. An email sent twice in one body is written once ' +
+      "in one transaction: all or nothing, whatever its size; each error names the user's `line`. An email sent twice in one body is written once " +
       '(the first occurrence, or in merge mode its newest change: by `changedAt`, items without one oldest, a tie going to the later line).',
     security: [{ bearer: [] }, {}],
     parameters: postUsersParameters(),
@@ -244,7 +379,12 @@ function postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }) {
       required: true,
       content: {
         ...json(
-          { type: 'array', minItems: 1, maxItems: maxBatchItems, items: { $ref: '#/components/schemas/User' } },
+          {
+            type: 'array',
+            minItems: 1,
+            maxItems: maxBatchItems,
+            items: { $ref: '#/components/schemas/User' },
+          },
           validRequests(maxBatchItems),
         ),
         ...streamedBodies(),
@@ -252,14 +392,32 @@ function postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }) {
     },
     responses: {
       201: {
-        description: 'At least one user was inserted. The counts; with `Prefer: return=representation` the rows written; with `return=minimal` or `headers-only` no body.',
+        description:
+          'At least one user was inserted. The counts; with `Prefer: return=representation` the rows written; with `return=minimal` or `headers-only` no body.',
         headers: writeHeaders,
-        content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, { ...byStatus(201, maxBatchItems), representation: REPRESENTATION_EXAMPLE }),
+        content: json(
+          {
+            oneOf: [
+              { $ref: '#/components/schemas/BatchResult' },
+              { $ref: '#/components/schemas/Representation' },
+            ],
+          },
+          { ...byStatus(201, maxBatchItems), representation: REPRESENTATION_EXAMPLE },
+        ),
       },
       200: {
-        description: 'No user was inserted: every one was already stored (skipped, or updated in merge mode). The body as for 201.',
+        description:
+          'No user was inserted: every one was already stored (skipped, or updated in merge mode). The body as for 201.',
         headers: writeHeaders,
-        content: json({ oneOf: [{ $ref: '#/components/schemas/BatchResult' }, { $ref: '#/components/schemas/Representation' }] }, byStatus(200, maxBatchItems)),
+        content: json(
+          {
+            oneOf: [
+              { $ref: '#/components/schemas/BatchResult' },
+              { $ref: '#/components/schemas/Representation' },
+            ],
+          },
+          byStatus(200, maxBatchItems),
+        ),
       },
       ...errorResponses(['users', 'any'], { 400: byStatus(400, maxBatchItems) }),
     },
@@ -279,10 +437,10 @@ function postUsersParameters() {
       in: 'header',
       required: false,
       description:
-        'The IETF httpapi draft\'s key: a Structured Field string (RFC 8941) of 1 to 255 visible ASCII characters, unique per request of its client (a UUID). ' +
-        'The request\'s answer is stored with its rows, in the same transaction, under the key and the request\'s fingerprint (its body, `Content-Type`, `Prefer` and query). ' +
+        "The IETF httpapi draft's key: a Structured Field string (RFC 8941) of 1 to 255 visible ASCII characters, unique per request of its client (a UUID). " +
+        "The request's answer is stored with its rows, in the same transaction, under the key and the request's fingerprint (its body, `Content-Type`, `Prefer` and query). " +
         'A request sent again with the key gets that answer again, byte for byte, with `Idempotent-Replayed: true`, and writes nothing; with another fingerprint it is `422 idempotency_key_reused`; ' +
-        'while the first is still being written it waits for it (at most DB_LOCK_TIMEOUT_MS), then `409 idempotency_key_in_flight`. Keys are scoped by client (the credential\'s name, the JWT\'s client claim, or one anonymous client) ' +
+        "while the first is still being written it waits for it (at most DB_LOCK_TIMEOUT_MS), then `409 idempotency_key_in_flight`. Keys are scoped by client (the credential's name, the JWT's client claim, or one anonymous client) " +
         'and kept IDEMPOTENCY_KEY_TTL_SECONDS (24 hours by default), then forgotten. A malformed key is `400 malformed_idempotency_key`. Only an answer of a write (200, 201) is stored: a refused request may be sent again with its key.',
       schema: { type: 'string', maxLength: 257 },
       example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
@@ -292,17 +450,21 @@ function postUsersParameters() {
       in: 'header',
       required: false,
       description:
-        'RFC 7240, PostgREST\'s vocabulary; several preferences in one header or several headers, the first of a name counts. ' +
+        "RFC 7240, PostgREST's vocabulary; several preferences in one header or several headers, the first of a name counts. " +
         `\`resolution=merge-duplicates\`: a stored email takes the sent ${inCodeSentence(mergedAs('newest'))}, and the sent ${inCodeSentence(mergedAs('kept'))} where the user has them; ` +
         `a row that would not change is not written, nor one whose stored \`${ORDER_COLUMN.field}\` is as new as the sent one or newer (counted in \`stale\`). \`resolution=ignore-duplicates\`, or none: a stored email is skipped; another value is 400 \`unsupported_preference\`. ` +
         '`return=representation`: the answer is the rows inserted or updated, as stored, in the order sent (`UserRow`; emails skipped are not in it); ' +
         '`return=minimal` or `return=headers-only`: no body; no `return`: the counts (`BatchResult`). ' +
         '`count=exact` (`planned`, `estimated`: the same exact count): `Content-Range: */<rows inserted or updated>`. ' +
-        '`invalid=quarantine` (sluice\'s own; parameter `max-invalid=N`, 0 to 10000, default 100: `invalid=quarantine; max-invalid=500`): an invalid item (a user that breaks the rules, an NDJSON line that is not JSON, a CSV record with another number of fields) is set aside in the same transaction instead of failing the request, and counted in `quarantined`; ' +
+        "`invalid=quarantine` (sluice's own; parameter `max-invalid=N`, 0 to 10000, default 100: `invalid=quarantine; max-invalid=500`): an invalid item (a user that breaks the rules, an NDJSON line that is not JSON, a CSV record with another number of fields) is set aside in the same transaction instead of failing the request, and counted in `quarantined`; " +
         'past `max-invalid` invalid items the request is refused as without it (400, nothing written, nothing set aside); another value of `invalid` is 400 `unsupported_preference`. ' +
         'Other preferences (`missing`, `tx`, `timezone`, `max-affected`, ...) are ignored, unless `handling=strict` is sent too: then they are 400 `unsupported_preference` (PGRST122).',
       schema: { type: 'string' },
-      examples: { merge: { value: 'resolution=merge-duplicates' }, postgrest: { value: 'resolution=ignore-duplicates, return=representation, count=exact' }, quarantine: { value: 'invalid=quarantine; max-invalid=500' } },
+      examples: {
+        merge: { value: 'resolution=merge-duplicates' },
+        postgrest: { value: 'resolution=ignore-duplicates, return=representation, count=exact' },
+        quarantine: { value: 'invalid=quarantine; max-invalid=500' },
+      },
     },
     {
       name: 'on_conflict',
@@ -323,8 +485,9 @@ function postUsersParameters() {
       name: 'select',
       in: 'query',
       required: false,
-      description: `The columns of a \`return=representation\` answer, in this order: \`*\` (all) or a comma-separated list of ${READ_COLUMNS.join(', ')}. Never ${inCode(SECRET_FIELDS)}. An unknown column is 400 \`unknown_column\`; embedding, renaming, casts and JSON paths are 400 \`unsupported_query\`. Without \`return=representation\` it changes nothing. ` +
-        'sluice\'s per-item report: `outcome` in the list (never implied by `*`) makes the answer hold every item of the request, in order, each with its `outcome` ' +
+      description:
+        `The columns of a \`return=representation\` answer, in this order: \`*\` (all) or a comma-separated list of ${READ_COLUMNS.join(', ')}. Never ${inCode(SECRET_FIELDS)}. An unknown column is 400 \`unknown_column\`; embedding, renaming, casts and JSON paths are 400 \`unsupported_query\`. Without \`return=representation\` it changes nothing. ` +
+        "sluice's per-item report: `outcome` in the list (never implied by `*`) makes the answer hold every item of the request, in order, each with its `outcome` " +
         '(`inserted`, `updated`, `skipped`: already stored or unchanged, its other columns null but `email`; `repeated`: its email came earlier in the request). It costs what `return=representation` costs.',
       schema: { type: 'string' },
       example: 'email,createdAt',
@@ -345,7 +508,12 @@ function operationsPaths() {
           200: {
             description: 'The process serves.',
             content: json(
-              { type: 'object', required: ['status', 'pid'], additionalProperties: false, properties: { status: { const: 'ok' }, pid: { type: 'integer' } } },
+              {
+                type: 'object',
+                required: ['status', 'pid'],
+                additionalProperties: false,
+                properties: { status: { const: 'ok' }, pid: { type: 'integer' } },
+              },
               { ok: { status: 'ok', pid: 4242 } },
             ),
           },
@@ -360,8 +528,14 @@ function operationsPaths() {
         summary: 'Readiness',
         security: [],
         responses: {
-          200: { description: 'The database answers and the `users` table exists.', content: json(readiness('ready'), { ready: { status: 'ready' } }) },
-          503: { description: 'The database does not answer, or the schema is missing.', content: json(readiness('not_ready'), { notReady: { status: 'not_ready' } }) },
+          200: {
+            description: 'The database answers and the `users` table exists.',
+            content: json(readiness('ready'), { ready: { status: 'ready' } }),
+          },
+          503: {
+            description: 'The database does not answer, or the schema is missing.',
+            content: json(readiness('not_ready'), { notReady: { status: 'not_ready' } }),
+          },
           ...errorResponses(['any']),
         },
       },
@@ -371,12 +545,18 @@ function operationsPaths() {
         operationId: 'getMetrics',
         tags: ['operations'],
         summary: 'Prometheus metrics',
-        description: 'Requests by route and status, durations, users received and inserted, batch sizes, insert time, pool connections. Under WORKERS, the whole cluster. Served to loopback addresses only unless METRICS_PUBLIC=true: to any other, the route does not exist (404 not_found).',
+        description:
+          'Requests by route and status, durations, users received and inserted, batch sizes, insert time, pool connections. Under WORKERS, the whole cluster. Served to loopback addresses only unless METRICS_PUBLIC=true: to any other, the route does not exist (404 not_found).',
         security: [],
         responses: {
           200: {
             description: 'Prometheus text exposition format.',
-            content: { 'text/plain': { schema: { type: 'string' }, example: 'sluice_users_inserted_total 7\n' } },
+            content: {
+              'text/plain': {
+                schema: { type: 'string' },
+                example: 'sluice_users_inserted_total 7\n',
+              },
+            },
           },
           ...errorResponses(['any']),
         },
@@ -389,7 +569,10 @@ function operationsPaths() {
         summary: 'This document',
         security: [],
         responses: {
-          200: { description: 'The OpenAPI 3.1 document of this API.', content: { 'application/json': { schema: { type: 'object' } } } },
+          200: {
+            description: 'The OpenAPI 3.1 document of this API.',
+            content: { 'application/json': { schema: { type: 'object' } } },
+          },
           ...errorResponses(['any']),
         },
       },
@@ -403,7 +586,8 @@ function operationsPaths() {
  */
 function schemas() {
   const user = structuredClone(userSchema);
-  for (const c of USER_COLUMNS) /** @type {Record<string, any>} */ (user.properties)[c.field].description = c.description;
+  for (const c of USER_COLUMNS)
+    /** @type {Record<string, any>} */ (user.properties)[c.field].description = c.description;
   return {
     User: user,
     BatchResult: {
@@ -413,7 +597,11 @@ function schemas() {
       properties: {
         received: { type: 'integer', minimum: 1, description: 'Users in the request.' },
         inserted: { type: 'integer', minimum: 0, description: 'Rows written.' },
-        updated: { type: 'integer', minimum: 0, description: 'Stored rows changed (merge mode; always 0 otherwise).' },
+        updated: {
+          type: 'integer',
+          minimum: 0,
+          description: 'Stored rows changed (merge mode; always 0 otherwise).',
+        },
         stale: {
           type: 'integer',
           minimum: 0,
@@ -421,50 +609,93 @@ function schemas() {
             'Merge mode only (absent otherwise): items that wrote nothing because they were no newer change than the row stored (an older or equal `changedAt`, none against a row that has one, or the same values) ' +
             'or than another item of their email in the request. inserted + updated + stale = received.',
         },
-        duplicates: { type: 'integer', minimum: 0, description: 'received - inserted - quarantined: emails already stored, or repeated in the batch (in merge mode: updated + stale).' },
+        duplicates: {
+          type: 'integer',
+          minimum: 0,
+          description:
+            'received - inserted - quarantined: emails already stored, or repeated in the batch (in merge mode: updated + stale).',
+        },
         quarantined: {
           type: 'integer',
           minimum: 0,
-          description: 'With `Prefer: invalid=quarantine` only (absent otherwise): invalid items set aside, kept in the quarantine (`npm run quarantine`) and not written. inserted + duplicates + quarantined = received.',
+          description:
+            'With `Prefer: invalid=quarantine` only (absent otherwise): invalid items set aside, kept in the quarantine (`npm run quarantine`) and not written. inserted + duplicates + quarantined = received.',
         },
         errors: {
           type: 'array',
           maxItems: 100,
           items: { $ref: '#/components/schemas/ItemError' },
-          description: 'With `Prefer: invalid=quarantine`, when an item was set aside: the first 100 problems of the items set aside, in index order, as a 400 `invalid_batch` names them.',
+          description:
+            'With `Prefer: invalid=quarantine`, when an item was set aside: the first 100 problems of the items set aside, in index order, as a 400 `invalid_batch` names them.',
         },
       },
     },
     UserRow: {
       type: 'object',
       additionalProperties: false,
-      description: 'A user as stored, in a `return=representation` answer: the columns of `?select` (all by default); never the password hash.',
+      description:
+        'A user as stored, in a `return=representation` answer: the columns of `?select` (all by default); never the password hash.',
       properties: {
         ...shownProperties(),
-        createdAt: { type: 'string', format: 'date-time', description: 'When the row was first written (PostgreSQL\'s JSON form: microseconds, `+00:00`).' },
-        updatedAt: { type: ['string', 'null'], format: 'date-time', description: 'When a merge last changed it; null for a row never merged (so null means this request inserted it).' },
-        outcome: { type: 'string', enum: ['inserted', 'updated', 'skipped', 'repeated'], description: 'Only when `select` names it (the per-item report): what this request did with the item.' },
+        createdAt: {
+          type: 'string',
+          format: 'date-time',
+          description:
+            "When the row was first written (PostgreSQL's JSON form: microseconds, `+00:00`).",
+        },
+        updatedAt: {
+          type: ['string', 'null'],
+          format: 'date-time',
+          description:
+            'When a merge last changed it; null for a row never merged (so null means this request inserted it).',
+        },
+        outcome: {
+          type: 'string',
+          enum: ['inserted', 'updated', 'skipped', 'repeated'],
+          description:
+            'Only when `select` names it (the per-item report): what this request did with the item.',
+        },
       },
     },
     Representation: {
       type: 'array',
       items: { $ref: '#/components/schemas/UserRow' },
-      description: 'The rows this request inserted or updated, in the order their emails were first sent; emails skipped (already stored, or unchanged in merge mode) are not in it. With `outcome` in `select`: every item, in order.',
+      description:
+        'The rows this request inserted or updated, in the order their emails were first sent; emails skipped (already stored, or unchanged in merge mode) are not in it. With `outcome` in `select`: every item, in order.',
     },
     ItemError: {
       type: 'object',
       required: ['index', 'field', 'message'],
       additionalProperties: false,
       properties: {
-        index: { type: 'integer', minimum: 0, description: 'Position of the user in the array (in a streamed body, among its users, from 0).' },
-        line: { type: 'integer', minimum: 1, description: 'A streamed body (NDJSON, CSV) only: the line the user starts on, counted from 1 as editors count.' },
-        field: { type: ['string', 'null'], description: 'The field at fault; null when the item is not an object.' },
+        index: {
+          type: 'integer',
+          minimum: 0,
+          description:
+            'Position of the user in the array (in a streamed body, among its users, from 0).',
+        },
+        line: {
+          type: 'integer',
+          minimum: 1,
+          description:
+            'A streamed body (NDJSON, CSV) only: the line the user starts on, counted from 1 as editors count.',
+        },
+        field: {
+          type: ['string', 'null'],
+          description: 'The field at fault; null when the item is not an object.',
+        },
         message: { type: 'string' },
       },
     },
     InvalidBatch: {
       ...errorBody(['invalid_batch'], {
-        errors: { type: 'array', minItems: 1, maxItems: MAX_REPORTED_ERRORS, items: { $ref: '#/components/schemas/ItemError' }, description: 'In index order.' },
+        errors: {
+          type: 'array',
+          minItems: 1,
+          maxItems: MAX_REPORTED_ERRORS,
+          items: { $ref: '#/components/schemas/ItemError' },
+          description: 'In index order.',
+        },
       }),
     },
   };
@@ -476,8 +707,16 @@ function schemas() {
  */
 function streamedBodies() {
   const ndjson = {
-    schema: { type: 'string', description: 'One User object (the User schema) a line, LF or CRLF; blank lines are skipped.' },
-    examples: { twoUsers: { value: '{"email":"ada@example.com","name":"Ada Lovelace"}\n{"email":"alan@example.com","name":"Alan Turing","phone":"+441234567890"}\n' } },
+    schema: {
+      type: 'string',
+      description: 'One User object (the User schema) a line, LF or CRLF; blank lines are skipped.',
+    },
+    examples: {
+      twoUsers: {
+        value:
+          '{"email":"ada@example.com","name":"Ada Lovelace"}\n{"email":"alan@example.com","name":"Alan Turing","phone":"+441234567890"}\n',
+      },
+    },
   };
   return {
     'application/x-ndjson': ndjson,
@@ -486,15 +725,25 @@ function streamedBodies() {
       schema: {
         type: 'string',
         description:
-          `RFC 4180, UTF-8: a header row naming the columns (${plainSentence(REQUIRED_FIELDS)}; ${plainSentence(WRITE_COLUMNS.filter((f) => !(/** @type {readonly string[]} */ (REQUIRED_FIELDS)).includes(f)))} when sent; any order), then one user a record. ` +
+          `RFC 4180, UTF-8: a header row naming the columns (${plainSentence(REQUIRED_FIELDS)}; ${plainSentence(WRITE_COLUMNS.filter((f) => !(/** @type {readonly string[]} */ (REQUIRED_FIELDS).includes(f))))} when sent; any order), then one user a record. ` +
           'An empty field not quoted is a field not sent; `""` is an empty string. A quoted field may hold commas, doubled quotes and line breaks.',
       },
-      examples: { twoUsers: { value: 'email,name,phone\r\nada@example.com,"Lovelace, Ada",\r\nalan@example.com,Alan Turing,+441234567890\r\n' } },
+      examples: {
+        twoUsers: {
+          value:
+            'email,name,phone\r\nada@example.com,"Lovelace, Ada",\r\nalan@example.com,Alan Turing,+441234567890\r\n',
+        },
+      },
     },
   };
 }
 
 /** @param {string} status */
 function readiness(status) {
-  return { type: 'object', required: ['status'], additionalProperties: false, properties: { status: { const: status } } };
+  return {
+    type: 'object',
+    required: ['status'],
+    additionalProperties: false,
+    properties: { status: { const: status } },
+  };
 }

@@ -11,7 +11,8 @@ const EMAIL = `^${EMAIL_CHAR}+@${EMAIL_CHAR}(?=${EMAIL_CHAR}*\\.${EMAIL_CHAR})${
 // PHC and modular crypt strings only (`$id$`, base64, parameters): no quote, backslash, space or NUL.
 const PASSWORD_HASH = '^\\$[a-z0-9-]+\\$[A-Za-z0-9./+=,$-]*$';
 // RFC 3339 with an offset, to the microsecond (timestamptz keeps no more); whether it exists: changed-at.js.
-const CHANGED_AT = '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})$';
+const CHANGED_AT =
+  '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})$';
 
 // A column's `merge`: `key` (the conflict target), `newest` (the newest change's value), `kept` (the newest
 // sent, else the stored one), `order` (the ordering value). `sparse`: rarely sent; `shown` 'never': a secret.
@@ -25,11 +26,16 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
     type: 'text',
     required: true,
     schema: { type: 'string', maxLength: 254, pattern: EMAIL },
-    messages: { type: 'must be a string', maxLength: 'must be at most 254 characters', pattern: 'must be a plausible email address (local@domain.tld)' },
+    messages: {
+      type: 'must be a string',
+      maxLength: 'must be at most 254 characters',
+      pattern: 'must be a plausible email address (local@domain.tld)',
+    },
     lowerCased: true,
     merge: 'key',
     shown: true,
-    description: 'Stored lower-cased; unique: an email already stored is skipped (or, in merge mode, updated), never duplicated.',
+    description:
+      'Stored lower-cased; unique: an email already stored is skipped (or, in merge mode, updated), never duplicated.',
     shownAs: 'As stored: lower-cased.',
   },
   {
@@ -38,7 +44,12 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
     type: 'text',
     required: true,
     schema: { type: 'string', minLength: 1, maxLength: 200, pattern: NO_CONTROL },
-    messages: { type: 'must be a string', minLength: 'must not be empty', maxLength: 'must be at most 200 characters', pattern: 'must not contain control characters (NUL included)' },
+    messages: {
+      type: 'must be a string',
+      minLength: 'must not be empty',
+      maxLength: 'must be at most 200 characters',
+      pattern: 'must not contain control characters (NUL included)',
+    },
     merge: 'newest',
     shown: true,
     description: 'Stored exactly as sent.',
@@ -49,7 +60,10 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
     type: 'text',
     required: false,
     schema: { type: 'string', pattern: '^\\+[0-9]{6,15}$' },
-    messages: { type: 'must be a string (leave the field out when there is none)', pattern: 'must be + followed by 6 to 15 digits' },
+    messages: {
+      type: 'must be a string (leave the field out when there is none)',
+      pattern: 'must be + followed by 6 to 15 digits',
+    },
     merge: 'kept',
     shown: true,
     description: '`+` and 6 to 15 digits.',
@@ -63,11 +77,13 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
     messages: {
       type: 'must be a string (leave the field out when there is none)',
       maxLength: 'must be at most 255 characters',
-      pattern: 'must be a PHC / modular-crypt hash: $id$ then only letters, digits and . / + = , $ - (e.g. $argon2id$v=19$...)',
+      pattern:
+        'must be a PHC / modular-crypt hash: $id$ then only letters, digits and . / + = , $ - (e.g. $argon2id$v=19$...)',
     },
     merge: 'kept',
     shown: 'never',
-    description: 'A PHC / modular-crypt hash (`$id$...`: letters, digits and `. / + = , $ -`). A `password` field is refused: plaintext is never stored.',
+    description:
+      'A PHC / modular-crypt hash (`$id$...`: letters, digits and `. / + = , $ -`). A `password` field is refused: plaintext is never stored.',
   },
   {
     field: 'changedAt',
@@ -75,14 +91,18 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
     type: 'timestamptz',
     required: false,
     schema: { type: 'string', pattern: CHANGED_AT },
-    messages: { type: 'must be a string', pattern: 'must be an RFC 3339 date-time with an offset, to the microsecond at most (e.g. 2026-11-26T09:30:00.123456Z or 2026-11-26T10:30:00+01:00)' },
+    messages: {
+      type: 'must be a string',
+      pattern:
+        'must be an RFC 3339 date-time with an offset, to the microsecond at most (e.g. 2026-11-26T09:30:00.123456Z or 2026-11-26T10:30:00+01:00)',
+    },
     merge: 'order',
     sparse: true,
     // Not shown: a representation keeps the columns it had before changedAt came.
     shown: false,
     description:
       'When the change happened at its source: RFC 3339 with an offset (`Z` or `±hh:mm`), at most 6 fractional digits (PostgreSQL keeps microseconds; more are refused, not rounded). ' +
-      'Merge mode\'s ordering value: a stored row is replaced only by a strictly newer change; an older or equal one, or one without `changedAt` against a row that has one, writes nothing and is counted in `stale`. ' +
+      "Merge mode's ordering value: a stored row is replaced only by a strictly newer change; an older or equal one, or one without `changedAt` against a row that has one, writes nothing and is counted in `stale`. " +
       'A change with `changedAt` always beats a row stored without one. Stored on insert in both modes.',
   },
 ]);
@@ -96,8 +116,14 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
 
 export const USER_FIELDS = /** @type {readonly UserField[]} */ (USER_COLUMNS.map((c) => c.field));
 export const REQUIRED_FIELDS = USER_COLUMNS.filter((c) => c.required).map((c) => c.field);
-export const SHOWN_FIELDS = /** @type {readonly ShownField[]} */ (USER_COLUMNS.filter((c) => c.shown === true).map((c) => c.field));
-export const READ_FIELDS = /** @type {readonly (ShownField | 'createdAt' | 'updatedAt')[]} */ ([...SHOWN_FIELDS, 'createdAt', 'updatedAt']);
+export const SHOWN_FIELDS = /** @type {readonly ShownField[]} */ (
+  USER_COLUMNS.filter((c) => c.shown === true).map((c) => c.field)
+);
+export const READ_FIELDS = /** @type {readonly (ShownField | 'createdAt' | 'updatedAt')[]} */ ([
+  ...SHOWN_FIELDS,
+  'createdAt',
+  'updatedAt',
+]);
 export const SECRET_FIELDS = USER_COLUMNS.filter((c) => c.shown === 'never').map((c) => c.field);
 
 /** The one column of this kind of merge, checked at load. */
@@ -111,5 +137,6 @@ export const ORDER_COLUMN = theColumn('order');
 
 // Every name goes into SQL text as it is: only plain identifiers.
 for (const c of /** @type {readonly UserColumn[]} */ (USER_COLUMNS)) {
-  if (!/^[a-z][A-Za-z0-9]*$/.test(c.field) || !/^[a-z][a-z0-9_]*$/.test(c.column)) throw new Error(`user-columns.js: ${c.field} / ${c.column} is not a plain identifier`);
+  if (!/^[a-z][A-Za-z0-9]*$/.test(c.field) || !/^[a-z][a-z0-9_]*$/.test(c.column))
+    throw new Error(`user-columns.js: ${c.field} / ${c.column} is not a plain identifier`);
 }

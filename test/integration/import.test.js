@@ -11,7 +11,8 @@ import { useAppAndDatabase } from '../support/fixture.js';
 import { makeUsers } from '../support/users.js';
 
 const IMPORT = fileURLToPath(new URL('../../scripts/import.js', import.meta.url));
-const ndjson = (/** @type {object[]} */ users) => users.map((u) => `${JSON.stringify(u)}\n`).join('');
+const ndjson = (/** @type {object[]} */ users) =>
+  users.map((u) => `${JSON.stringify(u)}\n`).join('');
 /** @param {string[]} args */
 async function runImport(args) {
   const run = runNode([IMPORT, ...args], { env: { ...process.env, INGEST_TOKEN: '' } });
@@ -30,7 +31,10 @@ describe('npm run import: what it reports', () => {
   test('--help names every column a CSV header may hold, changedAt included', async () => {
     const help = await runImport(['--help']);
     assert.equal(help.code, 0);
-    assert.match(help.stdout.replace(/\s+/g, ' '), /a header row naming email, name, phone, passwordHash, changedAt\)/);
+    assert.match(
+      help.stdout.replace(/\s+/g, ' '),
+      /a header row naming email, name, phone, passwordHash, changedAt\)/,
+    );
   });
 
   test('a line refused halfway: one line, the refusal and how much was sent (no less than up to that line), no rows/s', async () => {
@@ -43,10 +47,16 @@ describe('npm run import: what it reports', () => {
     assert.equal(refused.stdout, '');
     const lines = refused.stderr.trim().split('\n');
     assert.equal(lines.length, 1, refused.stderr);
-    const said = /^import refused \(400\): \{.*"malformed_json".*\} \((\d+\.\d) MB of (\d+\.\d) MB sent, (\d+)%; the rest not sent\)$/.exec(lines[0]);
+    const said =
+      /^import refused \(400\): \{.*"malformed_json".*\} \((\d+\.\d) MB of (\d+\.\d) MB sent, (\d+)%; the rest not sent\)$/.exec(
+        lines[0],
+      );
     assert.ok(said, lines[0]);
     const [sent, total] = [Number(said[1]), Number(said[2])];
-    assert.ok(sent >= Math.floor(Buffer.byteLength(head) / 1e5) / 10, `the service read up to the bad line, so at least that was sent: ${lines[0]}`);
+    assert.ok(
+      sent >= Math.floor(Buffer.byteLength(head) / 1e5) / 10,
+      `the service read up to the bad line, so at least that was sent: ${lines[0]}`,
+    );
     assert.ok(sent <= total);
     assert.doesNotMatch(refused.stderr, /rows\/s/);
     assert.equal(await ctx.db.countUsers(), 0);
@@ -58,13 +68,19 @@ describe('npm run import: what it reports', () => {
     // Port 1 on loopback: nothing listens.
     const failed = await runImport([file, '--url', 'http://127.0.0.1:1']);
     assert.equal(failed.code, 1);
-    assert.match(failed.stderr, /^import failed after 0 bytes: connect ECONNREFUSED 127\.0\.0\.1:1 \(is the service running at http:\/\/127\.0\.0\.1:1\? `npm start` starts it; --url names another\)\n$/);
+    assert.match(
+      failed.stderr,
+      /^import failed after 0 bytes: connect ECONNREFUSED 127\.0\.0\.1:1 \(is the service running at http:\/\/127\.0\.0\.1:1\? `npm start` starts it; --url names another\)\n$/,
+    );
   });
 });
 
 describe('npm run import: a client over its rate', () => {
   const TOKEN = 'tok-import-limited';
-  const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn', INGEST_TOKENS: JSON.stringify({ importer: { token: TOKEN, rate: 1000, burst: 1000 } }) });
+  const ctx = useAppAndDatabase({
+    LOG_LEVEL: 'warn',
+    INGEST_TOKENS: JSON.stringify({ importer: { token: TOKEN, rate: 1000, burst: 1000 } }),
+  });
   /** @type {string} */
   let dir;
   before(async () => {
@@ -78,10 +94,15 @@ describe('npm run import: a client over its rate', () => {
     const users = makeUsers(500);
     const file = path.join(dir, 'users.ndjson');
     await writeFile(file, ndjson(users));
-    const run = runNode([IMPORT, file, '--url', ctx.app.baseUrl, '--token', TOKEN], { env: { ...process.env, INGEST_TOKEN: '' } });
+    const run = runNode([IMPORT, file, '--url', ctx.app.baseUrl, '--token', TOKEN], {
+      env: { ...process.env, INGEST_TOKEN: '' },
+    });
     const code = await run.exited;
     assert.equal(code, 0, run.err());
-    assert.match(run.err(), /^import: this client is over its rate \(429\), nothing written; waiting \d+ s as Retry-After asks, then sending the file again$/m);
+    assert.match(
+      run.err(),
+      /^import: this client is over its rate \(429\), nothing written; waiting \d+ s as Retry-After asks, then sending the file again$/m,
+    );
     assert.equal(JSON.parse(run.out()).inserted, 500);
     assert.equal((await ctx.db.usersByEmail(users.map((u) => u.email))).size, 500);
   });

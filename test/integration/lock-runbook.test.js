@@ -10,8 +10,13 @@ import { waitUntil } from '../support/wait.js';
 // the third (pg_blocking_pids) only while a writer waits.
 
 const operations = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
-const section = operations.slice(operations.indexOf('### A table or rows are locked'), operations.indexOf('\n### ', operations.indexOf('### A table or rows are locked') + 5));
-const [onUsers, openTransactions, blockers] = [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]);
+const section = operations.slice(
+  operations.indexOf('### A table or rows are locked'),
+  operations.indexOf('\n### ', operations.indexOf('### A table or rows are locked') + 5),
+);
+const [onUsers, openTransactions, blockers] = [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map(
+  (m) => m[1],
+);
 
 describe("operations.md's lock runbook finds the holder", () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
@@ -50,8 +55,17 @@ describe("operations.md's lock runbook finds the holder", () => {
     const writer = new pg.Client(db.url);
     await writer.connect();
     try {
-      const waiting = writer.query("SET lock_timeout = '10s'; INSERT INTO users (email, name) VALUES ('held@example.com', 'Waiting') ON CONFLICT DO NOTHING").catch((err) => err);
-      await waitUntil(async () => (await pidsOf(blockers)).includes(holderPid), 'pg_blocking_pids to name the holder', 10_000, 50);
+      const waiting = writer
+        .query(
+          "SET lock_timeout = '10s'; INSERT INTO users (email, name) VALUES ('held@example.com', 'Waiting') ON CONFLICT DO NOTHING",
+        )
+        .catch((err) => err);
+      await waitUntil(
+        async () => (await pidsOf(blockers)).includes(holderPid),
+        'pg_blocking_pids to name the holder',
+        10_000,
+        50,
+      );
       await holder.query('ROLLBACK');
       assert.ok(!((await waiting) instanceof Error));
     } finally {

@@ -13,7 +13,8 @@ import { makeUsers, uniqueTag } from '../support/users.js';
 
 const QUARANTINE = fileURLToPath(new URL('../../scripts/quarantine.js', import.meta.url));
 const IMPORT = fileURLToPath(new URL('../../scripts/import.js', import.meta.url));
-const ndjson = (/** @type {unknown[]} */ lines) => lines.map((l) => `${typeof l === 'string' ? l : JSON.stringify(l)}\n`).join('');
+const ndjson = (/** @type {unknown[]} */ lines) =>
+  lines.map((l) => `${typeof l === 'string' ? l : JSON.stringify(l)}\n`).join('');
 
 describe('npm run quarantine, and npm run import --quarantine', () => {
   const ctx = useAppAndDatabase({ LOG_LEVEL: 'warn' });
@@ -26,7 +27,9 @@ describe('npm run quarantine, and npm run import --quarantine', () => {
 
   /** @param {string} script @param {string[]} args */
   async function run(script, args) {
-    const child = runNode([script, ...args], { env: { ...process.env, DATABASE_URL: ctx.db.url, INGEST_TOKEN: '' } });
+    const child = runNode([script, ...args], {
+      env: { ...process.env, DATABASE_URL: ctx.db.url, INGEST_TOKEN: '' },
+    });
     return { code: await child.exited, stdout: child.out(), stderr: child.err() };
   }
 
@@ -35,40 +38,70 @@ describe('npm run quarantine, and npm run import --quarantine', () => {
     const good = makeUsers(3, tag);
     const password = `never-kept-${tag}`;
     const file = path.join(dir, 'users.ndjson');
-    await writeFile(file, ndjson([good[0], { email: `bad-${tag}`, name: 'Bad' }, good[1], `{"email":"cut-${tag}@example.com","password":"${password}"`, good[2]]));
+    await writeFile(
+      file,
+      ndjson([
+        good[0],
+        { email: `bad-${tag}`, name: 'Bad' },
+        good[1],
+        `{"email":"cut-${tag}@example.com","password":"${password}"`,
+        good[2],
+      ]),
+    );
 
     const imported = await run(IMPORT, [file, '--url', ctx.app.baseUrl, '--quarantine']);
     assert.equal(imported.code, 0, imported.stderr);
     const counts = JSON.parse(imported.stdout);
     assert.equal(counts.inserted, 3);
     assert.equal(counts.quarantined, 2);
-    const said = /2 users were set aside; to fix and send them again: npm run quarantine -- export --items --request (\S+) > fixed\.ndjson/.exec(imported.stderr);
+    const said =
+      /2 users were set aside; to fix and send them again: npm run quarantine -- export --items --request (\S+) > fixed\.ndjson/.exec(
+        imported.stderr,
+      );
     assert.ok(said, imported.stderr);
     const requestId = said[1];
 
     const exported = await run(QUARANTINE, ['export', '--request', requestId]);
     assert.equal(exported.code, 0, exported.stderr);
-    const lines = exported.stdout.trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(lines.map((l) => [l.client, l.requestId, l.format, l.position, l.line, l.reason]), [
-      ['anonymous', requestId, 'ndjson', 1, 2, 'invalid_user'],
-      ['anonymous', requestId, 'ndjson', 3, 4, 'malformed_json'],
-    ]);
+    const lines = exported.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      lines.map((l) => [l.client, l.requestId, l.format, l.position, l.line, l.reason]),
+      [
+        ['anonymous', requestId, 'ndjson', 1, 2, 'invalid_user'],
+        ['anonymous', requestId, 'ndjson', 3, 4, 'malformed_json'],
+      ],
+    );
     assert.deepEqual(lines[0].item, { email: `bad-${tag}`, name: 'Bad' });
     assert.equal(lines[0].errors[0].field, 'email');
     assert.ok(!exported.stdout.includes(password), 'no plaintext password in an export');
 
     const items = await run(QUARANTINE, ['export', '--items', '--request', requestId]);
-    assert.equal(items.stdout, `{"email":"bad-${tag}","name":"Bad"}\n{"email":"cut-${tag}@example.com","password":"[redacted]"\n`);
+    assert.equal(
+      items.stdout,
+      `{"email":"bad-${tag}","name":"Bad"}\n{"email":"cut-${tag}@example.com","password":"[redacted]"\n`,
+    );
     // Fixed as a person would, and sent again.
     const fixed = path.join(dir, 'fixed.ndjson');
-    await writeFile(fixed, ndjson([{ email: `bad-${tag}@example.com`, name: 'Bad' }, { email: `cut-${tag}@example.com`, name: 'Cut' }]));
+    await writeFile(
+      fixed,
+      ndjson([
+        { email: `bad-${tag}@example.com`, name: 'Bad' },
+        { email: `cut-${tag}@example.com`, name: 'Cut' },
+      ]),
+    );
     const again = await run(IMPORT, [fixed, '--url', ctx.app.baseUrl, '--quarantine']);
     assert.equal(again.code, 0, again.stderr);
     assert.equal(JSON.parse(again.stdout).inserted, 2);
     assert.equal(again.stderr.includes('set aside'), false);
 
     // A CSV body's record exports as an object of its header's columns.
-    const csv = await ctx.app.postUsers(`name,email\r\nCee,cee-${tag}\r\n`, { contentType: 'text/csv', headers: { prefer: 'invalid=quarantine' } });
+    const csv = await ctx.app.postUsers(`name,email\r\nCee,cee-${tag}\r\n`, {
+      contentType: 'text/csv',
+      headers: { prefer: 'invalid=quarantine' },
+    });
     const csvRequest = /** @type {string} */ (csv.headers.get('x-request-id'));
     const csvItems = await run(QUARANTINE, ['export', '--items', '--request', csvRequest]);
     assert.equal(csvItems.stdout, `{"name":"Cee","email":"cee-${tag}"}\n`);
@@ -76,14 +109,25 @@ describe('npm run quarantine, and npm run import --quarantine', () => {
     const listed = await run(QUARANTINE, ['list', '--client', 'anonymous']);
     assert.equal(listed.code, 0, listed.stderr);
     const day = new Date().toISOString().slice(0, 10);
-    assert.deepEqual(listed.stdout.trim().split('\n'), ['day\tclient\treason\titems', `${day}\tanonymous\tinvalid_user\t2`, `${day}\tanonymous\tmalformed_json\t1`]);
+    assert.deepEqual(listed.stdout.trim().split('\n'), [
+      'day\tclient\treason\titems',
+      `${day}\tanonymous\tinvalid_user\t2`,
+      `${day}\tanonymous\tmalformed_json\t1`,
+    ]);
 
     const purged = await run(QUARANTINE, ['purge', '--request', requestId]);
     assert.deepEqual([purged.code, purged.stdout], [0, 'purged 2 items\n']);
     const none = await run(QUARANTINE, ['export', '--request', requestId]);
     assert.equal(none.stdout, '');
-    assert.equal((await run(QUARANTINE, ['purge', '--older-than', '1d'])).stdout, 'purged 0 items\n', 'what was kept today is younger');
-    assert.equal((await run(QUARANTINE, ['purge', '--older-than', '2999-01-01'])).stdout, 'purged 1 item\n');
+    assert.equal(
+      (await run(QUARANTINE, ['purge', '--older-than', '1d'])).stdout,
+      'purged 0 items\n',
+      'what was kept today is younger',
+    );
+    assert.equal(
+      (await run(QUARANTINE, ['purge', '--older-than', '2999-01-01'])).stdout,
+      'purged 1 item\n',
+    );
   });
 
   test('purge without --older-than or --request deletes nothing and says why; a bad time is a usage error', async () => {

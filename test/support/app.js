@@ -52,7 +52,10 @@ export async function startTestApp({ databaseUrl, env = {}, serverTimeouts, secr
           ...(token ? { authorization: `Bearer ${token}` } : {}),
           ...headers,
         },
-        body: typeof body === 'string' || body instanceof Uint8Array ? /** @type {any} */ (body) : JSON.stringify(body),
+        body:
+          typeof body === 'string' || body instanceof Uint8Array
+            ? /** @type {any} */ (body)
+            : JSON.stringify(body),
       });
       const text = await res.text();
       let json;

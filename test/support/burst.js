@@ -13,7 +13,9 @@ export function makeBatch(users) {
 }
 
 /** 2xx, or 503/429 with Retry-After: the answers a well-behaved overloaded service may give. */
-export const isAcceptable = (/** @type {Answer} */ a) => (a.status >= 200 && a.status < 300) || ((a.status === 503 || a.status === 429) && a.retryAfter !== undefined);
+export const isAcceptable = (/** @type {Answer} */ a) =>
+  (a.status >= 200 && a.status < 300) ||
+  ((a.status === 503 || a.status === 429) && a.retryAfter !== undefined);
 
 /**
  * POST /users over an undici Agent with bounded connections, so a burst never runs the client
@@ -21,15 +23,28 @@ export const isAcceptable = (/** @type {Answer} */ a) => (a.status >= 200 && a.s
  * @param {{ baseUrl: string, connections: number }} options
  */
 export function createUsersClient({ baseUrl, connections }) {
-  const agent = new Agent({ connections, keepAliveTimeout: 10_000, headersTimeout: 120_000, bodyTimeout: 120_000 });
+  const agent = new Agent({
+    connections,
+    keepAliveTimeout: 10_000,
+    headersTimeout: 120_000,
+    bodyTimeout: 120_000,
+  });
 
   /** @param {string} body @returns {Promise<Answer>} */
   async function post(body) {
     try {
-      const res = await request(`${baseUrl}/users`, { method: 'POST', dispatcher: agent, headers: { 'content-type': 'application/json' }, body });
+      const res = await request(`${baseUrl}/users`, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
       await res.body.dump();
       const retryAfter = res.headers['retry-after'];
-      return { status: res.statusCode, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined };
+      return {
+        status: res.statusCode,
+        retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
+      };
     } catch (err) {
       return { status: 0, error: /** @type {any} */ (err)?.code ?? String(err) };
     }
@@ -62,7 +77,14 @@ export function createUsersClient({ baseUrl, connections }) {
  * @param {{ baseUrl: string, large: number, usersPerLarge: number, singles: number, retryForMs: number,
  *   countStored: (tag: string) => Promise<number> }} options
  */
-export async function runBurst({ baseUrl, large, usersPerLarge, singles, retryForMs, countStored }) {
+export async function runBurst({
+  baseUrl,
+  large,
+  usersPerLarge,
+  singles,
+  retryForMs,
+  countStored,
+}) {
   const largeBatches = Array.from({ length: large }, () => makeBatch(usersPerLarge));
   const singleBatches = Array.from({ length: singles }, () => makeBatch(1));
   const client = createUsersClient({ baseUrl, connections: large + singles });
@@ -70,8 +92,12 @@ export async function runBurst({ baseUrl, large, usersPerLarge, singles, retryFo
     const started = Date.now();
     /** @type {() => void} */
     let firstAnswered = () => {};
-    const firstAnswer = new Promise((/** @type {(v?: unknown) => void} */ resolve) => (firstAnswered = resolve));
-    const largeAnswers = Promise.all(largeBatches.map((b) => client.post(b.body).finally(firstAnswered)));
+    const firstAnswer = new Promise(
+      (/** @type {(v?: unknown) => void} */ resolve) => (firstAnswered = resolve),
+    );
+    const largeAnswers = Promise.all(
+      largeBatches.map((b) => client.post(b.body).finally(firstAnswered)),
+    );
     await firstAnswer;
     const singleAnswers = await Promise.all(singleBatches.map((b) => client.post(b.body)));
     const firstAnswers = [...(await largeAnswers), ...singleAnswers];
@@ -82,19 +108,34 @@ export async function runBurst({ baseUrl, large, usersPerLarge, singles, retryFo
     /** @type {string[]} */
     const acknowledgedButMissing = [];
     for (const [i, answer] of firstAnswers.entries()) {
-      if (answer.status >= 200 && answer.status < 300 && (await countStored(batches[i].tag)) !== batches[i].users) acknowledgedButMissing.push(batches[i].tag);
+      if (
+        answer.status >= 200 &&
+        answer.status < 300 &&
+        (await countStored(batches[i].tag)) !== batches[i].users
+      )
+        acknowledgedButMissing.push(batches[i].tag);
     }
 
     const retryStarted = Date.now();
     const deadline = retryStarted + retryForMs;
     const retried = await Promise.all(
-      batches.map((b, i) => (firstAnswers[i].status >= 200 && firstAnswers[i].status < 300 ? undefined : client.postUntilStored(b.body, deadline))),
+      batches.map((b, i) =>
+        firstAnswers[i].status >= 200 && firstAnswers[i].status < 300
+          ? undefined
+          : client.postUntilStored(b.body, deadline),
+      ),
     );
     const drainMs = Date.now() - retryStarted;
-    const retryAnswers = retried.filter((r) => r !== undefined).map((r) => /** @type {Answer} */ (r?.answer));
+    const retryAnswers = retried
+      .filter((r) => r !== undefined)
+      .map((r) => /** @type {Answer} */ (r?.answer));
 
     /** @param {Answer[]} answers */
-    const byStatus = (answers) => answers.reduce((/** @type {Record<string, number>} */ n, a) => ((n[a.status] = (n[a.status] ?? 0) + 1), n), {});
+    const byStatus = (answers) =>
+      answers.reduce(
+        (/** @type {Record<string, number>} */ n, a) => ((n[a.status] = (n[a.status] ?? 0) + 1), n),
+        {},
+      );
     return {
       burstMs,
       drainMs,
@@ -104,7 +145,8 @@ export async function runBurst({ baseUrl, large, usersPerLarge, singles, retryFo
       acknowledgedButMissing,
       retriedRequests: retried.filter((r) => r !== undefined).length,
       retryTries: retried.reduce((n, r) => n + (r?.tries ?? 0), 0),
-      notStoredAfterRetries: retryAnswers.filter((a) => !(a.status >= 200 && a.status < 300)).length,
+      notStoredAfterRetries: retryAnswers.filter((a) => !(a.status >= 200 && a.status < 300))
+        .length,
       usersSent: large * usersPerLarge + singles,
     };
   } finally {

@@ -4,7 +4,10 @@ import { migrate } from '@sluice/db/migrate';
 
 export function adminUrl() {
   const url = process.env.SLUICE_TEST_ADMIN_URL;
-  if (!url) throw new Error('SLUICE_TEST_ADMIN_URL is unset: run the tests with `npm test`, which starts PostgreSQL');
+  if (!url)
+    throw new Error(
+      'SLUICE_TEST_ADMIN_URL is unset: run the tests with `npm test`, which starts PostgreSQL',
+    );
   return url;
 }
 
@@ -54,7 +57,10 @@ export async function createTestDatabase({ serverUrl = adminUrl(), migrated = tr
     },
     /** @param {string[]} emails */
     async usersByEmail(emails) {
-      const { rows } = await pool.query('SELECT email, name, phone, password_hash FROM users WHERE email = ANY($1)', [emails]);
+      const { rows } = await pool.query(
+        'SELECT email, name, phone, password_hash FROM users WHERE email = ANY($1)',
+        [emails],
+      );
       return new Map(rows.map((r) => [r.email, r]));
     },
     async drop() {

@@ -1,5 +1,13 @@
 import { execFile as execFileCallback } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +17,9 @@ import { DockerfileParser } from 'dockerfile-ast';
 
 const execFile = promisify(execFileCallback);
 // A CommonJS module whose types say `export default`: at run time the default import is the factory.
-const createIgnore = /** @type {typeof import('@balena/dockerignore').default} */ (/** @type {unknown} */ (dockerignore));
+const createIgnore = /** @type {typeof import('@balena/dockerignore').default} */ (
+  /** @type {unknown} */ (dockerignore)
+);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
@@ -32,7 +42,9 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
  */
 export async function assembleImage(dockerfile) {
   const context = ROOT;
-  const ignore = createIgnore().add(readFileSync(path.join(context, '.dockerignore'), 'utf8').split('\n'));
+  const ignore = createIgnore().add(
+    readFileSync(path.join(context, '.dockerignore'), 'utf8').split('\n'),
+  );
   const parsed = DockerfileParser.parse(readFileSync(path.join(context, dockerfile), 'utf8'));
   const base = mkdtempSync(path.join(os.tmpdir(), 'sluice-image-'));
   /** @type {Map<string, string>} stage name → its root folder */
@@ -41,14 +53,15 @@ export async function assembleImage(dockerfile) {
   let stage = { root: '', workdir: '/', env: {}, cmd: [], user: undefined };
   /** @type {string[]} */ const notFetched = [];
   /** @type {string[]} */ const ran = [];
-  const inStage = (/** @type {string} */ p) => path.join(stage.root, path.posix.resolve(stage.workdir, p));
+  const inStage = (/** @type {string} */ p) =>
+    path.join(stage.root, path.posix.resolve(stage.workdir, p));
 
   for (const instruction of parsed.getInstructions()) {
     const keyword = instruction.getKeyword();
     const args = instruction.getArguments().map((a) => a.getValue());
-    const flags = Object.fromEntries(
-      (/** @type {any} */ (instruction).getFlags?.() ?? []).map((/** @type {any} */ f) => [f.getName(), f.getValue()]),
-    );
+    /** @type {any[]} */
+    const flagList = /** @type {any} */ (instruction).getFlags?.() ?? [];
+    const flags = Object.fromEntries(flagList.map((f) => [f.getName(), f.getValue()]));
     const where = `${dockerfile}:${instruction.getRange().start.line + 1} ${keyword}`;
     switch (keyword) {
       case 'FROM': {
@@ -79,8 +92,11 @@ export async function assembleImage(dockerfile) {
             notFetched.push(src);
             continue;
           }
-          if (keyword === 'ADD' || /[*?[]/.test(src)) throw new Error(`${where}: only COPY of plain paths (and ADD of a URL) are understood`);
-          const target = dest.endsWith('/') ? path.join(inStage(dest), path.basename(src)) : inStage(dest);
+          if (keyword === 'ADD' || /[*?[]/.test(src))
+            throw new Error(`${where}: only COPY of plain paths (and ADD of a URL) are understood`);
+          const target = dest.endsWith('/')
+            ? path.join(inStage(dest), path.basename(src))
+            : inStage(dest);
           if (flags.from) {
             const from = stages.get(flags.from);
             if (!from) throw new Error(`${where}: no earlier stage ${flags.from}`);
@@ -95,10 +111,15 @@ export async function assembleImage(dockerfile) {
         if (args[0] !== 'npm') throw new Error(`${where}: only npm is run here, not ${args[0]}`);
         const npmArgs = [...args.slice(1), '--prefer-offline'];
         ran.push(`npm ${npmArgs.join(' ')}`);
-        await execFile('npm', npmArgs, { cwd: inStage('.'), env: { ...process.env, ...stage.env }, maxBuffer: 16 * 2 ** 20 })
-          .catch((/** @type {any} */ err) => {
-            throw new Error(`${where}: npm ${npmArgs.join(' ')} failed:\n${err.stderr || err.message}`);
-          });
+        await execFile('npm', npmArgs, {
+          cwd: inStage('.'),
+          env: { ...process.env, ...stage.env },
+          maxBuffer: 16 * 2 ** 20,
+        }).catch((/** @type {any} */ err) => {
+          throw new Error(
+            `${where}: npm ${npmArgs.join(' ')} failed:\n${err.stderr || err.message}`,
+          );
+        });
         break;
       }
       case 'CMD':
@@ -115,7 +136,15 @@ export async function assembleImage(dockerfile) {
         throw new Error(`${where}: not understood by this test's image assembly`);
     }
   }
-  return /** @type {AssembledImage} */ ({ workdir: inStage('.'), env: stage.env, cmd: stage.cmd, user: stage.user, notFetched, ran, base });
+  return /** @type {AssembledImage} */ ({
+    workdir: inStage('.'),
+    env: stage.env,
+    cmd: stage.cmd,
+    user: stage.user,
+    notFetched,
+    ran,
+    base,
+  });
 }
 
 /**
@@ -125,7 +154,8 @@ export async function assembleImage(dockerfile) {
 function copyFromContext(context, ignore, src, target, where) {
   const rel = path.posix.normalize(src).replace(/^\.?\/?/, '');
   const from = path.join(context, rel);
-  if (!existsSync(from) || (rel && ignore.ignores(rel))) throw new Error(`${where}: ${src} is not in the build context`);
+  if (!existsSync(from) || (rel && ignore.ignores(rel)))
+    throw new Error(`${where}: ${src} is not in the build context`);
   if (!statSync(from).isDirectory()) {
     mkdirSync(path.dirname(target), { recursive: true });
     cpSync(from, target);
@@ -134,7 +164,8 @@ function copyFromContext(context, ignore, src, target, where) {
   for (const entry of readdirSync(from, { withFileTypes: true })) {
     const entryRel = rel ? `${rel}/${entry.name}` : entry.name;
     if (ignore.ignores(entryRel)) continue;
-    if (entry.isDirectory()) copyFromContext(context, ignore, entryRel, path.join(target, entry.name), where);
+    if (entry.isDirectory())
+      copyFromContext(context, ignore, entryRel, path.join(target, entry.name), where);
     else {
       mkdirSync(target, { recursive: true });
       cpSync(path.join(from, entry.name), path.join(target, entry.name));

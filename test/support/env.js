@@ -7,7 +7,9 @@
  * @returns {() => void}
  */
 export function setEnv(vars) {
-  const previous = Object.keys(vars).map((name) => /** @type {const} */ ([name, process.env[name]]));
+  const previous = Object.keys(vars).map(
+    (name) => /** @type {const} */ ([name, process.env[name]]),
+  );
   Object.assign(process.env, vars);
   return () => {
     for (const [name, value] of previous) {

@@ -23,21 +23,30 @@ export default async function* fileReporter(source) {
   /** @type {NodeJS.Timeout | undefined} */
   let linger;
   const countsFile = process.env.SLUICE_TEST_COUNTS_FILE;
-  if (!countsFile) throw new Error('file-reporter.js needs SLUICE_TEST_COUNTS_FILE (scripts/test.js sets it)');
+  if (!countsFile)
+    throw new Error('file-reporter.js needs SLUICE_TEST_COUNTS_FILE (scripts/test.js sets it)');
   for await (const { type, data } of source) {
     if (type === 'test:enqueue' && data.nesting === 0) {
       pending++;
       clearTimeout(linger);
     }
-    if (type === 'test:complete' && data.nesting === 0 && --pending === 0) linger = setTimeout(lingered, LINGER_MS).unref();
+    if (type === 'test:complete' && data.nesting === 0 && --pending === 0)
+      linger = setTimeout(lingered, LINGER_MS).unref();
     if ((type === 'test:pass' || type === 'test:fail') && data.details?.type !== 'suite') {
       counts.tests++;
       if (data.skip !== undefined) counts.skipped++;
       else if (data.todo !== undefined) counts.todo++;
       else if (type === 'test:pass') counts.pass++;
-      else if (data.details?.error?.failureType === 'cancelledByParent' || data.details?.error?.failureType === 'testTimeoutFailure') counts.cancelled++;
+      else if (
+        data.details?.error?.failureType === 'cancelledByParent' ||
+        data.details?.error?.failureType === 'testTimeoutFailure'
+      )
+        counts.cancelled++;
       else counts.fail++;
-      if (type === 'test:fail' && failures.length < MAX_FAILURES_KEPT) failures.push(`✖ ${data.name} (${data.file ?? ''}:${data.line ?? ''})\n${inspect(data.details?.error, { depth: 4 })}`);
+      if (type === 'test:fail' && failures.length < MAX_FAILURES_KEPT)
+        failures.push(
+          `✖ ${data.name} (${data.file ?? ''}:${data.line ?? ''})\n${inspect(data.details?.error, { depth: 4 })}`,
+        );
     }
     if (type === 'test:plan' && data.nesting === 0 && data.file === undefined) {
       clearTimeout(linger);
@@ -47,7 +56,9 @@ export default async function* fileReporter(source) {
 }
 
 function lingered() {
-  process.stderr.write(`[test] every test of this file is done, but ${LINGER_MS / 1000} s later something still keeps its process alive: ${process.getActiveResourcesInfo().join(', ')}\n`);
+  process.stderr.write(
+    `[test] every test of this file is done, but ${LINGER_MS / 1000} s later something still keeps its process alive: ${process.getActiveResourcesInfo().join(', ')}\n`,
+  );
   // eslint-disable-next-line n/no-process-exit -- ending a process that would not end is the point
   process.exit(1);
 }

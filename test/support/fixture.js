@@ -10,7 +10,9 @@ import { startToxiproxy } from './toxiproxy.js';
  */
 export function useAppAndDatabase(env = {}) {
   const ctx = {
-    /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ db: /** @type {any} */ (undefined),
+    /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ db: /** @type {any} */ (
+      undefined
+    ),
     /** @type {Awaited<ReturnType<typeof startTestApp>>} */ app: /** @type {any} */ (undefined),
   };
   before(async () => {
@@ -32,8 +34,12 @@ export function useAppAndDatabase(env = {}) {
  */
 export function useAppBehindToxiproxy(env = {}) {
   const ctx = {
-    /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ db: /** @type {any} */ (undefined),
-    /** @type {Awaited<ReturnType<typeof startToxiproxy>>} */ toxiproxy: /** @type {any} */ (undefined),
+    /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ db: /** @type {any} */ (
+      undefined
+    ),
+    /** @type {Awaited<ReturnType<typeof startToxiproxy>>} */ toxiproxy: /** @type {any} */ (
+      undefined
+    ),
     /** @type {import('./toxiproxy.js').Proxy} */ proxy: /** @type {any} */ (undefined),
     /** @type {Awaited<ReturnType<typeof startTestApp>>} */ app: /** @type {any} */ (undefined),
   };

@@ -13,9 +13,27 @@ export const REGRESSIONS = [
     title: 'a 50,000-character email of dots, wrong only at its end, is refused at once',
     requests: [
       [
-        { resolution: 'ignore', items: [{ email: `a@${'.'.repeat(50_000)} `, name: 'Dots' }], plausible: [false], expect: 'refuse' },
-        { resolution: 'ignore', items: [{ email: `a@${'a.'.repeat(25_000)}\u0000`, name: 'Dots' }, { email: 'dots@example.com', name: 'Fine' }], plausible: [false, true], expect: 'refuse' },
-        { resolution: 'merge', items: [{ email: `a@${'İ.'.repeat(25_000)}@`, name: 'Dots' }], plausible: [false], expect: 'refuse' },
+        {
+          resolution: 'ignore',
+          items: [{ email: `a@${'.'.repeat(50_000)} `, name: 'Dots' }],
+          plausible: [false],
+          expect: 'refuse',
+        },
+        {
+          resolution: 'ignore',
+          items: [
+            { email: `a@${'a.'.repeat(25_000)}\u0000`, name: 'Dots' },
+            { email: 'dots@example.com', name: 'Fine' },
+          ],
+          plausible: [false, true],
+          expect: 'refuse',
+        },
+        {
+          resolution: 'merge',
+          items: [{ email: `a@${'İ.'.repeat(25_000)}@`, name: 'Dots' }],
+          plausible: [false],
+          expect: 'refuse',
+        },
       ],
     ],
   },
@@ -26,8 +44,20 @@ export const REGRESSIONS = [
     title: 'a lone surrogate in one field does not hide the email too long once lower-cased',
     requests: [
       [
-        { resolution: 'ignore', items: [{ email: `İ${'a'.repeat(249)}@a.a`, name: 'x\ud800' }], plausible: [false], expect: 'refuse' },
-        { resolution: 'merge', items: [{ email: `${'İ'.repeat(5)}${'b'.repeat(245)}@b.b`, name: 'B', phone: '+1234567\udc00' }], plausible: [false], expect: 'refuse' },
+        {
+          resolution: 'ignore',
+          items: [{ email: `İ${'a'.repeat(249)}@a.a`, name: 'x\ud800' }],
+          plausible: [false],
+          expect: 'refuse',
+        },
+        {
+          resolution: 'merge',
+          items: [
+            { email: `${'İ'.repeat(5)}${'b'.repeat(245)}@b.b`, name: 'B', phone: '+1234567\udc00' },
+          ],
+          plausible: [false],
+          expect: 'refuse',
+        },
       ],
     ],
   },

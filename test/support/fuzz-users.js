@@ -29,23 +29,121 @@ import fc from 'fast-check';
 // ---- characters ----------------------------------------------------------------------------
 
 /** @param {number} from @param {number} to */
-const range = (from, to) => Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i));
+const range = (from, to) =>
+  Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i));
 
 const CONTROLS = [...range(0x00, 0x1f), '\u007f', ...range(0x80, 0x9f)];
-const SYNTAX = [..."'\"\\$%{},@. +-_()[]:;*?`|&#!~^=<>/"];
+const SYNTAX = [...'\'"\\$%{},@. +-_()[]:;*?`|&#!~^=<>/'];
 // Whole words that mean something to one layer or another: SQL, pg-format, array_in, COPY, JSON.
-const WORDS = ['NULL', 'null', "''", '\\N', '\\.', '%s', '%L', '%I', '%%', '$1', '$$', "E'", '{}', '","', '\\"', '--', '/*', ');', 'u&', '\\u0000', '""'];
-const NON_ASCII_DIGITS = [...range(0x660, 0x669), ...range(0x6f0, 0x6f9), ...range(0x966, 0x96f), ...range(0xff10, 0xff19), '¹', '²', '³', '𝟎', '𝟗', '߀', '٫'];
+const WORDS = [
+  'NULL',
+  'null',
+  "''",
+  '\\N',
+  '\\.',
+  '%s',
+  '%L',
+  '%I',
+  '%%',
+  '$1',
+  '$$',
+  "E'",
+  '{}',
+  '","',
+  '\\"',
+  '--',
+  '/*',
+  ');',
+  'u&',
+  '\\u0000',
+  '""',
+];
+const NON_ASCII_DIGITS = [
+  ...range(0x660, 0x669),
+  ...range(0x6f0, 0x6f9),
+  ...range(0x966, 0x96f),
+  ...range(0xff10, 0xff19),
+  '¹',
+  '²',
+  '³',
+  '𝟎',
+  '𝟗',
+  '߀',
+  '٫',
+];
 // Letters whose case mapping changes their length (İ lower-cases to i + U+0307; ß, ŉ, ǰ, ΐ and the
 // ligatures upper-case to two or three), depends on context (final sigma), or crosses scripts.
-const CASE_CHANGERS = ['İ', 'ẞ', 'ß', 'Σ', 'σ', 'ς', 'ﬀ', 'ﬁ', 'ﬃ', 'ﬆ', 'ŉ', 'ǰ', 'ΐ', 'ᾼ', 'ǅ', 'ı', 'ſ', '\u212a', '\u212b', '\u2126', 'Ⅻ', 'Ⓐ', '𐐀', 'I', 'i'];
-const INVISIBLE = ['\u200b', '\u200c', '\u200d', '\u200e', '\u200f', ...range(0x202a, 0x202e), '\u2060', ...range(0x2066, 0x2069), '\u061c', '\u00ad', '\u034f', '\u180e', '\ufeff'];
-const ODD = ['\ufffe', '\uffff', '\ufffd', '\ufdd0', '\u{1fffe}', '\u{10ffff}', '\u{e0001}', '\u2028', '\u2029', '\u00a0', '\u3000', '\u1680', '\u2000', '\u205f', '😀', '👩‍👩‍👧‍👦', 'e\u0301', '\u0301'];
+const CASE_CHANGERS = [
+  'İ',
+  'ẞ',
+  'ß',
+  'Σ',
+  'σ',
+  'ς',
+  'ﬀ',
+  'ﬁ',
+  'ﬃ',
+  'ﬆ',
+  'ŉ',
+  'ǰ',
+  'ΐ',
+  'ᾼ',
+  'ǅ',
+  'ı',
+  'ſ',
+  '\u212a',
+  '\u212b',
+  '\u2126',
+  'Ⅻ',
+  'Ⓐ',
+  '𐐀',
+  'I',
+  'i',
+];
+const INVISIBLE = [
+  '\u200b',
+  '\u200c',
+  '\u200d',
+  '\u200e',
+  '\u200f',
+  ...range(0x202a, 0x202e),
+  '\u2060',
+  ...range(0x2066, 0x2069),
+  '\u061c',
+  '\u00ad',
+  '\u034f',
+  '\u180e',
+  '\ufeff',
+];
+const ODD = [
+  '\ufffe',
+  '\uffff',
+  '\ufffd',
+  '\ufdd0',
+  '\u{1fffe}',
+  '\u{10ffff}',
+  '\u{e0001}',
+  '\u2028',
+  '\u2029',
+  '\u00a0',
+  '\u3000',
+  '\u1680',
+  '\u2000',
+  '\u205f',
+  '😀',
+  '👩‍👩‍👧‍👦',
+  'e\u0301',
+  '\u0301',
+];
 
 const loneSurrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((u) => String.fromCharCode(u));
-const surrogatePair = fc.integer({ min: 0x10000, max: 0x10ffff }).map((cp) => String.fromCodePoint(cp));
+const surrogatePair = fc
+  .integer({ min: 0x10000, max: 0x10ffff })
+  .map((cp) => String.fromCodePoint(cp));
 // Surrogate code points come out as lone UTF-16 units.
-const anyCodePoint = fc.integer({ min: 0, max: 0x10ffff }).map((cp) => (cp >= 0xd800 && cp <= 0xdfff ? String.fromCharCode(cp) : String.fromCodePoint(cp)));
+const anyCodePoint = fc
+  .integer({ min: 0, max: 0x10ffff })
+  .map((cp) => (cp >= 0xd800 && cp <= 0xdfff ? String.fromCharCode(cp) : String.fromCodePoint(cp)));
 const asciiPrintable = fc.integer({ min: 0x20, max: 0x7e }).map((cp) => String.fromCharCode(cp));
 
 /** A character (or a short word), anything at all, the interesting ones often. */
@@ -71,7 +169,20 @@ const flaw = fc.oneof(
   { weight: 4, arbitrary: loneSurrogate },
   { weight: 2, arbitrary: fc.constant('\u0000') },
   { weight: 3, arbitrary: fc.constantFrom(...CONTROLS) },
-  { weight: 2, arbitrary: fc.constantFrom(' ', '\t', '\u00a0', '\u2028', '\u2029', '\u3000', '\ufeff', '\u1680', '\u0085') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      ' ',
+      '\t',
+      '\u00a0',
+      '\u2028',
+      '\u2029',
+      '\u3000',
+      '\ufeff',
+      '\u1680',
+      '\u0085',
+    ),
+  },
   { weight: 2, arbitrary: fc.constantFrom(...SYNTAX) },
   { weight: 1, arbitrary: fc.constantFrom(...WORDS) },
   { weight: 2, arbitrary: fc.constantFrom(...NON_ASCII_DIGITS) },
@@ -83,10 +194,14 @@ const flaw = fc.oneof(
 
 const CONTROL = /\p{Cc}/u; // U+0000 to U+001F and U+007F to U+009F
 /** @param {string} s */
-const isWellFormed = (s) => /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
+const isWellFormed = (s) =>
+  /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
 const letter = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789');
 /** What a name may hold: anything but a control character or a lone surrogate; letters often. */
-const nameChar = fc.oneof({ weight: 2, arbitrary: letter }, { weight: 3, arbitrary: hostileChar.filter((c) => isWellFormed(c) && !CONTROL.test(c)) });
+const nameChar = fc.oneof(
+  { weight: 2, arbitrary: letter },
+  { weight: 3, arbitrary: hostileChar.filter((c) => isWellFormed(c) && !CONTROL.test(c)) },
+);
 /** What an email's parts may hold: the same, without `@` and whitespace. */
 const emailChar = nameChar.filter((c) => !/[\s@]/u.test(c));
 
@@ -120,14 +235,26 @@ const withInserted = (s, c) =>
 /** @param {fc.Arbitrary<string>} unit @param {number} [maxLength] */
 const stringOf = (unit, maxLength = 24) => fc.string({ unit, minLength: 1, maxLength });
 /** Long strings: from the limits up to tens of thousands of characters. */
-const hugeLength = fc.oneof(fc.integer({ min: 256, max: 2000 }), fc.integer({ min: 2000, max: 30_000 }));
+const hugeLength = fc.oneof(
+  fc.integer({ min: 256, max: 2000 }),
+  fc.integer({ min: 2000, max: 30_000 }),
+);
 /** A seed for long strings: one-, two-, three- and four-byte characters in UTF-8. */
-const longSeed = fc.oneof(fc.constantFrom('a', 'é', '€', '😀', '𝔘', 'aé€😀', 'İ'), stringOf(nameChar, 6));
+const longSeed = fc.oneof(
+  fc.constantFrom('a', 'é', '€', '😀', '𝔘', 'aé€😀', 'İ'),
+  stringOf(nameChar, 6),
+);
 
 /** Anything that is not a string, where a string is wanted. */
-const notAString = fc.oneof(fc.constantFrom(null, 0, 1e21, -1, true, false, [], {}, ['a@b.c']), fc.jsonValue({ maxDepth: 2 }).filter((v) => typeof v !== 'string'));
+const notAString = fc.oneof(
+  fc.constantFrom(null, 0, 1e21, -1, true, false, [], {}, ['a@b.c']),
+  fc.jsonValue({ maxDepth: 2 }).filter((v) => typeof v !== 'string'),
+);
 /** Any string at all. */
-const hostileString = fc.oneof(fc.string({ unit: hostileChar, maxLength: 24 }), fc.string({ unit: 'binary', maxLength: 24 }));
+const hostileString = fc.oneof(
+  fc.string({ unit: hostileChar, maxLength: 24 }),
+  fc.string({ unit: 'binary', maxLength: 24 }),
+);
 
 /**
  * A field: a plausible value (follows the contract) most of the time, else a hostile one.
@@ -136,28 +263,46 @@ const hostileString = fc.oneof(fc.string({ unit: hostileChar, maxLength: 24 }), 
  */
 const field = (plausible, hostile, hostileWeight) => {
   const made = plausible.map((v) => /** @type {Field} */ ({ v, ok: true }));
-  return hostileWeight === 0 ? made : fc.oneof({ weight: 20 - hostileWeight, arbitrary: made }, { weight: hostileWeight, arbitrary: hostile.map((v) => ({ v, ok: false })) });
+  return hostileWeight === 0
+    ? made
+    : fc.oneof(
+        { weight: 20 - hostileWeight, arbitrary: made },
+        { weight: hostileWeight, arbitrary: hostile.map((v) => ({ v, ok: false })) },
+      );
 };
 /**
  * An optional field: left out a third of the time.
  * @param {fc.Arbitrary<unknown>} plausible @param {fc.Arbitrary<unknown>} hostile @param {number} hostileWeight
  */
 const optionalField = (plausible, hostile, hostileWeight) =>
-  fc.oneof({ weight: 1, arbitrary: fc.constant(/** @type {Field} */ ({ v: undefined, ok: true })) }, { weight: 2, arbitrary: field(plausible, hostile, hostileWeight) });
+  fc.oneof(
+    { weight: 1, arbitrary: fc.constant(/** @type {Field} */ ({ v: undefined, ok: true })) },
+    { weight: 2, arbitrary: field(plausible, hostile, hostileWeight) },
+  );
 
 // ---- email ---------------------------------------------------------------------------------
 
 const MAX_EMAIL = 254;
 /** An email whose lower-cased form (what is stored) still fits: otherwise it is no plausible one. @param {string} e */
-const fitsLowerCased = (e) => codePoints(e.toLowerCase()) <= MAX_EMAIL && codePoints(e) <= MAX_EMAIL;
+const fitsLowerCased = (e) =>
+  codePoints(e.toLowerCase()) <= MAX_EMAIL && codePoints(e) <= MAX_EMAIL;
 
-const emailParts = fc.tuple(stringOf(emailChar, 24), stringOf(emailChar, 12), stringOf(emailChar, 6));
+const emailParts = fc.tuple(
+  stringOf(emailChar, 24),
+  stringOf(emailChar, 12),
+  stringOf(emailChar, 6),
+);
 /**
  * An email of exactly `n` code points: the local part stretched.
  * @param {fc.Arbitrary<number>} n
  */
 const emailOfLength = (n) =>
-  fc.tuple(n, emailParts).map(([length, [local, domain, tld]]) => `${exactly(Math.max(1, length - codePoints(domain) - codePoints(tld) - 2), local)}@${domain}.${tld}`);
+  fc
+    .tuple(n, emailParts)
+    .map(
+      ([length, [local, domain, tld]]) =>
+        `${exactly(Math.max(1, length - codePoints(domain) - codePoints(tld) - 2), local)}@${domain}.${tld}`,
+    );
 
 const plausibleEmail = fc
   .oneof(
@@ -176,13 +321,40 @@ const hostileEmail = fc.oneof(
     weight: 3,
     arbitrary: fc
       .tuple(fc.integer({ min: 1, max: 6 }), emailParts)
-      .map(([k, [, domain, tld]]) => `${'İ'.repeat(k)}${exactly(MAX_EMAIL - k - codePoints(domain) - codePoints(tld) - 2, 'a')}@${domain}.${tld}`),
+      .map(
+        ([k, [, domain, tld]]) =>
+          `${'İ'.repeat(k)}${exactly(MAX_EMAIL - k - codePoints(domain) - codePoints(tld) - 2, 'a')}@${domain}.${tld}`,
+      ),
   },
   fc.tuple(hugeLength, longSeed).map(([n, seed]) => `${exactly(n, seed)}@example.com`),
   // Long, and wrong only at its end: a pattern that backtracks takes time quadratic in the length.
-  fc.tuple(fc.integer({ min: 1_000, max: 100_000 }), fc.constantFrom('.', 'a.', '.a', 'a', 'İ.'), fc.constantFrom(' ', '\u0000', '@', '\u0085', '\ud800', '.', ''))
+  fc
+    .tuple(
+      fc.integer({ min: 1_000, max: 100_000 }),
+      fc.constantFrom('.', 'a.', '.a', 'a', 'İ.'),
+      fc.constantFrom(' ', '\u0000', '@', '\u0085', '\ud800', '.', ''),
+    )
     .map(([n, seed, end]) => `a@${exactly(n, seed)}${end}`),
-  fc.constantFrom('', '@', 'a@', '@b.c', 'a@b', 'a@b.', 'a@.c', 'a@@b.c', 'a b@c.d', 'a@b.c ', ' a@b.c', 'a@b.c\n', 'a\u0000@b.c', 'NULL', "'@'.'", 'a@b.c\u2028', 'a\u0085b@c.d', 'İ@İ.İ'),
+  fc.constantFrom(
+    '',
+    '@',
+    'a@',
+    '@b.c',
+    'a@b',
+    'a@b.',
+    'a@.c',
+    'a@@b.c',
+    'a b@c.d',
+    'a@b.c ',
+    ' a@b.c',
+    'a@b.c\n',
+    'a\u0000@b.c',
+    'NULL',
+    "'@'.'",
+    'a@b.c\u2028',
+    'a\u0085b@c.d',
+    'İ@İ.İ',
+  ),
   notAString,
 );
 
@@ -190,37 +362,95 @@ const hostileEmail = fc.oneof(
 
 const MAX_NAME = 200;
 const plausibleName = fc.oneof(
-  { weight: 6, arbitrary: stringOf(nameChar, 32).map((s) => Array.from(s).slice(0, MAX_NAME).join('')) },
+  {
+    weight: 6,
+    arbitrary: stringOf(nameChar, 32).map((s) => Array.from(s).slice(0, MAX_NAME).join('')),
+  },
   // At the limit: 200 characters, up to 800 bytes in UTF-8.
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom(1, MAX_NAME - 1, MAX_NAME), longSeed).map(([n, seed]) => exactly(n, seed)) },
-  { weight: 1, arbitrary: fc.constantFrom('NULL', ' ', "O'Brien", 'a\\b', '\\N', '\\.', '"', '{a,b}', '%s %L', '$1', 'İstanbul', 'STRASSE ẞ', 'ΟΔΥΣΣΕΥΣ', '\u2028') },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom(1, MAX_NAME - 1, MAX_NAME), longSeed)
+      .map(([n, seed]) => exactly(n, seed)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      'NULL',
+      ' ',
+      "O'Brien",
+      'a\\b',
+      '\\N',
+      '\\.',
+      '"',
+      '{a,b}',
+      '%s %L',
+      '$1',
+      'İstanbul',
+      'STRASSE ẞ',
+      'ΟΔΥΣΣΕΥΣ',
+      '\u2028',
+    ),
+  },
 );
 const hostileName = fc.oneof(
   // Most often one flaw in a value that is otherwise fine, so that the flaw alone decides.
   { weight: 8, arbitrary: withInserted(plausibleName, flaw) },
   hostileString,
-  fc.tuple(fc.constantFrom(MAX_NAME + 1, MAX_NAME + 2), longSeed).map(([n, seed]) => exactly(n, seed)),
+  fc
+    .tuple(fc.constantFrom(MAX_NAME + 1, MAX_NAME + 2), longSeed)
+    .map(([n, seed]) => exactly(n, seed)),
   fc.tuple(hugeLength, longSeed).map(([n, seed]) => exactly(n, seed)),
-  fc.constantFrom('', '\u0000', 'a\u0000b', '\n', 'tab\there', '\u007f', '\u0085', '\ud800', '\udfff\ud800'),
+  fc.constantFrom(
+    '',
+    '\u0000',
+    'a\u0000b',
+    '\n',
+    'tab\there',
+    '\u007f',
+    '\u0085',
+    '\ud800',
+    '\udfff\ud800',
+  ),
   notAString,
 );
 
 // ---- phone ---------------------------------------------------------------------------------
 
-const digits = (/** @type {number} */ min, /** @type {number} */ max) => fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: min, maxLength: max });
+const digits = (/** @type {number} */ min, /** @type {number} */ max) =>
+  fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: min, maxLength: max });
 const plausiblePhone = digits(6, 15).map((d) => `+${d}`);
 const hostilePhone = fc.oneof(
   // Most often one flaw in a value that is otherwise fine, so that the flaw alone decides.
   { weight: 8, arbitrary: withInserted(plausiblePhone, flaw) },
   // A digit in another script: \d and [[:digit:]] may take it, the contract does not.
-  fc.tuple(plausiblePhone, fc.constantFrom(...NON_ASCII_DIGITS), fc.double({ min: 0, max: 1, noNaN: true })).map(([p, d, at]) => {
-    const i = 1 + Math.floor(at * (p.length - 1));
-    return p.slice(0, i) + d + p.slice(i + 1);
-  }),
+  fc
+    .tuple(
+      plausiblePhone,
+      fc.constantFrom(...NON_ASCII_DIGITS),
+      fc.double({ min: 0, max: 1, noNaN: true }),
+    )
+    .map(([p, d, at]) => {
+      const i = 1 + Math.floor(at * (p.length - 1));
+      return p.slice(0, i) + d + p.slice(i + 1);
+    }),
   digits(0, 5).map((d) => `+${d}`),
   digits(16, 40).map((d) => `+${d}`),
   digits(6, 15),
-  fc.constantFrom('+', '＋1234567', '+1234567\n', ' +1234567', '+1234567 ', '+123 4567', '+1234567\u0000', '00441234567', '+0x123456', '+1e10000', 'NULL', ''),
+  fc.constantFrom(
+    '+',
+    '＋1234567',
+    '+1234567\n',
+    ' +1234567',
+    '+1234567 ',
+    '+123 4567',
+    '+1234567\u0000',
+    '00441234567',
+    '+0x123456',
+    '+1e10000',
+    'NULL',
+    '',
+  ),
   hostileString,
   notAString,
 );
@@ -228,11 +458,26 @@ const hostilePhone = fc.oneof(
 // ---- passwordHash --------------------------------------------------------------------------
 
 const MAX_HASH = 255;
-const hashId = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789-'), minLength: 1, maxLength: 12 });
-const hashBody = (/** @type {number} */ max) => fc.string({ unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789./+=,$-'), maxLength: max });
+const hashId = fc.string({
+  unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789-'),
+  minLength: 1,
+  maxLength: 12,
+});
+const hashBody = (/** @type {number} */ max) =>
+  fc.string({
+    unit: fc.constantFrom(
+      ...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789./+=,$-',
+    ),
+    maxLength: max,
+  });
 const plausibleHash = fc.oneof(
   { weight: 4, arbitrary: fc.tuple(hashId, hashBody(90)).map(([id, body]) => `$${id}$${body}`) },
-  { weight: 1, arbitrary: fc.tuple(hashId, hashBody(8)).map(([id, body]) => `$${id}$${exactly(MAX_HASH - id.length - 2, body || 'x')}`) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(hashId, hashBody(8))
+      .map(([id, body]) => `$${id}$${exactly(MAX_HASH - id.length - 2, body || 'x')}`),
+  },
   {
     weight: 1,
     arbitrary: fc.constantFrom(
@@ -247,9 +492,22 @@ const plausibleHash = fc.oneof(
 const hostileHash = fc.oneof(
   // Most often one flaw in a value that is otherwise fine, so that the flaw alone decides.
   { weight: 8, arbitrary: withInserted(plausibleHash, flaw) },
-  fc.tuple(hashId, hashBody(8)).map(([id, body]) => `$${id}$${exactly(MAX_HASH - id.length - 1, body || 'x')}`),
+  fc
+    .tuple(hashId, hashBody(8))
+    .map(([id, body]) => `$${id}$${exactly(MAX_HASH - id.length - 1, body || 'x')}`),
   fc.tuple(hugeLength, longSeed).map(([n, seed]) => `$x$${exactly(n, seed)}`),
-  fc.constantFrom('', '$', '$$x', 'argon2id$x', '$ARGON2$x', "$2b$12$'; DROP TABLE users;--", '$2b$\\', '$2b$12$a\u0000b', '$x$%s', '$x$é'),
+  fc.constantFrom(
+    '',
+    '$',
+    '$$x',
+    'argon2id$x',
+    '$ARGON2$x',
+    "$2b$12$'; DROP TABLE users;--",
+    '$2b$\\',
+    '$2b$12$a\u0000b',
+    '$x$%s',
+    '$x$é',
+  ),
   hostileString,
   notAString,
 );
@@ -259,7 +517,14 @@ const hostileHash = fc.oneof(
 // A few instants, so that generated changes of one email are often older, newer or the same instant
 // (merge mode's ordering), each written in one of several offsets and with as many fractional
 // digits as it needs or more (up to 6): the same instant spelt differently is one change.
-const OFFSETS = [['Z', 0], ['+00:00', 0], ['+01:00', 60], ['-05:30', -330], ['+14:00', 840], ['-15:59', -959]];
+const OFFSETS = [
+  ['Z', 0],
+  ['+00:00', 0],
+  ['+01:00', 60],
+  ['-05:30', -330],
+  ['+14:00', 840],
+  ['-15:59', -959],
+];
 const INSTANTS = [
   [Date.parse('2026-11-26T10:00:00Z'), 0],
   [Date.parse('2026-11-26T10:00:00Z'), 1],
@@ -280,14 +545,44 @@ function rfc3339(ms, micros, offset, offsetMinutes, extraDigits) {
 }
 const plausibleChangedAt = fc
   .tuple(fc.constantFrom(...INSTANTS), fc.constantFrom(...OFFSETS), fc.nat({ max: 6 }))
-  .map(([[ms, micros], [offset, minutes], extra]) => rfc3339(ms, micros, /** @type {string} */ (offset), /** @type {number} */ (minutes), extra));
+  .map(([[ms, micros], [offset, minutes], extra]) =>
+    rfc3339(ms, micros, /** @type {string} */ (offset), /** @type {number} */ (minutes), extra),
+  );
 const hostileChangedAt = fc.oneof(
-  { weight: 6, arbitrary: fc.constantFrom(
-    '2025-02-29T00:00:00Z', '2100-02-29T00:00:00Z', '2026-04-31T00:00:00Z', '2026-11-26T24:00:00Z', '2026-11-26T10:60:00Z', '2016-12-31T23:59:60Z',
-    '2026-11-26T10:00:00', '2026-11-26T10:00:00.1234567Z', '2026-11-26T10:00:00.Z', '2026-11-26 10:00:00Z', '2026-11-26t10:00:00z', '2026-13-01T00:00:00Z',
-    '2026-00-10T00:00:00Z', '2026-11-00T00:00:00Z', '2026-11-26T10:00:00+24:00', '2026-11-26T10:00:00-23:59', '2026-11-26T10:00:00+16:00', '2026-11-26T10:00:00+01:60', '2026-11-26T10:00:00+0100', '0000-01-01T00:00:00Z',
-    '+02026-11-26T10:00:00Z', '2026-11-26', '10:00:00Z', '2026-11-26T10:00Z', 'now', 'infinity', '', '2026-11-26T10:00:00Z\n', ' 2026-11-26T10:00:00Z',
-  ) },
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom(
+      '2025-02-29T00:00:00Z',
+      '2100-02-29T00:00:00Z',
+      '2026-04-31T00:00:00Z',
+      '2026-11-26T24:00:00Z',
+      '2026-11-26T10:60:00Z',
+      '2016-12-31T23:59:60Z',
+      '2026-11-26T10:00:00',
+      '2026-11-26T10:00:00.1234567Z',
+      '2026-11-26T10:00:00.Z',
+      '2026-11-26 10:00:00Z',
+      '2026-11-26t10:00:00z',
+      '2026-13-01T00:00:00Z',
+      '2026-00-10T00:00:00Z',
+      '2026-11-00T00:00:00Z',
+      '2026-11-26T10:00:00+24:00',
+      '2026-11-26T10:00:00-23:59',
+      '2026-11-26T10:00:00+16:00',
+      '2026-11-26T10:00:00+01:60',
+      '2026-11-26T10:00:00+0100',
+      '0000-01-01T00:00:00Z',
+      '+02026-11-26T10:00:00Z',
+      '2026-11-26',
+      '10:00:00Z',
+      '2026-11-26T10:00Z',
+      'now',
+      'infinity',
+      '',
+      '2026-11-26T10:00:00Z\n',
+      ' 2026-11-26T10:00:00Z',
+    ),
+  },
   { weight: 2, arbitrary: withInserted(plausibleChangedAt, flaw) },
   fc.integer(),
   hostileString,
@@ -299,7 +594,23 @@ const hostileChangedAt = fc.oneof(
 const oddity = fc.oneof(
   fc.constant(/** @type {Oddity} */ ({ drop: 'email' })),
   fc.constant(/** @type {Oddity} */ ({ drop: 'name' })),
-  fc.tuple(fc.oneof(fc.constantFrom('password', 'Email', 'phone_number', 'password_hash', '__proto__', 'constructor', ''), hostileString), fc.jsonValue({ maxDepth: 1 })).map(([k, v]) => /** @type {Oddity} */ ({ add: [k, v] })),
+  fc
+    .tuple(
+      fc.oneof(
+        fc.constantFrom(
+          'password',
+          'Email',
+          'phone_number',
+          'password_hash',
+          '__proto__',
+          'constructor',
+          '',
+        ),
+        hostileString,
+      ),
+      fc.jsonValue({ maxDepth: 1 }),
+    )
+    .map(([k, v]) => /** @type {Oddity} */ ({ add: [k, v] })),
 );
 
 /**
@@ -318,10 +629,19 @@ const userArbitrary = (hostileWeight) =>
         phone: optionalField(plausiblePhone, hostilePhone, hostileWeight),
         passwordHash: optionalField(plausibleHash, hostileHash, hostileWeight),
         changedAt: optionalField(plausibleChangedAt, hostileChangedAt, hostileWeight),
-        oddity: hostileWeight === 0 ? fc.constant(null) : fc.oneof({ weight: 19, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: oddity }),
+        oddity:
+          hostileWeight === 0
+            ? fc.constant(null)
+            : fc.oneof(
+                { weight: 19, arbitrary: fc.constant(null) },
+                { weight: 1, arbitrary: oddity },
+              ),
       }),
     },
-    { weight: hostileWeight === 0 ? 0 : 1, arbitrary: fc.record({ notAUser: fc.oneof(notAString, hostileString) }) },
+    {
+      weight: hostileWeight === 0 ? 0 : 1,
+      arbitrary: fc.record({ notAUser: fc.oneof(notAString, hostileString) }),
+    },
   );
 const generatedUser = userArbitrary(3);
 /** Users made to pass, for batches that must be accepted whole. */
@@ -339,7 +659,16 @@ const generatedRequest = fc.record({
     { weight: 1, arbitrary: fc.array(plausibleUser, { minLength: 2, maxLength: 12 }) },
   ),
   // The email of users[of] again (re-cased), with other values: applied in order within the request.
-  echoes: fc.oneof({ weight: 5, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: fc.array(fc.record({ of: fc.nat(), recase, user: generatedUser }), { minLength: 1, maxLength: 2 }) }),
+  echoes: fc.oneof(
+    { weight: 5, arbitrary: fc.constant([]) },
+    {
+      weight: 1,
+      arbitrary: fc.array(fc.record({ of: fc.nat(), recase, user: generatedUser }), {
+        minLength: 1,
+        maxLength: 2,
+      }),
+    },
+  ),
 });
 
 /**
@@ -352,11 +681,27 @@ const generatedFollowUp = fc.record({
     fc.record({
       of: fc.nat(),
       recase,
-      name: fc.oneof(fc.constant(null), field(plausibleName, hostileName, 1), field(plausibleName, hostileName, 1)),
-      phone: fc.oneof(fc.constant('keep'), fc.constant('omit'), field(plausiblePhone, hostilePhone, 1)),
-      passwordHash: fc.oneof(fc.constant('keep'), fc.constant('omit'), field(plausibleHash, hostileHash, 1)),
+      name: fc.oneof(
+        fc.constant(null),
+        field(plausibleName, hostileName, 1),
+        field(plausibleName, hostileName, 1),
+      ),
+      phone: fc.oneof(
+        fc.constant('keep'),
+        fc.constant('omit'),
+        field(plausiblePhone, hostilePhone, 1),
+      ),
+      passwordHash: fc.oneof(
+        fc.constant('keep'),
+        fc.constant('omit'),
+        field(plausibleHash, hostileHash, 1),
+      ),
       // A change's ordering value, when it has one: a few instants, so often older, newer or the same.
-      changedAt: fc.oneof(fc.constant('omit'), field(plausibleChangedAt, hostileChangedAt, 1), field(plausibleChangedAt, hostileChangedAt, 1)),
+      changedAt: fc.oneof(
+        fc.constant('omit'),
+        field(plausibleChangedAt, hostileChangedAt, 1),
+        field(plausibleChangedAt, hostileChangedAt, 1),
+      ),
     }),
     { minLength: 1, maxLength: 4 },
   ),
@@ -387,11 +732,27 @@ function userOf(g) {
   if ('notAUser' in g) return { item: g.notAUser, plausible: false };
   /** @type {Record<string, unknown>} */
   const u = {};
-  for (const key of /** @type {const} */ (['email', 'name', 'phone', 'passwordHash', 'changedAt'])) if (g[key].v !== undefined) u[key] = g[key].v;
+  for (const key of /** @type {const} */ (['email', 'name', 'phone', 'passwordHash', 'changedAt']))
+    if (g[key].v !== undefined) u[key] = g[key].v;
   if (g.oddity && 'drop' in g.oddity) delete u[g.oddity.drop];
   // defineProperty: `__proto__` becomes a key like any other, as JSON.parse makes it on the other side.
-  if (g.oddity && 'add' in g.oddity) Object.defineProperty(u, g.oddity.add[0], { value: g.oddity.add[1], enumerable: true, configurable: true, writable: true });
-  return { item: u, plausible: g.email.ok && g.name.ok && g.phone.ok && g.passwordHash.ok && g.changedAt.ok && g.oddity === null };
+  if (g.oddity && 'add' in g.oddity)
+    Object.defineProperty(u, g.oddity.add[0], {
+      value: g.oddity.add[1],
+      enumerable: true,
+      configurable: true,
+      writable: true,
+    });
+  return {
+    item: u,
+    plausible:
+      g.email.ok &&
+      g.name.ok &&
+      g.phone.ok &&
+      g.passwordHash.ok &&
+      g.changedAt.ok &&
+      g.oddity === null,
+  };
 }
 
 /**
@@ -447,15 +808,22 @@ export function materialize(g) {
       for (const echo of r.echoes) {
         const original = users[echo.of % users.length];
         const other = userOf(echo.user);
-        if (typeof other.item !== 'object' || other.item === null || Array.isArray(other.item)) continue;
+        if (typeof other.item !== 'object' || other.item === null || Array.isArray(other.item))
+          continue;
         const { email, plausible } = emailRecased(original, echo.recase);
         if (email === undefined) continue;
         users.push({ item: { ...other.item, email }, plausible: other.plausible && plausible });
       }
-      return { resolution: r.resolution, items: users.map((u) => u.item), plausible: users.map((u) => u.plausible) };
+      return {
+        resolution: r.resolution,
+        items: users.map((u) => u.item),
+        plausible: users.map((u) => u.plausible),
+      };
     }),
   );
-  const sent = first.flatMap((r) => r.items.map((item, i) => ({ item, plausible: r.plausible[i] }))).filter((u) => typeof (/** @type {any} */ (u.item)?.email) === 'string');
+  const sent = first
+    .flatMap((r) => r.items.map((item, i) => ({ item, plausible: r.plausible[i] })))
+    .filter((u) => typeof (/** @type {any} */ (u.item)?.email) === 'string');
   const then = sharingNoEmail(
     g.then.map((f) => {
       const users = f.fresh.map(userOf);
@@ -483,7 +851,11 @@ export function materialize(g) {
           users.push({ item: u, plausible: ok });
         }
       }
-      return { resolution: f.resolution, items: users.map((u) => u.item), plausible: users.map((u) => u.plausible) };
+      return {
+        resolution: f.resolution,
+        items: users.map((u) => u.item),
+        plausible: users.map((u) => u.plausible),
+      };
     }),
   );
   return then.length ? [first, then] : [first];
@@ -491,7 +863,13 @@ export function materialize(g) {
 
 // ---- every flaw, in every field --------------------------------------------------------------
 
-const SWEEP_BASE = { email: 'sweep@example.com', name: 'Sweep', phone: '+15550100', passwordHash: '$argon2id$v=19$c2FsdA$aGFzaA', changedAt: '2026-11-26T10:00:00.123456+01:00' };
+const SWEEP_BASE = {
+  email: 'sweep@example.com',
+  name: 'Sweep',
+  phone: '+15550100',
+  passwordHash: '$argon2id$v=19$c2FsdA$aGFzaA',
+  changedAt: '2026-11-26T10:00:00.123456+01:00',
+};
 // Where a flaw goes in each field's value: inside it (after this many characters), or at its end.
 const SWEEP_INSIDE = { email: 3, name: 2, phone: 5, passwordHash: 18, changedAt: 13 };
 const SWEEP_FLAWS = [
@@ -517,14 +895,26 @@ export function everyFlawInEveryField() {
   const requests = [];
   let n = 0;
   for (const flawText of SWEEP_FLAWS) {
-    for (const key of /** @type {const} */ (['email', 'name', 'phone', 'passwordHash', 'changedAt'])) {
+    for (const key of /** @type {const} */ ([
+      'email',
+      'name',
+      'phone',
+      'passwordHash',
+      'changedAt',
+    ])) {
       const items = [SWEEP_INSIDE[key], Infinity].map((at) => {
         const u = { ...SWEEP_BASE, email: `sweep-${n++}@example.com` };
         u[key] = u[key].slice(0, at) + flawText + u[key].slice(at);
         return u;
       });
-      requests.push({ resolution: n % 4 === 0 ? 'merge' : 'ignore', items, plausible: [false, false] });
+      requests.push({
+        resolution: n % 4 === 0 ? 'merge' : 'ignore',
+        items,
+        plausible: [false, false],
+      });
     }
   }
-  return Array.from({ length: Math.ceil(requests.length / 64) }, (_, i) => requests.slice(i * 64, (i + 1) * 64));
+  return Array.from({ length: Math.ceil(requests.length / 64) }, (_, i) =>
+    requests.slice(i * 64, (i + 1) * 64),
+  );
 }

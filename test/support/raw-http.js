@@ -30,7 +30,10 @@ export async function rawExchange(baseUrl, send, { closeWithinMs = 15_000 } = {}
   await send(socket);
   let guard;
   const timedOut = new Promise((_, reject) => {
-    guard = setTimeout(() => reject(new Error(`the server did not close the connection within ${closeWithinMs} ms`)), closeWithinMs);
+    guard = setTimeout(
+      () => reject(new Error(`the server did not close the connection within ${closeWithinMs} ms`)),
+      closeWithinMs,
+    );
   });
   try {
     await Promise.race([closed, timedOut]);

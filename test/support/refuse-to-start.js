@@ -12,8 +12,17 @@ function refuse(what) {
   process.exit(70);
 }
 
-for (const name of /** @type {const} */ (['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork'])) {
-  /** @type {any} */ (childProcess)[name] = (/** @type {unknown} */ file) => refuse(`${name} ${file}`);
+for (const name of /** @type {const} */ ([
+  'spawn',
+  'spawnSync',
+  'exec',
+  'execSync',
+  'execFile',
+  'execFileSync',
+  'fork',
+])) {
+  /** @type {any} */ (childProcess)[name] = (/** @type {unknown} */ file) =>
+    refuse(`${name} ${file}`);
 }
 net.Server.prototype.listen = function listen() {
   return refuse('listen on a port');

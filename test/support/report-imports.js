@@ -5,6 +5,12 @@ import { register } from 'node:module';
 import { MessageChannel } from 'node:worker_threads';
 
 const { port1, port2 } = new MessageChannel();
-port1.on('message', (specifier) => process.stdout.write(`${JSON.stringify({ msg: 'imported', specifier })}\n`));
+port1.on('message', (specifier) =>
+  process.stdout.write(`${JSON.stringify({ msg: 'imported', specifier })}\n`),
+);
 port1.unref();
-register('./report-imports-hooks.js', { parentURL: import.meta.url, data: { port: port2 }, transferList: [port2] });
+register('./report-imports-hooks.js', {
+  parentURL: import.meta.url,
+  data: { port: port2 },
+  transferList: [port2],
+});

@@ -14,23 +14,33 @@ const SERVER = fileURLToPath(new URL('../../service/src/server.js', import.meta.
 export async function startServerProcess(env, { script = SERVER, nodeArgs = [] } = {}) {
   const child = spawn(process.execPath, [...nodeArgs, script], {
     // At least info: the port is read from the `listening` line.
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env, LOG_LEVEL: env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace' ? env.LOG_LEVEL : 'info' },
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      ...env,
+      LOG_LEVEL: env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace' ? env.LOG_LEVEL : 'info',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   /** @type {any[]} */
   const logs = [];
   /** @type {Set<() => void>} */
   const waiters = new Set();
-  readline.createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) }).on('line', (line) => {
-    try {
-      logs.push(JSON.parse(line));
-    } catch {
-      logs.push({ msg: line });
-    }
-    for (const w of waiters) w();
-  });
+  readline
+    .createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) })
+    .on('line', (line) => {
+      try {
+        logs.push(JSON.parse(line));
+      } catch {
+        logs.push({ msg: line });
+      }
+      for (const w of waiters) w();
+    });
   /** @type {Promise<{ code: number | null, signal: string | null }>} */
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
 
   /**
    * Resolves with the first log line (from `from` on) that matches.
@@ -48,7 +58,11 @@ export async function startServerProcess(env, { script = SERVER, nodeArgs = [] }
       };
       const timer = setTimeout(() => {
         waiters.delete(check);
-        reject(new Error(`no matching log line in ${timeoutMs} ms; got:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`));
+        reject(
+          new Error(
+            `no matching log line in ${timeoutMs} ms; got:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`,
+          ),
+        );
       }, timeoutMs);
       waiters.add(check);
       check();

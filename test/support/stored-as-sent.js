@@ -28,7 +28,12 @@ import { contractBreaches } from './user-contract.js';
  * transaction. A long admission wait: a request shed with 503 would read as a finding. LOG_LEVEL
  * warn: the app keeps its log lines in memory, and a long run sends a lot of requests.
  */
-export const FUZZ_APP_ENV = { GROUP_COMMIT_SMALL_ROWS: '4', INSERT_CHUNK_ROWS: '5', ADMISSION_WAIT_MS: '30000', LOG_LEVEL: 'warn' };
+export const FUZZ_APP_ENV = {
+  GROUP_COMMIT_SMALL_ROWS: '4',
+  INSERT_CHUNK_ROWS: '5',
+  ADMISSION_WAIT_MS: '30000',
+  LOG_LEVEL: 'warn',
+};
 
 const FIELDS = ['email', 'name', 'phone', 'passwordHash', 'changedAt'];
 // The largest generated body is a few megabytes, which the service checks and writes in tens of
@@ -48,8 +53,13 @@ export function createStats() {
  * @param {unknown} v
  */
 export function show(v) {
-  const text = (JSON.stringify(v) ?? String(v)).replace(/[^\x20-\x7e]/gu, (c) => `\\u{${/** @type {number} */ (c.codePointAt(0)).toString(16)}}`);
-  return text.length <= SHOWN ? text : `${text.slice(0, SHOWN / 2)} …(${text.length - SHOWN} characters)… ${text.slice(-SHOWN / 2)}`;
+  const text = (JSON.stringify(v) ?? String(v)).replace(
+    /[^\x20-\x7e]/gu,
+    (c) => `\\u{${/** @type {number} */ (c.codePointAt(0)).toString(16)}}`,
+  );
+  return text.length <= SHOWN
+    ? text
+    : `${text.slice(0, SHOWN / 2)} …(${text.length - SHOWN} characters)… ${text.slice(-SHOWN / 2)}`;
 }
 const SHOWN = 4000;
 
@@ -78,7 +88,9 @@ export function encodeBody(items, format) {
     let tooLongAt;
     for (const item of /** @type {Record<string, string>[]} */ (items)) {
       lines.push(line);
-      const record = FIELDS.map((f) => (item[f] === undefined ? '' : `"${item[f].replaceAll('"', '""')}"`)).join(',');
+      const record = FIELDS.map((f) =>
+        item[f] === undefined ? '' : `"${item[f].replaceAll('"', '""')}"`,
+      ).join(',');
       if (tooLongAt === undefined && record.length + 2 > MAX_RECORD_CHARS) tooLongAt = line;
       body += `${record}\r\n`;
       line += record.split('\n').length;
@@ -87,13 +99,21 @@ export function encodeBody(items, format) {
   }
   const texts = items.map((item) => JSON.stringify(item));
   const tooLong = texts.findIndex((t) => t.length > MAX_RECORD_CHARS);
-  return { body: texts.map((t) => `${t}\n`).join(''), contentType: 'application/x-ndjson', lines: items.map((_, i) => i + 1), tooLongAt: tooLong === -1 ? undefined : tooLong + 1 };
+  return {
+    body: texts.map((t) => `${t}\n`).join(''),
+    contentType: 'application/x-ndjson',
+    lines: items.map((_, i) => i + 1),
+    tooLongAt: tooLong === -1 ? undefined : tooLong + 1,
+  };
 }
 
 /** @param {unknown} item */
 function csvCanCarry(item) {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) return false;
-  return Object.entries(item).every(([k, v]) => FIELDS.includes(k) && typeof v === 'string' && /** @type {any} */ (v).isWellFormed());
+  return Object.entries(item).every(
+    ([k, v]) =>
+      FIELDS.includes(k) && typeof v === 'string' && /** @type {any} */ (v).isWellFormed(),
+  );
 }
 
 /**
@@ -103,7 +123,9 @@ function csvCanCarry(item) {
  * @param {BodyFormat} [format]
  */
 export function storedAsSentProperty(target, stats = createStats(), format = 'json') {
-  return fc.asyncProperty(caseArbitrary, (generated) => runCase(target, materialize(generated), stats, format));
+  return fc.asyncProperty(caseArbitrary, (generated) =>
+    runCase(target, materialize(generated), stats, format),
+  );
 }
 
 /**
@@ -123,9 +145,19 @@ export async function runCase({ app, db }, fuzzCase, stats = createStats(), form
   const table = new Map();
   for (const phase of fuzzCase) {
     const bodies = phase.map((r) => encodeBody(r.items, format));
-    const answers = await Promise.all(phase.map((r, i) =>
-      timed(() => app.postUsers(bodies[i].body, { contentType: bodies[i].contentType, headers: r.resolution === 'merge' ? { prefer: 'resolution=merge-duplicates' } : {} }))));
-    phase.forEach((request, i) => checkAnswer(request, answers[i], table, app.logs, stats, bodies[i]));
+    const answers = await Promise.all(
+      phase.map((r, i) =>
+        timed(() =>
+          app.postUsers(bodies[i].body, {
+            contentType: bodies[i].contentType,
+            headers: r.resolution === 'merge' ? { prefer: 'resolution=merge-duplicates' } : {},
+          }),
+        ),
+      ),
+    );
+    phase.forEach((request, i) =>
+      checkAnswer(request, answers[i], table, app.logs, stats, bodies[i]),
+    );
     await checkTable(db, table);
   }
 }
@@ -151,40 +183,83 @@ async function timed(send) {
  */
 function checkAnswer(request, answer, table, logs, stats, sent) {
   const { items, resolution, plausible } = request;
-  const context = () => `request (${resolution}, ${sent.contentType}): ${show(items)}\nanswer ${answer.status}: ${show(answer.body ?? answer.text)}${errorLogs(logs)}`;
+  const context = () =>
+    `request (${resolution}, ${sent.contentType}): ${show(items)}\nanswer ${answer.status}: ${show(answer.body ?? answer.text)}${errorLogs(logs)}`;
   stats.requests++;
   stats.users += items.length;
-  assert.ok(answer.ms < ANSWER_LIMIT_MS, `answered in ${Math.round(answer.ms)} ms: checking a body must take time linear in its size\n${context()}`);
+  assert.ok(
+    answer.ms < ANSWER_LIMIT_MS,
+    `answered in ${Math.round(answer.ms)} ms: checking a body must take time linear in its size\n${context()}`,
+  );
   if (sent.tooLongAt !== undefined) {
     stats.refused++;
-    assert.equal(answer.status, 400, `a stream with a line too long for a user, not refused\n${context()}`);
-    assert.ok(['malformed_json', 'malformed_csv'].includes(answer.body?.error), `a line too long for a user, not refused as malformed\n${context()}`);
-    assert.match(answer.body.message, new RegExp(`^line ${sent.tooLongAt}\\b`), `the refusal names another line than the first too long\n${context()}`);
+    assert.equal(
+      answer.status,
+      400,
+      `a stream with a line too long for a user, not refused\n${context()}`,
+    );
+    assert.ok(
+      ['malformed_json', 'malformed_csv'].includes(answer.body?.error),
+      `a line too long for a user, not refused as malformed\n${context()}`,
+    );
+    assert.match(
+      answer.body.message,
+      new RegExp(`^line ${sent.tooLongAt}\\b`),
+      `the refusal names another line than the first too long\n${context()}`,
+    );
     return;
   }
   if (answer.status === 400) {
     stats.refused++;
-    assert.equal(answer.body?.error, 'invalid_batch', `a 400 other than invalid_batch\n${context()}`);
+    assert.equal(
+      answer.body?.error,
+      'invalid_batch',
+      `a 400 other than invalid_batch\n${context()}`,
+    );
     const errors = answer.body.errors;
-    assert.ok(Array.isArray(errors) && errors.length >= 1 && errors.length <= 100, `invalid_batch with no errors\n${context()}`);
+    assert.ok(
+      Array.isArray(errors) && errors.length >= 1 && errors.length <= 100,
+      `invalid_batch with no errors\n${context()}`,
+    );
     errors.forEach((/** @type {any} */ e, /** @type {number} */ k) => {
-      assert.ok(Number.isInteger(e.index) && e.index >= 0 && e.index < items.length, `error ${k} names no item\n${context()}`);
-      assert.ok(k === 0 || errors[k - 1].index <= e.index, `errors not in index order\n${context()}`);
+      assert.ok(
+        Number.isInteger(e.index) && e.index >= 0 && e.index < items.length,
+        `error ${k} names no item\n${context()}`,
+      );
+      assert.ok(
+        k === 0 || errors[k - 1].index <= e.index,
+        `errors not in index order\n${context()}`,
+      );
       const item = items[e.index];
       const isObject = item !== null && typeof item === 'object' && !Array.isArray(item);
       // A field of the item, or a required one it lacks; for an item that is no object, none.
-      const named = isObject ? typeof e.field === 'string' && (Object.hasOwn(item, e.field) || FIELDS.includes(e.field)) : e.field === null;
+      const named = isObject
+        ? typeof e.field === 'string' && (Object.hasOwn(item, e.field) || FIELDS.includes(e.field))
+        : e.field === null;
       assert.ok(named, `error ${k} names no field of item ${e.index}\n${context()}`);
-      assert.ok(typeof e.message === 'string' && e.message !== '', `error ${k} has no message\n${context()}`);
-      if (sent.lines) assert.equal(e.line, sent.lines[e.index], `error ${k} names the wrong line\n${context()}`);
-      assert.ok(!plausible[e.index], `item ${e.index} follows the contract, yet is refused (${e.field}: ${e.message})\n${context()}`);
+      assert.ok(
+        typeof e.message === 'string' && e.message !== '',
+        `error ${k} has no message\n${context()}`,
+      );
+      if (sent.lines)
+        assert.equal(e.line, sent.lines[e.index], `error ${k} names the wrong line\n${context()}`);
+      assert.ok(
+        !plausible[e.index],
+        `item ${e.index} follows the contract, yet is refused (${e.field}: ${e.message})\n${context()}`,
+      );
     });
-    assert.ok(expect(request) !== 'accept', `refused a batch that follows the contract\n${context()}`);
+    assert.ok(
+      expect(request) !== 'accept',
+      `refused a batch that follows the contract\n${context()}`,
+    );
     // Every field of every item that breaks the contract is named (unless the list is full).
     if (errors.length < 100) {
       items.forEach((item, i) => {
         for (const { field, rule } of contractBreaches(item)) {
-          assert.ok(errors.some((/** @type {any} */ e) => e.index === i && e.field === field), `item ${i} breaks the contract (${field}: ${rule}), yet is not named\n${context()}`);
+          assert.ok(
+            errors.some((/** @type {any} */ e) => e.index === i && e.field === field),
+            `item ${i} breaks the contract (${field}: ${rule}), yet is not named\n${context()}`,
+          );
         }
       });
     }
@@ -192,25 +267,42 @@ function checkAnswer(request, answer, table, logs, stats, sent) {
   }
   assert.ok(answer.status === 200 || answer.status === 201, `neither 2xx nor 400\n${context()}`);
   assert.ok(expect(request) !== 'refuse', `accepted a batch the contract refuses\n${context()}`);
-  items.forEach((item, i) => assert.deepEqual(contractBreaches(item), [], `accepted item ${i}, which breaks the contract\n${context()}`));
+  items.forEach((item, i) =>
+    assert.deepEqual(
+      contractBreaches(item),
+      [],
+      `accepted item ${i}, which breaks the contract\n${context()}`,
+    ),
+  );
   stats.accepted += items.length;
 
   const expected = write(table, items, resolution);
   stats.updated += expected.updated;
-  const counts = { received: items.length, inserted: expected.inserted, updated: expected.updated, duplicates: items.length - expected.inserted };
+  const counts = {
+    received: items.length,
+    inserted: expected.inserted,
+    updated: expected.updated,
+    duplicates: items.length - expected.inserted,
+  };
   // Merge mode counts every item that wrote nothing as stale: inserted + updated + stale = received.
-  const answered = resolution === 'merge' ? { ...counts, stale: items.length - expected.inserted - expected.updated } : counts;
+  const answered =
+    resolution === 'merge'
+      ? { ...counts, stale: items.length - expected.inserted - expected.updated }
+      : counts;
   assert.deepEqual(answer.body, answered, `counts\n${context()}`);
   assert.equal(answer.status, expected.inserted > 0 ? 201 : 200, `status\n${context()}`);
 }
 
 /** @param {FuzzRequest} request @returns {'accept' | 'refuse' | undefined} */
-const expect = (request) => request.expect ?? (request.plausible.every(Boolean) ? 'accept' : undefined);
+const expect = (request) =>
+  request.expect ?? (request.plausible.every(Boolean) ? 'accept' : undefined);
 
 /** The error lines the service logged for this case (a 500's error id and cause). @param {any[]} logs */
 function errorLogs(logs) {
   const errors = logs.filter((l) => l.level >= 50);
-  return errors.length ? `\nlogged: ${show(errors.map((l) => ({ msg: l.msg, errorId: l.errorId, err: l.err?.message ?? l.err })))}` : '';
+  return errors.length
+    ? `\nlogged: ${show(errors.map((l) => ({ msg: l.msg, errorId: l.errorId, err: l.err?.message ?? l.err })))}`
+    : '';
 }
 
 /**
@@ -229,7 +321,13 @@ function write(table, items, resolution) {
   /** @type {Map<string, Row[]>} */
   const byEmail = new Map();
   for (const u of items) {
-    const row = /** @type {Row} */ ([u.email.toLowerCase(), u.name, u.phone ?? null, u.passwordHash ?? null, u.changedAt === undefined ? null : inUtc(u.changedAt)]);
+    const row = /** @type {Row} */ ([
+      u.email.toLowerCase(),
+      u.name,
+      u.phone ?? null,
+      u.passwordHash ?? null,
+      u.changedAt === undefined ? null : inUtc(u.changedAt),
+    ]);
     const rows = byEmail.get(row[0]);
     if (rows) rows.push(row);
     else byEmail.set(row[0], [row]);
@@ -241,14 +339,20 @@ function write(table, items, resolution) {
     let row;
     if (resolution === 'ignore') row = rows[0];
     else {
-      const ordered = rows.map((r, i) => ({ r, i })).sort((a, b) => (older(a.r[4], b.r[4]) ? -1 : older(b.r[4], a.r[4]) ? 1 : a.i - b.i)).map((x) => x.r);
+      const ordered = rows
+        .map((r, i) => ({ r, i }))
+        .sort((a, b) => (older(a.r[4], b.r[4]) ? -1 : older(b.r[4], a.r[4]) ? 1 : a.i - b.i))
+        .map((x) => x.r);
       row = ordered.reduce((before, next) => merged(before, next));
     }
     const stored = table.get(email);
     if (stored === undefined) {
       table.set(email, row);
       inserted++;
-    } else if (resolution === 'merge' && (stored[4] === null || (row[4] !== null && row[4] > stored[4]))) {
+    } else if (
+      resolution === 'merge' &&
+      (stored[4] === null || (row[4] !== null && row[4] > stored[4]))
+    ) {
       const next = merged(stored, row);
       if (next.some((v, c) => v !== stored[c])) {
         table.set(email, next);
@@ -286,7 +390,12 @@ async function checkTable(db, table) {
     `SELECT email, name, phone, password_hash, to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS changed_at FROM users WHERE email = ANY($1::text[])`,
     [[...table.keys()]],
   );
-  const stored = new Map(rows.map((r) => [r.email, /** @type {Row} */ ([r.email, r.name, r.phone, r.password_hash, r.changed_at])]));
+  const stored = new Map(
+    rows.map((r) => [
+      r.email,
+      /** @type {Row} */ ([r.email, r.name, r.phone, r.password_hash, r.changed_at]),
+    ]),
+  );
   for (const [email, row] of table) {
     const found = stored.get(email);
     assert.ok(found, `${show(email)} was accepted but is not stored under that email`);
@@ -295,6 +404,12 @@ async function checkTable(db, table) {
       `stored ${show(found)}\n  sent ${show(row)} (email lower-cased)`,
     );
   }
-  const { rows: [{ n }] } = await db.pool.query('SELECT count(*)::int AS n FROM users');
-  assert.equal(n, table.size, `the table holds ${n} users, the accepted requests wrote ${table.size}: something refused was stored`);
+  const {
+    rows: [{ n }],
+  } = await db.pool.query('SELECT count(*)::int AS n FROM users');
+  assert.equal(
+    n,
+    table.size,
+    `the table holds ${n} users, the accepted requests wrote ${table.size}: something refused was stored`,
+  );
 }

@@ -15,7 +15,8 @@ const PASSWORD_HASH = /^\$[a-z0-9-]+\$[!#-&(-[\]-~]*$/;
 /** @param {string} s */
 const codePoints = (s) => Array.from(s).length;
 /** @param {string} s */
-const isWellFormed = (s) => /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
+const isWellFormed = (s) =>
+  /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
 
 /**
  * A plausible address: one `@` with something before it, a dot inside the domain, no whitespace
@@ -28,7 +29,8 @@ function emailBreaches(email) {
   const found = [];
   if (more.length > 0 || domain === undefined) found.push('one @');
   else if (local === '' || !domain.slice(1, -1).includes('.')) found.push('local@domain.tld');
-  if (WHITESPACE.test(email) || CONTROL.test(email)) found.push('no whitespace or control character');
+  if (WHITESPACE.test(email) || CONTROL.test(email))
+    found.push('no whitespace or control character');
   if (codePoints(email) > 254) found.push('at most 254 characters');
   return found;
 }
@@ -39,13 +41,22 @@ function emailBreaches(email) {
  * @param {string} s
  */
 function isChangedAt(s) {
-  const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d{1,6})?(?:Z|[+-](\d\d):(\d\d))$/.exec(s);
+  const m =
+    /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d{1,6})?(?:Z|[+-](\d\d):(\d\d))$/.exec(s);
   if (!m) return false;
-  const [year, month, day, hour, minute, second, offsetHours = 0, offsetMinutes = 0] = m.slice(1).map((v) => Number(v ?? 0));
+  const [year, month, day, hour, minute, second, offsetHours = 0, offsetMinutes = 0] = m
+    .slice(1)
+    .map((v) => Number(v ?? 0));
   const d = new Date(0);
   d.setUTCFullYear(year, month - 1, day);
   d.setUTCHours(hour, minute, second);
-  const same = d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day && d.getUTCHours() === hour && d.getUTCMinutes() === minute && d.getUTCSeconds() === second;
+  const same =
+    d.getUTCFullYear() === year &&
+    d.getUTCMonth() === month - 1 &&
+    d.getUTCDate() === day &&
+    d.getUTCHours() === hour &&
+    d.getUTCMinutes() === minute &&
+    d.getUTCSeconds() === second;
   // RFC 3339 allows offsets to ±23:59; the contract only what PostgreSQL stores, ±15:59.
   return same && year >= 1 && offsetHours <= 15 && offsetMinutes <= 59;
 }
@@ -58,27 +69,46 @@ function isChangedAt(s) {
  * @returns {Breach[]}
  */
 export function contractBreaches(item) {
-  if (item === null || typeof item !== 'object' || Array.isArray(item)) return [{ field: null, rule: 'a user object' }];
+  if (item === null || typeof item !== 'object' || Array.isArray(item))
+    return [{ field: null, rule: 'a user object' }];
   const u = /** @type {Record<string, unknown>} */ (item);
   /** @type {Breach[]} */
-  const found = Object.keys(u).filter((k) => !FIELDS.includes(k)).map((k) => ({ field: k, rule: 'no such field' }));
+  const found = Object.keys(u)
+    .filter((k) => !FIELDS.includes(k))
+    .map((k) => ({ field: k, rule: 'no such field' }));
   for (const [field, value] of Object.entries(u)) {
-    if (typeof value === 'string' && !isWellFormed(value)) found.push({ field, rule: 'no lone surrogate' });
+    if (typeof value === 'string' && !isWellFormed(value))
+      found.push({ field, rule: 'no lone surrogate' });
   }
   const { email, name, phone, passwordHash } = u;
   if (typeof email !== 'string') found.push({ field: 'email', rule: 'a string' });
-  else for (const rule of new Set([...emailBreaches(email), ...emailBreaches(email.toLowerCase())])) found.push({ field: 'email', rule });
+  else
+    for (const rule of new Set([...emailBreaches(email), ...emailBreaches(email.toLowerCase())]))
+      found.push({ field: 'email', rule });
   if (typeof name !== 'string') found.push({ field: 'name', rule: 'a string' });
   else {
-    if (codePoints(name) < 1 || codePoints(name) > 200) found.push({ field: 'name', rule: '1 to 200 characters' });
+    if (codePoints(name) < 1 || codePoints(name) > 200)
+      found.push({ field: 'name', rule: '1 to 200 characters' });
     if (CONTROL.test(name)) found.push({ field: 'name', rule: 'no control character' });
   }
-  if (phone !== undefined && (typeof phone !== 'string' || !PHONE.test(phone))) found.push({ field: 'phone', rule: '+ and 6 to 15 digits' });
-  if (passwordHash !== undefined && (typeof passwordHash !== 'string' || passwordHash.length > 255 || !PASSWORD_HASH.test(passwordHash))) {
-    found.push({ field: 'passwordHash', rule: '$id$ then printable ASCII without quotes, backslash or space, at most 255 characters' });
+  if (phone !== undefined && (typeof phone !== 'string' || !PHONE.test(phone)))
+    found.push({ field: 'phone', rule: '+ and 6 to 15 digits' });
+  if (
+    passwordHash !== undefined &&
+    (typeof passwordHash !== 'string' ||
+      passwordHash.length > 255 ||
+      !PASSWORD_HASH.test(passwordHash))
+  ) {
+    found.push({
+      field: 'passwordHash',
+      rule: '$id$ then printable ASCII without quotes, backslash or space, at most 255 characters',
+    });
   }
   if (u.changedAt !== undefined && (typeof u.changedAt !== 'string' || !isChangedAt(u.changedAt))) {
-    found.push({ field: 'changedAt', rule: 'RFC 3339 with an offset, to the microsecond, a date and time that exist' });
+    found.push({
+      field: 'changedAt',
+      rule: 'RFC 3339 with an offset, to the microsecond, a date and time that exist',
+    });
   }
   return found;
 }

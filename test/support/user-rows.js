@@ -6,4 +6,5 @@ import { USER_FIELDS } from '../../service/src/user-columns.js';
  * @param {{ email: string, name: string } & Partial<import('../../service/src/user-columns.js').UserRow>} fields
  * @returns {import('../../service/src/user-columns.js').UserRow}
  */
-export const userRow = (fields) => /** @type {any} */ (Object.fromEntries(USER_FIELDS.map((f) => [f, fields[f] ?? null])));
+export const userRow = (fields) =>
+  /** @type {any} */ (Object.fromEntries(USER_FIELDS.map((f) => [f, fields[f] ?? null])));

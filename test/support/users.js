@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
-export const SAMPLE_HASH = '$argon2id$v=19$m=65536,t=3,p=4$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG';
+export const SAMPLE_HASH =
+  '$argon2id$v=19$m=65536,t=3,p=4$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG';
 
 /** A tag that keeps one test's emails apart from every other's. */
 export const uniqueTag = () => randomBytes(4).toString('hex');

@@ -23,20 +23,46 @@ describe('a burst of large requests against one service process with the default
     const stopSampling = sampleRss(/** @type {number} */ (server.child.pid), 50);
     try {
       const result = await runBurst({
-        baseUrl: server.baseUrl, large: 128, usersPerLarge: 10_000, singles: 2000, retryForMs: 120_000,
-        countStored: async (tag) => (await db.pool.query('SELECT count(*)::int AS n FROM users WHERE email LIKE $1', [`user-${tag}-%`])).rows[0].n,
+        baseUrl: server.baseUrl,
+        large: 128,
+        usersPerLarge: 10_000,
+        singles: 2000,
+        retryForMs: 120_000,
+        countStored: async (tag) =>
+          (
+            await db.pool.query('SELECT count(*)::int AS n FROM users WHERE email LIKE $1', [
+              `user-${tag}-%`,
+            ])
+          ).rows[0].n,
       });
       const peakRssMiB = await stopSampling();
       // The figures for the closing note; the assertions below are what must hold.
-      console.error(`[burst] peak RSS ${peakRssMiB.toFixed(0)} MiB; first answers: large ${JSON.stringify(result.large)}, single ${JSON.stringify(result.singles)}; `
-        + `${result.retriedRequests} requests retried (${result.retryTries} tries), drained in ${(result.drainMs / 1000).toFixed(1)} s`);
+      console.error(
+        `[burst] peak RSS ${peakRssMiB.toFixed(0)} MiB; first answers: large ${JSON.stringify(result.large)}, single ${JSON.stringify(result.singles)}; ` +
+          `${result.retriedRequests} requests retried (${result.retryTries} tries), drained in ${(result.drainMs / 1000).toFixed(1)} s`,
+      );
 
-      assert.deepEqual(result.unacceptable, [], 'every answer is 2xx, or 503/429 with Retry-After; no connection error');
-      assert.deepEqual(result.acknowledgedButMissing, [], 'every acknowledged batch is stored whole');
+      assert.deepEqual(
+        result.unacceptable,
+        [],
+        'every answer is 2xx, or 503/429 with Retry-After; no connection error',
+      );
+      assert.deepEqual(
+        result.acknowledgedButMissing,
+        [],
+        'every acknowledged batch is stored whole',
+      );
       assert.ok((result.singles[201] ?? 0) > 0, 'single users get through during the burst');
-      assert.equal(result.notStoredAfterRetries, 0, 'a client that retries after Retry-After stores everything within two minutes');
+      assert.equal(
+        result.notStoredAfterRetries,
+        0,
+        'a client that retries after Retry-After stores everything within two minutes',
+      );
       assert.equal(await db.countUsers(), result.usersSent);
-      assert.ok(peakRssMiB <= PEAK_RSS_MIB, `peak RSS ${peakRssMiB.toFixed(0)} MiB is over ${PEAK_RSS_MIB} MiB`);
+      assert.ok(
+        peakRssMiB <= PEAK_RSS_MIB,
+        `peak RSS ${peakRssMiB.toFixed(0)} MiB is over ${PEAK_RSS_MIB} MiB`,
+      );
       assert.equal(server.child.exitCode, null, 'the service is still up');
     } finally {
       await stopSampling();

@@ -19,20 +19,46 @@ describe('docker-compose.yml and the Dockerfiles', () => {
   /** @param {string[]} args @param {string} envFile */
   const run = (args, envFile) => {
     const [cmd, ...pre] = compose;
-    const r = spawnSync(cmd, [...pre, '--project-directory', ROOT, '-f', path.join(ROOT, 'docker-compose.yml'), '--env-file', envFile, ...args], {
-      cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: process.env.HOME },
-    });
+    const r = spawnSync(
+      cmd,
+      [
+        ...pre,
+        '--project-directory',
+        ROOT,
+        '-f',
+        path.join(ROOT, 'docker-compose.yml'),
+        '--env-file',
+        envFile,
+        ...args,
+      ],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH, HOME: process.env.HOME },
+      },
+    );
     return { code: r.status, out: r.stdout, err: r.stderr };
   };
   before(async () => {
     compose = await findComposeCli();
-    const r = run(['--profile', 'tools', '--profile', 'bench', 'config', '--format', 'json'], path.join(ROOT, '.env.example'));
+    const r = run(
+      ['--profile', 'tools', '--profile', 'bench', 'config', '--format', 'json'],
+      path.join(ROOT, '.env.example'),
+    );
     assert.equal(r.code, 0, r.err);
     config = JSON.parse(r.out);
   });
 
   test('`docker compose config` accepts the file, with every service and profile', () => {
-    assert.deepEqual(Object.keys(config.services).sort(), ['elasticmq', 'feeder', 'k6', 'migrate', 'postgres', 'producer', 'service']);
+    assert.deepEqual(Object.keys(config.services).sort(), [
+      'elasticmq',
+      'feeder',
+      'k6',
+      'migrate',
+      'postgres',
+      'producer',
+      'service',
+    ]);
     assert.deepEqual(config.services.producer.profiles, ['tools']);
     assert.deepEqual(config.services.k6.profiles, ['bench']);
     assert.match(config.services.postgres.image, /^postgres:\d+$/);
@@ -49,8 +75,13 @@ describe('docker-compose.yml and the Dockerfiles', () => {
 
   test('no secret is written in the compose file itself', () => {
     const text = read('docker-compose.yml');
-    for (const line of read('.env.example').split('\n').filter((l) => l.includes('='))) {
-      assert.ok(!text.includes(line.split('=')[1]), `${line.split('=')[0]}'s value is not in the file`);
+    for (const line of read('.env.example')
+      .split('\n')
+      .filter((l) => l.includes('='))) {
+      assert.ok(
+        !text.includes(line.split('=')[1]),
+        `${line.split('=')[0]}'s value is not in the file`,
+      );
     }
     assert.match(read('.gitignore'), /^\.env$/m);
   });
@@ -65,7 +96,10 @@ describe('docker-compose.yml and the Dockerfiles', () => {
     assert.equal(new URL(feeder.serviceUrl).hostname, 'service');
     assert.equal(new URL(/** @type {string} */ (feeder.endpoint)).hostname, 'elasticmq');
     assert.equal(feeder.ingestToken, service.auth.ingestToken);
-    assert.equal(new URL(/** @type {string} */ (loadSqsConfig(env('producer')).endpoint)).hostname, 'elasticmq');
+    assert.equal(
+      new URL(/** @type {string} */ (loadSqsConfig(env('producer')).endpoint)).hostname,
+      'elasticmq',
+    );
     assert.equal(new URL(env('k6').BASE_URL).hostname, 'service');
   });
 
@@ -78,8 +112,14 @@ describe('docker-compose.yml and the Dockerfiles', () => {
     assert.equal(dep('k6').service.condition, 'service_healthy');
     assert.ok(config.services.postgres.healthcheck && config.services.elasticmq.healthcheck);
     const limits = (/** @type {string} */ s) => config.services[s].deploy.resources.limits;
-    assert.deepEqual([Number(limits('service').cpus), Number(limits('service').memory)], [1, 2 ** 30]);
-    assert.deepEqual([Number(limits('postgres').cpus), Number(limits('postgres').memory)], [2, 2 ** 30]);
+    assert.deepEqual(
+      [Number(limits('service').cpus), Number(limits('service').memory)],
+      [1, 2 ** 30],
+    );
+    assert.deepEqual(
+      [Number(limits('postgres').cpus), Number(limits('postgres').memory)],
+      [2, 2 ** 30],
+    );
   });
 
   for (const file of ['service/Dockerfile', 'lambda/Dockerfile']) {

@@ -15,7 +15,8 @@ describe('the Dockerfiles, by hadolint', () => {
     hadolint = lintTools()('hadolint');
   });
   /** @param {string[]} args @param {string} [input] */
-  const lint = (args, input) => spawnSync(hadolint, ['--no-color', ...args], { cwd: ROOT, encoding: 'utf8', input });
+  const lint = (args, input) =>
+    spawnSync(hadolint, ['--no-color', ...args], { cwd: ROOT, encoding: 'utf8', input });
 
   for (const file of ['service/Dockerfile', 'lambda/Dockerfile']) {
     test(`${file}: no finding at any level (an ignored rule says why on the line above)`, () => {

@@ -21,7 +21,10 @@ const SECTION = '## A pooler on one machine';
 function blocksOf(markdown) {
   const start = markdown.indexOf(SECTION);
   const section = markdown.slice(start, markdown.indexOf('\n## ', start + SECTION.length));
-  return [...section.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map(([, lang, body]) => ({ lang, body }));
+  return [...section.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map(([, lang, body]) => ({
+    lang,
+    body,
+  }));
 }
 
 /**
@@ -29,7 +32,12 @@ function blocksOf(markdown) {
  * @param {string} command @param {Record<string, string>} env
  */
 function run(command, env) {
-  const child = spawn('sh', ['-c', command], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('sh', ['-c', command], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   const proc = { child, out: '', exited: new Promise((resolve) => child.on('exit', resolve)) };
   child.stdout.on('data', (c) => (proc.out += c));
   child.stderr.on('data', (c) => (proc.out += c));
@@ -52,10 +60,12 @@ describe("docs/scaling.md's local PgBouncer, followed", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  test('npm run pgbouncer, the npm start line it prints, a request through the pooler; its files are the docs\'', async () => {
+  test("npm run pgbouncer, the npm start line it prints, a request through the pooler; its files are the docs'", async () => {
     pgbouncerBinary();
     const doc = blocksOf(await readFile(path.join(root, 'docs/scaling.md'), 'utf8'));
-    const [first, second] = doc.filter((b) => b.lang === 'sh').map((b) => b.body.split('\n').filter((l) => l && !l.startsWith('#')));
+    const [first, second] = doc
+      .filter((b) => b.lang === 'sh')
+      .map((b) => b.body.split('\n').filter((l) => l && !l.startsWith('#')));
     const ini = doc.find((b) => b.lang === 'ini')?.body;
     const authFile = doc.find((b) => b.lang === 'text')?.body;
     assert.deepEqual(first, ['npm run pgbouncer']);
@@ -64,32 +74,60 @@ describe("docs/scaling.md's local PgBouncer, followed", () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-pgbouncer-doc-'));
     await chmod(dir, 0o755);
     const [poolerPort, servicePort] = [await freePort(), await freePort()];
-    const pooler = run(`${first[0]} -- --port ${poolerPort}`, { EMBEDDED_PG_DIR: path.join(dir, 'postgres') });
+    const pooler = run(`${first[0]} -- --port ${poolerPort}`, {
+      EMBEDDED_PG_DIR: path.join(dir, 'postgres'),
+    });
     started.push(pooler);
-    await waitUntil(() => pooler.out.includes('npm start\n') || pooler.child.exitCode !== null, 'npm run pgbouncer printed the npm start line', 60_000);
-    const printed = /^ {2}(DATABASE_URL=\S+ DIRECT_DATABASE_URL=\S+ npm start)$/m.exec(pooler.out)?.[1];
+    await waitUntil(
+      () => pooler.out.includes('npm start\n') || pooler.child.exitCode !== null,
+      'npm run pgbouncer printed the npm start line',
+      60_000,
+    );
+    const printed = /^ {2}(DATABASE_URL=\S+ DIRECT_DATABASE_URL=\S+ npm start)$/m.exec(
+      pooler.out,
+    )?.[1];
     assert.ok(printed, pooler.out);
-    const upstreamPort = Number(/DIRECT_DATABASE_URL=postgres:\/\/postgres:postgres@127\.0\.0\.1:(\d+)\//.exec(printed)?.[1]);
+    const upstreamPort = Number(
+      /DIRECT_DATABASE_URL=postgres:\/\/postgres:postgres@127\.0\.0\.1:(\d+)\//.exec(printed)?.[1],
+    );
 
     // The section's lines are what it printed, but for the ports.
-    const ports = (/** @type {string} */ text) => text.replaceAll(':6432', `:${poolerPort}`).replaceAll('= 6432', `= ${poolerPort}`).replaceAll('PORT', String(upstreamPort));
+    const ports = (/** @type {string} */ text) =>
+      text
+        .replaceAll(':6432', `:${poolerPort}`)
+        .replaceAll('= 6432', `= ${poolerPort}`)
+        .replaceAll('PORT', String(upstreamPort));
     assert.equal(ports(second[0]), printed);
     assert.equal(await readFile(path.join(dir, 'pgbouncer', 'pgbouncer.ini'), 'utf8'), ports(ini));
     assert.equal(await readFile(path.join(dir, 'pgbouncer', 'userlist.txt'), 'utf8'), authFile);
 
-    const service = run(printed, { PORT: String(servicePort), HOST: '127.0.0.1', LOG_LEVEL: 'info' });
+    const service = run(printed, {
+      PORT: String(servicePort),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+    });
     started.push(service);
-    await waitUntil(() => service.out.includes('"listening"') || service.child.exitCode !== null, 'the service listened', 60_000);
+    await waitUntil(
+      () => service.out.includes('"listening"') || service.child.exitCode !== null,
+      'the service listened',
+      60_000,
+    );
     assert.equal(service.child.exitCode, null, service.out);
 
     const curl = second.find((l) => l.startsWith('curl '));
     assert.ok(curl);
     const answer = run(curl.replace('127.0.0.1:3000', `127.0.0.1:${servicePort}`), {});
     await answer.exited;
-    const expected = doc.filter((b) => b.lang === 'sh')[1].body.split('\n').find((l) => l.startsWith('# {'))?.slice(2);
+    const expected = doc
+      .filter((b) => b.lang === 'sh')[1]
+      .body.split('\n')
+      .find((l) => l.startsWith('# {'))
+      ?.slice(2);
     assert.deepEqual(JSON.parse(answer.out), JSON.parse(/** @type {string} */ (expected)));
 
-    const admin = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${poolerPort}/pgbouncer` });
+    const admin = new pg.Client({
+      connectionString: `postgres://postgres:postgres@127.0.0.1:${poolerPort}/pgbouncer`,
+    });
     await admin.connect();
     try {
       const pools = (await admin.query('SHOW POOLS')).rows;
@@ -103,6 +141,10 @@ describe("docs/scaling.md's local PgBouncer, followed", () => {
     await interrupt(service);
     await interrupt(pooler);
     assert.match(pooler.out, /got SIGTERM, fast exit/, 'Ctrl-C stopped PgBouncer');
-    await waitUntil(async () => (await postgresHolding(path.join(dir, 'postgres'))) === undefined, 'and the embedded PostgreSQL it started', 30_000);
+    await waitUntil(
+      async () => (await postgresHolding(path.join(dir, 'postgres'))) === undefined,
+      'and the embedded PostgreSQL it started',
+      30_000,
+    );
   });
 });

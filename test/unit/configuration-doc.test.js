@@ -21,36 +21,57 @@ const NOT_CONFIGURATION = new Set([
  * @returns {string[]}  "file: NAME"
  */
 function undeclaredReads(sources, declared) {
-  return sources.flatMap(({ file, text }) => [...text.matchAll(/\benv(?:\.([A-Z][A-Z0-9_]*)\b|\[\s*['"`]([A-Z][A-Z0-9_]*)['"`]\s*\])/g)]
-    .map((m) => m[1] ?? m[2])
-    .filter((name) => !declared.has(name) && !NOT_CONFIGURATION.has(name))
-    .map((name) => `${file}: ${name}`));
+  return sources.flatMap(({ file, text }) =>
+    [...text.matchAll(/\benv(?:\.([A-Z][A-Z0-9_]*)\b|\[\s*['"`]([A-Z][A-Z0-9_]*)['"`]\s*\])/g)]
+      .map((m) => m[1] ?? m[2])
+      .filter((name) => !declared.has(name) && !NOT_CONFIGURATION.has(name))
+      .map((name) => `${file}: ${name}`),
+  );
 }
 
 const declared = new Set(SECTIONS.flatMap((s) => Object.keys(s.declarations)));
-const sources = SOURCE_DIRS.flatMap((dir) => readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' })
-  .filter((f) => f.endsWith('.js') && !f.split(path.sep).includes('node_modules'))
-  .map((f) => ({ file: path.join(dir, f), text: readFileSync(path.join(root, dir, f), 'utf8') })));
+const sources = SOURCE_DIRS.flatMap((dir) =>
+  readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.js') && !f.split(path.sep).includes('node_modules'))
+    .map((f) => ({ file: path.join(dir, f), text: readFileSync(path.join(root, dir, f), 'utf8') })),
+);
 
 describe('the configuration doc and the declarations (unit)', () => {
   test('docs/configuration.md is what `npm run docs:config` makes from the declarations', () => {
-    assert.equal(readFileSync(path.join(root, 'docs', 'configuration.md'), 'utf8'), configurationDoc(), 'run npm run docs:config');
+    assert.equal(
+      readFileSync(path.join(root, 'docs', 'configuration.md'), 'utf8'),
+      configurationDoc(),
+      'run npm run docs:config',
+    );
   });
 
   test('a variable added to a declaration changes the doc, so the file above no longer matches', () => {
     const [first, ...rest] = SECTIONS;
-    const added = { ...first, declarations: { ...first.declarations, NEW_KNOB: { parser: first.declarations.PGHOST.parser, description: 'new' } } };
+    const added = {
+      ...first,
+      declarations: {
+        ...first.declarations,
+        NEW_KNOB: { parser: first.declarations.PGHOST.parser, description: 'new' },
+      },
+    };
     assert.match(configurationDoc([added, ...rest]), /\| `NEW_KNOB` \| unset \| text \| new \|/);
     assert.notEqual(configurationDoc([added, ...rest]), configurationDoc());
   });
 
   test('no source reads a variable that no declaration names', () => {
-    assert.ok(sources.length > 30 && sources.some((s) => s.file === path.join('service', 'src', 'config.js')));
+    assert.ok(
+      sources.length > 30 &&
+        sources.some((s) => s.file === path.join('service', 'src', 'config.js')),
+    );
     assert.deepEqual(undeclaredReads(sources, declared), []);
   });
 
   test('a read of an undeclared variable is found, however it is spelled', () => {
-    const text = "const a = process.env.NEW_KNOB; const b = env['OTHER_KNOB']; const c = env.PORT; const d = env[name];";
-    assert.deepEqual(undeclaredReads([{ file: 'x.js', text }], declared), ['x.js: NEW_KNOB', 'x.js: OTHER_KNOB']);
+    const text =
+      "const a = process.env.NEW_KNOB; const b = env['OTHER_KNOB']; const c = env.PORT; const d = env[name];";
+    assert.deepEqual(undeclaredReads([{ file: 'x.js', text }], declared), [
+      'x.js: NEW_KNOB',
+      'x.js: OTHER_KNOB',
+    ]);
   });
 });

@@ -13,7 +13,9 @@ import { SECTIONS } from '../../scripts/configuration-doc.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** @param {string} file a path from the root @returns {string} */
 const read = (file) => readFileSync(path.join(root, file), 'utf8');
-const DOCS = readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
+const DOCS = readdirSync(path.join(root, 'docs'))
+  .filter((f) => f.endsWith('.md'))
+  .map((f) => `docs/${f}`);
 
 /**
  * The rows of the Markdown table whose header row starts with `header`: each row's cells, trimmed.
@@ -28,7 +30,12 @@ export function tableRows(markdown, header) {
   const rows = [];
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith('|')) break;
-    rows.push(line.replace(/^\||\|$/g, '').split(/(?<!\\)\|/).map((c) => c.trim()));
+    rows.push(
+      line
+        .replace(/^\||\|$/g, '')
+        .split(/(?<!\\)\|/)
+        .map((c) => c.trim()),
+    );
   }
   return rows;
 }
@@ -36,8 +43,10 @@ export function tableRows(markdown, header) {
 /** The code spans of a cell, in order. @param {string} cell */
 const codeSpans = (cell) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]);
 
-describe('deploy-aws.md\'s parameter table is template.yaml\'s Parameters', () => {
-  const parameters = /** @type {Record<string, { Default?: unknown }>} */ (parse(read('template.yaml')).Parameters);
+describe("deploy-aws.md's parameter table is template.yaml's Parameters", () => {
+  const parameters = /** @type {Record<string, { Default?: unknown }>} */ (
+    parse(read('template.yaml')).Parameters
+  );
   const rows = tableRows(read('docs/deploy-aws.md'), '| parameter | default |');
 
   test('every parameter listed, none that is not one', () => {
@@ -48,15 +57,25 @@ describe('deploy-aws.md\'s parameter table is template.yaml\'s Parameters', () =
   test('each default as the template has it ("empty" and "(required)" for none)', () => {
     for (const [names, defaults] of rows) {
       const ns = codeSpans(names);
-      const stated = /^(empty|\(required\))$/.test(defaults) ? ns.map(() => '') : codeSpans(defaults);
+      const stated = /^(empty|\(required\))$/.test(defaults)
+        ? ns.map(() => '')
+        : codeSpans(defaults);
       assert.equal(stated.length, ns.length, `${names}: one default for each (${defaults})`);
-      for (const [i, name] of ns.entries()) assert.equal(stated[i], String(parameters[name]?.Default ?? ''), `${name}'s default`);
+      for (const [i, name] of ns.entries())
+        assert.equal(stated[i], String(parameters[name]?.Default ?? ''), `${name}'s default`);
     }
   });
 });
 
 // Units a default may be stated in, by what the variable holds.
-const UNITS = /** @type {Record<string, number>} */ ({ ms: 1, s: 1000, min: 60_000, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 });
+const UNITS = /** @type {Record<string, number>} */ ({
+  ms: 1,
+  s: 1000,
+  min: 60_000,
+  KiB: 1024,
+  MiB: 1024 ** 2,
+  GiB: 1024 ** 3,
+});
 
 /**
  * What `` `NAME` (…) `` says of a variable's default, when it says something checkable: a number
@@ -67,19 +86,24 @@ const UNITS = /** @type {Record<string, number>} */ ({ ms: 1, s: 1000, min: 60_0
  */
 export function statedDefault(aside) {
   const number = /^(\d[\d,]*(?:\.\d+)?)\s*(ms|s|min|KiB|MiB|GiB)?\b/.exec(aside);
-  if (number) return { number: Number(number[1].replaceAll(',', '')) * (number[2] ? UNITS[number[2]] : 1) };
+  if (number)
+    return { number: Number(number[1].replaceAll(',', '')) * (number[2] ? UNITS[number[2]] : 1) };
   if (/^required\b/.test(aside)) return { required: true };
   const text = /^`([^`]+)` by default\b/.exec(aside);
   return text ? { text: text[1] } : undefined;
 }
 
-describe('defaults stated in the docs are the configuration\'s', () => {
+describe("defaults stated in the docs are the configuration's", () => {
   /** @type {Map<string, { default?: unknown, required?: boolean }>} */
   const declared = new Map();
-  for (const { declarations } of SECTIONS) for (const [name, d] of Object.entries(declarations)) declared.set(name, /** @type {any} */ (d));
+  for (const { declarations } of SECTIONS)
+    for (const [name, d] of Object.entries(declarations))
+      declared.set(name, /** @type {any} */ (d));
 
   test('the parser reads what the docs write', () => {
-    assert.deepEqual(statedDefault('3 s by default; a request written in a group first'), { number: 3000 });
+    assert.deepEqual(statedDefault('3 s by default; a request written in a group first'), {
+      number: 3000,
+    });
     assert.deepEqual(statedDefault('1 GiB decoded'), { number: 1024 ** 3 });
     assert.deepEqual(statedDefault('1000 messages'), { number: 1000 });
     assert.deepEqual(statedDefault('30000'), { number: 30000 });
@@ -117,15 +141,25 @@ describe('the docs speak of the project, not of its tracker', () => {
   const TICKET = /\bissues?\s+#?\d+\b|\btickets?\b|(?<![\w/#&-])#\d+\b/gi;
 
   test('the check finds what it looks for', () => {
-    const found = (/** @type {string} */ t) => [...t.replace(/\]\([^)]*\)/g, ']').matchAll(TICKET)].map((m) => m[0]);
-    assert.deepEqual(found('issue 26 asked; see #34; the ticket; [reported](https://github.com/o/r/issues/228); a known issue; colour #fff'), ['issue 26', '#34', 'ticket']);
+    const found = (/** @type {string} */ t) =>
+      [...t.replace(/\]\([^)]*\)/g, ']').matchAll(TICKET)].map((m) => m[0]);
+    assert.deepEqual(
+      found(
+        'issue 26 asked; see #34; the ticket; [reported](https://github.com/o/r/issues/228); a known issue; colour #fff',
+      ),
+      ['issue 26', '#34', 'ticket'],
+    );
   });
 
   // CHANGELOG.md is left out: it is history, and a release line may name what it closed.
   for (const file of ['README.md', ...DOCS]) {
     test(`${file}: no issue or ticket number`, () => {
-      const prose = read(file).replace(/\]\([^)]*\)/g, ']').replace(/https?:\/\/\S+/g, '');
-      const hits = [...prose.matchAll(TICKET)].map((m) => `line ${prose.slice(0, m.index).split('\n').length}: ${m[0]}`);
+      const prose = read(file)
+        .replace(/\]\([^)]*\)/g, ']')
+        .replace(/https?:\/\/\S+/g, '');
+      const hits = [...prose.matchAll(TICKET)].map(
+        (m) => `line ${prose.slice(0, m.index).split('\n').length}: ${m[0]}`,
+      );
       assert.deepEqual(hits, []);
     });
   }
@@ -136,15 +170,23 @@ describe('the docs speak of the project, not of its tracker', () => {
   const ISSUE = /\bissues?\s+#?\d+\b/gi;
   const SELF = path.relative(root, fileURLToPath(import.meta.url));
   /** @param {string} dir @returns {string[]} the JavaScript and shell files under it, from the root */
-  const codeFiles = (dir) => readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((e) => {
-    const file = path.join(dir, e.name);
-    if (e.isDirectory()) return e.name === 'node_modules' || e.name === 'results' || e.name.startsWith('.') && e.name !== '.ci' ? [] : codeFiles(file);
-    return /\.(m?js|sh|ya?ml|sql)$/.test(e.name) || dir === '.ci' ? [file] : [];
-  });
+  const codeFiles = (dir) =>
+    readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((e) => {
+      const file = path.join(dir, e.name);
+      if (e.isDirectory())
+        return e.name === 'node_modules' ||
+          e.name === 'results' ||
+          (e.name.startsWith('.') && e.name !== '.ci')
+          ? []
+          : codeFiles(file);
+      return /\.(m?js|sh|ya?ml|sql)$/.test(e.name) || dir === '.ci' ? [file] : [];
+    });
   test('the code names no issue number', () => {
     const files = CODE_DIRS.flatMap(codeFiles).filter((f) => f !== SELF);
     assert.ok(files.length > 200, `${files.length} files read`);
-    const hits = files.flatMap((file) => [...read(file).matchAll(ISSUE)].map((m) => `${file}: ${m[0]}`));
+    const hits = files.flatMap((file) =>
+      [...read(file).matchAll(ISSUE)].map((m) => `${file}: ${m[0]}`),
+    );
     assert.deepEqual(hits, []);
   });
 });

@@ -9,7 +9,13 @@ import { fileURLToPath } from 'node:url';
 import GithubSlugger from 'github-slugger';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const DOCS = ['README.md', 'CHANGELOG.md', ...readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  'CHANGELOG.md',
+  ...readdirSync(path.join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** @param {string} file a path from the root @returns {string} */
 const read = (file) => readFileSync(path.join(root, file), 'utf8');
@@ -70,12 +76,17 @@ export function linksOf(markdown) {
 export function brokenLink(from, target) {
   if (/^[a-z][a-z0-9+.-]*:/i.test(target)) return undefined; // http:, https:, mailto: are not ours to check here
   const [file, anchor] = target.split('#', 2);
-  const resolved = file ? path.normalize(path.join(path.dirname(from), decodeURIComponent(file))) : from;
-  if (resolved.startsWith('..') || path.isAbsolute(resolved)) return `${target} leaves the repository`;
+  const resolved = file
+    ? path.normalize(path.join(path.dirname(from), decodeURIComponent(file)))
+    : from;
+  if (resolved.startsWith('..') || path.isAbsolute(resolved))
+    return `${target} leaves the repository`;
   if (!existsSync(path.join(root, resolved))) return `${target}: no file ${resolved}`;
   if (anchor === undefined) return undefined;
-  if (!resolved.endsWith('.md') || statSync(path.join(root, resolved)).isDirectory()) return `${target}: an anchor into a file that is not Markdown`;
-  if (!anchorsOf(read(resolved)).has(anchor)) return `${target}: no heading of ${resolved} has the anchor #${anchor}`;
+  if (!resolved.endsWith('.md') || statSync(path.join(root, resolved)).isDirectory())
+    return `${target}: an anchor into a file that is not Markdown`;
+  if (!anchorsOf(read(resolved)).has(anchor))
+    return `${target}: no heading of ${resolved} has the anchor #${anchor}`;
   return undefined;
 }
 
@@ -111,9 +122,13 @@ describe('the docs', () => {
   }
 
   test('the checks find what they look for', () => {
-    const sample = '# A `b` c\n\n## A b c\n\n```sh\n# not a heading [x](nowhere.md)\n```\n\n[d](#a-b-c-1) `[e](f.md)` ![g](docs/bench.svg)\nnpm run\nbench:db, npm run X';
+    const sample =
+      '# A `b` c\n\n## A b c\n\n```sh\n# not a heading [x](nowhere.md)\n```\n\n[d](#a-b-c-1) `[e](f.md)` ![g](docs/bench.svg)\nnpm run\nbench:db, npm run X';
     assert.deepEqual([...anchorsOf(sample)], ['a-b-c', 'a-b-c-1']);
-    assert.deepEqual(linksOf(sample).map((l) => l.target), ['#a-b-c-1', 'docs/bench.svg']);
+    assert.deepEqual(
+      linksOf(sample).map((l) => l.target),
+      ['#a-b-c-1', 'docs/bench.svg'],
+    );
     assert.deepEqual(npmRunsOf(sample), ['bench:db']);
     assert.equal(brokenLink('README.md', 'docs/bench.svg'), undefined);
     assert.match(String(brokenLink('README.md', 'docs/nowhere.md')), /no file docs\/nowhere\.md/);

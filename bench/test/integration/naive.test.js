@@ -28,14 +28,25 @@ describe('the naive baseline endpoint (bench/naive), as the bench runs it', () =
   });
 
   /** @param {unknown} body */
-  const post = (body) => fetch(`${server.baseUrl}/users`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (body) =>
+    fetch(`${server.baseUrl}/users`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
 
   test('1000 users in one request: 201 {"inserted": 1000}, and the table holds them', async () => {
-    const users = Array.from({ length: 1000 }, (_, i) => ({ email: `n${i}@naive.test`, name: `N ${i}`, phone: '+15550100100' }));
+    const users = Array.from({ length: 1000 }, (_, i) => ({
+      email: `n${i}@naive.test`,
+      name: `N ${i}`,
+      phone: '+15550100100',
+    }));
     const res = await post(users);
     assert.equal(res.status, 201);
     assert.deepEqual(await res.json(), { inserted: 1000 });
-    const { rows } = await pool.query("SELECT count(*)::int AS n, count(*) FILTER (WHERE phone = '+15550100100' AND created_at IS NOT NULL)::int AS full FROM users");
+    const { rows } = await pool.query(
+      "SELECT count(*)::int AS n, count(*) FILTER (WHERE phone = '+15550100100' AND created_at IS NOT NULL)::int AS full FROM users",
+    );
     assert.deepEqual(rows[0], { n: 1000, full: 1000 });
   });
 
@@ -49,7 +60,10 @@ describe('the naive baseline endpoint (bench/naive), as the bench runs it', () =
 
   test('no ON CONFLICT: a replayed email fails the whole request and writes none of it', async () => {
     const before = (await pool.query('SELECT count(*)::int AS n FROM users')).rows[0].n;
-    const res = await post([{ email: 'fresh@naive.test', name: 'Fresh' }, { email: 'n0@naive.test', name: 'Again' }]);
+    const res = await post([
+      { email: 'fresh@naive.test', name: 'Fresh' },
+      { email: 'n0@naive.test', name: 'Again' },
+    ]);
     assert.equal(res.status, 500);
     assert.equal((await pool.query('SELECT count(*)::int AS n FROM users')).rows[0].n, before);
   });

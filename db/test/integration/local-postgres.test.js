@@ -12,9 +12,15 @@ test("locale 'icu-en-US' makes a cluster whose default collation is ICU en-US (w
   try {
     const c = new pg.Client(server.url);
     await c.connect();
-    const { rows: [db] } = await c.query('SELECT datlocprovider, datlocale FROM pg_database WHERE datname = current_database()');
+    const {
+      rows: [db],
+    } = await c.query(
+      'SELECT datlocprovider, datlocale FROM pg_database WHERE datname = current_database()',
+    );
     // Linguistic order: byte order would put 'B' (0x42) before 'a' (0x61).
-    const { rows: [order] } = await c.query("SELECT 'a' < 'B' AS linguistic");
+    const {
+      rows: [order],
+    } = await c.query("SELECT 'a' < 'B' AS linguistic");
     await c.end();
     assert.deepEqual(db, { datlocprovider: 'i', datlocale: 'en-US' });
     assert.equal(order.linguistic, true);
@@ -34,7 +40,11 @@ test('an unknown locale is refused, naming the ones there are', async () => {
 test('the default stays byte order (libc C): the cluster npm test started with no locale option', async () => {
   const c = new pg.Client(adminUrl());
   await c.connect();
-  const { rows: [db] } = await c.query('SELECT datlocprovider, datcollate FROM pg_database WHERE datname = current_database()');
+  const {
+    rows: [db],
+  } = await c.query(
+    'SELECT datlocprovider, datcollate FROM pg_database WHERE datname = current_database()',
+  );
   await c.end();
   assert.deepEqual(db, { datlocprovider: 'c', datcollate: 'C' });
 });

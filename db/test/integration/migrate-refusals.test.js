@@ -10,7 +10,8 @@ import { createTestDatabase } from '../../../test/support/database.js';
 import { waitUntil } from '../../../test/support/wait.js';
 
 /** @param {string} name */
-const createTable = (name) => `-- Up Migration\nCREATE TABLE ${name} (id int);\n-- Down Migration\nDROP TABLE ${name};\n`;
+const createTable = (name) =>
+  `-- Up Migration\nCREATE TABLE ${name} (id int);\n-- Down Migration\nDROP TABLE ${name};\n`;
 
 describe('migrate(): all pending migrations or none, in order, inside its transaction', () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
@@ -25,13 +26,23 @@ describe('migrate(): all pending migrations or none, in order, inside its transa
   });
 
   /** @param {string} name */
-  const exists = async (name) => (await db.pool.query('SELECT to_regclass($1) IS NOT NULL AS ok', [`public.${name}`])).rows[0].ok;
-  const applied = async () => (await exists(MIGRATIONS_TABLE)) ? (await db.pool.query(`SELECT name FROM ${MIGRATIONS_TABLE} ORDER BY run_on, id`)).rows.map((r) => r.name) : [];
+  const exists = async (name) =>
+    (await db.pool.query('SELECT to_regclass($1) IS NOT NULL AS ok', [`public.${name}`])).rows[0]
+      .ok;
+  const applied = async () =>
+    (await exists(MIGRATIONS_TABLE))
+      ? (await db.pool.query(`SELECT name FROM ${MIGRATIONS_TABLE} ORDER BY run_on, id`)).rows.map(
+          (r) => r.name,
+        )
+      : [];
 
   test('a failing migration rolls back every pending one, the migrations table included; mended, all apply', async () => {
     await writeFile(path.join(dir, '0001_first.sql'), createTable('first_table'));
     await writeFile(path.join(dir, '0002_second.sql'), createTable('second_table'));
-    await writeFile(path.join(dir, '0003_broken.sql'), '-- Up Migration\nCREATE TABLE third_table (id int REFERENCES no_such_table);\n');
+    await writeFile(
+      path.join(dir, '0003_broken.sql'),
+      '-- Up Migration\nCREATE TABLE third_table (id int REFERENCES no_such_table);\n',
+    );
     await assert.rejects(migrate(db.url, { dir }), { code: '42P01' });
     assert.equal(await exists('first_table'), false);
     assert.equal(await exists('second_table'), false);
@@ -46,7 +57,10 @@ describe('migrate(): all pending migrations or none, in order, inside its transa
     await writeFile(path.join(dir, '0002a_late.sql'), createTable('late_table'));
     await writeFile(path.join(dir, '0004_next.sql'), createTable('next_table'));
     try {
-      await assert.rejects(migrate(db.url, { dir }), /Not run migration 0002a_late is preceding already run migration/);
+      await assert.rejects(
+        migrate(db.url, { dir }),
+        /Not run migration 0002a_late is preceding already run migration/,
+      );
       assert.equal(await exists('late_table'), false);
       assert.equal(await exists('next_table'), false);
       assert.deepEqual(await applied(), ['0001_first', '0002_second', '0003_broken']);
@@ -56,9 +70,15 @@ describe('migrate(): all pending migrations or none, in order, inside its transa
   });
 
   test('a migration that must run outside a transaction is refused, and nothing of the run is applied', async () => {
-    await writeFile(path.join(dir, '0005_concurrently.cjs'), `exports.up = (pgm) => { pgm.noTransaction(); pgm.sql('CREATE INDEX CONCURRENTLY next_table_id ON next_table (id)'); };\n`);
+    await writeFile(
+      path.join(dir, '0005_concurrently.cjs'),
+      `exports.up = (pgm) => { pgm.noTransaction(); pgm.sql('CREATE INDEX CONCURRENTLY next_table_id ON next_table (id)'); };\n`,
+    );
     try {
-      await assert.rejects(migrate(db.url, { dir }), /a migration asks to run outside a transaction/);
+      await assert.rejects(
+        migrate(db.url, { dir }),
+        /a migration asks to run outside a transaction/,
+      );
       assert.equal(await exists('next_table'), false, '0004 before it, rolled back too');
       assert.deepEqual(await applied(), ['0001_first', '0002_second', '0003_broken']);
     } finally {
@@ -72,8 +92,16 @@ describe('migrate(): all pending migrations or none, in order, inside its transa
     try {
       await holder.query(`SELECT pg_advisory_lock(${PG_MIGRATE_LOCK_ID})`);
       const run = migrate(db.url, { dir });
-      const waiting = () => db.pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'sluice-migrate' AND wait_event_type = 'Lock' AND datname = current_database()");
-      await waitUntil(async () => (await waiting()).rows[0].n === 1, 'the run waiting for the lock', 10_000, 20);
+      const waiting = () =>
+        db.pool.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'sluice-migrate' AND wait_event_type = 'Lock' AND datname = current_database()",
+        );
+      await waitUntil(
+        async () => (await waiting()).rows[0].n === 1,
+        'the run waiting for the lock',
+        10_000,
+        20,
+      );
       assert.equal(await exists('next_table'), false, 'nothing applied while the lock is held');
       await holder.query(`SELECT pg_advisory_unlock(${PG_MIGRATE_LOCK_ID})`);
       assert.deepEqual(await run, ['0004_next']);

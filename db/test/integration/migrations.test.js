@@ -10,23 +10,57 @@ describe('migrations 0002 to 0004 alter a table that already holds users, in pla
   before(async () => {
     db = await createTestDatabase({ migrated: false });
     // 0001 only, as a deployment of the first version has it, with users in it.
-    await runner({ databaseUrl: db.url, dir: MIGRATIONS_DIR, migrationsTable: MIGRATIONS_TABLE, direction: 'up', count: 1, log: () => {} });
+    await runner({
+      databaseUrl: db.url,
+      dir: MIGRATIONS_DIR,
+      migrationsTable: MIGRATIONS_TABLE,
+      direction: 'up',
+      count: 1,
+      log: () => {},
+    });
     await db.pool.query(`INSERT INTO users (email, name, phone, password_hash) VALUES
       ('ada@example.com', 'Ada', '+441234567', NULL), ('alan@example.com', 'Alan', NULL, '$argon2id$v=19$x')`);
-    assert.deepEqual((await migrate(db.url)).slice(0, 3), ['0002_cheaper_users_row', '0003_users_updated_at', '0004_users_changed_at']);
+    assert.deepEqual((await migrate(db.url)).slice(0, 3), [
+      '0002_cheaper_users_row',
+      '0003_users_updated_at',
+      '0004_users_changed_at',
+    ]);
   });
   after(() => db?.drop());
 
   test('the users are kept, never yet updated, without an ordering value; email is the primary key, in byte order; id is gone', async () => {
-    const { rows } = await db.pool.query('SELECT email, name, phone, password_hash, updated_at, changed_at FROM users ORDER BY email');
+    const { rows } = await db.pool.query(
+      'SELECT email, name, phone, password_hash, updated_at, changed_at FROM users ORDER BY email',
+    );
     assert.deepEqual(rows, [
-      { email: 'ada@example.com', name: 'Ada', phone: '+441234567', password_hash: null, updated_at: null, changed_at: null },
-      { email: 'alan@example.com', name: 'Alan', phone: null, password_hash: '$argon2id$v=19$x', updated_at: null, changed_at: null },
+      {
+        email: 'ada@example.com',
+        name: 'Ada',
+        phone: '+441234567',
+        password_hash: null,
+        updated_at: null,
+        changed_at: null,
+      },
+      {
+        email: 'alan@example.com',
+        name: 'Alan',
+        phone: null,
+        password_hash: '$argon2id$v=19$x',
+        updated_at: null,
+        changed_at: null,
+      },
     ]);
-    const columns = await db.pool.query("SELECT column_name, collation_name FROM information_schema.columns WHERE table_name = 'users' ORDER BY ordinal_position");
-    assert.deepEqual(columns.rows.map((c) => c.column_name), ['email', 'name', 'phone', 'password_hash', 'created_at', 'updated_at', 'changed_at']);
+    const columns = await db.pool.query(
+      "SELECT column_name, collation_name FROM information_schema.columns WHERE table_name = 'users' ORDER BY ordinal_position",
+    );
+    assert.deepEqual(
+      columns.rows.map((c) => c.column_name),
+      ['email', 'name', 'phone', 'password_hash', 'created_at', 'updated_at', 'changed_at'],
+    );
     assert.equal(columns.rows[0].collation_name, 'C');
-    const pk = await db.pool.query("SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'users_pkey'");
+    const pk = await db.pool.query(
+      "SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'users_pkey'",
+    );
     assert.equal(pk.rows[0].def, 'PRIMARY KEY (email)');
   });
 
@@ -42,10 +76,20 @@ describe('migrations 0002 to 0004 alter a table that already holds users, in pla
         ['hash@example.com', 'H', null, 'hunter2'],
         [`${'x'.repeat(1010)}@example.com`, 'Long', null, null],
       ]) {
-        await assert.rejects(client.query('INSERT INTO users (email, name, phone, password_hash) VALUES ($1, $2, $3, $4)', [email, name, phone, hash]), { code: '23514' }, email.slice(0, 40));
+        await assert.rejects(
+          client.query(
+            'INSERT INTO users (email, name, phone, password_hash) VALUES ($1, $2, $3, $4)',
+            [email, name, phone, hash],
+          ),
+          { code: '23514' },
+          email.slice(0, 40),
+        );
       }
       await client.query("INSERT INTO users (email, name) VALUES ('fine@example.com', 'Fine')");
-      await assert.rejects(client.query("INSERT INTO users (email, name) VALUES ('fine@example.com', 'Again')"), { code: '23505' });
+      await assert.rejects(
+        client.query("INSERT INTO users (email, name) VALUES ('fine@example.com', 'Again')"),
+        { code: '23505' },
+      );
     } finally {
       await client.end();
     }

@@ -31,7 +31,11 @@ describe('migrations through PgBouncer in transaction mode', () => {
     const applied = runs.flat();
     assert.ok(applied.length > 0, 'the fresh database had migrations to apply');
     assert.equal(new Set(applied).size, applied.length, 'no migration was applied twice');
-    assert.equal(runs.filter((r) => r.length > 0).length, 1, 'one run applied them all, the others found them applied');
+    assert.equal(
+      runs.filter((r) => r.length > 0).length,
+      1,
+      'one run applied them all, the others found them applied',
+    );
     const { rows } = await db.pool.query(`SELECT
       (SELECT count(*)::int FROM pgmigrations) AS migrations,
       (SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory') AS advisory_locks,
@@ -43,11 +47,24 @@ describe('migrations through PgBouncer in transaction mode', () => {
   test('npm run migrate goes to DIRECT_DATABASE_URL when it is set, whatever DATABASE_URL says', async () => {
     const fresh = await createTestDatabase({ migrated: false });
     try {
-      const env = { ...process.env, DATABASE_URL: 'postgres://nobody:secret@127.0.0.1:1/unreachable', DIRECT_DATABASE_URL: fresh.url };
+      const env = {
+        ...process.env,
+        DATABASE_URL: 'postgres://nobody:secret@127.0.0.1:1/unreachable',
+        DIRECT_DATABASE_URL: fresh.url,
+      };
       const { stdout } = await execFileAsync(process.execPath, [CLI], { env, timeout: 30_000 });
       assert.match(stdout, /^applied: 0001_create_users, /);
-      assert.equal((await fresh.pool.query("SELECT to_regclass('public.users') IS NOT NULL AS ok")).rows[0].ok, true);
-      const bad = await execFileAsync(process.execPath, [CLI], { env: { ...env, DIRECT_DATABASE_URL: 'mysql://x' }, timeout: 30_000 }).then(() => undefined, (err) => err);
+      assert.equal(
+        (await fresh.pool.query("SELECT to_regclass('public.users') IS NOT NULL AS ok")).rows[0].ok,
+        true,
+      );
+      const bad = await execFileAsync(process.execPath, [CLI], {
+        env: { ...env, DIRECT_DATABASE_URL: 'mysql://x' },
+        timeout: 30_000,
+      }).then(
+        () => undefined,
+        (err) => err,
+      );
       assert.equal(bad?.code, 2);
       assert.match(bad.stderr, /DIRECT_DATABASE_URL/);
     } finally {

@@ -5,7 +5,10 @@ import { databaseUrlFromEnv } from '../../src/database-url.js';
 
 describe('databaseUrlFromEnv (unit)', () => {
   test('DATABASE_URL wins when set', () => {
-    assert.equal(databaseUrlFromEnv({ DATABASE_URL: 'postgres://a@b/c', PGHOST: 'ignored' }), 'postgres://a@b/c');
+    assert.equal(
+      databaseUrlFromEnv({ DATABASE_URL: 'postgres://a@b/c', PGHOST: 'ignored' }),
+      'postgres://a@b/c',
+    );
   });
 
   test('neither DATABASE_URL nor PGHOST: undefined, so the caller says what is missing', () => {
@@ -14,15 +17,26 @@ describe('databaseUrlFromEnv (unit)', () => {
 
   test('PG* variables, as ECS injects them, become a URL with the password percent-encoded', () => {
     const url = databaseUrlFromEnv({
-      PGHOST: 'db.example.internal', PGPORT: '6432', PGUSER: 'sluice', PGPASSWORD: 'p@ss:w/rd%?#', PGDATABASE: 'users', PGSSLMODE: 'verify-full',
+      PGHOST: 'db.example.internal',
+      PGPORT: '6432',
+      PGUSER: 'sluice',
+      PGPASSWORD: 'p@ss:w/rd%?#',
+      PGDATABASE: 'users',
+      PGSSLMODE: 'verify-full',
     });
-    assert.equal(url, 'postgresql://sluice:p%40ss%3Aw%2Frd%25%3F%23@db.example.internal:6432/users?sslmode=verify-full');
+    assert.equal(
+      url,
+      'postgresql://sluice:p%40ss%3Aw%2Frd%25%3F%23@db.example.internal:6432/users?sslmode=verify-full',
+    );
     const parsed = new URL(/** @type {string} */ (url));
     assert.equal(decodeURIComponent(parsed.password), 'p@ss:w/rd%?#');
   });
 
   test('port defaults to 5432, the database to the user, and no sslmode is added unless asked', () => {
-    assert.equal(databaseUrlFromEnv({ PGHOST: 'h', PGUSER: 'u', PGPASSWORD: 'p' }), 'postgresql://u:p@h:5432/u');
+    assert.equal(
+      databaseUrlFromEnv({ PGHOST: 'h', PGUSER: 'u', PGPASSWORD: 'p' }),
+      'postgresql://u:p@h:5432/u',
+    );
   });
 
   for (const [variable, env] of /** @type {[string, NodeJS.ProcessEnv][]} */ ([
@@ -32,7 +46,13 @@ describe('databaseUrlFromEnv (unit)', () => {
     ['PGSSLMODE', { PGHOST: 'h', PGUSER: 'u', PGPASSWORD: 'p', PGSSLMODE: 'sometimes' }],
   ])) {
     test(`a missing or bad ${variable} is refused with its name`, () => {
-      assert.throws(() => databaseUrlFromEnv(env), (err) => err instanceof ConfigError && err.variable === variable && err.message.startsWith(variable));
+      assert.throws(
+        () => databaseUrlFromEnv(env),
+        (err) =>
+          err instanceof ConfigError &&
+          err.variable === variable &&
+          err.message.startsWith(variable),
+      );
     });
   }
 });

@@ -6,11 +6,14 @@ import { parseNamedTokens } from '@sluice/env/named-tokens';
 // secret) and the rotation function share. What each makes of a refusal is tested where it is made.
 describe('parseNamedTokens (unit)', () => {
   test('a JSON object of client name → token: each client with its token, in the order given', () => {
-    assert.deepEqual(parseNamedTokens(' {"feeder": "tok-1", "crm.import": "tok-2", "a@b:c_d-e": "tok-3"} '), [
-      { name: 'feeder', token: 'tok-1' },
-      { name: 'crm.import', token: 'tok-2' },
-      { name: 'a@b:c_d-e', token: 'tok-3' },
-    ]);
+    assert.deepEqual(
+      parseNamedTokens(' {"feeder": "tok-1", "crm.import": "tok-2", "a@b:c_d-e": "tok-3"} '),
+      [
+        { name: 'feeder', token: 'tok-1' },
+        { name: 'crm.import', token: 'tok-2' },
+        { name: 'a@b:c_d-e', token: 'tok-3' },
+      ],
+    );
   });
 
   for (const [text, problem] of /** @type {[string, RegExp][]} */ ([
@@ -28,12 +31,15 @@ describe('parseNamedTokens (unit)', () => {
     ['{"a": "tok-x", "b": "tok-y", "c": "tok-x"}', /^gives the clients "a" and "c" the same token/],
   ])) {
     test(`${JSON.stringify(text)} is refused: a TypeError that quotes a name at most, never a token`, () => {
-      assert.throws(() => parseNamedTokens(text), (err) => {
-        assert.ok(err instanceof TypeError);
-        assert.match(err.message, problem);
-        assert.ok(!err.message.includes('tok-'), `a token in ${err.message}`);
-        return true;
-      });
+      assert.throws(
+        () => parseNamedTokens(text),
+        (err) => {
+          assert.ok(err instanceof TypeError);
+          assert.match(err.message, problem);
+          assert.ok(!err.message.includes('tok-'), `a token in ${err.message}`);
+          return true;
+        },
+      );
     });
   }
 });

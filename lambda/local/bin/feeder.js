@@ -10,15 +10,23 @@ import { RUNNER_VARIABLES, SQS_VARIABLES, loadRunnerConfig } from '../sqs-config
 // The command line every sluice command has (db/src/command-line.js, which this image does not
 // hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
 new Command('npm run feeder --')
-  .description("The local event-source runner: plays Lambda's SQS event-source mapping against any SQS endpoint (long polling, batches up to BATCH_SIZE within BATCH_WINDOW_MS, Lambda's event shape) and hands each batch to the real handler, which posts the users to SERVICE_URL; it deletes only the messages the handler did not report as failed. On a FIFO queue (its FifoQueue attribute) each receive is one batch, as Lambda does: at most 10 messages (BATCH_SIZE if smaller), no batching window. SIGINT or SIGTERM stops it cleanly: it stops polling, hands what it holds to the handler and waits for the deletes; a second signal leaves at once (exit code 1), and what it held returns to the queue. A bad variable stops it at start with exit code 1.")
+  .description(
+    "The local event-source runner: plays Lambda's SQS event-source mapping against any SQS endpoint (long polling, batches up to BATCH_SIZE within BATCH_WINDOW_MS, Lambda's event shape) and hands each batch to the real handler, which posts the users to SERVICE_URL; it deletes only the messages the handler did not report as failed. On a FIFO queue (its FifoQueue attribute) each receive is one batch, as Lambda does: at most 10 messages (BATCH_SIZE if smaller), no batching window. SIGINT or SIGTERM stops it cleanly: it stops polling, hands what it holds to the handler and waits for the deletes; a second signal leaves at once (exit code 1), and what it held returns to the queue. A bad variable stops it at start with exit code 1.",
+  )
   .helpOption('-h, --help', 'print this usage and exit')
   .showHelpAfterError()
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
-  .addHelpText('after', environmentSection([
-    ["Environment, the runner's (lambda/local/sqs-config.js), with Lambda's meaning:", { ...SQS_VARIABLES, ...RUNNER_VARIABLES }],
-    ["The handler's (lambda/src/config.js):", FEEDER_VARIABLES],
-    ['Tracing, off by default (@sluice/env/tracing, docs/tracing.md):', TRACING_VARIABLES],
-  ]))
+  .addHelpText(
+    'after',
+    environmentSection([
+      [
+        "Environment, the runner's (lambda/local/sqs-config.js), with Lambda's meaning:",
+        { ...SQS_VARIABLES, ...RUNNER_VARIABLES },
+      ],
+      ["The handler's (lambda/src/config.js):", FEEDER_VARIABLES],
+      ['Tracing, off by default (@sluice/env/tracing, docs/tracing.md):', TRACING_VARIABLES],
+    ]),
+  )
   .parse();
 
 const { Logger } = await import('@aws-lambda-powertools/logger');
@@ -47,7 +55,11 @@ try {
   process.exit(1);
 }
 
-const sqs = new SQSClient({ endpoint: config.endpoint, region: config.region, credentials: config.credentials });
+const sqs = new SQSClient({
+  endpoint: config.endpoint,
+  region: config.region,
+  credentials: config.credentials,
+});
 // The runner's lines go through the same Powertools Logger as the handler's.
 const logger = new Logger({ serviceName: 'sluice-feeder-runner' });
 const runner = new LocalEventSource({
@@ -65,12 +77,20 @@ await runner.start().catch((/** @type {Error & { Code?: string, code?: string }}
   // not have, is one line here rather than a stack trace.
   const cause = err.Code?.replace(/^.*#/, '') ?? err.code ?? err.name;
   const said = (err.message || cause).replace(/\.$/, '');
-  const hint = config.endpoint ? '; is ElasticMQ running (`npm run elasticmq`), and is QUEUE_URL one of its queues?' : '';
-  console.error(`feeder: cannot use the queue ${redactUrl(config.queueUrl)}: ${said}${said.includes(cause) ? '' : ` (${cause})`}${hint}`);
+  const hint = config.endpoint
+    ? '; is ElasticMQ running (`npm run elasticmq`), and is QUEUE_URL one of its queues?'
+    : '';
+  console.error(
+    `feeder: cannot use the queue ${redactUrl(config.queueUrl)}: ${said}${said.includes(cause) ? '' : ` (${cause})`}${hint}`,
+  );
   sqs.destroy();
   process.exit(1);
 });
-logger.info('feeder polling', { queueUrl: redactUrl(config.queueUrl), batchSize: config.batchSize, batchWindowMs: config.batchWindowMs });
+logger.info('feeder polling', {
+  queueUrl: redactUrl(config.queueUrl),
+  batchSize: config.batchSize,
+  batchWindowMs: config.batchWindowMs,
+});
 
 let stopping = false;
 /** @param {NodeJS.Signals} signal */
@@ -82,7 +102,10 @@ async function stop(signal) {
     process.exit(1);
   }
   stopping = true;
-  logger.info('feeder stopping: waiting for the long polls open at the queue, then finishing the batches in hand (signal again to leave at once)', { signal, pollSeconds: RECEIVE_WAIT_SECONDS });
+  logger.info(
+    'feeder stopping: waiting for the long polls open at the queue, then finishing the batches in hand (signal again to leave at once)',
+    { signal, pollSeconds: RECEIVE_WAIT_SECONDS },
+  );
   const totals = await runner.stop();
   logger.info('feeder stopped', { totals });
   sqs.destroy();

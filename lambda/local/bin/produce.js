@@ -17,7 +17,9 @@ const positive = (/** @type {string} */ value) => {
 // The command line every sluice command has (db/src/command-line.js, which this image does not
 // hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
 const program = new Command('npm run produce --')
-  .description('Generates users (or reads them from an NDJSON file, one user a line) and sends them to QUEUE_URL, many per message, with SendMessageBatch; a progress bar on stderr, then a final count as one JSON line. Give --count, --file or both (the first N users of the file). To a FIFO queue (QUEUE_URL ends in .fifo) each message also gets a message group and a deduplication id of its own.')
+  .description(
+    'Generates users (or reads them from an NDJSON file, one user a line) and sends them to QUEUE_URL, many per message, with SendMessageBatch; a progress bar on stderr, then a final count as one JSON line. Give --count, --file or both (the first N users of the file). To a FIFO queue (QUEUE_URL ends in .fifo) each message also gets a message group and a deduplication id of its own.',
+  )
   .helpOption('-h, --help', 'print this usage and exit')
   .showHelpAfterError()
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
@@ -25,19 +27,36 @@ const program = new Command('npm run produce --')
   .option('--file <users.ndjson>', 'send the users of this file instead')
   .option('--per-message <k>', 'users per SQS message', positive, 100)
   .option('--concurrency <c>', 'SendMessageBatch calls in flight at once', positive, 8)
-  .option('--message-groups <g>', "to a FIFO queue (QUEUE_URL ends in .fifo): message groups, by a hash of each user's email, so one user's changes keep their order while groups spread the load; a message holds users of one group", positive, 32)
-  .option('--stamp-changed-at', "give each user without a changedAt the time it is produced (RFC 3339, microseconds, strictly increasing): merge mode then keeps each user's newest change whatever order the queue delivers in")
-  .addOption(
-    new Option('--resolution <r>', "the messages' resolution attribute: what the service does with an email already stored (default: none, the feeder's CONFLICT_RESOLUTION)")
-      .choices(['merge-duplicates', 'ignore-duplicates']),
+  .option(
+    '--message-groups <g>',
+    "to a FIFO queue (QUEUE_URL ends in .fifo): message groups, by a hash of each user's email, so one user's changes keep their order while groups spread the load; a message holds users of one group",
+    positive,
+    32,
   )
-  .addHelpText('after', environmentSection([['Environment (lambda/local/sqs-config.js):', SQS_VARIABLES], ['Tracing, off by default (@sluice/env/tracing, docs/tracing.md):', TRACING_VARIABLES]]))
+  .option(
+    '--stamp-changed-at',
+    "give each user without a changedAt the time it is produced (RFC 3339, microseconds, strictly increasing): merge mode then keeps each user's newest change whatever order the queue delivers in",
+  )
+  .addOption(
+    new Option(
+      '--resolution <r>',
+      "the messages' resolution attribute: what the service does with an email already stored (default: none, the feeder's CONFLICT_RESOLUTION)",
+    ).choices(['merge-duplicates', 'ignore-duplicates']),
+  )
+  .addHelpText(
+    'after',
+    environmentSection([
+      ['Environment (lambda/local/sqs-config.js):', SQS_VARIABLES],
+      ['Tracing, off by default (@sluice/env/tracing, docs/tracing.md):', TRACING_VARIABLES],
+    ]),
+  )
   .parse();
 const args = program.opts();
 const count = /** @type {number | undefined} */ (args.count);
 const perMessage = /** @type {number} */ (args.perMessage);
 const concurrency = /** @type {number} */ (args.concurrency);
-if (!count && !args.file) program.error('error: say how many users to generate (--count) or which file to send (--file)');
+if (!count && !args.file)
+  program.error('error: say how many users to generate (--count) or which file to send (--file)');
 
 // A file that cannot be read is one line naming it and why, before the queue is touched.
 if (args.file) {
@@ -45,7 +64,8 @@ if (args.file) {
   const { statSync } = await import('node:fs');
   const problem = await access(args.file).then(
     () => (statSync(args.file).isFile() ? undefined : 'not a regular file'),
-    (/** @type {NodeJS.ErrnoException} */ err) => ({ ENOENT: 'no such file', EACCES: 'permission denied' })[err.code ?? ''] ?? err.message,
+    (/** @type {NodeJS.ErrnoException} */ err) =>
+      ({ ENOENT: 'no such file', EACCES: 'permission denied' })[err.code ?? ''] ?? err.message,
   );
   if (problem) {
     console.error(`produce: cannot read ${args.file}: ${problem}`);
@@ -95,32 +115,48 @@ async function* unstamped() {
     }
     return;
   }
-  for (let i = 0; i < /** @type {number} */ (count); i++) yield { email: `produced-${runId}-${i}@example.com`, name: `Produced User ${i}` };
+  for (let i = 0; i < /** @type {number} */ (count); i++)
+    yield { email: `produced-${runId}-${i}@example.com`, name: `Produced User ${i}` };
 }
 
 // cli-progress redraws the bar in place on a terminal, and prints a line every 2 s otherwise (logs, CI).
 const started = Date.now();
 let sentUsers = 0;
 const rate = () => Math.round(sentUsers / Math.max(0.001, (Date.now() - started) / 1000));
-const bar = new SingleBar({
-  stream: process.stderr,
-  format: count ? '[{bar}] {percentage}% {value}/{total} users, {rate}/s' : '{value} users, {rate}/s',
-  barsize: 30,
-  noTTYOutput: true,
-  // Leave the terminal's line wrapping alone, so a Ctrl-C mid-run cannot leave it switched off.
-  linewrap: true,
-}, Presets.legacy);
+const bar = new SingleBar(
+  {
+    stream: process.stderr,
+    format: count
+      ? '[{bar}] {percentage}% {value}/{total} users, {rate}/s'
+      : '{value} users, {rate}/s',
+    barsize: 30,
+    noTTYOutput: true,
+    // Leave the terminal's line wrapping alone, so a Ctrl-C mid-run cannot leave it switched off.
+    linewrap: true,
+  },
+  Presets.legacy,
+);
 bar.start(count ?? 0, 0, { rate: 0 });
 
-const sqs = new SQSClient({ endpoint: config.endpoint, region: config.region, credentials: config.credentials });
+const sqs = new SQSClient({
+  endpoint: config.endpoint,
+  region: config.region,
+  credentials: config.credentials,
+});
 try {
   const totals = await sendMessages({
     sqs,
     queueUrl: config.queueUrl,
     // A FIFO queue's messages each hold users of one message group (lambda/local/producer.js).
-    messages: packMessages(users(), perMessage, { resolution: args.resolution, traced: stopTracing !== undefined, groups: config.queueUrl.endsWith('.fifo') ? args.messageGroups : undefined }),
+    messages: packMessages(users(), perMessage, {
+      resolution: args.resolution,
+      traced: stopTracing !== undefined,
+      groups: config.queueUrl.endsWith('.fifo') ? args.messageGroups : undefined,
+    }),
     resolution: args.resolution,
-    tracer: stopTracing ? (await import('@opentelemetry/api')).trace.getTracer('sluice-producer') : undefined,
+    tracer: stopTracing
+      ? (await import('@opentelemetry/api')).trace.getTracer('sluice-producer')
+      : undefined,
     concurrency,
     onSent: (n) => {
       sentUsers += n;
@@ -130,7 +166,15 @@ try {
   bar.update(sentUsers, { rate: rate() });
   bar.stop();
   const seconds = (Date.now() - started) / 1000;
-  console.log(JSON.stringify({ msg: 'produced', users: totals.users, messages: totals.messages, retries: totals.retries, seconds: Number(seconds.toFixed(2)) }));
+  console.log(
+    JSON.stringify({
+      msg: 'produced',
+      users: totals.users,
+      messages: totals.messages,
+      retries: totals.retries,
+      seconds: Number(seconds.toFixed(2)),
+    }),
+  );
 } catch (err) {
   bar.stop();
   console.error(`produce failed after ${sentUsers} users: ${/** @type {Error} */ (err).message}`);

@@ -9,7 +9,12 @@ import { stripVTControlCharacters } from 'node:util';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const ELASTICMQ_VERSION = '1.7.1';
 // Outside the repository, once per machine: about 40 jars from Maven Central.
-const LIB = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'sluice', `elasticmq-${ELASTICMQ_VERSION}`, 'lib');
+const LIB = path.join(
+  process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'),
+  'sluice',
+  `elasticmq-${ELASTICMQ_VERSION}`,
+  'lib',
+);
 
 /** The ElasticMQ jars, fetched with Maven the first time (lambda/local/elasticmq/pom.xml). */
 export function ensureElasticMQ({ log = (/** @type {string} */ m) => console.error(m) } = {}) {
@@ -17,11 +22,25 @@ export function ensureElasticMQ({ log = (/** @type {string} */ m) => console.err
   log(`fetching ElasticMQ ${ELASTICMQ_VERSION} from Maven Central into ${LIB} (once)...`);
   // Maven writes colour codes even in batch mode (and nothing else when quiet and well): what it
   // says is kept, and shown plain only when it fails.
-  const mvn = spawnSync('mvn', ['-q', '-B', '-Dstyle.color=never', '-f', path.join(HERE, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${LIB}`], { encoding: 'utf8' });
+  const mvn = spawnSync(
+    'mvn',
+    [
+      '-q',
+      '-B',
+      '-Dstyle.color=never',
+      '-f',
+      path.join(HERE, 'pom.xml'),
+      'dependency:copy-dependencies',
+      `-DoutputDirectory=${LIB}`,
+    ],
+    { encoding: 'utf8' },
+  );
   const said = stripVTControlCharacters(`${mvn.stdout ?? ''}${mvn.stderr ?? ''}`).trim();
   if (mvn.error || mvn.status !== 0) {
     if (said) log(said);
-    throw new Error(`could not fetch ElasticMQ with Maven (${mvn.error?.message ?? `exit ${mvn.status}`}); install Maven and Java 17, or point SQS_ENDPOINT at another SQS`);
+    throw new Error(
+      `could not fetch ElasticMQ with Maven (${mvn.error?.message ?? `exit ${mvn.status}`}); install Maven and Java 17, or point SQS_ENDPOINT at another SQS`,
+    );
   }
   return LIB;
 }
@@ -35,8 +54,12 @@ export function ensureElasticMQ({ log = (/** @type {string} */ m) => console.err
 function configFor(queues, port) {
   const queueLines = queues.map((q) => {
     const parts = [];
-    if (q.visibilityTimeoutSeconds) parts.push(`defaultVisibilityTimeout = ${q.visibilityTimeoutSeconds} seconds`);
-    if (q.deadLetter) parts.push(`deadLettersQueue { name = "${q.deadLetter.name}", maxReceiveCount = ${q.deadLetter.maxReceiveCount} }`);
+    if (q.visibilityTimeoutSeconds)
+      parts.push(`defaultVisibilityTimeout = ${q.visibilityTimeoutSeconds} seconds`);
+    if (q.deadLetter)
+      parts.push(
+        `deadLettersQueue { name = "${q.deadLetter.name}", maxReceiveCount = ${q.deadLetter.maxReceiveCount} }`,
+      );
     if (q.fifo) parts.push('fifo = true', 'contentBasedDeduplication = false');
     return `  "${q.name}" { ${parts.join('\n    ')} }`;
   });
@@ -56,9 +79,18 @@ ${queueLines.join('\n')}
  */
 export const DEFAULT_QUEUES = /** @type {QueueSpec[]} */ ([
   { name: 'sluice-users-dlq' },
-  { name: 'sluice-users', visibilityTimeoutSeconds: 60, deadLetter: { name: 'sluice-users-dlq', maxReceiveCount: 5 } },
+  {
+    name: 'sluice-users',
+    visibilityTimeoutSeconds: 60,
+    deadLetter: { name: 'sluice-users-dlq', maxReceiveCount: 5 },
+  },
   { name: 'sluice-users-dlq.fifo', fifo: true },
-  { name: 'sluice-users.fifo', visibilityTimeoutSeconds: 60, deadLetter: { name: 'sluice-users-dlq.fifo', maxReceiveCount: 5 }, fifo: true },
+  {
+    name: 'sluice-users.fifo',
+    visibilityTimeoutSeconds: 60,
+    deadLetter: { name: 'sluice-users-dlq.fifo', maxReceiveCount: 5 },
+    fifo: true,
+  },
 ]);
 
 /**
@@ -67,7 +99,10 @@ export const DEFAULT_QUEUES = /** @type {QueueSpec[]} */ ([
  * @param {string} stderr
  */
 function firstWords(stderr) {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('at ') && !l.startsWith('...'));
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('at ') && !l.startsWith('...'));
   return lines.find((l) => /Exception|Error/.test(l)) ?? lines.at(-1) ?? 'no output';
 }
 
@@ -80,7 +115,11 @@ export async function startElasticMQ({ port, queues = DEFAULT_QUEUES, log }) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-elasticmq-'));
   const configFile = path.join(dir, 'elasticmq.conf');
   await writeFile(configFile, configFor(queues, port));
-  const child = spawn('java', ['-Xmx512m', `-Dconfig.file=${configFile}`, '-cp', `${lib}/*`, 'org.elasticmq.server.Main'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    'java',
+    ['-Xmx512m', `-Dconfig.file=${configFile}`, '-cp', `${lib}/*`, 'org.elasticmq.server.Main'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let stderr = '';
   child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
   const endpoint = `http://127.0.0.1:${port}`;
@@ -102,18 +141,31 @@ export async function startElasticMQ({ port, queues = DEFAULT_QUEUES, log }) {
     if (spawnError) {
       await cleanUp();
       const missing = /** @type {NodeJS.ErrnoException} */ (spawnError).code === 'ENOENT';
-      throw new Error(missing ? 'ElasticMQ needs Java 17 or later, and there is no `java` on PATH: install a JDK or JRE 17' : `could not run java: ${spawnError.message}`);
+      throw new Error(
+        missing
+          ? 'ElasticMQ needs Java 17 or later, and there is no `java` on PATH: install a JDK or JRE 17'
+          : `could not run java: ${spawnError.message}`,
+      );
     }
     if (child.exitCode !== null) {
       await cleanUp();
-      throw Object.assign(new Error(`ElasticMQ exited at start (exit code ${child.exitCode}): ${firstWords(stderr)}`), { stderr });
+      throw Object.assign(
+        new Error(`ElasticMQ exited at start (exit code ${child.exitCode}): ${firstWords(stderr)}`),
+        { stderr },
+      );
     }
-    const ok = await fetch(`${endpoint}/?Action=ListQueues`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${endpoint}/?Action=ListQueues`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       await cleanUp();
-      throw Object.assign(new Error(`ElasticMQ did not answer on ${endpoint} within 60 s: ${firstWords(stderr)}`), { stderr });
+      throw Object.assign(
+        new Error(`ElasticMQ did not answer on ${endpoint} within 60 s: ${firstWords(stderr)}`),
+        { stderr },
+      );
     }
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -20,7 +20,9 @@ const version = (i, v) => ({
   email: `ordered-${i}@example.com`,
   name: `Ordered ${i} v${v}`,
   phone: `+1555${String(i * 10 + v).padStart(7, '0')}`,
-  changedAt: new Date(Date.parse('2026-11-26T00:00:00Z') + v * 1000).toISOString().replace('Z', '123Z'), // 2026-11-26T00:00:0v.000123Z
+  changedAt: new Date(Date.parse('2026-11-26T00:00:00Z') + v * 1000)
+    .toISOString()
+    .replace('Z', '123Z'), // 2026-11-26T00:00:0v.000123Z
 });
 
 describe('three versions of 2,000 users through a standard queue, out of order, the service restarted mid-drain', () => {
@@ -36,7 +38,12 @@ describe('three versions of 2,000 users through a standard queue, out of order, 
 
   /** How many users hold their newest version. */
   const newest = async () =>
-    (await db.pool.query(`SELECT count(*)::int AS n FROM users WHERE name LIKE '% v${VERSIONS}' AND changed_at = $1`, [version(0, VERSIONS).changedAt])).rows[0].n;
+    (
+      await db.pool.query(
+        `SELECT count(*)::int AS n FROM users WHERE name LIKE '% v${VERSIONS}' AND changed_at = $1`,
+        [version(0, VERSIONS).changedAt],
+      )
+    ).rows[0].n;
 
   test('after the drain every user holds its newest version; the dead-letter queue is empty', async (t) => {
     const port = String(await freePort());
@@ -52,12 +59,24 @@ describe('three versions of 2,000 users through a standard queue, out of order, 
       const j = Math.floor(Math.random() * (i + 1));
       [changes[i], changes[j]] = [changes[j], changes[i]];
     }
-    const sent = await sendMessages({ sqs, queueUrl: queues.queueUrl, messages: packMessages(changes, 10) });
-    assert.deepEqual({ users: sent.users, messages: sent.messages }, { users: USERS * VERSIONS, messages: (USERS * VERSIONS) / 10 });
+    const sent = await sendMessages({
+      sqs,
+      queueUrl: queues.queueUrl,
+      messages: packMessages(changes, 10),
+    });
+    assert.deepEqual(
+      { users: sent.users, messages: sent.messages },
+      { users: USERS * VERSIONS, messages: (USERS * VERSIONS) / 10 },
+    );
 
     // Small invocations, so the drain is still going when the service restarts.
     const { stop, handlerLogs } = await startFeeder({
-      sqs, queueUrl: queues.queueUrl, serviceUrl: service.baseUrl, batchSize: 10, functionTimeoutMs: 4_000, env: { CONFLICT_RESOLUTION: 'merge' },
+      sqs,
+      queueUrl: queues.queueUrl,
+      serviceUrl: service.baseUrl,
+      batchSize: 10,
+      functionTimeoutMs: 4_000,
+      env: { CONFLICT_RESOLUTION: 'merge' },
     });
     t.after(stop);
     await waitUntil(async () => (await db.countUsers()) >= 300, 'the drain to be under way');
@@ -66,22 +85,35 @@ describe('three versions of 2,000 users through a standard queue, out of order, 
     const atRestart = await db.countUsers();
     service = await startServerProcess(env);
 
-    await waitUntil(async () => (await newest()) === USERS && (await queues.depth(queues.queueUrl)) === 0, 'every user at its newest version and an empty queue', 120_000);
+    await waitUntil(
+      async () => (await newest()) === USERS && (await queues.depth(queues.queueUrl)) === 0,
+      'every user at its newest version and an empty queue',
+      120_000,
+    );
     await stop();
 
     assert.ok(atRestart < USERS, `the restart came mid-drain (${atRestart} users stored by then)`);
-    const { rows } = await db.pool.query(`SELECT email, name, phone, to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS changed_at FROM users ORDER BY email`);
+    const { rows } = await db.pool.query(
+      `SELECT email, name, phone, to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS changed_at FROM users ORDER BY email`,
+    );
     assert.equal(rows.length, USERS);
     for (const r of rows) {
       const i = Number(/ordered-(\d+)@/.exec(r.email)?.[1]);
       const expected = version(i, VERSIONS);
-      assert.deepEqual([r.name, r.phone, r.changed_at], [expected.name, expected.phone, expected.changedAt], 'to the microsecond');
+      assert.deepEqual(
+        [r.name, r.phone, r.changed_at],
+        [expected.name, expected.phone, expected.changedAt],
+        'to the microsecond',
+      );
     }
     assert.equal(await queues.depth(queues.dlqUrl), 0);
     // The feeder's counts: every change received was inserted, updated or counted stale.
     const stale = handlerLogs.reduce((n, l) => n + (l.stale ?? 0), 0);
     const written = handlerLogs.reduce((n, l) => n + (l.inserted ?? 0) + (l.updated ?? 0), 0);
     assert.ok(stale > 0, 'older versions arrived after newer ones and were counted stale');
-    assert.ok(written + stale >= USERS * VERSIONS, `inserted + updated + stale (${written + stale}) covers every change sent`);
+    assert.ok(
+      written + stale >= USERS * VERSIONS,
+      `inserted + updated + stale (${written + stale}) covers every change sent`,
+    );
   });
 });

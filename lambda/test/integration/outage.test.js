@@ -28,12 +28,19 @@ describe('the service stops for a while mid-drain', () => {
     // would be received again, and the first receipt could no longer delete it.
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 10, maxReceiveCount: 5 });
     const users = function* () {
-      for (let i = 0; i < 30_000; i++) yield { email: `outage-${i}@example.com`, name: `Outage ${i}` };
+      for (let i = 0; i < 30_000; i++)
+        yield { email: `outage-${i}@example.com`, name: `Outage ${i}` };
     };
     await sendMessages({ sqs, queueUrl: queues.queueUrl, messages: packMessages(users(), 100) });
 
     // Small invocations, so the drain is still going when the service goes away.
-    const { stop, logs, handlerLogs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: service.baseUrl, batchSize: 10, functionTimeoutMs: 4_000 });
+    const { stop, logs, handlerLogs } = await startFeeder({
+      sqs,
+      queueUrl: queues.queueUrl,
+      serviceUrl: service.baseUrl,
+      batchSize: 10,
+      functionTimeoutMs: 4_000,
+    });
     t.after(stop);
     await waitUntil(async () => (await db.countUsers()) >= 3_000, 'the drain to be under way');
     service.child.kill('SIGKILL');
@@ -43,12 +50,22 @@ describe('the service stops for a while mid-drain', () => {
     // its pollers) rather than report every message failed; the runner logs each thrown invocation.
     const fromOutage = logs.length;
     await waitUntil(
-      () => logs.slice(fromOutage).some((l) => l.msg === 'handler failed; the batch returns to the queue' && l.messages > 0),
-      'an invocation to fail whole while the service is down', 30_000,
+      () =>
+        logs
+          .slice(fromOutage)
+          .some(
+            (l) => l.msg === 'handler failed; the batch returns to the queue' && l.messages > 0,
+          ),
+      'an invocation to fail whole while the service is down',
+      30_000,
     );
     service = await startServerProcess(env);
 
-    await waitUntil(async () => (await db.countUsers()) >= 30_000 && (await queues.depth(queues.queueUrl)) === 0, 'the rest of the drain', 120_000);
+    await waitUntil(
+      async () => (await db.countUsers()) >= 30_000 && (await queues.depth(queues.queueUrl)) === 0,
+      'the rest of the drain',
+      120_000,
+    );
     await stop();
     service.child.kill('SIGTERM');
     await service.exited;
@@ -56,7 +73,10 @@ describe('the service stops for a while mid-drain', () => {
     assert.ok(atOutage < 30_000, 'the outage came mid-drain');
     assert.equal(await db.countUsers(), 30_000);
     assert.equal(await queues.depth(queues.dlqUrl), 0);
-    assert.ok(handlerLogs.some((l) => l.retries > 0), 'the handler retried through the outage');
+    assert.ok(
+      handlerLogs.some((l) => l.retries > 0),
+      'the handler retried through the outage',
+    );
     await queues.delete();
   });
 });

@@ -15,12 +15,29 @@ describe('end to end: producer → queue → runner → handler → service → 
     const users = function* () {
       for (let i = 0; i < 100_000; i++) yield { email: `e2e-${i}@example.com`, name: `E2E ${i}` };
     };
-    const sent = await sendMessages({ sqs, queueUrl: queues.queueUrl, messages: packMessages(users(), 100), concurrency: 8 });
-    assert.deepEqual({ users: sent.users, messages: sent.messages }, { users: 100_000, messages: 1000 });
+    const sent = await sendMessages({
+      sqs,
+      queueUrl: queues.queueUrl,
+      messages: packMessages(users(), 100),
+      concurrency: 8,
+    });
+    assert.deepEqual(
+      { users: sent.users, messages: sent.messages },
+      { users: 100_000, messages: 1000 },
+    );
 
-    const { stop, logs } = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl });
+    const { stop, logs } = await startFeeder({
+      sqs,
+      queueUrl: queues.queueUrl,
+      serviceUrl: ctx.app.baseUrl,
+    });
     t.after(stop);
-    await waitUntil(async () => (await ctx.db.countUsers()) >= 100_000 && (await queues.depth(queues.queueUrl)) === 0, '100,000 rows and an empty queue', 120_000);
+    await waitUntil(
+      async () =>
+        (await ctx.db.countUsers()) >= 100_000 && (await queues.depth(queues.queueUrl)) === 0,
+      '100,000 rows and an empty queue',
+      120_000,
+    );
     const totals = await stop();
 
     assert.equal(await ctx.db.countUsers(), 100_000);

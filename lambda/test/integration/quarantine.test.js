@@ -30,40 +30,75 @@ describe('the feeder sets invalid users aside (INVALID_USERS=quarantine, the def
     t.after(() => queues.delete());
     const tag = uniqueTag();
     let bad = 0;
-    const bodies = Array.from({ length: 200 }, (_, m) => JSON.stringify(Array.from({ length: 100 }, (_, u) => {
-      const email = `q-${tag}-${m}-${u}@example.com`;
-      // Every fourth message holds one invalid user, at a place of its own.
-      if (m % 4 === 0 && u === (m * 7) % 100) return BAD_USERS[bad++ % BAD_USERS.length](email);
-      return { email, name: `Q ${m}.${u}` };
-    })));
+    const bodies = Array.from({ length: 200 }, (_, m) =>
+      JSON.stringify(
+        Array.from({ length: 100 }, (_, u) => {
+          const email = `q-${tag}-${m}-${u}@example.com`;
+          // Every fourth message holds one invalid user, at a place of its own.
+          if (m % 4 === 0 && u === (m * 7) % 100) return BAD_USERS[bad++ % BAD_USERS.length](email);
+          return { email, name: `Q ${m}.${u}` };
+        }),
+      ),
+    );
     assert.equal(bad, 50);
     const notJson = [`{"email": "broken-${tag}@example.com", "name": `, 'not json at all'];
     bodies.splice(50, 0, notJson[0]);
     bodies.splice(150, 0, notJson[1]);
     await queues.send(bodies);
 
-    const feeder = await startFeeder({ sqs, queueUrl: queues.queueUrl, serviceUrl: ctx.app.baseUrl });
+    const feeder = await startFeeder({
+      sqs,
+      queueUrl: queues.queueUrl,
+      serviceUrl: ctx.app.baseUrl,
+    });
     t.after(feeder.stop);
-    await waitUntil(async () => (await queues.depth(queues.dlqUrl)) === 2 && (await queues.depth(queues.queueUrl)) === 0, 'the 2 messages that are not JSON in the DLQ', 120_000);
+    await waitUntil(
+      async () =>
+        (await queues.depth(queues.dlqUrl)) === 2 && (await queues.depth(queues.queueUrl)) === 0,
+      'the 2 messages that are not JSON in the DLQ',
+      120_000,
+    );
     await feeder.stop();
 
-    const stored = await ctx.db.pool.query('SELECT count(*)::int AS n FROM users WHERE email LIKE $1', [`q-${tag}-%`]);
+    const stored = await ctx.db.pool.query(
+      'SELECT count(*)::int AS n FROM users WHERE email LIKE $1',
+      [`q-${tag}-%`],
+    );
     assert.equal(stored.rows[0].n, 19_950, 'every valid user');
-    const kept = await ctx.db.pool.query('SELECT count(*)::int AS n, count(DISTINCT item)::int AS items FROM quarantined_items WHERE item LIKE $1', [`%q-${tag}-%`]);
+    const kept = await ctx.db.pool.query(
+      'SELECT count(*)::int AS n, count(DISTINCT item)::int AS items FROM quarantined_items WHERE item LIKE $1',
+      [`%q-${tag}-%`],
+    );
     assert.deepEqual(kept.rows[0], { n: 50, items: 50 }, 'each invalid user set aside once');
-    const clients = await ctx.db.pool.query('SELECT DISTINCT client, format, reason FROM quarantined_items');
-    assert.deepEqual(clients.rows, [{ client: 'anonymous', format: 'json', reason: 'invalid_user' }]);
-    const whole = await ctx.db.pool.query('SELECT string_agg(item, E\'\\n\') AS all FROM quarantined_items');
+    const clients = await ctx.db.pool.query(
+      'SELECT DISTINCT client, format, reason FROM quarantined_items',
+    );
+    assert.deepEqual(clients.rows, [
+      { client: 'anonymous', format: 'json', reason: 'invalid_user' },
+    ]);
+    const whole = await ctx.db.pool.query(
+      "SELECT string_agg(item, E'\\n') AS all FROM quarantined_items",
+    );
     assert.ok(!whole.rows[0].all.includes('hunter2-never-kept'), 'no plaintext password kept');
 
     const dlq = [];
     for (let i = 0; i < 10 && dlq.length < 2; i++) {
-      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+      const out = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queues.dlqUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+        }),
+      );
       dlq.push(...(out.Messages ?? []).map((message) => message.Body));
     }
     assert.deepEqual(dlq.sort(), [...notJson].sort(), 'only the messages that are not JSON');
     const fed = feeder.handlerLogs.filter((l) => l.message === 'sqs batch fed');
-    assert.equal(fed.reduce((sum, l) => sum + l.quarantined, 0), 50, 'the feeder counts what was set aside');
+    assert.equal(
+      fed.reduce((sum, l) => sum + l.quarantined, 0),
+      50,
+      'the feeder counts what was set aside',
+    );
     assert.ok(!JSON.stringify(feeder.handlerLogs).includes('hunter2'), 'nor logged by the feeder');
     assert.ok(!JSON.stringify(ctx.app.logs).includes('hunter2'), 'nor by the service');
   });

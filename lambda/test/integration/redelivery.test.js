@@ -19,11 +19,21 @@ describe('redelivery', () => {
     const output = captureHandlerOutput();
     t.after(output.restore);
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 1, maxReceiveCount: 5 });
-    const users = Array.from({ length: 50 }, (_, i) => ({ email: `twice-${i}@example.com`, name: `Twice ${i}` }));
+    const users = Array.from({ length: 50 }, (_, i) => ({
+      email: `twice-${i}@example.com`,
+      name: `Twice ${i}`,
+    }));
     await queues.send([JSON.stringify(users)]);
 
     const receive = async () => {
-      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queues.queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 5, MessageSystemAttributeNames: ['All'] }));
+      const out = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queues.queueUrl,
+          MaxNumberOfMessages: 1,
+          WaitTimeSeconds: 5,
+          MessageSystemAttributeNames: ['All'],
+        }),
+      );
       assert.equal(out.Messages?.length, 1);
       return /** @type {import('@aws-sdk/client-sqs').Message} */ (out.Messages?.[0]);
     };
@@ -35,12 +45,26 @@ describe('redelivery', () => {
     assert.equal(second.Attributes?.ApproximateReceiveCount, '2');
 
     const source = { queueArn: 'arn:aws:sqs:us-east-1:000000000000:q', region: 'us-east-1' };
-    const results = await Promise.all([first, second].map((m) => handler({ Records: [toLambdaRecord(m, source)] }, lambdaContext(10_000))));
+    const results = await Promise.all(
+      [first, second].map((m) =>
+        handler({ Records: [toLambdaRecord(m, source)] }, lambdaContext(10_000)),
+      ),
+    );
     assert.deepEqual(results, [{ batchItemFailures: [] }, { batchItemFailures: [] }]);
     assert.equal(await ctx.db.countUsers(), 50);
-    assert.equal(output.logs.reduce((n, l) => n + l.inserted, 0), 50, 'the replay inserted nothing');
-    assert.deepEqual(output.logs.map((l) => l.usersStored), [50, 50], 'both invocations saw every user stored');
-    await sqs.send(new DeleteMessageCommand({ QueueUrl: queues.queueUrl, ReceiptHandle: second.ReceiptHandle }));
+    assert.equal(
+      output.logs.reduce((n, l) => n + l.inserted, 0),
+      50,
+      'the replay inserted nothing',
+    );
+    assert.deepEqual(
+      output.logs.map((l) => l.usersStored),
+      [50, 50],
+      'both invocations saw every user stored',
+    );
+    await sqs.send(
+      new DeleteMessageCommand({ QueueUrl: queues.queueUrl, ReceiptHandle: second.ReceiptHandle }),
+    );
     await queues.delete();
   });
 });

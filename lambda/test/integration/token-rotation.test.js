@@ -26,7 +26,11 @@ const PROBE_URL = '/users?probe=rotation';
  * @param {Awaited<ReturnType<typeof startTestApp>>} app @param {string} token
  */
 async function probe(app, token) {
-  const res = await fetch(`${app.baseUrl}${PROBE_URL}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: '[]' });
+  const res = await fetch(`${app.baseUrl}${PROBE_URL}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: '[]',
+  });
   await res.arrayBuffer();
   return res.status;
 }
@@ -41,7 +45,8 @@ function keepProducing(sqs, queueUrl, tag) {
   let made = 0;
   async function* users() {
     while (producing) {
-      for (let i = 0; i < 20; i++) yield { email: `${tag}-${made++}@rotation.example`, name: `Rotation ${made}` };
+      for (let i = 0; i < 20; i++)
+        yield { email: `${tag}-${made++}@rotation.example`, name: `Rotation ${made}` };
       await sleep(1);
     }
   }
@@ -79,7 +84,11 @@ describe('token rotation under load: zero failed posts, zero dead letters, nothi
   async function drainThrough({ app, secrets, tag, rotateDuring }) {
     const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 20, maxReceiveCount: 2 });
     const feeder = await startFeeder({
-      sqs, queueUrl: queues.queueUrl, serviceUrl: app.baseUrl, batchSize: 20, functionTimeoutMs: 10_000,
+      sqs,
+      queueUrl: queues.queueUrl,
+      serviceUrl: app.baseUrl,
+      batchSize: 20,
+      functionTimeoutMs: 10_000,
       env: { ...secrets.env, POST_CHUNK_ITEMS: '5', POST_CONCURRENCY: '4' },
     });
     const started = performance.now();
@@ -90,10 +99,15 @@ describe('token rotation under load: zero failed posts, zero dead letters, nothi
       await rotateDuring();
       await sleep(1000);
       const sent = await producer.stop();
-      await waitUntil(async () => (await db.countUsers()) - before >= sent && (await queues.depth(queues.queueUrl)) === 0, `all ${sent} users stored`, 60_000);
+      await waitUntil(
+        async () =>
+          (await db.countUsers()) - before >= sent && (await queues.depth(queues.queueUrl)) === 0,
+        `all ${sent} users stored`,
+        60_000,
+      );
       const totals = await feeder.stop();
       const seconds = (performance.now() - started) / 1000;
-      const stored = await db.countUsers() - before;
+      const stored = (await db.countUsers()) - before;
       const deadLetters = await queues.depth(queues.dlqUrl);
       await queues.delete();
       return { sent, stored, totals, deadLetters, seconds, handlerLogs: feeder.handlerLogs };
@@ -111,18 +125,31 @@ describe('token rotation under load: zero failed posts, zero dead letters, nothi
     assert.equal(run.deadLetters, 0, 'no message in the dead-letter queue');
     assert.equal(run.totals.failed, 0, 'no message failed: no 401 exhausted a post');
     assert.equal(run.totals.handlerErrors ?? 0, 0);
-    const refused = app.logs.filter((l) => l.msg === 'request completed' && l.res?.statusCode === 401);
-    assert.ok(refused.every((l) => l.client === undefined), 'a refusal names no client');
+    const refused = app.logs.filter(
+      (l) => l.msg === 'request completed' && l.res?.statusCode === 401,
+    );
+    assert.ok(
+      refused.every((l) => l.client === undefined),
+      'a refusal names no client',
+    );
     // The feeder's own posts refused, not the test's probes: its old token met the service after the
     // rotation, and since nothing failed, it read the new one and posted again.
     const feederRefused = refused.filter((l) => l.req?.url === '/users');
-    assert.ok(refused.some((l) => l.req?.url === PROBE_URL), 'the probes are in the access log, told apart');
-    assert.ok(feederRefused.length >= 1, 'the feeder\'s old token was refused at least once (the re-read was exercised)');
+    assert.ok(
+      refused.some((l) => l.req?.url === PROBE_URL),
+      'the probes are in the access log, told apart',
+    );
+    assert.ok(
+      feederRefused.length >= 1,
+      "the feeder's old token was refused at least once (the re-read was exercised)",
+    );
     const posts = run.handlerLogs.reduce((n, l) => n + (l.posts ?? 0), 0);
-    t.diagnostic(`${run.sent} users, ${posts} posts in ${run.seconds.toFixed(1)} s (one every ${Math.round((run.seconds * 1000) / posts)} ms), ${feederRefused.length} answered 401 and posted again with the new token`);
+    t.diagnostic(
+      `${run.sent} users, ${posts} posts in ${run.seconds.toFixed(1)} s (one every ${Math.round((run.seconds * 1000) / posts)} ms), ${feederRefused.length} answered 401 and posted again with the new token`,
+    );
   }
 
-  test('a token file: the second token added, the feeder\'s secret switched to it, the first removed', async (t) => {
+  test("a token file: the second token added, the feeder's secret switched to it, the first removed", async (t) => {
     const [tokenA, tokenB] = [newToken(), newToken()];
     const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-rotation-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -133,19 +160,36 @@ describe('token rotation under load: zero failed posts, zero dead letters, nothi
       await rename(`${file}.new`, file);
     };
     writeFileSync(file, JSON.stringify({ 'feeder-1': tokenA }));
-    const app = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKENS_FILE: file, INGEST_TOKENS_REFRESH_MS: String(REFRESH_MS), LOG_LEVEL: 'info' } });
+    const app = await startTestApp({
+      databaseUrl: db.url,
+      env: {
+        INGEST_TOKENS_FILE: file,
+        INGEST_TOKENS_REFRESH_MS: String(REFRESH_MS),
+        LOG_LEVEL: 'info',
+      },
+    });
     t.after(() => app.close());
     const secrets = await startSecretsManagerStub({ token: JSON.stringify({ feeder: tokenA }) });
     t.after(() => secrets.close());
 
     const run = await drainThrough({
-      app, secrets, tag: 'file',
+      app,
+      secrets,
+      tag: 'file',
       async rotateDuring() {
         await writeTokens({ 'feeder-1': tokenA, 'feeder-2': tokenB });
-        await waitUntil(async () => (await probe(app, tokenB)) === 400, 'the service to accept the second token', 5000);
+        await waitUntil(
+          async () => (await probe(app, tokenB)) === 400,
+          'the service to accept the second token',
+          5000,
+        );
         secrets.put(JSON.stringify({ feeder: tokenB }));
         await writeTokens({ 'feeder-2': tokenB });
-        await waitUntil(async () => (await probe(app, tokenA)) === 401, 'the service to refuse the first token', 5000);
+        await waitUntil(
+          async () => (await probe(app, tokenA)) === 401,
+          'the service to refuse the first token',
+          5000,
+        );
       },
     });
     assertNothingLost(run, app, t);
@@ -155,36 +199,62 @@ describe('token rotation under load: zero failed posts, zero dead letters, nothi
   });
 
   test('a Secrets Manager secret rotated by the rotation function: AWSPENDING accepted, then AWSCURRENT moved', async (t) => {
-    const secrets = await startSecretsManagerStub({ token: JSON.stringify({ feeder: newToken() }) });
+    const secrets = await startSecretsManagerStub({
+      token: JSON.stringify({ feeder: newToken() }),
+    });
     t.after(() => secrets.close());
     // The service's own SDK client reads the stand-in (its endpoint and credentials from the environment).
     const restoreEnv = setEnv(secrets.env);
     t.after(restoreEnv);
-    const app = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKENS_SECRET_ARN: SECRET_ARN, INGEST_TOKENS_REFRESH_MS: String(REFRESH_MS), LOG_LEVEL: 'info' } });
+    const app = await startTestApp({
+      databaseUrl: db.url,
+      env: {
+        INGEST_TOKENS_SECRET_ARN: SECRET_ARN,
+        INGEST_TOKENS_REFRESH_MS: String(REFRESH_MS),
+        LOG_LEVEL: 'info',
+      },
+    });
     t.after(() => app.close());
     const client = new SecretsManagerClient({});
     t.after(() => client.destroy());
 
     const run = await drainThrough({
-      app, secrets, tag: 'secret',
+      app,
+      secrets,
+      tag: 'secret',
       async rotateDuring() {
         const version = secrets.startRotation();
         // setSecret waits for the services' refresh, as ROTATION_WAIT_MS does on AWS.
         const deps = { client, waitMs: 3 * REFRESH_MS, sleep };
-        for (const step of /** @type {const} */ (['createSecret', 'setSecret', 'testSecret', 'finishSecret'])) {
+        for (const step of /** @type {const} */ ([
+          'createSecret',
+          'setSecret',
+          'testSecret',
+          'finishSecret',
+        ])) {
           await rotate({ Step: step, SecretId: SECRET_ARN, ClientRequestToken: version }, deps);
           if (step !== 'testSecret') continue;
           // What testSecret vouches for, checked where it counts: after setSecret's wait the service
           // accepts the pending token (an empty body is refused 400, not 401) before any client has it.
           const pending = JSON.parse(/** @type {string} */ (secrets.valueAt('AWSPENDING'))).feeder;
-          assert.equal(await probe(app, pending), 400, 'the pending token is accepted once testSecret passes');
+          assert.equal(
+            await probe(app, pending),
+            400,
+            'the pending token is accepted once testSecret passes',
+          );
         }
         const old = JSON.parse(/** @type {string} */ (secrets.valueAt('AWSPREVIOUS'))).feeder;
-        await waitUntil(async () => (await probe(app, old)) === 401, 'the service to stop accepting the previous token', 5000);
+        await waitUntil(
+          async () => (await probe(app, old)) === 401,
+          'the service to stop accepting the previous token',
+          5000,
+        );
       },
     });
     assertNothingLost(run, app, t);
-    const reads = secrets.requests.filter((r) => r.target === 'secretsmanager.GetSecretValue' && r.versionStage === 'AWSPENDING');
+    const reads = secrets.requests.filter(
+      (r) => r.target === 'secretsmanager.GetSecretValue' && r.versionStage === 'AWSPENDING',
+    );
     assert.ok(reads.length >= 3, 'the service read the pending stage on its refreshes');
   });
 });

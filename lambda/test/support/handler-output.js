@@ -9,17 +9,19 @@ export function captureHandlerOutput() {
   /** @param {NodeJS.WriteStream} stream */
   const capture = (stream) => {
     const originalWrite = stream.write;
-    stream.write = /** @type {any} */ (function (/** @type {any} */ chunk, /** @type {any[]} */ ...rest) {
-      let line;
-      try {
-        line = JSON.parse(String(chunk));
-      } catch {
-        line = undefined;
+    stream.write = /** @type {any} */ (
+      function (/** @type {any} */ chunk, /** @type {any[]} */ ...rest) {
+        let line;
+        try {
+          line = JSON.parse(String(chunk));
+        } catch {
+          line = undefined;
+        }
+        if (line?._aws) return metrics.push(line) > 0;
+        if (line?.service === 'sluice-feeder') return logs.push(line) > 0;
+        return originalWrite.call(stream, chunk, ...rest);
       }
-      if (line?._aws) return metrics.push(line) > 0;
-      if (line?.service === 'sluice-feeder') return logs.push(line) > 0;
-      return originalWrite.call(stream, chunk, ...rest);
-    });
+    );
     return () => {
       stream.write = originalWrite;
     };

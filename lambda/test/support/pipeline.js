@@ -11,16 +11,38 @@ import { captureHandlerOutput } from './handler-output.js';
  * @param {{ sqs: import('@aws-sdk/client-sqs').SQSClient, queueUrl: string, serviceUrl: string, env?: Record<string, string>,
  *   batchSize?: number, functionTimeoutMs?: number }} options
  */
-export async function startFeeder({ sqs, queueUrl, serviceUrl, env = {}, batchSize = 100, functionTimeoutMs = 30_000 }) {
-  const restoreEnv = setEnv({ SERVICE_URL: serviceUrl, RETRY_BASE_MS: '100', RETRY_MAX_MS: '1000', SAFETY_MARGIN_MS: '1000', ...env });
+export async function startFeeder({
+  sqs,
+  queueUrl,
+  serviceUrl,
+  env = {},
+  batchSize = 100,
+  functionTimeoutMs = 30_000,
+}) {
+  const restoreEnv = setEnv({
+    SERVICE_URL: serviceUrl,
+    RETRY_BASE_MS: '100',
+    RETRY_MAX_MS: '1000',
+    SAFETY_MARGIN_MS: '1000',
+    ...env,
+  });
   // A feeder of its own, so it reads the settings above, not an earlier feeder's.
   const handler = feederFromEnvironment(process.env);
   /** @type {any[]} */
   const logs = [];
   const output = captureHandlerOutput();
   const runner = new LocalEventSource({
-    sqs, queueUrl, handler, region: 'us-east-1', batchSize, batchWindowMs: 200, receivers: 4, concurrency: 2, functionTimeoutMs,
-    waitTimeSeconds: 1, log: (line) => logs.push(line),
+    sqs,
+    queueUrl,
+    handler,
+    region: 'us-east-1',
+    batchSize,
+    batchWindowMs: 200,
+    receivers: 4,
+    concurrency: 2,
+    functionTimeoutMs,
+    waitTimeSeconds: 1,
+    log: (line) => logs.push(line),
   });
   await runner.start();
   /** @type {ReturnType<LocalEventSource['stop']> | undefined} */

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 
-export const SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:sluice/ingest-token-AbCdEf';
+export const SECRET_ARN =
+  'arn:aws:secretsmanager:us-east-1:000000000000:secret:sluice/ingest-token-AbCdEf';
 
 /**
  * Secrets Manager on 127.0.0.1, speaking the AWS JSON 1.1 protocol the SDK uses, so the handler's,
@@ -18,7 +19,8 @@ export async function startSecretsManagerStub({ token }) {
   const requests = [];
   /** @type {Map<string, { value: string | undefined, stages: Set<string> }>} versionId → its value (none yet: a rotation's new version before createSecret) and stages */
   const versions = new Map([['v1', { value: token, stages: new Set(['AWSCURRENT']) }]]);
-  const withStage = (/** @type {string} */ stage) => [...versions].find(([, v]) => v.stages.has(stage));
+  const withStage = (/** @type {string} */ stage) =>
+    [...versions].find(([, v]) => v.stages.has(stage));
   /** Moves a stage to a version, from wherever it was. @param {string} stage @param {string} id */
   const moveStage = (stage, id) => {
     for (const v of versions.values()) v.stages.delete(stage);
@@ -26,15 +28,39 @@ export async function startSecretsManagerStub({ token }) {
   };
   /** @param {string} target @param {any} input @returns {[number, object]} */
   const answer = (target, input) => {
-    if (input.SecretId !== SECRET_ARN) return [400, { __type: 'ResourceNotFoundException', message: `no secret ${input.SecretId} (${target})` }];
+    if (input.SecretId !== SECRET_ARN)
+      return [
+        400,
+        { __type: 'ResourceNotFoundException', message: `no secret ${input.SecretId} (${target})` },
+      ];
     switch (target) {
       case 'secretsmanager.GetSecretValue': {
-        const found = input.VersionId ? [input.VersionId, versions.get(input.VersionId)] : withStage(input.VersionStage ?? 'AWSCURRENT');
-        if (found?.[1]?.value === undefined || (input.VersionId && input.VersionStage && !found[1].stages.has(input.VersionStage))) {
-          return [400, { __type: 'ResourceNotFoundException', message: `no version ${input.VersionId ?? input.VersionStage}` }];
+        const found = input.VersionId
+          ? [input.VersionId, versions.get(input.VersionId)]
+          : withStage(input.VersionStage ?? 'AWSCURRENT');
+        if (
+          found?.[1]?.value === undefined ||
+          (input.VersionId && input.VersionStage && !found[1].stages.has(input.VersionStage))
+        ) {
+          return [
+            400,
+            {
+              __type: 'ResourceNotFoundException',
+              message: `no version ${input.VersionId ?? input.VersionStage}`,
+            },
+          ];
         }
         const [id, v] = /** @type {[string, { value: string, stages: Set<string> }]} */ (found);
-        return [200, { ARN: SECRET_ARN, Name: 'sluice/ingest-token', SecretString: v.value, VersionId: id, VersionStages: [...v.stages] }];
+        return [
+          200,
+          {
+            ARN: SECRET_ARN,
+            Name: 'sluice/ingest-token',
+            SecretString: v.value,
+            VersionId: id,
+            VersionStages: [...v.stages],
+          },
+        ];
       }
       case 'secretsmanager.PutSecretValue': {
         const id = input.ClientRequestToken ?? randomUUID();
@@ -49,16 +75,32 @@ export async function startSecretsManagerStub({ token }) {
           }
           moveStage(stage, id);
         }
-        return [200, { ARN: SECRET_ARN, Name: 'sluice/ingest-token', VersionId: id, VersionStages: stages }];
+        return [
+          200,
+          { ARN: SECRET_ARN, Name: 'sluice/ingest-token', VersionId: id, VersionStages: stages },
+        ];
       }
       case 'secretsmanager.DescribeSecret':
-        return [200, {
-          ARN: SECRET_ARN, Name: 'sluice/ingest-token', RotationEnabled: true,
-          VersionIdsToStages: Object.fromEntries([...versions].filter(([, v]) => v.stages.size > 0).map(([id, v]) => [id, [...v.stages]])),
-        }];
+        return [
+          200,
+          {
+            ARN: SECRET_ARN,
+            Name: 'sluice/ingest-token',
+            RotationEnabled: true,
+            VersionIdsToStages: Object.fromEntries(
+              [...versions]
+                .filter(([, v]) => v.stages.size > 0)
+                .map(([id, v]) => [id, [...v.stages]]),
+            ),
+          },
+        ];
       case 'secretsmanager.UpdateSecretVersionStage': {
         const { VersionStage: stage, MoveToVersionId: to, RemoveFromVersionId: from } = input;
-        if (from && !versions.get(from)?.stages.has(stage)) return [400, { __type: 'InvalidParameterException', message: `${stage} is not on ${from}` }];
+        if (from && !versions.get(from)?.stages.has(stage))
+          return [
+            400,
+            { __type: 'InvalidParameterException', message: `${stage} is not on ${from}` },
+          ];
         if (to && stage === 'AWSCURRENT' && from) moveStage('AWSPREVIOUS', from);
         if (to) moveStage(stage, to);
         else versions.get(from)?.stages.delete(stage);
@@ -74,7 +116,12 @@ export async function startSecretsManagerStub({ token }) {
     req.on('end', () => {
       const target = String(req.headers['x-amz-target'] ?? '');
       const input = JSON.parse(data || '{}');
-      requests.push({ target, secretId: input.SecretId, authorization: String(req.headers.authorization ?? ''), versionStage: input.VersionStage });
+      requests.push({
+        target,
+        secretId: input.SecretId,
+        authorization: String(req.headers.authorization ?? ''),
+        versionStage: input.VersionStage,
+      });
       const [status, body] = answer(target, input);
       res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1' });
       res.end(JSON.stringify(body));
@@ -87,7 +134,8 @@ export async function startSecretsManagerStub({ token }) {
     /** The value of the version at `stage`, or undefined. @param {string} stage */
     valueAt: (stage) => withStage(stage)?.[1].value,
     /** A new AWSCURRENT version, as `aws secretsmanager put-secret-value` makes one. @param {string} value */
-    put: (value) => void answer('secretsmanager.PutSecretValue', { SecretId: SECRET_ARN, SecretString: value }),
+    put: (value) =>
+      void answer('secretsmanager.PutSecretValue', { SecretId: SECRET_ARN, SecretString: value }),
     /**
      * A rotation begins as RotateSecret begins one: a new version, AWSPENDING, with no value yet;
      * its id is the ClientRequestToken each step of the rotation function is invoked with.
@@ -105,6 +153,10 @@ export async function startSecretsManagerStub({ token }) {
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',
     },
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
   };
 }

@@ -11,7 +11,14 @@ let sequence = 0;
  * @param {{ messageId?: string, receiveCount?: number, group?: string }} [options]
  */
 export function makeRecord(body, { messageId = randomUUID(), receiveCount = 1, group } = {}) {
-  const fifo = group === undefined ? {} : { MessageGroupId: group, MessageDeduplicationId: `dedup-${messageId}`, SequenceNumber: String(++sequence) };
+  const fifo =
+    group === undefined
+      ? {}
+      : {
+          MessageGroupId: group,
+          MessageDeduplicationId: `dedup-${messageId}`,
+          SequenceNumber: String(++sequence),
+        };
   return toLambdaRecord(
     {
       MessageId: messageId,

@@ -29,6 +29,10 @@ export async function startStubService(respond) {
     requests,
     /** each request's headers, in the order of `requests` */
     headers: requestHeaders,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
   };
 }

@@ -29,11 +29,13 @@ function walkthroughBlocks(markdown) {
   assert.ok(start >= 0, `docs/feeder.md has no "${SECTION}"`);
   const end = markdown.indexOf('\n## ', start + SECTION.length);
   const section = markdown.slice(start, end < 0 ? undefined : end);
-  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map(([, body]) => body
-    .replace(/\\\n\s*/g, '')
-    .split('\n')
-    .map((line) => line.replace(/(^|\s)#.*$/, '').trim())
-    .filter(Boolean));
+  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map(([, body]) =>
+    body
+      .replace(/\\\n\s*/g, '')
+      .split('\n')
+      .map((line) => line.replace(/(^|\s)#.*$/, '').trim())
+      .filter(Boolean),
+  );
 }
 
 /**
@@ -47,7 +49,11 @@ const COMMANDS = {
   elasticmq: { runs: 'until-stopped', ready: /Ctrl-C stops it/, stopped: /elasticmq: stopped\n/ },
   start: { runs: 'until-stopped', ready: /"msg":"listening"/, stopped: /"msg":"stopped"/ },
   produce: { runs: 'to-the-end' },
-  feeder: { runs: 'until-stopped', ready: /"message":"feeder polling"/, stopped: /"message":"feeder stopped"/ },
+  feeder: {
+    runs: 'until-stopped',
+    ready: /"message":"feeder polling"/,
+    stopped: /"message":"feeder stopped"/,
+  },
 };
 
 /**
@@ -58,21 +64,32 @@ async function orAfter(promise, ms, late) {
   /** @type {NodeJS.Timeout | undefined} */
   let timer;
   try {
-    return await Promise.race([promise, new Promise((resolve) => { timer = setTimeout(resolve, ms, late); })]);
+    return await Promise.race([
+      promise,
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, ms, late);
+      }),
+    ]);
   } finally {
     clearTimeout(timer);
   }
 }
 
 /** @param {string} command */
-const scriptOf = (command) => /(?:^|\s)npm (?:run (\S+)|(start))(?:\s|$)/.exec(command)?.slice(1).find(Boolean);
+const scriptOf = (command) =>
+  /(?:^|\s)npm (?:run (\S+)|(start))(?:\s|$)/.exec(command)?.slice(1).find(Boolean);
 
 /**
  * A command in a shell of its own process group, its output kept.
  * @param {string} command @param {NodeJS.ProcessEnv} env
  */
 function shell(command, env) {
-  const child = spawn('sh', ['-c', command], { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('sh', ['-c', command], {
+    cwd: root,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   let stdout = '';
   child.stdout.on('data', (d) => {
@@ -83,7 +100,9 @@ function shell(command, env) {
   // Closed, not only exited: the shell may die of the Ctrl-C before the command it runs has said
   // it stopped, and whatever still holds its output holds this process's pipes.
   /** @type {Promise<number | NodeJS.Signals | null>} the exit code, or the signal that ended it */
-  const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)));
+  const exited = new Promise((resolve) =>
+    child.on('close', (code, signal) => resolve(code ?? signal)),
+  );
   return {
     command,
     pid: /** @type {number} */ (child.pid),
@@ -109,17 +128,32 @@ describe("docs/feeder.md's walkthrough, as written", () => {
   });
   after(() => db?.drop());
 
-  test('the doc\'s commands are the ones this test knows how to run', () => {
-    const commands = walkthroughBlocks(readFileSync(DOC, 'utf8')).flat().filter((c) => !c.startsWith('export '));
+  test("the doc's commands are the ones this test knows how to run", () => {
+    const commands = walkthroughBlocks(readFileSync(DOC, 'utf8'))
+      .flat()
+      .filter((c) => !c.startsWith('export '));
     assert.ok(commands.length >= 4, commands.join('\n'));
-    for (const command of commands) assert.ok(COMMANDS[scriptOf(command) ?? ''], `the walkthrough runs \`${command}\`, which this test does not know`);
+    for (const command of commands)
+      assert.ok(
+        COMMANDS[scriptOf(command) ?? ''],
+        `the walkthrough runs \`${command}\`, which this test does not know`,
+      );
   });
 
   test('ElasticMQ, the service, the producer and the feeder: every user produced is stored, then each stops on Ctrl-C', async () => {
     const blocks = walkthroughBlocks(readFileSync(DOC, 'utf8'));
     const [sqsPort, servicePort] = [await freePort(), await freePort()];
     const base = { ...process.env };
-    for (const name of ['INGEST_TOKEN', 'SQS_ENDPOINT', 'QUEUE_URL', 'SERVICE_URL', 'HOST', 'EMBEDDED_PG_DIR', 'EMBEDDED_PG_PORT']) delete base[name];
+    for (const name of [
+      'INGEST_TOKEN',
+      'SQS_ENDPOINT',
+      'QUEUE_URL',
+      'SERVICE_URL',
+      'HOST',
+      'EMBEDDED_PG_DIR',
+      'EMBEDDED_PG_PORT',
+    ])
+      delete base[name];
     const env = {
       ...base,
       // The node running this test first, so `npm` runs its scripts with it.
@@ -130,7 +164,10 @@ describe("docs/feeder.md's walkthrough, as written", () => {
       LOG_LEVEL: 'info',
     };
     /** @param {string} text */
-    const localPorts = (text) => text.replaceAll('127.0.0.1:9324', `127.0.0.1:${sqsPort}`).replaceAll('127.0.0.1:3000', `127.0.0.1:${servicePort}`);
+    const localPorts = (text) =>
+      text
+        .replaceAll('127.0.0.1:9324', `127.0.0.1:${sqsPort}`)
+        .replaceAll('127.0.0.1:3000', `127.0.0.1:${servicePort}`);
 
     /** @type {(ReturnType<typeof shell> & { stopped: RegExp })[]} */
     const running = [];
@@ -155,24 +192,56 @@ describe("docs/feeder.md's walkthrough, as written", () => {
             continue;
           }
           running.push({ ...run, stopped: how.stopped });
-          await waitUntil(() => how.ready.test(run.output()) || run.output().includes('exit code'), `\`${written}\` to be ready`, 90_000)
-            .catch((err) => assert.fail(`${err.message}:\n${run.output()}`));
+          await waitUntil(
+            () => how.ready.test(run.output()) || run.output().includes('exit code'),
+            `\`${written}\` to be ready`,
+            90_000,
+          ).catch((err) => assert.fail(`${err.message}:\n${run.output()}`));
           assert.match(run.output(), how.ready, `\`${written}\`:\n${run.output()}`);
         }
       }
       assert.ok(produced > 0, 'the walkthrough produces users');
-      await waitUntil(async () => (await db.countUsers()) === produced, `the feeder to store the ${produced} users produced`, 120_000)
-        .catch(async (err) => assert.fail(`${err.message} (${await db.countUsers()} stored):\n${running.map((r) => r.output()).join('\n---\n')}`));
+      await waitUntil(
+        async () => (await db.countUsers()) === produced,
+        `the feeder to store the ${produced} users produced`,
+        120_000,
+      ).catch(async (err) =>
+        assert.fail(
+          `${err.message} (${await db.countUsers()} stored):\n${running.map((r) => r.output()).join('\n---\n')}`,
+        ),
+      );
 
-      const sqs = new SQSClient({ endpoint: `http://127.0.0.1:${sqsPort}`, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+      const sqs = new SQSClient({
+        endpoint: `http://127.0.0.1:${sqsPort}`,
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      });
       const depth = async (/** @type {string} */ name) => {
-        const a = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: `http://127.0.0.1:${sqsPort}/000000000000/${name}`, AttributeNames: ['All'] }))).Attributes ?? {};
-        return Number(a.ApproximateNumberOfMessages) + Number(a.ApproximateNumberOfMessagesNotVisible);
+        const a =
+          (
+            await sqs.send(
+              new GetQueueAttributesCommand({
+                QueueUrl: `http://127.0.0.1:${sqsPort}/000000000000/${name}`,
+                AttributeNames: ['All'],
+              }),
+            )
+          ).Attributes ?? {};
+        return (
+          Number(a.ApproximateNumberOfMessages) + Number(a.ApproximateNumberOfMessagesNotVisible)
+        );
       };
-      await waitUntil(async () => (await depth('sluice-users')) === 0, 'the queue to be empty', 30_000);
+      await waitUntil(
+        async () => (await depth('sluice-users')) === 0,
+        'the queue to be empty',
+        30_000,
+      );
       assert.equal(await depth('sluice-users-dlq'), 0, 'nothing in the dead-letter queue');
       sqs.destroy();
-      assert.doesNotMatch(running.map((r) => r.output()).join('\n'), /refused the feeder/, 'the token is the same on both sides');
+      assert.doesNotMatch(
+        running.map((r) => r.output()).join('\n'),
+        /refused the feeder/,
+        'the token is the same on both sides',
+      );
     } finally {
       // Ctrl-C in each terminal, the last started first: each says it stopped, and is gone.
       const ends = [];
@@ -183,11 +252,27 @@ describe("docs/feeder.md's walkthrough, as written", () => {
           process.kill(-run.pid, 'SIGKILL');
           await run.exited;
         }
-        const clean = [0, 'SIGINT'].includes(/** @type {any} */ (end)) && run.stopped.test(run.output());
-        ends.push({ command: run.command.split('\n').at(-1), end, output: clean ? '' : run.output() });
+        const clean =
+          [0, 'SIGINT'].includes(/** @type {any} */ (end)) && run.stopped.test(run.output());
+        ends.push({
+          command: run.command.split('\n').at(-1),
+          end,
+          output: clean ? '' : run.output(),
+        });
       }
-      assert.deepEqual(ends.filter((e) => e.output), [], 'each stops cleanly on Ctrl-C');
+      assert.deepEqual(
+        ends.filter((e) => e.output),
+        [],
+        'each stops cleanly on Ctrl-C',
+      );
     }
-    assert.ok(running.some((r) => /ElasticMQ \(SQS emulator\) on http:\/\/127\.0\.0\.1:\d+\n {2}queue +http:\/\/127\.0\.0\.1:\d+\/000000000000\/sluice-users/.test(r.output())), 'ElasticMQ prints its endpoint and queue URL');
+    assert.ok(
+      running.some((r) =>
+        /ElasticMQ \(SQS emulator\) on http:\/\/127\.0\.0\.1:\d+\n {2}queue +http:\/\/127\.0\.0\.1:\d+\/000000000000\/sluice-users/.test(
+          r.output(),
+        ),
+      ),
+      'ElasticMQ prints its endpoint and queue URL',
+    );
   });
 });

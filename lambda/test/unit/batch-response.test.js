@@ -11,6 +11,14 @@ describe('toBatchItemFailures (unit)', () => {
     const expected = { batchItemFailures: [{ itemIdentifier: 'm-2' }, { itemIdentifier: 'm-7' }] };
     assert.deepEqual(toBatchItemFailures(['m-2', 'm-7']), expected);
     assert.deepEqual(toBatchItemFailures(new Set(['m-2', 'm-7'])), expected);
-    assert.deepEqual(toBatchItemFailures(new Map([['m-2', 'poison'], ['m-7', 'unavailable']]).keys()), expected);
+    assert.deepEqual(
+      toBatchItemFailures(
+        new Map([
+          ['m-2', 'poison'],
+          ['m-7', 'unavailable'],
+        ]).keys(),
+      ),
+      expected,
+    );
   });
 });

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
-import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+} from '@aws-sdk/client-sqs';
 import { LocalEventSource } from '../../local/local-runner.js';
 
 const QUEUE_ARN = 'arn:aws:sqs:us-east-1:000000000000:sluice-users';
@@ -13,10 +18,23 @@ const QUEUE_ARN = 'arn:aws:sqs:us-east-1:000000000000:sluice-users';
  * retried by the runner, never seen by the test.
  * @param {number} count
  */
-function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle, /** @type {number} */ _call) => /** @type {{ SenderFault: boolean, Code: string } | null} */ (null), { fifo = false } = {}) {
+function fakeQueue(
+  count,
+  deleteFailure = (/** @type {string} */ _receiptHandle, /** @type {number} */ _call) =>
+    /** @type {{ SenderFault: boolean, Code: string } | null} */ (null),
+  { fifo = false } = {},
+) {
   // FIFO: messages of groups g0, g1, g2 in turn, with the attributes SQS gives a FIFO queue's.
-  const fifoAttributes = (/** @type {number} */ i) => (fifo ? { MessageGroupId: `g${i % 3}`, MessageDeduplicationId: `d${i}`, SequenceNumber: String(i) } : {});
-  const message = (/** @type {number} */ i) => ({ MessageId: `m${i}`, ReceiptHandle: `rh${i}`, Body: JSON.stringify({ email: `u${i}@x.io`, name: `U${i}` }), Attributes: { ApproximateReceiveCount: '1', ...fifoAttributes(i) } });
+  const fifoAttributes = (/** @type {number} */ i) =>
+    fifo
+      ? { MessageGroupId: `g${i % 3}`, MessageDeduplicationId: `d${i}`, SequenceNumber: String(i) }
+      : {};
+  const message = (/** @type {number} */ i) => ({
+    MessageId: `m${i}`,
+    ReceiptHandle: `rh${i}`,
+    Body: JSON.stringify({ email: `u${i}@x.io`, name: `U${i}` }),
+    Attributes: { ApproximateReceiveCount: '1', ...fifoAttributes(i) },
+  });
   const waiting = Array.from({ length: count }, (_, i) => message(i));
   let made = count;
   /** @type {{ max: number, answer: (out: { Messages: any[] }) => void }[]} long polls waiting at the queue */
@@ -35,14 +53,27 @@ function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle,
   /** @type {string[]} commands the stand-in does not play */
   const unexpected = [];
   const sqs = /** @type {any} */ ({
-    async send(/** @type {any} */ command, /** @type {{ abortSignal?: AbortSignal }} */ options = {}) {
-      if (command instanceof GetQueueAttributesCommand) return { Attributes: { QueueArn: fifo ? `${QUEUE_ARN}.fifo` : QUEUE_ARN, VisibilityTimeout: '60', ...(fifo ? { FifoQueue: 'true' } : {}) } };
+    async send(
+      /** @type {any} */ command,
+      /** @type {{ abortSignal?: AbortSignal }} */ options = {},
+    ) {
+      if (command instanceof GetQueueAttributesCommand)
+        return {
+          Attributes: {
+            QueueArn: fifo ? `${QUEUE_ARN}.fifo` : QUEUE_ARN,
+            VisibilityTimeout: '60',
+            ...(fifo ? { FifoQueue: 'true' } : {}),
+          },
+        };
       if (command instanceof ChangeMessageVisibilityBatchCommand) {
         for (const e of command.input.Entries) {
           released.push(e.ReceiptHandle);
           visibilityTimeouts.push(e.VisibilityTimeout);
         }
-        return { Successful: command.input.Entries.map((/** @type {any} */ e) => ({ Id: e.Id })), Failed: [] };
+        return {
+          Successful: command.input.Entries.map((/** @type {any} */ e) => ({ Id: e.Id })),
+          Failed: [],
+        };
       }
       if (command instanceof DeleteMessageBatchCommand) {
         deleteCalls++;
@@ -70,7 +101,9 @@ function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle,
       if (waiting.length > 0) return { Messages: waiting.splice(0, max) };
       return new Promise((resolve, reject) => {
         // Aborted, the request ends here; the poll stays at the queue, as SQS's and ElasticMQ's do.
-        options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+        options.abortSignal?.addEventListener('abort', () => reject(new Error('aborted')), {
+          once: true,
+        });
         const poll = { max, answer: resolve };
         polls.push(poll);
         setTimeout(() => {
@@ -83,7 +116,13 @@ function fakeQueue(count, deleteFailure = (/** @type {string} */ _receiptHandle,
     },
   });
   return {
-    sqs, deleted, deleteAsked, receives, released, visibilityTimeouts, unexpected,
+    sqs,
+    deleted,
+    deleteAsked,
+    receives,
+    released,
+    visibilityTimeouts,
+    unexpected,
     left: () => waiting.length,
     openPolls: () => polls.length,
     /** `n` more messages, taken at once by the polls waiting at the queue, as SQS answers them. @param {number} n */
@@ -126,8 +165,17 @@ function runner(queue, handler, options = {}) {
   /** @type {any[]} */
   const logs = [];
   const source = new LocalEventSource({
-    sqs: queue.sqs, queueUrl: 'http://sqs.local/000000000000/sluice-users', handler, region: 'us-east-1',
-    batchSize: 10, batchWindowMs: 1000, receivers: 1, concurrency: 1, functionTimeoutMs: 60_000, log: (line) => logs.push(line), ...options,
+    sqs: queue.sqs,
+    queueUrl: 'http://sqs.local/000000000000/sluice-users',
+    handler,
+    region: 'us-east-1',
+    batchSize: 10,
+    batchWindowMs: 1000,
+    receivers: 1,
+    concurrency: 1,
+    functionTimeoutMs: 60_000,
+    log: (line) => logs.push(line),
+    ...options,
   });
   return { source, logs };
 }
@@ -136,7 +184,7 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
   beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_700_000_000_000 }));
   afterEach(() => mock.timers.reset());
 
-  test('full batches go at once; the rest waits for the batch window; every record in Lambda\'s shape', async () => {
+  test("full batches go at once; the rest waits for the batch window; every record in Lambda's shape", async () => {
     const queue = fakeQueue(25);
     /** @type {any[][]} */
     const events = [];
@@ -146,14 +194,24 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     });
     await source.start();
     await flush();
-    assert.deepEqual(events.map((e) => e.length), [10, 10], 'two full batches, and 5 messages waiting');
+    assert.deepEqual(
+      events.map((e) => e.length),
+      [10, 10],
+      'two full batches, and 5 messages waiting',
+    );
     mock.timers.tick(999);
     await flush();
     assert.equal(events.length, 2, 'not before the window is up');
     mock.timers.tick(1);
     await flush();
-    assert.deepEqual(events.map((e) => e.length), [10, 10, 5]);
-    assert.deepEqual(events.flat().map((r) => r.messageId), Array.from({ length: 25 }, (_, i) => `m${i}`));
+    assert.deepEqual(
+      events.map((e) => e.length),
+      [10, 10, 5],
+    );
+    assert.deepEqual(
+      events.flat().map((r) => r.messageId),
+      Array.from({ length: 25 }, (_, i) => `m${i}`),
+    );
     assert.equal(events[0][0].eventSourceARN, QUEUE_ARN);
     assert.equal(events[0][0].eventSource, 'aws:sqs');
     assert.equal(queue.deleted.length, 25);
@@ -163,13 +221,28 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
 
   test('only the messages the handler did not report are deleted', async () => {
     const queue = fakeQueue(10);
-    const { source } = runner(queue, async () => ({ batchItemFailures: [{ itemIdentifier: 'm3' }, { itemIdentifier: 'm7' }] }));
+    const { source } = runner(queue, async () => ({
+      batchItemFailures: [{ itemIdentifier: 'm3' }, { itemIdentifier: 'm7' }],
+    }));
     await source.start();
     await flush();
     const totals = await stopRunner(source);
-    assert.deepEqual(queue.deleted.sort(), ['rh0', 'rh1', 'rh2', 'rh4', 'rh5', 'rh6', 'rh8', 'rh9']);
+    assert.deepEqual(queue.deleted.sort(), [
+      'rh0',
+      'rh1',
+      'rh2',
+      'rh4',
+      'rh5',
+      'rh6',
+      'rh8',
+      'rh9',
+    ]);
     assert.deepEqual({ deleted: totals.deleted, failed: totals.failed }, { deleted: 8, failed: 2 });
-    assert.deepEqual(queue.released.sort(), ['rh3', 'rh7'], 'the failed ones, made visible again on stop');
+    assert.deepEqual(
+      queue.released.sort(),
+      ['rh3', 'rh7'],
+      'the failed ones, made visible again on stop',
+    );
     assert.deepEqual(queue.visibilityTimeouts, [0, 0], 'visible at once');
     assert.deepEqual(queue.unexpected, []);
   });
@@ -188,10 +261,35 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
       mock.timers.runAll();
     }
     await stopped;
-    assert.equal(queue.deleteAsked.filter((rh) => rh === 'rh2').length, 1, 'the stale handle is asked for once');
-    assert.equal(queue.deleteAsked.filter((rh) => rh === 'rh5').length, 3, 'the throttled one until it passes');
-    assert.deepEqual(queue.deleted.sort(), ['rh0', 'rh1', 'rh3', 'rh4', 'rh5', 'rh6', 'rh7', 'rh8', 'rh9']);
-    assert.ok(logs.some((l) => l.msg === 'delete failed; the messages will reappear' && l.count === 1 && l.codes[0] === 'ReceiptHandleIsInvalid'));
+    assert.equal(
+      queue.deleteAsked.filter((rh) => rh === 'rh2').length,
+      1,
+      'the stale handle is asked for once',
+    );
+    assert.equal(
+      queue.deleteAsked.filter((rh) => rh === 'rh5').length,
+      3,
+      'the throttled one until it passes',
+    );
+    assert.deepEqual(queue.deleted.sort(), [
+      'rh0',
+      'rh1',
+      'rh3',
+      'rh4',
+      'rh5',
+      'rh6',
+      'rh7',
+      'rh8',
+      'rh9',
+    ]);
+    assert.ok(
+      logs.some(
+        (l) =>
+          l.msg === 'delete failed; the messages will reappear' &&
+          l.count === 1 &&
+          l.codes[0] === 'ReceiptHandleIsInvalid',
+      ),
+    );
   });
 
   test('a handler that throws returns the whole batch to the queue, as Lambda does', async () => {
@@ -203,8 +301,18 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     await flush();
     const totals = await stopRunner(source);
     assert.deepEqual(queue.deleted, []);
-    assert.deepEqual({ handlerErrors: totals.handlerErrors, failed: totals.failed }, { handlerErrors: 1, failed: 10 });
-    assert.ok(logs.some((l) => l.msg === 'handler failed; the batch returns to the queue' && l.messages === 10 && l.error === 'service down'));
+    assert.deepEqual(
+      { handlerErrors: totals.handlerErrors, failed: totals.failed },
+      { handlerErrors: 1, failed: 10 },
+    );
+    assert.ok(
+      logs.some(
+        (l) =>
+          l.msg === 'handler failed; the batch returns to the queue' &&
+          l.messages === 10 &&
+          l.error === 'service down',
+      ),
+    );
   });
 
   test('on stop, the failed messages still hidden are made visible again for the next run; those visible already are left alone', async () => {
@@ -212,7 +320,8 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     let call = 0;
     const { source, logs } = runner(queue, async (event) => {
       call++;
-      if (call === 1) return { batchItemFailures: [{ itemIdentifier: event.Records[3].messageId }] };
+      if (call === 1)
+        return { batchItemFailures: [{ itemIdentifier: event.Records[3].messageId }] };
       throw new Error('HTTP 401');
     });
     await source.start();
@@ -221,7 +330,10 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     // 61 s on, past the queue's visibility timeout (60 s): every failed message is visible again already.
     mock.timers.tick(61_000);
     const totals = await stopRunner(source);
-    assert.deepEqual({ deleted: totals.deleted, failed: totals.failed }, { deleted: 9, failed: 11 });
+    assert.deepEqual(
+      { deleted: totals.deleted, failed: totals.failed },
+      { deleted: 9, failed: 11 },
+    );
     assert.deepEqual(queue.released, []);
     // 59 s on (the stop's 2 s included), they are all still hidden: each is made visible.
     const again = fakeQueue(10);
@@ -233,8 +345,15 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     mock.timers.tick(57_000);
     await stopRunner(second.source);
     assert.deepEqual(again.released.sort(), Array.from({ length: 10 }, (_, i) => `rh${i}`).sort());
-    assert.ok(again.visibilityTimeouts.every((t) => t === 0), `visible at once: ${again.visibilityTimeouts}`);
-    assert.ok(second.logs.some((l) => l.msg === 'failed messages made visible again for the next run' && l.count === 10));
+    assert.ok(
+      again.visibilityTimeouts.every((t) => t === 0),
+      `visible at once: ${again.visibilityTimeouts}`,
+    );
+    assert.ok(
+      second.logs.some(
+        (l) => l.msg === 'failed messages made visible again for the next run' && l.count === 10,
+      ),
+    );
     assert.ok(logs.every((l) => l.msg !== 'failed messages made visible again for the next run'));
   });
 
@@ -286,12 +405,19 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     const queue = fakeQueue(100);
     /** @type {(() => void)[]} */
     const finish = [];
-    const { source } = runner(queue, () => new Promise((resolve) => finish.push(() => resolve({ batchItemFailures: [] }))), { receivers: 2, concurrency: 1 });
+    const { source } = runner(
+      queue,
+      () => new Promise((resolve) => finish.push(() => resolve({ batchItemFailures: [] }))),
+      { receivers: 2, concurrency: 1 },
+    );
     await source.start();
     await flush();
     // One batch in the handler and one batch held: the receivers then wait instead of polling on.
     assert.equal(finish.length, 1);
-    assert.ok(100 - queue.left() <= 30, `${100 - queue.left()} messages received while one invocation runs`);
+    assert.ok(
+      100 - queue.left() <= 30,
+      `${100 - queue.left()} messages received while one invocation runs`,
+    );
     const heldBefore = 100 - queue.left();
     await flush();
     assert.equal(100 - queue.left(), heldBefore, 'no further receives while full');
@@ -307,25 +433,47 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     const totals = await stopRunner(source);
     assert.equal(totals.deleted, 100);
   });
-  test('a FIFO queue: each receive is one batch, handed over at once (no window), at most 10, its records in Lambda\'s FIFO shape', async () => {
+  test("a FIFO queue: each receive is one batch, handed over at once (no window), at most 10, its records in Lambda's FIFO shape", async () => {
     const queue = fakeQueue(25, undefined, { fifo: true });
     /** @type {any[][]} */
     const events = [];
-    const { source } = runner(queue, async (event) => {
-      events.push(event.Records);
-      // The second message of group g1 fails in the first batch: the handler reports it and g1's later one.
-      return { batchItemFailures: events.length === 1 ? [{ itemIdentifier: 'm4' }, { itemIdentifier: 'm7' }] : [] };
-    }, { batchSize: 1000, batchWindowMs: 60_000, concurrency: 4 });
+    const { source } = runner(
+      queue,
+      async (event) => {
+        events.push(event.Records);
+        // The second message of group g1 fails in the first batch: the handler reports it and g1's later one.
+        return {
+          batchItemFailures:
+            events.length === 1 ? [{ itemIdentifier: 'm4' }, { itemIdentifier: 'm7' }] : [],
+        };
+      },
+      { batchSize: 1000, batchWindowMs: 60_000, concurrency: 4 },
+    );
     await source.start();
     await flush();
-    assert.deepEqual(events.map((e) => e.length), [10, 10, 5], 'not joined, not cut, not kept for the window');
-    assert.ok(queue.receives.every((n) => n === 10), `receives of at most 10: ${queue.receives}`);
+    assert.deepEqual(
+      events.map((e) => e.length),
+      [10, 10, 5],
+      'not joined, not cut, not kept for the window',
+    );
+    assert.ok(
+      queue.receives.every((n) => n === 10),
+      `receives of at most 10: ${queue.receives}`,
+    );
     assert.deepEqual(events[0][1].attributes, {
-      ApproximateReceiveCount: '1', SentTimestamp: String(Date.now()), SenderId: '000000000000', ApproximateFirstReceiveTimestamp: String(Date.now()),
-      SequenceNumber: '1', MessageGroupId: 'g1', MessageDeduplicationId: 'd1',
+      ApproximateReceiveCount: '1',
+      SentTimestamp: String(Date.now()),
+      SenderId: '000000000000',
+      ApproximateFirstReceiveTimestamp: String(Date.now()),
+      SequenceNumber: '1',
+      MessageGroupId: 'g1',
+      MessageDeduplicationId: 'd1',
     });
     const totals = await stopRunner(source);
-    assert.ok(!queue.deleted.includes('rh4') && !queue.deleted.includes('rh7'), 'the reported messages are not deleted');
+    assert.ok(
+      !queue.deleted.includes('rh4') && !queue.deleted.includes('rh7'),
+      'the reported messages are not deleted',
+    );
     assert.equal(queue.deleted.length, 23);
     assert.equal(totals.failed, 2);
   });
@@ -334,10 +482,14 @@ describe('LocalEventSource (unit, SQS stand-in, mocked timers)', () => {
     const queue = fakeQueue(7, undefined, { fifo: true });
     /** @type {number[]} */
     const sizes = [];
-    const { source } = runner(queue, async (event) => {
-      sizes.push(event.Records.length);
-      return { batchItemFailures: [] };
-    }, { batchSize: 3, concurrency: 4 });
+    const { source } = runner(
+      queue,
+      async (event) => {
+        sizes.push(event.Records.length);
+        return { batchItemFailures: [] };
+      },
+      { batchSize: 3, concurrency: 4 },
+    );
     await source.start();
     await flush();
     assert.deepEqual(sizes, [3, 3, 1]);

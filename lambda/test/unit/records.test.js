@@ -21,33 +21,59 @@ describe('unpackRecords (unit)', () => {
 
   test("a message's resolution attribute overrides the feeder's; an unknown one is poison for that message alone", () => {
     /** @param {unknown} body @param {string} value */
-    const withResolution = (body, value) => ({ ...makeRecord(body), messageAttributes: { resolution: { stringValue: value } } });
+    const withResolution = (body, value) => ({
+      ...makeRecord(body),
+      messageAttributes: { resolution: { stringValue: value } },
+    });
     const merged = withResolution(user('m'), 'merge-duplicates');
     const ignored = withResolution(user('i'), 'ignore-duplicates');
     const plain = makeRecord(user('p'));
     const unknown = withResolution(user('u'), 'upsert');
     const { items, poisoned } = unpackRecords([merged, ignored, plain, unknown], 'merge');
-    assert.deepEqual(items.map((i) => [i.messageId, i.resolution]), [[merged.messageId, 'merge'], [ignored.messageId, 'ignore'], [plain.messageId, 'merge']]);
+    assert.deepEqual(
+      items.map((i) => [i.messageId, i.resolution]),
+      [
+        [merged.messageId, 'merge'],
+        [ignored.messageId, 'ignore'],
+        [plain.messageId, 'merge'],
+      ],
+    );
     assert.deepEqual([...poisoned.keys()], [unknown.messageId]);
-    assert.match(poisoned.get(unknown.messageId)?.reason ?? '', /merge-duplicates or ignore-duplicates/);
+    assert.match(
+      poisoned.get(unknown.messageId)?.reason ?? '',
+      /merge-duplicates or ignore-duplicates/,
+    );
   });
 
   test("a message's invalid attribute overrides the feeder's INVALID_USERS; an unknown one is poison for that message alone", () => {
     /** @param {unknown} body @param {string} value */
-    const withInvalid = (body, value) => ({ ...makeRecord(body), messageAttributes: { invalid: { stringValue: value } } });
+    const withInvalid = (body, value) => ({
+      ...makeRecord(body),
+      messageAttributes: { invalid: { stringValue: value } },
+    });
     const kept = withInvalid(user('q'), 'quarantine');
     const refused = withInvalid(user('r'), 'refuse');
     const plain = makeRecord(user('p'));
     const unknown = withInvalid(user('u'), 'skip');
     const { items, poisoned } = unpackRecords([kept, refused, plain, unknown], 'ignore', 'refuse');
-    assert.deepEqual(items.map((i) => [i.messageId, i.invalid]), [[kept.messageId, 'quarantine'], [refused.messageId, 'refuse'], [plain.messageId, 'refuse']]);
+    assert.deepEqual(
+      items.map((i) => [i.messageId, i.invalid]),
+      [
+        [kept.messageId, 'quarantine'],
+        [refused.messageId, 'refuse'],
+        [plain.messageId, 'refuse'],
+      ],
+    );
     assert.deepEqual([...poisoned.keys()], [unknown.messageId]);
     assert.match(poisoned.get(unknown.messageId)?.reason ?? '', /quarantine or refuse/);
   });
 
-  test('users are passed on as sent: checking them is the service\'s job', () => {
+  test("users are passed on as sent: checking them is the service's job", () => {
     const odd = { email: 'not-an-email', extra: [1, 2], name: '' };
-    assert.deepEqual(unpackRecords([makeRecord([odd, {}])]).items.map((i) => i.user), [odd, {}]);
+    assert.deepEqual(
+      unpackRecords([makeRecord([odd, {}])]).items.map((i) => i.user),
+      [odd, {}],
+    );
   });
 
   for (const [body, why] of /** @type {[unknown, string][]} */ ([
@@ -85,16 +111,28 @@ describe('unpackRecords (unit)', () => {
     const bad = makeRecord('{"email": ');
     const after = makeRecord([user('after')]);
     const { items, poisoned } = unpackRecords([before, bad, after]);
-    assert.deepEqual(items.map((i) => i.messageId), [before.messageId, after.messageId]);
+    assert.deepEqual(
+      items.map((i) => i.messageId),
+      [before.messageId, after.messageId],
+    );
     assert.deepEqual([...poisoned.keys()], [bad.messageId]);
   });
 
   test('any batch: each message is either unpacked whole or poison, never both, and nothing is lost', () => {
-    const anyUser = fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
-    const anyBody = fc.oneof(anyUser, fc.array(anyUser, { maxLength: 5 }), fc.jsonValue({ maxDepth: 2 }), fc.string({ maxLength: 20 }));
+    const anyUser = fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), {
+      maxKeys: 4,
+    });
+    const anyBody = fc.oneof(
+      anyUser,
+      fc.array(anyUser, { maxLength: 5 }),
+      fc.jsonValue({ maxDepth: 2 }),
+      fc.string({ maxLength: 20 }),
+    );
     fc.assert(
       fc.property(fc.array(anyBody, { maxLength: 10 }), (bodies) => {
-        const records = bodies.map((b) => makeRecord(typeof b === 'string' ? b : JSON.stringify(b)));
+        const records = bodies.map((b) =>
+          makeRecord(typeof b === 'string' ? b : JSON.stringify(b)),
+        );
         const { items, poisoned } = unpackRecords(records);
         for (const record of records) {
           const own = items.filter((i) => i.messageId === record.messageId);
@@ -103,7 +141,10 @@ describe('unpackRecords (unit)', () => {
             continue;
           }
           const parsed = JSON.parse(record.body);
-          assert.deepEqual(own.map((i) => i.user), Array.isArray(parsed) ? parsed : [parsed]);
+          assert.deepEqual(
+            own.map((i) => i.user),
+            Array.isArray(parsed) ? parsed : [parsed],
+          );
           if (own.length === 0) return false;
         }
         return true;

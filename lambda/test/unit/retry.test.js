@@ -8,16 +8,37 @@ const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
 
 describe('backoffMs (unit)', () => {
   test('full jitter: the random draw scales the whole step, from 0 up to base × 2^attempt', () => {
-    assert.equal(backoffMs(0, STEPS, () => 0), 0);
-    assert.equal(backoffMs(0, STEPS, () => 0.5), 100);
-    assert.equal(backoffMs(1, STEPS, () => 0.5), 200);
-    assert.equal(backoffMs(3, STEPS, () => 0.5), 800);
+    assert.equal(
+      backoffMs(0, STEPS, () => 0),
+      0,
+    );
+    assert.equal(
+      backoffMs(0, STEPS, () => 0.5),
+      100,
+    );
+    assert.equal(
+      backoffMs(1, STEPS, () => 0.5),
+      200,
+    );
+    assert.equal(
+      backoffMs(3, STEPS, () => 0.5),
+      800,
+    );
   });
 
   test('the step stops growing at maxMs', () => {
-    assert.equal(backoffMs(4, STEPS, () => 1), 3200);
-    assert.equal(backoffMs(5, STEPS, () => 1), 5000);
-    assert.equal(backoffMs(50, STEPS, () => 1), 5000);
+    assert.equal(
+      backoffMs(4, STEPS, () => 1),
+      3200,
+    );
+    assert.equal(
+      backoffMs(5, STEPS, () => 1),
+      5000,
+    );
+    assert.equal(
+      backoffMs(50, STEPS, () => 1),
+      5000,
+    );
   });
 
   test('any draw in [0, 1) gives a wait in [0, min(maxMs, base × 2^attempt))', () => {
@@ -61,19 +82,29 @@ describe('parseRetryAfter (unit)', () => {
   });
 
   test('unreadable values: undefined', () => {
-    for (const header of ['soon', '5 seconds', '1e3', '0x10', '1.5', '-1']) assert.equal(parseRetryAfter(header, NOW), undefined, header);
+    for (const header of ['soon', '5 seconds', '1e3', '0x10', '1.5', '-1'])
+      assert.equal(parseRetryAfter(header, NOW), undefined, header);
   });
 
   test('any whole number of seconds is read exactly', () => {
-    fc.assert(fc.property(fc.nat({ max: 10_000_000 }), fc.constantFrom('', ' ', '\t'), (seconds, pad) => parseRetryAfter(`${pad}${seconds}${pad}`, NOW) === seconds * 1000));
+    fc.assert(
+      fc.property(
+        fc.nat({ max: 10_000_000 }),
+        fc.constantFrom('', ' ', '\t'),
+        (seconds, pad) => parseRetryAfter(`${pad}${seconds}${pad}`, NOW) === seconds * 1000,
+      ),
+    );
   });
 
   test('any HTTP date is read as the milliseconds until it, never less than 0', () => {
     fc.assert(
-      fc.property(fc.integer({ min: -10 * 365 * 86_400, max: 10 * 365 * 86_400 }), (offsetSeconds) => {
-        const at = NOW + offsetSeconds * 1000;
-        return parseRetryAfter(new Date(at).toUTCString(), NOW) === Math.max(0, at - NOW);
-      }),
+      fc.property(
+        fc.integer({ min: -10 * 365 * 86_400, max: 10 * 365 * 86_400 }),
+        (offsetSeconds) => {
+          const at = NOW + offsetSeconds * 1000;
+          return parseRetryAfter(new Date(at).toUTCString(), NOW) === Math.max(0, at - NOW);
+        },
+      ),
     );
   });
 

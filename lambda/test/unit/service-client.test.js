@@ -4,12 +4,26 @@ import { loadFeederConfig } from '../../src/config.js';
 import { postUsers } from '../../src/service-client.js';
 
 const START = 1_700_000_000_000;
-const config = loadFeederConfig({ SERVICE_URL: 'http://sluice.test', INGEST_TOKEN: 'tok-123', RETRY_BASE_MS: '200', RETRY_MAX_MS: '1000' });
-const USERS = [{ email: 'a@x.io', name: 'A' }, { email: 'b@x.io', name: 'B' }];
+const config = loadFeederConfig({
+  SERVICE_URL: 'http://sluice.test',
+  INGEST_TOKEN: 'tok-123',
+  RETRY_BASE_MS: '200',
+  RETRY_MAX_MS: '1000',
+});
+const USERS = [
+  { email: 'a@x.io', name: 'A' },
+  { email: 'b@x.io', name: 'B' },
+];
 
 /** @param {number} status @param {unknown} [body] @param {Record<string, string>} [headers] */
-const answer = (status, body = {}, headers = {}) => () => new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers });
-const refused = (/** @type {string} */ code) => () => Promise.reject(new TypeError('fetch failed', { cause: Object.assign(new Error(code), { code }) }));
+const answer =
+  (status, body = {}, headers = {}) =>
+  () =>
+    new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers });
+const refused = (/** @type {string} */ code) => () =>
+  Promise.reject(
+    new TypeError('fetch failed', { cause: Object.assign(new Error(code), { code }) }),
+  );
 const stored = answer(201, { received: 2, inserted: 2, duplicates: 0 });
 const unavailable = answer(503, { error: 'database_unavailable' }, { 'retry-after': '2' });
 
@@ -21,10 +35,14 @@ const unavailable = answer(503, { error: 'database_unavailable' }, { 'retry-afte
 function scriptService(script) {
   /** @type {{ at: number, url: string, init: RequestInit }[]} */
   const calls = [];
-  mock.method(globalThis, 'fetch', async (/** @type {string} */ url, /** @type {RequestInit} */ init) => {
-    calls.push({ at: Date.now(), url, init });
-    return script[Math.min(calls.length, script.length) - 1]();
-  });
+  mock.method(
+    globalThis,
+    'fetch',
+    async (/** @type {string} */ url, /** @type {RequestInit} */ init) => {
+      calls.push({ at: Date.now(), url, init });
+      return script[Math.min(calls.length, script.length) - 1]();
+    },
+  );
   return calls;
 }
 
@@ -35,7 +53,10 @@ function scriptService(script) {
 async function post(budget) {
   /** @type {boolean[]} */
   const attempts = [];
-  const outcome = postUsers(config, USERS, { ...budget, onAttempt: (retry) => attempts.push(retry) });
+  const outcome = postUsers(config, USERS, {
+    ...budget,
+    onAttempt: (retry) => attempts.push(retry),
+  });
   let done = false;
   outcome.finally(() => (done = true)).catch(() => {});
   while (!done) {
@@ -59,49 +80,108 @@ describe('postUsers (unit, scripted service, mocked clock)', () => {
   test('one POST /users of the users as JSON, with the bearer token; 201 is stored', async () => {
     const calls = scriptService([stored]);
     const { outcome, attempts } = await post({ deadline: START + 10_000 });
-    assert.deepEqual(outcome, { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0 });
+    assert.deepEqual(outcome, {
+      kind: 'stored',
+      inserted: 2,
+      updated: 0,
+      stale: 0,
+      quarantined: 0,
+    });
     assert.deepEqual(attempts, [false]);
     assert.equal(calls[0].url, 'http://sluice.test/users');
     assert.equal(calls[0].init.method, 'POST');
-    assert.deepEqual(calls[0].init.headers, { 'content-type': 'application/json', prefer: 'resolution=ignore-duplicates', authorization: 'Bearer tok-123' });
+    assert.deepEqual(calls[0].init.headers, {
+      'content-type': 'application/json',
+      prefer: 'resolution=ignore-duplicates',
+      authorization: 'Bearer tok-123',
+    });
     assert.deepEqual(JSON.parse(String(calls[0].init.body)), USERS);
   });
 
   test('200 (all already stored) is stored too; an unreadable body counts 0 inserted', async () => {
     scriptService([answer(200, 'not json')]);
-    assert.deepEqual((await post({ deadline: START + 10_000 })).outcome, { kind: 'stored', inserted: 0, updated: 0, stale: 0, quarantined: 0 });
+    assert.deepEqual((await post({ deadline: START + 10_000 })).outcome, {
+      kind: 'stored',
+      inserted: 0,
+      updated: 0,
+      stale: 0,
+      quarantined: 0,
+    });
   });
 
   test('merge mode asks for it in Prefer, and counts what was updated', async () => {
-    const calls = scriptService([answer(200, { received: 2, inserted: 0, updated: 2, duplicates: 2 })]);
+    const calls = scriptService([
+      answer(200, { received: 2, inserted: 0, updated: 2, duplicates: 2 }),
+    ]);
     const outcome = postUsers(config, USERS, { deadline: START + 10_000, resolution: 'merge' });
-    assert.deepEqual(await outcome, { kind: 'stored', inserted: 0, updated: 2, stale: 0, quarantined: 0 });
-    assert.equal(/** @type {Record<string, string>} */ (calls[0].init.headers).prefer, 'resolution=merge-duplicates');
+    assert.deepEqual(await outcome, {
+      kind: 'stored',
+      inserted: 0,
+      updated: 2,
+      stale: 0,
+      quarantined: 0,
+    });
+    assert.equal(
+      /** @type {Record<string, string>} */ (calls[0].init.headers).prefer,
+      'resolution=merge-duplicates',
+    );
   });
 
-  test('503, 429, a 500 that is not the service\'s own, a 502 and a refused connection are retried with exponential backoff until stored', async () => {
-    const calls = scriptService([answer(503), answer(429), answer(500, 'Internal Server Error'), answer(502), refused('ECONNREFUSED'), stored]);
+  test("503, 429, a 500 that is not the service's own, a 502 and a refused connection are retried with exponential backoff until stored", async () => {
+    const calls = scriptService([
+      answer(503),
+      answer(429),
+      answer(500, 'Internal Server Error'),
+      answer(502),
+      refused('ECONNREFUSED'),
+      stored,
+    ]);
     const { outcome, attempts } = await post({ deadline: START + 60_000 });
-    assert.deepEqual(outcome, { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0 });
+    assert.deepEqual(outcome, {
+      kind: 'stored',
+      inserted: 2,
+      updated: 0,
+      stale: 0,
+      quarantined: 0,
+    });
     assert.deepEqual(attempts, [false, true, true, true, true, true]);
     // Half of 200, 400, 800, then the 1000 ms cap.
-    assert.deepEqual(calls.slice(1).map((c, i) => c.at - calls[i].at), [100, 200, 400, 500, 500]);
+    assert.deepEqual(
+      calls.slice(1).map((c, i) => c.at - calls[i].at),
+      [100, 200, 400, 500, 500],
+    );
   });
 
   test('never waits less than Retry-After, whatever the backoff would say', async () => {
-    const calls = scriptService([answer(503, {}, { 'retry-after': '3' }), answer(429, {}, { 'retry-after': new Date(START + 3000 + 7000).toUTCString() }), stored]);
+    const calls = scriptService([
+      answer(503, {}, { 'retry-after': '3' }),
+      answer(429, {}, { 'retry-after': new Date(START + 3000 + 7000).toUTCString() }),
+      stored,
+    ]);
     await post({ deadline: START + 60_000 });
-    assert.deepEqual(calls.slice(1).map((c, i) => c.at - calls[i].at), [3000, 7000]);
+    assert.deepEqual(
+      calls.slice(1).map((c, i) => c.at - calls[i].at),
+      [3000, 7000],
+    );
   });
 
   test('a 429 with Retry-After (the client over its rate) waits just that, however many came before, and does not grow the backoff', async () => {
     const throttled = answer(429, { error: 'rate_limited' }, { 'retry-after': '1' });
     const calls = scriptService([throttled, throttled, throttled, throttled, answer(503), stored]);
     const { outcome, attempts } = await post({ deadline: START + 60_000 });
-    assert.deepEqual(outcome, { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0 });
+    assert.deepEqual(outcome, {
+      kind: 'stored',
+      inserted: 2,
+      updated: 0,
+      stale: 0,
+      quarantined: 0,
+    });
     assert.deepEqual(attempts, [false, true, true, true, true, true]);
     // Four 1 s waits as told, then the 503's first backoff step (half of 200), not the fifth.
-    assert.deepEqual(calls.slice(1).map((c, i) => c.at - calls[i].at), [1000, 1000, 1000, 1000, 100]);
+    assert.deepEqual(
+      calls.slice(1).map((c, i) => c.at - calls[i].at),
+      [1000, 1000, 1000, 1000, 100],
+    );
   });
 
   test('no attempt and no wait runs past the deadline: the users come back unavailable, with the last reason', async () => {
@@ -110,7 +190,10 @@ describe('postUsers (unit, scripted service, mocked clock)', () => {
     const { outcome, endedAt } = await post({ deadline });
     assert.deepEqual(outcome, { kind: 'unavailable', reason: 'HTTP 503' });
     // Waits of 100, 200 and 400 ms fit in the second; the next (500) would end past it.
-    assert.deepEqual(calls.map((c) => c.at - START), [0, 100, 300, 700]);
+    assert.deepEqual(
+      calls.map((c) => c.at - START),
+      [0, 100, 300, 700],
+    );
     assert.equal(endedAt, START + 700, 'it gave up at once instead of sleeping into the deadline');
   });
 
@@ -131,22 +214,49 @@ describe('postUsers (unit, scripted service, mocked clock)', () => {
 
   test('a network error is named by its code', async () => {
     scriptService([refused('ECONNRESET')]);
-    assert.deepEqual((await post({ deadline: START + 50 })).outcome, { kind: 'unavailable', reason: 'ECONNRESET' });
+    assert.deepEqual((await post({ deadline: START + 50 })).outcome, {
+      kind: 'unavailable',
+      reason: 'ECONNRESET',
+    });
   });
 
   test('400 invalid_batch names the refused users, with their fields and rules; nothing is retried', async () => {
-    const errors = [{ index: 1, field: 'email', message: 'x' }, { index: 1, field: 'name', message: 'y' }, { index: 0, field: 'phone', message: 'z' }, { index: 'x', field: null, message: 'w' }];
+    const errors = [
+      { index: 1, field: 'email', message: 'x' },
+      { index: 1, field: 'name', message: 'y' },
+      { index: 0, field: 'phone', message: 'z' },
+      { index: 'x', field: null, message: 'w' },
+    ];
     const calls = scriptService([answer(400, { error: 'invalid_batch', message: 'no', errors })]);
-    assert.deepEqual((await post({ deadline: START + 10_000 })).outcome, { kind: 'invalid', errors: errors.slice(0, 3) });
+    assert.deepEqual((await post({ deadline: START + 10_000 })).outcome, {
+      kind: 'invalid',
+      errors: errors.slice(0, 3),
+    });
     assert.equal(calls.length, 1);
   });
 
   for (const [status, body, expected] of /** @type {[number, unknown, object][]} */ ([
     [413, { error: 'payload_too_large' }, { kind: 'tooLarge' }],
-    [401, { error: 'unauthorized' }, { kind: 'refused', status: 401, reason: 'HTTP 401 unauthorized' }],
-    [415, { error: 'unsupported_media_type' }, { kind: 'refused', status: 415, reason: 'HTTP 415 unsupported_media_type' }],
-    [400, { error: 'malformed_json' }, { kind: 'refused', status: 400, reason: 'HTTP 400 malformed_json' }],
-    [500, { error: 'internal', message: 'unexpected error', errorId: 'id-42' }, { kind: 'refused', status: 500, reason: 'HTTP 500 internal, error id id-42' }],
+    [
+      401,
+      { error: 'unauthorized' },
+      { kind: 'refused', status: 401, reason: 'HTTP 401 unauthorized' },
+    ],
+    [
+      415,
+      { error: 'unsupported_media_type' },
+      { kind: 'refused', status: 415, reason: 'HTTP 415 unsupported_media_type' },
+    ],
+    [
+      400,
+      { error: 'malformed_json' },
+      { kind: 'refused', status: 400, reason: 'HTTP 400 malformed_json' },
+    ],
+    [
+      500,
+      { error: 'internal', message: 'unexpected error', errorId: 'id-42' },
+      { kind: 'refused', status: 500, reason: 'HTTP 500 internal, error id id-42' },
+    ],
   ])) {
     test(`${status} ${JSON.stringify(body)} is final: ${JSON.stringify(expected)}, not retried`, async () => {
       const calls = scriptService([answer(status, body), stored]);
@@ -165,7 +275,11 @@ describe('postUsers with an Idempotency-Key (unit, scripted service, mocked cloc
     mock.timers.reset();
     mock.restoreAll();
   });
-  const replayedAnswer = answer(201, { received: 2, inserted: 2, duplicates: 0 }, { 'idempotent-replayed': 'true' });
+  const replayedAnswer = answer(
+    201,
+    { received: 2, inserted: 2, duplicates: 0 },
+    { 'idempotent-replayed': 'true' },
+  );
   /** @param {{ deadline: number }} budget */
   const keyedPost = async (budget) => {
     const outcome = postUsers(config, USERS, { ...budget, idempotencyKey: 'sqs-abc' });
@@ -179,28 +293,70 @@ describe('postUsers with an Idempotency-Key (unit, scripted service, mocked cloc
   };
 
   test('every attempt sends the same key, as a Structured Field string; 409 (the key in flight) is retried', async () => {
-    const calls = scriptService([answer(409, { error: 'idempotency_key_in_flight' }, { 'retry-after': '1' }), answer(503), stored]);
-    assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0 });
-    assert.deepEqual(calls.map((c) => /** @type {Record<string, string>} */ (c.init.headers)['idempotency-key']), ['"sqs-abc"', '"sqs-abc"', '"sqs-abc"']);
+    const calls = scriptService([
+      answer(409, { error: 'idempotency_key_in_flight' }, { 'retry-after': '1' }),
+      answer(503),
+      stored,
+    ]);
+    assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), {
+      kind: 'stored',
+      inserted: 2,
+      updated: 0,
+      stale: 0,
+      quarantined: 0,
+    });
+    assert.deepEqual(
+      calls.map((c) => /** @type {Record<string, string>} */ (c.init.headers)['idempotency-key']),
+      ['"sqs-abc"', '"sqs-abc"', '"sqs-abc"'],
+    );
     assert.equal(calls[1].at - calls[0].at, 1000, 'after Retry-After');
   });
 
-  test('a replay on the first attempt is an earlier delivery\'s write: replayed', async () => {
+  test("a replay on the first attempt is an earlier delivery's write: replayed", async () => {
     scriptService([replayedAnswer]);
-    assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0, replayed: true });
+    assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), {
+      kind: 'stored',
+      inserted: 2,
+      updated: 0,
+      stale: 0,
+      quarantined: 0,
+      replayed: true,
+    });
   });
 
-  test('a replay after an attempt of ours was lost (no answer, outcome_unknown, a proxy\'s 502) is that attempt\'s answer: not replayed', async () => {
-    for (const lost of [refused('ECONNRESET'), answer(503, { error: 'outcome_unknown' }), answer(502)]) {
+  test("a replay after an attempt of ours was lost (no answer, outcome_unknown, a proxy's 502) is that attempt's answer: not replayed", async () => {
+    for (const lost of [
+      refused('ECONNRESET'),
+      answer(503, { error: 'outcome_unknown' }),
+      answer(502),
+    ]) {
       scriptService([lost, replayedAnswer]);
-      assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0 });
+      assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), {
+        kind: 'stored',
+        inserted: 2,
+        updated: 0,
+        stale: 0,
+        quarantined: 0,
+      });
       mock.restoreAll();
       mock.method(Math, 'random', () => 0.5);
     }
   });
 
   test('a replay after refusals that wrote nothing (database_unavailable, lock_timeout, 409) is still replayed', async () => {
-    scriptService([unavailable, answer(503, { error: 'lock_timeout' }), answer(409, { error: 'idempotency_key_in_flight' }), replayedAnswer]);
-    assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), { kind: 'stored', inserted: 2, updated: 0, stale: 0, quarantined: 0, replayed: true });
+    scriptService([
+      unavailable,
+      answer(503, { error: 'lock_timeout' }),
+      answer(409, { error: 'idempotency_key_in_flight' }),
+      replayedAnswer,
+    ]);
+    assert.deepEqual(await keyedPost({ deadline: START + 60_000 }), {
+      kind: 'stored',
+      inserted: 2,
+      updated: 0,
+      stale: 0,
+      quarantined: 0,
+      replayed: true,
+    });
   });
 });

@@ -12,7 +12,12 @@ describe('toLambdaRecord (unit)', () => {
         ReceiptHandle: 'rh-1',
         Body: '[{"email":"a@x.io","name":"A"}]',
         MD5OfBody: 'd41d8cd98f00b204e9800998ecf8427e',
-        Attributes: { ApproximateReceiveCount: '3', SentTimestamp: '1700000000000', SenderId: 'AIDA123', ApproximateFirstReceiveTimestamp: '1700000000500' },
+        Attributes: {
+          ApproximateReceiveCount: '3',
+          SentTimestamp: '1700000000000',
+          SenderId: 'AIDA123',
+          ApproximateFirstReceiveTimestamp: '1700000000500',
+        },
         MessageAttributes: {
           resolution: { DataType: 'String', StringValue: 'merge' },
           blob: { DataType: 'Binary', BinaryValue: Uint8Array.from([0xde, 0xad, 0xbe, 0xef]) },
@@ -24,10 +29,27 @@ describe('toLambdaRecord (unit)', () => {
       messageId: 'm-1',
       receiptHandle: 'rh-1',
       body: '[{"email":"a@x.io","name":"A"}]',
-      attributes: { ApproximateReceiveCount: '3', SentTimestamp: '1700000000000', SenderId: 'AIDA123', ApproximateFirstReceiveTimestamp: '1700000000500' },
+      attributes: {
+        ApproximateReceiveCount: '3',
+        SentTimestamp: '1700000000000',
+        SenderId: 'AIDA123',
+        ApproximateFirstReceiveTimestamp: '1700000000500',
+      },
       messageAttributes: {
-        resolution: { stringValue: 'merge', binaryValue: undefined, stringListValues: [], binaryListValues: [], dataType: 'String' },
-        blob: { stringValue: undefined, binaryValue: '3q2+7w==', stringListValues: [], binaryListValues: [], dataType: 'Binary' },
+        resolution: {
+          stringValue: 'merge',
+          binaryValue: undefined,
+          stringListValues: [],
+          binaryListValues: [],
+          dataType: 'String',
+        },
+        blob: {
+          stringValue: undefined,
+          binaryValue: '3q2+7w==',
+          stringListValues: [],
+          binaryListValues: [],
+          dataType: 'Binary',
+        },
       },
       md5OfBody: 'd41d8cd98f00b204e9800998ecf8427e',
       eventSource: 'aws:sqs',
@@ -37,18 +59,31 @@ describe('toLambdaRecord (unit)', () => {
   });
 
   test("a FIFO queue's message: its group, deduplication id and sequence number, where Lambda puts them", () => {
-    const record = toLambdaRecord({
-      MessageId: 'm-3',
-      ReceiptHandle: 'rh-3',
-      Body: '{}',
-      Attributes: {
-        ApproximateReceiveCount: '1', SentTimestamp: '1700000000000', SenderId: 'AIDA123', ApproximateFirstReceiveTimestamp: '1700000000500',
-        SequenceNumber: '18849496460467696128', MessageGroupId: 'users-07', MessageDeduplicationId: 'run-1-42',
+    const record = toLambdaRecord(
+      {
+        MessageId: 'm-3',
+        ReceiptHandle: 'rh-3',
+        Body: '{}',
+        Attributes: {
+          ApproximateReceiveCount: '1',
+          SentTimestamp: '1700000000000',
+          SenderId: 'AIDA123',
+          ApproximateFirstReceiveTimestamp: '1700000000500',
+          SequenceNumber: '18849496460467696128',
+          MessageGroupId: 'users-07',
+          MessageDeduplicationId: 'run-1-42',
+        },
       },
-    }, { queueArn: 'arn:aws:sqs:eu-west-1:123456789012:sluice-users.fifo', region: 'eu-west-1' });
+      { queueArn: 'arn:aws:sqs:eu-west-1:123456789012:sluice-users.fifo', region: 'eu-west-1' },
+    );
     assert.deepEqual(record.attributes, {
-      ApproximateReceiveCount: '1', SentTimestamp: '1700000000000', SenderId: 'AIDA123', ApproximateFirstReceiveTimestamp: '1700000000500',
-      SequenceNumber: '18849496460467696128', MessageGroupId: 'users-07', MessageDeduplicationId: 'run-1-42',
+      ApproximateReceiveCount: '1',
+      SentTimestamp: '1700000000000',
+      SenderId: 'AIDA123',
+      ApproximateFirstReceiveTimestamp: '1700000000500',
+      SequenceNumber: '18849496460467696128',
+      MessageGroupId: 'users-07',
+      MessageDeduplicationId: 'run-1-42',
     });
   });
 
@@ -62,7 +97,10 @@ describe('toLambdaRecord (unit)', () => {
       assert.equal(record.md5OfBody, '');
       assert.deepEqual(record.messageAttributes, {});
       assert.deepEqual(record.attributes, {
-        ApproximateReceiveCount: '1', SentTimestamp: '1700000000000', SenderId: '000000000000', ApproximateFirstReceiveTimestamp: '1700000000000',
+        ApproximateReceiveCount: '1',
+        SentTimestamp: '1700000000000',
+        SenderId: '000000000000',
+        ApproximateFirstReceiveTimestamp: '1700000000000',
       });
     });
 

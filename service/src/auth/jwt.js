@@ -13,7 +13,19 @@ export const CLOCK_TOLERANCE_S = 5;
 const JWKS_COOLDOWN_MS = 30_000;
 const JWKS_MAX_AGE_MS = 10 * 60_000;
 // An HMAC key taken from a public key set would let anyone sign.
-const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+const ASYMMETRIC = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 /** How long a verified token is remembered at most (never past its exp). */
 export const VERIFIED_CACHE_MS = 60_000;
 const VERIFIED_CACHE_SIZE = 1000;
@@ -25,13 +37,20 @@ export { JWT_REFUSAL_REASONS, JwtRefusal };
 // A verifier against the secret or jose's remote key set (a fetch bounded by JWT_JWKS_TIMEOUT_MS), resolving with the client claim.
 /** @param {JwtConfig} config @returns {Promise<(token: string) => Promise<string | undefined>>} */
 export async function createJwtVerifier(config) {
-  const key = config.secret !== undefined
-    ? await crypto.subtle.importKey('raw', new TextEncoder().encode(config.secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify'])
-    : createRemoteJWKSet(new URL(/** @type {string} */ (config.jwksUrl)), {
-        timeoutDuration: config.jwksTimeoutMs,
-        cooldownDuration: JWKS_COOLDOWN_MS,
-        cacheMaxAge: JWKS_MAX_AGE_MS,
-      });
+  const key =
+    config.secret !== undefined
+      ? await crypto.subtle.importKey(
+          'raw',
+          new TextEncoder().encode(config.secret),
+          { name: 'HMAC', hash: 'SHA-256' },
+          false,
+          ['verify'],
+        )
+      : createRemoteJWKSet(new URL(/** @type {string} */ (config.jwksUrl)), {
+          timeoutDuration: config.jwksTimeoutMs,
+          cooldownDuration: JWKS_COOLDOWN_MS,
+          cacheMaxAge: JWKS_MAX_AGE_MS,
+        });
   const options = /** @type {import('jose').JWTVerifyOptions} */ ({
     algorithms: config.secret !== undefined ? ['HS256'] : ASYMMETRIC,
     clockTolerance: CLOCK_TOLERANCE_S,
@@ -40,7 +59,9 @@ export async function createJwtVerifier(config) {
   });
   const roles = config.roles === undefined ? undefined : new Set(config.roles);
 
-  const verified = /** @type {Map<string, { client: string | undefined, until: number }>} */ (new Map());
+  const verified = /** @type {Map<string, { client: string | undefined, until: number }>} */ (
+    new Map()
+  );
 
   return async (token) => {
     const known = verified.get(token);
@@ -55,12 +76,18 @@ export async function createJwtVerifier(config) {
       throw refusalOf(err, config.jwksUrl !== undefined);
     }
     const role = payload[config.roleClaim];
-    const grants = typeof role === 'string' && role !== '' && (roles ? roles.has(role) : role !== ANONYMOUS_ROLE);
-    if (!grants) throw new JwtRefusal(`the token's ${config.roleClaim} claim does not grant writing`, 'role');
+    const grants =
+      typeof role === 'string' &&
+      role !== '' &&
+      (roles ? roles.has(role) : role !== ANONYMOUS_ROLE);
+    if (!grants)
+      throw new JwtRefusal(`the token's ${config.roleClaim} claim does not grant writing`, 'role');
     const claimed = payload[config.clientClaim];
-    const client = typeof claimed === 'string' && claimed !== '' ? claimed.slice(0, 256) : undefined;
+    const client =
+      typeof claimed === 'string' && claimed !== '' ? claimed.slice(0, 256) : undefined;
     const now = Date.now();
-    const expires = typeof payload.exp === 'number' ? payload.exp * 1000 + CLOCK_TOLERANCE_S * 1000 : Infinity;
+    const expires =
+      typeof payload.exp === 'number' ? payload.exp * 1000 + CLOCK_TOLERANCE_S * 1000 : Infinity;
     if (verified.size >= VERIFIED_CACHE_SIZE) verified.clear();
     verified.set(token, { client, until: Math.min(now + VERIFIED_CACHE_MS, expires) });
     return client;
@@ -73,16 +100,40 @@ function refusalOf(err, keySet) {
   if (err instanceof errors.JWTClaimValidationFailed) {
     if (err.claim === 'nbf') return new JwtRefusal('the token is not valid yet', 'not_yet_valid');
     const missing = err.reason === 'missing';
-    if (err.claim === 'aud') return new JwtRefusal(missing ? 'the token has no audience (aud)' : 'the token is for another audience', 'audience');
-    if (err.claim === 'iss') return new JwtRefusal(missing ? 'the token has no issuer (iss)' : 'the token is from another issuer', 'issuer');
+    if (err.claim === 'aud')
+      return new JwtRefusal(
+        missing ? 'the token has no audience (aud)' : 'the token is for another audience',
+        'audience',
+      );
+    if (err.claim === 'iss')
+      return new JwtRefusal(
+        missing ? 'the token has no issuer (iss)' : 'the token is from another issuer',
+        'issuer',
+      );
     return new JwtRefusal(`the token's ${err.claim} claim is not valid`, 'claim');
   }
-  if (err instanceof errors.JWSSignatureVerificationFailed) return new JwtRefusal("the token's signature does not verify", 'signature');
-  if (err instanceof errors.JOSEAlgNotAllowed) return new JwtRefusal("the token's algorithm is not accepted", 'algorithm');
-  if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys) return new JwtRefusal('no key of the key set matches the token', 'unknown_key');
-  if (err instanceof errors.JWKSTimeout) return new JwtRefusal('the key set could not be fetched in time to verify the token', 'jwks_unavailable');
-  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid || err instanceof errors.JOSENotSupported) return new JwtRefusal('the token is not a valid JWT', 'malformed');
+  if (err instanceof errors.JWSSignatureVerificationFailed)
+    return new JwtRefusal("the token's signature does not verify", 'signature');
+  if (err instanceof errors.JOSEAlgNotAllowed)
+    return new JwtRefusal("the token's algorithm is not accepted", 'algorithm');
+  if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys)
+    return new JwtRefusal('no key of the key set matches the token', 'unknown_key');
+  if (err instanceof errors.JWKSTimeout)
+    return new JwtRefusal(
+      'the key set could not be fetched in time to verify the token',
+      'jwks_unavailable',
+    );
+  if (
+    err instanceof errors.JWSInvalid ||
+    err instanceof errors.JWTInvalid ||
+    err instanceof errors.JOSENotSupported
+  )
+    return new JwtRefusal('the token is not a valid JWT', 'malformed');
   // Anything else came from fetching the key set: refused, answered, not JSON, or not a key set.
-  if (keySet) return new JwtRefusal('the key set could not be fetched to verify the token', 'jwks_unavailable');
+  if (keySet)
+    return new JwtRefusal(
+      'the key set could not be fetched to verify the token',
+      'jwks_unavailable',
+    );
   return new JwtRefusal('the token is not a valid JWT', 'malformed');
 }

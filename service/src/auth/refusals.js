@@ -1,12 +1,32 @@
 // Why credentials are refused (the 401's message, the metric's label); a leaf, so naming one loads no jose.
 
-export const JWT_REFUSAL_REASONS = /** @type {const} */ (['expired', 'not_yet_valid', 'audience', 'issuer', 'claim', 'signature', 'algorithm', 'unknown_key', 'jwks_unavailable', 'malformed', 'role']);
+export const JWT_REFUSAL_REASONS = /** @type {const} */ ([
+  'expired',
+  'not_yet_valid',
+  'audience',
+  'issuer',
+  'claim',
+  'signature',
+  'algorithm',
+  'unknown_key',
+  'jwks_unavailable',
+  'malformed',
+  'role',
+]);
 
-export const AUTH_REFUSAL_REASONS = /** @type {const} */ (['missing', 'malformed', 'unknown_token', ...JWT_REFUSAL_REASONS]);
+export const AUTH_REFUSAL_REASONS = /** @type {const} */ ([
+  'missing',
+  'malformed',
+  'unknown_token',
+  ...JWT_REFUSAL_REASONS,
+]);
 
 /** Why a JWT was refused: a message quoting nothing of the token, and a fixed word for the metric. */
 export class JwtRefusal extends Error {
-  constructor(/** @type {string} */ message, /** @type {typeof JWT_REFUSAL_REASONS[number]} */ reason) {
+  constructor(
+    /** @type {string} */ message,
+    /** @type {typeof JWT_REFUSAL_REASONS[number]} */ reason,
+  ) {
     super(message);
     this.name = 'JwtRefusal';
     this.reason = reason;

@@ -6,6 +6,8 @@ import { startTokenSource } from './token-source.js';
 /** @param {import('../config.js').Auth} config @param {{ logger: import('pino').Logger, secrets?: import('./token-source.js').SecretReader }} deps @returns {Promise<Authentication>} */
 export async function startAuthentication(config, { logger, secrets }) {
   const tokens = await startTokenSource(config, { logger, secrets });
-  const verifyJwt = config.jwt ? await (await import('./jwt.js')).createJwtVerifier(config.jwt) : undefined;
+  const verifyJwt = config.jwt
+    ? await (await import('./jwt.js')).createJwtVerifier(config.jwt)
+    : undefined;
   return { tokens, verifyJwt, close: () => tokens?.close() };
 }

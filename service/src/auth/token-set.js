@@ -22,7 +22,8 @@ export class TokenSet {
     this.names = new Set(this.clients.map((c) => c.name));
     /** Each client's declared limits (a client named twice, in a rotation: its first declaration). @type {Map<string, import('@sluice/env/named-tokens').ClientLimits>} */
     this.limits = new Map();
-    for (const { name, limits } of tokens) if (limits && !this.limits.has(name)) this.limits.set(name, limits);
+    for (const { name, limits } of tokens)
+      if (limits && !this.limits.has(name)) this.limits.set(name, limits);
   }
 
   /** The limits declared with a client's token, or undefined. @param {string} name */
@@ -55,7 +56,10 @@ export function mergeNamedTokens(lists) {
     const { name, token } = named;
     const owner = owners.get(token);
     if (owner === name) continue;
-    if (owner !== undefined) refuse(`gives the clients ${JSON.stringify(owner)} and ${JSON.stringify(name)} the same token: each client needs its own`);
+    if (owner !== undefined)
+      refuse(
+        `gives the clients ${JSON.stringify(owner)} and ${JSON.stringify(name)} the same token: each client needs its own`,
+      );
     owners.set(token, name);
     merged.push(named);
   }

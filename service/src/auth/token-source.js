@@ -21,7 +21,9 @@ export class TokenSource {
     this.secrets = secrets;
     /** The fixed part: INGEST_TOKEN and INGEST_TOKENS. @type {NamedToken[]} */
     this.fixed = [
-      ...(config.ingestToken !== undefined ? [{ name: DEFAULT_CLIENT, token: config.ingestToken }] : []),
+      ...(config.ingestToken !== undefined
+        ? [{ name: DEFAULT_CLIENT, token: config.ingestToken }]
+        : []),
       ...(config.ingestTokens ?? []),
     ];
     /** @type {TokenSet} */
@@ -35,11 +37,15 @@ export class TokenSource {
 
   /** The variable a refresh reads: its name, never its value. */
   get variable() {
-    return this.config.ingestTokensFile !== undefined ? 'INGEST_TOKENS_FILE' : 'INGEST_TOKENS_SECRET_ARN';
+    return this.config.ingestTokensFile !== undefined
+      ? 'INGEST_TOKENS_FILE'
+      : 'INGEST_TOKENS_SECRET_ARN';
   }
 
   get refreshes() {
-    return this.config.ingestTokensFile !== undefined || this.config.ingestTokensSecretArn !== undefined;
+    return (
+      this.config.ingestTokensFile !== undefined || this.config.ingestTokensSecretArn !== undefined
+    );
   }
 
   /** Reads the file or the secret, then refreshes it; rejects with a ConfigError naming the variable. */
@@ -63,7 +69,10 @@ export class TokenSource {
     this.reading ??= this.read()
       .catch((err) => {
         if (throwOnError) throw err;
-        this.logger.warn({ variable: this.variable, problem: problemOf(err) }, 'the tokens could not be read again; those in force stay');
+        this.logger.warn(
+          { variable: this.variable, problem: problemOf(err) },
+          'the tokens could not be read again; those in force stay',
+        );
       })
       .finally(() => {
         this.reading = undefined;
@@ -72,15 +81,19 @@ export class TokenSource {
   }
 
   async read() {
-    const texts = this.config.ingestTokensFile !== undefined
-      ? [await readFile(this.config.ingestTokensFile, 'utf8')]
-      : await this.readSecret(/** @type {string} */ (this.config.ingestTokensSecretArn));
+    const texts =
+      this.config.ingestTokensFile !== undefined
+        ? [await readFile(this.config.ingestTokensFile, 'utf8')]
+        : await this.readSecret(/** @type {string} */ (this.config.ingestTokensSecretArn));
     const signature = texts.join('\u0000');
     if (signature === this.lastRead) return;
     const tokens = mergeNamedTokens([this.fixed, ...texts.map(parseNamedTokens)]);
     this.current = new TokenSet(tokens);
     this.lastRead = signature;
-    this.logger.info({ variable: this.variable, clients: [...this.current.names] }, 'bearer tokens read');
+    this.logger.info(
+      { variable: this.variable, clients: [...this.current.names] },
+      'bearer tokens read',
+    );
   }
 
   /** @param {string} secretId */
@@ -102,15 +115,19 @@ function problemOf(err) {
 
 /** GetSecretValue by stage (a stage the secret lacks: undefined); the AWS SDK is imported only then. @returns {Promise<SecretReader>} */
 export async function awsSecretReader() {
-  const { GetSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } = await import('@aws-sdk/client-secrets-manager');
+  const { GetSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } =
+    await import('@aws-sdk/client-secrets-manager');
   const client = new SecretsManagerClient({});
   return {
     async getSecretString(secretId, versionStage) {
       try {
-        const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionStage: versionStage }));
+        const { SecretString } = await client.send(
+          new GetSecretValueCommand({ SecretId: secretId, VersionStage: versionStage }),
+        );
         return SecretString;
       } catch (err) {
-        if (err instanceof ResourceNotFoundException && versionStage !== 'AWSCURRENT') return undefined;
+        if (err instanceof ResourceNotFoundException && versionStage !== 'AWSCURRENT')
+          return undefined;
         throw err;
       }
     },
@@ -119,7 +136,14 @@ export async function awsSecretReader() {
 
 /** The token source, read and refreshing; undefined with no static token. @param {TokenSourceConfig} config @param {{ logger: import('pino').Logger, secrets?: SecretReader }} deps */
 export async function startTokenSource(config, { logger, secrets }) {
-  if (config.ingestToken === undefined && config.ingestTokens === undefined && config.ingestTokensFile === undefined && config.ingestTokensSecretArn === undefined) return undefined;
-  const reader = config.ingestTokensSecretArn !== undefined ? (secrets ?? (await awsSecretReader())) : undefined;
+  if (
+    config.ingestToken === undefined &&
+    config.ingestTokens === undefined &&
+    config.ingestTokensFile === undefined &&
+    config.ingestTokensSecretArn === undefined
+  )
+    return undefined;
+  const reader =
+    config.ingestTokensSecretArn !== undefined ? (secrets ?? (await awsSecretReader())) : undefined;
   return new TokenSource(config, { logger, secrets: reader }).start();
 }

@@ -11,7 +11,16 @@ import { NO_TRACING } from '../tracing/tracing.js';
 // Failures from the database's state rather than the statement's, by errno and SQLSTATE class:
 // the connection went away, the server is starting, stopping or out of connections, the statement
 // was cancelled, deadlocked or out of serialization luck. `diagnose` confirms with a probe.
-const TRANSIENT_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const TRANSIENT_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 const TRANSIENT_SQLSTATE_PREFIXES = ['08', '53', '57P0', '57014', '40001', '40P01'];
 
 const READY = "SELECT to_regclass('public.users') IS NOT NULL AS ready";
@@ -25,7 +34,10 @@ export function isTransient(err) {
   if (!(err instanceof Error)) return false;
   if (err instanceof WatchdogCutError || failedConnection(err)) return true;
   const code = /** @type {{ code?: unknown }} */ (err).code;
-  return typeof code === 'string' && (TRANSIENT_ERRNOS.has(code) || TRANSIENT_SQLSTATE_PREFIXES.some((p) => code.startsWith(p)));
+  return (
+    typeof code === 'string' &&
+    (TRANSIENT_ERRNOS.has(code) || TRANSIENT_SQLSTATE_PREFIXES.some((p) => code.startsWith(p)))
+  );
 }
 
 /**
@@ -72,12 +84,20 @@ export function timeoutOf(err) {
  */
 export function createDatabase(config, logger, tracing = NO_TRACING) {
   const { connection, pool, lend } = createPool(config, logger, tracing);
-  const settings = createTransactionSettings({ statementTimeoutMs: config.dbStatementTimeoutMs, lockTimeoutMs: config.dbLockTimeoutMs });
-  const { probe, answers, knownUnreachable } = createProbe(connection, config.dbConnectTimeoutMs, settings);
+  const settings = createTransactionSettings({
+    statementTimeoutMs: config.dbStatementTimeoutMs,
+    lockTimeoutMs: config.dbLockTimeoutMs,
+  });
+  const { probe, answers, knownUnreachable } = createProbe(
+    connection,
+    config.dbConnectTimeoutMs,
+    settings,
+  );
   const watchdog = createDbWatchdog({
     probe: answers,
     stallMs: STALL_MS,
-    onCut: (count) => logger.warn({ connections: count }, 'database unreachable: cut the connections in flight'),
+    onCut: (count) =>
+      logger.warn({ connections: count }, 'database unreachable: cut the connections in flight'),
   });
   const withClient = createLender(pool, lend, watchdog, knownUnreachable);
   // Whether the last BEGIN was refused by a pooler in statement mode (until one is not).
@@ -151,8 +171,18 @@ function createPool(config, logger, tracing) {
   /** @param {pg.PoolClient} client */
   const lend = (client) => {
     const socket = /** @type {net.Socket} */ (sockets.get(client));
-    const trace = tracing.enabled ? statementTracer(/** @type {any} */ (client).connectionParameters ?? {}, tracing) : undefined;
-    return { lending: new Lending(client, { socket, readTimeoutMs, statementTimeoutMs: config.dbStatementTimeoutMs, trace }), cut: (/** @type {Error} */ err) => socket.destroy(err) };
+    const trace = tracing.enabled
+      ? statementTracer(/** @type {any} */ (client).connectionParameters ?? {}, tracing)
+      : undefined;
+    return {
+      lending: new Lending(client, {
+        socket,
+        readTimeoutMs,
+        statementTimeoutMs: config.dbStatementTimeoutMs,
+        trace,
+      }),
+      cut: (/** @type {Error} */ err) => socket.destroy(err),
+    };
   };
   return { connection, pool, lend };
 }
@@ -164,7 +194,10 @@ function createPool(config, logger, tracing) {
  */
 function createLender(pool, lend, watchdog, knownUnreachable) {
   return async (fn) => {
-    if (knownUnreachable()) throw new DatabaseUnavailableError(new Error('database unreachable (a probe failed within the last second)'));
+    if (knownUnreachable())
+      throw new DatabaseUnavailableError(
+        new Error('database unreachable (a probe failed within the last second)'),
+      );
     let client;
     try {
       client = await pool.connect();
@@ -181,16 +214,18 @@ function createTransaction(withClient, settings, beginRefused) {
     withClient(async (client) => {
       try {
         // In the try: a failure of BEGIN's round trip (a statement of `then`) leaves it open.
-        const begun = await client.begin(settings.begin(limits, then), limits?.statementTimeoutMs).then(
-          (/** @type {import('pg').QueryResult | import('pg').QueryResult[]} */ answers) => {
-            beginRefused(false);
-            return Array.isArray(answers) ? answers : [answers];
-          },
-          (/** @type {unknown} */ err) => {
-            if (isStatementPooling(err)) beginRefused(true);
-            throw err;
-          },
-        );
+        const begun = await client
+          .begin(settings.begin(limits, then), limits?.statementTimeoutMs)
+          .then(
+            (/** @type {import('pg').QueryResult | import('pg').QueryResult[]} */ answers) => {
+              beginRefused(false);
+              return Array.isArray(answers) ? answers : [answers];
+            },
+            (/** @type {unknown} */ err) => {
+              if (isStatementPooling(err)) beginRefused(true);
+              throw err;
+            },
+          );
         const result = await fn(client, begun);
         await client.commit();
         return result;
@@ -211,7 +246,10 @@ function createTransaction(withClient, settings, beginRefused) {
 function isTableLocked(withClient, settings) {
   return withClient(async (client) => {
     try {
-      await client.query({ text: settings.statement('LOCK TABLE users IN ROW EXCLUSIVE MODE NOWAIT'), operation: 'LOCK' });
+      await client.query({
+        text: settings.statement('LOCK TABLE users IN ROW EXCLUSIVE MODE NOWAIT'),
+        operation: 'LOCK',
+      });
       return false;
     } catch (err) {
       if (timeoutOf(err) === 'lock_timeout') return true;
@@ -232,12 +270,18 @@ function createProbe(connection, connectTimeoutMs, settings) {
   /** @type {Promise<{ answered: boolean, ready: boolean }> | undefined} */ let probing;
   function probe() {
     probing ??= (async () => {
-      const client = new pg.Client({ ...connection, connectionTimeoutMillis: connectTimeoutMs, query_timeout: connectTimeoutMs });
+      const client = new pg.Client({
+        ...connection,
+        connectionTimeoutMillis: connectTimeoutMs,
+        query_timeout: connectTimeoutMs,
+      });
       client.on('error', () => {});
       try {
         await client.connect();
         // Through a pooler it waits for a server connection: bounded on both sides.
-        const result = await client.query(settings.statement(READY, { statementTimeoutMs: connectTimeoutMs }));
+        const result = await client.query(
+          settings.statement(READY, { statementTimeoutMs: connectTimeoutMs }),
+        );
         return { answered: true, ready: lastResult(result).rows[0].ready === true };
       } catch {
         return { answered: false, ready: false };
@@ -255,7 +299,10 @@ function createProbe(connection, connectTimeoutMs, settings) {
     return probing;
   }
   const answers = async () => (await probe()).answered;
-  const knownUnreachable = () => lastProbe !== undefined && !lastProbe.answered && performance.now() - lastProbe.at < UNREACHABLE_HOLD_MS;
+  const knownUnreachable = () =>
+    lastProbe !== undefined &&
+    !lastProbe.answered &&
+    performance.now() - lastProbe.at < UNREACHABLE_HOLD_MS;
   return { probe, answers, knownUnreachable };
 }
 
@@ -285,6 +332,8 @@ async function holdClient(client, { lending, cut }, watchdog, fn) {
     done();
     client.off('error', onError);
     lending.end(thrown, failure);
-    client.release(failure !== undefined && isTransient(failure) ? /** @type {Error} */ (failure) : undefined);
+    client.release(
+      failure !== undefined && isTransient(failure) ? /** @type {Error} */ (failure) : undefined,
+    );
   }
 }

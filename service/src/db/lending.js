@@ -38,7 +38,15 @@ export class Lending {
   #withCommit = '';
 
   /** @param {Pick<pg.ClientBase, 'query'>} client @param {LendingOptions} options */
-  constructor(client, { socket, readTimeoutMs = Infinity, statementTimeoutMs = 0, trace = (_operation, send) => send() }) {
+  constructor(
+    client,
+    {
+      socket,
+      readTimeoutMs = Infinity,
+      statementTimeoutMs = 0,
+      trace = (_operation, send) => send(),
+    },
+  ) {
     this.#statementTimeoutMs = statementTimeoutMs;
     this.#client = client;
     this.#socket = socket;
@@ -92,24 +100,41 @@ export class Lending {
     if (connectionFailed) this.#noteFailure(connectionError, 0);
     if (typeof failure !== 'object' || failure === null) return;
     this.#noteFailure(failure, 0);
-    if (connectionFailed && failure !== connectionError && !(failure instanceof pg.DatabaseError) && typeof (/** @type {{ code?: unknown }} */ (failure).code) !== 'string') ofTheConnection.add(failure);
+    if (
+      connectionFailed &&
+      failure !== connectionError &&
+      !(failure instanceof pg.DatabaseError) &&
+      typeof (/** @type {{ code?: unknown }} */ (failure).code) !== 'string'
+    )
+      ofTheConnection.add(failure);
     if (!this.#commitSent) return;
-    if (failure instanceof pg.DatabaseError && !ENDS_THE_SESSION.has(failure.severity ?? '') && !(failure.code ?? '').startsWith(OPERATOR_ENDED)) return;
+    if (
+      failure instanceof pg.DatabaseError &&
+      !ENDS_THE_SESSION.has(failure.severity ?? '') &&
+      !(failure.code ?? '').startsWith(OPERATOR_ENDED)
+    )
+      return;
     inDoubt.add(failure);
   }
 
   /** @param {Statement} statement @returns {any} */
   #send(statement) {
     const isCopy = statement instanceof Writable;
-    const operation = isCopy ? 'COPY' : typeof statement === 'object' ? statement.operation : undefined;
+    const operation = isCopy
+      ? 'COPY'
+      : typeof statement === 'object'
+        ? statement.operation
+        : undefined;
     return this.#trace(operation, () => {
       this.#sentAt = performance.now();
       const answer = this.#client.query(/** @type {any} */ (statement));
       if (isCopy) return answer;
       const sent = this.#sentAt;
-      const timeoutMs = (typeof statement === 'object' && statement.query_timeout) || this.#readTimeoutMs;
+      const timeoutMs =
+        (typeof statement === 'object' && statement.query_timeout) || this.#readTimeoutMs;
       return answer.catch((/** @type {unknown} */ err) => {
-        if (typeof err === 'object' && err !== null) this.#noteFailure(err, performance.now() - sent >= timeoutMs ? timeoutMs : 0);
+        if (typeof err === 'object' && err !== null)
+          this.#noteFailure(err, performance.now() - sent >= timeoutMs ? timeoutMs : 0);
         throw err;
       });
     });
@@ -120,9 +145,19 @@ export class Lending {
     // Timed from the statement that failed: noted once, at its answer (or before ROLLBACK).
     if (!this.#noted.has(err)) {
       this.#noted.add(err);
-      if (err instanceof pg.DatabaseError && err.code === '57014' && this.#statementTimeoutMs > 0 && performance.now() - this.#sentAt >= this.#statementTimeoutMs) outOfTime.add(err);
+      if (
+        err instanceof pg.DatabaseError &&
+        err.code === '57014' &&
+        this.#statementTimeoutMs > 0 &&
+        performance.now() - this.#sentAt >= this.#statementTimeoutMs
+      )
+        outOfTime.add(err);
     }
-    if (err instanceof pg.DatabaseError || typeof (/** @type {{ code?: unknown }} */ (err).code) === 'string') return;
+    if (
+      err instanceof pg.DatabaseError ||
+      typeof (/** @type {{ code?: unknown }} */ (err).code) === 'string'
+    )
+      return;
     if (this.#socket.destroyed || timedOutAfterMs > 0) ofTheConnection.add(err);
   }
 }
@@ -131,7 +166,8 @@ export class Lending {
 export const outcomeInDoubt = (err) => typeof err === 'object' && err !== null && inDoubt.has(err);
 
 /** Whether `err` was the connection's failure (lost, or unanswered), as a lending saw it. @param {unknown} err */
-export const failedConnection = (err) => typeof err === 'object' && err !== null && ofTheConnection.has(err);
+export const failedConnection = (err) =>
+  typeof err === 'object' && err !== null && ofTheConnection.has(err);
 
 /** Notes that `err` refused a BEGIN: no transaction was opened. @param {unknown} err */
 export function refusedToBegin(err) {
@@ -140,7 +176,8 @@ export function refusedToBegin(err) {
 }
 
 /** A pooler in statement mode (PgBouncer) refused to open a transaction: 08P01 to a BEGIN. @param {unknown} err */
-export const isStatementPooling = (err) => err instanceof pg.DatabaseError && err.code === '08P01' && refusedBegins.has(err);
+export const isStatementPooling = (err) =>
+  err instanceof pg.DatabaseError && err.code === '08P01' && refusedBegins.has(err);
 
 /** A cancellation (57014) that came once the statement timeout in force had run out: statement_timeout, not an operator's cancel. @param {unknown} err */
 export const ranOutOfTime = (err) => typeof err === 'object' && err !== null && outOfTime.has(err);

@@ -4,7 +4,8 @@ import { isStatementPooling, refusedToBegin } from './lending.js';
 // Why the service cannot start on a database, as one line with its cause and its fix, told by
 // SQLSTATE or errno (never a message), and the check made once at start-up that finds it.
 
-export const STATEMENT_POOLING = 'the pooler in front of the database runs pool_mode = statement, which cannot hold a transaction: set pool_mode = transaction for this database (or point DATABASE_URL around the pooler)';
+export const STATEMENT_POOLING =
+  'the pooler in front of the database runs pool_mode = statement, which cannot hold a transaction: set pool_mode = transaction for this database (or point DATABASE_URL around the pooler)';
 
 // Wrong credentials, database or pooler mode stop the start; a database not reachable yet (refused,
 // a name not resolved) may be on its way, so the service says so and serves 503 until it answers.
@@ -44,7 +45,12 @@ export function databaseProblem(err, { variable, url }) {
  * @param {string} url @param {number} timeoutMs @returns {Promise<{ line: string, fatal: boolean } | undefined>}
  */
 export async function checkDatabase(url, timeoutMs) {
-  const client = new pg.Client({ connectionString: url, application_name: 'sluice', connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+  const client = new pg.Client({
+    connectionString: url,
+    application_name: 'sluice',
+    connectionTimeoutMillis: timeoutMs,
+    query_timeout: timeoutMs,
+  });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -55,7 +61,8 @@ export async function checkDatabase(url, timeoutMs) {
     return undefined;
   } catch (err) {
     const line = databaseProblem(err, { variable: 'DATABASE_URL', url });
-    if (line) return { line, fatal: !MAY_COME.has(/** @type {{ code?: string }} */ (err).code ?? '') };
+    if (line)
+      return { line, fatal: !MAY_COME.has(/** @type {{ code?: string }} */ (err).code ?? '') };
     throw err;
   } finally {
     client.end().catch(() => {});

@@ -5,10 +5,13 @@
 /** A transaction's limits in ms: one left out is not set, 0 sets none. @typedef {{ statementTimeoutMs?: number, lockTimeoutMs?: number }} TimeLimits */
 
 /** @param {string} name @param {number | undefined} ms */
-const setLocal = (name, ms) => (ms === undefined ? '' : `SET LOCAL ${name} = ${Math.max(0, Math.trunc(ms))}; `);
+const setLocal = (name, ms) =>
+  ms === undefined ? '' : `SET LOCAL ${name} = ${Math.max(0, Math.trunc(ms))}; `;
 
 /** @param {TimeLimits} limits */
-const settingsOf = (limits) => setLocal('statement_timeout', limits.statementTimeoutMs) + setLocal('lock_timeout', limits.lockTimeoutMs);
+const settingsOf = (limits) =>
+  setLocal('statement_timeout', limits.statementTimeoutMs) +
+  setLocal('lock_timeout', limits.lockTimeoutMs);
 
 /**
  * The service's defaults (DB_STATEMENT_TIMEOUT_MS, DB_LOCK_TIMEOUT_MS), which a writer overrides as

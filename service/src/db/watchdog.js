@@ -22,7 +22,13 @@ export class WatchdogCutError extends Error {
  * @param {{ probe: () => Promise<boolean>, stallMs: number, intervalMs?: number, onCut?: (count: number) => void, now?: () => number }} options
  *   probe: does the database answer on a fresh connection (bounded in time); onCut: told how many it cut
  */
-export function createDbWatchdog({ probe, stallMs, intervalMs = Math.max(100, Math.floor(stallMs / 4)), onCut = () => {}, now = () => performance.now() }) {
+export function createDbWatchdog({
+  probe,
+  stallMs,
+  intervalMs = Math.max(100, Math.floor(stallMs / 4)),
+  onCut = () => {},
+  now = () => performance.now(),
+}) {
   /** @type {Set<Watched>} */
   const inFlight = new Set();
   let checking = false;

@@ -21,7 +21,13 @@ export const WAITING_BUDGETS = 64;
  * Why admission control refuses a request (metrics.js exports each from the start); share: its
  * client already waits for its share of the waiting room while others wait too.
  */
-export const REFUSAL_REASONS = /** @type {const} */ (['queue_full', 'timeout', 'aborted', 'overflow', 'share']);
+export const REFUSAL_REASONS = /** @type {const} */ ([
+  'queue_full',
+  'timeout',
+  'aborted',
+  'overflow',
+  'share',
+]);
 /** @typedef {typeof REFUSAL_REASONS[number]} RefusalReason */
 
 export class AdmissionRefusedError extends ApiError {
@@ -50,7 +56,8 @@ export class AdmissionBudget {
   #waitingBytes = 0;
   /** Bytes held, by client key. @type {Map<string, number>} */ #held = new Map();
   /** Bytes held, by metric label. @type {Map<string, number>} */ #heldByLabel = new Map();
-  /** Bytes waiting, by client key, with the client. @type {Map<string, { client: FairClient, bytes: number }>} */ #waitingBy = new Map();
+  /** Bytes waiting, by client key, with the client. @type {Map<string, { client: FairClient, bytes: number }>} */ #waitingBy =
+    new Map();
   #waitingWeight = 0;
 
   /** @param {{ budgetBytes: number, maxWaitMs: number, onChange?: (budget: AdmissionBudget) => void }} options  onChange: after every change (metrics) */
@@ -65,7 +72,12 @@ export class AdmissionBudget {
 
   /** @returns {{ totalBytes: number, largeBytes: number, smallBytes: number, waiting: number }} */
   get usage() {
-    return { totalBytes: this.#total, largeBytes: this.#large, smallBytes: this.#total - this.#large, waiting: this.#largeQueue.length + this.#smallQueue.length };
+    return {
+      totalBytes: this.#total,
+      largeBytes: this.#large,
+      smallBytes: this.#total - this.#large,
+      waiting: this.#largeQueue.length + this.#smallQueue.length,
+    };
   }
 
   /** Bytes held by each metric label that has held any. @returns {Iterable<[string, number]>} */
@@ -101,7 +113,13 @@ export class AdmissionBudget {
 
   /** Whether `client` may hold `bytes` more, as its share and cap allow. @param {FairClient} client @param {number} bytes @param {number} [held]  of its grant, already counted */
   #withinShare(client, bytes, held = 0) {
-    return withinShare(client, this.heldBy(client) - held, bytes, this.#othersWaitingWeight(client), this.budgetBytes);
+    return withinShare(
+      client,
+      this.heldBy(client) - held,
+      bytes,
+      this.#othersWaitingWeight(client),
+      this.budgetBytes,
+    );
   }
 
   /** @param {number} bytes @param {FairClient} client @returns {Grant} */
@@ -139,7 +157,8 @@ export class AdmissionBudget {
   tryAcquire(bodyBytes, client = ONE_CLIENT) {
     const bytes = this.charge(bodyBytes);
     const queue = bytes > this.smallBodyBytes ? this.#largeQueue : this.#smallQueue;
-    if (queue.length > 0 || !this.#fits(bytes) || !this.#withinShare(client, bytes)) return undefined;
+    if (queue.length > 0 || !this.#fits(bytes) || !this.#withinShare(client, bytes))
+      return undefined;
     const grant = this.#take(bytes, client);
     this.onChange(this);
     return grant;
@@ -154,11 +173,13 @@ export class AdmissionBudget {
     if (now) return Promise.resolve(now);
     const bytes = this.charge(bodyBytes);
     const room = this.budgetBytes * WAITING_BUDGETS;
-    if (this.maxWaitMs === 0 || this.#waitingBytes + bytes > room) return Promise.reject(new AdmissionRefusedError('queue_full'));
+    if (this.maxWaitMs === 0 || this.#waitingBytes + bytes > room)
+      return Promise.reject(new AdmissionRefusedError('queue_full'));
     // While others wait too, a client fills at most its share of the waiting room (it may always wait once).
     const mine = this.#waitingBy.get(client.key)?.bytes ?? 0;
     const others = this.#othersWaitingWeight(client);
-    if (mine > 0 && others > 0 && mine + bytes > shareOf(client, others, room)) return Promise.reject(new AdmissionRefusedError('share'));
+    if (mine > 0 && others > 0 && mine + bytes > shareOf(client, others, room))
+      return Promise.reject(new AdmissionRefusedError('share'));
     if (signal?.aborted) return Promise.reject(new AdmissionRefusedError('aborted'));
 
     return new Promise((resolve, reject) => {
@@ -199,7 +220,11 @@ export class AdmissionBudget {
   grow(grant, bodyBytes) {
     const bytes = this.charge(bodyBytes);
     if (grant.released || bytes <= grant.bytes) return !grant.released;
-    if (!this.#fits(bytes, grant.bytes, grant.large) || !this.#withinShare(grant.client, bytes, grant.bytes)) return false;
+    if (
+      !this.#fits(bytes, grant.bytes, grant.large) ||
+      !this.#withinShare(grant.client, bytes, grant.bytes)
+    )
+      return false;
     this.#total += bytes - grant.bytes;
     this.#hold(grant.client, bytes - grant.bytes);
     if (grant.large) this.#large -= grant.bytes;
@@ -227,7 +252,11 @@ export class AdmissionBudget {
     /** @param {FairClient} client @param {Waiter} first */
     const atLimit = (client, first) => !this.#withinShare(client, first.bytes);
     for (const queue of [this.#largeQueue, this.#smallQueue]) {
-      for (let next = queue.peek(atLimit); next && this.#fits(next.bytes); next = queue.peek(atLimit)) {
+      for (
+        let next = queue.peek(atLimit);
+        next && this.#fits(next.bytes);
+        next = queue.peek(atLimit)
+      ) {
         queue.remove(next.client, next);
         this.#wait(next.client, -next.bytes);
         next.admit(this.#take(next.bytes, next.client));

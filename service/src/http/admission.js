@@ -44,9 +44,16 @@ export function admitRequest({ budget, maxBodyBytes, metrics, clientMetrics, hol
     if (declared && length > maxBodyBytes) return next();
 
     // A compressed body is charged maxBodyBytes: its decoded size is unknown until read.
-    const upFront = holdBytes !== undefined
-      ? (declared && !encoded ? Math.min(length, holdBytes) : holdBytes) // a stream: what it holds at once, at most its size
-      : encoded ? maxBodyBytes : declared ? length : 0;
+    const upFront =
+      holdBytes !== undefined
+        ? declared && !encoded
+          ? Math.min(length, holdBytes)
+          : holdBytes // a stream: what it holds at once, at most its size
+        : encoded
+          ? maxBodyBytes
+          : declared
+            ? length
+            : 0;
     const asRead = holdBytes === undefined && !declared && !encoded;
     // The common case, synchronously: under the single-user load every allocation here shows.
     const client = req.ingestClient ?? ONE_CLIENT;
@@ -75,7 +82,8 @@ export function admitRequest({ budget, maxBodyBytes, metrics, clientMetrics, hol
     } catch (err) {
       if (err instanceof AdmissionRefusedError) {
         metrics?.shed(err.reason);
-        if (err.reason !== 'aborted') clientMetrics?.refused(client.label, err.reason === 'share' ? 'share' : 'budget');
+        if (err.reason !== 'aborted')
+          clientMetrics?.refused(client.label, err.reason === 'share' ? 'share' : 'budget');
       }
       // A client that left waiting gets no answer; the error handler sees the closed response.
       throw err;

@@ -29,10 +29,21 @@ export function writtenAnswer(options, { received, inserted, updated, quarantine
   if (rows !== undefined) return { status, headers, body: rows };
   const quarantined = quarantine?.count ?? 0;
   const valid = validOf(received, quarantine);
-  const counts = options.resolution === 'merge'
-    ? { received, inserted, updated, stale: valid - inserted - updated, duplicates: valid - inserted }
-    : { received, inserted, updated, duplicates: valid - inserted };
-  const body = JSON.stringify(options.invalid ? { ...counts, quarantined, ...(quarantined > 0 ? { errors: quarantine?.errors } : {}) } : counts);
+  const counts =
+    options.resolution === 'merge'
+      ? {
+          received,
+          inserted,
+          updated,
+          stale: valid - inserted - updated,
+          duplicates: valid - inserted,
+        }
+      : { received, inserted, updated, duplicates: valid - inserted };
+  const body = JSON.stringify(
+    options.invalid
+      ? { ...counts, quarantined, ...(quarantined > 0 ? { errors: quarantine?.errors } : {}) }
+      : counts,
+  );
   return { status, headers, body };
 }
 
@@ -47,7 +58,9 @@ export function countWritten(res, metrics, { received, inserted, updated, quaran
   metrics.clients.received((res.req.ingestClient ?? ONE_CLIENT).label, received);
   metrics.usersInserted.inc(inserted);
   if (updated > 0) metrics.usersUpdated.inc(updated);
-  if (quarantine) for (const [reason, n] of Object.entries(quarantine.byReason())) metrics.usersQuarantined.inc({ reason }, n);
+  if (quarantine)
+    for (const [reason, n] of Object.entries(quarantine.byReason()))
+      metrics.usersQuarantined.inc({ reason }, n);
   const stale = merge ? validOf(received, quarantine) - inserted - updated : 0;
   if (stale > 0) metrics.usersStale.inc(stale);
 }

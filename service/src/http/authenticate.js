@@ -51,7 +51,9 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING,
 
   return (req, _res, next) => {
     if (repeatedHeaders(req, ['authorization']).length > 0) {
-      return next(new ApiError('duplicate_header', 'Authorization is given more than once; send it once'));
+      return next(
+        new ApiError('duplicate_header', 'Authorization is given more than once; send it once'),
+      );
     }
     const header = req.headers.authorization;
     if (header === undefined) return refuse(req, next, 'missing', 'missing');

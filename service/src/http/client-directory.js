@@ -17,14 +17,24 @@ const JWT_CLIENTS = 10_000;
 /** @param {string} key @param {string} name @param {string} label @param {ClientLimits | undefined} limits @param {number} now @returns {Client} */
 function clientOf(key, name, label, limits, now) {
   return {
-    key, name, label, limits,
+    key,
+    name,
+    label,
+    limits,
     weight: limits?.weight ?? 1,
-    ...(limits?.maxInFlightBytes !== undefined ? { maxInFlightBytes: limits.maxInFlightBytes } : {}),
-    ...(limits?.rate !== undefined ? { bucket: new TokenBucket({ rate: limits.rate, burst: limits.burst }, now) } : {}),
+    ...(limits?.maxInFlightBytes !== undefined
+      ? { maxInFlightBytes: limits.maxInFlightBytes }
+      : {}),
+    ...(limits?.rate !== undefined
+      ? { bucket: new TokenBucket({ rate: limits.rate, burst: limits.burst }, now) }
+      : {}),
   };
 }
 
-const sameLimits = (/** @type {ClientLimits | undefined} */ a, /** @type {ClientLimits | undefined} */ b) => JSON.stringify(a ?? {}) === JSON.stringify(b ?? {});
+const sameLimits = (
+  /** @type {ClientLimits | undefined} */ a,
+  /** @type {ClientLimits | undefined} */ b,
+) => JSON.stringify(a ?? {}) === JSON.stringify(b ?? {});
 
 export class ClientDirectory {
   /** @type {Map<string, Client>} */ #named = new Map();
@@ -46,7 +56,11 @@ export class ClientDirectory {
     const set = this.tokens?.current;
     if (set !== this.#set) this.#reread(set);
     let client = this.#named.get(name);
-    if (!client) this.#named.set(name, (client = clientOf(tokenScope(name), name, name, set?.limitsOf(name), this.now())));
+    if (!client)
+      this.#named.set(
+        name,
+        (client = clientOf(tokenScope(name), name, name, set?.limitsOf(name), this.now())),
+      );
     return client;
   }
 
@@ -56,7 +70,10 @@ export class ClientDirectory {
     let client = this.#jwt.get(key);
     if (!client) {
       if (this.#jwt.size >= JWT_CLIENTS) this.#jwt.clear();
-      this.#jwt.set(key, (client = clientOf(key, subject ?? JWT_LABEL, JWT_LABEL, this.jwtLimits, this.now())));
+      this.#jwt.set(
+        key,
+        (client = clientOf(key, subject ?? JWT_LABEL, JWT_LABEL, this.jwtLimits, this.now())),
+      );
     }
     return client;
   }
@@ -64,12 +81,14 @@ export class ClientDirectory {
   /** The tokens were read again: a client whose limits changed is made again, its bucket's level kept. @param {unknown} set */
   #reread(set) {
     this.#set = set;
-    const current = /** @type {{ limitsOf: (name: string) => ClientLimits | undefined } | undefined} */ (set);
+    const current =
+      /** @type {{ limitsOf: (name: string) => ClientLimits | undefined } | undefined} */ (set);
     for (const [name, old] of this.#named) {
       const limits = current?.limitsOf(name);
       if (sameLimits(old.limits, limits)) continue;
       const made = clientOf(tokenScope(name), name, name, limits, this.now());
-      if (made.bucket && old.bucket) made.bucket.tokens = Math.min(made.bucket.burst, old.bucket.tokens);
+      if (made.bucket && old.bucket)
+        made.bucket.tokens = Math.min(made.bucket.burst, old.bucket.tokens);
       this.#named.set(name, made);
     }
   }

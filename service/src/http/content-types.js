@@ -11,7 +11,11 @@ export function byContentType(routes) {
   return (req, res, next) => {
     const header = req.headers['content-type'];
     // The JSON array, by far the most common, costs a comparison or two.
-    if (header === undefined || (header.startsWith('application/json') && !jsonLike.some((t) => header.startsWith(t)))) return next();
+    if (
+      header === undefined ||
+      (header.startsWith('application/json') && !jsonLike.some((t) => header.startsWith(t)))
+    )
+      return next();
     const type = parseMediaType(header);
     const route = type ? byType.get(type.type) : undefined;
     return route ? route(req, res, next) : next();

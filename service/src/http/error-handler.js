@@ -1,5 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { API_ERRORS, ApiError, DatabaseTimeoutError, DatabaseUnavailableError, InvalidBatchError, OutcomeUnknownError, RateLimitedError, UnauthorizedError, itemErrorsAsDetails } from '../errors.js';
+import {
+  API_ERRORS,
+  ApiError,
+  DatabaseTimeoutError,
+  DatabaseUnavailableError,
+  InvalidBatchError,
+  OutcomeUnknownError,
+  RateLimitedError,
+  UnauthorizedError,
+  itemErrorsAsDetails,
+} from '../errors.js';
 import { finishUnreadBody } from './unread-body.js';
 
 /**
@@ -11,18 +21,38 @@ export function describeError(err) {
   if (!apiError) {
     const errorId = randomUUID();
     const spec = API_ERRORS.internal;
-    return { status: 500, headers: {}, body: { error: 'internal', message: spec.message, errorId, code: spec.pgrst, details: null, hint: null }, apiError };
+    return {
+      status: 500,
+      headers: {},
+      body: {
+        error: 'internal',
+        message: spec.message,
+        errorId,
+        code: spec.pgrst,
+        details: null,
+        hint: null,
+      },
+      apiError,
+    };
   }
   const spec = /** @type {import('../errors.js').ApiErrorSpec} */ (API_ERRORS[apiError.code]);
-  const body = /** @type {Record<string, unknown>} */ ({ error: apiError.code, message: apiError.message });
+  const body = /** @type {Record<string, unknown>} */ ({
+    error: apiError.code,
+    message: apiError.message,
+  });
   if (apiError instanceof InvalidBatchError) body.errors = apiError.errors;
   // PostgREST's shape beside sluice's, for its clients (postgrest-js reads code, message, details, hint).
   body.code = spec.pgrst;
-  body.details = apiError.details ?? (apiError instanceof InvalidBatchError ? itemErrorsAsDetails(apiError.errors) : null);
+  body.details =
+    apiError.details ??
+    (apiError instanceof InvalidBatchError ? itemErrorsAsDetails(apiError.errors) : null);
   body.hint = spec.hint ?? null;
   // A 401 says in WWW-Authenticate which credential it refused (one of the values the document lists);
   // a 429 its own Retry-After and RateLimit fields.
-  const own = apiError instanceof UnauthorizedError || apiError instanceof RateLimitedError ? apiError.headers : {};
+  const own =
+    apiError instanceof UnauthorizedError || apiError instanceof RateLimitedError
+      ? apiError.headers
+      : {};
   const headers = { ...('headers' in spec ? spec.headers : {}), ...own };
   return { status: spec.status, headers, body, apiError };
 }
@@ -36,9 +66,18 @@ export function errorHandler(limits) {
   return (err, req, res, _next) => {
     if (res.headersSent) return req.socket.destroy();
     const { status, headers, body, apiError } = describeError(err);
-    if (apiError instanceof DatabaseUnavailableError) req.log.warn({ err: apiError.cause }, 'database unavailable');
-    if (apiError instanceof OutcomeUnknownError) req.log.warn({ err: apiError.cause }, 'connection lost after the commit was sent: outcome unknown');
-    if (apiError instanceof DatabaseTimeoutError) req.log.warn({ err: apiError.cause }, apiError.code === 'lock_timeout' ? 'locked out by another writer' : 'statement timed out');
+    if (apiError instanceof DatabaseUnavailableError)
+      req.log.warn({ err: apiError.cause }, 'database unavailable');
+    if (apiError instanceof OutcomeUnknownError)
+      req.log.warn(
+        { err: apiError.cause },
+        'connection lost after the commit was sent: outcome unknown',
+      );
+    if (apiError instanceof DatabaseTimeoutError)
+      req.log.warn(
+        { err: apiError.cause },
+        apiError.code === 'lock_timeout' ? 'locked out by another writer' : 'statement timed out',
+      );
     if (!apiError) req.log.error({ err, errorId: body.errorId }, 'unexpected error');
     finishUnreadBody(req, res, { ...limits, code: apiError?.code });
     res.status(status).set(headers).json(body);

@@ -12,7 +12,11 @@
 /** The name of a request's client when no credential is configured: one client for all (its keys, its set-aside items, its share). */
 export const ANONYMOUS_CLIENT = 'anonymous';
 /** A service without credentials, or a caller that names none: one client. @type {FairClient} */
-export const ONE_CLIENT = Object.freeze({ key: ANONYMOUS_CLIENT, label: ANONYMOUS_CLIENT, weight: 1 });
+export const ONE_CLIENT = Object.freeze({
+  key: ANONYMOUS_CLIENT,
+  label: ANONYMOUS_CLIENT,
+  weight: 1,
+});
 
 /**
  * Whether `client`, holding `heldBytes`, may hold `bytes` more: always when it holds nothing (a
@@ -22,12 +26,17 @@ export const ONE_CLIENT = Object.freeze({ key: ANONYMOUS_CLIENT, label: ANONYMOU
  */
 export function withinShare(client, heldBytes, bytes, othersWaitingWeight, budgetBytes) {
   if (heldBytes <= 0) return true;
-  if (client.maxInFlightBytes !== undefined && heldBytes + bytes > client.maxInFlightBytes) return false;
-  return othersWaitingWeight === 0 || heldBytes + bytes <= shareOf(client, othersWaitingWeight, budgetBytes);
+  if (client.maxInFlightBytes !== undefined && heldBytes + bytes > client.maxInFlightBytes)
+    return false;
+  return (
+    othersWaitingWeight === 0 ||
+    heldBytes + bytes <= shareOf(client, othersWaitingWeight, budgetBytes)
+  );
 }
 
 /** A client's share of `bytes` against the others waiting. @param {FairClient} client @param {number} othersWaitingWeight @param {number} bytes */
-export const shareOf = (client, othersWaitingWeight, bytes) => (bytes * client.weight) / (client.weight + othersWaitingWeight);
+export const shareOf = (client, othersWaitingWeight, bytes) =>
+  (bytes * client.weight) / (client.weight + othersWaitingWeight);
 
 /** @template {{ bytes: number }} T @typedef {{ client: FairClient, queue: (T & { start: number })[], finish: number }} Flow */
 
@@ -77,7 +86,11 @@ export class FairQueue {
     let next;
     for (const flow of this.#flows.values()) {
       const head = flow.queue[0];
-      if ((next === undefined || head.start < next.start) && (skip === undefined || !skip(flow.client, head))) next = head;
+      if (
+        (next === undefined || head.start < next.start) &&
+        (skip === undefined || !skip(flow.client, head))
+      )
+        next = head;
     }
     return next;
   }

@@ -50,7 +50,8 @@ export function parseIdempotencyKey(value) {
 }
 
 // RFC 8941 parameters: `;key` or `;key=value`, value a token, number, boolean, byte sequence or string.
-const PARAMETERS = /^(?:; *[a-z*][a-z0-9_.*-]*(?:=(?:[A-Za-z*][\w:/!#$%&'*+.^`|~-]*|-?\d+(?:\.\d+)?|\?[01]|:[A-Za-z0-9+/=]*:|"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*"))?)*$/;
+const PARAMETERS =
+  /^(?:; *[a-z*][a-z0-9_.*-]*(?:=(?:[A-Za-z*][\w:/!#$%&'*+.^`|~-]*|-?\d+(?:\.\d+)?|\?[01]|:[A-Za-z0-9+/=]*:|"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*"))?)*$/;
 
 const malformed = () => new ApiError('malformed_idempotency_key');
 
@@ -71,7 +72,9 @@ export function readIdempotencyKey() {
     }
     const hash = createHash('sha256');
     const mark = req.url.indexOf('?');
-    hash.update(`${req.headers['content-type'] ?? ''}\n${joined(req.headers.prefer)}\n${mark === -1 ? '' : req.url.slice(mark + 1)}\n`);
+    hash.update(
+      `${req.headers['content-type'] ?? ''}\n${joined(req.headers.prefer)}\n${mark === -1 ? '' : req.url.slice(mark + 1)}\n`,
+    );
     let fingerprint = /** @type {Buffer | undefined} */ (undefined);
     res.locals.idempotency = {
       client: req.clientScope ?? ANONYMOUS_CLIENT,
@@ -91,7 +94,12 @@ const joined = (header) => (Array.isArray(header) ? header.join(', ') : (header 
  * @param {RequestKey} key @param {(counts: import('../users/user-writer.js').Counts) => import('../users/idempotency-keys.js').StoredAnswer} answer
  * @returns {import('../users/idempotency-keys.js').IdempotencyKey}
  */
-export const keyForWriter = (key, answer) => ({ client: key.client, key: key.key, fingerprint: key.fingerprint, answer });
+export const keyForWriter = (key, answer) => ({
+  client: key.client,
+  key: key.key,
+  fingerprint: key.fingerprint,
+  answer,
+});
 
 /**
  * Answers a request whose key was taken: the stored answer, replayed byte for byte and counted by

@@ -11,7 +11,11 @@ import { repeatedHeaders } from './repeated-headers.js';
 // problem. Headers are checked before a byte is read, so a wrong type or size costs nothing.
 
 /** Content-Encodings taken, with their decoders. Others (br, zstd, compress, stacked) are 415. */
-const DECODERS = /** @type {const} */ ({ gzip: zlib.createGunzip, 'x-gzip': zlib.createGunzip, deflate: zlib.createInflate });
+const DECODERS = /** @type {const} */ ({
+  gzip: zlib.createGunzip,
+  'x-gzip': zlib.createGunzip,
+  deflate: zlib.createInflate,
+});
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /** @typedef {{ error: ApiError } | { decoder: (() => import('node:stream').Transform) | null }} HeaderCheck  a refusal, or the body's decoder */
@@ -19,22 +23,51 @@ const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 /** What is wrong with a JSON body's headers, or its decoder. @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes @returns {HeaderCheck} */
 export function checkJsonHeaders(req, maxBodyBytes) {
   const [repeated] = repeatedHeaders(req, ['content-type']);
-  if (repeated) return { error: new ApiError('duplicate_header', 'Content-Type is given more than once; send it once') };
+  if (repeated)
+    return {
+      error: new ApiError('duplicate_header', 'Content-Type is given more than once; send it once'),
+    };
 
   const header = req.headers['content-type'];
-  if (!header) return { error: new ApiError('unsupported_media_type', 'Content-Type must be application/json (it is missing)') };
+  if (!header)
+    return {
+      error: new ApiError(
+        'unsupported_media_type',
+        'Content-Type must be application/json (it is missing)',
+      ),
+    };
   // What nearly every client sends, and nothing else about the request unusual: no parsing.
-  if (COMMON_TYPES.has(header) && req.headers['transfer-encoding'] === undefined && req.headers['content-encoding'] === undefined) {
+  if (
+    COMMON_TYPES.has(header) &&
+    req.headers['transfer-encoding'] === undefined &&
+    req.headers['content-encoding'] === undefined
+  ) {
     return withinLimit(req, maxBodyBytes) ?? PLAIN_BODY;
   }
   const type = parseMediaType(header);
-  if (!type) return { error: new ApiError('unsupported_media_type', 'Content-Type is malformed (RFC 9110); send application/json') };
+  if (!type)
+    return {
+      error: new ApiError(
+        'unsupported_media_type',
+        'Content-Type is malformed (RFC 9110); send application/json',
+      ),
+    };
   if (type.type !== 'application/json') {
-    return { error: new ApiError('unsupported_media_type', 'Content-Type must be application/json (an array of users), or application/x-ndjson, application/jsonl or text/csv (a stream of them)') };
+    return {
+      error: new ApiError(
+        'unsupported_media_type',
+        'Content-Type must be application/json (an array of users), or application/x-ndjson, application/jsonl or text/csv (a stream of them)',
+      ),
+    };
   }
   const charset = type.parameters.get('charset')?.toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-    return { error: new ApiError('unsupported_charset', `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`) };
+    return {
+      error: new ApiError(
+        'unsupported_charset',
+        `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`,
+      ),
+    };
   }
 
   return checkCodings(req, maxBodyBytes);
@@ -46,10 +79,17 @@ export function checkJsonHeaders(req, maxBodyBytes) {
  */
 export function checkCodings(req, limit, limitName = 'MAX_BODY_BYTES') {
   // Node decodes chunked alone; RFC 9112 (6.1) answers a transfer coding not understood with 501.
-  const transfer = (req.headers['transfer-encoding'] ?? '').split(',').map((c) => c.trim().toLowerCase());
+  const transfer = (req.headers['transfer-encoding'] ?? '')
+    .split(',')
+    .map((c) => c.trim().toLowerCase());
   const unknownTransfer = transfer.find((c) => c !== '' && c !== 'chunked');
   if (unknownTransfer !== undefined) {
-    return { error: new ApiError('unsupported_transfer_encoding', `Transfer-Encoding ${unknownTransfer} is not supported; send chunked alone (compress with Content-Encoding)`) };
+    return {
+      error: new ApiError(
+        'unsupported_transfer_encoding',
+        `Transfer-Encoding ${unknownTransfer} is not supported; send chunked alone (compress with Content-Encoding)`,
+      ),
+    };
   }
 
   const codings = (req.headers['content-encoding'] ?? '')
@@ -57,17 +97,37 @@ export function checkCodings(req, limit, limitName = 'MAX_BODY_BYTES') {
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
   if (codings.length > 1) {
-    return { error: new ApiError('unsupported_encoding', `Content-Encoding ${codings.join(', ')} stacks encodings; send one of gzip or deflate, or none`) };
+    return {
+      error: new ApiError(
+        'unsupported_encoding',
+        `Content-Encoding ${codings.join(', ')} stacks encodings; send one of gzip or deflate, or none`,
+      ),
+    };
   }
   const coding = codings[0];
   if (coding !== undefined && !Object.hasOwn(DECODERS, coding)) {
-    return { error: new ApiError('unsupported_encoding', `Content-Encoding ${coding} is not supported; send gzip or deflate, or none`) };
+    return {
+      error: new ApiError(
+        'unsupported_encoding',
+        `Content-Encoding ${coding} is not supported; send gzip or deflate, or none`,
+      ),
+    };
   }
 
-  return withinLimit(req, limit, limitName) ?? { decoder: coding === undefined ? null : DECODERS[/** @type {keyof typeof DECODERS} */ (coding)] };
+  return (
+    withinLimit(req, limit, limitName) ?? {
+      decoder:
+        coding === undefined ? null : DECODERS[/** @type {keyof typeof DECODERS} */ (coding)],
+    }
+  );
 }
 
-const COMMON_TYPES = new Set(['application/json', 'application/json; charset=utf-8', 'application/json;charset=utf-8', 'application/json; charset=UTF-8']);
+const COMMON_TYPES = new Set([
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json;charset=utf-8',
+  'application/json; charset=UTF-8',
+]);
 const PLAIN_BODY = Object.freeze({ decoder: null });
 
 /**
@@ -77,7 +137,12 @@ const PLAIN_BODY = Object.freeze({ decoder: null });
 function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared <= maxBodyBytes) return undefined;
-  return { error: new ApiError('payload_too_large', `Content-Length ${declared} is over ${limitName} (${maxBodyBytes})`) };
+  return {
+    error: new ApiError(
+      'payload_too_large',
+      `Content-Length ${declared} is over ${limitName} (${maxBodyBytes})`,
+    ),
+  };
 }
 
 /**
@@ -103,15 +168,25 @@ export function parseJsonBody(buffer, onItemDuplicates) {
   const duplicates = findDuplicateKeys(text, value);
   if (duplicates.length === 0) return value;
   if (duplicates.every((d) => d.index !== null)) {
-    const errors = duplicates.map((d) => ({ index: /** @type {number} */ (d.index), field: d.key, message: 'is given more than once in this object; send each field once' }));
+    const errors = duplicates.map((d) => ({
+      index: /** @type {number} */ (d.index),
+      field: d.key,
+      message: 'is given more than once in this object; send each field once',
+    }));
     if (onItemDuplicates) {
       onItemDuplicates(errors);
       return value;
     }
     const items = new Set(errors.map((e) => e.index)).size;
-    throw new InvalidBatchError(`${items} of the users have a field given twice; nothing was written`, errors);
+    throw new InvalidBatchError(
+      `${items} of the users have a field given twice; nothing was written`,
+      errors,
+    );
   }
-  throw new ApiError('duplicate_key', `the key ${JSON.stringify(duplicates[0].key)} is given more than once in one object; send each key once`);
+  throw new ApiError(
+    'duplicate_key',
+    `the key ${JSON.stringify(duplicates[0].key)} is given more than once in one object; send each key once`,
+  );
 }
 
 /**
@@ -143,7 +218,10 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
       // An Idempotency-Key's fingerprint is of the body as sent (decoded), whatever it parses to.
       res.locals.idempotency?.update(/** @type {Buffer} */ (buffer));
       try {
-        const setAside = res.locals.write.invalid ? (/** @type {import('../errors.js').ItemError[]} */ errors) => (res.locals.duplicateKeys = errors) : undefined;
+        const setAside = res.locals.write.invalid
+          ? (/** @type {import('../errors.js').ItemError[]} */ errors) =>
+              (res.locals.duplicateKeys = errors)
+          : undefined;
         req.body = parseJsonBody(/** @type {Buffer} */ (buffer), setAside);
       } catch (parseError) {
         return next(parseError);
@@ -153,11 +231,25 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
 
     const timer = setTimeout(() => {
       stop();
-      settle(new ApiError('body_timeout', `the body did not arrive within BODY_READ_TIMEOUT_MS (${bodyReadTimeoutMs} ms); nothing was written`));
+      settle(
+        new ApiError(
+          'body_timeout',
+          `the body did not arrive within BODY_READ_TIMEOUT_MS (${bodyReadTimeoutMs} ms); nothing was written`,
+        ),
+      );
     }, bodyReadTimeoutMs);
     const declared = req.headers['content-length'];
     const allowance = res.locals.bodyAllowance;
-    const stop = readBody(req, source, { limit: maxBodyBytes, length: declared === undefined ? undefined : Number(declared), allowance }, settle);
+    const stop = readBody(
+      req,
+      source,
+      {
+        limit: maxBodyBytes,
+        length: declared === undefined ? undefined : Number(declared),
+        allowance,
+      },
+      settle,
+    );
   };
 }
 

@@ -16,6 +16,11 @@ export function loopbackOnly(route, { open }) {
   if (open) return (_req, _res, next) => next();
   return (req, _res, next) => {
     if (isLoopback(req.socket.remoteAddress)) return next();
-    next(new ApiError('not_found', `${route} is served to loopback addresses only; METRICS_PUBLIC=true serves it to every address`));
+    next(
+      new ApiError(
+        'not_found',
+        `${route} is served to loopback addresses only; METRICS_PUBLIC=true serves it to every address`,
+      ),
+    );
   };
 }

@@ -16,7 +16,8 @@ export function parseMediaType(header) {
   while (at < header.length) {
     PARAMETER.lastIndex = at;
     const parameter = PARAMETER.exec(header);
-    if (!parameter) return /^[ \t]*$/.test(header.slice(at)) ? { type: type[0].toLowerCase(), parameters } : null;
+    if (!parameter)
+      return /^[ \t]*$/.test(header.slice(at)) ? { type: type[0].toLowerCase(), parameters } : null;
     at = PARAMETER.lastIndex;
     const [, name, value] = parameter;
     if (name === undefined) continue;

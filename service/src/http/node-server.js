@@ -5,7 +5,10 @@ import { holdContinue } from './expect-continue.js';
 
 // What Node's HTTP parser refuses before a request reaches Express, by Node's error code.
 /** @type {Record<string, import('../errors.js').ApiErrorCode>} */
-const PARSER_REFUSALS = { HPE_HEADER_OVERFLOW: 'headers_too_large', ERR_HTTP_REQUEST_TIMEOUT: 'request_timeout' };
+const PARSER_REFUSALS = {
+  HPE_HEADER_OVERFLOW: 'headers_too_large',
+  ERR_HTTP_REQUEST_TIMEOUT: 'request_timeout',
+};
 
 /**
  * The HTTP server around the app: Node's own refusals (an unparsable request, an unknown `Expect`)
@@ -13,7 +16,10 @@ const PARSER_REFUSALS = { HPE_HEADER_OVERFLOW: 'headers_too_large', ERR_HTTP_REQ
  * @param {import('node:http').RequestListener} app @param {{ headersTimeoutMs?: number, checkEveryMs?: number }} [timeouts]  408 after; tests shorten both
  */
 export function createHttpServer(app, { headersTimeoutMs = 66_000, checkEveryMs = 30_000 } = {}) {
-  const server = http.createServer({ headersTimeout: headersTimeoutMs, connectionsCheckingInterval: checkEveryMs }, app);
+  const server = http.createServer(
+    { headersTimeout: headersTimeoutMs, connectionsCheckingInterval: checkEveryMs },
+    app,
+  );
   // Longer than a typical load balancer's idle timeout, so the balancer closes first, never us mid-reuse.
   server.keepAliveTimeout = 65_000;
 
@@ -28,8 +34,10 @@ export function createHttpServer(app, { headersTimeoutMs = 66_000, checkEveryMs 
   });
   server.on('clientError', (err, socket) => {
     // As Node's own handler: answer only on a socket that can still take one, never mid-response.
-    const inResponse = /** @type {{ _httpMessage?: { headersSent?: boolean } }} */ (socket)._httpMessage?.headersSent;
-    if (!socket.writable || inResponse || /** @type {any} */ (err).code === 'ECONNRESET') return socket.destroy();
+    const inResponse = /** @type {{ _httpMessage?: { headersSent?: boolean } }} */ (socket)
+      ._httpMessage?.headersSent;
+    if (!socket.writable || inResponse || /** @type {any} */ (err).code === 'ECONNRESET')
+      return socket.destroy();
     const code = PARSER_REFUSALS[/** @type {any} */ (err).code] ?? 'bad_request';
     socket.end(rawResponse(describeError(new ApiError(code))));
   });
@@ -37,7 +45,11 @@ export function createHttpServer(app, { headersTimeoutMs = 66_000, checkEveryMs 
 }
 
 /** The headers of a JSON answer after which the connection closes. @param {string} text */
-const jsonHeaders = (text) => ({ 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(text)), Connection: 'close' });
+const jsonHeaders = (text) => ({
+  'Content-Type': 'application/json; charset=utf-8',
+  'Content-Length': String(Buffer.byteLength(text)),
+  Connection: 'close',
+});
 
 /** @param {{ status: number, headers: Record<string, string>, body: object }} answer */
 function rawResponse({ status, headers, body }) {

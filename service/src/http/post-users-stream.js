@@ -13,19 +13,32 @@ import { checkStreamHeaders, readStream } from './stream-body.js';
 // one stored under the key replayed). A client gone mid-body gets no answer: its socket is destroyed.
 
 /** The media types of a stream, by the format of its records (byContentType's routes). */
-export const STREAM_TYPES = /** @type {const} */ ({ 'application/x-ndjson': 'ndjson', 'application/jsonl': 'ndjson', 'text/csv': 'csv' });
+export const STREAM_TYPES = /** @type {const} */ ({
+  'application/x-ndjson': 'ndjson',
+  'application/jsonl': 'ndjson',
+  'text/csv': 'csv',
+});
 
 /**
  * @param {{ format: import('../users/stream-import.js').StreamFormat, importUsers: ReturnType<typeof import('../users/stream-import.js').createStreamImport>,
  *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number, metrics: import('../metrics.js').Metrics }} deps @returns {import('express').RequestHandler}
  */
-export function postUsersStream({ format, importUsers, admit, maxStreamBytes, idleTimeoutMs, metrics }) {
+export function postUsersStream({
+  format,
+  importUsers,
+  admit,
+  maxStreamBytes,
+  idleTimeoutMs,
+  metrics,
+}) {
   return (req, res, next) => {
     const unsupported = unsupportedOnStreams(res.locals.write);
     if (unsupported) return next(unsupported);
     const checked = checkStreamHeaders(req, maxStreamBytes);
     if ('error' in checked) return next(checked.error);
-    admit(req, res, (/** @type {unknown} */ err) => (err ? next(err) : serve(req, res, next, checked.decoder)));
+    admit(req, res, (/** @type {unknown} */ err) =>
+      err ? next(err) : serve(req, res, next, checked.decoder),
+    );
   };
 
   /** @param {import('express').Request} req @param {import('express').Response} res @param {import('express').NextFunction} next @param {(() => import('node:stream').Transform) | null} decoder */
@@ -36,9 +49,24 @@ export function postUsersStream({ format, importUsers, admit, maxStreamBytes, id
     let outcome;
     try {
       const { resolution, invalid } = res.locals.write;
-      const quarantine = invalid ? new Quarantine({ client: req.clientName ?? ANONYMOUS_CLIENT, requestId: req.id, format, maxInvalid: invalid.maxInvalid }) : undefined;
+      const quarantine = invalid
+        ? new Quarantine({
+            client: req.clientName ?? ANONYMOUS_CLIENT,
+            requestId: req.id,
+            format,
+            maxInvalid: invalid.maxInvalid,
+          })
+        : undefined;
       outcome = key
-        ? await importUsers(fingerprinted(reader.texts(), key), format, resolution, { quarantine, key: keyForWriter(key, (counts) => writtenAnswer(res.locals.write, /** @type {import('../users/stream-import.js').ImportCounts} */ (counts))) })
+        ? await importUsers(fingerprinted(reader.texts(), key), format, resolution, {
+            quarantine,
+            key: keyForWriter(key, (counts) =>
+              writtenAnswer(
+                res.locals.write,
+                /** @type {import('../users/stream-import.js').ImportCounts} */ (counts),
+              ),
+            ),
+          })
         : await importUsers(reader.texts(), format, resolution, { quarantine });
     } catch (failure) {
       reader.close();
@@ -49,7 +77,12 @@ export function postUsersStream({ format, importUsers, admit, maxStreamBytes, id
     if (!req.complete) req.resume(); // anything after a compressed stream, so the request ends
     if ('taken' in outcome) {
       try {
-        return replayTaken(res, metrics, /** @type {import('./idempotency-key.js').RequestKey} */ (key), outcome.taken);
+        return replayTaken(
+          res,
+          metrics,
+          /** @type {import('./idempotency-key.js').RequestKey} */ (key),
+          outcome.taken,
+        );
       } catch (refusal) {
         return next(refusal);
       }
@@ -72,10 +105,16 @@ async function* fingerprinted(texts, key) {
 /** What a stream cannot do, refused before a byte is read: answer its rows, or read some columns. @param {import('./write-options.js').WriteOptions} options @returns {ApiError | undefined} */
 function unsupportedOnStreams({ return: returnPreference, query }) {
   if (returnPreference === 'representation') {
-    return new ApiError('unsupported_preference', 'Prefer: return=representation is not supported on a streamed body (NDJSON, CSV): send return=minimal or none (the counts)');
+    return new ApiError(
+      'unsupported_preference',
+      'Prefer: return=representation is not supported on a streamed body (NDJSON, CSV): send return=minimal or none (the counts)',
+    );
   }
   if (query.columns || query.select) {
-    return new ApiError('unsupported_query', `?${query.columns ? 'columns' : 'select'} is not supported on a streamed body (NDJSON, CSV): a CSV header names its columns`);
+    return new ApiError(
+      'unsupported_query',
+      `?${query.columns ? 'columns' : 'select'} is not supported on a streamed body (NDJSON, CSV): a CSV header names its columns`,
+    );
   }
   return undefined;
 }

@@ -29,9 +29,15 @@ function takeBatch(req, maxBatchItems, resolution, columns, inOrder, quarantine,
   req.body = undefined;
   if (!Array.isArray(items)) throw new ApiError('not_an_array');
   if (items.length === 0) throw new ApiError('empty_batch', emptyBatchMessage(maxBatchItems));
-  if (items.length > maxBatchItems) throw new ApiError('too_many_items', `${items.length} users is over MAX_BATCH_ITEMS (${maxBatchItems}); split the batch`);
+  if (items.length > maxBatchItems)
+    throw new ApiError(
+      'too_many_items',
+      `${items.length} users is over MAX_BATCH_ITEMS (${maxBatchItems}); split the batch`,
+    );
   if (columns) items = items.map((item) => onlyColumns(item, columns));
-  const checked = quarantine ? setAsideInvalid(items, quarantine, duplicateKeys) : checkUserBatch(items);
+  const checked = quarantine
+    ? setAsideInvalid(items, quarantine, duplicateKeys)
+    : checkUserBatch(items);
   const sent = inOrder ? checked.slice() : undefined;
   return { received: items.length, rows: oncePerEmail(checked, resolution), sent };
 }
@@ -40,7 +46,8 @@ function takeBatch(req, maxBatchItems, resolution, columns, inOrder, quarantine,
 function onlyColumns(item, columns) {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
   const kept = /** @type {Record<string, unknown>} */ ({});
-  for (const c of columns) if (Object.hasOwn(item, c)) kept[c] = /** @type {Record<string, unknown>} */ (item)[c];
+  for (const c of columns)
+    if (Object.hasOwn(item, c)) kept[c] = /** @type {Record<string, unknown>} */ (item)[c];
   return kept;
 }
 
@@ -49,11 +56,26 @@ export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRA
   return async (req, res) => {
     const { resolution, return: returnPreference, query, invalid } = res.locals.write;
     const withRows = returnPreference === 'representation';
-    const quarantine = invalid ? new Quarantine({ client: req.clientName ?? ANONYMOUS_CLIENT, requestId: req.id, format: 'json', maxInvalid: invalid.maxInvalid }) : undefined;
+    const quarantine = invalid
+      ? new Quarantine({
+          client: req.clientName ?? ANONYMOUS_CLIENT,
+          requestId: req.id,
+          format: 'json',
+          maxInvalid: invalid.maxInvalid,
+        })
+      : undefined;
     const validation = tracing.startStep('sluice.validate');
     let batch;
     try {
-      batch = takeBatch(req, maxBatchItems, resolution, query.columns, withRows, quarantine, res.locals.duplicateKeys);
+      batch = takeBatch(
+        req,
+        maxBatchItems,
+        resolution,
+        query.columns,
+        withRows,
+        quarantine,
+        res.locals.duplicateKeys,
+      );
     } catch (err) {
       tracing.endStep(validation, err);
       throw err;
@@ -62,15 +84,39 @@ export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRA
     const { received, rows, sent } = batch;
     const key = res.locals.idempotency;
     /** @param {{ inserted: number, updated: number, users?: import('../users/user-writer.js').WrittenUser[] }} written */
-    const shown = ({ users }) => (withRows ? representation(/** @type {UserRow[]} */ (sent), users ?? [], query.select ?? READ_COLUMNS) : undefined);
+    const shown = ({ users }) =>
+      withRows
+        ? representation(/** @type {UserRow[]} */ (sent), users ?? [], query.select ?? READ_COLUMNS)
+        : undefined;
     const options = key
-      ? { withRows, key: keyForWriter(key, (counts) => writtenAnswer(res.locals.write, { received, inserted: counts.inserted, updated: counts.updated, quarantine }, shown(counts))) }
-      : withRows ? WITH_ROWS : undefined;
+      ? {
+          withRows,
+          key: keyForWriter(key, (counts) =>
+            writtenAnswer(
+              res.locals.write,
+              { received, inserted: counts.inserted, updated: counts.updated, quarantine },
+              shown(counts),
+            ),
+          ),
+        }
+      : withRows
+        ? WITH_ROWS
+        : undefined;
     const endTimer = metrics.insertDuration.startTimer();
     const setAside = quarantine && quarantine.count > 0 ? quarantine : undefined;
-    const outcome = await writeUsers(rows, resolution, setAside ? { ...options, withRows, quarantine: setAside } : options);
+    const outcome = await writeUsers(
+      rows,
+      resolution,
+      setAside ? { ...options, withRows, quarantine: setAside } : options,
+    );
     endTimer();
-    if ('taken' in outcome) return replayTaken(res, metrics, /** @type {import('./idempotency-key.js').RequestKey} */ (key), outcome.taken);
+    if ('taken' in outcome)
+      return replayTaken(
+        res,
+        metrics,
+        /** @type {import('./idempotency-key.js').RequestKey} */ (key),
+        outcome.taken,
+      );
 
     metrics.batchSize.observe(received);
     const counts = { received, inserted: outcome.inserted, updated: outcome.updated, quarantine };

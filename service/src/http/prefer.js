@@ -6,7 +6,10 @@ import { DEFAULT_MAX_INVALID, MAX_INVALID_LIMIT } from '../users/quarantine.js';
 // are ignored, unless `handling=strict` (then 400, as in PostgREST).
 
 /** The `resolution` preferences (PostgREST's names), by the Resolution they select. */
-const RESOLUTIONS = /** @type {const} */ ({ 'ignore-duplicates': 'ignore', 'merge-duplicates': 'merge' });
+const RESOLUTIONS = /** @type {const} */ ({
+  'ignore-duplicates': 'ignore',
+  'merge-duplicates': 'merge',
+});
 const RETURNS = new Set(['minimal', 'headers-only', 'representation']);
 // planned and estimated are guesses in PostgREST; a write knows its exact count for free.
 const COUNTS = new Set(['exact', 'planned', 'estimated']);
@@ -37,10 +40,19 @@ export function parsePreferences(header) {
     const eq = nameValue.indexOf('=');
     const name = (eq === -1 ? nameValue : nameValue.slice(0, eq)).trim().toLowerCase();
     if (name === '') continue;
-    const value = eq === -1 ? '' : nameValue.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+    const value =
+      eq === -1
+        ? ''
+        : nameValue
+            .slice(eq + 1)
+            .trim()
+            .replace(/^"(.*)"$/, '$1');
     if (first.has(name)) {
       if (name === 'resolution' && first.get(name) !== value) {
-        throw new ApiError('unsupported_preference', `Prefer: resolution is given twice with different values (${JSON.stringify(first.get(name)).slice(1, -1)}, ${JSON.stringify(value).slice(1, -1)}); send one`);
+        throw new ApiError(
+          'unsupported_preference',
+          `Prefer: resolution is given twice with different values (${JSON.stringify(first.get(name)).slice(1, -1)}, ${JSON.stringify(value).slice(1, -1)}); send one`,
+        );
       }
       continue;
     }
@@ -52,22 +64,33 @@ export function parsePreferences(header) {
   const resolutionValue = first.get('resolution');
   let resolution = NONE.resolution;
   if (resolutionValue !== undefined) {
-    const resolved = Object.hasOwn(RESOLUTIONS, resolutionValue) ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (resolutionValue)] : undefined;
+    const resolved = Object.hasOwn(RESOLUTIONS, resolutionValue)
+      ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (resolutionValue)]
+      : undefined;
     if (!resolved) {
-      throw new ApiError('unsupported_preference', `Prefer: resolution=${JSON.stringify(resolutionValue).slice(1, -1)} is not supported; send resolution=merge-duplicates or resolution=ignore-duplicates`);
+      throw new ApiError(
+        'unsupported_preference',
+        `Prefer: resolution=${JSON.stringify(resolutionValue).slice(1, -1)} is not supported; send resolution=merge-duplicates or resolution=ignore-duplicates`,
+      );
     }
     resolution = resolved;
   }
   const strict = first.get('handling') === 'strict';
   if (strict && unknown.length > 0) {
-    throw new ApiError('unsupported_preference', 'Invalid preferences given with handling=strict', { details: `Invalid preferences: ${unknown.join(', ')}` });
+    throw new ApiError('unsupported_preference', 'Invalid preferences given with handling=strict', {
+      details: `Invalid preferences: ${unknown.join(', ')}`,
+    });
   }
 
   const invalidValue = first.get('invalid');
-  const invalid = invalidValue === undefined ? undefined : invalidPreference(invalidValue, invalidParameters);
+  const invalid =
+    invalidValue === undefined ? undefined : invalidPreference(invalidValue, invalidParameters);
 
   const returnValue = first.get('return');
-  const ret = returnValue !== undefined && RETURNS.has(returnValue) ? /** @type {Preferences['return']} */ (returnValue) : undefined;
+  const ret =
+    returnValue !== undefined && RETURNS.has(returnValue)
+      ? /** @type {Preferences['return']} */ (returnValue)
+      : undefined;
   const countValue = first.get('count');
   const count = countValue !== undefined && COUNTS.has(countValue);
   const applied = [
@@ -76,8 +99,12 @@ export function parsePreferences(header) {
     count ? `count=${countValue}` : '',
     strict ? 'handling=strict' : '',
     invalid ? 'invalid=quarantine' : '',
-  ].filter(Boolean).join(', ');
-  return invalid ? { resolution, return: ret, count, invalid, applied } : { resolution, return: ret, count, applied: applied || undefined };
+  ]
+    .filter(Boolean)
+    .join(', ');
+  return invalid
+    ? { resolution, return: ret, count, invalid, applied }
+    : { resolution, return: ret, count, applied: applied || undefined };
 }
 
 /**
@@ -87,16 +114,32 @@ export function parsePreferences(header) {
  */
 function invalidPreference(value, parameters) {
   if (value !== 'quarantine') {
-    throw new ApiError('unsupported_preference', `Prefer: invalid=${JSON.stringify(value).slice(1, -1)} is not supported; send invalid=quarantine (optionally invalid=quarantine; max-invalid=N), or leave it out`);
+    throw new ApiError(
+      'unsupported_preference',
+      `Prefer: invalid=${JSON.stringify(value).slice(1, -1)} is not supported; send invalid=quarantine (optionally invalid=quarantine; max-invalid=N), or leave it out`,
+    );
   }
   let maxInvalid = DEFAULT_MAX_INVALID;
   for (const parameter of parameters) {
     const eq = parameter.indexOf('=');
     const name = (eq === -1 ? parameter : parameter.slice(0, eq)).trim().toLowerCase();
     if (name === '') continue;
-    const given = eq === -1 ? '' : parameter.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
-    if (name !== 'max-invalid' || !/^[0-9]{1,6}$/.test(given) || Number(given) > MAX_INVALID_LIMIT) {
-      throw new ApiError('unsupported_preference', `Prefer: invalid=quarantine takes one parameter, max-invalid=N with N from 0 to ${MAX_INVALID_LIMIT} (default ${DEFAULT_MAX_INVALID}); got ${JSON.stringify(parameter.trim()).slice(1, -1)}`);
+    const given =
+      eq === -1
+        ? ''
+        : parameter
+            .slice(eq + 1)
+            .trim()
+            .replace(/^"(.*)"$/, '$1');
+    if (
+      name !== 'max-invalid' ||
+      !/^[0-9]{1,6}$/.test(given) ||
+      Number(given) > MAX_INVALID_LIMIT
+    ) {
+      throw new ApiError(
+        'unsupported_preference',
+        `Prefer: invalid=quarantine takes one parameter, max-invalid=N with N from 0 to ${MAX_INVALID_LIMIT} (default ${DEFAULT_MAX_INVALID}); got ${JSON.stringify(parameter.trim()).slice(1, -1)}`,
+      );
     }
     maxInvalid = Number(given);
   }
@@ -106,12 +149,18 @@ function invalidPreference(value, parameters) {
 /** @param {string} name @param {string} value */
 function isHonoured(name, value) {
   switch (name) {
-    case 'resolution': return true; // a wrong value is refused whatever the handling
-    case 'return': return RETURNS.has(value);
-    case 'count': return COUNTS.has(value);
-    case 'handling': return HANDLINGS.has(value);
-    case 'invalid': return true; // a wrong value is refused whatever the handling
-    default: return false;
+    case 'resolution':
+      return true; // a wrong value is refused whatever the handling
+    case 'return':
+      return RETURNS.has(value);
+    case 'count':
+      return COUNTS.has(value);
+    case 'handling':
+      return HANDLINGS.has(value);
+    case 'invalid':
+      return true; // a wrong value is refused whatever the handling
+    default:
+      return false;
   }
 }
 

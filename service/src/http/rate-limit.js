@@ -24,7 +24,8 @@ export class TokenBucket {
 
   /** @param {number} now */
   #refill(now) {
-    if (now > this.updated) this.tokens = Math.min(this.burst, this.tokens + ((now - this.updated) / 1000) * this.rate);
+    if (now > this.updated)
+      this.tokens = Math.min(this.burst, this.tokens + ((now - this.updated) / 1000) * this.rate);
     this.updated = now;
   }
 
@@ -58,7 +59,9 @@ export class TokenBucket {
 /** Users a request is charged before its body is read: from its Content-Length, else 1 (settled once read). @param {import('node:http').IncomingMessage} req */
 export function estimatedUsers(req) {
   const length = Number(req.headers['content-length']);
-  return Number.isSafeInteger(length) && length > 0 ? Math.max(1, Math.floor(length / ESTIMATED_USER_BYTES)) : 1;
+  return Number.isSafeInteger(length) && length > 0
+    ? Math.max(1, Math.floor(length / ESTIMATED_USER_BYTES))
+    : 1;
 }
 
 /**
@@ -78,7 +81,14 @@ export function limitRate({ refused, now = () => performance.now() }) {
     const waitSeconds = bucket.take(charged, at);
     if (waitSeconds > 0) {
       refused(client.label);
-      return next(new RateLimitedError(client.name, bucket, Math.max(1, Math.ceil(waitSeconds)), bucket.state(at)));
+      return next(
+        new RateLimitedError(
+          client.name,
+          bucket,
+          Math.max(1, Math.ceil(waitSeconds)),
+          bucket.state(at),
+        ),
+      );
     }
     res.setHeader('RateLimit-Policy', bucket.policy);
     res.setHeader('RateLimit', bucket.state(at));

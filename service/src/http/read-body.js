@@ -43,7 +43,12 @@ export function readBody(req, source, { limit, length, allowance }, callback) {
   }
 
   /** @param {unknown} err */
-  const onError = (err) => finish(!req.complete && /** @type {{ code?: unknown }} */ (err)?.code === 'ECONNRESET' ? new ClientGoneError() : err);
+  const onError = (err) =>
+    finish(
+      !req.complete && /** @type {{ code?: unknown }} */ (err)?.code === 'ECONNRESET'
+        ? new ClientGoneError()
+        : err,
+    );
   const onClose = () => {
     if (!req.complete) finish(new ClientGoneError());
   };
@@ -74,7 +79,11 @@ export function readBody(req, source, { limit, length, allowance }, callback) {
   return stop;
 }
 
-const lengthMismatch = () => new ApiError('bad_request', 'the body does not match its Content-Length; nothing was read or written');
+const lengthMismatch = () =>
+  new ApiError(
+    'bad_request',
+    'the body does not match its Content-Length; nothing was read or written',
+  );
 
 /** Where a body's chunks are kept. @param {number | undefined} length  when known */
 function keptBody(length) {

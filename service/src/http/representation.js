@@ -39,7 +39,11 @@ export function representation(sent, users, select) {
       continue;
     }
     byEmail.set(email, null);
-    out.push(u ? pick(u, select, u.updatedAt === null ? 'inserted' : 'updated') : pick({ email }, select, 'skipped'));
+    out.push(
+      u
+        ? pick(u, select, u.updatedAt === null ? 'inserted' : 'updated')
+        : pick({ email }, select, 'skipped'),
+    );
   }
   return JSON.stringify(out);
 }
@@ -52,7 +56,8 @@ function insertedAtOnce(users) {
 }
 
 /** Whether `select` is every column of a representation, in order (no select, or `*`). @param {readonly ReadColumn[]} select */
-const isEveryColumn = (select) => select.length === READ_COLUMNS.length && select.every((c, i) => c === READ_COLUMNS[i]);
+const isEveryColumn = (select) =>
+  select.length === READ_COLUMNS.length && select.every((c, i) => c === READ_COLUMNS[i]);
 
 /** @param {Partial<WrittenUser>} u @param {readonly ReadColumn[]} select @param {string} [outcome] @returns {Record<string, unknown>} */
 function pick(u, select, outcome) {

@@ -33,11 +33,18 @@ export function observeRequests(app, logger, metrics, { quiet = () => false } = 
       const level = status >= 500 && status !== 503 ? 'error' : status >= 400 ? 'warn' : 'debug';
       if (!logger.isLevelEnabled(level) || quiet(req)) return;
       // The client's name when its credentials were accepted (http/authenticate.js), never a token.
-      const { clientName: client, refusedBecause: authRefusal } = /** @type {import('express').Request} */ (req);
-      req.log[level]({
-        req: { method: req.method, url: req.originalUrl }, res: { statusCode: status }, responseTime: Math.round(seconds * 1000),
-        ...(client === undefined ? {} : { client }), ...(authRefusal === undefined ? {} : { authRefusal }),
-      }, 'request completed');
+      const { clientName: client, refusedBecause: authRefusal } =
+        /** @type {import('express').Request} */ (req);
+      req.log[level](
+        {
+          req: { method: req.method, url: req.originalUrl },
+          res: { statusCode: status },
+          responseTime: Math.round(seconds * 1000),
+          ...(client === undefined ? {} : { client }),
+          ...(authRefusal === undefined ? {} : { authRefusal }),
+        },
+        'request completed',
+      );
     });
     next();
   };
@@ -52,7 +59,10 @@ function labelledChildren(metrics) {
     const key = `${method} ${route} ${status}`;
     let child = children.get(key);
     if (!child) {
-      child = { requests: metrics.httpRequests.labels({ method, route, status }), duration: metrics.httpDuration.labels({ method, route }) };
+      child = {
+        requests: metrics.httpRequests.labels({ method, route, status }),
+        duration: metrics.httpDuration.labels({ method, route }),
+      };
       children.set(key, child);
     }
     child.requests.inc();

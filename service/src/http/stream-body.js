@@ -10,10 +10,20 @@ import { repeatedHeaders } from './repeated-headers.js';
 /** What is wrong with a stream's headers, or its decoder. @param {import('node:http').IncomingMessage} req @param {number} maxStreamBytes */
 export function checkStreamHeaders(req, maxStreamBytes) {
   const [repeated] = repeatedHeaders(req, ['content-type']);
-  if (repeated) return { error: new ApiError('duplicate_header', 'Content-Type is given more than once; send it once') };
-  const charset = parseMediaType(/** @type {string} */ (req.headers['content-type']))?.parameters.get('charset')?.toLowerCase();
+  if (repeated)
+    return {
+      error: new ApiError('duplicate_header', 'Content-Type is given more than once; send it once'),
+    };
+  const charset = parseMediaType(/** @type {string} */ (req.headers['content-type']))
+    ?.parameters.get('charset')
+    ?.toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-    return { error: new ApiError('unsupported_charset', `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`) };
+    return {
+      error: new ApiError(
+        'unsupported_charset',
+        `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`,
+      ),
+    };
   }
   return checkCodings(req, maxStreamBytes, 'MAX_STREAM_BYTES');
 }
@@ -35,7 +45,16 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
   let timer = /** @type {NodeJS.Timeout | undefined} */ (undefined);
   const armTimer = () => {
     clearTimeout(timer);
-    timer = setTimeout(() => fail(new ApiError('body_timeout', `no part of the body arrived for STREAM_IDLE_TIMEOUT_MS (${idleTimeoutMs} ms); nothing was written`)), idleTimeoutMs);
+    timer = setTimeout(
+      () =>
+        fail(
+          new ApiError(
+            'body_timeout',
+            `no part of the body arrived for STREAM_IDLE_TIMEOUT_MS (${idleTimeoutMs} ms); nothing was written`,
+          ),
+        ),
+      idleTimeoutMs,
+    );
   };
 
   function close() {
@@ -74,7 +93,11 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
         if (next.done) break;
         const chunk = next.value;
         read += chunk.length;
-        if (read > maxStreamBytes) throw new ApiError('payload_too_large', `the body is larger than MAX_STREAM_BYTES (${maxStreamBytes}); nothing was written`);
+        if (read > maxStreamBytes)
+          throw new ApiError(
+            'payload_too_large',
+            `the body is larger than MAX_STREAM_BYTES (${maxStreamBytes}); nothing was written`,
+          );
         yield decodeUtf8(utf8, chunk, true);
       }
       const last = decodeUtf8(utf8, undefined, false);

@@ -26,11 +26,20 @@ let heldBodies = 0;
 export function finishUnreadBody(req, res, { maxBodyBytes, bodyReadTimeoutMs, code }) {
   if (req.complete) return;
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (awaitsContinue(res) || (code !== undefined && CLOSE_AT_ONCE.has(code)) || declared > maxBodyBytes) {
+  if (
+    awaitsContinue(res) ||
+    (code !== undefined && CLOSE_AT_ONCE.has(code)) ||
+    declared > maxBodyBytes
+  ) {
     res.setHeader('Connection', 'close');
     return;
   }
-  if (code !== undefined && HOLD_FIRST.has(code) && declared > HOLD_ABOVE_BYTES && heldBodies < MAX_HELD_BODIES) {
+  if (
+    code !== undefined &&
+    HOLD_FIRST.has(code) &&
+    declared > HOLD_ABOVE_BYTES &&
+    heldBodies < MAX_HELD_BODIES
+  ) {
     // Read started and paused: the body counts as consumed (Node would otherwise read and drop it
     // itself once the answer is out) and stays in the kernel, which slows its sender.
     req.pause();

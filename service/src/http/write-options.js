@@ -13,7 +13,10 @@ export function readWriteOptions() {
     const header = req.headers.prefer;
     const preferences = parsePreferences(Array.isArray(header) ? header.join(', ') : header);
     const mark = req.url.indexOf('?');
-    res.locals.write = { ...preferences, query: mark === -1 ? parseWriteQuery('') : parseWriteQuery(req.url.slice(mark + 1)) };
+    res.locals.write = {
+      ...preferences,
+      query: mark === -1 ? parseWriteQuery('') : parseWriteQuery(req.url.slice(mark + 1)),
+    };
     next();
   };
 }

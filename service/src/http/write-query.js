@@ -7,7 +7,12 @@ import { SECRET_FIELDS, SHOWN_FIELDS, USER_FIELDS } from '../user-columns.js';
 /** The keys a user object may have (user-columns.js): the columns one can write. */
 export const WRITE_COLUMNS = USER_FIELDS;
 /** The columns a representation holds, in this order: those the declaration shows (never the password hash), then when the row was created and updated. */
-export const READ_COLUMNS = /** @type {readonly (import('../user-columns.js').ShownField | 'createdAt' | 'updatedAt')[]} */ ([...SHOWN_FIELDS, 'createdAt', 'updatedAt']);
+export const READ_COLUMNS =
+  /** @type {readonly (import('../user-columns.js').ShownField | 'createdAt' | 'updatedAt')[]} */ ([
+    ...SHOWN_FIELDS,
+    'createdAt',
+    'updatedAt',
+  ]);
 /** `outcome` in `select` (never in `*`): a representation of every item, with what became of it. */
 export const OUTCOME = 'outcome';
 /** @typedef {typeof READ_COLUMNS[number] | typeof OUTCOME} ReadColumn @typedef {typeof WRITE_COLUMNS[number]} WriteColumn */
@@ -22,8 +27,13 @@ const names = (value) => value.split(',').map((n) => n.trim().replace(/^"(.*)"$/
 function single(params, name) {
   const values = params.getAll(name);
   if (values.length === 0) return undefined;
-  if (values.length > 1) throw new ApiError('unsupported_query', `?${name} is given ${values.length} times; give it once`);
-  if (values[0].trim() === '') throw new ApiError('unsupported_query', `?${name} is empty; name at least one column`);
+  if (values.length > 1)
+    throw new ApiError(
+      'unsupported_query',
+      `?${name} is given ${values.length} times; give it once`,
+    );
+  if (values[0].trim() === '')
+    throw new ApiError('unsupported_query', `?${name} is empty; name at least one column`);
   return values[0];
 }
 
@@ -36,10 +46,17 @@ export function parseWriteQuery(search) {
   const onConflict = single(params, 'on_conflict');
   if (onConflict !== undefined) {
     const target = names(onConflict);
-    const unknown = target.find((c) => !(/** @type {readonly string[]} */ (WRITE_COLUMNS)).includes(c) && !(/** @type {readonly string[]} */ (READ_COLUMNS)).includes(c));
+    const unknown = target.find(
+      (c) =>
+        !(/** @type {readonly string[]} */ (WRITE_COLUMNS).includes(c)) &&
+        !(/** @type {readonly string[]} */ (READ_COLUMNS).includes(c)),
+    );
     if (unknown !== undefined) throw unknownColumn(unknown, 'on_conflict', WRITE_COLUMNS);
     if (target.length !== 1 || target[0] !== 'email') {
-      throw new ApiError('unsupported_conflict_target', `on_conflict=${target.join(',')}: ${target.join(', ')} ${target.length === 1 ? 'is' : 'are'} not a unique key of users; the only one is email`);
+      throw new ApiError(
+        'unsupported_conflict_target',
+        `on_conflict=${target.join(',')}: ${target.join(', ')} ${target.length === 1 ? 'is' : 'are'} not a unique key of users; the only one is email`,
+      );
     }
   }
 
@@ -47,7 +64,9 @@ export function parseWriteQuery(search) {
   if (columns !== undefined) {
     const list = names(columns);
     // `password` passes, so the validator refuses it with what to send instead (passwordHash).
-    const unknown = list.find((c) => !(/** @type {readonly string[]} */ (WRITE_COLUMNS)).includes(c) && c !== 'password');
+    const unknown = list.find(
+      (c) => !(/** @type {readonly string[]} */ (WRITE_COLUMNS).includes(c)) && c !== 'password',
+    );
     if (unknown !== undefined) throw unknownColumn(unknown, 'columns', WRITE_COLUMNS);
     query.columns = /** @type {(WriteColumn | 'password')[]} */ ([...new Set(list)]);
   }
@@ -66,14 +85,22 @@ function parseSelect(select) {
       continue;
     }
     if (/[():!.>-]/.test(name)) {
-      throw new ApiError('unsupported_query', `select=${select}: only column names and * are read (no embedding, renaming, casts or JSON paths)`);
+      throw new ApiError(
+        'unsupported_query',
+        `select=${select}: only column names and * are read (no embedding, renaming, casts or JSON paths)`,
+      );
     }
     if (name === OUTCOME) {
       chosen.add(OUTCOME);
       continue;
     }
-    if ((/** @type {readonly string[]} */ (SECRET_FIELDS)).includes(name)) throw new ApiError('unknown_column', `${name} is never returned: select from ${READ_COLUMNS.join(', ')}`);
-    if (!(/** @type {readonly string[]} */ (READ_COLUMNS)).includes(name)) throw unknownColumn(name, 'select', [...READ_COLUMNS, OUTCOME]);
+    if (/** @type {readonly string[]} */ (SECRET_FIELDS).includes(name))
+      throw new ApiError(
+        'unknown_column',
+        `${name} is never returned: select from ${READ_COLUMNS.join(', ')}`,
+      );
+    if (!(/** @type {readonly string[]} */ (READ_COLUMNS).includes(name)))
+      throw unknownColumn(name, 'select', [...READ_COLUMNS, OUTCOME]);
     chosen.add(/** @type {ReadColumn} */ (name));
   }
   // In the order asked, as PostgREST answers.
@@ -82,5 +109,8 @@ function parseSelect(select) {
 
 /** @param {string} column @param {string} parameter @param {readonly string[]} known */
 function unknownColumn(column, parameter, known) {
-  return new ApiError('unknown_column', `Could not find the '${column}' column of 'users' (?${parameter}); its columns are ${known.join(', ')}`);
+  return new ApiError(
+    'unknown_column',
+    `Could not find the '${column}' column of 'users' (?${parameter}); its columns are ${known.join(', ')}`,
+  );
 }

@@ -17,10 +17,18 @@ export function rowCountOf(result) {
  * @returns {(operation: string | undefined, send: () => any) => any}
  */
 export function statementTracer({ database = 'postgresql', host, port }, tracing) {
-  const attributes = { 'db.system.name': 'postgresql', 'db.namespace': database, 'server.address': host, 'server.port': port };
+  const attributes = {
+    'db.system.name': 'postgresql',
+    'db.namespace': database,
+    'server.address': host,
+    'server.port': port,
+  };
   return (operation, send) => {
     if (!tracing.activeSpanSampled()) return send();
-    const span = tracing.startClientSpan(`${operation ?? 'query'} ${database}`, operation ? { ...attributes, 'db.operation.name': operation } : attributes);
+    const span = tracing.startClientSpan(
+      `${operation ?? 'query'} ${database}`,
+      operation ? { ...attributes, 'db.operation.name': operation } : attributes,
+    );
     if (!span) return send();
     /** @param {unknown} err @param {unknown} [result] */
     const spanEnds = (err, result) => {
@@ -36,7 +44,10 @@ export function statementTracer({ database = 'postgresql', host, port }, tracing
       throw err;
     }
     if (typeof answer?.then === 'function') {
-      answer.then((/** @type {unknown} */ result) => spanEnds(undefined, result), (/** @type {unknown} */ err) => spanEnds(err));
+      answer.then(
+        (/** @type {unknown} */ result) => spanEnds(undefined, result),
+        (/** @type {unknown} */ err) => spanEnds(err),
+      );
     } else if (typeof answer?.once === 'function') {
       // A COPY stream: its end, or the server's refusal (which may not close it).
       let ended = false;

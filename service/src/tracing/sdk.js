@@ -3,10 +3,22 @@
 import * as otel from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  resourceFromAttributes,
+} from '@opentelemetry/resources';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import { OtelTracing } from './spans.js';
 
 /** @typedef {import('@sluice/env/tracing').TracingConfig} TracingConfig */
@@ -14,8 +26,13 @@ import { OtelTracing } from './spans.js';
 /** @param {string | undefined} name */
 function diagLevel(name) {
   const levels = /** @type {Record<string, otel.DiagLogLevel>} */ ({
-    none: otel.DiagLogLevel.NONE, error: otel.DiagLogLevel.ERROR, warn: otel.DiagLogLevel.WARN, info: otel.DiagLogLevel.INFO,
-    debug: otel.DiagLogLevel.DEBUG, verbose: otel.DiagLogLevel.VERBOSE, all: otel.DiagLogLevel.ALL,
+    none: otel.DiagLogLevel.NONE,
+    error: otel.DiagLogLevel.ERROR,
+    warn: otel.DiagLogLevel.WARN,
+    info: otel.DiagLogLevel.INFO,
+    debug: otel.DiagLogLevel.DEBUG,
+    verbose: otel.DiagLogLevel.VERBOSE,
+    all: otel.DiagLogLevel.ALL,
   });
   return levels[(name ?? '').toLowerCase()] ?? otel.DiagLogLevel.WARN;
 }
@@ -24,18 +41,27 @@ function diagLevel(name) {
 function samplerOf({ sampler, samplerRatio }) {
   const byRatio = () => new TraceIdRatioBasedSampler(samplerRatio);
   switch (sampler) {
-    case 'always_on': return new AlwaysOnSampler();
-    case 'always_off': return new AlwaysOffSampler();
-    case 'traceidratio': return byRatio();
-    case 'parentbased_always_off': return new ParentBasedSampler({ root: new AlwaysOffSampler() });
-    case 'parentbased_traceidratio': return new ParentBasedSampler({ root: byRatio() });
-    default: return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    case 'always_on':
+      return new AlwaysOnSampler();
+    case 'always_off':
+      return new AlwaysOffSampler();
+    case 'traceidratio':
+      return byRatio();
+    case 'parentbased_always_off':
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new ParentBasedSampler({ root: byRatio() });
+    default:
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
   }
 }
 
 /** OTLP/HTTP (protobuf unless http/json), batched as the OTEL_BSP_ variables say. @param {TracingConfig} config */
 function batchProcessor({ tracesUrl, protocol, batch }) {
-  const exporter = protocol === 'http/json' ? new OtlpJsonExporter({ url: tracesUrl }) : new OtlpProtobufExporter({ url: tracesUrl });
+  const exporter =
+    protocol === 'http/json'
+      ? new OtlpJsonExporter({ url: tracesUrl })
+      : new OtlpProtobufExporter({ url: tracesUrl });
   return new BatchSpanProcessor({ exporter, ...batch });
 }
 

@@ -48,7 +48,10 @@ export class OtelTracing {
 
   /** Exports the spans still held, for at most `limitMs`: an unreachable receiver must not hold up a shutdown. @param {number} [limitMs] */
   flush = async (limitMs = 2000) => {
-    await Promise.race([this.#provider.shutdown().catch(() => {}), new Promise((resolve) => setTimeout(resolve, limitMs).unref())]);
+    await Promise.race([
+      this.#provider.shutdown().catch(() => {}),
+      new Promise((resolve) => setTimeout(resolve, limitMs).unref()),
+    ]);
   };
 
   activeSpan = () => this.#otel.trace.getActiveSpan();
@@ -56,7 +59,8 @@ export class OtelTracing {
   activeSpanSampled = () => sampled(this.#otel.trace.getActiveSpan());
 
   /** A CLIENT span under the active one, which the caller found sampled. @param {string} name @param {Attributes} attributes */
-  startClientSpan = (name, attributes) => this.#tracer.startSpan(name, { kind: this.#otel.SpanKind.CLIENT, attributes });
+  startClientSpan = (name, attributes) =>
+    this.#tracer.startSpan(name, { kind: this.#otel.SpanKind.CLIENT, attributes });
 
   /** The active span's ids for a log line (pino's mixin; a new object, pino merges into it). @returns {{ trace_id?: string, span_id?: string, trace_flags?: string }} */
   traceFieldsOfLog = () => {
@@ -74,7 +78,8 @@ export class OtelTracing {
   };
 
   /** @template T @param {Span} span @param {() => T} fn @returns {T} */
-  runInSpan = (span, fn) => this.#otel.context.with(this.#otel.trace.setSpan(this.#otel.context.active(), span), fn);
+  runInSpan = (span, fn) =>
+    this.#otel.context.with(this.#otel.trace.setSpan(this.#otel.context.active(), span), fn);
 
   // Runs an async step in its own span, ended when it settles (none when sampled out). Callers check `enabled` once, when built.
   /** @template T @param {string} name @param {Attributes} attributes @param {() => Promise<T>} fn @returns {Promise<T>} */
@@ -117,7 +122,10 @@ export class OtelTracing {
       const context = otel.context.active();
       const step = this.startStep(name);
       middleware(req, res, (/** @type {unknown} */ err) => {
-        this.endStep(step, err === undefined || err === 'route' || err === 'router' ? undefined : err);
+        this.endStep(
+          step,
+          err === undefined || err === 'route' || err === 'router' ? undefined : err,
+        );
         // Passed on from a stream's callback (the socket's context): the request's is put back.
         if (otel.context.active() === context) next(err);
         else otel.context.with(context, next, undefined, err);
@@ -138,31 +146,42 @@ export class OtelTracing {
     const steps = [];
     const context = otel.trace.setSpan(parent, span);
     res.once('close', () => this.#endRequest(req, res, span, steps, context));
-    otel.context.with(sampled(span) ? context.setValue(STEPS, steps) : context, listener, undefined, req, res);
+    otel.context.with(
+      sampled(span) ? context.setValue(STEPS, steps) : context,
+      listener,
+      undefined,
+      req,
+      res,
+    );
   };
 
   /** @param {import('node:http').IncomingMessage} req @param {string} path @param {import('@opentelemetry/api').Context} parent */
   #startServerSpan(req, path, parent) {
     const [host, port] = (req.headers.host ?? '').split(':');
-    return this.#tracer.startSpan(req.method ?? 'HTTP', {
-      kind: this.#otel.SpanKind.SERVER,
-      startTime: clock(),
-      attributes: {
-        'http.request.method': req.method,
-        'url.path': path,
-        'url.scheme': 'http',
-        'server.address': host || undefined,
-        'server.port': port ? Number(port) : undefined,
-        'client.address': req.socket.remoteAddress,
-        'network.protocol.version': req.httpVersion,
-        'user_agent.original': req.headers['user-agent'],
+    return this.#tracer.startSpan(
+      req.method ?? 'HTTP',
+      {
+        kind: this.#otel.SpanKind.SERVER,
+        startTime: clock(),
+        attributes: {
+          'http.request.method': req.method,
+          'url.path': path,
+          'url.scheme': 'http',
+          'server.address': host || undefined,
+          'server.port': port ? Number(port) : undefined,
+          'client.address': req.socket.remoteAddress,
+          'network.protocol.version': req.httpVersion,
+          'user_agent.original': req.headers['user-agent'],
+        },
       },
-    }, parent);
+      parent,
+    );
   }
 
   /** The request's span ends; its steps become spans. @param {import('node:http').IncomingMessage} req @param {import('node:http').ServerResponse} res @param {Span} span @param {Step[]} steps @param {import('@opentelemetry/api').Context} context */
   #endRequest(req, res, span, steps, context) {
-    const route = /** @type {{ route?: { path?: unknown } }} */ (/** @type {unknown} */ (req)).route?.path;
+    const route = /** @type {{ route?: { path?: unknown } }} */ (/** @type {unknown} */ (req)).route
+      ?.path;
     if (typeof route === 'string') {
       span.setAttribute('http.route', route);
       span.updateName(`${req.method} ${route}`);
@@ -189,6 +208,10 @@ export class OtelTracing {
     const kept = /** @type {Span[]} */ (requestSpans.filter(sampled));
     if (kept.length === 0) return otel.trace.wrapSpanContext(otel.INVALID_SPAN_CONTEXT);
     const links = kept.map((s) => ({ context: s.spanContext() }));
-    return this.#tracer.startSpan('sluice.group_commit.write', { attributes, links }, otel.trace.setSpan(otel.ROOT_CONTEXT, kept[0]));
+    return this.#tracer.startSpan(
+      'sluice.group_commit.write',
+      { attributes, links },
+      otel.trace.setSpan(otel.ROOT_CONTEXT, kept[0]),
+    );
   };
 }

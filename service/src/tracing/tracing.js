@@ -13,15 +13,25 @@ const nothing = () => undefined;
 export const NO_TRACING = Object.freeze({
   enabled: false,
   tracedRequests: same,
-  tracedMiddleware: (/** @type {string} */ _name, /** @type {import('express').RequestHandler} */ middleware) => middleware,
+  tracedMiddleware: (
+    /** @type {string} */ _name,
+    /** @type {import('express').RequestHandler} */ middleware,
+  ) => middleware,
   startStep: nothing,
   endStep: nothing,
-  inSpan: (/** @type {string} */ _name, /** @type {import('@opentelemetry/api').Attributes} */ _attributes, /** @type {() => Promise<any>} */ fn) => fn(),
+  inSpan: (
+    /** @type {string} */ _name,
+    /** @type {import('@opentelemetry/api').Attributes} */ _attributes,
+    /** @type {() => Promise<any>} */ fn,
+  ) => fn(),
   activeSpan: nothing,
   activeSpanSampled: () => false,
   startClientSpan: nothing,
   startGroupSpan: nothing,
-  runInSpan: (/** @type {import('@opentelemetry/api').Span} */ _span, /** @type {() => any} */ fn) => fn(),
+  runInSpan: (
+    /** @type {import('@opentelemetry/api').Span} */ _span,
+    /** @type {() => any} */ fn,
+  ) => fn(),
   endSpan: nothing,
   traceFieldsOfLog: () => ({}),
   flush: () => Promise.resolve(),

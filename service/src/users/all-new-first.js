@@ -5,7 +5,8 @@
 const UNIQUE_VIOLATION = '23505';
 
 /** Whether PostgreSQL refused a row for a stored (or repeated) key. @param {unknown} err */
-export const isUniqueViolation = (err) => /** @type {{ code?: string }} */ (err)?.code === UNIQUE_VIOLATION;
+export const isUniqueViolation = (err) =>
+  /** @type {{ code?: string }} */ (err)?.code === UNIQUE_VIOLATION;
 
 /**
  * `asNew`, then `resolving` after its unique violation (`undo` first), or at once unless `tryNew`.

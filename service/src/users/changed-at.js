@@ -23,7 +23,8 @@ export function isRealDateTime(s) {
   const year = digits(s, 0, 4);
   const month = digits(s, 5, 2);
   const day = digits(s, 8, 2);
-  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
+  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month))
+    return false;
   if (digits(s, 11, 2) > 23 || digits(s, 14, 2) > 59 || digits(s, 17, 2) > 59) return false;
   const last = s.length - 1;
   if (s.charCodeAt(last) === 0x5a) return true; // Z
@@ -39,7 +40,8 @@ export function compareChanges(a, b) {
   return aMs !== bMs ? aMs - bMs : micros(a) - micros(b);
 }
 
-const offsetAt = (/** @type {string} */ s) => (s.charCodeAt(s.length - 1) === 0x5a ? s.length - 1 : s.length - 6);
+const offsetAt = (/** @type {string} */ s) =>
+  s.charCodeAt(s.length - 1) === 0x5a ? s.length - 1 : s.length - 6;
 const epochMs = (/** @type {string} */ s) => Date.parse(`${s.slice(0, 19)}${s.slice(offsetAt(s))}`);
 /** The second's fraction, in microseconds. @param {string} s */
 function micros(s) {

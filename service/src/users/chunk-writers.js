@@ -3,7 +3,16 @@ import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
 import { lastResult } from '../db/transaction-settings.js';
 import {
-  CREATE_STAGING, EMPTY_STAGING, FROM_STAGING, ROWS_AS_PARAMETERS, STAGING_TABLE, columnArrays, copySql, rowsAsArrays, rowsAsCsv, writeStatement,
+  CREATE_STAGING,
+  EMPTY_STAGING,
+  FROM_STAGING,
+  ROWS_AS_PARAMETERS,
+  STAGING_TABLE,
+  columnArrays,
+  copySql,
+  rowsAsArrays,
+  rowsAsCsv,
+  writeStatement,
 } from './user-sql.js';
 
 // How one chunk of a request's rows is written, by INSERT_STRATEGY (user-writer.js chunks).
@@ -34,14 +43,28 @@ const returningFor = (onConflict) => (onConflict === 'merge' ? 'counts' : 'none'
 /** One pg-format statement a chunk, its settings before it in one query. @type {ChunkWriter} */
 export const formatWriter = {
   write: async (client, rows, onConflict, settings = '') =>
-    countsOf(await client.query(insertQuery(settings + writeStatement(rowsAsArrays(rows), onConflict, returningFor(onConflict)))), onConflict),
+    countsOf(
+      await client.query(
+        insertQuery(
+          settings + writeStatement(rowsAsArrays(rows), onConflict, returningFor(onConflict)),
+        ),
+      ),
+      onConflict,
+    ),
 };
 
 /** Array parameters instead of literals; alone in its query, so always in BEGIN/COMMIT. @type {ChunkWriter} */
 const unnestWriter = {
   needsTransaction: true,
   write: async (client, rows, onConflict) =>
-    countsOf(await client.query(insertQuery(writeStatement(ROWS_AS_PARAMETERS, onConflict, returningFor(onConflict)), { values: columnArrays(rows) })), onConflict),
+    countsOf(
+      await client.query(
+        insertQuery(writeStatement(ROWS_AS_PARAMETERS, onConflict, returningFor(onConflict)), {
+          values: columnArrays(rows),
+        }),
+      ),
+      onConflict,
+    ),
 };
 
 /** COPY into users when every email must be new; else into the staging table, then INSERT ... SELECT with the conflict clause. @type {ChunkWriter} */
@@ -49,11 +72,19 @@ const copyWriter = {
   needsTransaction: true,
   beginWith: (onConflict) => (onConflict === 'fail' ? '' : CREATE_STAGING),
   async write(client, rows, onConflict) {
-    if (onConflict === 'fail') return { inserted: await copyInto(client, 'users', rows), updated: 0 };
+    if (onConflict === 'fail')
+      return { inserted: await copyInto(client, 'users', rows), updated: 0 };
     await copyInto(client, STAGING_TABLE, rows);
-    const answer = await client.query(insertQuery(`${writeStatement(FROM_STAGING, onConflict, returningFor(onConflict))}; ${EMPTY_STAGING}`));
+    const answer = await client.query(
+      insertQuery(
+        `${writeStatement(FROM_STAGING, onConflict, returningFor(onConflict))}; ${EMPTY_STAGING}`,
+      ),
+    );
     // Two statements, two results: the write's is the first.
-    return countsOf(/** @type {import('pg').QueryResult[]} */ (/** @type {unknown} */ (answer))[0], onConflict);
+    return countsOf(
+      /** @type {import('pg').QueryResult[]} */ (/** @type {unknown} */ (answer))[0],
+      onConflict,
+    );
   },
 };
 
@@ -65,5 +96,9 @@ async function copyInto(client, table, rows) {
 }
 
 /** By INSERT_STRATEGY; its keys are the strategies config.js accepts. */
-export const STRATEGIES = /** @type {const} */ ({ format: formatWriter, unnest: unnestWriter, copy: copyWriter });
+export const STRATEGIES = /** @type {const} */ ({
+  format: formatWriter,
+  unnest: unnestWriter,
+  copy: copyWriter,
+});
 /** @typedef {keyof typeof STRATEGIES} Strategy */

@@ -18,7 +18,8 @@ const COPY_AHEAD_BYTES = 256 * 1024;
 export async function startCopy(client, sql, savepoint) {
   if (savepoint) await client.query(`SAVEPOINT ${savepoint}`);
   const copy = copyStreams.from(sql, { highWaterMark: COPY_AHEAD_BYTES });
-  /** @type {{ query_timeout?: number }} */ (/** @type {unknown} */ (copy)).query_timeout = NO_QUERY_TIMEOUT;
+  /** @type {{ query_timeout?: number }} */ (/** @type {unknown} */ (copy)).query_timeout =
+    NO_QUERY_TIMEOUT;
   client.query(copy);
   let error = /** @type {Error | undefined} */ (undefined);
   // pg-copy-streams emits the server's refusal without a 'close': over at 'close' or the error.
@@ -57,7 +58,12 @@ export async function copyAll(client, sql, bytes) {
 }
 
 /** A statement without pg's client-side timeout. @param {import('../db/lending.js').Lending} client @param {string} text */
-export const longQuery = (client, text) => client.query(/** @type {import('pg').QueryConfig} */ (/** @type {unknown} */ ({ text, query_timeout: NO_QUERY_TIMEOUT })));
+export const longQuery = (client, text) =>
+  client.query(
+    /** @type {import('pg').QueryConfig} */ (
+      /** @type {unknown} */ ({ text, query_timeout: NO_QUERY_TIMEOUT })
+    ),
+  );
 
 /** Waits for a writable that is behind to drain; rejects if it fails or closes first. @param {import('node:stream').Writable} writable */
 function drained(writable) {

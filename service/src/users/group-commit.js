@@ -20,7 +20,15 @@ import { byEmail } from './user-schema.js';
 export const GROUP_WRITE_SLOTS = 2;
 
 /** @param {{ write: Write, policy: import('./write-policy.js').WritePolicy, maxRows: number, maxInFlight?: number, maxSlow?: number, observe?: (group: { requests: number, rows: number, waitedSeconds: number[] }) => void, tracing?: Tracing }} options */
-export function createGroupCommit({ write, policy, maxRows, maxInFlight = GROUP_WRITE_SLOTS, maxSlow = 4, observe = () => {}, tracing = NO_TRACING }) {
+export function createGroupCommit({
+  write,
+  policy,
+  maxRows,
+  maxInFlight = GROUP_WRITE_SLOTS,
+  maxSlow = 4,
+  observe = () => {},
+  tracing = NO_TRACING,
+}) {
   let waiting = /** @type {Waiting[]} */ ([]);
   const alone = /** @type {Waiting[]} */ ([]); // a failed group's requests, written alone first
   const busy = /** @type {Set<string>} */ (new Set()); // emails taken and not yet answered
@@ -33,7 +41,9 @@ export function createGroupCommit({ write, policy, maxRows, maxInFlight = GROUP_
       const taken = lone ? undefined : takeGroup(waiting, busy, maxRows);
       if (!lone && !taken) return;
       if (taken) waiting = taken.rest;
-      writeSlots.hold(lone ? writeLone(lone) : writeAndCredit(/** @type {Waiting[]} */ (taken?.group)));
+      writeSlots.hold(
+        lone ? writeLone(lone) : writeAndCredit(/** @type {Waiting[]} */ (taken?.group)),
+      );
     }
   }
 
@@ -41,8 +51,18 @@ export function createGroupCommit({ write, policy, maxRows, maxInFlight = GROUP_
   async function writeAndCredit(group) {
     const started = performance.now();
     const rows = group.length === 1 ? group[0].rows : group.flatMap((w) => w.rows).sort(byEmail);
-    observe({ requests: group.length, rows: rows.length, waitedSeconds: group.map((w) => (started - w.since) / 1000) });
-    const request = { kind: /** @type {const} */ ('group'), rows, resolution: group[0].resolution, withRows: group.some((w) => w.withRows), parts: group };
+    observe({
+      requests: group.length,
+      rows: rows.length,
+      waitedSeconds: group.map((w) => (started - w.since) / 1000),
+    });
+    const request = {
+      kind: /** @type {const} */ ('group'),
+      rows,
+      resolution: group[0].resolution,
+      withRows: group.some((w) => w.withRows),
+      parts: group,
+    };
     const span = tracing.enabled ? traceGroup(tracing, group, rows.length, started) : undefined;
     let written;
     try {
@@ -66,7 +86,12 @@ export function createGroupCommit({ write, policy, maxRows, maxInFlight = GROUP_
     } catch (err) {
       if (!policy.goesSlow(err, slowSlots.free())) return answer(busy, w, { err });
       // A request locked out by another writer waits for its row here, outside the write slots.
-      slowSlots.hold(writeFor(tracing, write, w, 'slow').then((counts) => answer(busy, w, { counts }), (e) => answer(busy, w, { err: e })));
+      slowSlots.hold(
+        writeFor(tracing, write, w, 'slow').then(
+          (counts) => answer(busy, w, { counts }),
+          (e) => answer(busy, w, { err: e }),
+        ),
+      );
     }
   }
 
@@ -74,7 +99,15 @@ export function createGroupCommit({ write, policy, maxRows, maxInFlight = GROUP_
     /** One request's rows, with whatever else waits; once committed. @param {UserRow[]} rows @param {Resolution} resolution @param {WriteOptions} [options] @returns {Promise<Outcome>} */
     writeUsers(rows, resolution, options) {
       return new Promise((resolve, reject) => {
-        const w = /** @type {Waiting} */ ({ rows, resolution, withRows: options?.withRows === true, resolve, reject, since: performance.now(), span: tracing.activeSpan() });
+        const w = /** @type {Waiting} */ ({
+          rows,
+          resolution,
+          withRows: options?.withRows === true,
+          resolve,
+          reject,
+          since: performance.now(),
+          span: tracing.activeSpan(),
+        });
         if (options?.key) w.key = options.key;
         waiting.push(w);
         drain();
@@ -124,7 +157,9 @@ function takeGroup(waiting, busy, maxRows) {
       for (let j = i; j < waiting.length; j++) rest.push(waiting[j]);
       break;
     }
-    const fits = group.length === 0 || (w.resolution === group[0].resolution && rows + w.rows.length <= maxRows);
+    const fits =
+      group.length === 0 ||
+      (w.resolution === group[0].resolution && rows + w.rows.length <= maxRows);
     if (!fits || w.rows.some((row) => busy.has(row.email) || held?.has(row.email))) {
       held ??= new Set();
       for (const row of w.rows) held.add(row.email);
@@ -141,14 +176,27 @@ function takeGroup(waiting, busy, maxRows) {
 /** Traced: each request's span records its group; the statement's links to every request. @param {Tracing} tracing @param {Waiting[]} group @param {number} rows @param {number} started */
 function traceGroup(tracing, group, rows, started) {
   for (const w of group) {
-    w.span?.setAttributes({ 'sluice.group.requests': group.length, 'sluice.group.rows': rows, 'sluice.group.wait_ms': started - w.since });
+    w.span?.setAttributes({
+      'sluice.group.requests': group.length,
+      'sluice.group.rows': rows,
+      'sluice.group.wait_ms': started - w.since,
+    });
   }
-  return tracing.startGroupSpan(group.map((w) => w.span), { 'sluice.group.requests': group.length, 'sluice.group.rows': rows });
+  return tracing.startGroupSpan(
+    group.map((w) => w.span),
+    { 'sluice.group.requests': group.length, 'sluice.group.rows': rows },
+  );
 }
 
 /** One request on its own (alone, slow), in its span's context. @param {Tracing} tracing @param {Write} write @param {Waiting} w @param {'alone' | 'slow'} kind @returns {Promise<Outcome>} */
 function writeFor(tracing, write, w, kind) {
-  const request = { kind, rows: w.rows, resolution: w.resolution, withRows: w.withRows, key: w.key };
+  const request = {
+    kind,
+    rows: w.rows,
+    resolution: w.resolution,
+    withRows: w.withRows,
+    key: w.key,
+  };
   if (!w.span) return write(request).then(only);
   const span = w.span;
   span.setAttribute('sluice.group.written_alone', true);

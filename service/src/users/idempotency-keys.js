@@ -38,7 +38,9 @@ export function createKeyStore({ ttlSeconds }) {
      * claimed again as a new key.
      * @param {readonly { client: string, key: string }[]} keys
      */
-    claim: (keys) => `INSERT INTO idempotency_keys (client, key, expires_at) SELECT c, k, ${expiresAt} FROM (VALUES ${keys.map(rowOf).join(', ')}) AS v (c, k)
+    claim: (
+      keys,
+    ) => `INSERT INTO idempotency_keys (client, key, expires_at) SELECT c, k, ${expiresAt} FROM (VALUES ${keys.map(rowOf).join(', ')}) AS v (c, k)
   ON CONFLICT (client, key) DO UPDATE SET expires_at = EXCLUDED.expires_at, fingerprint = NULL, status = NULL, headers = NULL, body = NULL
   WHERE idempotency_keys.expires_at <= now()
   RETURNING client, key`,
@@ -48,9 +50,13 @@ export function createKeyStore({ ttlSeconds }) {
      * (23505, then `readKeys`); one another transaction holds is waited for. In one order, as `claim`.
      * @param {readonly { key: IdempotencyKey, answer: StoredAnswer }[]} done
      */
-    insertAnswers: (done) => `INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body) VALUES ${done
-      .map(({ key, answer }) => `(${literal(key.client)}, ${literal(key.key)}, ${expiresAt}, ${bytea(key.fingerprint())}, ${answer.status}, ${literal(JSON.stringify(answer.headers))}::jsonb, ${literal(answer.body)})`)
-      .join(', ')}; `,
+    insertAnswers: (done) =>
+      `INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body) VALUES ${done
+        .map(
+          ({ key, answer }) =>
+            `(${literal(key.client)}, ${literal(key.key)}, ${expiresAt}, ${bytea(key.fingerprint())}, ${answer.status}, ${literal(JSON.stringify(answer.headers))}::jsonb, ${literal(answer.body)})`,
+        )
+        .join(', ')}; `,
   };
 }
 
@@ -68,15 +74,18 @@ export async function claimed(client, begun, keys) {
   for (const row of begun[begun.length - 1].rows) found.set(scopedKey(row), 'claimed');
   if (found.size === keys.length) return found;
   const taken = keys.filter((k) => !found.has(scopedKey(k)));
-  const read = await client.query(`SELECT client, key, fingerprint, status, headers, body FROM idempotency_keys
+  const read =
+    await client.query(`SELECT client, key, fingerprint, status, headers, body FROM idempotency_keys
     WHERE (client, key) IN (VALUES ${taken.map(rowOf).join(', ')}) AND status IS NOT NULL`);
   for (const k of taken) found.set(scopedKey(k), null);
   for (const row of read.rows) {
-    found.set(scopedKey(row), { fingerprint: row.fingerprint, answer: { status: row.status, headers: row.headers, body: row.body } });
+    found.set(scopedKey(row), {
+      fingerprint: row.fingerprint,
+      answer: { status: row.status, headers: row.headers, body: row.body },
+    });
   }
   return found;
 }
-
 
 /**
  * The stored rows of `keys`: each expired (to be deleted before it is used again) or taken.
@@ -84,23 +93,38 @@ export async function claimed(client, begun, keys) {
  * @returns {Promise<Map<string, { expired: true } | { expired: false, taken: NonNullable<TakenKey> }>>}
  */
 export async function readKeys(client, keys) {
-  const read = await client.query(`SELECT client, key, expires_at <= now() AS expired, fingerprint, status, headers, body FROM idempotency_keys
+  const read =
+    await client.query(`SELECT client, key, expires_at <= now() AS expired, fingerprint, status, headers, body FROM idempotency_keys
     WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')})`);
-  return new Map(read.rows.map((row) => [scopedKey(row), row.expired
-    ? { expired: /** @type {const} */ (true) }
-    : { expired: /** @type {const} */ (false), taken: { fingerprint: row.fingerprint, answer: { status: row.status, headers: row.headers, body: row.body } } }]));
+  return new Map(
+    read.rows.map((row) => [
+      scopedKey(row),
+      row.expired
+        ? { expired: /** @type {const} */ (true) }
+        : {
+            expired: /** @type {const} */ (false),
+            taken: {
+              fingerprint: row.fingerprint,
+              answer: { status: row.status, headers: row.headers, body: row.body },
+            },
+          },
+    ]),
+  );
 }
 
 /** Expired rows of `keys` deleted, so that they are inserted as new keys. @param {readonly { client: string, key: string }[]} keys */
-export const deleteExpired = (keys) => `DELETE FROM idempotency_keys WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')}) AND expires_at <= now()`;
+export const deleteExpired = (keys) =>
+  `DELETE FROM idempotency_keys WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')}) AND expires_at <= now()`;
 
 /**
  * The statement that completes claimed keys with their fingerprints and answers, for the COMMIT's
  * round trip. @param {readonly { key: IdempotencyKey, answer: StoredAnswer }[]} done
  */
 export function storeAnswers(done) {
-  const values = done.map(({ key, answer }) =>
-    `(${literal(key.client)}, ${literal(key.key)}, ${bytea(key.fingerprint())}, ${answer.status}, ${literal(JSON.stringify(answer.headers))}::jsonb, ${literal(answer.body)})`);
+  const values = done.map(
+    ({ key, answer }) =>
+      `(${literal(key.client)}, ${literal(key.key)}, ${bytea(key.fingerprint())}, ${answer.status}, ${literal(JSON.stringify(answer.headers))}::jsonb, ${literal(answer.body)})`,
+  );
   return `UPDATE idempotency_keys AS k SET fingerprint = v.fingerprint, status = v.status, headers = v.headers, body = v.body
   FROM (VALUES ${values.join(', ')}) AS v (client, key, fingerprint, status, headers, body)
   WHERE k.client = v.client AND k.key = v.key; `;
@@ -118,7 +142,8 @@ export function answerOfTaken(taken, fingerprint) {
 }
 
 /** The write a key in flight elsewhere kept waiting past its lock timeout: 409. @param {unknown} cause */
-export const keyInFlight = (cause) => new ApiError('idempotency_key_in_flight', undefined, { cause });
+export const keyInFlight = (cause) =>
+  new ApiError('idempotency_key_in_flight', undefined, { cause });
 
 /** Rows a purge deletes in one transaction: short, so no writer waits long on one. */
 export const PURGE_BATCH_ROWS = 1000;
@@ -129,7 +154,11 @@ export const PURGE_BATCH_ROWS = 1000;
  * @param {import('../db/database.js').Database} db @param {number} [batchRows]
  */
 export async function purgeExpiredKeys(db, batchRows = PURGE_BATCH_ROWS) {
-  const result = await db.withClient((client) => client.query(db.settings.statement(`DELETE FROM idempotency_keys WHERE (client, key) IN (
-    SELECT client, key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT ${Math.trunc(batchRows)} FOR UPDATE SKIP LOCKED)`)));
+  const result = await db.withClient((client) =>
+    client.query(
+      db.settings.statement(`DELETE FROM idempotency_keys WHERE (client, key) IN (
+    SELECT client, key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT ${Math.trunc(batchRows)} FOR UPDATE SKIP LOCKED)`),
+    ),
+  );
   return lastResult(result).rowCount ?? 0;
 }

@@ -10,13 +10,20 @@ import { PURGE_BATCH_ROWS, purgeExpiredKeys } from './idempotency-keys.js';
 const MAX_BATCHES_A_ROUND = 100;
 
 /** @param {number} ttlSeconds */
-export const purgeIntervalMs = (ttlSeconds) => Math.min(60_000, Math.max(1000, (ttlSeconds * 1000) / 4));
+export const purgeIntervalMs = (ttlSeconds) =>
+  Math.min(60_000, Math.max(1000, (ttlSeconds * 1000) / 4));
 
 /**
  * @param {{ db: import('../db/database.js').Database, ttlSeconds: number, logger: import('pino').Logger, batchRows?: number, intervalMs?: number }} options
  * @returns {{ round: () => Promise<number>, stop: () => void }}  round: one round now (the rows deleted)
  */
-export function startKeyPurge({ db, ttlSeconds, logger, batchRows = PURGE_BATCH_ROWS, intervalMs = purgeIntervalMs(ttlSeconds) }) {
+export function startKeyPurge({
+  db,
+  ttlSeconds,
+  logger,
+  batchRows = PURGE_BATCH_ROWS,
+  intervalMs = purgeIntervalMs(ttlSeconds),
+}) {
   let running = /** @type {Promise<number> | undefined} */ (undefined);
   const stopped = () => db.pool.ending || db.pool.ended;
 
@@ -39,7 +46,9 @@ export function startKeyPurge({ db, ttlSeconds, logger, batchRows = PURGE_BATCH_
   };
   const timer = setInterval(() => {
     if (stopped()) return clearInterval(timer);
-    round().catch((err) => logger.warn({ err }, 'purging expired idempotency keys failed; trying again next round'));
+    round().catch((err) =>
+      logger.warn({ err }, 'purging expired idempotency keys failed; trying again next round'),
+    );
   }, intervalMs);
   timer.unref();
   return { round, stop: () => clearInterval(timer) };

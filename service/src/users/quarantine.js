@@ -49,8 +49,13 @@ export function keptText(text) {
 
 /** The refusal of a request past its bound: nothing written, nothing kept. @param {number} invalid @param {number} received @param {number} maxInvalid @param {ItemError[]} errors @param {boolean} [complete] */
 export function overBound(invalid, received, maxInvalid, errors, complete = true) {
-  const some = complete ? `${invalid} of ${received}` : `at least ${invalid} of the first ${received}`;
-  return new InvalidBatchError(`${some} users are invalid, more than the ${maxInvalid} Prefer: invalid=quarantine sets aside (max-invalid); nothing was written`, errors);
+  const some = complete
+    ? `${invalid} of ${received}`
+    : `at least ${invalid} of the first ${received}`;
+  return new InvalidBatchError(
+    `${some} users are invalid, more than the ${maxInvalid} Prefer: invalid=quarantine sets aside (max-invalid); nothing was written`,
+    errors,
+  );
 }
 
 /**
@@ -105,8 +110,17 @@ export class Quarantine {
   /** The kept rows' parameters. */
   #values() {
     const { items } = this;
-    return [this.client, this.requestId, this.format, this.csvHeader,
-      items.map((i) => i.position), items.map((i) => i.line), items.map((i) => i.reason), items.map((i) => JSON.stringify(i.errors)), items.map((i) => i.item)];
+    return [
+      this.client,
+      this.requestId,
+      this.format,
+      this.csvHeader,
+      items.map((i) => i.position),
+      items.map((i) => i.line),
+      items.map((i) => i.reason),
+      items.map((i) => JSON.stringify(i.errors)),
+      items.map((i) => i.item),
+    ];
   }
 
   /** The statement that keeps them: an item already kept for the client is updated, not kept twice. */
@@ -172,8 +186,16 @@ export function setAsideInvalid(items, quarantine, duplicateKeys = []) {
     }
     invalid++;
     for (const e of checked) if (errors.length < MAX_REPORTED_ERRORS) errors.push(e);
-    if (invalid <= quarantine.maxInvalid) quarantine.add({ position: i, line: null, reason: 'invalid_user', errors: checked, item: keptJson(items[i]) });
+    if (invalid <= quarantine.maxInvalid)
+      quarantine.add({
+        position: i,
+        line: null,
+        reason: 'invalid_user',
+        errors: checked,
+        item: keptJson(items[i]),
+      });
   }
-  if (invalid > quarantine.maxInvalid) throw overBound(invalid, items.length, quarantine.maxInvalid, errors);
+  if (invalid > quarantine.maxInvalid)
+    throw overBound(invalid, items.length, quarantine.maxInvalid, errors);
   return rows;
 }

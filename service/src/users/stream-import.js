@@ -5,10 +5,24 @@ import { ChunkBuffer } from './chunk-buffer.js';
 import { copyAll, longQuery, startCopy } from './copy-from.js';
 import { claimed, keyInFlight, scopedKey, storeAnswers } from './idempotency-keys.js';
 import { createCsvParser, createNdjsonParser } from './stream-parse.js';
-import { QUARANTINE_KEEP_CHARS, keepQuarantinedSoFar, keptJson, keptText, overBound } from './quarantine.js';
+import {
+  QUARANTINE_KEEP_CHARS,
+  keepQuarantinedSoFar,
+  keptJson,
+  keptText,
+  overBound,
+} from './quarantine.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 import {
-  COPY_STREAM_STAGING, COPY_USERS, CREATE_STREAM_STAGING, EMPTY_STREAM_STAGING, FIRST_OF_EACH, INSERT_ALL_AS_SENT, MERGED_OF_EACH, csvLine, writeStatement,
+  COPY_STREAM_STAGING,
+  COPY_USERS,
+  CREATE_STREAM_STAGING,
+  EMPTY_STREAM_STAGING,
+  FIRST_OF_EACH,
+  INSERT_ALL_AS_SENT,
+  MERGED_OF_EACH,
+  csvLine,
+  writeStatement,
 } from './user-sql.js';
 import { STREAM_LIMITS } from './write-policy.js';
 
@@ -45,7 +59,9 @@ export function createStreamImport({ db, policy, keys }) {
     const source = watchedSource(texts);
     const keyed = /** @type {Keyed} */ ({ keys, key, begun: false });
     try {
-      const outcome = await (resolution === 'merge' ? importMerging(db, source.texts, format, keyed, quarantine) : importIgnoring(db, source.texts, format, keyed, quarantine));
+      const outcome = await (resolution === 'merge'
+        ? importMerging(db, source.texts, format, keyed, quarantine)
+        : importIgnoring(db, source.texts, format, keyed, quarantine));
       if ('taken' in outcome) for await (const _ of source.texts); // the rest of the body, for its fingerprint
       return outcome;
     } catch (err) {
@@ -83,15 +99,18 @@ function watchedSource(texts) {
 function streamTransaction(db, then, keyed, fn) {
   const { keys, key } = keyed;
   const claim = key && keys ? keys.claim([key]) : '';
-  return db.transaction(async (client, begun) => {
-    keyed.begun = true;
-    if (!key) return fn(client);
-    const found = (await claimed(client, begun, [key])).get(scopedKey(key));
-    if (found !== 'claimed') return { taken: found ?? null };
-    const counts = await fn(client);
-    client.withCommit(storeAnswers([{ key, answer: (counts.answer = key.answer(counts)) }]));
-    return counts;
-  }, { limits: STREAM_LIMITS, then: then && claim ? `${then}; ${claim}` : then || claim });
+  return db.transaction(
+    async (client, begun) => {
+      keyed.begun = true;
+      if (!key) return fn(client);
+      const found = (await claimed(client, begun, [key])).get(scopedKey(key));
+      if (found !== 'claimed') return { taken: found ?? null };
+      const counts = await fn(client);
+      client.withCommit(storeAnswers([{ key, answer: (counts.answer = key.answer(counts)) }]));
+      return counts;
+    },
+    { limits: STREAM_LIMITS, then: then && claim ? `${then}; ${claim}` : then || claim },
+  );
 }
 
 /** Ignore mode: straight into users a chunk at a time. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Keyed} keyed @param {Quarantine} [quarantine] */
@@ -105,7 +124,10 @@ function importIgnoring(db, texts, format, keyed, quarantine) {
         await chunks.send(csv);
         if (body.received - chunkStart >= CHUNK_ROWS) {
           // Between two chunks no COPY runs: the items set aside so far are kept there, once they are many.
-          const keep = quarantine && quarantine.heldChars >= QUARANTINE_KEEP_CHARS ? () => keepQuarantinedSoFar(client, quarantine) : undefined;
+          const keep =
+            quarantine && quarantine.heldChars >= QUARANTINE_KEEP_CHARS
+              ? () => keepQuarantinedSoFar(client, quarantine)
+              : undefined;
           await chunks.next(keep);
           chunkStart = body.received;
         }
@@ -180,36 +202,70 @@ function validatedBody(texts, format, quarantine) {
   const refuse = (found, line) => {
     invalid++;
     csv = '';
-    for (const problem of found) if (problems.length < MAX_REPORTED_ERRORS) problems.push({ ...problem, line });
+    for (const problem of found)
+      if (problems.length < MAX_REPORTED_ERRORS) problems.push({ ...problem, line });
   };
 
   /** @type {import('./stream-parse.js').OnRecord} */
   const onRecord = (item, line, duplicates, text) => {
     const index = received++;
-    const checked = duplicates.length > 0 ? [] : checkUser(item, index, settingAside || problems.length < MAX_REPORTED_ERRORS);
+    const checked =
+      duplicates.length > 0
+        ? []
+        : checkUser(item, index, settingAside || problems.length < MAX_REPORTED_ERRORS);
     if (!Array.isArray(checked)) {
       if (invalid === 0) csv += csvLine(checked);
       return;
     }
-    const found = duplicates.length > 0
-      ? duplicates.map((field) => ({ index, field, message: 'is given more than once in this object; send each field once' }))
-      : /** @type {import('../errors.js').ItemError[]} */ (checked);
+    const found =
+      duplicates.length > 0
+        ? duplicates.map((field) => ({
+            index,
+            field,
+            message: 'is given more than once in this object; send each field once',
+          }))
+        : /** @type {import('../errors.js').ItemError[]} */ (checked);
     if (!settingAside) return refuse(found, line);
     const kept = format === 'csv' ? keptText(text) : keptJson(item, text);
-    setAside({ position: index, line, reason: 'invalid_user', errors: found.map((problem) => ({ ...problem, line })), item: kept });
+    setAside({
+      position: index,
+      line,
+      reason: 'invalid_user',
+      errors: found.map((problem) => ({ ...problem, line })),
+      item: kept,
+    });
   };
   /** @type {import('./stream-parse.js').OnUnreadable} */
   const onUnreadable = (line, text, message) => {
     const index = received++;
     const found = [{ index, field: null, message, line }];
     if (!settingAside) return refuse(found, line);
-    setAside({ position: index, line, reason: format === 'csv' ? 'malformed_csv' : 'malformed_json', errors: found, item: keptText(text) });
+    setAside({
+      position: index,
+      line,
+      reason: format === 'csv' ? 'malformed_csv' : 'malformed_json',
+      errors: found,
+      item: keptText(text),
+    });
   };
-  const parser = format === 'csv' ? createCsvParser(quarantine && { onUnreadable }) : createNdjsonParser(quarantine && { onUnreadable });
+  const parser =
+    format === 'csv'
+      ? createCsvParser(quarantine && { onUnreadable })
+      : createNdjsonParser(quarantine && { onUnreadable });
 
-  const refusal = (complete = true) => (quarantine
-    ? overBound(invalid, received, quarantine.maxInvalid, problems.slice(0, MAX_REPORTED_ERRORS), complete)
-    : new InvalidBatchError(`${complete ? '' : 'at least '}${invalid} of ${complete ? '' : 'the first '}${received} users are invalid; nothing was written`, problems));
+  const refusal = (complete = true) =>
+    quarantine
+      ? overBound(
+          invalid,
+          received,
+          quarantine.maxInvalid,
+          problems.slice(0, MAX_REPORTED_ERRORS),
+          complete,
+        )
+      : new InvalidBatchError(
+          `${complete ? '' : 'at least '}${invalid} of ${complete ? '' : 'the first '}${received} users are invalid; nothing was written`,
+          problems,
+        );
   const taken = () => {
     const piece = csv;
     csv = '';
@@ -237,7 +293,8 @@ function validatedBody(texts, format, quarantine) {
     end() {
       parser.end(onRecord);
       if (invalid > 0) throw refusal();
-      if (received === 0) throw new ApiError('empty_batch', 'the body holds no users: send at least one');
+      if (received === 0)
+        throw new ApiError('empty_batch', 'the body holds no users: send at least one');
       return taken();
     },
   };
@@ -252,7 +309,9 @@ async function chunkedCopy(client) {
   const chunk = new ChunkBuffer(CHUNK_BYTES);
   let staged = false;
   let inserted = 0;
-  let copy = /** @type {import('./copy-from.js').CopyInto | undefined} */ (await startCopy(client, COPY_USERS, 'chunk')); // none once staged
+  let copy = /** @type {import('./copy-from.js').CopyInto | undefined} */ (
+    await startCopy(client, COPY_USERS, 'chunk')
+  ); // none once staged
 
   const copied = async () => {
     const { rows, error } = await /** @type {import('./copy-from.js').CopyInto} */ (copy).finish();
@@ -267,7 +326,10 @@ async function chunkedCopy(client) {
     return rows;
   };
   const endChunk = async () => {
-    inserted += await allNewFirst(copied, stagedChunk, { tryNew: copy !== undefined, undo: () => client.query('ROLLBACK TO SAVEPOINT chunk') });
+    inserted += await allNewFirst(copied, stagedChunk, {
+      tryNew: copy !== undefined,
+      undo: () => client.query('ROLLBACK TO SAVEPOINT chunk'),
+    });
     chunk.clear();
   };
 
@@ -320,6 +382,7 @@ function writeMerged(client) {
     const result = await longQuery(client, INSERT_ALL_AS_SENT);
     return { inserted: result.rowCount ?? 0, updated: 0 };
   };
-  const merged = async () => (await longQuery(client, writeStatement(MERGED_OF_EACH, 'merge', 'counts'))).rows[0];
+  const merged = async () =>
+    (await longQuery(client, writeStatement(MERGED_OF_EACH, 'merge', 'counts'))).rows[0];
   return allNewFirst(asNew, merged, { undo: () => client.query('ROLLBACK TO SAVEPOINT all_new') });
 }

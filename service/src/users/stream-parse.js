@@ -12,7 +12,12 @@ export const MAX_RECORD_CHARS = 64 * 1024;
 const CSV_COLUMNS = USER_FIELDS;
 const THE_COLUMNS = `the columns are ${CSV_COLUMNS.join(', ')} (${REQUIRED_FIELDS.join(' and ')} required)`;
 /** `email,name[,phone][,passwordHash][,changedAt]` */
-const HEADER_SHAPE = [REQUIRED_FIELDS.join(','), ...CSV_COLUMNS.filter((f) => !(/** @type {readonly string[]} */ (REQUIRED_FIELDS)).includes(f)).map((f) => `[,${f}]`)].join('');
+const HEADER_SHAPE = [
+  REQUIRED_FIELDS.join(','),
+  ...CSV_COLUMNS.filter(
+    (f) => !(/** @type {readonly string[]} */ (REQUIRED_FIELDS).includes(f)),
+  ).map((f) => `[,${f}]`),
+].join('');
 const COMMA = 44;
 const QUOTE = 34;
 const LF = 10;
@@ -38,7 +43,8 @@ export function createNdjsonParser({ onUnreadable } = {}) {
       first = false;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1); // a byte-order mark is no part of the JSON
     }
-    if (text.length > MAX_RECORD_CHARS) throw new ApiError('malformed_json', `line ${line} ${tooLong()}; nothing was written`);
+    if (text.length > MAX_RECORD_CHARS)
+      throw new ApiError('malformed_json', `line ${line} ${tooLong()}; nothing was written`);
     if (text.charCodeAt(text.length - 1) === CR) text = text.slice(0, -1);
     if (text.trim() === '') return;
     let value;
@@ -48,8 +54,14 @@ export function createNdjsonParser({ onUnreadable } = {}) {
       if (onUnreadable) return onUnreadable(line, text, 'is not valid JSON');
       throw new ApiError('malformed_json', `line ${line} is not valid JSON; nothing was written`);
     }
-    const duplicates = value !== null && typeof value === 'object' ? findDuplicateKeys(text, value) : [];
-    onRecord(value, line, duplicates.map((d) => d.key), text);
+    const duplicates =
+      value !== null && typeof value === 'object' ? findDuplicateKeys(text, value) : [];
+    onRecord(
+      value,
+      line,
+      duplicates.map((d) => d.key),
+      text,
+    );
   }
 
   return {
@@ -68,7 +80,8 @@ export function createNdjsonParser({ onUnreadable } = {}) {
         lf = text.indexOf('\n', start);
       }
       rest += text.slice(start);
-      if (rest.length > MAX_RECORD_CHARS) throw new ApiError('malformed_json', `line ${line + 1} ${tooLong()}; nothing was written`);
+      if (rest.length > MAX_RECORD_CHARS)
+        throw new ApiError('malformed_json', `line ${line + 1} ${tooLong()}; nothing was written`);
     },
     end(onRecord) {
       if (rest !== '') parseLine(rest, onRecord);
@@ -138,7 +151,8 @@ export function createCsvParser({ onUnreadable } = {}) {
     end(onRecord) {
       consume(true, onRecord);
       // An empty body is an empty batch (the importer says so); one of blank lines has no header.
-      if (columns === undefined && line > 1) throw malformed(`the body has no header row (${HEADER_SHAPE})`, 1);
+      if (columns === undefined && line > 1)
+        throw malformed(`the body has no header row (${HEADER_SHAPE})`, 1);
     },
   };
 }
@@ -158,7 +172,8 @@ function parseRecord(s, pos, final, line) {
       for (;;) {
         const q = s.indexOf('"', from);
         if (q === -1) {
-          if (final) throw malformedCsv('a quoted field is not closed before the end of the body', line);
+          if (final)
+            throw malformedCsv('a quoted field is not closed before the end of the body', line);
           return undefined;
         }
         value += s.slice(from, q);
@@ -178,7 +193,11 @@ function parseRecord(s, pos, final, line) {
       for (; i < s.length; i++) {
         const c = s.charCodeAt(i);
         if (c === COMMA || c === LF) break;
-        if (c === QUOTE) throw malformedCsv('a double quote inside a field that does not start with one (quote the field and double the quote)', line + lines);
+        if (c === QUOTE)
+          throw malformedCsv(
+            'a double quote inside a field that does not start with one (quote the field and double the quote)',
+            line + lines,
+          );
       }
       if (i >= s.length && !final) return undefined;
       const end = i > start && s.charCodeAt(i - 1) === CR ? i - 1 : i;
@@ -195,7 +214,10 @@ function parseRecord(s, pos, final, line) {
       if (!final) return undefined;
       return { fields, next: s.length, lines };
     }
-    throw malformedCsv('a quoted field must be followed by a comma or the end of the line', line + lines);
+    throw malformedCsv(
+      'a quoted field must be followed by a comma or the end of the line',
+      line + lines,
+    );
   }
 }
 
@@ -220,23 +242,30 @@ function tooLongRecord(s, pos) {
       fieldStart = c === COMMA || c === LF;
     }
   }
-  return quoted ? `a quoted field is not closed within ${MAX_RECORD_CHARS} characters (a double quote opens it and none closes it)` : `the record ${tooLong()}`;
+  return quoted
+    ? `a quoted field is not closed within ${MAX_RECORD_CHARS} characters (a double quote opens it and none closes it)`
+    : `the record ${tooLong()}`;
 }
 
 /** The columns a CSV header names, checked. @param {(string | undefined)[]} fields @param {number} at  its line */
 function headerColumns(fields, at) {
   /** @param {string} message */
   const malformed = (message) => malformedCsv(message, at);
-  const names = fields.map((f, i) => (i === 0 && f?.charCodeAt(0) === 0xfeff ? f.slice(1) : f) ?? '');
+  const names = fields.map(
+    (f, i) => (i === 0 && f?.charCodeAt(0) === 0xfeff ? f.slice(1) : f) ?? '',
+  );
   for (const name of names) {
-    if (!(/** @type {readonly string[]} */ (CSV_COLUMNS)).includes(name)) {
+    if (!(/** @type {readonly string[]} */ (CSV_COLUMNS).includes(name))) {
       throw malformed(`the header names a column ${JSON.stringify(name)}; ${THE_COLUMNS}`);
     }
   }
   const twice = names.find((n, i) => names.indexOf(n) !== i);
   if (twice !== undefined) throw malformed(`the header names the column ${twice} twice`);
   const missing = REQUIRED_FIELDS.filter((n) => !names.includes(n));
-  if (missing.length > 0) throw malformed(`the header must name the column${missing.length > 1 ? 's' : ''} ${missing.join(' and ')}`);
+  if (missing.length > 0)
+    throw malformed(
+      `the header must name the column${missing.length > 1 ? 's' : ''} ${missing.join(' and ')}`,
+    );
   return names;
 }
 
@@ -249,4 +278,5 @@ function recordText(s, start, end) {
 }
 
 /** @param {string} message @param {number} at  the line */
-const malformedCsv = (message, at) => new ApiError('malformed_csv', `line ${at}: ${message}; nothing was written`);
+const malformedCsv = (message, at) =>
+  new ApiError('malformed_csv', `line ${at}: ${message}; nothing was written`);

@@ -21,21 +21,33 @@ const userSchema = {
   properties: Object.fromEntries(USER_COLUMNS.map((c) => [c.field, c.schema])),
 };
 
-const MESSAGES = /** @type {Record<import('../user-columns.js').UserField, Readonly<Record<string, string>>>} */ (/** @type {unknown} */ (Object.fromEntries(USER_COLUMNS.map((c) => [c.field, c.messages]))));
-const TOO_PRECISE = 'has more than 6 fractional digits: PostgreSQL keeps microseconds, so it could not be stored as sent (round it at the source)';
-const NOT_A_DATE = 'must be a date and time that exist (month 01-12, a day the month has, hour 00-23, minute and second 00-59) with an offset PostgreSQL takes (at most ±15:59; real ones are within -12:00 and +14:00)';
-const TOO_PRECISE_PATTERN = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{7,}(Z|[+-][0-9]{2}:[0-9]{2})$/;
-const PASSWORD_REFUSED = 'plaintext passwords are never accepted: hash it (argon2id, bcrypt, scrypt) and send passwordHash';
-const LONE_SURROGATE = 'contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which cannot be stored as sent';
+const MESSAGES =
+  /** @type {Record<import('../user-columns.js').UserField, Readonly<Record<string, string>>>} */ (
+    /** @type {unknown} */ (Object.fromEntries(USER_COLUMNS.map((c) => [c.field, c.messages])))
+  );
+const TOO_PRECISE =
+  'has more than 6 fractional digits: PostgreSQL keeps microseconds, so it could not be stored as sent (round it at the source)';
+const NOT_A_DATE =
+  'must be a date and time that exist (month 01-12, a day the month has, hour 00-23, minute and second 00-59) with an offset PostgreSQL takes (at most ±15:59; real ones are within -12:00 and +14:00)';
+const TOO_PRECISE_PATTERN =
+  /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{7,}(Z|[+-][0-9]{2}:[0-9]{2})$/;
+const PASSWORD_REFUSED =
+  'plaintext passwords are never accepted: hash it (argon2id, bcrypt, scrypt) and send passwordHash';
+const LONE_SURROGATE =
+  'contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which cannot be stored as sent';
 const UNKNOWN_FIELD = `is not a known field (allowed: ${USER_FIELDS.join(', ')})`;
 const TEXT_FIELDS = USER_COLUMNS.filter((c) => c.type === 'text').map((c) => c.field);
-const TIMESTAMP_FIELDS = USER_COLUMNS.filter((c) => c.type === 'timestamptz').map((c) => /** @type {const} */ ([c.field, new RegExp(c.schema.pattern, 'u')]));
+const TIMESTAMP_FIELDS = USER_COLUMNS.filter((c) => c.type === 'timestamptz').map(
+  (c) => /** @type {const} */ ([c.field, new RegExp(c.schema.pattern, 'u')]),
+);
 // The email (the key) is the one value stored otherwise than sent, lower-cased: its rules apply again.
 const EMAIL = USER_COLUMNS[0];
 const MAX_EMAIL_LENGTH = EMAIL.schema.maxLength;
 const EMAIL_PATTERN = new RegExp(EMAIL.schema.pattern, 'u');
 
-const validateUser = new Ajv({ allErrors: true, strict: true, unicodeRegExp: true }).compile(userSchema);
+const validateUser = new Ajv({ allErrors: true, strict: true, unicodeRegExp: true }).compile(
+  userSchema,
+);
 
 /** ajv's findings about one item as the contract's error entries. @param {number} index @param {import('ajv').ErrorObject[]} errors @param {unknown} item @returns {ItemError[]} */
 function describe(index, errors, item) {
@@ -51,7 +63,11 @@ function describe(index, errors, item) {
       return { index, field: null, message: 'each item must be a user object' };
     }
     const field = e.instancePath.slice(1);
-    if (e.keyword === 'pattern' && TIMESTAMP_FIELDS.some(([f]) => f === field) && TOO_PRECISE_PATTERN.test(/** @type {Record<string, string>} */ (item)[field])) {
+    if (
+      e.keyword === 'pattern' &&
+      TIMESTAMP_FIELDS.some(([f]) => f === field) &&
+      TOO_PRECISE_PATTERN.test(/** @type {Record<string, string>} */ (item)[field])
+    ) {
       return { index, field, message: TOO_PRECISE };
     }
     const byField = /** @type {Record<string, Record<string, string>>} */ (MESSAGES)[field];
@@ -66,11 +82,13 @@ function storageProblems(index, item) {
   const found = /** @type {ItemError[]} */ ([]);
   for (const field of TEXT_FIELDS) {
     const value = item[field];
-    if (typeof value === 'string' && !isWellFormed(value)) found.push({ index, field, message: LONE_SURROGATE });
+    if (typeof value === 'string' && !isWellFormed(value))
+      found.push({ index, field, message: LONE_SURROGATE });
   }
   for (const [field, pattern] of TIMESTAMP_FIELDS) {
     const value = item[field];
-    if (typeof value === 'string' && pattern.test(value) && !isRealDateTime(value)) found.push({ index, field, message: NOT_A_DATE });
+    if (typeof value === 'string' && pattern.test(value) && !isRealDateTime(value))
+      found.push({ index, field, message: NOT_A_DATE });
   }
   const email = item.email;
   if (typeof email === 'string' && !found.some((e) => e.field === 'email')) {
@@ -87,12 +105,14 @@ function emailAsStoredProblem(email) {
   if (!fitsEmailLength(stored) && fitsEmailLength(email)) {
     return `must be at most ${MAX_EMAIL_LENGTH} characters once lower-cased, as it is stored (some letters lower-case to two characters)`;
   }
-  if (!EMAIL_PATTERN.test(stored) && EMAIL_PATTERN.test(email)) return 'must be a plausible email address once lower-cased, as it is stored';
+  if (!EMAIL_PATTERN.test(stored) && EMAIL_PATTERN.test(email))
+    return 'must be a plausible email address once lower-cased, as it is stored';
   return null;
 }
 
 /** String.prototype.isWellFormed, which TypeScript's ES2022 library does not declare. @param {string} s */
-const isWellFormed = (s) => /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
+const isWellFormed = (s) =>
+  /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
 
 function emailStillFits(/** @type {string} */ stored) {
   return fitsEmailLength(stored) && EMAIL_PATTERN.test(stored);
@@ -151,7 +171,10 @@ export function checkUserBatch(items) {
   }
   if (invalidItems > 0) {
     const errors = problems.slice(0, MAX_REPORTED_ERRORS);
-    throw new InvalidBatchError(`${invalidItems} of ${items.length} users are invalid; nothing was written`, errors);
+    throw new InvalidBatchError(
+      `${invalidItems} of ${items.length} users are invalid; nothing was written`,
+      errors,
+    );
   }
   return rows;
 }
@@ -167,9 +190,14 @@ export function checkUser(item, index, describeProblems = true) {
   }
   if (!describeProblems) return [];
   const schemaErrors = validateUser(item) ? [] : describe(index, validateUser.errors ?? [], item);
-  const storeErrors = item !== null && typeof item === 'object' ? storageProblems(index, /** @type {Record<string, unknown>} */ (item)) : null;
+  const storeErrors =
+    item !== null && typeof item === 'object'
+      ? storageProblems(index, /** @type {Record<string, unknown>} */ (item))
+      : null;
   // One message a field: a rule of the schema it breaks already says what to fix.
-  const notYetSaid = (storeErrors ?? []).filter((e) => !schemaErrors.some((s) => s.field === e.field));
+  const notYetSaid = (storeErrors ?? []).filter(
+    (e) => !schemaErrors.some((s) => s.field === e.field),
+  );
   return [...schemaErrors, ...notYetSaid];
 }
 
@@ -200,12 +228,19 @@ function merged(run) {
 
 /** A later change over an earlier one: the later's values, but for `kept` columns sent only in the earlier. @param {UserRow} m @param {UserRow} r @returns {UserRow} */
 function laterOver(m, r) {
-  return { email: r.email, name: r.name, phone: r.phone ?? m.phone, passwordHash: r.passwordHash ?? m.passwordHash, changedAt: r.changedAt };
+  return {
+    email: r.email,
+    name: r.name,
+    phone: r.phone ?? m.phone,
+    passwordHash: r.passwordHash ?? m.passwordHash,
+    changedAt: r.changedAt,
+  };
 }
 
 const ORDER = ORDER_COLUMN.field;
 
-export const byEmail = (/** @type {UserRow} */ a, /** @type {UserRow} */ b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0);
+export const byEmail = (/** @type {UserRow} */ a, /** @type {UserRow} */ b) =>
+  a.email < b.email ? -1 : a.email > b.email ? 1 : 0;
 
 // For the OpenAPI document, generated from the very schema ajv compiles.
 export { userSchema, MESSAGES, UNKNOWN_FIELD };

@@ -18,7 +18,11 @@ export const COLUMNS = USER_COLUMNS.map((c) => c.column).join(', ');
 
 /** What a merge stores: the sent value, COALESCE'd with the stored one when `kept`. @param {string} sent @param {string} stored */
 const mergedValues = (sent, stored) =>
-  UPDATED.map((c) => (c.merge === 'kept' ? `COALESCE(${sent}.${c.column}, ${stored}.${c.column})` : `${sent}.${c.column}`)).join(', ');
+  UPDATED.map((c) =>
+    c.merge === 'kept'
+      ? `COALESCE(${sent}.${c.column}, ${stored}.${c.column})`
+      : `${sent}.${c.column}`,
+  ).join(', ');
 /** @param {string} stored */
 const storedValues = (stored) => UPDATED.map((c) => `${stored}.${c.column}`).join(', ');
 /**
@@ -56,7 +60,10 @@ const RETURNING_ROWS = {
 /** The statement before a write that returns rows, unless it merges: when the rows it inserts are created. */
 const CREATED_NOW = { fail: 'SELECT now(); ', skip: 'SELECT now(); ', merge: '' };
 /** CREATED_NOW's answer among a query's results, as JSON writes it. @param {import('pg').QueryResult | import('pg').QueryResult[]} result */
-export const createdNowOf = (result) => timestampAsJson((Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0]);
+export const createdNowOf = (result) =>
+  timestampAsJson(
+    (Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0],
+  );
 
 /** A timestamptz's ISO text (`2026-11-25 04:15:04.123456+00`) as JSON writes it (`...T...+00:00`); other text as it came. @param {string} text */
 export function timestampAsJson(text) {
@@ -66,13 +73,17 @@ export function timestampAsJson(text) {
   lastJson = m ? `${m[1]}T${m[2]}${m[3]}${m[4] ?? ':00'}${m[5] ?? ''}` : text;
   return lastJson;
 }
-const ISO_TIMESTAMPTZ = /^(\d{4,}-\d\d-\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,6})?)([+-]\d\d)(:\d\d)?(:\d\d)?$/;
+const ISO_TIMESTAMPTZ =
+  /^(\d{4,}-\d\d-\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,6})?)([+-]\d\d)(:\d\d)?(:\d\d)?$/;
 // Every row a statement inserts has the same created_at (its transaction's start): one conversion.
 let lastText = '';
 let lastJson = '';
 
 /** pg's options for a statement that returns rows: arrays of the text PostgreSQL sent. */
-export const RETURNED_AS_TEXT = Object.freeze({ rowMode: 'array', types: { getTypeParser: () => (/** @type {string} */ v) => v } });
+export const RETURNED_AS_TEXT = Object.freeze({
+  rowMode: 'array',
+  types: { getTypeParser: () => (/** @type {string} */ v) => v },
+});
 
 // The row functions below are written out a column (tsc holds them to WrittenUser and the
 // declaration): one object shape and plain property reads a row on the hot path.
@@ -82,7 +93,13 @@ export const RETURNED_AS_TEXT = Object.freeze({ rowMode: 'array', types: { getTy
  * @param {UserRow} row @param {string} createdAt
  * @returns {WrittenUser}
  */
-export const insertedUser = (row, createdAt) => ({ email: row.email, name: row.name, phone: row.phone, createdAt, updatedAt: null });
+export const insertedUser = (row, createdAt) => ({
+  email: row.email,
+  name: row.name,
+  phone: row.phone,
+  createdAt,
+  updatedAt: null,
+});
 
 /**
  * A row a merge wrote, as a representation shows it, from the row sent and what RETURNING_ROWS
@@ -103,7 +120,8 @@ export const mergedUser = (row, r) => ({
 export function writeStatement(source, onConflict, returning) {
   const insert = insertStatement(source, onConflict);
   if (returning === 'emails') return `${insert} RETURNING email, updated_at IS NULL AS inserted`;
-  if (returning === 'rows') return `${CREATED_NOW[onConflict]}${insert}${RETURNING_ROWS[onConflict]}`;
+  if (returning === 'rows')
+    return `${CREATED_NOW[onConflict]}${insert}${RETURNING_ROWS[onConflict]}`;
   if (returning === 'none') return insert;
   return `WITH written AS (${insert} RETURNING updated_at IS NULL AS inserted)
     SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`;
@@ -116,7 +134,8 @@ const insertStatement = (source, onConflict) =>
 // A value without a quote or a backslash is quoted directly; any other through pg-format (same SQL).
 const NEEDS_ESCAPING = /['\\]/;
 /** @param {string | null} v */
-export const literal = (v) => (v === null ? 'NULL' : NEEDS_ESCAPING.test(v) ? format.literal(v) : `'${v}'`);
+export const literal = (v) =>
+  v === null ? 'NULL' : NEEDS_ESCAPING.test(v) ? format.literal(v) : `'${v}'`;
 
 /**
  * A column as one array constant (PostgreSQL parses one literal a column): each element
@@ -143,17 +162,33 @@ const SPECIAL = /["'\\]/;
 const ARRAY_SPECIALS = /["\\]/g;
 
 /** `%s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[]`, or `$1::text[], ...` */
-const castArrays = (/** @type {(i: number) => string} */ placeholder) => USER_COLUMNS.map((c, i) => `${placeholder(i)}::${c.type}[]`).join(', ');
+const castArrays = (/** @type {(i: number) => string} */ placeholder) =>
+  USER_COLUMNS.map((c, i) => `${placeholder(i)}::${c.type}[]`).join(', ');
 const ROWS_AS_ARRAYS = `SELECT * FROM unnest(${castArrays(() => '%s')})`;
 
 /** The rows as `unnest` over one array constant a column (a sparse column no row has: `'{}'`). @param {UserRow[]} rows */
 export function rowsAsArrays(rows) {
-  return format(ROWS_AS_ARRAYS, ...USER_COLUMNS.map((c) => ('sparse' in c && !rows.some((r) => r[c.field] !== null) ? "'{}'" : arrayLiteral(rows, c.field))));
+  return format(
+    ROWS_AS_ARRAYS,
+    ...USER_COLUMNS.map((c) =>
+      'sparse' in c && !rows.some((r) => r[c.field] !== null)
+        ? "'{}'"
+        : arrayLiteral(rows, c.field),
+    ),
+  );
 }
 
 /** The rows as a VALUES list (bench:db; the reference the array form is checked against). @param {UserRow[]} rows */
 export function rowsAsValues(rows) {
-  return format('VALUES %s', rows.map((r) => `(${USER_COLUMNS.map((c) => literal(r[c.field]) + (c.type === 'text' ? '' : `::${c.type}`)).join(', ')})`).join(', '));
+  return format(
+    'VALUES %s',
+    rows
+      .map(
+        (r) =>
+          `(${USER_COLUMNS.map((c) => literal(r[c.field]) + (c.type === 'text' ? '' : `::${c.type}`)).join(', ')})`,
+      )
+      .join(', '),
+  );
 }
 
 /** The row source of the `unnest` strategy: an array parameter a column, $1 to $5 today. */
@@ -175,7 +210,10 @@ export const rowsAsCsv = (rows) => rows.map(csvLine).join('');
 export const copySql = (table) => `COPY ${table} (${COLUMNS}) FROM STDIN (FORMAT csv)`;
 
 /** The columns of a staging table: `email text, name text, ...`; the key compared as bytes when `collateC`. @param {boolean} collateC */
-const stagedColumns = (collateC) => USER_COLUMNS.map((c) => `${c.column} ${c.type}${collateC && c === KEY ? ' COLLATE "C"' : ''}`).join(', ');
+const stagedColumns = (collateC) =>
+  USER_COLUMNS.map(
+    (c) => `${c.column} ${c.type}${collateC && c === KEY ? ' COLLATE "C"' : ''}`,
+  ).join(', ');
 
 // COPY cannot resolve conflicts: a chunk is staged in the transaction's own temporary table.
 export const STAGING_TABLE = 'users_staging';

@@ -3,10 +3,24 @@ import { lastResult } from '../db/transaction-settings.js';
 import { allNewFirst, isUniqueViolation } from './all-new-first.js';
 import { STRATEGIES, formatWriter, insertQuery } from './chunk-writers.js';
 import { keepQuarantined } from './quarantine.js';
-import { claimed, deleteExpired, keyInFlight, readKeys, scopedKey, storeAnswers } from './idempotency-keys.js';
+import {
+  claimed,
+  deleteExpired,
+  keyInFlight,
+  readKeys,
+  scopedKey,
+  storeAnswers,
+} from './idempotency-keys.js';
 import { createReplayGuess } from './replay-guess.js';
 import { byEmail } from './user-schema.js';
-import { RETURNED_AS_TEXT, createdNowOf, insertedUser, mergedUser, rowsAsArrays, writeStatement } from './user-sql.js';
+import {
+  RETURNED_AS_TEXT,
+  createdNowOf,
+  insertedUser,
+  mergedUser,
+  rowsAsArrays,
+  writeStatement,
+} from './user-sql.js';
 import { createWritePolicy } from './write-policy.js';
 
 // The user writer: `write`, the one way in for every kind of write but the stream (write-policy.js
@@ -40,11 +54,24 @@ const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip'
  * keys: the Idempotency-Key store, for requests with a key.
  * @param {import('../db/database.js').Database} db @param {{ chunkRows: number, strategy: Strategy, policy?: import('./write-policy.js').WritePolicy, keys?: import('./idempotency-keys.js').KeyStore }} options
  */
-export function createUserWriter(db, { chunkRows, strategy, policy = createWritePolicy(db), keys }) {
-  const writer = /** @type {Writer} */ ({ db, chunkRows, chunkWriter: STRATEGIES[strategy], replays: createReplayGuess(), policy, keys });
+export function createUserWriter(
+  db,
+  { chunkRows, strategy, policy = createWritePolicy(db), keys },
+) {
+  const writer = /** @type {Writer} */ ({
+    db,
+    chunkRows,
+    chunkWriter: STRATEGIES[strategy],
+    replays: createReplayGuess(),
+    policy,
+    keys,
+  });
   return {
     /** A failure as the policy answers it; a group's as it came, for group commit. @param {WriteRequest} request @returns {Promise<Written>} */
-    write: (request) => (request.kind === 'group' ? writeGroup(writer, request) : tried(writer, request.kind, () => writeRequest(writer, request))),
+    write: (request) =>
+      request.kind === 'group'
+        ? writeGroup(writer, request)
+        : tried(writer, request.kind, () => writeRequest(writer, request)),
   };
 }
 
@@ -82,8 +109,19 @@ function newFirst({ replays }, rowCount, asNew, resolving, insertedOf) {
 async function writeRequest(writer, { kind, rows, resolution, withRows, key, quarantine }) {
   const limits = writer.policy.limits(kind);
   /** @param {OnConflict} onConflict @returns {Promise<Outcome>} */
-  const once = (onConflict) => (withRows ? writeReturningRows(writer, rows, onConflict, limits, key, quarantine) : writeCounts(writer, rows, onConflict, limits, key, quarantine));
-  return [await newFirst(writer, rows.length, () => once('fail'), () => once(onConflictFor(resolution)), (c) => ('taken' in c ? rows.length : c.inserted))];
+  const once = (onConflict) =>
+    withRows
+      ? writeReturningRows(writer, rows, onConflict, limits, key, quarantine)
+      : writeCounts(writer, rows, onConflict, limits, key, quarantine);
+  return [
+    await newFirst(
+      writer,
+      rows.length,
+      () => once('fail'),
+      () => once(onConflictFor(resolution)),
+      (c) => ('taken' in c ? rows.length : c.inserted),
+    ),
+  ];
 }
 
 /**
@@ -94,24 +132,44 @@ async function writeRequest(writer, { kind, rows, resolution, withRows, key, qua
  * @param {OnConflict} onConflict @param {(client: Lending, chunk: UserRow[], settings: string) => Promise<T>} writeChunk
  * @param {(results: T[]) => Counts} total @param {IdempotencyKey | undefined} key @param {Quarantine} [quarantine] @returns {Promise<Outcome>}
  */
-async function inChunks({ db, chunkRows, keys }, rows, limits, chunkWriter, onConflict, writeChunk, total, key, quarantine) {
-  if (!key && !quarantine && !chunkWriter.needsTransaction && rows.length <= chunkRows) return total([await db.withClient((client) => writeChunk(client, rows, db.settings.statement('', limits)))]);
-  const then = [chunkWriter.beginWith?.(onConflict), key && keys?.claim([key])].filter(Boolean).join('; ');
+async function inChunks(
+  { db, chunkRows, keys },
+  rows,
+  limits,
+  chunkWriter,
+  onConflict,
+  writeChunk,
+  total,
+  key,
+  quarantine,
+) {
+  if (!key && !quarantine && !chunkWriter.needsTransaction && rows.length <= chunkRows)
+    return total([
+      await db.withClient((client) => writeChunk(client, rows, db.settings.statement('', limits))),
+    ]);
+  const then = [chunkWriter.beginWith?.(onConflict), key && keys?.claim([key])]
+    .filter(Boolean)
+    .join('; ');
   let begun = false;
   try {
-    return await db.transaction(async (client, answers) => {
-      begun = true;
-      if (key) {
-        const found = (await claimed(client, answers, [key])).get(scopedKey(key));
-        if (found !== 'claimed') return { taken: found ?? null };
-      }
-      const results = /** @type {T[]} */ ([]);
-      for (let start = 0; start < rows.length; start += chunkRows) results.push(await writeChunk(client, rows.slice(start, start + chunkRows), ''));
-      if (quarantine) await keepQuarantined(client, quarantine);
-      const counts = total(results);
-      if (key) client.withCommit(storeAnswers([{ key, answer: (counts.answer = key.answer(counts)) }]));
-      return counts;
-    }, { limits, then });
+    return await db.transaction(
+      async (client, answers) => {
+        begun = true;
+        if (key) {
+          const found = (await claimed(client, answers, [key])).get(scopedKey(key));
+          if (found !== 'claimed') return { taken: found ?? null };
+        }
+        const results = /** @type {T[]} */ ([]);
+        for (let start = 0; start < rows.length; start += chunkRows)
+          results.push(await writeChunk(client, rows.slice(start, start + chunkRows), ''));
+        if (quarantine) await keepQuarantined(client, quarantine);
+        const counts = total(results);
+        if (key)
+          client.withCommit(storeAnswers([{ key, answer: (counts.answer = key.answer(counts)) }]));
+        return counts;
+      },
+      { limits, then },
+    );
   } catch (err) {
     throw key && !begun && timeoutOf(err) === 'lock_timeout' ? keyInFlight(err) : err;
   }
@@ -131,7 +189,17 @@ function summed(chunks) {
 /** @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @param {IdempotencyKey} [key] @param {Quarantine} [quarantine] @returns {Promise<Outcome>} */
 function writeCounts(writer, rows, onConflict, limits, key, quarantine) {
   const { chunkWriter } = writer;
-  return inChunks(writer, rows, limits, chunkWriter, onConflict, (client, chunk, prefix) => chunkWriter.write(client, chunk, onConflict, prefix), summed, key, quarantine);
+  return inChunks(
+    writer,
+    rows,
+    limits,
+    chunkWriter,
+    onConflict,
+    (client, chunk, prefix) => chunkWriter.write(client, chunk, onConflict, prefix),
+    summed,
+    key,
+    quarantine,
+  );
 }
 
 /** @param {WrittenUser[][]} chunks @returns {Counts} */
@@ -146,21 +214,58 @@ function counted(chunks) {
 function writeReturningRows(writer, rows, onConflict, limits, key, quarantine) {
   /** @param {Lending} client @param {UserRow[]} chunk @param {string} prefix @returns {Promise<WrittenUser[]>} */
   const writeChunk = async (client, chunk, prefix) =>
-    writtenUsers(chunk, await client.query(insertQuery(prefix + writeStatement(rowsAsArrays(chunk), onConflict, 'rows'), RETURNED_AS_TEXT)), onConflict);
-  return inChunks(writer, rows, limits, formatWriter, onConflict, writeChunk, counted, key, quarantine);
+    writtenUsers(
+      chunk,
+      await client.query(
+        insertQuery(
+          prefix + writeStatement(rowsAsArrays(chunk), onConflict, 'rows'),
+          RETURNED_AS_TEXT,
+        ),
+      ),
+      onConflict,
+    );
+  return inChunks(
+    writer,
+    rows,
+    limits,
+    formatWriter,
+    onConflict,
+    writeChunk,
+    counted,
+    key,
+    quarantine,
+  );
 }
 
 /**
  * A group: one pg-format statement after its settings, telling what it did to each email; each part
  * credited its share; a failure thrown undiagnosed. @param {Writer} writer @param {WriteRequest} request @returns {Promise<Written>}
  */
-async function writeGroup(writer, { rows, resolution, withRows, parts = [{ rows, withRows: withRows === true }] }) {
+async function writeGroup(
+  writer,
+  { rows, resolution, withRows, parts = [{ rows, withRows: withRows === true }] },
+) {
   if (parts.some((part) => part.key)) return writeKeyedGroup(writer, resolution, parts);
   const { db, policy } = writer;
   const limits = policy.limits('group');
   /** @param {OnConflict} onConflict */
-  const attempt = (onConflict) => db.withClient((client) => groupStatement(client, rows, onConflict, withRows === true, db.settings.statement('', limits)));
-  const written = await newFirst(writer, rows.length, () => attempt('fail'), () => attempt(onConflictFor(resolution)), (r) => insertedIn(r, rows.length));
+  const attempt = (onConflict) =>
+    db.withClient((client) =>
+      groupStatement(
+        client,
+        rows,
+        onConflict,
+        withRows === true,
+        db.settings.statement('', limits),
+      ),
+    );
+  const written = await newFirst(
+    writer,
+    rows.length,
+    () => attempt('fail'),
+    () => attempt(onConflictFor(resolution)),
+    (r) => insertedIn(r, rows.length),
+  );
   return parts.map((part) => credit(part.rows, written, part.withRows));
 }
 
@@ -171,8 +276,15 @@ async function writeGroup(writer, { rows, resolution, withRows, parts = [{ rows,
  */
 async function groupStatement(client, rows, onConflict, withRows, settings) {
   /** @param {import('./user-sql.js').Returning} returning */
-  const query = (returning) => client.query(insertQuery(settings + writeStatement(rowsAsArrays(rows), onConflict, returning), returning === 'rows' ? RETURNED_AS_TEXT : undefined));
-  if (withRows) return new Map(writtenUsers(rows, await query('rows'), onConflict).map((u) => [u.email, u]));
+  const query = (returning) =>
+    client.query(
+      insertQuery(
+        settings + writeStatement(rowsAsArrays(rows), onConflict, returning),
+        returning === 'rows' ? RETURNED_AS_TEXT : undefined,
+      ),
+    );
+  if (withRows)
+    return new Map(writtenUsers(rows, await query('rows'), onConflict).map((u) => [u.email, u]));
   if (onConflict === 'fail') return query('none').then(() => 'all');
   return new Map(lastResult(await query('emails')).rows.map((row) => [row.email, row.inserted]));
 }
@@ -201,23 +313,48 @@ async function writeKeyedGroup(writer, resolution, parts) {
   let expired = /** @type {IdempotencyKey[]} */ ([]);
   const allRows = parts.reduce((n, part) => n + part.rows.length, 0);
   /** @param {Part} part @returns {KeyTaken | undefined} */
-  const takenFor = (part) => (repeated.has(part) ? { taken: null } : taken.has(part) ? { taken: /** @type {import('./idempotency-keys.js').TakenKey} */ (taken.get(part)) } : undefined);
+  const takenFor = (part) =>
+    repeated.has(part)
+      ? { taken: null }
+      : taken.has(part)
+        ? { taken: /** @type {import('./idempotency-keys.js').TakenKey} */ (taken.get(part)) }
+        : undefined;
 
   /** @param {OnConflict} onConflict @returns {Promise<Written | undefined>}  undefined: a key was taken meanwhile */
   const once = (onConflict) => {
     let committing = false;
-    return db.transaction(async (client) => {
-      const going = parts.filter((part) => takenFor(part) === undefined);
-      const rows = going.flatMap((part) => part.rows).sort(byEmail);
-      const written = rows.length === 0 ? 'all' : await groupStatement(client, rows, onConflict, going.some((part) => part.withRows), '');
-      const { outcomes, done } = answeredParts(parts, (part) => takenFor(part) ?? credit(part.rows, written, part.withRows));
-      if (done.length > 0) client.withCommit(store.insertAnswers(done));
-      committing = true;
-      return outcomes;
-    }, { limits: policy.limits('group'), then: expired.length > 0 ? deleteExpired(expired) : undefined }).catch((err) => {
-      if (committing && isUniqueViolation(err)) return undefined;
-      throw err;
-    });
+    return db
+      .transaction(
+        async (client) => {
+          const going = parts.filter((part) => takenFor(part) === undefined);
+          const rows = going.flatMap((part) => part.rows).sort(byEmail);
+          const written =
+            rows.length === 0
+              ? 'all'
+              : await groupStatement(
+                  client,
+                  rows,
+                  onConflict,
+                  going.some((part) => part.withRows),
+                  '',
+                );
+          const { outcomes, done } = answeredParts(
+            parts,
+            (part) => takenFor(part) ?? credit(part.rows, written, part.withRows),
+          );
+          if (done.length > 0) client.withCommit(store.insertAnswers(done));
+          committing = true;
+          return outcomes;
+        },
+        {
+          limits: policy.limits('group'),
+          then: expired.length > 0 ? deleteExpired(expired) : undefined,
+        },
+      )
+      .catch((err) => {
+        if (committing && isUniqueViolation(err)) return undefined;
+        throw err;
+      });
   };
   /** @param {OnConflict} onConflict @returns {Promise<Written>} */
   const attempt = async (onConflict) => {
@@ -226,7 +363,12 @@ async function writeKeyedGroup(writer, resolution, parts) {
       if (outcomes) return outcomes;
       // Stored by another request meanwhile: which, read; expired ones deleted by the next try.
       const going = parts.filter((part) => part.key && takenFor(part) === undefined);
-      const found = await db.withClient((client) => readKeys(client, going.map((part) => /** @type {IdempotencyKey} */ (part.key))));
+      const found = await db.withClient((client) =>
+        readKeys(
+          client,
+          going.map((part) => /** @type {IdempotencyKey} */ (part.key)),
+        ),
+      );
       expired = [];
       for (const part of going) {
         const row = found.get(scopedKey(/** @type {IdempotencyKey} */ (part.key)));
@@ -234,11 +376,13 @@ async function writeKeyedGroup(writer, resolution, parts) {
         if (row.expired) expired.push(/** @type {IdempotencyKey} */ (part.key));
         else taken.set(part, row.taken);
       }
-      if (tries === MAX_KEY_TRIES) throw new Error(`a group's keys were taken ${tries} times in a row`);
+      if (tries === MAX_KEY_TRIES)
+        throw new Error(`a group's keys were taken ${tries} times in a row`);
     }
   };
   /** @param {Written} outcomes */
-  const inserted = (outcomes) => outcomes.reduce((n, o, i) => n + ('taken' in o ? parts[i].rows.length : o.inserted), 0);
+  const inserted = (outcomes) =>
+    outcomes.reduce((n, o, i) => n + ('taken' in o ? parts[i].rows.length : o.inserted), 0);
   // No request wants its rows back and no key is given twice: every answer is known before the
   // write (all new), so the rows and the keys go in one round trip; a user or a key stored
   // meanwhile (either unique violation) leaves it to the resolving write, which tells them apart.
@@ -257,7 +401,10 @@ async function writeKeyedGroupAsNew({ db, policy, keys }, parts) {
   const store = /** @type {import('./idempotency-keys.js').KeyStore} */ (keys);
   const rows = parts.flatMap((part) => part.rows).sort(byEmail);
   const { outcomes, done } = answeredParts(parts, (part) => credit(part.rows, 'all'));
-  const text = db.settings.statement(`${writeStatement(rowsAsArrays(rows), 'fail', 'none')}; ${store.insertAnswers(done)}`, policy.limits('group'));
+  const text = db.settings.statement(
+    `${writeStatement(rowsAsArrays(rows), 'fail', 'none')}; ${store.insertAnswers(done)}`,
+    policy.limits('group'),
+  );
   await db.withClient((client) => client.query(insertQuery(text)));
   return outcomes;
 }
@@ -272,7 +419,8 @@ function answeredParts(parts, outcomeOf) {
   const done = /** @type {{ key: IdempotencyKey, answer: StoredAnswer }[]} */ ([]);
   const outcomes = parts.map((part) => {
     const outcome = outcomeOf(part);
-    if (part.key && !('taken' in outcome)) done.push({ key: part.key, answer: (outcome.answer = part.key.answer(outcome)) });
+    if (part.key && !('taken' in outcome))
+      done.push({ key: part.key, answer: (outcome.answer = part.key.answer(outcome)) });
     return outcome;
   });
   done.sort((a, b) => (scopedKey(a.key) < scopedKey(b.key) ? -1 : 1));
@@ -286,7 +434,8 @@ const MAX_KEY_TRIES = 5;
 function insertedIn(written, rowCount) {
   if (written === 'all') return rowCount;
   let inserted = 0;
-  for (const w of written.values()) if (typeof w === 'object' ? w.updatedAt === null : w) inserted++;
+  for (const w of written.values())
+    if (typeof w === 'object' ? w.updatedAt === null : w) inserted++;
   return inserted;
 }
 

@@ -29,4 +29,5 @@ export function createWriteGate(slots) {
  * and every other request waits behind them (docs/benchmarks.md, "A client that floods").
  * @param {number} poolMax @param {number} reserved
  */
-export const writeSlotsFor = (poolMax, reserved) => Math.max(1, Math.min(poolMax - reserved, Math.ceil(poolMax / 2)));
+export const writeSlotsFor = (poolMax, reserved) =>
+  Math.max(1, Math.min(poolMax - reserved, Math.ceil(poolMax / 2)));

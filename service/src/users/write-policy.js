@@ -1,5 +1,10 @@
 import { isStatementPooling, outcomeInDoubt } from '../db/lending.js';
-import { ApiError, DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../errors.js';
+import {
+  ApiError,
+  DatabaseTimeoutError,
+  DatabaseUnavailableError,
+  OutcomeUnknownError,
+} from '../errors.js';
 
 // What a failed write means and what happens next, and the time limits of each kind of write,
 // decided here for every writer; the writers carry the decisions out.
@@ -23,9 +28,12 @@ const fail = (err) => ({ then: 'fail', err });
  * @param {import('../db/database.js').Diagnosis} diagnosis @param {unknown} cause @returns {DatabaseUnavailableError | DatabaseTimeoutError | OutcomeUnknownError | undefined}
  */
 export function refusalOfDatabaseState(diagnosis, cause) {
-  if (outcomeInDoubt(cause)) return cause instanceof OutcomeUnknownError ? cause : new OutcomeUnknownError(cause);
-  if (diagnosis === 'unavailable') return cause instanceof DatabaseUnavailableError ? cause : new DatabaseUnavailableError(cause);
-  if (diagnosis === 'lock_timeout' || diagnosis === 'statement_timeout') return new DatabaseTimeoutError(diagnosis, cause);
+  if (outcomeInDoubt(cause))
+    return cause instanceof OutcomeUnknownError ? cause : new OutcomeUnknownError(cause);
+  if (diagnosis === 'unavailable')
+    return cause instanceof DatabaseUnavailableError ? cause : new DatabaseUnavailableError(cause);
+  if (diagnosis === 'lock_timeout' || diagnosis === 'statement_timeout')
+    return new DatabaseTimeoutError(diagnosis, cause);
   return undefined;
 }
 
@@ -37,11 +45,23 @@ export function refusalOfDatabaseState(diagnosis, cause) {
  * @param {{ diagnose: (err: unknown) => Promise<import('../db/database.js').Diagnosis>, isTableLocked?: () => Promise<boolean> }} db
  * @param {{ lockTimeoutMs?: number }} [options]  DB_LOCK_TIMEOUT_MS, which a group's never exceeds
  */
-export function createWritePolicy({ diagnose, isTableLocked = async () => false }, { lockTimeoutMs } = {}) {
-  const groupLockTimeoutMs = lockTimeoutMs === undefined ? undefined : Math.min(lockTimeoutMs, GROUP_LOCK_TIMEOUT_MS);
-  const brief = groupLockTimeoutMs ? Object.freeze({ lockTimeoutMs: groupLockTimeoutMs }) : undefined;
+export function createWritePolicy(
+  { diagnose, isTableLocked = async () => false },
+  { lockTimeoutMs } = {},
+) {
+  const groupLockTimeoutMs =
+    lockTimeoutMs === undefined ? undefined : Math.min(lockTimeoutMs, GROUP_LOCK_TIMEOUT_MS);
+  const brief = groupLockTimeoutMs
+    ? Object.freeze({ lockTimeoutMs: groupLockTimeoutMs })
+    : undefined;
   /** @type {Readonly<Record<WriteKind, Readonly<import('../db/transaction-settings.js').TimeLimits> | undefined>>} */
-  const limits = Object.freeze({ batch: undefined, group: brief, alone: brief, slow: undefined, stream: STREAM_LIMITS });
+  const limits = Object.freeze({
+    batch: undefined,
+    group: brief,
+    alone: brief,
+    slow: undefined,
+    stream: STREAM_LIMITS,
+  });
 
   return {
     /** The overrides of the settings' defaults a kind of write runs under. @param {WriteKind} kind */
@@ -50,22 +70,37 @@ export function createWritePolicy({ diagnose, isTableLocked = async () => false 
     /** @param {WriteKind} kind @param {unknown} err @param {unknown} [previous]  the first attempt's failure @returns {Promise<Decision>} */
     async afterFailure(kind, err, previous) {
       // A pooler in statement mode refused the transaction: trying again cannot help.
-      if (isStatementPooling(err)) return fail(new ApiError('statement_pooling', undefined, { cause: err }));
+      if (isStatementPooling(err))
+        return fail(new ApiError('statement_pooling', undefined, { cause: err }));
       const diagnosis = await diagnose(err);
-      if (kind === 'stream') return fail(refusalOfDatabaseState(diagnosis === 'transient' ? 'unavailable' : diagnosis, err) ?? err);
+      if (kind === 'stream')
+        return fail(
+          refusalOfDatabaseState(diagnosis === 'transient' ? 'unavailable' : diagnosis, err) ?? err,
+        );
       if (kind === 'group') {
-        if (diagnosis === 'lock_timeout') return (await isTableLocked()) ? fail(refusalOfDatabaseState(diagnosis, err)) : EACH_ALONE;
+        if (diagnosis === 'lock_timeout')
+          return (await isTableLocked())
+            ? fail(refusalOfDatabaseState(diagnosis, err))
+            : EACH_ALONE;
         const refusal = refusalOfDatabaseState(diagnosis, err);
         return refusal ? fail(refusal) : EACH_ALONE;
       }
-      if (previous === undefined) return diagnosis === 'transient' ? RETRY : fail(refusalOfDatabaseState(diagnosis, err) ?? err);
+      if (previous === undefined)
+        return diagnosis === 'transient'
+          ? RETRY
+          : fail(refusalOfDatabaseState(diagnosis, err) ?? err);
       // If the first may have been written, no failure of the second can say nothing was.
       const refusal = refusalOfDatabaseState(diagnosis, err) ?? err;
-      return fail(!outcomeInDoubt(previous) || refusal instanceof OutcomeUnknownError ? refusal : new OutcomeUnknownError(previous));
+      return fail(
+        !outcomeInDoubt(previous) || refusal instanceof OutcomeUnknownError
+          ? refusal
+          : new OutcomeUnknownError(previous),
+      );
     },
 
     /** A request locked out alone for the brief lock timeout waits in the slow lane when a slot is free. @param {unknown} err @param {boolean} slotFree */
-    goesSlow: (err, slotFree) => slotFree && err instanceof DatabaseTimeoutError && err.code === 'lock_timeout',
+    goesSlow: (err, slotFree) =>
+      slotFree && err instanceof DatabaseTimeoutError && err.code === 'lock_timeout',
   };
 }
 

@@ -14,16 +14,27 @@ const SMALL_BUDGET = { ADMISSION_BUDGET_BYTES: String(64 * 1024), LOG_LEVEL: 'wa
  * @param {string} baseUrl @param {Record<string, string | number>} headers
  */
 function openRequest(baseUrl, headers) {
-  const req = http.request(`${baseUrl}/users`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, agent: false });
+  const req = http.request(`${baseUrl}/users`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    agent: false,
+  });
   req.on('error', () => {});
   /** @type {Promise<{ status: number, retryAfter?: string, body: any }>} */
   const answer = new Promise((resolve, reject) => {
     req.on('response', (res) => {
       let text = '';
-      res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => {
-        const retryAfter = res.headers['retry-after'];
-        resolve({ status: /** @type {number} */ (res.statusCode), retryAfter, body: text ? JSON.parse(text) : undefined });
-      });
+      res
+        .setEncoding('utf8')
+        .on('data', (c) => (text += c))
+        .on('end', () => {
+          const retryAfter = res.headers['retry-after'];
+          resolve({
+            status: /** @type {number} */ (res.statusCode),
+            retryAfter,
+            body: text ? JSON.parse(text) : undefined,
+          });
+        });
     });
     req.on('close', () => reject(new Error('closed without an answer')));
   });
@@ -48,11 +59,21 @@ describe('admission control on POST /users, refusing at once (ADMISSION_WAIT_MS=
   test('a request over the budget gets 503 + Retry-After before its body is sent; small ones still pass; an abort releases', async () => {
     const { baseUrl } = ctx.app;
     const holderBody = usersJson(300);
-    assert.ok(holderBody.length > 50_000 && holderBody.length < 60 * 1024, `holder body ${holderBody.length} bytes`);
+    assert.ok(
+      holderBody.length > 50_000 && holderBody.length < 60 * 1024,
+      `holder body ${holderBody.length} bytes`,
+    );
     // Admitted: holds 50+ KiB of the 60 KiB large share while its body trickles in.
     const holder = openRequest(baseUrl, { 'content-length': Buffer.byteLength(holderBody) });
     holder.req.write(holderBody.slice(0, 1000));
-    await waitUntil(async () => (await metricValue(baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) === holderBody.length, 'the holder admitted', 5000, 20);
+    await waitUntil(
+      async () =>
+        (await metricValue(baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) ===
+        holderBody.length,
+      'the holder admitted',
+      5000,
+      20,
+    );
 
     // Headers only: the service must answer without the body it was promised.
     const refused = openRequest(baseUrl, { 'content-length': 20_000 });
@@ -69,7 +90,13 @@ describe('admission control on POST /users, refusing at once (ADMISSION_WAIT_MS=
 
     // The client gives up: its bytes come back, and a large request fits again.
     holder.req.destroy();
-    await waitUntil(async () => (await metricValue(baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) === 0, 'the holder released', 5000, 20);
+    await waitUntil(
+      async () =>
+        (await metricValue(baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) === 0,
+      'the holder released',
+      5000,
+      20,
+    );
     const large = makeUsers(300);
     assert.equal((await ctx.app.postUsers(large)).status, 201);
     assert.equal((await ctx.db.usersByEmail([...single, ...large].map((u) => u.email))).size, 301);
@@ -82,7 +109,14 @@ describe('admission control on POST /users, refusing at once (ADMISSION_WAIT_MS=
     const holderBody = usersJson(300);
     const holder = openRequest(baseUrl, { 'content-length': Buffer.byteLength(holderBody) });
     holder.req.write(holderBody.slice(0, 1000));
-    await waitUntil(async () => (await metricValue(baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) === holderBody.length, 'the holder admitted', 5000, 20);
+    await waitUntil(
+      async () =>
+        (await metricValue(baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) ===
+        holderBody.length,
+      'the holder admitted',
+      5000,
+      20,
+    );
 
     const users = makeUsers(100);
     const req = openRequest(baseUrl, { 'transfer-encoding': 'chunked' });
@@ -94,7 +128,11 @@ describe('admission control on POST /users, refusing at once (ADMISSION_WAIT_MS=
     assert.equal(answer.retryAfter, '1');
     assert.equal((await ctx.db.usersByEmail(users.map((u) => u.email))).size, 0);
     assert.equal(await metricValue(baseUrl, 'sluice_admission_shed_total{reason="overflow"}'), 1);
-    assert.equal(await metricValue(baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}'), holderBody.length, 'the cut-off body holds nothing');
+    assert.equal(
+      await metricValue(baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}'),
+      holderBody.length,
+      'the cut-off body holds nothing',
+    );
     holder.req.end(holderBody.slice(1000));
     assert.equal((await holder.answer).status, 201);
   });
@@ -119,11 +157,23 @@ describe('admission control on POST /users, waiting (ADMISSION_WAIT_MS=10000)', 
     const firstBody = JSON.stringify(first);
     const holder = openRequest(baseUrl, { 'content-length': Buffer.byteLength(firstBody) });
     holder.req.write(firstBody.slice(0, 1000));
-    await waitUntil(async () => (await metricValue(baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) === firstBody.length, 'the first admitted', 5000, 20);
+    await waitUntil(
+      async () =>
+        (await metricValue(baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) ===
+        firstBody.length,
+      'the first admitted',
+      5000,
+      20,
+    );
 
     const second = makeUsers(300);
     const waiting = ctx.app.postUsers(second);
-    await waitUntil(async () => (await metricValue(baseUrl, 'sluice_admission_waiting_requests')) === 1, 'the second waiting', 5000, 20);
+    await waitUntil(
+      async () => (await metricValue(baseUrl, 'sluice_admission_waiting_requests')) === 1,
+      'the second waiting',
+      5000,
+      20,
+    );
 
     holder.req.end(firstBody.slice(1000));
     assert.equal((await holder.answer).status, 201);
@@ -137,13 +187,24 @@ describe('admission control on POST /users, waiting (ADMISSION_WAIT_MS=10000)', 
 // In a burst, a client refused by admission control got EPIPE instead of its 503: the
 // service answered and closed while the client was still sending its body.
 describe('a refusal reaches the client: 100-continue honoured, a body sent anyway read and dropped', () => {
-  const ctx = useAppAndDatabase({ ...SMALL_BUDGET, ADMISSION_WAIT_MS: '0', INGEST_TOKEN: 'refusal-test-token' });
+  const ctx = useAppAndDatabase({
+    ...SMALL_BUDGET,
+    ADMISSION_WAIT_MS: '0',
+    INGEST_TOKEN: 'refusal-test-token',
+  });
   const auth = { authorization: 'Bearer refusal-test-token' };
 
   /** Holds most of the large share, its body never sent, until released. */
   async function holdTheBudget() {
     const holder = openRequest(ctx.app.baseUrl, { ...auth, 'content-length': 60_000 });
-    await waitUntil(async () => (await metricValue(ctx.app.baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) === 60_000, 'the holder admitted', 5000, 20);
+    await waitUntil(
+      async () =>
+        (await metricValue(ctx.app.baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) ===
+        60_000,
+      'the holder admitted',
+      5000,
+      20,
+    );
     return () => holder.req.destroy();
   }
 
@@ -151,7 +212,11 @@ describe('a refusal reaches the client: 100-continue honoured, a body sent anywa
     const release = await holdTheBudget();
     const body = usersJson(60);
     let continued = false;
-    const refused = openRequest(ctx.app.baseUrl, { ...auth, 'content-length': Buffer.byteLength(body), expect: '100-continue' });
+    const refused = openRequest(ctx.app.baseUrl, {
+      ...auth,
+      'content-length': Buffer.byteLength(body),
+      expect: '100-continue',
+    });
     refused.req.on('continue', () => (continued = true));
     const answer = await refused.answer;
     assert.equal(answer.status, 503);
@@ -159,7 +224,11 @@ describe('a refusal reaches the client: 100-continue honoured, a body sent anywa
     assert.equal(continued, false, 'no 100 Continue for a refused request: its body is never sent');
     release();
 
-    const admitted = openRequest(ctx.app.baseUrl, { ...auth, 'content-length': Buffer.byteLength(body), expect: '100-continue' });
+    const admitted = openRequest(ctx.app.baseUrl, {
+      ...auth,
+      'content-length': Buffer.byteLength(body),
+      expect: '100-continue',
+    });
     admitted.req.on('continue', () => {
       continued = true;
       admitted.req.end(body);
@@ -171,7 +240,11 @@ describe('a refusal reaches the client: 100-continue honoured, a body sent anywa
   });
 
   test('a wrong token with Expect: 100-continue: 401 at once, the body never asked for', async () => {
-    const admitted = openRequest(ctx.app.baseUrl, { authorization: 'Bearer wrong', 'content-length': 5000, expect: '100-continue' });
+    const admitted = openRequest(ctx.app.baseUrl, {
+      authorization: 'Bearer wrong',
+      'content-length': 5000,
+      expect: '100-continue',
+    });
     let continued = false;
     admitted.req.on('continue', () => (continued = true));
     assert.equal((await admitted.answer).status, 401);
@@ -187,10 +260,33 @@ describe('a refusal reaches the client: 100-continue honoured, a body sent anywa
       /** @param {string} body @param {Record<string, string | number>} headers */
       const send = (body, headers = {}) =>
         new Promise((resolve, reject) => {
-          const req = http.request(`${ctx.app.baseUrl}/users`, { method: 'POST', agent, headers: { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
-            let text = '';
-            res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve({ status: res.statusCode, retryAfter: res.headers['retry-after'], socket: req.socket, text }));
-          });
+          const req = http.request(
+            `${ctx.app.baseUrl}/users`,
+            {
+              method: 'POST',
+              agent,
+              headers: {
+                ...auth,
+                'content-type': 'application/json',
+                'content-length': Buffer.byteLength(body),
+                ...headers,
+              },
+            },
+            (res) => {
+              let text = '';
+              res
+                .setEncoding('utf8')
+                .on('data', (c) => (text += c))
+                .on('end', () =>
+                  resolve({
+                    status: res.statusCode,
+                    retryAfter: res.headers['retry-after'],
+                    socket: req.socket,
+                    text,
+                  }),
+                );
+            },
+          );
           req.on('error', reject);
           req.end(body);
         });
@@ -199,10 +295,21 @@ describe('a refusal reaches the client: 100-continue honoured, a body sent anywa
       assert.equal(refused.retryAfter, '1');
       const firstSocket = refused.socket;
       release();
-      await waitUntil(async () => (await metricValue(ctx.app.baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) === 0, 'the budget free', 5000, 20);
+      await waitUntil(
+        async () =>
+          (await metricValue(ctx.app.baseUrl, 'sluice_admission_in_flight_bytes{lane="large"}')) ===
+          0,
+        'the budget free',
+        5000,
+        20,
+      );
       const next = /** @type {any} */ (await send(JSON.stringify(makeUsers(2))));
       assert.equal(next.status, 201, next.text);
-      assert.equal(next.socket, firstSocket, 'the same kept-alive connection: the refused body was read to its end');
+      assert.equal(
+        next.socket,
+        firstSocket,
+        'the same kept-alive connection: the refused body was read to its end',
+      );
       agent.destroy();
     } finally {
       release();

@@ -32,14 +32,33 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
   before(async () => {
     db = await createTestDatabase();
     unmigrated = await createTestDatabase({ migrated: false });
-    const env = { INGEST_TOKEN: TOKEN, MAX_BATCH_ITEMS: '3', MAX_BODY_BYTES: '4096', BODY_READ_TIMEOUT_MS: '300' };
-    app = await startTestApp({ databaseUrl: db.url, env, serverTimeouts: { headersTimeoutMs: 300, checkEveryMs: 100 } });
+    const env = {
+      INGEST_TOKEN: TOKEN,
+      MAX_BATCH_ITEMS: '3',
+      MAX_BODY_BYTES: '4096',
+      BODY_READ_TIMEOUT_MS: '300',
+    };
+    app = await startTestApp({
+      databaseUrl: db.url,
+      env,
+      serverTimeouts: { headersTimeoutMs: 300, checkEveryMs: 100 },
+    });
     // The smallest in-flight budget, refusing at once rather than letting a request wait.
-    tight = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKEN: TOKEN, ADMISSION_BUDGET_BYTES: String(64 * 1024), ADMISSION_WAIT_MS: '0' } });
+    tight = await startTestApp({
+      databaseUrl: db.url,
+      env: {
+        INGEST_TOKEN: TOKEN,
+        ADMISSION_BUDGET_BYTES: String(64 * 1024),
+        ADMISSION_WAIT_MS: '0',
+      },
+    });
     // No users table: the statement fails for a reason of its own, which retrying will not fix.
     broken = await startTestApp({ databaseUrl: unmigrated.url, env: { INGEST_TOKEN: TOKEN } });
     // Port 1 on loopback: nothing listens, the connection is refused at once.
-    unreachable = await startTestApp({ databaseUrl: 'postgres://sluice@127.0.0.1:1/none', env: { INGEST_TOKEN: TOKEN, DB_CONNECT_TIMEOUT_MS: '500' } });
+    unreachable = await startTestApp({
+      databaseUrl: 'postgres://sluice@127.0.0.1:1/none',
+      env: { INGEST_TOKEN: TOKEN, DB_CONNECT_TIMEOUT_MS: '500' },
+    });
     check = responseChecker(await (await fetch(`${app.baseUrl}/openapi.json`)).json());
   });
   after(async () => {
@@ -59,7 +78,8 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
   }
 
   /** @param {unknown} body @param {Record<string, string>} [headers] @param {Awaited<ReturnType<typeof startTestApp>>} [target] */
-  const post = (body, headers = {}, target = app) => target.postUsers(body, { token: TOKEN, headers });
+  const post = (body, headers = {}, target = app) =>
+    target.postUsers(body, { token: TOKEN, headers });
   /** @param {(socket: net.Socket) => void | Promise<void>} send @param {Awaited<ReturnType<typeof startTestApp>>} [target] */
   const raw = (send, target = app) => rawExchange(target.baseUrl, send);
   const auth = /** @type {[string, string]} */ (['Authorization', `Bearer ${TOKEN}`]);
@@ -69,29 +89,84 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     expectCode('not_an_array', 'post', '/users', await post({ email: 'a@b.co', name: 'A' }));
     const empty = await post([]);
     expectCode('empty_batch', 'post', '/users', empty);
-    assert.equal(empty.body.message, 'the array is empty: send 1 to 3 users', 'names the configured MAX_BATCH_ITEMS');
+    assert.equal(
+      empty.body.message,
+      'the array is empty: send 1 to 3 users',
+      'names the configured MAX_BATCH_ITEMS',
+    );
     expectCode('malformed_json', 'post', '/users', await post('[{"email": '));
-    expectCode('invalid_batch', 'post', '/users', await app.postUsers('{"email":"x","name":"X"}\n', { token: TOKEN, contentType: 'application/x-ndjson' }));
-    expectCode('malformed_csv', 'post', '/users', await app.postUsers('email,name,nickname\n', { token: TOKEN, contentType: 'text/csv' }));
-    expectCode('invalid_utf8', 'post', '/users', await post(new Uint8Array([0x5b, 0x22, 0xff, 0x22, 0x5d])));
+    expectCode(
+      'invalid_batch',
+      'post',
+      '/users',
+      await app.postUsers('{"email":"x","name":"X"}\n', {
+        token: TOKEN,
+        contentType: 'application/x-ndjson',
+      }),
+    );
+    expectCode(
+      'malformed_csv',
+      'post',
+      '/users',
+      await app.postUsers('email,name,nickname\n', { token: TOKEN, contentType: 'text/csv' }),
+    );
+    expectCode(
+      'invalid_utf8',
+      'post',
+      '/users',
+      await post(new Uint8Array([0x5b, 0x22, 0xff, 0x22, 0x5d])),
+    );
     expectCode('duplicate_key', 'post', '/users', await post('{"a": 1, "a": 2}'));
-    expectCode('malformed_encoding', 'post', '/users', await post(new Uint8Array([1, 2, 3, 4]), { 'content-encoding': 'gzip' }));
-    expectCode('unsupported_preference', 'post', '/users', await post(makeUsers(1), { prefer: 'resolution=overwrite' }));
+    expectCode(
+      'malformed_encoding',
+      'post',
+      '/users',
+      await post(new Uint8Array([1, 2, 3, 4]), { 'content-encoding': 'gzip' }),
+    );
+    expectCode(
+      'unsupported_preference',
+      'post',
+      '/users',
+      await post(makeUsers(1), { prefer: 'resolution=overwrite' }),
+    );
     /** @param {string} query */
-    const postTo = (query) => fetch(`${app.baseUrl}/users?${query}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(makeUsers(1)) })
-      .then(async (res) => ({ status: res.status, headers: res.headers, body: await res.json() }));
+    const postTo = (query) =>
+      fetch(`${app.baseUrl}/users?${query}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify(makeUsers(1)),
+      }).then(async (res) => ({
+        status: res.status,
+        headers: res.headers,
+        body: await res.json(),
+      }));
     expectCode('unknown_column', 'post', '/users', await postTo('columns=email,nickname'));
     expectCode('unsupported_conflict_target', 'post', '/users', await postTo('on_conflict=phone'));
     expectCode('unsupported_query', 'post', '/users', await postTo('select=email,orders(id)'));
     const twoTypes = await raw((s) => {
-      s.end(postHead([auth, ['Content-Type', 'application/json'], ['Content-Type', 'text/plain'], ['Content-Length', 2], ['Connection', 'close']]) + '[]');
+      s.end(
+        postHead([
+          auth,
+          ['Content-Type', 'application/json'],
+          ['Content-Type', 'text/plain'],
+          ['Content-Length', 2],
+          ['Connection', 'close'],
+        ]) + '[]',
+      );
     });
     expectCode('duplicate_header', 'post', '/users', twoTypes);
   });
 
   test('400 bad_request: what Node cannot parse, answered in JSON, on any route', async () => {
     const both = await raw((s) => {
-      s.end(postHead([auth, ['Content-Type', 'application/json'], ['Content-Length', 2], ['Transfer-Encoding', 'chunked']]) + '0\r\n\r\n');
+      s.end(
+        postHead([
+          auth,
+          ['Content-Type', 'application/json'],
+          ['Content-Length', 2],
+          ['Transfer-Encoding', 'chunked'],
+        ]) + '0\r\n\r\n',
+      );
     });
     expectCode('bad_request', 'post', '/users', both);
     const garbled = await raw((s) => {
@@ -103,26 +178,42 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
   test('401 (no credentials, a malformed Authorization, a token no client has), 404, 405', async () => {
     expectCode('unauthorized', 'post', '/users', await app.postUsers(makeUsers(1)));
     // The same code, RFC 6750's case in WWW-Authenticate (one of the values the document lists).
-    const basic = await app.postUsers(makeUsers(1), { headers: { authorization: `Basic ${TOKEN}` } });
+    const basic = await app.postUsers(makeUsers(1), {
+      headers: { authorization: `Basic ${TOKEN}` },
+    });
     expectCode('unauthorized', 'post', '/users', basic);
     assert.equal(basic.headers.get('www-authenticate'), 'Bearer error="invalid_request"');
     const wrong = await app.postUsers(makeUsers(1), { token: `${TOKEN}x` });
     expectCode('unauthorized', 'post', '/users', wrong);
     assert.equal(wrong.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
     const res = await fetch(`${app.baseUrl}/no-such-route`);
-    expectCode('not_found', 'get', '/no-such-route', { status: res.status, headers: res.headers, body: await res.json() });
+    expectCode('not_found', 'get', '/no-such-route', {
+      status: res.status,
+      headers: res.headers,
+      body: await res.json(),
+    });
     const get = await fetch(`${app.baseUrl}/users`);
-    expectCode('method_not_allowed', 'get', '/users', { status: get.status, headers: get.headers, body: await get.json() });
+    expectCode('method_not_allowed', 'get', '/users', {
+      status: get.status,
+      headers: get.headers,
+      body: await get.json(),
+    });
     assert.equal(get.headers.get('allow'), 'POST');
     for (const method of ['HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
-      const other = await fetch(`${app.baseUrl}/users`, { method, headers: { authorization: `Bearer ${TOKEN}` } });
+      const other = await fetch(`${app.baseUrl}/users`, {
+        method,
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
       assert.deepEqual([other.status, other.headers.get('allow')], [405, 'POST'], method);
     }
   });
 
   test('408: a body, or headers, that do not arrive in time', async () => {
     const slowBody = await raw(async (s) => {
-      s.write(postHead([auth, ['Content-Type', 'application/json'], ['Content-Length', 100]]) + '[{"email"');
+      s.write(
+        postHead([auth, ['Content-Type', 'application/json'], ['Content-Length', 100]]) +
+          '[{"email"',
+      );
     });
     expectCode('body_timeout', 'post', '/users', slowBody);
     const slowHeaders = await raw(async (s) => {
@@ -133,13 +224,47 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
 
   test('413, 415, 417, 431, 501', async () => {
     expectCode('too_many_items', 'post', '/users', await post(makeUsers(4)));
-    expectCode('payload_too_large', 'post', '/users', await post(JSON.stringify([{ email: 'big@example.com', name: 'x'.repeat(5000) }])));
-    expectCode('payload_too_large', 'post', '/users', await post(gzipSync(JSON.stringify([{ email: 'big@example.com', name: 'x'.repeat(5000) }])), { 'content-encoding': 'gzip' }));
-    expectCode('unsupported_media_type', 'post', '/users', await app.postUsers('[]', { token: TOKEN, contentType: 'text/plain' }));
-    expectCode('unsupported_charset', 'post', '/users', await app.postUsers('[]', { token: TOKEN, contentType: 'application/json; charset=latin1' }));
-    expectCode('unsupported_encoding', 'post', '/users', await post('[]', { 'content-encoding': 'br' }));
+    expectCode(
+      'payload_too_large',
+      'post',
+      '/users',
+      await post(JSON.stringify([{ email: 'big@example.com', name: 'x'.repeat(5000) }])),
+    );
+    expectCode(
+      'payload_too_large',
+      'post',
+      '/users',
+      await post(gzipSync(JSON.stringify([{ email: 'big@example.com', name: 'x'.repeat(5000) }])), {
+        'content-encoding': 'gzip',
+      }),
+    );
+    expectCode(
+      'unsupported_media_type',
+      'post',
+      '/users',
+      await app.postUsers('[]', { token: TOKEN, contentType: 'text/plain' }),
+    );
+    expectCode(
+      'unsupported_charset',
+      'post',
+      '/users',
+      await app.postUsers('[]', { token: TOKEN, contentType: 'application/json; charset=latin1' }),
+    );
+    expectCode(
+      'unsupported_encoding',
+      'post',
+      '/users',
+      await post('[]', { 'content-encoding': 'br' }),
+    );
     const expect = await raw((s) => {
-      s.end(postHead([auth, ['Content-Type', 'application/json'], ['Content-Length', 2], ['Expect', 'the-unexpected']]) + '[]');
+      s.end(
+        postHead([
+          auth,
+          ['Content-Type', 'application/json'],
+          ['Content-Length', 2],
+          ['Expect', 'the-unexpected'],
+        ]) + '[]',
+      );
     });
     expectCode('expectation_failed', 'post', '/users', expect);
     const huge = await raw((s) => {
@@ -147,15 +272,25 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     });
     expectCode('headers_too_large', 'get', '/healthz', huge);
     const transfer = await raw((s) => {
-      s.end(postHead([auth, ['Content-Type', 'application/json'], ['Transfer-Encoding', 'gzip, chunked'], ['Connection', 'close']]) + '0\r\n\r\n');
+      s.end(
+        postHead([
+          auth,
+          ['Content-Type', 'application/json'],
+          ['Transfer-Encoding', 'gzip, chunked'],
+          ['Connection', 'close'],
+        ]) + '0\r\n\r\n',
+      );
     });
     expectCode('unsupported_transfer_encoding', 'post', '/users', transfer);
   });
 
-  test('500: a failure of the request\'s own, with its error id in the log', async () => {
+  test("500: a failure of the request's own, with its error id in the log", async () => {
     const res = await post(makeUsers(1), {}, broken);
     expectCode('internal', 'post', '/users', res);
-    assert.ok(broken.logs.some((l) => l.errorId === res.body.errorId && l.msg === 'unexpected error'), 'the error id is in the log');
+    assert.ok(
+      broken.logs.some((l) => l.errorId === res.body.errorId && l.msg === 'unexpected error'),
+      'the error id is in the log',
+    );
   });
 
   test('503: the in-flight budget full (overloaded), the database unreachable', async () => {
@@ -163,12 +298,16 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     // share while it waits for its body; the next large one cannot fit.
     const holder = net.connect(Number(new URL(tight.baseUrl).port), '127.0.0.1');
     await once(holder, 'connect');
-    holder.write(postHead([auth, ['Content-Type', 'application/json'], ['Content-Length', 70_000]]));
+    holder.write(
+      postHead([auth, ['Content-Type', 'application/json'], ['Content-Length', 70_000]]),
+    );
     try {
       /** @type {any} */ let refused;
       // The holder is admitted as soon as its headers are parsed; until then the next one may fit.
       for (let i = 0; i < 50 && refused?.body?.error !== 'overloaded'; i++) {
-        refused = await tight.postUsers(JSON.stringify(makeUsers(3)).padEnd(8000, ' '), { token: TOKEN });
+        refused = await tight.postUsers(JSON.stringify(makeUsers(3)).padEnd(8000, ' '), {
+          token: TOKEN,
+        });
       }
       expectCode('overloaded', 'post', '/users', refused);
       assert.equal(refused.headers.get('retry-after'), '1');
@@ -181,7 +320,12 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
   });
 
   test('400, 409, 422: an Idempotency-Key malformed, in flight, used for another request', async () => {
-    expectCode('malformed_idempotency_key', 'post', '/users', await post(makeUsers(1), { 'idempotency-key': 'not-quoted' }));
+    expectCode(
+      'malformed_idempotency_key',
+      'post',
+      '/users',
+      await post(makeUsers(1), { 'idempotency-key': 'not-quoted' }),
+    );
     const key = `api-errors-${makeUsers(1)[0].email}`;
     const first = await post(makeUsers(1), { 'idempotency-key': `"${key}"` });
     assert.equal(first.status, 201, first.text);
@@ -192,7 +336,9 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     await holder.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('token:default', 'held', now() + interval '1 minute')");
+      await holder.query(
+        "INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('token:default', 'held', now() + interval '1 minute')",
+      );
       const inFlight = await post(makeUsers(1), { 'idempotency-key': '"held"' });
       expectCode('idempotency_key_in_flight', 'post', '/users', inFlight);
       assert.equal(inFlight.headers.get('retry-after'), '1');
@@ -203,7 +349,10 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
   });
 
   test('429: a client over the rate declared with its token (rate_limited), before its body is read', async () => {
-    const limited = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKENS: JSON.stringify({ limited: { token: TOKEN, rate: 1, burst: 1 } }) } });
+    const limited = await startTestApp({
+      databaseUrl: db.url,
+      env: { INGEST_TOKENS: JSON.stringify({ limited: { token: TOKEN, rate: 1, burst: 1 } }) },
+    });
     try {
       assert.equal((await limited.postUsers(makeUsers(2), { token: TOKEN })).status, 201);
       const res = await limited.postUsers(makeUsers(2), { token: TOKEN });
@@ -215,7 +364,10 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
   });
 
   test('503: a row held by another writer past DB_LOCK_TIMEOUT_MS (lock_timeout), a statement past DB_STATEMENT_TIMEOUT_MS (statement_timeout)', async () => {
-    const slow = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKEN: TOKEN, DB_LOCK_TIMEOUT_MS: '200', DB_STATEMENT_TIMEOUT_MS: '500' } });
+    const slow = await startTestApp({
+      databaseUrl: db.url,
+      env: { INGEST_TOKEN: TOKEN, DB_LOCK_TIMEOUT_MS: '200', DB_STATEMENT_TIMEOUT_MS: '500' },
+    });
     const holder = new pg.Client(db.url);
     await holder.connect();
     try {
@@ -235,7 +387,9 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
       expectCode('statement_timeout', 'post', '/users', timedOut);
       assert.equal(timedOut.headers.get('retry-after'), '2');
     } finally {
-      await holder.query('DROP TRIGGER IF EXISTS sleepy ON users; DROP FUNCTION IF EXISTS sleepy()').catch(() => {});
+      await holder
+        .query('DROP TRIGGER IF EXISTS sleepy ON users; DROP FUNCTION IF EXISTS sleepy()')
+        .catch(() => {});
       await holder.end();
       await slow.close();
     }
@@ -256,7 +410,9 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
       });
       // Every attempt (a write that fails this way may be tried once more) is ended the same way.
       while (!answered) {
-        await holder.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'sluice' AND wait_event = 'PgSleep'");
+        await holder.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'sluice' AND wait_event = 'PgSleep'",
+        );
         await new Promise((r) => setTimeout(r, 20));
       }
       const res = await answer;
@@ -264,14 +420,19 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
       assert.equal(res.headers.get('retry-after'), '2');
       assert.equal(res.body.code, '08007');
     } finally {
-      await holder.query('DROP TRIGGER IF EXISTS doomed ON users; DROP FUNCTION IF EXISTS doomed()').catch(() => {});
+      await holder
+        .query('DROP TRIGGER IF EXISTS doomed ON users; DROP FUNCTION IF EXISTS doomed()')
+        .catch(() => {});
       await holder.end();
     }
   });
 
   test('500: a pooler in statement mode refused the transaction (statement_pooling), not to be retried', async () => {
     const pooler = await startPgBouncer({ upstreamUrl: db.url, poolMode: 'statement' });
-    const behind = await startTestApp({ databaseUrl: pooler.url, env: { INGEST_TOKEN: TOKEN, INSERT_STRATEGY: 'copy', GROUP_COMMIT: 'off' } });
+    const behind = await startTestApp({
+      databaseUrl: pooler.url,
+      env: { INGEST_TOKEN: TOKEN, INSERT_STRATEGY: 'copy', GROUP_COMMIT: 'off' },
+    });
     try {
       const res = await post(makeUsers(1), {}, behind);
       expectCode('statement_pooling', 'post', '/users', res);

@@ -43,7 +43,8 @@ export function examplesOf(markdown) {
     const inline = / # (\d{3}.*)$/.exec(command);
     if (inline) command = command.slice(0, inline.index);
     const expected = inline?.[1] ?? /^# (\d{3}.*)$/.exec(lines[i + 1] ?? '')?.[1];
-    if (!expected) throw new Error(`api.md: no "# <status>" comment says what this answers: ${command}`);
+    if (!expected)
+      throw new Error(`api.md: no "# <status>" comment says what this answers: ${command}`);
     examples.push({ command: [...before, command.trim()].join('\n'), expected });
     before = [];
   }
@@ -53,35 +54,60 @@ export function examplesOf(markdown) {
 /** The curl of the first sh block after `heading` that has one, and the status and counts its comment says. @param {string} markdown @param {string} heading */
 export function commandUnder(markdown, heading) {
   const section = markdown.slice(markdown.indexOf(heading));
-  const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes('curl ')) ?? '';
+  const block =
+    [...section.matchAll(/```sh\n([\s\S]*?)```/g)]
+      .map((m) => m[1])
+      .find((b) => b.includes('curl ')) ?? '';
   const start = block.indexOf('curl ');
   // `# 201 {counts}`, or the README's `# {counts}   (201; ...)`
   const comment = /^# (?:(\d{3}) )?(\{[^}]*\})(?:\s+\((\d{3})\b)?/m.exec(block.slice(start));
   const status = Number(comment?.[1] ?? comment?.[3]);
-  if (start < 0 || !comment || !status) throw new Error(`no curl with a "# <status> {counts}" comment under ${heading}`);
-  const command = block.slice(start, comment.index + start).replace(/\\\n\s*/g, '').trim();
+  if (start < 0 || !comment || !status)
+    throw new Error(`no curl with a "# <status> {counts}" comment under ${heading}`);
+  const command = block
+    .slice(start, comment.index + start)
+    .replace(/\\\n\s*/g, '')
+    .trim();
   return { command, status, counts: JSON.parse(comment[2]) };
 }
 
 /** @param {string} output  curl -i's: the status line, headers, a blank line, the body */
 function answerOf(output) {
   // An interim 100 Continue (curl sends Expect for a large body) comes before the answer.
-  const [head, ...rest] = output.replace(/^(HTTP\/1\.1 1\d\d [^\n]*\r?\n\r?\n)+/, '').split(/\r?\n\r?\n/);
+  const [head, ...rest] = output
+    .replace(/^(HTTP\/1\.1 1\d\d [^\n]*\r?\n\r?\n)+/, '')
+    .split(/\r?\n\r?\n/);
   const [statusLine, ...headerLines] = head.split(/\r?\n/);
-  const headers = new Map(headerLines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  const headers = new Map(
+    headerLines.map((l) => [
+      l.slice(0, l.indexOf(':')).toLowerCase(),
+      l.slice(l.indexOf(':') + 1).trim(),
+    ]),
+  );
   return { status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\n\n') };
 }
 
 /** @param {string} command  run by sh in `dir`, with the token in T @param {string} dir */
 async function shell(command, dir) {
   // Not spawnSync: the service answers from this process's event loop.
-  const run = await promisify(execFile)('sh', ['-c', command], { cwd: dir, env: { ...process.env, T: TOKEN }, encoding: 'utf8', timeout: 20_000, maxBuffer: 64 * 2 ** 20 });
+  const run = await promisify(execFile)('sh', ['-c', command], {
+    cwd: dir,
+    env: { ...process.env, T: TOKEN },
+    encoding: 'utf8',
+    timeout: 20_000,
+    maxBuffer: 64 * 2 ** 20,
+  });
   return run.stdout;
 }
 
 /** @param {{ app: { baseUrl: string } }} ctx @param {string} dir @param {ReturnType<typeof commandUnder>} example */
 async function runAsWritten(ctx, dir, { command, status, counts }) {
-  const output = await shell(command.replace(/^curl /, 'curl -i -H "authorization: Bearer $T" ').replaceAll('http://127.0.0.1:3000', ctx.app.baseUrl), dir);
+  const output = await shell(
+    command
+      .replace(/^curl /, 'curl -i -H "authorization: Bearer $T" ')
+      .replaceAll('http://127.0.0.1:3000', ctx.app.baseUrl),
+    dir,
+  );
   const answer = answerOf(output);
   assert.equal(answer.status, status, `${command}\n${output}`);
   assert.deepEqual(JSON.parse(answer.body), counts, command);
@@ -103,8 +129,13 @@ async function runStatusExamples(ctx, dir) {
     if (counts) assert.deepEqual(JSON.parse(answer.body), JSON.parse(counts), command);
     // The rows it names, each timestamp only as null or a time (its value is the clock's).
     const rows = /^(\[.*\])/.exec(said)?.[1];
-    const timeOrNull = (/** @type {any[]} */ list) => list.map((row) => ({ ...row, ...('updatedAt' in row ? { updatedAt: row.updatedAt === null ? null : 'a time' } : {}) }));
-    if (rows) assert.deepEqual(timeOrNull(JSON.parse(answer.body)), timeOrNull(JSON.parse(rows)), command);
+    const timeOrNull = (/** @type {any[]} */ list) =>
+      list.map((row) => ({
+        ...row,
+        ...('updatedAt' in row ? { updatedAt: row.updatedAt === null ? null : 'a time' } : {}),
+      }));
+    if (rows)
+      assert.deepEqual(timeOrNull(JSON.parse(answer.body)), timeOrNull(JSON.parse(rows)), command);
     const challenge = /WWW-Authenticate: (.*?)(?: \(|$)/.exec(said)?.[1];
     if (challenge) assert.equal(answer.headers.get('www-authenticate'), challenge, command);
     const applied = /Preference-Applied: (.*)$/.exec(said)?.[1];
@@ -114,7 +145,15 @@ async function runStatusExamples(ctx, dir) {
   }
 }
 
-const EMAILS = ['ada@example.com', 'alan@example.com', 'grace@example.com', 'edsger@example.com', 'new@example.com', 'katherine@example.com', 'y@example.com'];
+const EMAILS = [
+  'ada@example.com',
+  'alan@example.com',
+  'grace@example.com',
+  'edsger@example.com',
+  'new@example.com',
+  'katherine@example.com',
+  'y@example.com',
+];
 
 for (const csvFirst of [true, false]) {
   describe(`docs/api.md's examples, run as written after the Quick start, the CSV example ${csvFirst ? 'before' : 'after'} the statuses`, () => {
@@ -126,7 +165,8 @@ for (const csvFirst of [true, false]) {
     after(() => rm(dir, { recursive: true, force: true }));
 
     test('every command answers what its comment says, and each wrote its own users', async () => {
-      if (spawnSync('curl', ['--version']).status !== 0) assert.fail('curl is not installed: the api.md examples need it (apt-get install curl)');
+      if (spawnSync('curl', ['--version']).status !== 0)
+        assert.fail('curl is not installed: the api.md examples need it (apt-get install curl)');
       const [readme, api] = await Promise.all([readFile(README, 'utf8'), readFile(API_MD, 'utf8')]);
       await runAsWritten(ctx, dir, commandUnder(readme, '## Quick start'));
       const csv = commandUnder(api, '### A stream of users');
@@ -135,7 +175,10 @@ for (const csvFirst of [true, false]) {
       if (!csvFirst) await runAsWritten(ctx, dir, csv);
       // The new user renamed twice, and no refused user; the Quick start's and the CSV's as sent.
       const stored = await ctx.db.usersByEmail(EMAILS);
-      assert.deepEqual([...stored.keys()].sort(), EMAILS.filter((e) => e !== 'y@example.com').sort());
+      assert.deepEqual(
+        [...stored.keys()].sort(),
+        EMAILS.filter((e) => e !== 'y@example.com').sort(),
+      );
       assert.equal(stored.get('new@example.com')?.name, 'Again');
       assert.equal(stored.get('ada@example.com')?.name, 'Ada Lovelace');
       assert.equal(stored.get('grace@example.com')?.name, 'Hopper, Grace');

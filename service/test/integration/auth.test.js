@@ -14,7 +14,9 @@ const ISSUER = 'https://auth.sluice.test';
 const REFUSAL_BOUND_MS = 5000;
 
 /** A JSON Web Key Set on 127.0.0.1, counting its fetches; `hang`: accepts and never answers. */
-async function startKeyHost(/** @type {{ keys?: object[], hang?: boolean }} */ { keys = [], hang = false }) {
+async function startKeyHost(
+  /** @type {{ keys?: object[], hang?: boolean }} */ { keys = [], hang = false },
+) {
   let fetches = 0;
   const server = http.createServer((_req, res) => {
     fetches++;
@@ -27,7 +29,11 @@ async function startKeyHost(/** @type {{ keys?: object[], hang?: boolean }} */ {
   return {
     url: `http://127.0.0.1:${port}/.well-known/jwks.json`,
     fetches: () => fetches,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
   };
 }
 
@@ -46,7 +52,8 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
   /** @type {Awaited<ReturnType<typeof startKeyHost>>} */ let keyHost;
   /** @type {Awaited<ReturnType<typeof startKeyHost>>} */ let hangingHost;
-  /** @type {Record<'jwks' | 'hanging' | 'hs256', Awaited<ReturnType<typeof startServerProcess>>>} */ const services = /** @type {any} */ ({});
+  /** @type {Record<'jwks' | 'hanging' | 'hs256', Awaited<ReturnType<typeof startServerProcess>>>} */ const services =
+    /** @type {any} */ ({});
   /** @type {Awaited<ReturnType<typeof generateKeyPair>>} */ let signing;
   /** @type {Awaited<ReturnType<typeof generateKeyPair>>} */ let stranger;
 
@@ -56,14 +63,27 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
     stranger = await generateKeyPair('RS256', { extractable: true });
     for (const pair of [signing, stranger]) {
       const jwk = await exportJWK(pair.privateKey);
-      for (const part of ['d', 'p', 'q', 'dp', 'dq', 'qi']) secrets.add(/** @type {string} */ (/** @type {any} */ (jwk)[part]));
+      for (const part of ['d', 'p', 'q', 'dp', 'dq', 'qi'])
+        secrets.add(/** @type {string} */ (/** @type {any} */ (jwk)[part]));
     }
-    keyHost = await startKeyHost({ keys: [{ ...(await exportJWK(signing.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] });
+    keyHost = await startKeyHost({
+      keys: [{ ...(await exportJWK(signing.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }],
+    });
     hangingHost = await startKeyHost({ hang: true });
     const common = { DATABASE_URL: db.url, LOG_LEVEL: 'debug' };
-    services.jwks = await startServerProcess({ ...common, JWT_JWKS_URL: keyHost.url, JWT_AUDIENCE: AUDIENCE, JWT_ISSUER: ISSUER, INGEST_TOKENS: JSON.stringify({ feeder: feederToken, crm: crmToken }) });
+    services.jwks = await startServerProcess({
+      ...common,
+      JWT_JWKS_URL: keyHost.url,
+      JWT_AUDIENCE: AUDIENCE,
+      JWT_ISSUER: ISSUER,
+      INGEST_TOKENS: JSON.stringify({ feeder: feederToken, crm: crmToken }),
+    });
     services.hanging = await startServerProcess({ ...common, JWT_JWKS_URL: hangingHost.url });
-    services.hs256 = await startServerProcess({ ...common, JWT_SECRET: jwtSecret, JWT_ROLES: 'service_role' });
+    services.hs256 = await startServerProcess({
+      ...common,
+      JWT_SECRET: jwtSecret,
+      JWT_ROLES: 'service_role',
+    });
   });
   after(async () => {
     for (const s of Object.values(services)) await s?.stop();
@@ -76,9 +96,21 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
    * A JWT for the JWKS service, good unless told otherwise; kept among the secrets.
    * @param {{ claims?: Record<string, unknown>, key?: any, kid?: string, alg?: string, exp?: number, aud?: string }} [options]
    */
-  async function jwt({ claims = {}, key = signing.privateKey, kid = 'k1', alg = 'RS256', exp = Math.floor(Date.now() / 1000) + 600, aud = AUDIENCE } = {}) {
-    const token = await new SignJWT({ role: 'authenticated', sub: 'crm-sync', ...claims }).setProtectedHeader({ alg, kid })
-      .setAudience(aud).setIssuer(ISSUER).setIssuedAt().setExpirationTime(exp).sign(key);
+  async function jwt({
+    claims = {},
+    key = signing.privateKey,
+    kid = 'k1',
+    alg = 'RS256',
+    exp = Math.floor(Date.now() / 1000) + 600,
+    aud = AUDIENCE,
+  } = {}) {
+    const token = await new SignJWT({ role: 'authenticated', sub: 'crm-sync', ...claims })
+      .setProtectedHeader({ alg, kid })
+      .setAudience(aud)
+      .setIssuer(ISSUER)
+      .setIssuedAt()
+      .setExpirationTime(exp)
+      .sign(key);
     secrets.add(token);
     secrets.add(token.split('.')[2]);
     return token;
@@ -93,13 +125,23 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
     const started = performance.now();
     const res = await fetch(`${services[service].baseUrl}/users`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(authorization === undefined ? {} : { authorization }), ...headers },
+      headers: {
+        'content-type': 'application/json',
+        ...(authorization === undefined ? {} : { authorization }),
+        ...headers,
+      },
       body: JSON.stringify(users),
     });
     const body = await res.json();
     const ms = performance.now() - started;
     const stored = (await db.usersByEmail(users.map((u) => u.email))).size;
-    return { status: res.status, body, wwwAuthenticate: res.headers.get('www-authenticate'), ms, stored };
+    return {
+      status: res.status,
+      body,
+      wwwAuthenticate: res.headers.get('www-authenticate'),
+      ms,
+      stored,
+    };
   }
 
   /** @param {Awaited<ReturnType<typeof post>>} res @param {string} message */
@@ -111,24 +153,39 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
     assert.equal(res.stored, 0, `${message}: nothing written`);
   }
 
-  test('a good JWT from the key set stores, with supabase-js\'s apikey header beside it (ignored); its sub is logged, jwt is the label', async () => {
+  test("a good JWT from the key set stores, with supabase-js's apikey header beside it (ignored); its sub is logged, jwt is the label", async () => {
     const token = await jwt();
     const anonKey = await jwt({ claims: { role: 'anon', sub: undefined } });
     const res = await post('jwks', `Bearer ${token}`, { apikey: anonKey });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.equal(res.stored, 1);
-    const line = await services.jwks.waitForLog((l) => l.msg === 'request completed' && l.res?.statusCode === 201);
+    const line = await services.jwks.waitForLog(
+      (l) => l.msg === 'request completed' && l.res?.statusCode === 201,
+    );
     assert.equal(line.client, 'crm-sync');
-    assert.equal((await post('jwks', `Bearer ${token}`)).status, 201, 'the same token again (remembered, not verified again)');
-    assertInvalidToken(await post('jwks', `Bearer ${anonKey}`), 'the anon key as the bearer: its role does not grant writing');
+    assert.equal(
+      (await post('jwks', `Bearer ${token}`)).status,
+      201,
+      'the same token again (remembered, not verified again)',
+    );
+    assertInvalidToken(
+      await post('jwks', `Bearer ${anonKey}`),
+      'the anon key as the bearer: its role does not grant writing',
+    );
   });
 
   test('static tokens beside JWTs: each client by its name in the log and the metric', async () => {
-    for (const [token, client] of [[feederToken, 'feeder'], [crmToken, 'crm']]) {
+    for (const [token, client] of [
+      [feederToken, 'feeder'],
+      [crmToken, 'crm'],
+    ]) {
       const from = services.jwks.logs.length;
       const res = await post('jwks', `Bearer ${token}`);
       assert.equal(res.status, 201);
-      const line = await services.jwks.waitForLog((l) => l.msg === 'request completed' && l.res?.statusCode === 201, { from });
+      const line = await services.jwks.waitForLog(
+        (l) => l.msg === 'request completed' && l.res?.statusCode === 201,
+        { from },
+      );
       assert.equal(line.client, client);
     }
     const metrics = await (await fetch(`${services.jwks.baseUrl}/metrics`)).text();
@@ -141,25 +198,57 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
   test('expired, another audience, a wrong signature, alg none, an unknown kid, no role claim: each 401 invalid_token within 5 s, nothing written', async () => {
     const now = Math.floor(Date.now() / 1000);
     assertInvalidToken(await post('jwks', `Bearer ${await jwt({ exp: now - 60 })}`), 'expired');
-    assertInvalidToken(await post('jwks', `Bearer ${await jwt({ aud: 'another-api' })}`), 'another audience');
-    assertInvalidToken(await post('jwks', `Bearer ${await jwt({ key: stranger.privateKey })}`), 'a wrong signature');
-    const none = new UnsecuredJWT({ role: 'authenticated', sub: 'x' }).setAudience(AUDIENCE).setIssuer(ISSUER).setExpirationTime('10m').encode();
+    assertInvalidToken(
+      await post('jwks', `Bearer ${await jwt({ aud: 'another-api' })}`),
+      'another audience',
+    );
+    assertInvalidToken(
+      await post('jwks', `Bearer ${await jwt({ key: stranger.privateKey })}`),
+      'a wrong signature',
+    );
+    const none = new UnsecuredJWT({ role: 'authenticated', sub: 'x' })
+      .setAudience(AUDIENCE)
+      .setIssuer(ISSUER)
+      .setExpirationTime('10m')
+      .encode();
     assertInvalidToken(await post('jwks', `Bearer ${none}`), 'alg none');
     const fetchesBefore = keyHost.fetches();
-    assertInvalidToken(await post('jwks', `Bearer ${await jwt({ key: stranger.privateKey, kid: 'k-unknown' })}`), 'an unknown kid');
-    assert.ok(keyHost.fetches() - fetchesBefore <= 1, 'an unknown kid fetches the key set at most once (then its cooldown)');
-    assertInvalidToken(await post('jwks', `Bearer ${await jwt({ key: stranger.privateKey, kid: 'k-unknown-2' })}`), 'another unknown kid, within the cooldown');
-    assertInvalidToken(await post('jwks', `Bearer ${await jwt({ claims: { role: undefined } })}`), 'no role claim');
+    assertInvalidToken(
+      await post('jwks', `Bearer ${await jwt({ key: stranger.privateKey, kid: 'k-unknown' })}`),
+      'an unknown kid',
+    );
+    assert.ok(
+      keyHost.fetches() - fetchesBefore <= 1,
+      'an unknown kid fetches the key set at most once (then its cooldown)',
+    );
+    assertInvalidToken(
+      await post('jwks', `Bearer ${await jwt({ key: stranger.privateKey, kid: 'k-unknown-2' })}`),
+      'another unknown kid, within the cooldown',
+    );
+    assertInvalidToken(
+      await post('jwks', `Bearer ${await jwt({ claims: { role: undefined } })}`),
+      'no role claim',
+    );
     const expired = await post('jwks', `Bearer ${await jwt({ exp: now - 60 })}`);
-    assert.equal(expired.body.message, 'the token has expired', 'the message says why, and names nothing secret');
+    assert.equal(
+      expired.body.message,
+      'the token has expired',
+      'the message says why, and names nothing secret',
+    );
     assert.equal(expired.body.code, 'PGRST301');
   });
 
   test('no credentials: 401 with WWW-Authenticate: Bearer and no error; a malformed header: invalid_request', async () => {
     const none = await post('jwks', undefined);
-    assert.deepEqual([none.status, none.body.error, none.wwwAuthenticate, none.stored], [401, 'unauthorized', 'Bearer', 0]);
+    assert.deepEqual(
+      [none.status, none.body.error, none.wwwAuthenticate, none.stored],
+      [401, 'unauthorized', 'Bearer', 0],
+    );
     const basic = await post('jwks', `Basic ${Buffer.from(`x:${feederToken}`).toString('base64')}`);
-    assert.deepEqual([basic.status, basic.body.error, basic.wwwAuthenticate, basic.stored], [401, 'unauthorized', 'Bearer error="invalid_request"', 0]);
+    assert.deepEqual(
+      [basic.status, basic.body.error, basic.wwwAuthenticate, basic.stored],
+      [401, 'unauthorized', 'Bearer error="invalid_request"', 0],
+    );
   });
 
   test('each 401 says why in its access-log line, as the metric does, never with the credential', async () => {
@@ -172,7 +261,10 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
     for (const [authorization, reason] of cases) {
       const from = services.jwks.logs.length;
       assert.equal((await post('jwks', authorization)).status, 401, reason);
-      const line = await services.jwks.waitForLog((l) => l.msg === 'request completed' && l.res?.statusCode === 401, { from });
+      const line = await services.jwks.waitForLog(
+        (l) => l.msg === 'request completed' && l.res?.statusCode === 401,
+        { from },
+      );
       assert.equal(line.authRefusal, reason, JSON.stringify(line));
       assert.equal(line.client, undefined, 'a refused request has no client');
     }
@@ -192,24 +284,46 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
     const key = new TextEncoder().encode(jwtSecret);
     /** @param {Record<string, unknown>} claims @param {Uint8Array} [k] */
     const hs = async (claims, k = key) => {
-      const token = await new SignJWT({ sub: 'billing', ...claims }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('5m').sign(k);
+      const token = await new SignJWT({ sub: 'billing', ...claims })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setExpirationTime('5m')
+        .sign(k);
       secrets.add(token);
       return token;
     };
     assert.equal((await post('hs256', `Bearer ${await hs({ role: 'service_role' })}`)).status, 201);
-    assertInvalidToken(await post('hs256', `Bearer ${await hs({ role: 'authenticated' })}`), 'a role JWT_ROLES does not list');
-    assertInvalidToken(await post('hs256', `Bearer ${await jwt({ claims: { role: 'service_role' } })}`), 'RS256 where HS256 is expected');
-    assertInvalidToken(await post('hs256', `Bearer ${await hs({ role: 'service_role' }, new TextEncoder().encode(`${jwtSecret}-other`))}`), 'another secret');
+    assertInvalidToken(
+      await post('hs256', `Bearer ${await hs({ role: 'authenticated' })}`),
+      'a role JWT_ROLES does not list',
+    );
+    assertInvalidToken(
+      await post('hs256', `Bearer ${await jwt({ claims: { role: 'service_role' } })}`),
+      'RS256 where HS256 is expected',
+    );
+    assertInvalidToken(
+      await post(
+        'hs256',
+        `Bearer ${await hs({ role: 'service_role' }, new TextEncoder().encode(`${jwtSecret}-other`))}`,
+      ),
+      'another secret',
+    );
   });
 
   test('a token file that cannot be read, or duplicate tokens: the service does not start, and names the variable, never a token', () => {
     const server = new URL('../../src/server.js', import.meta.url).pathname;
     for (const [env, variable] of /** @type {[Record<string, string>, string][]} */ ([
       [{ INGEST_TOKENS_FILE: '/nonexistent/sluice-tokens.json' }, 'INGEST_TOKENS_FILE'],
-      [{ INGEST_TOKENS_FILE: '/nonexistent/sluice-tokens.json', WORKERS: '2' }, 'INGEST_TOKENS_FILE'],
+      [
+        { INGEST_TOKENS_FILE: '/nonexistent/sluice-tokens.json', WORKERS: '2' },
+        'INGEST_TOKENS_FILE',
+      ],
       [{ INGEST_TOKENS: JSON.stringify({ a: feederToken, b: feederToken }) }, 'INGEST_TOKENS'],
     ])) {
-      const r = spawnSync(process.execPath, [server], { env: { ...process.env, DATABASE_URL: db.url, HOST: '127.0.0.1', PORT: '0', ...env }, encoding: 'utf8', timeout: 20_000 });
+      const r = spawnSync(process.execPath, [server], {
+        env: { ...process.env, DATABASE_URL: db.url, HOST: '127.0.0.1', PORT: '0', ...env },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
       const out = `${r.stdout}${r.stderr}`;
       assert.equal(r.status, 1, out);
       assert.match(out, new RegExp(`bad configuration: ${variable} `));
@@ -218,11 +332,16 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
   });
 
   test('no token, no secret, no key material in any log line at debug level', () => {
-    assert.ok(services.jwks.logs.some((l) => l.level === 20), 'debug logging was on');
+    assert.ok(
+      services.jwks.logs.some((l) => l.level === 20),
+      'debug logging was on',
+    );
     for (const [name, s] of Object.entries(services)) {
       const lines = s.logs.map((l) => JSON.stringify(l));
       for (const secret of secrets) {
-        const leak = lines.find((line) => line.includes(secret) || line.includes(secret.slice(0, 24)));
+        const leak = lines.find(
+          (line) => line.includes(secret) || line.includes(secret.slice(0, 24)),
+        );
         assert.equal(leak, undefined, `${name}: a secret in the log: ${leak}`);
       }
     }

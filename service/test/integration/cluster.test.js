@@ -6,7 +6,11 @@ import { makeUsers } from '../../../test/support/users.js';
 
 /** @param {string} baseUrl @param {unknown[]} users */
 const post = (baseUrl, users) =>
-  fetch(`${baseUrl}/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(users) });
+  fetch(`${baseUrl}/users`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(users),
+  });
 
 describe('WORKERS cluster mode', () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
@@ -18,13 +22,18 @@ describe('WORKERS cluster mode', () => {
   test('a killed worker is replaced, the service keeps answering, and /metrics covers every worker', async () => {
     const server = await startServerProcess({ DATABASE_URL: db.url, WORKERS: '2' });
     try {
-      await server.waitForLog((l) => l.msg === 'listening' && server.logs.filter((x) => x.msg === 'listening').length >= 2);
+      await server.waitForLog(
+        (l) =>
+          l.msg === 'listening' && server.logs.filter((x) => x.msg === 'listening').length >= 2,
+      );
       const workerPids = server.logs.filter((l) => l.msg === 'listening').map((l) => l.pid);
       assert.equal(new Set(workerPids).size, 2);
 
       const before = server.logs.length;
       process.kill(workerPids[0], 'SIGKILL');
-      const died = await server.waitForLog((l) => l.msg === 'worker died; starting a replacement', { from: before });
+      const died = await server.waitForLog((l) => l.msg === 'worker died; starting a replacement', {
+        from: before,
+      });
       assert.equal(died.workerPid, workerPids[0]);
       const replacement = await server.waitForLog((l) => l.msg === 'listening', { from: before });
       assert.ok(!workerPids.includes(replacement.pid), 'a new worker');

@@ -41,15 +41,31 @@ describe('PostgreSQL stopped while the service runs', () => {
     assert.equal(res.headers.get('retry-after'), '2');
     const ready = await fetch(`${app.baseUrl}/readyz`, { signal: AbortSignal.timeout(NO_HANG_MS) });
     assert.equal(ready.status, 503);
-    assert.equal((await fetch(`${app.baseUrl}/healthz`)).status, 200, 'the process itself stays healthy');
-    assert.ok(app.logs.some((l) => l.msg === 'database unavailable'), 'the outage is logged');
+    assert.equal(
+      (await fetch(`${app.baseUrl}/healthz`)).status,
+      200,
+      'the process itself stays healthy',
+    );
+    assert.ok(
+      app.logs.some((l) => l.msg === 'database unavailable'),
+      'the outage is logged',
+    );
 
     await server.start();
     // Ready again by itself (each failed check also drops a connection to the old server)...
-    await waitUntil(async () => (await fetch(`${app.baseUrl}/readyz`)).status === 200, '/readyz to answer 200 again', NO_HANG_MS, 100);
+    await waitUntil(
+      async () => (await fetch(`${app.baseUrl}/readyz`)).status === 200,
+      '/readyz to answer 200 again',
+      NO_HANG_MS,
+      100,
+    );
     // ...and then it writes at the first try.
     const again = await app.postUsers(makeUsers(100));
     assert.equal(again.status, 201, again.text);
-    assert.equal(await db.countUsers(), 110, 'the users refused during the outage were not written');
+    assert.equal(
+      await db.countUsers(),
+      110,
+      'the users refused during the outage were not written',
+    );
   });
 });

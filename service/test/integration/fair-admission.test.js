@@ -15,7 +15,11 @@ const ENV = {
   ADMISSION_BUDGET_BYTES: String(64 * 1024),
   ADMISSION_WAIT_MS: '20000',
   LOG_LEVEL: 'warn',
-  INGEST_TOKENS: JSON.stringify({ noisy: TOKENS.noisy, quiet: TOKENS.quiet, limited: { token: TOKENS.limited, rate: 50, burst: 50 } }),
+  INGEST_TOKENS: JSON.stringify({
+    noisy: TOKENS.noisy,
+    quiet: TOKENS.quiet,
+    limited: { token: TOKENS.limited, rate: 50, burst: 50 },
+  }),
 };
 
 /**
@@ -25,8 +29,14 @@ const ENV = {
  */
 function openRequest(baseUrl, token, body) {
   const req = http.request(`${baseUrl}/users`, {
-    method: 'POST', agent: false,
-    headers: { 'content-type': 'application/json', 'content-length': body.length, authorization: `Bearer ${token}`, expect: '100-continue' },
+    method: 'POST',
+    agent: false,
+    headers: {
+      'content-type': 'application/json',
+      'content-length': body.length,
+      authorization: `Bearer ${token}`,
+      expect: '100-continue',
+    },
   });
   req.on('error', () => {});
   const admitted = new Promise((resolve) => req.once('continue', resolve));
@@ -34,7 +44,16 @@ function openRequest(baseUrl, token, body) {
   const answer = new Promise((resolve, reject) => {
     req.on('response', (res) => {
       let text = '';
-      res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve({ status: /** @type {number} */ (res.statusCode), headers: res.headers, body: text ? JSON.parse(text) : undefined }));
+      res
+        .setEncoding('utf8')
+        .on('data', (c) => (text += c))
+        .on('end', () =>
+          resolve({
+            status: /** @type {number} */ (res.statusCode),
+            headers: res.headers,
+            body: text ? JSON.parse(text) : undefined,
+          }),
+        );
     });
     req.on('close', () => reject(new Error('closed without an answer')));
   });
@@ -59,15 +78,34 @@ describe('fair admission between clients, over HTTP', () => {
       const users = makeUsers(110);
       return { users, body: Buffer.from(JSON.stringify(users)) };
     };
-    const holders = [bodyOf(), bodyOf(), bodyOf()].map((b) => ({ ...b, ...openRequest(baseUrl, TOKENS.noisy, b.body) }));
-    assert.ok(holders.every((h) => h.body.length > 61_440 / 4 && h.body.length <= 61_440 / 3), `bodies of ${holders[0].body.length} bytes`);
+    const holders = [bodyOf(), bodyOf(), bodyOf()].map((b) => ({
+      ...b,
+      ...openRequest(baseUrl, TOKENS.noisy, b.body),
+    }));
+    assert.ok(
+      holders.every((h) => h.body.length > 61_440 / 4 && h.body.length <= 61_440 / 3),
+      `bodies of ${holders[0].body.length} bytes`,
+    );
     await Promise.all(holders.map((h) => h.admitted));
     // Noisy's backlog waits, then quiet's request behind it.
-    const backlog = [bodyOf(), bodyOf(), bodyOf()].map((b) => ({ ...b, ...openRequest(baseUrl, TOKENS.noisy, b.body) }));
-    await waitUntil(async () => (await metricValue(baseUrl, 'sluice_admission_waiting_requests')) === 3, 'noisy backlog waiting', 5000, 20);
+    const backlog = [bodyOf(), bodyOf(), bodyOf()].map((b) => ({
+      ...b,
+      ...openRequest(baseUrl, TOKENS.noisy, b.body),
+    }));
+    await waitUntil(
+      async () => (await metricValue(baseUrl, 'sluice_admission_waiting_requests')) === 3,
+      'noisy backlog waiting',
+      5000,
+      20,
+    );
     const quiet = { ...bodyOf() };
     const quietRequest = openRequest(baseUrl, TOKENS.quiet, quiet.body);
-    await waitUntil(async () => (await metricValue(baseUrl, 'sluice_admission_waiting_requests')) === 4, 'quiet waiting', 5000, 20);
+    await waitUntil(
+      async () => (await metricValue(baseUrl, 'sluice_admission_waiting_requests')) === 4,
+      'quiet waiting',
+      5000,
+      20,
+    );
     /** @type {string[]} */
     const order = [];
     void quietRequest.admitted.then(() => order.push('quiet'));
@@ -91,7 +129,11 @@ describe('fair admission between clients, over HTTP', () => {
     for (const r of [...holders, ...backlog]) assert.equal((await r.answer).status, 201);
     assert.deepEqual(order, ['quiet', 'noisy-0', 'noisy-1', 'noisy-2']);
     assert.equal(await metricValue(baseUrl, 'sluice_client_in_flight_bytes{client="noisy"}'), 0);
-    assert.ok(/** @type {number} */ (await metricValue(baseUrl, 'sluice_client_admission_wait_seconds_count{client="quiet"}')) >= 1);
+    assert.ok(
+      /** @type {number} */ (
+        await metricValue(baseUrl, 'sluice_client_admission_wait_seconds_count{client="quiet"}')
+      ) >= 1,
+    );
   });
 
   test('a client over its rate: 429 with Retry-After and RateLimit fields, read by the client whose body was sent; nothing written', async () => {
@@ -112,11 +154,17 @@ describe('fair admission between clients, over HTTP', () => {
     assert.match(String(refused.headers.get('ratelimit-policy')), /^"users";q=50;w=1$/);
     assert.match(String(refused.headers.get('ratelimit')), /^"users";r=\d+;t=\d+$/);
     assert.equal((await ctx.db.usersByEmail(over.map((u) => u.email))).size, 0);
-    assert.equal(await metricValue(baseUrl, 'sluice_client_refused_total{client="limited",reason="rate"}'), 1);
+    assert.equal(
+      await metricValue(baseUrl, 'sluice_client_refused_total{client="limited",reason="rate"}'),
+      1,
+    );
 
     // Another client is not touched by it.
     assert.equal((await ctx.app.postUsers(makeUsers(100), { token: TOKENS.quiet })).status, 201);
-    assert.equal(await metricValue(baseUrl, 'sluice_client_users_received_total{client="limited"}'), 40);
+    assert.equal(
+      await metricValue(baseUrl, 'sluice_client_users_received_total{client="limited"}'),
+      40,
+    );
   });
 
   test('a client over its rate that sends on: answered at once, a large body held unread a while, then read, a small one at once; the connection kept', async () => {
@@ -126,9 +174,18 @@ describe('fair admission between clients, over HTTP', () => {
     socket.setEncoding('latin1').on('data', (chunk) => (text += chunk));
     /** @param {string} token @param {Buffer} body */
     const request = (token, body) =>
-      Buffer.concat([Buffer.from(`POST /users HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`), body]);
+      Buffer.concat([
+        Buffer.from(
+          `POST /users HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+        ),
+        body,
+      ]);
     /** The answers read so far, each status and body. */
-    const answers = () => text.split('HTTP/1.1 ').slice(1).map((a) => ({ status: Number(a.slice(0, 3)), body: a.slice(a.indexOf('\r\n\r\n') + 4) }));
+    const answers = () =>
+      text
+        .split('HTTP/1.1 ')
+        .slice(1)
+        .map((a) => ({ status: Number(a.slice(0, 3)), body: a.slice(a.indexOf('\r\n\r\n') + 4) }));
     const complete = () => answers().every((a) => a.body.endsWith('}'));
 
     // More than the kernel's buffers on both sides hold: the write ends only once the service reads.
@@ -140,14 +197,25 @@ describe('fair admission between clients, over HTTP', () => {
     const answeredAt = performance.now();
     assert.equal(answers()[0].status, 429);
     assert.equal(JSON.parse(answers()[0].body).error, 'rate_limited');
-    assert.ok(answeredAt - sent < within(1000), `answered in ${answeredAt - sent} ms, before its body was read`);
+    assert.ok(
+      answeredAt - sent < within(1000),
+      `answered in ${answeredAt - sent} ms, before its body was read`,
+    );
     assert.equal(writtenAt, 0, 'the body not yet read');
 
     await waitUntil(() => writtenAt > 0, 'the body read after its hold', within(30_000), 5);
-    assert.ok(writtenAt - answeredAt >= REFUSED_BODY_HOLD_MS * 0.9, `held ${writtenAt - answeredAt} ms`);
+    assert.ok(
+      writtenAt - answeredAt >= REFUSED_BODY_HOLD_MS * 0.9,
+      `held ${writtenAt - answeredAt} ms`,
+    );
     const next = makeUsers(3);
     socket.write(request(TOKENS.quiet, Buffer.from(JSON.stringify(next))));
-    await waitUntil(() => answers().length === 2 && complete(), 'the next answer on the same connection', within(10_000), 5);
+    await waitUntil(
+      () => answers().length === 2 && complete(),
+      'the next answer on the same connection',
+      within(10_000),
+      5,
+    );
     assert.equal(answers()[1].status, 201);
     assert.equal((await ctx.db.usersByEmail(next.map((u) => u.email))).size, 3);
 
@@ -155,18 +223,41 @@ describe('fair admission between clients, over HTTP', () => {
     // bucket has filled again meanwhile: the first, over the burst, is taken and the bucket owes.)
     const [taken, small, after] = [makeUsers(200), makeUsers(200), makeUsers(3)];
     socket.write(request(TOKENS.limited, Buffer.from(JSON.stringify(taken))));
-    await waitUntil(() => answers().length === 3 && complete(), 'the request over the burst taken', within(10_000), 5);
+    await waitUntil(
+      () => answers().length === 3 && complete(),
+      'the request over the burst taken',
+      within(10_000),
+      5,
+    );
     assert.equal(answers()[2].status, 201);
     const smallRequest = request(TOKENS.limited, Buffer.from(JSON.stringify(small)));
     const bodyAt = smallRequest.length - Buffer.byteLength(JSON.stringify(small));
     socket.write(smallRequest.subarray(0, bodyAt));
-    await waitUntil(() => answers().length === 4 && complete(), 'the 429 before its small body', within(10_000), 5);
+    await waitUntil(
+      () => answers().length === 4 && complete(),
+      'the 429 before its small body',
+      within(10_000),
+      5,
+    );
     assert.equal(answers()[3].status, 429);
     const bodySent = performance.now();
-    socket.write(Buffer.concat([smallRequest.subarray(bodyAt), request(TOKENS.quiet, Buffer.from(JSON.stringify(after)))]));
-    await waitUntil(() => answers().length === 5 && complete(), 'the next answer', within(10_000), 5);
+    socket.write(
+      Buffer.concat([
+        smallRequest.subarray(bodyAt),
+        request(TOKENS.quiet, Buffer.from(JSON.stringify(after))),
+      ]),
+    );
+    await waitUntil(
+      () => answers().length === 5 && complete(),
+      'the next answer',
+      within(10_000),
+      5,
+    );
     assert.equal(answers()[4].status, 201);
-    assert.ok(performance.now() - bodySent < within(REFUSED_BODY_HOLD_MS / 2), `answered in ${performance.now() - bodySent} ms`);
+    assert.ok(
+      performance.now() - bodySent < within(REFUSED_BODY_HOLD_MS / 2),
+      `answered in ${performance.now() - bodySent} ms`,
+    );
     assert.equal((await ctx.db.usersByEmail(small.map((u) => u.email))).size, 0);
     assert.equal((await ctx.db.usersByEmail(after.map((u) => u.email))).size, 3);
     socket.destroy();

@@ -22,7 +22,15 @@ describe('group commit against PostgreSQL', () => {
   before(async () => {
     testDb = await createTestDatabase();
     await testDb.pool.query(POISON_TRIGGER);
-    db = createDatabase({ databaseUrl: testDb.url, dbPoolMax: 4, dbConnectTimeoutMs: 2000, dbStatementTimeoutMs: 10_000 }, silent);
+    db = createDatabase(
+      {
+        databaseUrl: testDb.url,
+        dbPoolMax: 4,
+        dbConnectTimeoutMs: 2000,
+        dbStatementTimeoutMs: 10_000,
+      },
+      silent,
+    );
   });
   after(async () => {
     await db?.close();
@@ -32,7 +40,13 @@ describe('group commit against PostgreSQL', () => {
   /** One write slot, so everything submitted while the first group is written forms the second. */
   function oneSlot(observed = /** @type {any[]} */ ([])) {
     const writer = createUserWriter(db, { chunkRows: 1000, strategy: 'format' });
-    const gc = createGroupCommit({ write: writer.write, policy: createWritePolicy(db), maxRows: 1000, maxInFlight: 1, observe: (g) => observed.push(g) });
+    const gc = createGroupCommit({
+      write: writer.write,
+      policy: createWritePolicy(db),
+      maxRows: 1000,
+      maxInFlight: 1,
+      observe: (g) => observed.push(g),
+    });
     return { gc, observed };
   }
 
@@ -40,22 +54,38 @@ describe('group commit against PostgreSQL', () => {
     const { gc, observed } = oneSlot();
     const t = uniqueTag();
     const first = gc.writeUsers([row(`${t}-0@x.co`)], 'ignore');
-    const rest = Array.from({ length: 20 }, (_, i) => gc.writeUsers([row(`${t}-${i + 1}a@x.co`), row(`${t}-${i + 1}b@x.co`)], 'ignore'));
-    assert.deepEqual(await Promise.all([first, ...rest]), [{ inserted: 1, updated: 0 }, ...Array(20).fill({ inserted: 2, updated: 0 })]);
-    assert.deepEqual(observed.map((g) => g.requests), [1, 20]);
-    assert.deepEqual(observed.map((g) => g.rows), [1, 40]);
+    const rest = Array.from({ length: 20 }, (_, i) =>
+      gc.writeUsers([row(`${t}-${i + 1}a@x.co`), row(`${t}-${i + 1}b@x.co`)], 'ignore'),
+    );
+    assert.deepEqual(await Promise.all([first, ...rest]), [
+      { inserted: 1, updated: 0 },
+      ...Array(20).fill({ inserted: 2, updated: 0 }),
+    ]);
+    assert.deepEqual(
+      observed.map((g) => g.requests),
+      [1, 20],
+    );
+    assert.deepEqual(
+      observed.map((g) => g.rows),
+      [1, 40],
+    );
     assert.equal((await testDb.usersByEmail([`${t}-0@x.co`, `${t}-20b@x.co`])).size, 2);
   });
 
   test('requests sharing an email take effect in the order they arrived: ignore keeps the first, merge the last', async () => {
     const { gc } = oneSlot();
     const t = uniqueTag();
-    await testDb.pool.query("INSERT INTO users (email, name) VALUES ($1, 'old')", [`${t}-stored@x.co`]);
+    await testDb.pool.query("INSERT INTO users (email, name) VALUES ($1, 'old')", [
+      `${t}-stored@x.co`,
+    ]);
     const opener = gc.writeUsers([row(`${t}-opener@x.co`)], 'ignore');
     const a = gc.writeUsers([row(`${t}-both@x.co`, 'A'), row(`${t}-stored@x.co`, 'new')], 'ignore');
     const b = gc.writeUsers([row(`${t}-both@x.co`, 'B'), row(`${t}-onlyb@x.co`)], 'ignore');
     const m1 = gc.writeUsers([row(`${t}-merged@x.co`, 'M1')], 'merge');
-    const m2 = gc.writeUsers([row(`${t}-merged@x.co`, 'M2'), row(`${t}-stored@x.co`, 'merged')], 'merge');
+    const m2 = gc.writeUsers(
+      [row(`${t}-merged@x.co`, 'M2'), row(`${t}-stored@x.co`, 'merged')],
+      'merge',
+    );
     assert.deepEqual(await Promise.all([opener, a, b, m1, m2]), [
       { inserted: 1, updated: 0 },
       { inserted: 1, updated: 0 },
@@ -63,7 +93,11 @@ describe('group commit against PostgreSQL', () => {
       { inserted: 1, updated: 0 },
       { inserted: 0, updated: 2 },
     ]);
-    const stored = await testDb.usersByEmail([`${t}-both@x.co`, `${t}-stored@x.co`, `${t}-merged@x.co`]);
+    const stored = await testDb.usersByEmail([
+      `${t}-both@x.co`,
+      `${t}-stored@x.co`,
+      `${t}-merged@x.co`,
+    ]);
     assert.equal(stored.get(`${t}-both@x.co`)?.name, 'A');
     assert.equal(stored.get(`${t}-merged@x.co`)?.name, 'M2');
     assert.equal(stored.get(`${t}-stored@x.co`)?.name, 'merged');
@@ -76,29 +110,59 @@ describe('group commit against PostgreSQL', () => {
       const { gc, observed } = oneSlot();
       const t = uniqueTag();
       const opener = gc.writeUsers([row(`${t}-opener@x.co`)], 'ignore');
-      const all = Array.from({ length: 12 }, (_, i) => gc.writeUsers([row(`${t}-${i}@x.co`, i === 5 ? `poison-${sqlstate}` : 'Good')], 'ignore'));
+      const all = Array.from({ length: 12 }, (_, i) =>
+        gc.writeUsers([row(`${t}-${i}@x.co`, i === 5 ? `poison-${sqlstate}` : 'Good')], 'ignore'),
+      );
       const results = await Promise.allSettled([opener, ...all]);
-      assert.ok(observed.some((g) => g.requests > 1), 'the poisoned request shared a group');
+      assert.ok(
+        observed.some((g) => g.requests > 1),
+        'the poisoned request shared a group',
+      );
       results.forEach((r, i) => {
         if (i === 6) {
           assert.equal(r.status, 'rejected');
           assert.equal(/** @type {any} */ (r).reason.code, sqlstate, 'its own failure');
-          assert.ok(!(/** @type {any} */ (r).reason instanceof DatabaseUnavailableError), 'never 503 for a request that will fail again');
+          assert.ok(
+            !(/** @type {any} */ (r).reason instanceof DatabaseUnavailableError),
+            'never 503 for a request that will fail again',
+          );
         } else {
           assert.equal(r.status, 'fulfilled', JSON.stringify(r));
         }
       });
-      assert.equal((await testDb.pool.query('SELECT count(*)::int AS n FROM users WHERE email LIKE $1', [`${t}-%`])).rows[0].n, 12);
+      assert.equal(
+        (
+          await testDb.pool.query('SELECT count(*)::int AS n FROM users WHERE email LIKE $1', [
+            `${t}-%`,
+          ])
+        ).rows[0].n,
+        12,
+      );
     });
   }
 
   test('when the database is unreachable every request of the group gets DatabaseUnavailableError', async () => {
-    const down = createDatabase({ databaseUrl: 'postgres://postgres:postgres@127.0.0.1:1/none', dbPoolMax: 2, dbConnectTimeoutMs: 500, dbStatementTimeoutMs: 1000 }, silent);
+    const down = createDatabase(
+      {
+        databaseUrl: 'postgres://postgres:postgres@127.0.0.1:1/none',
+        dbPoolMax: 2,
+        dbConnectTimeoutMs: 500,
+        dbStatementTimeoutMs: 1000,
+      },
+      silent,
+    );
     try {
       const writer = createUserWriter(down, { chunkRows: 1000, strategy: 'format' });
-      const gc = createGroupCommit({ write: writer.write, policy: createWritePolicy(down), maxRows: 1000 });
-      const results = await Promise.allSettled([1, 2, 3].map((i) => gc.writeUsers([row(`down-${i}@x.co`)], 'ignore')));
-      for (const r of results) assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseUnavailableError);
+      const gc = createGroupCommit({
+        write: writer.write,
+        policy: createWritePolicy(down),
+        maxRows: 1000,
+      });
+      const results = await Promise.allSettled(
+        [1, 2, 3].map((i) => gc.writeUsers([row(`down-${i}@x.co`)], 'ignore')),
+      );
+      for (const r of results)
+        assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseUnavailableError);
     } finally {
       await down.close();
     }
@@ -128,19 +192,33 @@ describe('POST /users under group commit', () => {
   // with a NUL passed validation and PostgreSQL refused it with a connection-class SQLSTATE: 503 for
   // the whole group, 232 of the 290 good requests refused. Now the validator refuses the NUL, and a
   // value only PostgreSQL refuses (the trigger) fails its own request alone.
-  for (const [hostile, expected] of /** @type {const} */ ([['a NUL in passwordHash', 400], ['a row PostgreSQL refuses with 08P01', 500]])) {
+  for (const [hostile, expected] of /** @type {const} */ ([
+    ['a NUL in passwordHash', 400],
+    ['a row PostgreSQL refuses with 08P01', 500],
+  ])) {
     test(`300 concurrent requests, 10 with ${hostile}: those 10 get ${expected}, the 290 others are stored`, async () => {
       const users = makeUsers(300);
       const bad = new Set([3, 31, 62, 93, 124, 155, 186, 217, 248, 279]);
-      const bodies = users.map((u, i) => (!bad.has(i) ? [u] : expected === 400 ? [{ ...u, passwordHash: `${u.passwordHash}\u0000` }] : [{ ...u, name: 'poison-08P01' }]));
+      const bodies = users.map((u, i) =>
+        !bad.has(i)
+          ? [u]
+          : expected === 400
+            ? [{ ...u, passwordHash: `${u.passwordHash}\u0000` }]
+            : [{ ...u, name: 'poison-08P01' }],
+      );
       const answers = await Promise.all(bodies.map((b) => ctx.app.postUsers(b)));
-      answers.forEach((a, i) => assert.equal(a.status, bad.has(i) ? expected : 201, `request ${i}: ${a.text}`));
+      answers.forEach((a, i) =>
+        assert.equal(a.status, bad.has(i) ? expected : 201, `request ${i}: ${a.text}`),
+      );
       const stored = await ctx.db.usersByEmail(users.map((u) => u.email));
       assert.equal(stored.size, 290);
       for (const i of bad) assert.ok(!stored.has(users[i].email));
       if (expected === 500) {
         const ids = answers.filter((a) => a.status === 500).map((a) => a.body.errorId);
-        assert.ok(ids.every((id) => ctx.app.logs.some((l) => l.errorId === id)), 'each 500 has its error id in the log');
+        assert.ok(
+          ids.every((id) => ctx.app.logs.some((l) => l.errorId === id)),
+          'each 500 has its error id in the log',
+        );
       }
     });
   }

@@ -5,7 +5,11 @@ import { after, before, describe, test } from 'node:test';
 import { migrate } from '@sluice/db/migrate';
 import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
 import pg from 'pg';
-import { isAlive, postgresProcesses, postmasterPid } from '../../../test/support/postgres-process.js';
+import {
+  isAlive,
+  postgresProcesses,
+  postmasterPid,
+} from '../../../test/support/postgres-process.js';
 import { startServerProcess } from '../../../test/support/server-process.js';
 import { SAMPLE_HASH, makeUsers, uniqueTag } from '../../../test/support/users.js';
 import { within } from '../../../test/support/time-factor.js';
@@ -24,13 +28,20 @@ import { waitUntil } from '../../../test/support/wait.js';
 const TOKEN = `crash-token-${uniqueTag()}-0123456789`;
 const CLIENT = 'crasher';
 /** @typedef {'json' | 'ndjson' | 'csv'} Format */
-const LOADS = /** @type {{ name: string, size: number, clients: number, prefer: string | undefined, format: Format }[]} */ ([
-  { name: 'single', size: 1, clients: 40, prefer: undefined, format: 'json' },
-  { name: 'batch', size: 2500, clients: 2, prefer: undefined, format: 'json' },
-  { name: 'representation', size: 300, clients: 2, prefer: 'return=representation', format: 'json' },
-  { name: 'ndjson', size: 10_000, clients: 1, prefer: undefined, format: 'ndjson' },
-  { name: 'csv', size: 4000, clients: 1, prefer: 'resolution=merge-duplicates', format: 'csv' },
-]);
+const LOADS =
+  /** @type {{ name: string, size: number, clients: number, prefer: string | undefined, format: Format }[]} */ ([
+    { name: 'single', size: 1, clients: 40, prefer: undefined, format: 'json' },
+    { name: 'batch', size: 2500, clients: 2, prefer: undefined, format: 'json' },
+    {
+      name: 'representation',
+      size: 300,
+      clients: 2,
+      prefer: 'return=representation',
+      format: 'json',
+    },
+    { name: 'ndjson', size: 10_000, clients: 1, prefer: undefined, format: 'ndjson' },
+    { name: 'csv', size: 4000, clients: 1, prefer: 'resolution=merge-duplicates', format: 'csv' },
+  ]);
 // Answers before each kill, so that it lands under load and not at its start.
 const ANSWERS_BEFORE_KILL = 150;
 // How often the key table is looked at during the load, from another session.
@@ -48,8 +59,15 @@ const quoted = (value) => `"${value.replaceAll('"', '""')}"`;
 /** Each format's content type and body of a request's users (the same bytes on every retry). @type {Record<Format, { type: string, body: (users: Sent['users']) => string }>} */
 const BODIES = {
   json: { type: 'application/json', body: (users) => JSON.stringify(users) },
-  ndjson: { type: 'application/x-ndjson', body: (users) => `${users.map((u) => JSON.stringify(u)).join('\n')}\n` },
-  csv: { type: 'text/csv', body: (users) => `email,name,phone,passwordHash\r\n${users.map((u) => [u.email, quoted(u.name), u.phone, quoted(u.passwordHash)].join(',')).join('\r\n')}\r\n` },
+  ndjson: {
+    type: 'application/x-ndjson',
+    body: (users) => `${users.map((u) => JSON.stringify(u)).join('\n')}\n`,
+  },
+  csv: {
+    type: 'text/csv',
+    body: (users) =>
+      `email,name,phone,passwordHash\r\n${users.map((u) => [u.email, quoted(u.name), u.phone, quoted(u.passwordHash)].join(',')).join('\r\n')}\r\n`,
+  },
 };
 
 describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, or neither', () => {
@@ -74,7 +92,12 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
   });
 
   const startService = async () => {
-    const service = await startServerProcess({ DATABASE_URL: server.url, DB_CONNECT_TIMEOUT_MS: '1000', INGEST_TOKENS: JSON.stringify({ [CLIENT]: TOKEN }), LOG_LEVEL: 'warn' });
+    const service = await startServerProcess({
+      DATABASE_URL: server.url,
+      DB_CONNECT_TIMEOUT_MS: '1000',
+      INGEST_TOKENS: JSON.stringify({ [CLIENT]: TOKEN }),
+      LOG_LEVEL: 'warn',
+    });
     services.push(service);
     return service;
   };
@@ -83,10 +106,20 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
   const post = async (baseUrl, { key, users, prefer, format }) => {
     const res = await fetch(`${baseUrl}/users`, {
       method: 'POST',
-      headers: { 'content-type': BODIES[format].type, authorization: `Bearer ${TOKEN}`, 'idempotency-key': `"${key}"`, ...(prefer ? { prefer } : {}) },
+      headers: {
+        'content-type': BODIES[format].type,
+        authorization: `Bearer ${TOKEN}`,
+        'idempotency-key': `"${key}"`,
+        ...(prefer ? { prefer } : {}),
+      },
       body: BODIES[format].body(users),
     });
-    return { status: res.status, text: await res.text(), retryAfter: res.headers.get('retry-after'), replayed: res.headers.get('idempotent-replayed') };
+    return {
+      status: res.status,
+      text: await res.text(),
+      retryAfter: res.headers.get('retry-after'),
+      replayed: res.headers.get('idempotent-replayed'),
+    };
   };
 
   /**
@@ -104,7 +137,11 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
       try {
         await watcher.connect();
         while (!stopped) {
-          const { rows: [row] } = await watcher.query('SELECT count(*)::int AS n FROM idempotency_keys WHERE status IS NULL');
+          const {
+            rows: [row],
+          } = await watcher.query(
+            'SELECT count(*)::int AS n FROM idempotency_keys WHERE status IS NULL',
+          );
           seen = Math.max(seen, row.n);
           samples++;
           await new Promise((resolve) => setTimeout(resolve, SAMPLE_EVERY_MS));
@@ -149,19 +186,28 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
       while (!stopped) {
         const n = serial++;
         const key = `${KEY_PREFIX}${name}-${tag}-${n}`;
-        /** @type {Sent} */ const request = { key, users: makeUsers(size, `${tag}-${n}`), prefer, format, answer: null };
+        /** @type {Sent} */ const request = {
+          key,
+          users: makeUsers(size, `${tag}-${n}`),
+          prefer,
+          format,
+          answer: null,
+        };
         sent.push(request);
         try {
           request.answer = await post(baseUrl, request);
           answered++;
           // A client's pause after a refusal, not a wait for the test.
-          if (request.answer.status === 503) await new Promise((resolve) => setTimeout(resolve, 50));
+          if (request.answer.status === 503)
+            await new Promise((resolve) => setTimeout(resolve, 50));
         } catch {
           // The service died under it: no answer.
         }
       }
     }
-    const clients = LOADS.flatMap((load) => Array.from({ length: load.clients }, () => client(load)));
+    const clients = LOADS.flatMap((load) =>
+      Array.from({ length: load.clients }, () => client(load)),
+    );
     return {
       sent,
       answered: () => answered,
@@ -181,12 +227,25 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
    */
   async function waitUntilMidWrite(load, more) {
     const from = load.answered();
-    await waitUntil(() => load.answered() >= from + more, `${more} answers under load`, within(60_000), 20);
-    await waitUntil(async () => {
-      const { rows: [writes] } = await admin.query(`SELECT count(*) FILTER (WHERE query LIKE 'COPY%' AND state = 'active')::int AS copying, count(*)::int AS writing
+    await waitUntil(
+      () => load.answered() >= from + more,
+      `${more} answers under load`,
+      within(60_000),
+      20,
+    );
+    await waitUntil(
+      async () => {
+        const {
+          rows: [writes],
+        } =
+          await admin.query(`SELECT count(*) FILTER (WHERE query LIKE 'COPY%' AND state = 'active')::int AS copying, count(*)::int AS writing
         FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid() AND backend_type = 'client backend'`);
-      return writes.copying > 0 && writes.writing > writes.copying;
-    }, 'a stream and another write under way', within(10_000), 2);
+        return writes.copying > 0 && writes.writing > writes.copying;
+      },
+      'a stream and another write under way',
+      within(10_000),
+      2,
+    );
   }
 
   /**
@@ -197,9 +256,14 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
   async function checkEachKey(baseUrl, sent, meaning) {
     const counts = { stored: 0, neither: 0, answered: 0, streams: 0, streamsCaught: 0 };
     /** @type {string[]} */ const problems = [];
-    const { rows: keyRows } = await admin.query('SELECT key, status, body FROM idempotency_keys WHERE client = $1 AND key = ANY($2)', [`token:${CLIENT}`, sent.map((s) => s.key)]);
+    const { rows: keyRows } = await admin.query(
+      'SELECT key, status, body FROM idempotency_keys WHERE client = $1 AND key = ANY($2)',
+      [`token:${CLIENT}`, sent.map((s) => s.key)],
+    );
     const keys = new Map(keyRows.map((r) => [r.key, r]));
-    const { rows: userRows } = await admin.query('SELECT email FROM users WHERE email = ANY($1)', [sent.flatMap((s) => s.users.map((u) => u.email))]);
+    const { rows: userRows } = await admin.query('SELECT email FROM users WHERE email = ANY($1)', [
+      sent.flatMap((s) => s.users.map((u) => u.email)),
+    ]);
     const stored = new Set(userRows.map((r) => r.email));
     for (const s of sent) {
       const row = keys.get(s.key);
@@ -212,17 +276,28 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
       }
       if (row && row.status !== null && users === s.users.length) {
         counts.stored++;
-        if (s.answer?.status === 201 && s.answer.text !== row.body) problems.push(`${s.key}: answered ${what}, stored another answer`);
-        if (s.answer && meaning(s.answer) === 'nothing') problems.push(`${s.key}: answered ${what}, yet its rows and answer are stored`);
+        if (s.answer?.status === 201 && s.answer.text !== row.body)
+          problems.push(`${s.key}: answered ${what}, stored another answer`);
+        if (s.answer && meaning(s.answer) === 'nothing')
+          problems.push(`${s.key}: answered ${what}, yet its rows and answer are stored`);
       } else if (!row && users === 0) {
         counts.neither++;
-        if (s.answer && meaning(s.answer) === 'stored') problems.push(`${s.key}: answered ${what}, yet nothing of it is stored`);
+        if (s.answer && meaning(s.answer) === 'stored')
+          problems.push(`${s.key}: answered ${what}, yet nothing of it is stored`);
       } else {
-        problems.push(`${s.key} (${what}): ${users} of ${s.users.length} users stored, its key ${row ? `status ${row.status}` : 'absent'}`);
+        problems.push(
+          `${s.key} (${what}): ${users} of ${s.users.length} users stored, its key ${row ? `status ${row.status}` : 'absent'}`,
+        );
       }
     }
-    assert.deepEqual(problems.slice(0, 10), [], `${problems.length} requests left something else than their rows and answer or neither`);
-    const { rows: [incomplete] } = await admin.query('SELECT count(*)::int AS n FROM idempotency_keys WHERE status IS NULL');
+    assert.deepEqual(
+      problems.slice(0, 10),
+      [],
+      `${problems.length} requests left something else than their rows and answer or neither`,
+    );
+    const {
+      rows: [incomplete],
+    } = await admin.query('SELECT count(*)::int AS n FROM idempotency_keys WHERE status IS NULL');
     assert.equal(incomplete.n, 0, 'no key claimed without its answer');
 
     for (const s of sent) {
@@ -237,8 +312,16 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
         assert.equal(retry.replayed, null, s.key);
       }
     }
-    const { rows: [after] } = await admin.query('SELECT count(*)::int AS n FROM users WHERE email = ANY($1)', [sent.flatMap((s) => s.users.map((u) => u.email))]);
-    assert.equal(after.n, sent.reduce((n, s) => n + s.users.length, 0), 'after the retries every user is stored once');
+    const {
+      rows: [after],
+    } = await admin.query('SELECT count(*)::int AS n FROM users WHERE email = ANY($1)', [
+      sent.flatMap((s) => s.users.map((u) => u.email)),
+    ]);
+    assert.equal(
+      after.n,
+      sent.reduce((n, s) => n + s.users.length, 0),
+      'after the retries every user is stored once',
+    );
     return counts;
   }
 
@@ -257,70 +340,116 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
       if (/nothing was written/.test(message)) return 'nothing';
     }
     const logged = errorId && service.logs.find((l) => l.errorId === errorId);
-    problems.push(`${answer.status} ${answer.text.slice(0, 200)}${logged ? `; logged: ${JSON.stringify(logged.err).slice(0, 1500)}` : ''}`);
+    problems.push(
+      `${answer.status} ${answer.text.slice(0, 200)}${logged ? `; logged: ${JSON.stringify(logged.err).slice(0, 1500)}` : ''}`,
+    );
     return 'either';
   };
 
-  test(`the service killed -9 ${SERVICE_KILLS} times under keyed load, a new one started on the same database`, { timeout: 600_000 }, async () => {
-    let streamsCaught = 0;
-    for (let kill = 0; kill < SERVICE_KILLS; kill++) {
+  test(
+    `the service killed -9 ${SERVICE_KILLS} times under keyed load, a new one started on the same database`,
+    { timeout: 600_000 },
+    async () => {
+      let streamsCaught = 0;
+      for (let kill = 0; kill < SERVICE_KILLS; kill++) {
+        const service = await startService();
+        const load = keyedLoad(service.baseUrl);
+        await waitUntilMidWrite(load, ANSWERS_BEFORE_KILL);
+        service.child.kill('SIGKILL');
+        const [, exit] = await Promise.all([load.stop(), service.exited]);
+        assert.equal(exit.signal, 'SIGKILL');
+        // Its backends end once they read its socket's end: an open transaction rolled back, a COMMIT already sent done.
+        await waitUntil(
+          async () =>
+            (
+              await admin.query(
+                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+              )
+            ).rows[0].n === 0,
+          "the killed service's connections to end",
+          within(10_000),
+          20,
+        );
+
+        const next = await startService();
+        /** @type {string[]} */ const refusals = [];
+        const counts = await checkEachKey(next.baseUrl, load.sent, meaningOf(refusals, service));
+        assert.deepEqual(
+          refusals,
+          [],
+          'every answer before the kill was 201, or 503 with Retry-After saying what was written',
+        );
+        console.error(
+          `[service kill ${kill + 1}] ${load.sent.length} requests, ${counts.answered} answered before the kill; ${counts.stored} stored with their answer, ${counts.neither} neither; ${counts.streams} streams, ${counts.streamsCaught} caught by the kill; the key table looked at ${load.watched().samples} times`,
+        );
+        assert.ok(counts.answered < load.sent.length, 'the kill caught requests in flight');
+        checkWatched(load);
+        streamsCaught += counts.streamsCaught;
+        await next.stop();
+      }
+      assert.ok(streamsCaught > 0, 'the kills caught streams mid-write');
+    },
+  );
+
+  test(
+    `PostgreSQL killed -9 (the postmaster and every backend) ${POSTGRES_KILLS} times under keyed load, then started again`,
+    { timeout: 600_000 },
+    async () => {
       const service = await startService();
-      const load = keyedLoad(service.baseUrl);
-      await waitUntilMidWrite(load, ANSWERS_BEFORE_KILL);
-      service.child.kill('SIGKILL');
-      const [, exit] = await Promise.all([load.stop(), service.exited]);
-      assert.equal(exit.signal, 'SIGKILL');
-      // Its backends end once they read its socket's end: an open transaction rolled back, a COMMIT already sent done.
-      await waitUntil(async () => (await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")).rows[0].n === 0,
-        'the killed service\'s connections to end', within(10_000), 20);
+      let streamsCaught = 0;
+      for (let kill = 0; kill < POSTGRES_KILLS; kill++) {
+        const load = keyedLoad(service.baseUrl);
+        await waitUntilMidWrite(load, ANSWERS_BEFORE_KILL);
+        await admin.end();
+        const postmaster = await postmasterPid(server.dataDir);
+        const pids = await postgresProcesses(postmaster);
+        for (const pid of pids) process.kill(pid, 'SIGKILL');
+        const stopping = load.stop();
+        await waitUntil(
+          () => pids.every((pid) => !isAlive(pid)),
+          'every PostgreSQL process to exit',
+          within(10_000),
+          20,
+        );
+        await stopping;
+        await server.start();
+        admin = new pg.Client(server.url);
+        await admin.connect();
+        await waitUntil(
+          async () => (await fetch(`${service.baseUrl}/readyz`)).status === 200,
+          'the service to be ready again',
+          within(30_000),
+          100,
+        );
 
-      const next = await startService();
-      /** @type {string[]} */ const refusals = [];
-      const counts = await checkEachKey(next.baseUrl, load.sent, meaningOf(refusals, service));
-      assert.deepEqual(refusals, [], 'every answer before the kill was 201, or 503 with Retry-After saying what was written');
-      console.error(`[service kill ${kill + 1}] ${load.sent.length} requests, ${counts.answered} answered before the kill; ${counts.stored} stored with their answer, ${counts.neither} neither; ${counts.streams} streams, ${counts.streamsCaught} caught by the kill; the key table looked at ${load.watched().samples} times`);
-      assert.ok(counts.answered < load.sent.length, 'the kill caught requests in flight');
-      checkWatched(load);
-      streamsCaught += counts.streamsCaught;
-      await next.stop();
-    }
-    assert.ok(streamsCaught > 0, 'the kills caught streams mid-write');
-  });
-
-  test(`PostgreSQL killed -9 (the postmaster and every backend) ${POSTGRES_KILLS} times under keyed load, then started again`, { timeout: 600_000 }, async () => {
-    const service = await startService();
-    let streamsCaught = 0;
-    for (let kill = 0; kill < POSTGRES_KILLS; kill++) {
-      const load = keyedLoad(service.baseUrl);
-      await waitUntilMidWrite(load, ANSWERS_BEFORE_KILL);
-      await admin.end();
-      const postmaster = await postmasterPid(server.dataDir);
-      const pids = await postgresProcesses(postmaster);
-      for (const pid of pids) process.kill(pid, 'SIGKILL');
-      const stopping = load.stop();
-      await waitUntil(() => pids.every((pid) => !isAlive(pid)), 'every PostgreSQL process to exit', within(10_000), 20);
-      await stopping;
-      await server.start();
-      admin = new pg.Client(server.url);
-      await admin.connect();
-      await waitUntil(async () => (await fetch(`${service.baseUrl}/readyz`)).status === 200, 'the service to be ready again', within(30_000), 100);
-
-      /** @type {string[]} */ const refusals = [];
-      const counts = await checkEachKey(service.baseUrl, load.sent, meaningOf(refusals, service));
-      assert.deepEqual(refusals.slice(0, 5), [], 'every answer was 201, or 503 with Retry-After saying what was written');
-      console.error(`[postgres kill ${kill + 1}] ${load.sent.length} requests, ${counts.answered} answered; ${counts.stored} stored with their answer, ${counts.neither} neither; ${counts.streams} streams, ${counts.streamsCaught} caught by the kill; the key table looked at ${load.watched().samples} times`);
-      streamsCaught += counts.streamsCaught;
-      assert.ok(counts.neither > 0, 'the kill caught requests in flight');
-      checkWatched(load);
-      assert.equal(service.child.exitCode, null, 'the service outlived PostgreSQL');
-    }
-    assert.ok(streamsCaught > 0, 'the kills caught streams mid-write');
-  });
+        /** @type {string[]} */ const refusals = [];
+        const counts = await checkEachKey(service.baseUrl, load.sent, meaningOf(refusals, service));
+        assert.deepEqual(
+          refusals.slice(0, 5),
+          [],
+          'every answer was 201, or 503 with Retry-After saying what was written',
+        );
+        console.error(
+          `[postgres kill ${kill + 1}] ${load.sent.length} requests, ${counts.answered} answered; ${counts.stored} stored with their answer, ${counts.neither} neither; ${counts.streams} streams, ${counts.streamsCaught} caught by the kill; the key table looked at ${load.watched().samples} times`,
+        );
+        streamsCaught += counts.streamsCaught;
+        assert.ok(counts.neither > 0, 'the kill caught requests in flight');
+        checkWatched(load);
+        assert.equal(service.child.exitCode, null, 'the service outlived PostgreSQL');
+      }
+      assert.ok(streamsCaught > 0, 'the kills caught streams mid-write');
+    },
+  );
 
   test('no log line of any service process names an email, a key, a hash or the token', () => {
     const lines = services.flatMap((s) => s.logs.map((l) => JSON.stringify(l)));
-    assert.ok(lines.some((line) => line.includes('"statusCode":503')), 'the refusals during the outage were logged');
-    const leaks = lines.filter((line) => [KEY_PREFIX, EMAIL_DOMAIN, TOKEN, SAMPLE_HASH].some((secret) => line.includes(secret)));
+    assert.ok(
+      lines.some((line) => line.includes('"statusCode":503')),
+      'the refusals during the outage were logged',
+    );
+    const leaks = lines.filter((line) =>
+      [KEY_PREFIX, EMAIL_DOMAIN, TOKEN, SAMPLE_HASH].some((secret) => line.includes(secret)),
+    );
     assert.deepEqual(leaks.slice(0, 5), []);
   });
 });

@@ -54,9 +54,12 @@ describe('Idempotency-Key on POST /users', () => {
     await db?.drop();
   });
   /** @param {unknown} body @param {Record<string, string>} headers @param {string} [contentType] */
-  const post = (body, headers, contentType) => app.postUsers(body, { token: TOKENS.feeder, headers, contentType });
+  const post = (body, headers, contentType) =>
+    app.postUsers(body, { token: TOKENS.feeder, headers, contentType });
   /** @param {string} key */
-  const keyRow = async (key) => (await db.pool.query('SELECT client, status, body FROM idempotency_keys WHERE key = $1', [key])).rows;
+  const keyRow = async (key) =>
+    (await db.pool.query('SELECT client, status, body FROM idempotency_keys WHERE key = $1', [key]))
+      .rows;
 
   test('a JSON batch: the retry gets the first answer byte for byte, marked replayed, and writes nothing', async () => {
     const key = `json-${uniqueTag()}`;
@@ -69,8 +72,14 @@ describe('Idempotency-Key on POST /users', () => {
     assert.deepEqual(asSent(again), asSent(first));
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
     const without = await post(users, {});
-    assert.deepEqual(without.body, { received: 50, inserted: 0, updated: 0, duplicates: 50 }, 'without the key: today\'s answer');
-    assert.deepEqual(await keyRow(key), [{ client: 'token:feeder', status: 201, body: first.text }]);
+    assert.deepEqual(
+      without.body,
+      { received: 50, inserted: 0, updated: 0, duplicates: 50 },
+      "without the key: today's answer",
+    );
+    assert.deepEqual(await keyRow(key), [
+      { client: 'token:feeder', status: 201, body: first.text },
+    ]);
     assert.equal(await db.countUsers(), 50);
   });
 
@@ -79,7 +88,9 @@ describe('Idempotency-Key on POST /users', () => {
     const users = makeUsers(30);
     await post(users.slice(0, 10), {}); // stored already: the merge updates them
     const changed = users.map((u) => ({ ...u, name: `${u.name} changed` }));
-    const headers = keyed(key, { prefer: 'return=representation, resolution=merge-duplicates, count=exact' });
+    const headers = keyed(key, {
+      prefer: 'return=representation, resolution=merge-duplicates, count=exact',
+    });
     const first = await post(changed, headers);
     assert.equal(first.status, 201, first.text);
     assert.equal(first.body.length, 30);
@@ -91,7 +102,10 @@ describe('Idempotency-Key on POST /users', () => {
   });
 
   test('NDJSON and CSV streams: replayed byte for byte, nothing written twice', async () => {
-    for (const [type, body] of /** @type {const} */ ([[NDJSON, ndjson], [CSV, csv]])) {
+    for (const [type, body] of /** @type {const} */ ([
+      [NDJSON, ndjson],
+      [CSV, csv],
+    ])) {
       const key = `stream-${uniqueTag()}`;
       const users = makeUsers(40).map(({ email, name }) => ({ email, name }));
       const before = await db.countUsers();
@@ -101,7 +115,11 @@ describe('Idempotency-Key on POST /users', () => {
       assert.deepEqual(asSent(again), asSent(first), type);
       assert.equal(again.headers.get('idempotent-replayed'), 'true', type);
       assert.equal(await db.countUsers(), before + 40, type);
-      const other = await post(body(makeUsers(2).map(({ email, name }) => ({ email, name }))), keyed(key), type);
+      const other = await post(
+        body(makeUsers(2).map(({ email, name }) => ({ email, name }))),
+        keyed(key),
+        type,
+      );
       assert.equal(other.status, 422, `${type}: ${other.text}`);
       assert.equal(other.body.error, 'idempotency_key_reused');
       assert.equal(await db.countUsers(), before + 40, `${type}: the other body wrote nothing`);
@@ -140,7 +158,9 @@ describe('Idempotency-Key on POST /users', () => {
   test('sluice_idempotent_replays_total counts each answer replayed, by client; a first answer, a 422 or a 409 is none', async () => {
     const replays = async (/** @type {string} */ client) => {
       const text = await (await fetch(`${app.baseUrl}/metrics`)).text();
-      const found = text.split('\n').find((line) => line.startsWith(`sluice_idempotent_replays_total{client="${client}"} `));
+      const found = text
+        .split('\n')
+        .find((line) => line.startsWith(`sluice_idempotent_replays_total{client="${client}"} `));
       return Number(found?.split(' ')[1] ?? 0);
     };
     const before = { feeder: await replays('feeder'), crm: await replays('crm') };
@@ -153,24 +173,38 @@ describe('Idempotency-Key on POST /users', () => {
     const stream = ndjson(makeUsers(2).map(({ email, name }) => ({ email, name })));
     const streamKey = `metric-stream-${uniqueTag()}`;
     assert.equal((await post(stream, keyed(streamKey), NDJSON)).status, 201);
-    assert.equal((await post(stream, keyed(streamKey), NDJSON)).headers.get('idempotent-replayed'), 'true');
+    assert.equal(
+      (await post(stream, keyed(streamKey), NDJSON)).headers.get('idempotent-replayed'),
+      'true',
+    );
     assert.equal(await replays('feeder'), before.feeder + 2, 'a stream replayed counts too');
     assert.equal((await post(makeUsers(2), keyed(key))).status, 422);
     const holder = new pg.Client(db.url);
     await holder.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('token:feeder', $1, now() + interval '1 hour')", [`${key}-held`]);
-      assert.equal((await post(users, keyed(`${key}-held`))).status, 409, 'a key another transaction holds');
+      await holder.query(
+        "INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('token:feeder', $1, now() + interval '1 hour')",
+        [`${key}-held`],
+      );
+      assert.equal(
+        (await post(users, keyed(`${key}-held`))).status,
+        409,
+        'a key another transaction holds',
+      );
     } finally {
       await holder.query('ROLLBACK');
       await holder.end();
     }
     assert.equal(await replays('feeder'), before.feeder + 2, 'a 422 or a 409 is no replay');
     const crm = await app.postUsers(users, { token: TOKENS.crm, headers: keyed(key) });
-    assert.equal(crm.status, 200, `its users stored already, written as new under crm's own key: ${crm.text}`);
+    assert.equal(
+      crm.status,
+      200,
+      `its users stored already, written as new under crm's own key: ${crm.text}`,
+    );
     assert.equal(crm.headers.get('idempotent-replayed'), null);
-    assert.equal(await replays('crm'), before.crm, 'another client\'s key is its own');
+    assert.equal(await replays('crm'), before.crm, "another client's key is its own");
   });
 
   test('keys are per client: the same key of another client is another key', async () => {
@@ -180,19 +214,42 @@ describe('Idempotency-Key on POST /users', () => {
     assert.equal(a.status, 201, a.text);
     assert.equal(b.status, 201, b.text);
     assert.equal(b.headers.get('idempotent-replayed'), null);
-    const rows = await db.pool.query('SELECT client FROM idempotency_keys WHERE key = $1 ORDER BY client', [key]);
-    assert.deepEqual(rows.rows.map((r) => r.client), ['token:crm', 'token:feeder']);
+    const rows = await db.pool.query(
+      'SELECT client FROM idempotency_keys WHERE key = $1 ORDER BY client',
+      [key],
+    );
+    assert.deepEqual(
+      rows.rows.map((r) => r.client),
+      ['token:crm', 'token:feeder'],
+    );
   });
 
   test('a malformed key: 400 malformed_idempotency_key, nothing read or written', async () => {
     const count = await db.countUsers();
-    for (const value of ['abc', '""', `"${'k'.repeat(256)}"`, '"a\tb"', '"a", "b"', '"a\\b"', '"unterminated', '"a" trailing', '"é"']) {
-      const res = await app.postUsers(makeUsers(1), { token: TOKENS.feeder, headers: { 'idempotency-key': value } }).catch((err) => ({ status: 0, text: String(err), body: undefined }));
+    for (const value of [
+      'abc',
+      '""',
+      `"${'k'.repeat(256)}"`,
+      '"a\tb"',
+      '"a", "b"',
+      '"a\\b"',
+      '"unterminated',
+      '"a" trailing',
+      '"é"',
+    ]) {
+      const res = await app
+        .postUsers(makeUsers(1), { token: TOKENS.feeder, headers: { 'idempotency-key': value } })
+        .catch((err) => ({ status: 0, text: String(err), body: undefined }));
       if (res.status === 0) continue; // a value fetch itself refuses to send (not a byte string)
       assert.equal(res.status, 400, `${JSON.stringify(value)}: ${res.text}`);
       assert.equal(res.body.error, 'malformed_idempotency_key', value);
     }
-    for (const value of [`"${'k'.repeat(255)}"`, '"a\\"b\\\\c"', ' "spaced" ', '"with-params";a=1;b="x"']) {
+    for (const value of [
+      `"${'k'.repeat(255)}"`,
+      '"a\\"b\\\\c"',
+      ' "spaced" ',
+      '"with-params";a=1;b="x"',
+    ]) {
       const res = await post(makeUsers(1), { 'idempotency-key': value });
       assert.equal(res.status, 201, `${JSON.stringify(value)}: ${res.text}`);
     }
@@ -204,8 +261,14 @@ describe('Idempotency-Key on POST /users', () => {
     const key = `race-${uniqueTag()}`;
     const users = makeUsers(2500); // three chunks: a transaction that takes a while
     const answers = await Promise.all(Array.from({ length: 6 }, () => post(users, keyed(key))));
-    const written = answers.filter((a) => a.headers.get('idempotent-replayed') === null && a.status < 300);
-    assert.equal(written.length, 1, answers.map((a) => `${a.status} ${a.headers.get('idempotent-replayed')}`).join(', '));
+    const written = answers.filter(
+      (a) => a.headers.get('idempotent-replayed') === null && a.status < 300,
+    );
+    assert.equal(
+      written.length,
+      1,
+      answers.map((a) => `${a.status} ${a.headers.get('idempotent-replayed')}`).join(', '),
+    );
     assert.equal(written[0].body.inserted, 2500);
     for (const a of answers) {
       if (a === written[0]) continue;
@@ -220,15 +283,26 @@ describe('Idempotency-Key on POST /users', () => {
     const users = makeUsers(150); // over GROUP_COMMIT_SMALL_ROWS: written on its own, waiting DB_LOCK_TIMEOUT_MS
     const holder = new pg.Client(db.url);
     await holder.connect();
-    const waiting = async () => (await holder.query('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted')).rows[0].n;
+    const waiting = async () =>
+      (await holder.query('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted')).rows[0].n;
     try {
       // Another writer's uncommitted insert of one of its emails holds the first attempt.
       await holder.query('BEGIN');
       await holder.query("INSERT INTO users (email, name) VALUES ($1, 'held')", [users[75].email]);
       const first = post(users, keyed(key));
-      await waitUntil(async () => (await waiting()) === 1, 'the first attempt to wait for the row', within(1000), 10);
+      await waitUntil(
+        async () => (await waiting()) === 1,
+        'the first attempt to wait for the row',
+        within(1000),
+        10,
+      );
       const second = post(users, keyed(key));
-      await waitUntil(async () => (await waiting()) === 2, 'the retry to wait for the key', within(1000), 10);
+      await waitUntil(
+        async () => (await waiting()) === 2,
+        'the retry to wait for the key',
+        within(1000),
+        10,
+      );
       await holder.query('ROLLBACK');
       const [a, b] = await Promise.all([first, second]);
       assert.equal(a.status, 201, a.text);
@@ -248,7 +322,10 @@ describe('Idempotency-Key on POST /users', () => {
     await holder.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query("INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('token:feeder', $1, now() + interval '1 hour')", [key]);
+      await holder.query(
+        "INSERT INTO idempotency_keys (client, key, expires_at) VALUES ('token:feeder', $1, now() + interval '1 hour')",
+        [key],
+      );
       for (const [label, res] of [
         ['a small request (group commit)', await post(users, keyed(key))],
         ['a batch', await post(makeUsers(500), keyed(key))],
@@ -274,31 +351,62 @@ describe('Idempotency-Key on POST /users', () => {
       users: makeUsers(1 + (i % 3), `${tag}-${i}`),
       prefer: i % 4 === 0 ? 'return=representation' : i % 4 === 1 ? 'count=exact' : undefined,
     }));
-    const send = () => Promise.all(requests.map((r) => post(r.users, keyed(r.key, r.prefer ? { prefer: r.prefer } : {}))));
+    const send = () =>
+      Promise.all(
+        requests.map((r) => post(r.users, keyed(r.key, r.prefer ? { prefer: r.prefer } : {}))),
+      );
     // Some keyless requests among them share the groups.
-    const [firsts] = await Promise.all([send(), Promise.all(Array.from({ length: 8 }, () => post(makeUsers(1), {})))]);
+    const [firsts] = await Promise.all([
+      send(),
+      Promise.all(Array.from({ length: 8 }, () => post(makeUsers(1), {}))),
+    ]);
     firsts.forEach((res, i) => {
       const n = requests[i].users.length;
       assert.equal(res.status, 201, res.text);
-      if (requests[i].prefer === 'return=representation') assert.deepEqual(res.body.map((/** @type {any} */ u) => u.email), requests[i].users.map((u) => u.email));
-      else assert.deepEqual(res.body, { received: n, inserted: n, updated: 0, duplicates: 0 }, requests[i].key);
-      if (requests[i].prefer === 'count=exact') assert.equal(res.headers.get('content-range'), `*/${n}`);
+      if (requests[i].prefer === 'return=representation')
+        assert.deepEqual(
+          res.body.map((/** @type {any} */ u) => u.email),
+          requests[i].users.map((u) => u.email),
+        );
+      else
+        assert.deepEqual(
+          res.body,
+          { received: n, inserted: n, updated: 0, duplicates: 0 },
+          requests[i].key,
+        );
+      if (requests[i].prefer === 'count=exact')
+        assert.equal(res.headers.get('content-range'), `*/${n}`);
     });
     const agains = await send();
     agains.forEach((res, i) => {
       assert.deepEqual(asSent(res), asSent(firsts[i]), requests[i].key);
       assert.equal(res.headers.get('idempotent-replayed'), 'true');
     });
-    const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM idempotency_keys WHERE key LIKE $1', [`group-${tag}-%`]);
+    const { rows } = await db.pool.query(
+      'SELECT count(*)::int AS n FROM idempotency_keys WHERE key LIKE $1',
+      [`group-${tag}-%`],
+    );
     assert.equal(rows[0].n, 24);
   });
 
   test('one key with three bodies at once (a group, or the next): one writes, the others 409 or 422', async () => {
     const key = `group-reuse-${uniqueTag()}`;
-    const answers = await Promise.all([post(makeUsers(1), keyed(key)), post(makeUsers(1), keyed(key)), post(makeUsers(1), keyed(key))]);
+    const answers = await Promise.all([
+      post(makeUsers(1), keyed(key)),
+      post(makeUsers(1), keyed(key)),
+      post(makeUsers(1), keyed(key)),
+    ]);
     const statuses = answers.map((a) => a.status).sort();
-    assert.equal(statuses.filter((s) => s === 201).length, 1, answers.map((a) => a.text).join(' | '));
-    for (const a of answers.filter((x) => x.status !== 201)) assert.ok(['idempotency_key_reused', 'idempotency_key_in_flight'].includes(a.body.error), a.text);
+    assert.equal(
+      statuses.filter((s) => s === 201).length,
+      1,
+      answers.map((a) => a.text).join(' | '),
+    );
+    for (const a of answers.filter((x) => x.status !== 201))
+      assert.ok(
+        ['idempotency_key_reused', 'idempotency_key_in_flight'].includes(a.body.error),
+        a.text,
+      );
   });
 
   test('after a restart (another app on the same database): the retry gets the first answer', async () => {
@@ -308,7 +416,10 @@ describe('Idempotency-Key on POST /users', () => {
     assert.equal(first.status, 201);
     const other = await startTestApp({ databaseUrl: db.url, env });
     try {
-      const again = await other.postUsers(users, { token: TOKENS.feeder, headers: keyed(key, { prefer: 'return=representation' }) });
+      const again = await other.postUsers(users, {
+        token: TOKENS.feeder,
+        headers: keyed(key, { prefer: 'return=representation' }),
+      });
       assert.deepEqual(asSent(again), asSent(first));
       assert.equal(again.headers.get('idempotent-replayed'), 'true');
     } finally {
@@ -317,31 +428,53 @@ describe('Idempotency-Key on POST /users', () => {
   });
 
   test('without the header nothing is stored and nothing changes', async () => {
-    const { rows: [{ n: keysBefore }] } = await db.pool.query('SELECT count(*)::int AS n FROM idempotency_keys');
+    const {
+      rows: [{ n: keysBefore }],
+    } = await db.pool.query('SELECT count(*)::int AS n FROM idempotency_keys');
     const users = makeUsers(5);
     const res = await post(users, {});
     assert.deepEqual(res.body, { received: 5, inserted: 5, updated: 0, duplicates: 0 });
     assert.equal((await post(ndjson(makeUsers(3)), {}, NDJSON)).status, 201);
-    const { rows: [{ n: keysAfter }] } = await db.pool.query('SELECT count(*)::int AS n FROM idempotency_keys');
+    const {
+      rows: [{ n: keysAfter }],
+    } = await db.pool.query('SELECT count(*)::int AS n FROM idempotency_keys');
     assert.equal(keysAfter, keysBefore);
   });
 
-  test('npm run import sends a key per run; a run again with --idempotency-key gets the first run\'s answer', async () => {
+  test("npm run import sends a key per run; a run again with --idempotency-key gets the first run's answer", async () => {
     const script = fileURLToPath(new URL('../../../scripts/import.js', import.meta.url));
     const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-import-key-'));
     try {
       const file = path.join(dir, 'users.ndjson');
       await writeFile(file, ndjson(makeUsers(300).map(({ email, name }) => ({ email, name }))));
-      const run = (/** @type {string[]} */ args) => promisify(execFile)(process.execPath, [script, file, '--url', app.baseUrl, '--token', TOKENS.crm, ...args]);
+      const run = (/** @type {string[]} */ args) =>
+        promisify(execFile)(process.execPath, [
+          script,
+          file,
+          '--url',
+          app.baseUrl,
+          '--token',
+          TOKENS.crm,
+          ...args,
+        ]);
       const key = `import-${uniqueTag()}`;
       const first = JSON.parse((await run(['--idempotency-key', key])).stdout);
-      assert.deepEqual({ ...first, seconds: 0 }, { received: 300, inserted: 300, updated: 0, duplicates: 0, seconds: 0 });
+      assert.deepEqual(
+        { ...first, seconds: 0 },
+        { received: 300, inserted: 300, updated: 0, duplicates: 0, seconds: 0 },
+      );
       const again = JSON.parse((await run(['--idempotency-key', key])).stdout);
       assert.deepEqual({ ...again, seconds: 0 }, { ...first, replayed: true, seconds: 0 });
       const fresh = JSON.parse((await run([])).stdout);
-      assert.equal(fresh.inserted, 0, 'a run without the option is a new key: written again, idempotent by email');
+      assert.equal(
+        fresh.inserted,
+        0,
+        'a run without the option is a new key: written again, idempotent by email',
+      );
       assert.equal(fresh.replayed, undefined);
-      const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM idempotency_keys WHERE client = 'token:crm' AND key ~ '^[0-9a-f-]{36}$'");
+      const { rows } = await db.pool.query(
+        "SELECT count(*)::int AS n FROM idempotency_keys WHERE client = 'token:crm' AND key ~ '^[0-9a-f-]{36}$'",
+      );
       assert.equal(rows[0].n, 1, 'its own key, a UUID');
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -351,8 +484,13 @@ describe('Idempotency-Key on POST /users', () => {
   test('the log names no key body, email or token', () => {
     const log = JSON.stringify(app.logs);
     assert.ok(!log.includes('@example.com'), 'no email in the log');
-    for (const token of Object.values(TOKENS)) assert.ok(!log.includes(token), 'no token in the log');
-    assert.deepEqual(app.logs.filter((l) => l.level >= 50), [], 'nothing logged as an error');
+    for (const token of Object.values(TOKENS))
+      assert.ok(!log.includes(token), 'no token in the log');
+    assert.deepEqual(
+      app.logs.filter((l) => l.level >= 50),
+      [],
+      'nothing logged as an error',
+    );
   });
 });
 
@@ -364,8 +502,13 @@ describe('Idempotency-Key scopes: a static token and a JWT of one name are two c
   const ALICE_TOKEN = 'alice-token-0123456789abcdef';
   before(async () => {
     db = await createTestDatabase();
-    app = await startTestApp({ databaseUrl: db.url, env: { INGEST_TOKENS: JSON.stringify({ alice: ALICE_TOKEN }), JWT_SECRET: jwtSecret } });
-    aliceJwt = await new SignJWT({ role: 'writer', sub: 'alice' }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('10m')
+    app = await startTestApp({
+      databaseUrl: db.url,
+      env: { INGEST_TOKENS: JSON.stringify({ alice: ALICE_TOKEN }), JWT_SECRET: jwtSecret },
+    });
+    aliceJwt = await new SignJWT({ role: 'writer', sub: 'alice' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setExpirationTime('10m')
       .sign(new TextEncoder().encode(jwtSecret));
   });
   after(async () => {
@@ -373,14 +516,18 @@ describe('Idempotency-Key scopes: a static token and a JWT of one name are two c
     await db?.drop();
   });
 
-  test('the same key under each: each its own first answer (no replay of the other\'s, no 422), each replayed its own', async () => {
+  test("the same key under each: each its own first answer (no replay of the other's, no 422), each replayed its own", async () => {
     const tag = uniqueTag();
     const shared = makeUsers(3);
     const same = `scope-same-${tag}`;
     const byToken = await app.postUsers(shared, { token: ALICE_TOKEN, headers: keyed(same) });
     assert.equal(byToken.status, 201, byToken.text);
     const byJwt = await app.postUsers(shared, { token: aliceJwt, headers: keyed(same) });
-    assert.equal(byJwt.status, 200, `the token's users stored already: the JWT's own answer, not the token's replayed: ${byJwt.text}`);
+    assert.equal(
+      byJwt.status,
+      200,
+      `the token's users stored already: the JWT's own answer, not the token's replayed: ${byJwt.text}`,
+    );
     assert.deepEqual(byJwt.body, { received: 3, inserted: 0, updated: 0, duplicates: 3 });
     assert.equal(byJwt.headers.get('idempotent-replayed'), null);
 
@@ -390,23 +537,42 @@ describe('Idempotency-Key scopes: a static token and a JWT of one name are two c
     const first = await app.postUsers(tokenUsers, { token: ALICE_TOKEN, headers: keyed(other) });
     const second = await app.postUsers(jwtUsers, { token: aliceJwt, headers: keyed(other) });
     assert.equal(first.status, 201, first.text);
-    assert.equal(second.status, 201, `another body under the same key, of another client: written, not 422: ${second.text}`);
+    assert.equal(
+      second.status,
+      201,
+      `another body under the same key, of another client: written, not 422: ${second.text}`,
+    );
     assert.equal(second.body.inserted, 4);
 
-    for (const [token, users, firstAnswer] of /** @type {const} */ ([[ALICE_TOKEN, tokenUsers, first], [aliceJwt, jwtUsers, second], [aliceJwt, shared, byJwt]])) {
+    for (const [token, users, firstAnswer] of /** @type {const} */ ([
+      [ALICE_TOKEN, tokenUsers, first],
+      [aliceJwt, jwtUsers, second],
+      [aliceJwt, shared, byJwt],
+    ])) {
       const key = firstAnswer === byJwt ? same : other;
       const again = await app.postUsers(users, { token, headers: keyed(key) });
       assert.equal(again.headers.get('idempotent-replayed'), 'true');
-      assert.deepEqual(asSent(again), asSent(firstAnswer), 'each client replayed its own first answer');
+      assert.deepEqual(
+        asSent(again),
+        asSent(firstAnswer),
+        'each client replayed its own first answer',
+      );
     }
-    const { rows } = await db.pool.query('SELECT client, key FROM idempotency_keys WHERE key = ANY($1) ORDER BY key, client', [[same, other]]);
-    assert.deepEqual(rows.map((r) => `${r.client} ${r.key}`), [`jwt:alice ${other}`, `token:alice ${other}`, `jwt:alice ${same}`, `token:alice ${same}`]);
+    const { rows } = await db.pool.query(
+      'SELECT client, key FROM idempotency_keys WHERE key = ANY($1) ORDER BY key, client',
+      [[same, other]],
+    );
+    assert.deepEqual(
+      rows.map((r) => `${r.client} ${r.key}`),
+      [`jwt:alice ${other}`, `token:alice ${other}`, `jwt:alice ${same}`, `token:alice ${same}`],
+    );
     assert.equal(await db.countUsers(), 9);
   });
 
   test('the log names no JWT, token or email', () => {
     const log = JSON.stringify(app.logs);
-    for (const secret of [ALICE_TOKEN, aliceJwt, jwtSecret, '@example.com']) assert.ok(!log.includes(secret), 'no secret in the log');
+    for (const secret of [ALICE_TOKEN, aliceJwt, jwtSecret, '@example.com'])
+      assert.ok(!log.includes(secret), 'no secret in the log');
   });
 });
 
@@ -427,9 +593,17 @@ describe('Idempotency-Key expiry', () => {
     const users = makeUsers(2);
     const first = await app.postUsers(users, { headers: keyed(key) });
     assert.equal(first.status, 201);
-    const { rows } = await db.pool.query("SELECT expires_at - now() < interval '2 seconds' AS soon FROM idempotency_keys WHERE key = $1", [key]);
+    const { rows } = await db.pool.query(
+      "SELECT expires_at - now() < interval '2 seconds' AS soon FROM idempotency_keys WHERE key = $1",
+      [key],
+    );
     assert.deepEqual(rows, [{ soon: true }], 'kept IDEMPOTENCY_KEY_TTL_SECONDS');
-    await waitUntil(async () => (await db.pool.query('SELECT 1 FROM idempotency_keys')).rowCount === 0, 'the purge to delete the expired key', within(10_000), 100);
+    await waitUntil(
+      async () => (await db.pool.query('SELECT 1 FROM idempotency_keys')).rowCount === 0,
+      'the purge to delete the expired key',
+      within(10_000),
+      100,
+    );
     const again = await app.postUsers(makeUsers(1), { headers: keyed(key) });
     assert.equal(again.status, 201, 'another body under an expired key: a new request');
     assert.equal(again.headers.get('idempotent-replayed'), null);
@@ -437,7 +611,10 @@ describe('Idempotency-Key expiry', () => {
 
   test('an expired key not yet purged is claimed again as a new key', async () => {
     const key = `expired-${uniqueTag()}`;
-    await db.pool.query("INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body) VALUES ('anonymous', $1, now() - interval '1 second', '\\x00', 201, '{}', 'old')", [key]);
+    await db.pool.query(
+      "INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body) VALUES ('anonymous', $1, now() - interval '1 second', '\\x00', 201, '{}', 'old')",
+      [key],
+    );
     const res = await app.postUsers(makeUsers(1), { headers: keyed(key) });
     assert.equal(res.status, 201, res.text);
     assert.notEqual(res.text, 'old');
@@ -466,9 +643,23 @@ describe('Idempotency-Key through a transaction pooler (PgBouncer, pool_mode = t
       { label: 'group commit', body: makeUsers(1), headers: {} },
       { label: 'a batch in one statement', body: makeUsers(500), headers: {} },
       { label: 'a batch in three', body: makeUsers(2500), headers: {} },
-      { label: 'a representation in merge mode', body: makeUsers(50), headers: { prefer: 'return=representation, resolution=merge-duplicates' } },
-      { label: 'NDJSON', body: ndjson(makeUsers(300).map(({ email, name }) => ({ email, name }))), headers: {}, type: NDJSON },
-      { label: 'CSV in merge mode', body: csv(makeUsers(300).map(({ email, name }) => ({ email, name }))), headers: { prefer: 'resolution=merge-duplicates' }, type: CSV },
+      {
+        label: 'a representation in merge mode',
+        body: makeUsers(50),
+        headers: { prefer: 'return=representation, resolution=merge-duplicates' },
+      },
+      {
+        label: 'NDJSON',
+        body: ndjson(makeUsers(300).map(({ email, name }) => ({ email, name }))),
+        headers: {},
+        type: NDJSON,
+      },
+      {
+        label: 'CSV in merge mode',
+        body: csv(makeUsers(300).map(({ email, name }) => ({ email, name }))),
+        headers: { prefer: 'resolution=merge-duplicates' },
+        type: CSV,
+      },
     ];
     for (const [i, c] of cases.entries()) {
       const headers = keyed(`pooler-${tag}-${i}`, c.headers);

@@ -5,7 +5,6 @@ import { WRITE_VARIANTS } from '../../../test/support/write-variants.js';
 import { makeUsers, SAMPLE_HASH } from '../../../test/support/users.js';
 
 for (const { label, env } of WRITE_VARIANTS) {
-
   describe(`POST /users writes each user exactly once (${label})`, () => {
     const ctx = useAppAndDatabase({ ...env });
 
@@ -19,7 +18,10 @@ for (const { label, env } of WRITE_VARIANTS) {
         assert.equal(await ctx.db.countUsers(), before + count);
         const stored = await ctx.db.usersByEmail([users[0].email, users[count - 1].email]);
         assert.deepEqual(stored.get(users[count - 1].email), {
-          email: users[count - 1].email, name: users[count - 1].name, phone: users[count - 1].phone, password_hash: SAMPLE_HASH,
+          email: users[count - 1].email,
+          name: users[count - 1].name,
+          phone: users[count - 1].phone,
+          password_hash: SAMPLE_HASH,
         });
       });
     }
@@ -68,14 +70,24 @@ for (const { label, env } of WRITE_VARIANTS) {
     test('refusals are logged with their request id, successes are not at info; no user data, no token', async () => {
       const users = makeUsers(3);
       const from = ctx.app.logs.length;
-      const ok = await ctx.app.postUsers(users, { headers: { authorization: 'Bearer not-a-real-secret-token', 'x-request-id': 'ok-1' } });
-      const bad = await ctx.app.postUsers([{ ...users[0], email: 'not an email' }], { headers: { 'x-request-id': 'bad-1' } });
+      const ok = await ctx.app.postUsers(users, {
+        headers: { authorization: 'Bearer not-a-real-secret-token', 'x-request-id': 'ok-1' },
+      });
+      const bad = await ctx.app.postUsers([{ ...users[0], email: 'not an email' }], {
+        headers: { 'x-request-id': 'bad-1' },
+      });
       assert.deepEqual([ok.status, bad.status], [201, 400]);
       const lines = ctx.app.logs.slice(from);
-      assert.ok(!lines.some((l) => l.reqId === 'ok-1'), 'a success costs no log line at info (metrics count it)');
+      assert.ok(
+        !lines.some((l) => l.reqId === 'ok-1'),
+        'a success costs no log line at info (metrics count it)',
+      );
       const refused = lines.find((l) => l.reqId === 'bad-1');
       assert.equal(refused?.msg, 'request completed');
-      assert.deepEqual([refused?.level, refused?.req?.url, refused?.res?.statusCode], [40, '/users', 400]);
+      assert.deepEqual(
+        [refused?.level, refused?.req?.url, refused?.res?.statusCode],
+        [40, '/users', 400],
+      );
       const text = JSON.stringify(lines);
       assert.ok(!text.includes(users[0].email), 'no email in the log');
       assert.ok(!text.includes('not-a-real-secret-token'), 'no token in the log');

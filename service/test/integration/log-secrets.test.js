@@ -12,7 +12,11 @@ const REFUSED_NAME = 'Refused by the DBA';
 const DBA_CHECK = `ALTER TABLE users ADD CONSTRAINT dba_names CHECK (name NOT LIKE 'Refused%')`;
 
 /** A bcrypt hash of its own for each user, so any one found in the log is a leak. */
-const bcrypt = () => `$2b$12$${randomBytes(40).toString('base64').replace(/[^A-Za-z0-9]/g, 'x').slice(0, 53)}`;
+const bcrypt = () =>
+  `$2b$12$${randomBytes(40)
+    .toString('base64')
+    .replace(/[^A-Za-z0-9]/g, 'x')
+    .slice(0, 53)}`;
 
 describe('no secret in the log: every refusal path at LOG_LEVEL=debug', () => {
   const token = `tok-${randomBytes(16).toString('hex')}`;
@@ -27,7 +31,12 @@ describe('no secret in the log: every refusal path at LOG_LEVEL=debug', () => {
     db = await createTestDatabase();
     await db.pool.query(DBA_CHECK);
     for (const strategy of ['format', 'copy']) {
-      services[strategy] = await startServerProcess({ DATABASE_URL: db.url, LOG_LEVEL: 'debug', INGEST_TOKEN: token, INSERT_STRATEGY: strategy });
+      services[strategy] = await startServerProcess({
+        DATABASE_URL: db.url,
+        LOG_LEVEL: 'debug',
+        INGEST_TOKEN: token,
+        INSERT_STRATEGY: strategy,
+      });
     }
   });
   after(async () => {
@@ -37,7 +46,11 @@ describe('no secret in the log: every refusal path at LOG_LEVEL=debug', () => {
 
   /** @param {string} tag @param {number} i @param {boolean} [refused] */
   const user = (tag, i, refused = false) => {
-    const u = { email: `${tag}-${i}@secret.example`, name: refused ? REFUSED_NAME : `User ${i}`, passwordHash: bcrypt() };
+    const u = {
+      email: `${tag}-${i}@secret.example`,
+      name: refused ? REFUSED_NAME : `User ${i}`,
+      passwordHash: bcrypt(),
+    };
     secrets.add(u.email);
     secrets.add(u.passwordHash);
     return u;
@@ -60,26 +73,73 @@ describe('no secret in the log: every refusal path at LOG_LEVEL=debug', () => {
 
   test('a single user, a group, item 77 of 150, a merge, one of 10 concurrent requests: 500 for the refused, the log names the constraint', async () => {
     const t = uniqueTag();
-    assert.equal((await post('format', [user(`${t}-single`, 0, true)])).status, 500, 'a single user');
+    assert.equal(
+      (await post('format', [user(`${t}-single`, 0, true)])).status,
+      500,
+      'a single user',
+    );
 
-    const group = await Promise.all(Array.from({ length: 12 }, (_, i) => post('format', [user(`${t}-group`, i, i === 5)])));
-    assert.deepEqual(group.map((r) => r.status), group.map((_, i) => (i === 5 ? 500 : 201)), 'one of a group');
+    const group = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => post('format', [user(`${t}-group`, i, i === 5)])),
+    );
+    assert.deepEqual(
+      group.map((r) => r.status),
+      group.map((_, i) => (i === 5 ? 500 : 201)),
+      'one of a group',
+    );
 
     for (const strategy of ['format', 'copy']) {
-      assert.equal((await post(strategy, [user(`${t}-fine-${strategy}`, 0)])).status, 201, 'a success, logged at debug');
-      const batch = Array.from({ length: 150 }, (_, i) => user(`${t}-batch-${strategy}`, i, i === 77));
+      assert.equal(
+        (await post(strategy, [user(`${t}-fine-${strategy}`, 0)])).status,
+        201,
+        'a success, logged at debug',
+      );
+      const batch = Array.from({ length: 150 }, (_, i) =>
+        user(`${t}-batch-${strategy}`, i, i === 77),
+      );
       assert.equal((await post(strategy, batch)).status, 500, `item 77 of 150 (${strategy})`);
-      assert.equal((await db.usersByEmail(batch.map((u) => u.email))).size, 0, 'nothing half-written');
+      assert.equal(
+        (await db.usersByEmail(batch.map((u) => u.email))).size,
+        0,
+        'nothing half-written',
+      );
     }
 
     const merged = user(`${t}-merge`, 0);
     assert.equal((await post('format', [merged])).status, 201);
     const merge = { Prefer: 'resolution=merge-duplicates' };
-    assert.equal((await post('format', [{ ...merged, name: REFUSED_NAME, passwordHash: bcrypt() }], { headers: merge })).status, 500, 'a merge');
-    assert.equal((await post('copy', [{ ...merged, name: REFUSED_NAME, passwordHash: bcrypt() }], { headers: merge })).status, 500, 'a merge (copy)');
+    assert.equal(
+      (
+        await post('format', [{ ...merged, name: REFUSED_NAME, passwordHash: bcrypt() }], {
+          headers: merge,
+        })
+      ).status,
+      500,
+      'a merge',
+    );
+    assert.equal(
+      (
+        await post('copy', [{ ...merged, name: REFUSED_NAME, passwordHash: bcrypt() }], {
+          headers: merge,
+        })
+      ).status,
+      500,
+      'a merge (copy)',
+    );
 
-    const concurrent = await Promise.all(Array.from({ length: 10 }, (_, r) => post('format', Array.from({ length: 20 }, (_, i) => user(`${t}-c${r}`, i, r === 3 && i === 7)))));
-    assert.deepEqual(concurrent.map((r) => r.status), concurrent.map((_, r) => (r === 3 ? 500 : 201)), 'one of 10 concurrent requests');
+    const concurrent = await Promise.all(
+      Array.from({ length: 10 }, (_, r) =>
+        post(
+          'format',
+          Array.from({ length: 20 }, (_, i) => user(`${t}-c${r}`, i, r === 3 && i === 7)),
+        ),
+      ),
+    );
+    assert.deepEqual(
+      concurrent.map((r) => r.status),
+      concurrent.map((_, r) => (r === 3 ? 500 : 201)),
+      'one of 10 concurrent requests',
+    );
 
     for (const s of Object.values(services)) {
       const failures = s.logs.filter((l) => l.msg === 'unexpected error');
@@ -106,12 +166,18 @@ describe('no secret in the log: every refusal path at LOG_LEVEL=debug', () => {
   test('the log and every answer hold no token, email or password hash', () => {
     for (const [strategy, s] of Object.entries(services)) {
       const lines = s.logs.map((l) => JSON.stringify(l));
-      assert.ok(s.logs.some((l) => l.level === 20), 'debug logging was on');
+      assert.ok(
+        s.logs.some((l) => l.level === 20),
+        'debug logging was on',
+      );
       for (const secret of secrets) {
-        const leak = lines.find((line) => line.includes(secret) || line.includes(secret.slice(0, 24)));
+        const leak = lines.find(
+          (line) => line.includes(secret) || line.includes(secret.slice(0, 24)),
+        );
         assert.equal(leak, undefined, `${strategy}: a secret in the log: ${secret}`);
       }
     }
-    for (const secret of secrets) assert.ok(!answers.some((a) => a.includes(secret)), 'a secret in an answer');
+    for (const secret of secrets)
+      assert.ok(!answers.some((a) => a.includes(secret)), 'a secret in an answer');
   });
 });

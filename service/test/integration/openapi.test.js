@@ -19,7 +19,10 @@ describe('the examples of docs/api.md against the real service, answers checked 
     doc = await res.json();
     check = responseChecker(doc);
   });
-  const post = async (/** @type {unknown} */ body, /** @type {Parameters<typeof ctx.app.postUsers>[1]} */ options = { token: TOKEN }) => {
+  const post = async (
+    /** @type {unknown} */ body,
+    /** @type {Parameters<typeof ctx.app.postUsers>[1]} */ options = { token: TOKEN },
+  ) => {
     const res = await ctx.app.postUsers(body, options);
     check('post', '/users', res);
     return res;
@@ -27,15 +30,26 @@ describe('the examples of docs/api.md against the real service, answers checked 
 
   test('GET /openapi.json serves the document for this configuration', () => {
     assert.deepEqual(doc, createOpenApiDocument(ctx.app.config));
-    assert.equal(doc.paths['/users'].post.requestBody.content['application/json'].schema.maxItems, 3);
+    assert.equal(
+      doc.paths['/users'].post.requestBody.content['application/json'].schema.maxItems,
+      3,
+    );
   });
 
   test('each example request gets the documented status and exactly the example answer', async () => {
     for (const [name, example] of Object.entries(postUsersExamples(ctx.app.config.maxBatchItems))) {
-      const res = await post(example.request, { token: TOKEN, headers: 'prefer' in example ? { prefer: example.prefer } : {} });
+      const res = await post(example.request, {
+        token: TOKEN,
+        headers: 'prefer' in example ? { prefer: example.prefer } : {},
+      });
       assert.equal(res.status, example.status, `${name}: ${res.text}`);
       assert.deepEqual(res.body, example.response, name);
-      assert.deepEqual(doc.paths['/users'].post.responses[example.status].content['application/json'].examples[name].value, example.response);
+      assert.deepEqual(
+        doc.paths['/users'].post.responses[example.status].content['application/json'].examples[
+          name
+        ].value,
+        example.response,
+      );
     }
     assert.equal(await ctx.db.countUsers(), 1, 'only `new` was written');
   });
@@ -45,8 +59,18 @@ describe('the examples of docs/api.md against the real service, answers checked 
     const unauthorized = await post([], {});
     assert.equal(unauthorized.status, 401);
     const tooMany = await post(makeUsers(4));
-    assert.deepEqual(tooMany.body, { error: 'too_many_items', message: '4 users is over MAX_BATCH_ITEMS (3); split the batch', code: 'PGRST102', details: null, hint: null });
-    assert.equal((await post(JSON.stringify([{ email: 'big@example.com', name: 'x'.repeat(5000) }]))).body.error, 'payload_too_large');
+    assert.deepEqual(tooMany.body, {
+      error: 'too_many_items',
+      message: '4 users is over MAX_BATCH_ITEMS (3); split the batch',
+      code: 'PGRST102',
+      details: null,
+      hint: null,
+    });
+    assert.equal(
+      (await post(JSON.stringify([{ email: 'big@example.com', name: 'x'.repeat(5000) }]))).body
+        .error,
+      'payload_too_large',
+    );
     assert.equal((await post('[]', { token: TOKEN, contentType: 'text/plain' })).status, 415);
   });
 
@@ -69,7 +93,10 @@ describe('the examples of docs/api.md against the real service, answers checked 
       empty = await createTestDatabase({ migrated: false });
       unmigrated = await startTestApp({ databaseUrl: empty.url });
       // Port 1 on loopback: nothing listens, the connection is refused at once.
-      unreachable = await startTestApp({ databaseUrl: 'postgres://sluice@127.0.0.1:1/none', env: { DB_CONNECT_TIMEOUT_MS: '1000' } });
+      unreachable = await startTestApp({
+        databaseUrl: 'postgres://sluice@127.0.0.1:1/none',
+        env: { DB_CONNECT_TIMEOUT_MS: '1000' },
+      });
     });
     after(async () => {
       await unmigrated?.close();
@@ -85,7 +112,11 @@ describe('the examples of docs/api.md against the real service, answers checked 
       check('post', '/users', down);
       assert.equal(down.status, 503);
       const ready = await fetch(`${unreachable.baseUrl}/readyz`);
-      check('get', '/readyz', { status: ready.status, headers: ready.headers, body: await ready.json() });
+      check('get', '/readyz', {
+        status: ready.status,
+        headers: ready.headers,
+        body: await ready.json(),
+      });
       assert.equal(ready.status, 503);
     });
   });

@@ -54,16 +54,23 @@ describe('health, readiness and metrics', () => {
     const text = await res.text();
     assert.match(text, /sluice_users_received_total 7/);
     assert.match(text, /sluice_users_inserted_total 7/);
-    assert.match(text, /sluice_http_requests_total\{method="POST",route="\/users",status="201"\} 1/);
+    assert.match(
+      text,
+      /sluice_http_requests_total\{method="POST",route="\/users",status="201"\} 1/,
+    );
     assert.match(text, /sluice_batch_size_users_bucket\{le="10"\} 1/);
     assert.match(text, /sluice_db_pool_connections\{state="total"\} \d+/);
     assert.match(text, /sluice_db_insert_duration_seconds_count 1/);
   });
 
   test('a request id is returned, and a sane one from the client is kept', async () => {
-    const res = await fetch(`${app.baseUrl}/healthz`, { headers: { 'x-request-id': 'feeder-abc.123' } });
+    const res = await fetch(`${app.baseUrl}/healthz`, {
+      headers: { 'x-request-id': 'feeder-abc.123' },
+    });
     assert.equal(res.headers.get('x-request-id'), 'feeder-abc.123');
-    const other = await fetch(`${app.baseUrl}/healthz`, { headers: { 'x-request-id': 'bad id with spaces' } });
+    const other = await fetch(`${app.baseUrl}/healthz`, {
+      headers: { 'x-request-id': 'bad id with spaces' },
+    });
     assert.match(other.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
   });
 });

@@ -16,7 +16,17 @@ const SERVER = fileURLToPath(new URL('../../src/server.js', import.meta.url));
 
 /** The service started on `url`: its exit code and what it printed to stderr. @param {string} url */
 function startOn(url) {
-  const r = spawnSync(process.execPath, [SERVER], { env: { ...process.env, DATABASE_URL: url, HOST: '127.0.0.1', PORT: '0', DB_CONNECT_TIMEOUT_MS: '3000' }, encoding: 'utf8', timeout: 20_000 });
+  const r = spawnSync(process.execPath, [SERVER], {
+    env: {
+      ...process.env,
+      DATABASE_URL: url,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DB_CONNECT_TIMEOUT_MS: '3000',
+    },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
   return { status: r.status, lines: r.stderr.split('\n').filter((l) => l.startsWith('sluice: ')) };
 }
 
@@ -25,9 +35,20 @@ function startOn(url) {
  * @param {string} url @returns {Promise<{ line: string, running: boolean }>}
  */
 async function firstLineOn(url) {
-  const child = spawn(process.execPath, [SERVER], { env: { ...process.env, DATABASE_URL: url, HOST: '127.0.0.1', PORT: '0', DB_CONNECT_TIMEOUT_MS: '3000' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [SERVER], {
+    env: {
+      ...process.env,
+      DATABASE_URL: url,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DB_CONNECT_TIMEOUT_MS: '3000',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   try {
-    const lines = readline.createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stderr) });
+    const lines = readline.createInterface({
+      input: /** @type {import('node:stream').Readable} */ (child.stderr),
+    });
     for await (const line of lines) {
       if (!line.startsWith('sluice: ')) continue;
       await new Promise((r) => setTimeout(r, 300));
@@ -69,12 +90,24 @@ describe('a database the service cannot use, told at start-up with its fix', () 
     const unknownHost = new URL(url);
     unknownHost.hostname = 'no-such-host.invalid';
     const cases = [
-      [wrongPassword, /refused the password of user .* \(28P01\): put that user's password in DATABASE_URL/],
-      [unknownDatabase, /database "no_such_database_here" does not exist .* \(3D000\): create it \(createdb no_such_database_here\)/],
+      [
+        wrongPassword,
+        /refused the password of user .* \(28P01\): put that user's password in DATABASE_URL/,
+      ],
+      [
+        unknownDatabase,
+        /database "no_such_database_here" does not exist .* \(3D000\): create it \(createdb no_such_database_here\)/,
+      ],
     ];
     for (const [target, expected] of [
-      [refused, /nothing accepts connections at .* \(ECONNREFUSED\): start PostgreSQL there, or point DATABASE_URL .*503 until it answers/],
-      [unknownHost, /host "no-such-host.invalid" is not known \((ENOTFOUND|EAI_AGAIN)\): fix the host in DATABASE_URL/],
+      [
+        refused,
+        /nothing accepts connections at .* \(ECONNREFUSED\): start PostgreSQL there, or point DATABASE_URL .*503 until it answers/,
+      ],
+      [
+        unknownHost,
+        /host "no-such-host.invalid" is not known \((ENOTFOUND|EAI_AGAIN)\): fix the host in DATABASE_URL/,
+      ],
     ]) {
       const { line, running } = await firstLineOn(String(target));
       assert.match(line, /** @type {RegExp} */ (expected));
@@ -90,12 +123,24 @@ describe('a database the service cannot use, told at start-up with its fix', () 
   });
 
   test('a service already up behind it: a write that needs a transaction is statement_pooling (never a retryable 503), /readyz 503 naming it', async () => {
-    const app = await startTestApp({ databaseUrl: pooler.url, env: { INSERT_CHUNK_ROWS: '100', GROUP_COMMIT: 'off' } });
+    const app = await startTestApp({
+      databaseUrl: pooler.url,
+      env: { INSERT_CHUNK_ROWS: '100', GROUP_COMMIT: 'off' },
+    });
     try {
-      assert.equal((await app.postUsers(makeUsers(1))).status, 201, 'a single statement needs no transaction');
+      assert.equal(
+        (await app.postUsers(makeUsers(1))).status,
+        201,
+        'a single statement needs no transaction',
+      );
       for (const res of [
         await app.postUsers(makeUsers(250)),
-        await app.postUsers(makeUsers(3).map((u) => JSON.stringify(u)).join('\n') + '\n', { contentType: 'application/x-ndjson' }),
+        await app.postUsers(
+          makeUsers(3)
+            .map((u) => JSON.stringify(u))
+            .join('\n') + '\n',
+          { contentType: 'application/x-ndjson' },
+        ),
       ]) {
         assert.equal(res.status, 500, res.text);
         assert.equal(res.body.code, '08P01');

@@ -30,7 +30,10 @@ const SLACK_MS = 1_000;
  * to DB_LOCK_TIMEOUT_MS (as direct: row-locks.test.js).
  * @type {Record<string, number>}
  */
-const boundMs = { 'uncommitted insert': LOCK_TIMEOUT_MS + 500 + within(SLACK_MS), 'FOR UPDATE': 2 * LOCK_TIMEOUT_MS + 500 + within(SLACK_MS) };
+const boundMs = {
+  'uncommitted insert': LOCK_TIMEOUT_MS + 500 + within(SLACK_MS),
+  'FOR UPDATE': 2 * LOCK_TIMEOUT_MS + 500 + within(SLACK_MS),
+};
 const OTHERS_P99_MS = 1_000;
 const NDJSON = 'application/x-ndjson';
 const CSV = 'text/csv';
@@ -43,7 +46,10 @@ const quantile = (values, q) => {
 /** @param {object[]} users */
 const ndjson = (users) => users.map((u) => JSON.stringify(u)).join('\n') + '\n';
 /** @param {{ email: string, name: string, phone?: string, passwordHash?: string }[]} users */
-const csv = (users) => 'email,name,phone,passwordHash\n' + users.map((u) => `${u.email},"${u.name}",${u.phone ?? ''},"${u.passwordHash ?? ''}"`).join('\n') + '\n';
+const csv = (users) =>
+  'email,name,phone,passwordHash\n' +
+  users.map((u) => `${u.email},"${u.name}",${u.phone ?? ''},"${u.passwordHash ?? ''}"`).join('\n') +
+  '\n';
 
 describe('through PgBouncer in transaction mode', () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
@@ -55,7 +61,12 @@ describe('through PgBouncer in transaction mode', () => {
   async function serviceThroughPooler(env = {}) {
     const started = await startTestApp({
       databaseUrl: pooler.url,
-      env: { DB_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS), DB_STATEMENT_TIMEOUT_MS: '10000', MAX_STREAM_BYTES: String(64 * 1024 * 1024), ...env },
+      env: {
+        DB_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS),
+        DB_STATEMENT_TIMEOUT_MS: '10000',
+        MAX_STREAM_BYTES: String(64 * 1024 * 1024),
+        ...env,
+      },
     });
     apps.push(started);
     return started;
@@ -87,7 +98,11 @@ describe('through PgBouncer in transaction mode', () => {
     assert.ok(!log.includes(SAMPLE_HASH.slice(0, 20)), 'no password hash in the log');
     assert.ok(!log.includes(':postgres@'), 'no password in the log');
     assert.ok(!log.includes('unsupported startup parameter'), 'the pooler refused no connection');
-    assert.deepEqual(logs.filter((l) => l.level >= 50), [], 'nothing logged as an error');
+    assert.deepEqual(
+      logs.filter((l) => l.level >= 50),
+      [],
+      'nothing logged as an error',
+    );
   }
 
   /** What a transaction left behind on the server: temporary tables, advisory locks. */
@@ -127,13 +142,23 @@ describe('through PgBouncer in transaction mode', () => {
     assert.equal((await alone.postUsers([stored])).status, 201);
     const counted = {
       'one user': await roundTrips(() => alone.postUsers(makeUsers(1))),
-      'one user, return=representation': await roundTrips(() => alone.postUsers(makeUsers(1), { headers: { Prefer: 'return=representation' } })),
-      'one user already stored (all-new try, then ON CONFLICT)': await roundTrips(() => alone.postUsers([stored])),
-      '2500 users (3 chunks, BEGIN, COMMIT)': await roundTrips(() => alone.postUsers(makeUsers(2500))),
+      'one user, return=representation': await roundTrips(() =>
+        alone.postUsers(makeUsers(1), { headers: { Prefer: 'return=representation' } }),
+      ),
+      'one user already stored (all-new try, then ON CONFLICT)': await roundTrips(() =>
+        alone.postUsers([stored]),
+      ),
+      '2500 users (3 chunks, BEGIN, COMMIT)': await roundTrips(() =>
+        alone.postUsers(makeUsers(2500)),
+      ),
       'one user, group commit': await roundTrips(() => app.postUsers(makeUsers(1))),
-      'one user, unnest (BEGIN, INSERT with parameters, COMMIT)': await roundTrips(() => unnest.postUsers(makeUsers(1))),
+      'one user, unnest (BEGIN, INSERT with parameters, COMMIT)': await roundTrips(() =>
+        unnest.postUsers(makeUsers(1)),
+      ),
       'one user, copy (BEGIN, COPY, COMMIT)': await roundTrips(() => copy.postUsers(makeUsers(1))),
-      'NDJSON stream (BEGIN, SAVEPOINT, COPY, RELEASE, COMMIT)': await roundTrips(() => alone.postUsers(ndjson(makeUsers(10)), { contentType: NDJSON })),
+      'NDJSON stream (BEGIN, SAVEPOINT, COPY, RELEASE, COMMIT)': await roundTrips(() =>
+        alone.postUsers(ndjson(makeUsers(10)), { contentType: NDJSON }),
+      ),
       '/readyz': await roundTrips(() => fetch(`${alone.baseUrl}/readyz`)),
     };
     console.error(`[pooler] round trips: ${JSON.stringify(counted)}`);
@@ -154,8 +179,14 @@ describe('through PgBouncer in transaction mode', () => {
     const users = makeUsers(200);
     const started = performance.now();
     const answers = await Promise.all(users.map((u) => app.postUsers([u])));
-    console.error(`[pooler] 200 single users at once: ${Math.round(performance.now() - started)} ms`);
-    for (const res of answers) assert.deepEqual([res.status, res.body], [201, { received: 1, inserted: 1, updated: 0, duplicates: 0 }]);
+    console.error(
+      `[pooler] 200 single users at once: ${Math.round(performance.now() - started)} ms`,
+    );
+    for (const res of answers)
+      assert.deepEqual(
+        [res.status, res.body],
+        [201, { received: 1, inserted: 1, updated: 0, duplicates: 0 }],
+      );
     assert.equal((await db.usersByEmail(users.map((u) => u.email))).size, 200);
     // A replay of each: skipped, never duplicated.
     const again = await Promise.all(users.slice(0, 50).map((u) => app.postUsers([u])));
@@ -167,8 +198,14 @@ describe('through PgBouncer in transaction mode', () => {
     const tag = uniqueTag();
     const batches = Array.from({ length: 16 }, (_, b) => makeUsers(1000, `${tag}-${b}`));
     for (let i = 0; i < batches.length; i += 4) {
-      const answers = await Promise.all(batches.slice(i, i + 4).map((batch) => app.postUsers(batch)));
-      for (const res of answers) assert.deepEqual([res.status, res.body], [201, { received: 1000, inserted: 1000, updated: 0, duplicates: 0 }]);
+      const answers = await Promise.all(
+        batches.slice(i, i + 4).map((batch) => app.postUsers(batch)),
+      );
+      for (const res of answers)
+        assert.deepEqual(
+          [res.status, res.body],
+          [201, { received: 1000, inserted: 1000, updated: 0, duplicates: 0 }],
+        );
     }
     const big = makeUsers(2500, `${tag}-big`);
     const res = await app.postUsers(big);
@@ -183,17 +220,34 @@ describe('through PgBouncer in transaction mode', () => {
     const renamed = users.map((u, i) => ({ ...u, name: `Renamed ${i}`, phone: undefined }));
     const merge = { Prefer: 'resolution=merge-duplicates' };
     const batch = await app.postUsers(renamed.slice(0, 1000), { headers: merge });
-    assert.deepEqual([batch.status, batch.body], [200, { received: 1000, inserted: 0, updated: 1000, stale: 0, duplicates: 1000 }]);
-    const singles = await Promise.all(renamed.slice(1000).map((u) => app.postUsers([u], { headers: merge })));
-    for (const res of singles) assert.deepEqual([res.status, res.body?.updated], [200, 1], res.text);
+    assert.deepEqual(
+      [batch.status, batch.body],
+      [200, { received: 1000, inserted: 0, updated: 1000, stale: 0, duplicates: 1000 }],
+    );
+    const singles = await Promise.all(
+      renamed.slice(1000).map((u) => app.postUsers([u], { headers: merge })),
+    );
+    for (const res of singles)
+      assert.deepEqual([res.status, res.body?.updated], [200, 1], res.text);
     const stored = await db.usersByEmail(users.map((u) => u.email));
-    assert.deepEqual(stored.get(users[1100].email), { email: users[1100].email, name: 'Renamed 1100', phone: users[1100].phone, password_hash: SAMPLE_HASH }, 'the phone not sent is kept');
+    assert.deepEqual(
+      stored.get(users[1100].email),
+      {
+        email: users[1100].email,
+        name: 'Renamed 1100',
+        phone: users[1100].phone,
+        password_hash: SAMPLE_HASH,
+      },
+      'the phone not sent is kept',
+    );
   });
 
   test('return=representation: the rows as written, alone, in a group and in a batch', async () => {
     const representation = { Prefer: 'return=representation' };
     const users = makeUsers(30);
-    const answers = await Promise.all(users.map((u) => app.postUsers([u], { headers: representation })));
+    const answers = await Promise.all(
+      users.map((u) => app.postUsers([u], { headers: representation })),
+    );
     for (const [i, res] of answers.entries()) {
       assert.equal(res.status, 201, res.text);
       assert.equal(res.body.length, 1);
@@ -203,7 +257,10 @@ describe('through PgBouncer in transaction mode', () => {
     const batch = makeUsers(1500);
     const res = await app.postUsers(batch, { headers: representation });
     assert.equal(res.status, 201, res.text);
-    assert.deepEqual(res.body.map((/** @type {{ email: string }} */ u) => u.email), batch.map((u) => u.email));
+    assert.deepEqual(
+      res.body.map((/** @type {{ email: string }} */ u) => u.email),
+      batch.map((u) => u.email),
+    );
   });
 
   test('a streamed NDJSON import of 50,000 users (COPY in one transaction), then CSV in merge mode (its staging table)', async () => {
@@ -211,33 +268,76 @@ describe('through PgBouncer in transaction mode', () => {
     const started = performance.now();
     const res = await app.postUsers(ndjson(users), { contentType: NDJSON });
     console.error(`[pooler] 50,000 users as NDJSON: ${Math.round(performance.now() - started)} ms`);
-    assert.deepEqual([res.status, res.body], [201, { received: 50_000, inserted: 50_000, updated: 0, duplicates: 0 }], res.text);
+    assert.deepEqual(
+      [res.status, res.body],
+      [201, { received: 50_000, inserted: 50_000, updated: 0, duplicates: 0 }],
+      res.text,
+    );
     assert.equal((await db.usersByEmail(users.map((u) => u.email))).size, 50_000);
 
     // Half stored already, half new, renamed: merge mode stages the whole body, then writes it.
-    const mixed = [...users.slice(0, 1000), ...makeUsers(1000)].map((u) => ({ ...u, name: 'Merged' }));
-    const merged = await app.postUsers(csv(mixed), { contentType: CSV, headers: { Prefer: 'resolution=merge-duplicates' } });
-    assert.deepEqual([merged.status, merged.body], [201, { received: 2000, inserted: 1000, updated: 1000, stale: 0, duplicates: 1000 }], merged.text);
+    const mixed = [...users.slice(0, 1000), ...makeUsers(1000)].map((u) => ({
+      ...u,
+      name: 'Merged',
+    }));
+    const merged = await app.postUsers(csv(mixed), {
+      contentType: CSV,
+      headers: { Prefer: 'resolution=merge-duplicates' },
+    });
+    assert.deepEqual(
+      [merged.status, merged.body],
+      [201, { received: 2000, inserted: 1000, updated: 1000, stale: 0, duplicates: 1000 }],
+      merged.text,
+    );
     // Ignore mode meeting stored emails: chunks go through the staging table too.
-    const replay = await app.postUsers(ndjson([...users.slice(0, 9000), ...makeUsers(10)]), { contentType: NDJSON });
-    assert.deepEqual([replay.status, replay.body], [201, { received: 9010, inserted: 10, updated: 0, duplicates: 9000 }], replay.text);
-    assert.deepEqual(await leftBehind(), { temporary_tables: 0, advisory_locks: 0 }, 'no staging table outlived its transaction');
+    const replay = await app.postUsers(ndjson([...users.slice(0, 9000), ...makeUsers(10)]), {
+      contentType: NDJSON,
+    });
+    assert.deepEqual(
+      [replay.status, replay.body],
+      [201, { received: 9010, inserted: 10, updated: 0, duplicates: 9000 }],
+      replay.text,
+    );
+    assert.deepEqual(
+      await leftBehind(),
+      { temporary_tables: 0, advisory_locks: 0 },
+      'no staging table outlived its transaction',
+    );
     assertLogClean(app.logs);
   });
 
   test('every INSERT_STRATEGY, group commit on and off: new, replayed and merged users, nothing left behind', async () => {
     for (const strategy of ['format', 'unnest', 'copy']) {
       for (const groupCommit of ['on', 'off']) {
-        const variant = await serviceThroughPooler({ INSERT_STRATEGY: strategy, GROUP_COMMIT: groupCommit, INSERT_CHUNK_ROWS: '400' });
+        const variant = await serviceThroughPooler({
+          INSERT_STRATEGY: strategy,
+          GROUP_COMMIT: groupCommit,
+          INSERT_CHUNK_ROWS: '400',
+        });
         const label = `${strategy}, group commit ${groupCommit}`;
         const users = makeUsers(1000);
         const first = await variant.postUsers(users.slice(0, 900));
-        assert.deepEqual([first.status, first.body?.inserted], [201, 900], `${label}: ${first.text}`);
+        assert.deepEqual(
+          [first.status, first.body?.inserted],
+          [201, 900],
+          `${label}: ${first.text}`,
+        );
         // Stored and new together: the all-new try fails, the write resolves conflicts (copy: staging).
         const replay = await variant.postUsers(users);
-        assert.deepEqual([replay.status, replay.body?.inserted, replay.body?.duplicates], [201, 100, 900], `${label}: ${replay.text}`);
-        const merge = await variant.postUsers(users.map((u) => ({ ...u, name: 'Merged' })), { headers: { Prefer: 'resolution=merge-duplicates' } });
-        assert.deepEqual([merge.status, merge.body?.updated], [200, 1000], `${label}: ${merge.text}`);
+        assert.deepEqual(
+          [replay.status, replay.body?.inserted, replay.body?.duplicates],
+          [201, 100, 900],
+          `${label}: ${replay.text}`,
+        );
+        const merge = await variant.postUsers(
+          users.map((u) => ({ ...u, name: 'Merged' })),
+          { headers: { Prefer: 'resolution=merge-duplicates' } },
+        );
+        assert.deepEqual(
+          [merge.status, merge.body?.updated],
+          [200, 1000],
+          `${label}: ${merge.text}`,
+        );
         const singles = await Promise.all(makeUsers(20).map((u) => variant.postUsers([u])));
         assert.deepEqual([...new Set(singles.map((r) => r.status))], [201], label);
         const stored = await db.usersByEmail(users.map((u) => u.email));
@@ -252,11 +352,14 @@ describe('through PgBouncer in transaction mode', () => {
     for (const hold of ['uncommitted insert', 'FOR UPDATE']) {
       const tag = uniqueTag();
       const lockedEmail = `locked-${tag}@x.co`;
-      if (hold === 'FOR UPDATE') assert.equal((await app.postUsers([{ email: lockedEmail, name: 'Before' }])).status, 201);
+      if (hold === 'FOR UPDATE')
+        assert.equal((await app.postUsers([{ email: lockedEmail, name: 'Before' }])).status, 201);
       const holder = await directSession();
       await holder.query('BEGIN');
-      if (hold === 'FOR UPDATE') await holder.query('SELECT * FROM users WHERE email = $1 FOR UPDATE', [lockedEmail]);
-      else await holder.query("INSERT INTO users (email, name) VALUES ($1, 'Holder')", [lockedEmail]);
+      if (hold === 'FOR UPDATE')
+        await holder.query('SELECT * FROM users WHERE email = $1 FOR UPDATE', [lockedEmail]);
+      else
+        await holder.query("INSERT INTO users (email, name) VALUES ($1, 'Holder')", [lockedEmail]);
       const headers = hold === 'FOR UPDATE' ? { Prefer: 'resolution=merge-duplicates' } : {};
       /** @param {unknown} body */
       const timed = async (body) => {
@@ -270,35 +373,63 @@ describe('through PgBouncer in transaction mode', () => {
       /** @type {{ status: number, ms: number, email: string }[]} */
       const fresh = [];
       const until = performance.now() + LOCK_TIMEOUT_MS + 1_000;
-      await Promise.all(Array.from({ length: 8 }, async (_, c) => {
-        for (let i = 0; performance.now() < until; i++) {
-          const email = `fresh-${tag}-${c}-${i}@x.co`;
-          const started = performance.now();
-          const res = await app.postUsers([{ email, name: 'Fresh' }], { headers });
-          fresh.push({ status: res.status, ms: performance.now() - started, email });
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, c) => {
+          for (let i = 0; performance.now() < until; i++) {
+            const email = `fresh-${tag}-${c}-${i}@x.co`;
+            const started = performance.now();
+            const res = await app.postUsers([{ email, name: 'Fresh' }], { headers });
+            fresh.push({ status: res.status, ms: performance.now() - started, email });
+          }
+        }),
+      );
       const [lockedRes, largeRes] = await Promise.all([locked, large]);
       await holder.query('COMMIT');
       await holder.end();
 
-      for (const [what, res] of /** @type {const} */ ([['the locked request', lockedRes], ['the large request holding the email', largeRes]])) {
+      for (const [what, res] of /** @type {const} */ ([
+        ['the locked request', lockedRes],
+        ['the large request holding the email', largeRes],
+      ])) {
         assert.equal(res.status, 503, `${hold}, ${what}: ${res.text}`);
         assert.equal(res.body.error, 'lock_timeout', `${hold}, ${what}`);
         assert.equal(res.headers.get('retry-after'), '1');
-        assert.ok(res.ms < boundMs[hold], `${hold}, ${what} answered after ${Math.round(res.ms)} ms (DB_LOCK_TIMEOUT_MS ${LOCK_TIMEOUT_MS})`);
+        assert.ok(
+          res.ms < boundMs[hold],
+          `${hold}, ${what} answered after ${Math.round(res.ms)} ms (DB_LOCK_TIMEOUT_MS ${LOCK_TIMEOUT_MS})`,
+        );
         // The bound is the database's, not a client-side one: it took the lock timeout at least.
-        assert.ok(res.ms >= LOCK_TIMEOUT_MS - 50, `${hold}, ${what}: answered after ${Math.round(res.ms)} ms, before the lock timeout`);
+        assert.ok(
+          res.ms >= LOCK_TIMEOUT_MS - 50,
+          `${hold}, ${what}: answered after ${Math.round(res.ms)} ms, before the lock timeout`,
+        );
       }
-      const p99 = quantile(fresh.map((a) => a.ms), 0.99);
-      console.error(`[pooler] ${hold}: ${fresh.length} fresh requests meanwhile, p50 ${Math.round(quantile(fresh.map((a) => a.ms), 0.5))} ms, p99 ${Math.round(p99)} ms`);
+      const p99 = quantile(
+        fresh.map((a) => a.ms),
+        0.99,
+      );
+      console.error(
+        `[pooler] ${hold}: ${fresh.length} fresh requests meanwhile, p50 ${Math.round(
+          quantile(
+            fresh.map((a) => a.ms),
+            0.5,
+          ),
+        )} ms, p99 ${Math.round(p99)} ms`,
+      );
       assert.ok(fresh.length >= 40, `fresh traffic flowed: ${fresh.length}`);
       assert.deepEqual([...new Set(fresh.map((a) => a.status))], [201]);
       assert.ok(p99 < within(OTHERS_P99_MS), `others are not held back: p99 ${Math.round(p99)} ms`);
       assert.equal((await db.usersByEmail(fresh.map((a) => a.email))).size, fresh.length);
-      assert.equal((await db.usersByEmail(makeUsers(999, tag).map((u) => u.email))).size, 0, 'the large request refused is not half-written');
+      assert.equal(
+        (await db.usersByEmail(makeUsers(999, tag).map((u) => u.email))).size,
+        0,
+        'the large request refused is not half-written',
+      );
     }
-    assert.ok(app.logs.some((l) => l.msg === 'locked out by another writer' && l.err?.code === '55P03'), 'the lock timeout is logged by its SQLSTATE');
+    assert.ok(
+      app.logs.some((l) => l.msg === 'locked out by another writer' && l.err?.code === '55P03'),
+      'the lock timeout is logged by its SQLSTATE',
+    );
     assertLogClean(app.logs);
   });
 
@@ -313,7 +444,10 @@ describe('through PgBouncer in transaction mode', () => {
     await holder.query('COMMIT');
     await holder.end();
     assert.ok(ms < 2 * LOCK_TIMEOUT_MS + within(SLACK_MS), `answered within ${Math.round(ms)} ms`);
-    assert.ok(answers.every((res) => res.status === 503 && res.body.error === 'lock_timeout'), JSON.stringify(answers.map((r) => r.status)));
+    assert.ok(
+      answers.every((res) => res.status === 503 && res.body.error === 'lock_timeout'),
+      JSON.stringify(answers.map((r) => r.status)),
+    );
     assert.equal((await db.usersByEmail(users.map((u) => u.email))).size, 0);
   });
 
@@ -339,35 +473,54 @@ describe('through PgBouncer in transaction mode', () => {
         'unnest, alone': await timed(unnest, [sleeper()]),
       };
       // In a group with others: the group times out, every request of it is told so.
-      const group = await Promise.all([timed(bounded, [sleeper()]), ...makeUsers(5).map((u) => timed(bounded, [u]))]);
+      const group = await Promise.all([
+        timed(bounded, [sleeper()]),
+        ...makeUsers(5).map((u) => timed(bounded, [u])),
+      ]);
       for (const [what, res] of Object.entries(cases)) {
         assert.equal(res.status, 503, `${what}: ${res.text}`);
         assert.equal(res.body.error, 'statement_timeout', what);
         assert.equal(res.headers.get('retry-after'), '2');
-        assert.ok(res.ms >= STATEMENT_TIMEOUT_MS - 50 && res.ms < STATEMENT_TIMEOUT_MS + within(SLACK_MS), `${what} answered after ${Math.round(res.ms)} ms (DB_STATEMENT_TIMEOUT_MS ${STATEMENT_TIMEOUT_MS})`);
+        assert.ok(
+          res.ms >= STATEMENT_TIMEOUT_MS - 50 && res.ms < STATEMENT_TIMEOUT_MS + within(SLACK_MS),
+          `${what} answered after ${Math.round(res.ms)} ms (DB_STATEMENT_TIMEOUT_MS ${STATEMENT_TIMEOUT_MS})`,
+        );
       }
       assert.equal(group[0].status, 503);
       assert.equal(group[0].body.error, 'statement_timeout');
-      for (const res of group) assert.ok(res.status === 201 || (res.status === 503 && res.body.error === 'statement_timeout'), res.text);
-      assert.ok(bounded.logs.some((l) => l.msg === 'statement timed out' && l.err?.code === '57014'), 'logged by its SQLSTATE');
+      for (const res of group)
+        assert.ok(
+          res.status === 201 || (res.status === 503 && res.body.error === 'statement_timeout'),
+          res.text,
+        );
+      assert.ok(
+        bounded.logs.some((l) => l.msg === 'statement timed out' && l.err?.code === '57014'),
+        'logged by its SQLSTATE',
+      );
     } finally {
-      await holder.query('DROP TRIGGER IF EXISTS sleepy ON users; DROP FUNCTION IF EXISTS sleepy()');
+      await holder.query(
+        'DROP TRIGGER IF EXISTS sleepy ON users; DROP FUNCTION IF EXISTS sleepy()',
+      );
       await holder.end();
     }
     // The limits are the transactions', not the server connections': none of the pooler's server
     // connections carries one afterwards (each of these lands on whichever is free).
     assert.equal((await bounded.postUsers(makeUsers(1000))).status, 201);
-    const seen = await Promise.all(Array.from({ length: 3 * POOL_SIZE }, async () => {
-      const client = new pg.Client(pooler.url);
-      client.on('error', () => {});
-      await client.connect();
-      try {
-        const { rows } = await client.query("SELECT current_setting('statement_timeout') AS statement, current_setting('lock_timeout') AS lock, pg_sleep(0.05)");
-        return `${rows[0].statement}/${rows[0].lock}`;
-      } finally {
-        await client.end();
-      }
-    }));
+    const seen = await Promise.all(
+      Array.from({ length: 3 * POOL_SIZE }, async () => {
+        const client = new pg.Client(pooler.url);
+        client.on('error', () => {});
+        await client.connect();
+        try {
+          const { rows } = await client.query(
+            "SELECT current_setting('statement_timeout') AS statement, current_setting('lock_timeout') AS lock, pg_sleep(0.05)",
+          );
+          return `${rows[0].statement}/${rows[0].lock}`;
+        } finally {
+          await client.end();
+        }
+      }),
+    );
     assert.deepEqual([...new Set(seen)], ['0/0'], 'no server connection keeps a time limit');
     assertLogClean(bounded.logs);
   });

@@ -27,7 +27,11 @@ describe('PostgreSQL crashing under load, again and again', () => {
     dataDir = await tempDataDir();
     server = await startLocalPostgres({ dataDir, persistent: true });
     await migrate(server.url);
-    service = await startServerProcess({ DATABASE_URL: server.url, DB_CONNECT_TIMEOUT_MS: '1000', LOG_LEVEL: 'warn' });
+    service = await startServerProcess({
+      DATABASE_URL: server.url,
+      DB_CONNECT_TIMEOUT_MS: '1000',
+      LOG_LEVEL: 'warn',
+    });
   });
   after(async () => {
     await service?.stop();
@@ -57,7 +61,9 @@ describe('PostgreSQL crashing under load, again and again', () => {
         const users = makeUsers(size, uniqueTag());
         try {
           const res = await fetch(`${service.baseUrl}/users`, {
-            method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(users),
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(users),
           });
           const body = await res.text();
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
@@ -83,11 +89,18 @@ describe('PostgreSQL crashing under load, again and again', () => {
 
     try {
       for (let crash = 0; crash < CRASHES; crash++) {
-        await waitForAnswers(201, LOAD_ANSWERS, `${LOAD_ANSWERS} writes ${crash === 0 ? 'under load' : `after restart ${crash}`}`);
+        await waitForAnswers(
+          201,
+          LOAD_ANSWERS,
+          `${LOAD_ANSWERS} writes ${crash === 0 ? 'under load' : `after restart ${crash}`}`,
+        );
         const pid = await postmasterPid(server.dataDir);
         const seenDown = waitForAnswers(503, 1, `a 503 after crash ${crash + 1}`);
         process.kill(pid, 'SIGQUIT'); // what pg_ctl -m immediate sends: no clean goodbye to clients
-        await Promise.all([waitUntil(() => !isAlive(pid), `PostgreSQL (pid ${pid}) to exit`, 10_000, 20), seenDown]);
+        await Promise.all([
+          waitUntil(() => !isAlive(pid), `PostgreSQL (pid ${pid}) to exit`, 10_000, 20),
+          seenDown,
+        ]);
         assert.equal(service.child.exitCode, null, `the service exited after crash ${crash + 1}`);
         await server.start();
       }
@@ -97,7 +110,9 @@ describe('PostgreSQL crashing under load, again and again', () => {
       await Promise.all(clients);
     }
 
-    console.error(`[crash] ${[...statuses].map(([status, n]) => `${status} × ${n}`).join(', ')}; 503 in doubt (outcome_unknown): ${inDoubt.answers}; users of 503s that said nothing was written: ${refused.size}`);
+    console.error(
+      `[crash] ${[...statuses].map(([status, n]) => `${status} × ${n}`).join(', ')}; 503 in doubt (outcome_unknown): ${inDoubt.answers}; users of 503s that said nothing was written: ${refused.size}`,
+    );
     assert.equal(service.child.exitCode, null, 'the service process is still up');
     assert.deepEqual(problems.slice(0, 10), [], 'every answer was 201 or 503 with Retry-After');
     assert.ok((statuses.get(503) ?? 0) > 0, 'the outages were seen as 503');
@@ -106,14 +121,26 @@ describe('PostgreSQL crashing under load, again and again', () => {
     const db = new pg.Client(server.url);
     await db.connect();
     try {
-      const { rows } = await db.query('SELECT email FROM users WHERE email = ANY($1)', [[...acknowledged]]);
+      const { rows } = await db.query('SELECT email FROM users WHERE email = ANY($1)', [
+        [...acknowledged],
+      ]);
       assert.equal(rows.length, acknowledged.size, 'every acknowledged user is stored');
-      const { rows: written } = await db.query('SELECT email FROM users WHERE email = ANY($1)', [[...refused]]);
-      assert.deepEqual(written, [], `no user of a 503 that said "nothing was written" is stored (${refused.size} such users; ${inDoubt.answers} answers in doubt)`);
+      const { rows: written } = await db.query('SELECT email FROM users WHERE email = ANY($1)', [
+        [...refused],
+      ]);
+      assert.deepEqual(
+        written,
+        [],
+        `no user of a 503 that said "nothing was written" is stored (${refused.size} such users; ${inDoubt.answers} answers in doubt)`,
+      );
     } finally {
       await db.end();
     }
-    const res = await fetch(`${service.baseUrl}/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(makeUsers(1)) });
+    const res = await fetch(`${service.baseUrl}/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(makeUsers(1)),
+    });
     assert.equal(res.status, 201, 'it serves again');
   });
 });

@@ -22,7 +22,12 @@ describe('PostgreSQL killed during a quarantining import', () => {
     dataDir = await tempDataDir();
     server = await startLocalPostgres({ dataDir, persistent: true });
     await migrate(server.url);
-    service = await startServerProcess({ DATABASE_URL: server.url, DB_CONNECT_TIMEOUT_MS: '1000', STREAM_IDLE_TIMEOUT_MS: '5000', LOG_LEVEL: 'warn' });
+    service = await startServerProcess({
+      DATABASE_URL: server.url,
+      DB_CONNECT_TIMEOUT_MS: '1000',
+      STREAM_IDLE_TIMEOUT_MS: '5000',
+      LOG_LEVEL: 'warn',
+    });
   });
   after(async () => {
     await service?.stop();
@@ -33,10 +38,19 @@ describe('PostgreSQL killed during a quarantining import', () => {
   test('its items already kept in the transaction and its rows are both gone; the answer says nothing was written', async () => {
     const tag = uniqueTag();
     // Over 256 KiB of invalid items first: kept at the first chunk's end, inside the transaction.
-    const early = Array.from({ length: 6 }, (_, i) => JSON.stringify({ email: `early-${tag}-${i}`, name: 'x'.repeat(60_000) }));
+    const early = Array.from({ length: 6 }, (_, i) =>
+      JSON.stringify({ email: `early-${tag}-${i}`, name: 'x'.repeat(60_000) }),
+    );
     const users = makeUsers(20_000, tag).map((u) => JSON.stringify(u));
     const answer = new Promise((resolve) => {
-      const req = http.request(`${service.baseUrl}/users`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', prefer: 'invalid=quarantine', 'transfer-encoding': 'chunked' } });
+      const req = http.request(`${service.baseUrl}/users`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-ndjson',
+          prefer: 'invalid=quarantine',
+          'transfer-encoding': 'chunked',
+        },
+      });
       req.on('error', (err) => resolve({ status: 0, text: String(err) }));
       req.on('response', (res) => {
         let text = '';
@@ -49,8 +63,18 @@ describe('PostgreSQL killed during a quarantining import', () => {
 
     const admin = new pg.Client(server.url);
     await admin.connect();
-    const keptInside = async () => (await admin.query("SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'quarantined_items' AND l.pid <> pg_backend_pid()")).rows[0].n > 0;
-    await waitUntil(keptInside, 'the import to have kept items in its open transaction', 30_000, 20);
+    const keptInside = async () =>
+      (
+        await admin.query(
+          "SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'quarantined_items' AND l.pid <> pg_backend_pid()",
+        )
+      ).rows[0].n > 0;
+    await waitUntil(
+      keptInside,
+      'the import to have kept items in its open transaction',
+      30_000,
+      20,
+    );
     await admin.end();
 
     const pid = await postmasterPid(server.dataDir);
@@ -66,11 +90,35 @@ describe('PostgreSQL killed during a quarantining import', () => {
     const db = new pg.Client(server.url);
     await db.connect();
     try {
-      assert.equal((await db.query('SELECT count(*)::int AS n FROM users WHERE email LIKE $1', [`%${tag}%`])).rows[0].n, 0, 'no row of the import');
-      assert.equal((await db.query('SELECT count(*)::int AS n FROM quarantined_items WHERE item LIKE $1', [`%${tag}%`])).rows[0].n, 0, 'no item of it');
+      assert.equal(
+        (await db.query('SELECT count(*)::int AS n FROM users WHERE email LIKE $1', [`%${tag}%`]))
+          .rows[0].n,
+        0,
+        'no row of the import',
+      );
+      assert.equal(
+        (
+          await db.query('SELECT count(*)::int AS n FROM quarantined_items WHERE item LIKE $1', [
+            `%${tag}%`,
+          ])
+        ).rows[0].n,
+        0,
+        'no item of it',
+      );
     } finally {
       await db.end();
     }
-    await waitUntil(async () => (await fetch(`${service.baseUrl}/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(makeUsers(1)) })).status === 201, 'it serves again', 30_000);
+    await waitUntil(
+      async () =>
+        (
+          await fetch(`${service.baseUrl}/users`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(makeUsers(1)),
+          })
+        ).status === 201,
+      'it serves again',
+      30_000,
+    );
   });
 });

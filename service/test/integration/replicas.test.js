@@ -27,7 +27,10 @@ const TRIES = 20;
 async function post(baseUrl, users, mode) {
   const res = await fetch(`${baseUrl}/users`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...(mode === 'merge' ? { prefer: 'resolution=merge-duplicates' } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      ...(mode === 'merge' ? { prefer: 'resolution=merge-duplicates' } : {}),
+    },
     body: JSON.stringify(users),
   });
   const text = await res.text();
@@ -48,11 +51,20 @@ describe(`${REPLICAS} replicas × ${WORKERS} workers behind one PgBouncer (trans
   before(async () => {
     db = await createTestDatabase();
     bouncer = await startPgBouncer({ upstreamUrl: db.url, poolSize: POOLER_POOL });
-    replicas = await Promise.all(Array.from({ length: REPLICAS }, async () => {
-      const server = await startServerProcess({ DATABASE_URL: bouncer.url, WORKERS: String(WORKERS), DB_POOL_MAX: '10', DB_CONNECT_TIMEOUT_MS: '20000' });
-      await server.waitForLog(() => server.logs.filter((l) => l.msg === 'listening').length >= WORKERS);
-      return server;
-    }));
+    replicas = await Promise.all(
+      Array.from({ length: REPLICAS }, async () => {
+        const server = await startServerProcess({
+          DATABASE_URL: bouncer.url,
+          WORKERS: String(WORKERS),
+          DB_POOL_MAX: '10',
+          DB_CONNECT_TIMEOUT_MS: '20000',
+        });
+        await server.waitForLog(
+          () => server.logs.filter((l) => l.msg === 'listening').length >= WORKERS,
+        );
+        return server;
+      }),
+    );
   });
   after(async () => {
     await Promise.all(replicas.map((r) => r.stop()));
@@ -67,7 +79,9 @@ describe(`${REPLICAS} replicas × ${WORKERS} workers behind one PgBouncer (trans
     const batches = Array.from({ length: BATCHES }, (_, b) => {
       const start = (b * 300) % (POOL_OF_USERS - BATCH);
       const mode = /** @type {'ignore' | 'merge'} */ (b % 2 ? 'merge' : 'ignore');
-      const window = users.slice(start, start + BATCH).map((u) => (mode === 'merge' ? { ...u, name: `${u.name} (batch ${b})` } : u));
+      const window = users
+        .slice(start, start + BATCH)
+        .map((u) => (mode === 'merge' ? { ...u, name: `${u.name} (batch ${b})` } : u));
       return { mode, users: window.sort(() => Math.random() - 0.5) };
     });
 
@@ -79,7 +93,10 @@ describe(`${REPLICAS} replicas × ${WORKERS} workers behind one PgBouncer (trans
     let watching = true;
     const sampling = (async () => {
       while (watching) {
-        const { rows } = await watcher.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
+        const { rows } = await watcher.query(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+          [database],
+        );
         maxBackends = Math.max(maxBackends, rows[0].n);
         await new Promise((r) => setTimeout(r, 25));
       }
@@ -88,22 +105,29 @@ describe(`${REPLICAS} replicas × ${WORKERS} workers behind one PgBouncer (trans
     /** @type {{ status: number, retryAfter: string | null, body: any }[]} */
     const refusals = [];
     const started = performance.now();
-    const answers = await Promise.all(batches.map(async (batch, b) => {
-      const replica = replicas[b % REPLICAS];
-      for (let attempt = 1; ; attempt++) {
-        const answer = await post(replica.baseUrl, batch.users, batch.mode);
-        if (answer.status !== 503 || attempt === TRIES) return answer;
-        refusals.push(answer);
-        await new Promise((r) => setTimeout(r, 1000 * Number(answer.retryAfter ?? 1)));
-      }
-    }));
+    const answers = await Promise.all(
+      batches.map(async (batch, b) => {
+        const replica = replicas[b % REPLICAS];
+        for (let attempt = 1; ; attempt++) {
+          const answer = await post(replica.baseUrl, batch.users, batch.mode);
+          if (answer.status !== 503 || attempt === TRIES) return answer;
+          refusals.push(answer);
+          await new Promise((r) => setTimeout(r, 1000 * Number(answer.retryAfter ?? 1)));
+        }
+      }),
+    );
     const seconds = (performance.now() - started) / 1000;
     watching = false;
     await sampling;
     await watcher.end();
 
-    for (const [b, a] of answers.entries()) assert.ok(a.status === 200 || a.status === 201, `batch ${b} (${batches[b].mode}): ${a.status} ${JSON.stringify(a.body)}`);
-    for (const r of refusals) assert.ok(r.retryAfter, `a 503 without Retry-After: ${JSON.stringify(r.body)}`);
+    for (const [b, a] of answers.entries())
+      assert.ok(
+        a.status === 200 || a.status === 201,
+        `batch ${b} (${batches[b].mode}): ${a.status} ${JSON.stringify(a.body)}`,
+      );
+    for (const r of refusals)
+      assert.ok(r.retryAfter, `a 503 without Retry-After: ${JSON.stringify(r.body)}`);
 
     // Nothing lost, counts exact: every email sent is stored once, and the inserts the answers
     // report across every replica are exactly the rows in the table.
@@ -118,16 +142,28 @@ describe(`${REPLICAS} replicas × ${WORKERS} workers behind one PgBouncer (trans
     // A merged user holds one of the versions sent for it.
     const stored = await db.usersByEmail(users.map((u) => u.email));
     const sentNames = new Map();
-    for (const batch of batches) for (const u of batch.users) sentNames.set(u.email, [...(sentNames.get(u.email) ?? []), u.name]);
-    for (const [email, names] of sentNames) assert.ok(names.includes(stored.get(email)?.name), `${email} holds a name never sent`);
+    for (const batch of batches)
+      for (const u of batch.users)
+        sentNames.set(u.email, [...(sentNames.get(u.email) ?? []), u.name]);
+    for (const [email, names] of sentNames)
+      assert.ok(names.includes(stored.get(email)?.name), `${email} holds a name never sent`);
 
     // The replicas' pools (REPLICAS × WORKERS × 10 connections) never reach PostgreSQL: the pooler's
     // pool does (plus the readiness and watchdog probes, which go through the pooler too).
-    assert.ok(maxBackends <= POOLER_POOL + 2, `PostgreSQL had ${maxBackends} connections to the database; the pooler's pool is ${POOLER_POOL}`);
-    console.log(`# ${BATCHES} batches of ${BATCH} in ${seconds.toFixed(1)} s through ${REPLICAS} replicas; ${refusals.length} answered 503 and were sent again; at most ${maxBackends} backends`);
+    assert.ok(
+      maxBackends <= POOLER_POOL + 2,
+      `PostgreSQL had ${maxBackends} connections to the database; the pooler's pool is ${POOLER_POOL}`,
+    );
+    console.log(
+      `# ${BATCHES} batches of ${BATCH} in ${seconds.toFixed(1)} s through ${REPLICAS} replicas; ${refusals.length} answered 503 and were sent again; at most ${maxBackends} backends`,
+    );
 
     const logs = replicas.flatMap((r) => r.logs);
-    assert.equal(logs.filter((l) => l.level >= 50).length, 0, `error lines: ${JSON.stringify(logs.filter((l) => l.level >= 50).slice(0, 3))}`);
+    assert.equal(
+      logs.filter((l) => l.level >= 50).length,
+      0,
+      `error lines: ${JSON.stringify(logs.filter((l) => l.level >= 50).slice(0, 3))}`,
+    );
     const text = JSON.stringify(logs);
     assert.ok(!text.includes('@example.com'), 'an email in the log');
     assert.ok(!text.includes(`:${new URL(db.url).password}@`), 'the database password in the log');

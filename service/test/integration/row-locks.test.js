@@ -27,7 +27,10 @@ describe('another writer holds a row or the table (DB_LOCK_TIMEOUT_MS)', () => {
   /** @type {Awaited<ReturnType<typeof startTestApp>>} */ let app;
   before(async () => {
     db = await createTestDatabase();
-    app = await startTestApp({ databaseUrl: db.url, env: { DB_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS), LOG_LEVEL: 'debug' } });
+    app = await startTestApp({
+      databaseUrl: db.url,
+      env: { DB_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS), LOG_LEVEL: 'debug' },
+    });
   });
   after(async () => {
     await app?.close();
@@ -54,7 +57,9 @@ describe('another writer holds a row or the table (DB_LOCK_TIMEOUT_MS)', () => {
         for (let i = 0; performance.now() < untilMs; i++) {
           const email = `fresh-${tag}-${c}-${i}@x.co`;
           const started = performance.now();
-          const res = await app.postUsers([{ email, name: 'Fresh', passwordHash: SAMPLE_HASH }], { headers });
+          const res = await app.postUsers([{ email, name: 'Fresh', passwordHash: SAMPLE_HASH }], {
+            headers,
+          });
           answers.push({ status: res.status, ms: performance.now() - started, email });
         }
       }),
@@ -89,7 +94,13 @@ describe('another writer holds a row or the table (DB_LOCK_TIMEOUT_MS)', () => {
     await sleep(Math.max(0, heldAt + HOLD_MS - performance.now()));
     await holder.query('COMMIT');
     await holder.end();
-    return { lockedAnswer: await lockedAnswer, retryAnswer: await retryAnswer, largeAnswer: await largeAnswer, large, fresh };
+    return {
+      lockedAnswer: await lockedAnswer,
+      retryAnswer: await retryAnswer,
+      largeAnswer: await largeAnswer,
+      large,
+      fresh,
+    };
   }
 
   /** @param {{ status: number, headers: Headers, body: any, ms: number }} res @param {string} what */
@@ -98,19 +109,42 @@ describe('another writer holds a row or the table (DB_LOCK_TIMEOUT_MS)', () => {
       assert.equal(res.body.error, 'lock_timeout', `${what}: ${JSON.stringify(res.body)}`);
       assert.equal(res.headers.get('retry-after'), '1', what);
       // Its own wait is bounded: a brief try in a group, a brief one alone, then DB_LOCK_TIMEOUT_MS.
-      assert.ok(res.ms < 2 * LOCK_TIMEOUT_MS + within(1_000), `${what} answered after ${Math.round(res.ms)} ms`);
+      assert.ok(
+        res.ms < 2 * LOCK_TIMEOUT_MS + within(1_000),
+        `${what} answered after ${Math.round(res.ms)} ms`,
+      );
     } else {
-      assert.ok(res.status === 200 || res.status === 201, `${what}: ${res.status} ${JSON.stringify(res.body)}`);
+      assert.ok(
+        res.status === 200 || res.status === 201,
+        `${what}: ${res.status} ${JSON.stringify(res.body)}`,
+      );
     }
   }
 
   /** @param {{ status: number, ms: number, email: string }[]} fresh @param {string} what */
   async function assertFreshServed(fresh, what) {
-    const p99 = quantile(fresh.map((a) => a.ms), 0.99);
-    console.error(`[row-locks] ${what}: ${fresh.length} fresh requests while locked, p50 ${Math.round(quantile(fresh.map((a) => a.ms), 0.5))} ms, p99 ${Math.round(p99)} ms`);
+    const p99 = quantile(
+      fresh.map((a) => a.ms),
+      0.99,
+    );
+    console.error(
+      `[row-locks] ${what}: ${fresh.length} fresh requests while locked, p50 ${Math.round(
+        quantile(
+          fresh.map((a) => a.ms),
+          0.5,
+        ),
+      )} ms, p99 ${Math.round(p99)} ms`,
+    );
     assert.ok(fresh.length >= CLIENTS * 5, `fresh traffic flowed: ${fresh.length} requests`);
-    assert.deepEqual([...new Set(fresh.map((a) => a.status))], [201], 'every fresh request written');
-    assert.ok(p99 < within(OTHERS_P99_MS), `requests for other emails are not held back: p99 ${Math.round(p99)} ms`);
+    assert.deepEqual(
+      [...new Set(fresh.map((a) => a.status))],
+      [201],
+      'every fresh request written',
+    );
+    assert.ok(
+      p99 < within(OTHERS_P99_MS),
+      `requests for other emails are not held back: p99 ${Math.round(p99)} ms`,
+    );
     const stored = await db.usersByEmail(fresh.map((a) => a.email));
     assert.equal(stored.size, fresh.length, 'every acknowledged user is stored');
   }
@@ -119,8 +153,15 @@ describe('another writer holds a row or the table (DB_LOCK_TIMEOUT_MS)', () => {
     const log = JSON.stringify(app.logs);
     assert.ok(!log.includes('@x.co') && !log.includes('@example.com'), 'no email in the log');
     assert.ok(!log.includes(SAMPLE_HASH.slice(0, 20)), 'no password hash in the log');
-    assert.ok(app.logs.some((l) => l.msg === 'locked out by another writer' && l.err?.code === '55P03'), 'a lock timeout is logged, by its SQLSTATE');
-    assert.deepEqual(app.logs.filter((l) => l.level >= 50), [], 'nothing logged as an error');
+    assert.ok(
+      app.logs.some((l) => l.msg === 'locked out by another writer' && l.err?.code === '55P03'),
+      'a lock timeout is logged, by its SQLSTATE',
+    );
+    assert.deepEqual(
+      app.logs.filter((l) => l.level >= 50),
+      [],
+      'nothing logged as an error',
+    );
   }
 
   test('an uncommitted insert of one email: the others are served at once, that email waits at most DB_LOCK_TIMEOUT_MS, nothing is lost', async () => {
@@ -139,12 +180,20 @@ describe('another writer holds a row or the table (DB_LOCK_TIMEOUT_MS)', () => {
     assert.equal(r.largeAnswer.status, 503, 'the large request that holds the email too');
     assert.equal(r.largeAnswer.body.error, 'lock_timeout');
     await assertFreshServed(r.fresh, 'uncommitted insert');
-    assert.equal((await db.usersByEmail(r.large.slice(0, 999).map((u) => u.email))).size, 0, 'the large request refused is not half-written');
+    assert.equal(
+      (await db.usersByEmail(r.large.slice(0, 999).map((u) => u.email))).size,
+      0,
+      'the large request refused is not half-written',
+    );
     // Retried once the lock is let go, as a client told Retry-After would.
     const again = await app.postUsers(r.large);
     assert.equal(again.status, 201, again.text);
     assert.deepEqual(again.body, { received: 1000, inserted: 999, updated: 0, duplicates: 1 });
-    assert.equal((await db.usersByEmail([lockedEmail])).get(lockedEmail)?.name, 'Holder', 'the other writer committed first');
+    assert.equal(
+      (await db.usersByEmail([lockedEmail])).get(lockedEmail)?.name,
+      'Holder',
+      'the other writer committed first',
+    );
     assertLogClean();
   });
 
@@ -165,7 +214,10 @@ describe('another writer holds a row or the table (DB_LOCK_TIMEOUT_MS)', () => {
     assertWrittenOrLockedOut(r.retryAnswer, 'its retry');
     assert.equal(r.largeAnswer.status, 503, 'the large request that holds the email too');
     await assertFreshServed(r.fresh, 'FOR UPDATE');
-    const again = await app.postUsers([{ email: lockedEmail, name: 'Sent', passwordHash: SAMPLE_HASH }], { headers: merge });
+    const again = await app.postUsers(
+      [{ email: lockedEmail, name: 'Sent', passwordHash: SAMPLE_HASH }],
+      { headers: merge },
+    );
     assert.equal(again.status, 200, again.text);
     assert.equal((await db.usersByEmail([lockedEmail])).get(lockedEmail)?.name, 'Sent');
     assertLogClean();
@@ -182,10 +234,17 @@ describe('another writer holds a row or the table (DB_LOCK_TIMEOUT_MS)', () => {
     await holder.query('COMMIT');
     await holder.end();
     for (const res of first) assertWrittenOrLockedOut({ ...res, ms }, 'under a table lock');
-    assert.ok(first.some((res) => res.status === 503), 'the table lock was felt');
+    assert.ok(
+      first.some((res) => res.status === 503),
+      'the table lock was felt',
+    );
     const refused = users.filter((_, i) => first[i].status === 503);
     const retried = await Promise.all(refused.map((u) => app.postUsers([u])));
     assert.deepEqual([...new Set(retried.map((res) => res.status))], [201]);
-    assert.equal((await db.usersByEmail(users.map((u) => u.email))).size, users.length, 'everyone stored after the retries');
+    assert.equal(
+      (await db.usersByEmail(users.map((u) => u.email))).size,
+      users.length,
+      'everyone stored after the retries',
+    );
   });
 });

@@ -16,7 +16,11 @@ import { startTestApp } from '../../../test/support/app.js';
 import { adminUrl, createTestDatabase } from '../../../test/support/database.js';
 import { REGRESSIONS } from '../../../test/support/fuzz-regressions.js';
 import { everyFlawInEveryField } from '../../../test/support/fuzz-users.js';
-import { FUZZ_APP_ENV, runCase, storedAsSentProperty } from '../../../test/support/stored-as-sent.js';
+import {
+  FUZZ_APP_ENV,
+  runCase,
+  storedAsSentProperty,
+} from '../../../test/support/stored-as-sent.js';
 import { WRITE_VARIANTS } from '../../../test/support/write-variants.js';
 
 const FIXED_SEED = 14;
@@ -34,7 +38,12 @@ for (const locale of /** @type {const} */ (['c', 'icu-en-US'])) {
     /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */
     let db;
     before(async () => {
-      if (locale !== 'c') cluster = await startLocalPostgres({ dataDir: await tempDataDir('sluice-fuzz-'), persistent: false, locale });
+      if (locale !== 'c')
+        cluster = await startLocalPostgres({
+          dataDir: await tempDataDir('sluice-fuzz-'),
+          persistent: false,
+          locale,
+        });
       db = await createTestDatabase({ serverUrl: cluster?.url ?? adminUrl() });
     });
     after(async () => {
@@ -47,7 +56,10 @@ for (const locale of /** @type {const} */ (['c', 'icu-en-US'])) {
 
     for (const [v, { label, env }] of WRITE_VARIANTS.entries()) {
       // A stream has one writer whatever the variant: the first variant sends the streamed formats too.
-      const formats = /** @type {import('../../../test/support/stored-as-sent.js').BodyFormat[]} */ (v === 0 ? ['json', 'ndjson', 'csv'] : ['json']);
+      const formats =
+        /** @type {import('../../../test/support/stored-as-sent.js').BodyFormat[]} */ (
+          v === 0 ? ['json', 'ndjson', 'csv'] : ['json']
+        );
       describe(label, () => {
         /** @type {Awaited<ReturnType<typeof startTestApp>>} */
         let app;
@@ -58,9 +70,11 @@ for (const locale of /** @type {const} */ (['c', 'icu-en-US'])) {
 
         for (const format of formats) {
           const as = format === 'json' ? '' : ` (${format} body)`;
-          test(`every control character, lone surrogate, quote, odd digit and letter, in every field${as}`, () => runCase({ app, db }, everyFlawInEveryField(), undefined, format));
+          test(`every control character, lone surrogate, quote, odd digit and letter, in every field${as}`, () =>
+            runCase({ app, db }, everyFlawInEveryField(), undefined, format));
           for (const regression of REGRESSIONS) {
-            test(`regression: ${regression.title}${as}`, () => runCase({ app, db }, regression.requests, undefined, format));
+            test(`regression: ${regression.title}${as}`, () =>
+              runCase({ app, db }, regression.requests, undefined, format));
           }
           for (const seed of [FIXED_SEED, RANDOM_SEED]) {
             test(`${RUNS} generated cases, seed ${seed}${seed === RANDOM_SEED ? ' (random)' : ''}${as}`, () =>

@@ -10,7 +10,7 @@ const TRICKY_NAMES = [
   "'); DROP TABLE users;--",
   "O'Brien \"the\" ''quoted''",
   'back\\slash \\\\ \\x00 \\n',
-  '$1 $2::text %L %I %s %% E\'\\\'',
+  "$1 $2::text %L %I %s %% E'\\'",
   '😀 emoji 👩‍👩‍👧‍👦 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢',
   'مرحبا بالعالم שלום',
   '‮right-to-left override‬ and zero​width',
@@ -22,7 +22,13 @@ const HASH = '$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo';
 /** The tricky names `copies` times over, each user with an email of its own. @param {number} copies */
 function trickyUsers(copies) {
   const tag = uniqueTag();
-  return Array.from({ length: copies }, (_, c) => TRICKY_NAMES.map((name, i) => ({ email: `tricky-${tag}-${c}-${i}@example.com`, name, passwordHash: HASH }))).flat();
+  return Array.from({ length: copies }, (_, c) =>
+    TRICKY_NAMES.map((name, i) => ({
+      email: `tricky-${tag}-${c}-${i}@example.com`,
+      name,
+      passwordHash: HASH,
+    })),
+  ).flat();
 }
 
 /**
@@ -37,20 +43,27 @@ async function recordInsertStatements(pool) {
       BEGIN INSERT INTO insert_statements (rows) SELECT count(*) FROM inserted; RETURN NULL; END $$;
     CREATE TRIGGER record_insert_statement AFTER INSERT ON users REFERENCING NEW TABLE AS inserted
       FOR EACH STATEMENT EXECUTE FUNCTION record_insert_statement();`);
-  const last = async () => (await pool.query('SELECT coalesce(max(id), 0) AS id FROM insert_statements')).rows[0].id;
+  const last = async () =>
+    (await pool.query('SELECT coalesce(max(id), 0) AS id FROM insert_statements')).rows[0].id;
   return {
     /** Runs `write`; resolves with its result and the size of each statement it made, in order. @template T @param {() => Promise<T>} write */
     async around(write) {
       const before = await last();
       const result = await write();
-      const { rows } = await pool.query('SELECT rows FROM insert_statements WHERE id > $1 ORDER BY id', [before]);
+      const { rows } = await pool.query(
+        'SELECT rows FROM insert_statements WHERE id > $1 ORDER BY id',
+        [before],
+      );
       return { result, statements: rows.map((r) => r.rows) };
     },
   };
 }
 
 /** @param {number} rows @param {number} chunkRows */
-const chunkSizes = (rows, chunkRows) => Array.from({ length: Math.ceil(rows / chunkRows) }, (_, i) => Math.min(chunkRows, rows - i * chunkRows));
+const chunkSizes = (rows, chunkRows) =>
+  Array.from({ length: Math.ceil(rows / chunkRows) }, (_, i) =>
+    Math.min(chunkRows, rows - i * chunkRows),
+  );
 
 for (const { label, env } of WRITE_VARIANTS) {
   describe(`strings are stored byte for byte (${label})`, () => {
@@ -66,14 +79,20 @@ for (const { label, env } of WRITE_VARIANTS) {
       assert.equal(stored.size, users.length);
       for (const u of users) {
         const row = stored.get(u.email);
-        assert.equal(Buffer.compare(Buffer.from(row.name), Buffer.from(u.name)), 0, `name ${JSON.stringify(u.name)}`);
+        assert.equal(
+          Buffer.compare(Buffer.from(row.name), Buffer.from(u.name)),
+          0,
+          `name ${JSON.stringify(u.name)}`,
+        );
         assert.equal(row.password_hash, u.passwordHash);
       }
-      const { rows } = await ctx.db.pool.query("SELECT to_regclass('public.users') IS NOT NULL AS still_there");
+      const { rows } = await ctx.db.pool.query(
+        "SELECT to_regclass('public.users') IS NOT NULL AS still_there",
+      );
       assert.equal(rows[0].still_there, true);
     }
 
-    test('a small request (group commit\'s path when it is on): SQL-looking, escaped and non-Latin names survive, in one statement', async () => {
+    test("a small request (group commit's path when it is on): SQL-looking, escaped and non-Latin names survive, in one statement", async () => {
       const users = trickyUsers(1);
       const { result: res, statements } = await recorder.around(() => ctx.app.postUsers(users));
       assert.equal(res.status, 201, res.text);
@@ -84,10 +103,16 @@ for (const { label, env } of WRITE_VARIANTS) {
 
     for (const chunkRows of [1000, 3]) {
       test(`a batch over GROUP_COMMIT_SMALL_ROWS with INSERT_CHUNK_ROWS=${chunkRows}: the names survive, written in chunks of ${chunkRows}`, async (t) => {
-        const app = await startTestApp({ databaseUrl: ctx.db.url, env: { ...env, INSERT_CHUNK_ROWS: String(chunkRows) } });
+        const app = await startTestApp({
+          databaseUrl: ctx.db.url,
+          env: { ...env, INSERT_CHUNK_ROWS: String(chunkRows) },
+        });
         t.after(() => app.close());
         const users = trickyUsers(13);
-        assert.ok(users.length > app.config.groupCommitSmallRows, `${users.length} users go past group commit to the chunked writer`);
+        assert.ok(
+          users.length > app.config.groupCommitSmallRows,
+          `${users.length} users go past group commit to the chunked writer`,
+        );
         const { result: res, statements } = await recorder.around(() => app.postUsers(users));
         assert.equal(res.status, 201, res.text);
         assert.equal(res.body.inserted, users.length);

@@ -24,7 +24,16 @@ const ndjson = (users) => users.map((u) => JSON.stringify(u)).join('\n') + '\n';
 /** @param {string} v */
 const quoted = (v) => `"${v.replaceAll('"', '""')}"`;
 /** @param {{ email: string, name: string, phone?: string, passwordHash?: string }[]} users */
-const csv = (users) => 'email,name,phone,passwordHash\r\n' + users.map((u) => [u.email, quoted(u.name), u.phone ?? '', u.passwordHash ? quoted(u.passwordHash) : ''].join(',')).join('\r\n') + '\r\n';
+const csv = (users) =>
+  'email,name,phone,passwordHash\r\n' +
+  users
+    .map((u) =>
+      [u.email, quoted(u.name), u.phone ?? '', u.passwordHash ? quoted(u.passwordHash) : ''].join(
+        ',',
+      ),
+    )
+    .join('\r\n') +
+  '\r\n';
 
 /**
  * Sends the start of a body, then closes the connection without finishing it.
@@ -32,18 +41,26 @@ const csv = (users) => 'email,name,phone,passwordHash\r\n' + users.map((u) => [u
  */
 function sendAndLeave(baseUrl, contentType, start) {
   return new Promise((resolve) => {
-    const req = http.request(`${baseUrl}/users`, { method: 'POST', headers: { 'content-type': contentType, 'transfer-encoding': 'chunked' } });
+    const req = http.request(`${baseUrl}/users`, {
+      method: 'POST',
+      headers: { 'content-type': contentType, 'transfer-encoding': 'chunked' },
+    });
     req.on('error', () => resolve(undefined));
     req.on('response', () => resolve(undefined));
-    req.write(start, () => setTimeout(() => {
-      req.destroy();
-      resolve(undefined);
-    }, 300));
+    req.write(start, () =>
+      setTimeout(() => {
+        req.destroy();
+        resolve(undefined);
+      }, 300),
+    );
   });
 }
 
 describe('POST /users with a streamed body', () => {
-  const ctx = useAppAndDatabase({ STREAM_IDLE_TIMEOUT_MS: '1000', MAX_STREAM_BYTES: String(64 * 1024 * 1024) });
+  const ctx = useAppAndDatabase({
+    STREAM_IDLE_TIMEOUT_MS: '1000',
+    MAX_STREAM_BYTES: String(64 * 1024 * 1024),
+  });
 
   test('NDJSON: every line one user, stored as sent; blank lines and CRLF are fine', async () => {
     const users = makeUsers(5);
@@ -52,9 +69,19 @@ describe('POST /users with a streamed body', () => {
     assert.equal(res.status, 201, res.text);
     assert.deepEqual(res.body, { received: 5, inserted: 5, updated: 0, duplicates: 0 });
     const stored = await ctx.db.usersByEmail(users.map((u) => u.email));
-    assert.deepEqual(stored.get(users[4].email), { email: users[4].email, name: users[4].name, phone: users[4].phone, password_hash: SAMPLE_HASH });
-    const again = await ctx.app.postUsers(body, { contentType: 'application/jsonl; charset=utf-8' });
-    assert.deepEqual([again.status, again.body], [200, { received: 5, inserted: 0, updated: 0, duplicates: 5 }]);
+    assert.deepEqual(stored.get(users[4].email), {
+      email: users[4].email,
+      name: users[4].name,
+      phone: users[4].phone,
+      password_hash: SAMPLE_HASH,
+    });
+    const again = await ctx.app.postUsers(body, {
+      contentType: 'application/jsonl; charset=utf-8',
+    });
+    assert.deepEqual(
+      [again.status, again.body],
+      [200, { received: 5, inserted: 0, updated: 0, duplicates: 5 }],
+    );
   });
 
   test('CSV: a header row, quoted fields with commas and quotes, empty fields not sent', async () => {
@@ -64,17 +91,36 @@ describe('POST /users with a streamed body', () => {
     assert.equal(res.status, 201, res.text);
     assert.deepEqual(res.body, { received: 2, inserted: 2, updated: 0, duplicates: 0 });
     const stored = await ctx.db.usersByEmail([a.email, b.email]);
-    assert.deepEqual(stored.get(a.email), { email: a.email, name: 'Lovelace, "Ada"', phone: a.phone, password_hash: null });
-    assert.deepEqual(stored.get(b.email), { email: b.email, name: 'B', phone: null, password_hash: null });
+    assert.deepEqual(stored.get(a.email), {
+      email: a.email,
+      name: 'Lovelace, "Ada"',
+      phone: a.phone,
+      password_hash: null,
+    });
+    assert.deepEqual(stored.get(b.email), {
+      email: b.email,
+      name: 'B',
+      phone: null,
+      password_hash: null,
+    });
   });
 
   test('gzip and deflate bodies, as for JSON', async () => {
     const users = makeUsers(300);
-    const gz = await ctx.app.postUsers(zlib.gzipSync(ndjson(users.slice(0, 150))), { contentType: NDJSON, headers: { 'content-encoding': 'gzip' } });
+    const gz = await ctx.app.postUsers(zlib.gzipSync(ndjson(users.slice(0, 150))), {
+      contentType: NDJSON,
+      headers: { 'content-encoding': 'gzip' },
+    });
     assert.deepEqual([gz.status, gz.body?.inserted], [201, 150], gz.text);
-    const df = await ctx.app.postUsers(zlib.deflateSync(csv(users.slice(150))), { contentType: CSV, headers: { 'content-encoding': 'deflate' } });
+    const df = await ctx.app.postUsers(zlib.deflateSync(csv(users.slice(150))), {
+      contentType: CSV,
+      headers: { 'content-encoding': 'deflate' },
+    });
     assert.deepEqual([df.status, df.body?.inserted], [201, 150], df.text);
-    const bad = await ctx.app.postUsers(Buffer.from('not gzip at all'), { contentType: NDJSON, headers: { 'content-encoding': 'gzip' } });
+    const bad = await ctx.app.postUsers(Buffer.from('not gzip at all'), {
+      contentType: NDJSON,
+      headers: { 'content-encoding': 'gzip' },
+    });
     assert.deepEqual([bad.status, bad.body?.error], [400, 'malformed_encoding']);
   });
 
@@ -85,7 +131,14 @@ describe('POST /users with a streamed body', () => {
     const res = await ctx.app.postUsers(body, { contentType: NDJSON });
     assert.equal(res.status, 400);
     assert.equal(res.body.error, 'invalid_batch');
-    assert.deepEqual(res.body.errors, [{ index: 2000, line: 2001, field: 'email', message: 'must be a plausible email address (local@domain.tld)' }]);
+    assert.deepEqual(res.body.errors, [
+      {
+        index: 2000,
+        line: 2001,
+        field: 'email',
+        message: 'must be a plausible email address (local@domain.tld)',
+      },
+    ]);
     assert.match(res.body.message, /^1 of 2001 users are invalid/);
     assert.equal(await ctx.db.countUsers(), before);
   });
@@ -96,7 +149,12 @@ describe('POST /users with a streamed body', () => {
     const res = await ctx.app.postUsers(body, { contentType: CSV });
     assert.equal(res.status, 400);
     assert.deepEqual(res.body.errors, [
-      { index: 0, line: 2, field: 'name', message: 'must not contain control characters (NUL included)' },
+      {
+        index: 0,
+        line: 2,
+        field: 'name',
+        message: 'must not contain control characters (NUL included)',
+      },
       { index: 2, line: 5, field: 'name', message: 'is required' },
     ]);
   });
@@ -112,35 +170,67 @@ describe('POST /users with a streamed body', () => {
   test('an invalid first line of a body of many pieces: 400 naming it, after reading the rest', async () => {
     const users = makeUsers(30_000);
     const before = await ctx.db.countUsers();
-    const res = await ctx.app.postUsers(`{"email":"first","name":"F"}\n${ndjson(users)}`, { contentType: NDJSON });
+    const res = await ctx.app.postUsers(`{"email":"first","name":"F"}\n${ndjson(users)}`, {
+      contentType: NDJSON,
+    });
     assert.equal(res.status, 400, res.text);
-    assert.deepEqual(res.body.errors, [{ index: 0, line: 1, field: 'email', message: 'must be a plausible email address (local@domain.tld)' }]);
+    assert.deepEqual(res.body.errors, [
+      {
+        index: 0,
+        line: 1,
+        field: 'email',
+        message: 'must be a plausible email address (local@domain.tld)',
+      },
+    ]);
     assert.match(res.body.message, /^1 of 30001 users are invalid/);
     assert.equal(await ctx.db.countUsers(), before);
   });
 
-  test('a field given twice in a line is that user\'s problem', async () => {
+  test("a field given twice in a line is that user's problem", async () => {
     const [a] = makeUsers(1);
-    const res = await ctx.app.postUsers(`{"email":"${a.email}","name":"A","name":"B"}\n`, { contentType: NDJSON });
+    const res = await ctx.app.postUsers(`{"email":"${a.email}","name":"A","name":"B"}\n`, {
+      contentType: NDJSON,
+    });
     assert.equal(res.status, 400);
-    assert.deepEqual(res.body.errors, [{ index: 0, line: 1, field: 'name', message: 'is given more than once in this object; send each field once' }]);
+    assert.deepEqual(res.body.errors, [
+      {
+        index: 0,
+        line: 1,
+        field: 'name',
+        message: 'is given more than once in this object; send each field once',
+      },
+    ]);
   });
 
   test('a malformed line or record: 400 naming it, nothing stored', async () => {
     const users = makeUsers(3);
     const before = await ctx.db.countUsers();
-    const json = await ctx.app.postUsers(`${ndjson(users.slice(0, 2))}{"email": oops}\n`, { contentType: NDJSON });
+    const json = await ctx.app.postUsers(`${ndjson(users.slice(0, 2))}{"email": oops}\n`, {
+      contentType: NDJSON,
+    });
     assert.deepEqual([json.status, json.body.error], [400, 'malformed_json']);
     assert.match(json.body.message, /^line 3 is not valid JSON/);
-    const fields = await ctx.app.postUsers(`email,name\n${users[0].email},A\n${users[1].email},B,extra\n`, { contentType: CSV });
+    const fields = await ctx.app.postUsers(
+      `email,name\n${users[0].email},A\n${users[1].email},B,extra\n`,
+      { contentType: CSV },
+    );
     assert.deepEqual([fields.status, fields.body.error], [400, 'malformed_csv']);
     assert.match(fields.body.message, /^line 3: the record has 3 fields where the header names 2/);
     const header = await ctx.app.postUsers(`email,name,password\n`, { contentType: CSV });
     assert.deepEqual([header.status, header.body.error], [400, 'malformed_csv']);
     assert.match(header.body.message, /^line 1: the header names a column "password"/);
-    const open = await ctx.app.postUsers(`email,name\n${users[2].email},"never closed\n`, { contentType: CSV });
+    const open = await ctx.app.postUsers(`email,name\n${users[2].email},"never closed\n`, {
+      contentType: CSV,
+    });
     assert.deepEqual([open.status, open.body.error], [400, 'malformed_csv']);
-    const utf8 = await ctx.app.postUsers(Buffer.from([...Buffer.from(`{"email":"${users[2].email}","name":"`), 0xff, ...Buffer.from('"}\n')]), { contentType: NDJSON });
+    const utf8 = await ctx.app.postUsers(
+      Buffer.from([
+        ...Buffer.from(`{"email":"${users[2].email}","name":"`),
+        0xff,
+        ...Buffer.from('"}\n'),
+      ]),
+      { contentType: NDJSON },
+    );
     assert.deepEqual([utf8.status, utf8.body.error], [400, 'invalid_utf8']);
     assert.equal(await ctx.db.countUsers(), before);
   });
@@ -159,19 +249,46 @@ describe('POST /users with a streamed body', () => {
     const ignored = await ctx.app.postUsers(ndjson([first, second]), { contentType: NDJSON });
     assert.deepEqual(ignored.body, { received: 2, inserted: 1, updated: 0, duplicates: 1 });
     assert.equal((await ctx.db.usersByEmail([u.email])).get(u.email)?.name, 'First');
-    const merged = await ctx.app.postUsers(ndjson([{ ...first, name: 'Middle' }, second]), { contentType: NDJSON, headers: { prefer: 'resolution=merge-duplicates' } });
-    assert.deepEqual(merged.body, { received: 2, inserted: 0, updated: 1, stale: 1, duplicates: 2 });
+    const merged = await ctx.app.postUsers(ndjson([{ ...first, name: 'Middle' }, second]), {
+      contentType: NDJSON,
+      headers: { prefer: 'resolution=merge-duplicates' },
+    });
+    assert.deepEqual(merged.body, {
+      received: 2,
+      inserted: 0,
+      updated: 1,
+      stale: 1,
+      duplicates: 2,
+    });
     assert.equal(merged.headers.get('preference-applied'), 'resolution=merge-duplicates');
-    assert.deepEqual((await ctx.db.usersByEmail([u.email])).get(u.email), { email: u.email, name: 'Second', phone: '+15550000001', password_hash: null });
+    assert.deepEqual((await ctx.db.usersByEmail([u.email])).get(u.email), {
+      email: u.email,
+      name: 'Second',
+      phone: '+15550000001',
+      password_hash: null,
+    });
   });
 
-  test('PostgREST\'s return=minimal and count=exact are honoured; a representation or ?columns refused before reading', async () => {
+  test("PostgREST's return=minimal and count=exact are honoured; a representation or ?columns refused before reading", async () => {
     const users = makeUsers(3);
-    const minimal = await ctx.app.postUsers(ndjson(users), { contentType: NDJSON, headers: { prefer: 'return=minimal, count=exact' } });
-    assert.deepEqual([minimal.status, minimal.text, minimal.headers.get('content-range')], [201, '', '*/3']);
-    const rows = await ctx.app.postUsers(ndjson(users), { contentType: NDJSON, headers: { prefer: 'return=representation' } });
+    const minimal = await ctx.app.postUsers(ndjson(users), {
+      contentType: NDJSON,
+      headers: { prefer: 'return=minimal, count=exact' },
+    });
+    assert.deepEqual(
+      [minimal.status, minimal.text, minimal.headers.get('content-range')],
+      [201, '', '*/3'],
+    );
+    const rows = await ctx.app.postUsers(ndjson(users), {
+      contentType: NDJSON,
+      headers: { prefer: 'return=representation' },
+    });
     assert.deepEqual([rows.status, rows.body.error], [400, 'unsupported_preference']);
-    const res = await fetch(`${ctx.app.baseUrl}/users?columns=email,name`, { method: 'POST', headers: { 'content-type': CSV }, body: csv(users) });
+    const res = await fetch(`${ctx.app.baseUrl}/users?columns=email,name`, {
+      method: 'POST',
+      headers: { 'content-type': CSV },
+      body: csv(users),
+    });
     assert.deepEqual([res.status, (await res.json()).error], [400, 'unsupported_query']);
   });
 
@@ -180,8 +297,17 @@ describe('POST /users with a streamed body', () => {
     const before = await ctx.db.countUsers();
     await sendAndLeave(ctx.app.baseUrl, NDJSON, ndjson(users).slice(0, 1_000_000));
     // The service's connection has ended its COPY and rolled back: nothing but this query is busy.
-    await waitUntil(async () => (await ctx.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database()
-      AND pid <> pg_backend_pid() AND (state = 'active' OR state LIKE 'idle in transaction%')`)).rows[0].n === 0, 'no transaction left open', within(10_000), 50);
+    await waitUntil(
+      async () =>
+        (
+          await ctx.db.pool
+            .query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database()
+      AND pid <> pg_backend_pid() AND (state = 'active' OR state LIKE 'idle in transaction%')`)
+        ).rows[0].n === 0,
+      'no transaction left open',
+      within(10_000),
+      50,
+    );
     assert.equal(await ctx.db.countUsers(), before);
     const res = await ctx.app.postUsers(ndjson(users.slice(0, 10)), { contentType: NDJSON });
     assert.equal(res.status, 201);
@@ -190,7 +316,10 @@ describe('POST /users with a streamed body', () => {
   test('a stream that stops sending: 408 after STREAM_IDLE_TIMEOUT_MS, nothing written', async () => {
     const before = await ctx.db.countUsers();
     const res = await new Promise((resolve, reject) => {
-      const req = http.request(`${ctx.app.baseUrl}/users`, { method: 'POST', headers: { 'content-type': NDJSON, 'transfer-encoding': 'chunked' } });
+      const req = http.request(`${ctx.app.baseUrl}/users`, {
+        method: 'POST',
+        headers: { 'content-type': NDJSON, 'transfer-encoding': 'chunked' },
+      });
       req.on('error', reject);
       req.on('response', (r) => {
         let text = '';
@@ -205,7 +334,10 @@ describe('POST /users with a streamed body', () => {
 
   test('a body over MAX_STREAM_BYTES: 413', async () => {
     const big = Buffer.alloc(64 * 1024 * 1024 + 1, 0x0a);
-    const res = await ctx.app.postUsers(zlib.gzipSync(big), { contentType: NDJSON, headers: { 'content-encoding': 'gzip' } });
+    const res = await ctx.app.postUsers(zlib.gzipSync(big), {
+      contentType: NDJSON,
+      headers: { 'content-encoding': 'gzip' },
+    });
     assert.deepEqual([res.status, res.body?.error], [413, 'payload_too_large']);
     assert.match(res.body.message, /MAX_STREAM_BYTES/);
   });
@@ -231,13 +363,20 @@ describe('POST /users with a streamed body', () => {
     const before = await ctx.db.countUsers();
     const body = users.map((u, i) => (i === 50_000 ? { ...first, name: 'Sent again' } : u));
     const res = await ctx.app.postUsers(ndjson(body), { contentType: NDJSON });
-    assert.deepEqual([res.status, res.body], [201, { received: 65_000, inserted: 64_998, updated: 0, duplicates: 2 }]);
+    assert.deepEqual(
+      [res.status, res.body],
+      [201, { received: 65_000, inserted: 64_998, updated: 0, duplicates: 2 }],
+    );
     assert.equal(await ctx.db.countUsers(), before + 64_998);
     const rows = await ctx.db.usersByEmail([stored.email, first.email, users[64_999].email]);
     assert.equal(rows.get(stored.email)?.name, 'Stored before');
     assert.equal(rows.get(first.email)?.name, first.name);
     assert.equal(rows.get(users[64_999].email)?.name, users[64_999].name);
-    assert.equal(rows.has(users[50_000].email), false, 'the line that repeated an email was not stored');
+    assert.equal(
+      rows.has(users[50_000].email),
+      false,
+      'the line that repeated an email was not stored',
+    );
   });
 
   test('two bodies streamed at once with the same emails in opposite orders: each email once, a deadlock answered 503 and stored on retry', async () => {
@@ -252,26 +391,46 @@ describe('POST /users with a streamed body', () => {
       for (let attempt = 0; attempt < 4; attempt++) {
         const started = performance.now();
         const res = await ctx.app.postUsers(ndjson(body), { contentType: NDJSON });
-        statuses.push({ status: res.status, ms: performance.now() - started, body: res.body, retryAfter: res.headers.get('retry-after') });
+        statuses.push({
+          status: res.status,
+          ms: performance.now() - started,
+          body: res.body,
+          retryAfter: res.headers.get('retry-after'),
+        });
         if (res.status !== 503) break;
       }
       return statuses;
     };
-    const [forward, backward] = await Promise.all([sendUntilStored(users), sendUntilStored([...users].reverse())]);
+    const [forward, backward] = await Promise.all([
+      sendUntilStored(users),
+      sendUntilStored([...users].reverse()),
+    ]);
     const answers = [...forward, ...backward];
     for (const a of answers) {
       assert.ok([200, 201, 503].includes(a.status), JSON.stringify(a));
       assert.ok(a.ms < 10_000, `answered in ${Math.round(a.ms)} ms`);
-      if (a.status === 503) assert.deepEqual([a.body.error, a.retryAfter !== null], ['database_unavailable', true]);
+      if (a.status === 503)
+        assert.deepEqual([a.body.error, a.retryAfter !== null], ['database_unavailable', true]);
     }
     const last = [forward.at(-1), backward.at(-1)];
-    assert.deepEqual(last.map((a) => a?.status).sort(), [200, 201], JSON.stringify(answers.map((a) => a.status)));
-    assert.equal(last.reduce((n, a) => n + a?.body.inserted, 0), 25_000);
+    assert.deepEqual(
+      last.map((a) => a?.status).sort(),
+      [200, 201],
+      JSON.stringify(answers.map((a) => a.status)),
+    );
+    assert.equal(
+      last.reduce((n, a) => n + a?.body.inserted, 0),
+      25_000,
+    );
     assert.equal(await ctx.db.countUsers(), before + 25_000);
     const log = JSON.stringify(ctx.app.logs.slice(logged));
     assert.ok(!log.includes('@example.com'), 'no email in the log');
     assert.ok(!log.includes(SAMPLE_HASH.slice(0, 20)), 'no password hash in the log');
-    assert.deepEqual(ctx.app.logs.slice(logged).filter((l) => l.level >= 50), [], 'nothing logged as an error');
+    assert.deepEqual(
+      ctx.app.logs.slice(logged).filter((l) => l.level >= 50),
+      [],
+      'nothing logged as an error',
+    );
   });
 
   test('npm run import streams a file (CSV, gzip-compressed NDJSON) and prints the counts', async () => {
@@ -281,14 +440,20 @@ describe('POST /users with a streamed body', () => {
       const users = makeUsers(3000);
       await writeFile(path.join(dir, 'users.csv'), csv(users.slice(0, 1500)));
       await writeFile(path.join(dir, 'users.ndjson.gz'), zlib.gzipSync(ndjson(users.slice(1500))));
-      const run = (/** @type {string[]} */ args) => promisify(execFile)(process.execPath, [script, ...args, '--url', ctx.app.baseUrl]);
+      const run = (/** @type {string[]} */ args) =>
+        promisify(execFile)(process.execPath, [script, ...args, '--url', ctx.app.baseUrl]);
       const fromCsv = await run([path.join(dir, 'users.csv')]);
-      assert.deepEqual({ ...JSON.parse(fromCsv.stdout), seconds: 0 }, { received: 1500, inserted: 1500, updated: 0, duplicates: 0, seconds: 0 });
+      assert.deepEqual(
+        { ...JSON.parse(fromCsv.stdout), seconds: 0 },
+        { received: 1500, inserted: 1500, updated: 0, duplicates: 0, seconds: 0 },
+      );
       assert.match(fromCsv.stderr, /rows\/s/);
       const fromGzip = await run([path.join(dir, 'users.ndjson.gz'), '--resolution', 'merge']);
       assert.equal(JSON.parse(fromGzip.stdout).inserted, 1500);
       await writeFile(path.join(dir, 'bad.jsonl'), '{"email":"nope","name":"N"}\n');
-      const refused = await run([path.join(dir, 'bad.jsonl')]).catch((/** @type {any} */ err) => err);
+      const refused = await run([path.join(dir, 'bad.jsonl')]).catch(
+        (/** @type {any} */ err) => err,
+      );
       assert.equal(refused.code, 1);
       assert.match(refused.stderr, /import refused \(400\): .*invalid_batch/);
     } finally {
@@ -301,10 +466,15 @@ describe('npm run import refused at once, or unable to read its file', () => {
   const ctx = useAppAndDatabase({ INGEST_TOKEN: 'the-right-token' });
   const script = fileURLToPath(new URL('../../../scripts/import.js', import.meta.url));
   /** @param {string[]} args */
-  const run = (args) => promisify(execFile)(process.execPath, [script, ...args], { env: { ...process.env, INGEST_TOKEN: '' } })
-    .then(() => ({ code: 0, stdout: '', stderr: '' }), (/** @type {any} */ err) => err);
+  const run = (args) =>
+    promisify(execFile)(process.execPath, [script, ...args], {
+      env: { ...process.env, INGEST_TOKEN: '' },
+    }).then(
+      () => ({ code: 0, stdout: '', stderr: '' }),
+      (/** @type {any} */ err) => err,
+    );
 
-  test('a wrong or missing token: the 401 is printed and the upload stops at once (exit 1), whatever the file\'s size', async () => {
+  test("a wrong or missing token: the 401 is printed and the upload stops at once (exit 1), whatever the file's size", async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-import-'));
     try {
       // 40 MB: the service would read and drop it for BODY_READ_TIMEOUT_MS (30 s) if the CLI kept sending.
@@ -345,7 +515,10 @@ describe('npm run import refused at once, or unable to read its file', () => {
       const refused = await run([file, '--url', 'http://127.0.0.1:1']);
       assert.equal(refused.code, 1);
       const lines = refused.stderr.trim().split('\n');
-      assert.match(lines.at(-1) ?? '', /^import failed after \d+ bytes: connect ECONNREFUSED 127\.0\.0\.1:1 \(is the service running/);
+      assert.match(
+        lines.at(-1) ?? '',
+        /^import failed after \d+ bytes: connect ECONNREFUSED 127\.0\.0\.1:1 \(is the service running/,
+      );
       assert.doesNotMatch(refused.stderr, /\n\s+at /, 'no stack trace');
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -374,12 +547,18 @@ describe('POST /users with a streamed body and no database', () => {
   let app;
   before(async () => {
     // Port 1 on loopback: nothing listens, the connection is refused at once.
-    app = await startTestApp({ databaseUrl: 'postgres://sluice@127.0.0.1:1/none', env: { DB_CONNECT_TIMEOUT_MS: '500' } });
+    app = await startTestApp({
+      databaseUrl: 'postgres://sluice@127.0.0.1:1/none',
+      env: { DB_CONNECT_TIMEOUT_MS: '500' },
+    });
   });
   after(() => app?.close());
 
   test('503 database_unavailable with Retry-After, before the body is read', async () => {
     const res = await app.postUsers(ndjson(makeUsers(100)), { contentType: NDJSON });
-    assert.deepEqual([res.status, res.body.error, res.headers.get('retry-after')], [503, 'database_unavailable', '2']);
+    assert.deepEqual(
+      [res.status, res.body.error, res.headers.get('retry-after')],
+      [503, 'database_unavailable', '2'],
+    );
   });
 });

@@ -2,11 +2,16 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
-import { AdmissionBudget, AdmissionRefusedError, SMALL_BODY_BYTES } from '../../src/http/admission-budget.js';
+import {
+  AdmissionBudget,
+  AdmissionRefusedError,
+  SMALL_BODY_BYTES,
+} from '../../src/http/admission-budget.js';
 import { admitRequest } from '../../src/http/admission.js';
 
 const MiB = 1024 * 1024;
-const budgetOf = (/** @type {number} */ maxWaitMs = 60_000) => new AdmissionBudget({ budgetBytes: 16 * MiB, maxWaitMs });
+const budgetOf = (/** @type {number} */ maxWaitMs = 60_000) =>
+  new AdmissionBudget({ budgetBytes: 16 * MiB, maxWaitMs });
 
 beforeEach(() => mock.timers.enable({ apis: ['setTimeout'] }));
 afterEach(() => mock.timers.reset());
@@ -17,14 +22,20 @@ const turn = () => new Promise((r) => setImmediate(r));
 /** Fills the whole budget: the large share, then the reserve with small bodies. @param {AdmissionBudget} budget */
 function fill(budget) {
   const grants = [budget.tryAcquire(15 * MiB)];
-  for (let g = budget.tryAcquire(SMALL_BODY_BYTES); g; g = budget.tryAcquire(SMALL_BODY_BYTES)) grants.push(g);
+  for (let g = budget.tryAcquire(SMALL_BODY_BYTES); g; g = budget.tryAcquire(SMALL_BODY_BYTES))
+    grants.push(g);
   return /** @type {import('../../src/http/admission-budget.js').Grant[]} */ (grants);
 }
 
 /** A request and response as admitRequest sees them. @param {Record<string, string>} headers */
 function exchange(headers) {
   const req = Object.assign(new PassThrough(), { headers, complete: false });
-  const res = Object.assign(new EventEmitter(), { destroyed: false, writableFinished: false, /** @type {Record<string, any>} */ locals: {}, setHeader() {} });
+  const res = Object.assign(new EventEmitter(), {
+    destroyed: false,
+    writableFinished: false,
+    /** @type {Record<string, any>} */ locals: {},
+    setHeader() {},
+  });
   /** @type {unknown[]} */
   const nextCalls = [];
   return { req, res, nextCalls, next: (/** @type {unknown} */ err) => nextCalls.push(err) };
@@ -36,7 +47,9 @@ describe('admission: small bodies that wait, and grants nobody is left to use (u
     const held = fill(budget);
     /** @type {number[]} */
     const order = [];
-    const waiting = [100, 2000, 50].map((bytes, i) => budget.acquire(bytes).then((g) => (order.push(i), g)));
+    const waiting = [100, 2000, 50].map((bytes, i) =>
+      budget.acquire(bytes).then((g) => (order.push(i), g)),
+    );
     await turn();
     assert.deepEqual(order, [], 'all three wait');
     assert.equal(budget.tryAcquire(10), undefined, 'a newcomer does not pass those waiting');
@@ -55,7 +68,10 @@ describe('admission: small bodies that wait, and grants nobody is left to use (u
     await turn();
     assert.equal(budget.usage.waiting, 1);
     mock.timers.tick(1);
-    await assert.rejects(waiting, (err) => err instanceof AdmissionRefusedError && err.reason === 'timeout');
+    await assert.rejects(
+      waiting,
+      (err) => err instanceof AdmissionRefusedError && err.reason === 'timeout',
+    );
     assert.deepEqual(budget.usage, { ...budget.usage, totalBytes: total, waiting: 0 });
     for (const g of held) budget.release(g);
     assert.equal(budget.usage.totalBytes, 0);
@@ -65,7 +81,9 @@ describe('admission: small bodies that wait, and grants nobody is left to use (u
     const budget = budgetOf();
     const holder = /** @type {any} */ (budget.tryAcquire(15 * MiB));
     const x = exchange({ 'content-length': String(5 * MiB) });
-    /** @type {(req: any, res: any, next: any) => void} */ (admitRequest({ budget, maxBodyBytes: 64 * MiB }))(x.req, x.res, x.next);
+    /** @type {(req: any, res: any, next: any) => void} */ (
+      admitRequest({ budget, maxBodyBytes: 64 * MiB })
+    )(x.req, x.res, x.next);
     await turn();
     assert.equal(budget.usage.waiting, 1);
     // The socket is gone, its 'close' not yet emitted when the grant comes.
@@ -82,7 +100,9 @@ describe('admission: small bodies that wait, and grants nobody is left to use (u
     const budget = budgetOf();
     const holder = /** @type {any} */ (budget.tryAcquire(15 * MiB));
     const x = exchange({ 'content-length': String(5 * MiB) });
-    /** @type {(req: any, res: any, next: any) => void} */ (admitRequest({ budget, maxBodyBytes: 64 * MiB }))(x.req, x.res, x.next);
+    /** @type {(req: any, res: any, next: any) => void} */ (
+      admitRequest({ budget, maxBodyBytes: 64 * MiB })
+    )(x.req, x.res, x.next);
     await turn();
     x.res.writableFinished = true;
     budget.release(holder);
@@ -93,20 +113,34 @@ describe('admission: small bodies that wait, and grants nobody is left to use (u
 
   test('a streamed body is charged what it holds at once (holdBytes), at most its declared size, before it is read', () => {
     const budget = budgetOf();
-    const admit = /** @type {(req: any, res: any, next: any) => void} */ (admitRequest({ budget, maxBodyBytes: 64 * MiB, holdBytes: 2 * MiB }));
+    const admit = /** @type {(req: any, res: any, next: any) => void} */ (
+      admitRequest({ budget, maxBodyBytes: 64 * MiB, holdBytes: 2 * MiB })
+    );
     const chunked = exchange({ 'transfer-encoding': 'chunked' });
     admit(chunked.req, chunked.res, chunked.next);
     assert.equal(budget.usage.totalBytes, 2 * MiB, 'no length: the hold');
     assert.equal(chunked.res.locals.bodyAllowance, undefined, 'charged up front, not as read');
     const short = exchange({ 'content-length': String(1000) });
     admit(short.req, short.res, short.next);
-    assert.equal(budget.usage.totalBytes, 2 * MiB + 1000, 'a declared size under the hold: its size');
+    assert.equal(
+      budget.usage.totalBytes,
+      2 * MiB + 1000,
+      'a declared size under the hold: its size',
+    );
     const long = exchange({ 'content-length': String(40 * MiB) });
     admit(long.req, long.res, long.next);
-    assert.equal(budget.usage.totalBytes, 4 * MiB + 1000, 'a declared size over the hold: the hold');
+    assert.equal(
+      budget.usage.totalBytes,
+      4 * MiB + 1000,
+      'a declared size over the hold: the hold',
+    );
     const gzip = exchange({ 'content-length': String(1000), 'content-encoding': 'gzip' });
     admit(gzip.req, gzip.res, gzip.next);
-    assert.equal(budget.usage.totalBytes, 6 * MiB + 1000, 'compressed: the hold, whatever its size');
+    assert.equal(
+      budget.usage.totalBytes,
+      6 * MiB + 1000,
+      'compressed: the hold, whatever its size',
+    );
     for (const x of [chunked, short, long, gzip]) x.res.emit('close');
     assert.equal(budget.usage.totalBytes, 0);
   });

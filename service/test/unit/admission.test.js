@@ -2,14 +2,20 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
-import { AdmissionBudget, AdmissionRefusedError, SMALL_BODY_BYTES, WAITING_BUDGETS } from '../../src/http/admission-budget.js';
+import {
+  AdmissionBudget,
+  AdmissionRefusedError,
+  SMALL_BODY_BYTES,
+  WAITING_BUDGETS,
+} from '../../src/http/admission-budget.js';
 import { admitRequest } from '../../src/http/admission.js';
 import { readBody } from '../../src/http/read-body.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 // 16 MiB: a reserve of 1 MiB for small bodies, 15 MiB for large ones.
-const budgetOf = (/** @type {number} */ maxWaitMs = 60_000) => new AdmissionBudget({ budgetBytes: 16 * MiB, maxWaitMs });
+const budgetOf = (/** @type {number} */ maxWaitMs = 60_000) =>
+  new AdmissionBudget({ budgetBytes: 16 * MiB, maxWaitMs });
 
 // Every wait here runs on node:test's mock timers: a bound of minutes is checked in no time, to the
 // millisecond, and no real timer is left behind. setImmediate stays real: it lets promises settle.
@@ -19,13 +25,20 @@ afterEach(() => mock.timers.reset());
 /** @param {Promise<unknown>} promise @returns {Promise<boolean>} whether it settled by the next turn of the event loop */
 const settled = async (promise) => {
   let done = false;
-  promise.then(() => (done = true), () => (done = true));
+  promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
   await new Promise((r) => setImmediate(r));
   return done;
 };
 
 /** @param {string} reason */
-const refusedFor = (reason) => (/** @type {unknown} */ err) => err instanceof AdmissionRefusedError && err.status === 503 && err.code === 'overloaded' && err.reason === reason;
+const refusedFor = (reason) => (/** @type {unknown} */ err) =>
+  err instanceof AdmissionRefusedError &&
+  err.status === 503 &&
+  err.code === 'overloaded' &&
+  err.reason === reason;
 
 describe('admission budget (unit)', () => {
   test('shares: the reserve is 1/16 of the budget and only small bodies may use it', () => {
@@ -40,7 +53,12 @@ describe('admission budget (unit)', () => {
     const a = budget.tryAcquire(5 * MiB);
     const b = budget.tryAcquire(100);
     assert.ok(a && b);
-    assert.deepEqual(budget.usage, { totalBytes: 5 * MiB + 100, largeBytes: 5 * MiB, smallBytes: 100, waiting: 0 });
+    assert.deepEqual(budget.usage, {
+      totalBytes: 5 * MiB + 100,
+      largeBytes: 5 * MiB,
+      smallBytes: 100,
+      waiting: 0,
+    });
     budget.release(a);
     budget.release(b);
     assert.deepEqual(budget.usage, { totalBytes: 0, largeBytes: 0, smallBytes: 0, waiting: 0 });
@@ -48,7 +66,9 @@ describe('admission budget (unit)', () => {
 
   test('a release counts once, however often it is called', () => {
     const budget = budgetOf();
-    const a = /** @type {import('../../src/http/admission-budget.js').Grant} */ (budget.tryAcquire(10 * MiB));
+    const a = /** @type {import('../../src/http/admission-budget.js').Grant} */ (
+      budget.tryAcquire(10 * MiB)
+    );
     const b = budget.tryAcquire(4 * MiB);
     assert.ok(b);
     budget.release(a);
@@ -60,7 +80,8 @@ describe('admission budget (unit)', () => {
     const budget = budgetOf();
     assert.ok(budget.tryAcquire(15 * MiB));
     assert.equal(budget.tryAcquire(1 * MiB), undefined, 'a large body waits');
-    for (let i = 0; i < 16; i++) assert.ok(budget.tryAcquire(SMALL_BODY_BYTES), `small body ${i} admitted`);
+    for (let i = 0; i < 16; i++)
+      assert.ok(budget.tryAcquire(SMALL_BODY_BYTES), `small body ${i} admitted`);
     assert.equal(budget.tryAcquire(SMALL_BODY_BYTES), undefined, 'the reserve is used up');
   });
 
@@ -83,7 +104,9 @@ describe('admission budget (unit)', () => {
     const holder = /** @type {any} */ (budget.tryAcquire(15 * MiB));
     /** @type {number[]} */
     const order = [];
-    const waiting = [8 * MiB, 2 * MiB, 5 * MiB].map((bytes, i) => budget.acquire(bytes).then((g) => (order.push(i), g)));
+    const waiting = [8 * MiB, 2 * MiB, 5 * MiB].map((bytes, i) =>
+      budget.acquire(bytes).then((g) => (order.push(i), g)),
+    );
     assert.equal(budget.tryAcquire(1 * MiB), undefined, 'a newcomer does not pass those waiting');
     budget.release(holder);
     await Promise.all(waiting);
@@ -105,7 +128,9 @@ describe('admission budget (unit)', () => {
     const budget = budgetOf();
     budget.tryAcquire(15 * MiB);
     const controller = new AbortController();
-    const waiters = Array.from({ length: 2 * WAITING_BUDGETS }, () => budget.acquire(budget.budgetBytes / 2, controller.signal));
+    const waiters = Array.from({ length: 2 * WAITING_BUDGETS }, () =>
+      budget.acquire(budget.budgetBytes / 2, controller.signal),
+    );
     await assert.rejects(budget.acquire(1 * MiB), refusedFor('queue_full'));
     assert.equal(budget.usage.waiting, 2 * WAITING_BUDGETS);
     controller.abort();
@@ -138,7 +163,12 @@ describe('admission budget (unit)', () => {
     const grant = await waiting;
     mock.timers.tick(5000);
     assert.equal(grant.released, false);
-    assert.deepEqual(budget.usage, { totalBytes: 1 * MiB, largeBytes: 1 * MiB, smallBytes: 0, waiting: 0 });
+    assert.deepEqual(budget.usage, {
+      totalBytes: 1 * MiB,
+      largeBytes: 1 * MiB,
+      smallBytes: 0,
+      waiting: 0,
+    });
   });
 
   test('a client that goes away while waiting leaves the queue and holds nothing', async () => {
@@ -174,7 +204,12 @@ describe('admission budget (unit)', () => {
     assert.equal(grant.large, false);
     assert.equal(budget.grow(grant, 5 * MiB), true);
     assert.equal(grant.large, true);
-    assert.deepEqual(budget.usage, { totalBytes: 15 * MiB, largeBytes: 15 * MiB, smallBytes: 0, waiting: 0 });
+    assert.deepEqual(budget.usage, {
+      totalBytes: 15 * MiB,
+      largeBytes: 15 * MiB,
+      smallBytes: 0,
+      waiting: 0,
+    });
     assert.equal(budget.grow(grant, 5 * MiB + 1), false);
     budget.release(grant);
     assert.equal(budget.usage.totalBytes, 10 * MiB);
@@ -183,7 +218,11 @@ describe('admission budget (unit)', () => {
   test('onChange sees every change, for the gauges', async () => {
     /** @type {number[]} */
     const seen = [];
-    const budget = new AdmissionBudget({ budgetBytes: 16 * MiB, maxWaitMs: 1000, onChange: (b) => seen.push(b.usage.totalBytes) });
+    const budget = new AdmissionBudget({
+      budgetBytes: 16 * MiB,
+      maxWaitMs: 1000,
+      onChange: (b) => seen.push(b.usage.totalBytes),
+    });
     const g = /** @type {any} */ (budget.tryAcquire(1000));
     budget.release(g);
     assert.deepEqual(seen, [1000, 0]);
@@ -216,11 +255,18 @@ describe('admitRequest middleware (unit, fake request and response)', () => {
   }
 
   function metricsSpy() {
-    return { shed: mock.fn((/** @type {string} */ _reason) => {}), waited: mock.fn((/** @type {number} */ _s) => {}), observe: mock.fn() };
+    return {
+      shed: mock.fn((/** @type {string} */ _reason) => {}),
+      waited: mock.fn((/** @type {number} */ _s) => {}),
+      observe: mock.fn(),
+    };
   }
 
   /** @param {AdmissionBudget} budget @param {ReturnType<typeof metricsSpy>} [metrics] */
-  const middleware = (budget, metrics) => /** @type {(req: any, res: any, next: any) => void} */ (admitRequest({ budget, maxBodyBytes: MAX_BODY, metrics }));
+  const middleware = (budget, metrics) =>
+    /** @type {(req: any, res: any, next: any) => void} */ (
+      admitRequest({ budget, maxBodyBytes: MAX_BODY, metrics })
+    );
 
   test('a body that fits is admitted at once, charged its Content-Length, and released once when the response closes', () => {
     const budget = budgetOf();
@@ -261,7 +307,12 @@ describe('admitRequest middleware (unit, fake request and response)', () => {
     middleware(budget, metrics)(x.req, x.res, x.next);
     // The body reader, given admission's allowance, may start whenever it likes: here a turn later.
     await settled(Promise.resolve());
-    readBody(/** @type {any} */ (x.req), x.req, { limit: MAX_BODY, allowance: x.res.locals.bodyAllowance }, (err) => requestErrors.push(err));
+    readBody(
+      /** @type {any} */ (x.req),
+      x.req,
+      { limit: MAX_BODY, allowance: x.res.locals.bodyAllowance },
+      (err) => requestErrors.push(err),
+    );
     /** @param {number} bytes */
     const arrive = async (bytes) => {
       x.req.write(Buffer.alloc(bytes));
@@ -273,7 +324,10 @@ describe('admitRequest middleware (unit, fake request and response)', () => {
     await arrive(2 * MiB);
     assert.equal(requestErrors.length, 1);
     assert.ok(refusedFor('overflow')(requestErrors[0]));
-    assert.deepEqual(metrics.shed.mock.calls.map((c) => c.arguments), [['overflow']]);
+    assert.deepEqual(
+      metrics.shed.mock.calls.map((c) => c.arguments),
+      [['overflow']],
+    );
     assert.equal(budget.usage.totalBytes, 10 * MiB, 'its bytes are given back at once');
     await arrive(MiB);
     assert.equal(budget.usage.totalBytes, 10 * MiB, 'and no longer counted');
@@ -288,7 +342,12 @@ describe('admitRequest middleware (unit, fake request and response)', () => {
     assert.equal(budget.usage.totalBytes, 0, 'nothing read, nothing charged');
     /** @type {{ err: unknown, body: Buffer | undefined }[]} */
     const read = [];
-    readBody(/** @type {any} */ (x.req), x.req, { limit: MAX_BODY, allowance: x.res.locals.bodyAllowance }, (err, body) => read.push({ err, body }));
+    readBody(
+      /** @type {any} */ (x.req),
+      x.req,
+      { limit: MAX_BODY, allowance: x.res.locals.bodyAllowance },
+      (err, body) => read.push({ err, body }),
+    );
     x.req.end(Buffer.alloc(MiB));
     await settled(Promise.resolve());
     await settled(Promise.resolve());
@@ -317,7 +376,7 @@ describe('admitRequest middleware (unit, fake request and response)', () => {
     assert.equal(budget.usage.totalBytes, 0);
   });
 
-  test('a request that waited past ADMISSION_WAIT_MS gets the 503; what becomes of its unread body is the error handler\'s (http/unread-body.js)', async () => {
+  test("a request that waited past ADMISSION_WAIT_MS gets the 503; what becomes of its unread body is the error handler's (http/unread-body.js)", async () => {
     const budget = budgetOf(2000);
     budget.tryAcquire(15 * MiB);
     const metrics = metricsSpy();
@@ -328,7 +387,10 @@ describe('admitRequest middleware (unit, fake request and response)', () => {
     assert.equal(x.nextCalls.length, 1);
     assert.ok(refusedFor('timeout')(x.nextCalls[0]));
     assert.equal(x.res.set.Connection, undefined);
-    assert.deepEqual(metrics.shed.mock.calls.map((c) => c.arguments), [['timeout']]);
+    assert.deepEqual(
+      metrics.shed.mock.calls.map((c) => c.arguments),
+      [['timeout']],
+    );
   });
 
   test('a client that leaves while waiting stops waiting and holds nothing', async () => {

@@ -16,21 +16,35 @@ const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln';
 async function run(deps, rawHeaders) {
   /** @type {{ accepted: string[], refused: string[] }} */
   const counted = { accepted: [], refused: [] };
-  const metrics = { accepted: (/** @type {string} */ c) => void counted.accepted.push(c), refused: (/** @type {string} */ r) => void counted.refused.push(r) };
+  const metrics = {
+    accepted: (/** @type {string} */ c) => void counted.accepted.push(c),
+    refused: (/** @type {string} */ r) => void counted.refused.push(r),
+  };
   /** @type {Record<string, string>} */
   const headers = {};
-  for (let i = 0; i < rawHeaders.length; i += 2) headers[rawHeaders[i].toLowerCase()] ??= rawHeaders[i + 1];
+  for (let i = 0; i < rawHeaders.length; i += 2)
+    headers[rawHeaders[i].toLowerCase()] ??= rawHeaders[i + 1];
   const req = /** @type {any} */ ({ headers, rawHeaders });
   /** @type {unknown[]} */
   const nexts = [];
-  await authenticate({ metrics, ...deps })(req, /** @type {any} */ ({}), (/** @type {unknown} */ err) => void nexts.push(err));
+  await authenticate({ metrics, ...deps })(
+    req,
+    /** @type {any} */ ({}),
+    (/** @type {unknown} */ err) => void nexts.push(err),
+  );
   assert.equal(nexts.length, 1, 'next called once');
   return { err: nexts[0], req, counted };
 }
 
-const tokens = { current: new TokenSet([{ name: 'feeder', token: 'feeder-token-1' }, { name: 'crm', token: 'crm-token-2' }]) };
+const tokens = {
+  current: new TokenSet([
+    { name: 'feeder', token: 'feeder-token-1' },
+    { name: 'crm', token: 'crm-token-2' },
+  ]),
+};
 /** @param {string} header */
-const unauthorized = (header) => (/** @type {unknown} */ err) => err instanceof UnauthorizedError && err.headers['WWW-Authenticate'] === header;
+const unauthorized = (header) => (/** @type {unknown} */ err) =>
+  err instanceof UnauthorizedError && err.headers['WWW-Authenticate'] === header;
 
 describe('authenticate: who may POST /users (unit)', () => {
   test('nothing configured: every request passes, counted nowhere', async () => {
@@ -64,7 +78,12 @@ describe('authenticate: who may POST /users (unit)', () => {
   });
 
   test('Authorization twice: 400 duplicate_header, whatever either says', async () => {
-    const { err, counted } = await run({ tokens }, ['Authorization', 'Bearer feeder-token-1', 'authorization', 'Bearer feeder-token-1']);
+    const { err, counted } = await run({ tokens }, [
+      'Authorization',
+      'Bearer feeder-token-1',
+      'authorization',
+      'Bearer feeder-token-1',
+    ]);
     assert.ok(err instanceof ApiError && err.code === 'duplicate_header');
     assert.deepEqual(counted, { accepted: [], refused: [] });
   });
@@ -72,7 +91,10 @@ describe('authenticate: who may POST /users (unit)', () => {
   test("a JWT: its subject is the client, counted as jwt; a refusal is a 401 with the verifier's reason; any other failure passes on as it is", async () => {
     /** @type {string[]} */
     const asked = [];
-    const verifyJwt = async (/** @type {string} */ t) => (asked.push(t), t === JWT ? 'billing' : undefined);
+    const verifyJwt = async (/** @type {string} */ t) => (
+      asked.push(t),
+      t === JWT ? 'billing' : undefined
+    );
     const good = await run({ tokens, verifyJwt }, ['Authorization', `Bearer ${JWT}`]);
     assert.equal(good.err, undefined);
     assert.equal(good.req.clientName, 'billing');
@@ -84,14 +106,26 @@ describe('authenticate: who may POST /users (unit)', () => {
     assert.deepEqual(notJwt.counted.refused, ['unknown_token']);
     assert.deepEqual(asked, [JWT, 'a.b.c'], 'what has not the shape of a JWT is never verified');
 
-    const refusing = async () => { throw new JwtRefusal('the token has expired', 'expired'); };
+    const refusing = async () => {
+      throw new JwtRefusal('the token has expired', 'expired');
+    };
     const expired = await run({ verifyJwt: refusing }, ['Authorization', `Bearer ${JWT}`]);
-    assert.ok(unauthorized('Bearer error="invalid_token"')(expired.err) && /** @type {Error} */ (expired.err).message === 'the token has expired');
+    assert.ok(
+      unauthorized('Bearer error="invalid_token"')(expired.err) &&
+        /** @type {Error} */ (expired.err).message === 'the token has expired',
+    );
     assert.deepEqual(expired.counted, { accepted: [], refused: ['expired'] });
     assert.equal(expired.req.clientName, undefined);
 
     const broken = new Error('a bug');
-    const failing = await run({ verifyJwt: async () => { throw broken; } }, ['Authorization', `Bearer ${JWT}`]);
+    const failing = await run(
+      {
+        verifyJwt: async () => {
+          throw broken;
+        },
+      },
+      ['Authorization', `Bearer ${JWT}`],
+    );
     assert.equal(failing.err, broken);
     assert.deepEqual(failing.counted, { accepted: [], refused: [] });
   });
@@ -99,30 +133,46 @@ describe('authenticate: who may POST /users (unit)', () => {
   test('a static token that looks like a JWT is matched first, never verified', async () => {
     const jwtLike = { current: new TokenSet([{ name: 'odd', token: JWT }]) };
     const verifyJwt = async () => assert.fail('verified');
-    const { err, req } = await run({ tokens: jwtLike, verifyJwt }, ['Authorization', `Bearer ${JWT}`]);
+    const { err, req } = await run({ tokens: jwtLike, verifyJwt }, [
+      'Authorization',
+      `Bearer ${JWT}`,
+    ]);
     assert.equal(err, undefined);
     assert.equal(req.clientName, 'odd');
   });
 
-  test("a token and a JWT of one name are two clients: one name, two scopes", async () => {
+  test('a token and a JWT of one name are two clients: one name, two scopes', async () => {
     const alice = { current: new TokenSet([{ name: 'alice', token: 'alice-token-1' }]) };
     const verifyJwt = async () => 'alice';
-    const byToken = await run({ tokens: alice, verifyJwt }, ['Authorization', 'Bearer alice-token-1']);
+    const byToken = await run({ tokens: alice, verifyJwt }, [
+      'Authorization',
+      'Bearer alice-token-1',
+    ]);
     const byJwt = await run({ tokens: alice, verifyJwt }, ['Authorization', `Bearer ${JWT}`]);
     assert.deepEqual([byToken.req.clientName, byToken.req.clientScope], ['alice', 'token:alice']);
     assert.deepEqual([byJwt.req.clientName, byJwt.req.clientScope], ['alice', 'jwt:alice']);
-    const nameless = await run({ verifyJwt: async () => undefined }, ['Authorization', `Bearer ${JWT}`]);
+    const nameless = await run({ verifyJwt: async () => undefined }, [
+      'Authorization',
+      `Bearer ${JWT}`,
+    ]);
     assert.equal(nameless.req.clientScope, 'jwt:');
-    assert.equal((await run({}, [])).req.clientScope, undefined, 'nothing configured: no scope (one anonymous client)');
+    assert.equal(
+      (await run({}, [])).req.clientScope,
+      undefined,
+      'nothing configured: no scope (one anonymous client)',
+    );
   });
 
   test('no token name, JWT subject or the anonymous client share a scope', () => {
     const subject = fc.option(fc.string({ maxLength: 40 }), { nil: undefined });
-    fc.assert(fc.property(fc.string({ maxLength: 40 }), subject, subject, (name, a, b) => {
-      assert.notEqual(tokenScope(name), jwtScope(a));
-      assert.notEqual(tokenScope(name), ANONYMOUS_CLIENT);
-      assert.notEqual(jwtScope(a), ANONYMOUS_CLIENT);
-      assert.equal(jwtScope(a) === jwtScope(b), (a ?? '') === (b ?? ''));
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(fc.string({ maxLength: 40 }), subject, subject, (name, a, b) => {
+        assert.notEqual(tokenScope(name), jwtScope(a));
+        assert.notEqual(tokenScope(name), ANONYMOUS_CLIENT);
+        assert.notEqual(jwtScope(a), ANONYMOUS_CLIENT);
+        assert.equal(jwtScope(a) === jwtScope(b), (a ?? '') === (b ?? ''));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

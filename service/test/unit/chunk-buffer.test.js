@@ -5,12 +5,19 @@ import { ChunkBuffer } from '../../src/users/chunk-buffer.js';
 
 test('a chunk holds the UTF-8 of every piece appended, each view those bytes, whatever it had to grow to', () => {
   fc.assert(
-    fc.property(fc.array(fc.string({ unit: 'binary', maxLength: 40 }), { maxLength: 30 }), fc.integer({ min: 1, max: 64 }), (pieces, initial) => {
-      const chunk = new ChunkBuffer(initial);
-      const views = pieces.map((p) => chunk.append(p));
-      assert.deepEqual(views.map((v) => v.toString()), pieces.map((p) => Buffer.from(p).toString()));
-      assert.deepEqual(chunk.bytes(), Buffer.from(pieces.join('')));
-    }),
+    fc.property(
+      fc.array(fc.string({ unit: 'binary', maxLength: 40 }), { maxLength: 30 }),
+      fc.integer({ min: 1, max: 64 }),
+      (pieces, initial) => {
+        const chunk = new ChunkBuffer(initial);
+        const views = pieces.map((p) => chunk.append(p));
+        assert.deepEqual(
+          views.map((v) => v.toString()),
+          pieces.map((p) => Buffer.from(p).toString()),
+        );
+        assert.deepEqual(chunk.bytes(), Buffer.from(pieces.join('')));
+      },
+    ),
   );
 });
 

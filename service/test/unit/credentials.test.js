@@ -12,19 +12,25 @@ import { TokenSet } from '../../src/auth/token-set.js';
 import { loadConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 
-const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:sluice-ingest-tokens-AbCdEf';
+const SECRET_ARN =
+  'arn:aws:secretsmanager:eu-west-1:123456789012:secret:sluice-ingest-tokens-AbCdEf';
 
 /** A logger whose lines are kept, to check that none holds a token. */
 function keptLogger() {
   /** @type {any[]} */
   const lines = [];
-  const logger = pino({ level: 'debug' }, { write: (/** @type {string} */ line) => void lines.push(JSON.parse(line)) });
+  const logger = pino(
+    { level: 'debug' },
+    { write: (/** @type {string} */ line) => void lines.push(JSON.parse(line)) },
+  );
   return { logger, lines };
 }
 
 describe('named tokens: parsing and constant-time matching (unit)', () => {
   test('a JSON object of name → token: each token names its client, any other token names none', () => {
-    const set = new TokenSet(parseNamedTokens(JSON.stringify({ feeder: 'tok-feeder-1', 'crm.import': 'tok-crm-2' })));
+    const set = new TokenSet(
+      parseNamedTokens(JSON.stringify({ feeder: 'tok-feeder-1', 'crm.import': 'tok-crm-2' })),
+    );
     assert.equal(set.match('tok-feeder-1'), 'feeder');
     assert.equal(set.match('tok-crm-2'), 'crm.import');
     assert.equal(set.match('tok-crm-'), undefined, 'a prefix');
@@ -35,7 +41,9 @@ describe('named tokens: parsing and constant-time matching (unit)', () => {
   });
 
   test('every client is compared, the match first or last alike (no early exit)', (t) => {
-    const set = new TokenSet(Array.from({ length: 5 }, (_, i) => ({ name: `c${i}`, token: `token-${i}` })));
+    const set = new TokenSet(
+      Array.from({ length: 5 }, (_, i) => ({ name: `c${i}`, token: `token-${i}` })),
+    );
     // timingSafeEqual counted where token-set.js imports it (node:crypto's named export, synced).
     const compare = t.mock.method(crypto, 'timingSafeEqual');
     syncBuiltinESMExports();
@@ -43,7 +51,11 @@ describe('named tokens: parsing and constant-time matching (unit)', () => {
       compare.mock.restore();
       syncBuiltinESMExports();
     });
-    for (const [token, client] of [['token-0', 'c0'], ['token-4', 'c4'], ['nobody', undefined]]) {
+    for (const [token, client] of [
+      ['token-0', 'c0'],
+      ['token-4', 'c4'],
+      ['nobody', undefined],
+    ]) {
       const before = compare.mock.callCount();
       assert.equal(set.match(token), client);
       assert.equal(compare.mock.callCount() - before, 5, `${token}: every client compared`);
@@ -58,19 +70,31 @@ describe('named tokens: parsing and constant-time matching (unit)', () => {
     ['{"": "tok"}', /client name \(its entry 1\) that is not one/],
     ['{"has space": "tok"}', /client name \(its entry 1\) that is not one/],
     // A name and its token swapped: the key, a token, is never quoted.
-    ['{"feeder": "tok-a", "s3cr3t+token/==": "ops"}', /client name \(its entry 2\) that is not one/],
+    [
+      '{"feeder": "tok-a", "s3cr3t+token/==": "ops"}',
+      /client name \(its entry 2\) that is not one/,
+    ],
     ['{"feeder": ""}', /"feeder" no token/],
     ['{"feeder": 42}', /"feeder" no token/],
     ['{"a": "same-token", "b": "same-token"}', /"a" and "b" the same token/],
   ]) {
     test(`INGEST_TOKENS ${text}: start-up stops naming the variable, never a token`, () => {
-      assert.throws(() => loadConfig({ INGEST_TOKENS: text }), (err) => {
-        assert.ok(err instanceof ConfigError);
-        assert.ok(err.message.startsWith('INGEST_TOKENS '), err.message);
-        assert.match(err.message, problem);
-        assert.equal(err.message.includes('same-token') || err.message.includes('"tok"') || err.message.includes('s3cr3t'), false, 'a token in the message');
-        return true;
-      });
+      assert.throws(
+        () => loadConfig({ INGEST_TOKENS: text }),
+        (err) => {
+          assert.ok(err instanceof ConfigError);
+          assert.ok(err.message.startsWith('INGEST_TOKENS '), err.message);
+          assert.match(err.message, problem);
+          assert.equal(
+            err.message.includes('same-token') ||
+              err.message.includes('"tok"') ||
+              err.message.includes('s3cr3t'),
+            false,
+            'a token in the message',
+          );
+          return true;
+        },
+      );
     });
   }
 
@@ -80,16 +104,32 @@ describe('named tokens: parsing and constant-time matching (unit)', () => {
     assert.equal(c.host, '0.0.0.0', 'credentials required: listening beyond loopback');
     for (const [env, variable] of /** @type {[Record<string, string>, string][]} */ ([
       [{ INGEST_TOKENS: '{"a":"x"}', INGEST_TOKENS_FILE: '/etc/t.json' }, 'INGEST_TOKENS_FILE'],
-      [{ INGEST_TOKENS_FILE: '/etc/t.json', INGEST_TOKENS_SECRET_ARN: SECRET_ARN }, 'INGEST_TOKENS_SECRET_ARN'],
+      [
+        { INGEST_TOKENS_FILE: '/etc/t.json', INGEST_TOKENS_SECRET_ARN: SECRET_ARN },
+        'INGEST_TOKENS_SECRET_ARN',
+      ],
       [{ INGEST_TOKEN: 'x', INGEST_TOKENS: '{"a":"x"}' }, 'INGEST_TOKENS'],
       [{ INGEST_TOKEN: 'x', INGEST_TOKENS: '{"default":"y"}' }, 'INGEST_TOKENS'],
       [{ INGEST_TOKENS_SECRET_ARN: 'sluice-tokens' }, 'INGEST_TOKENS_SECRET_ARN'],
       [{ INGEST_TOKENS_REFRESH_MS: '10' }, 'INGEST_TOKENS_REFRESH_MS'],
     ])) {
-      assert.throws(() => loadConfig(env), (err) => err instanceof ConfigError && err.problems.some((p) => p.variable === variable) && !err.message.includes('"x"'), JSON.stringify(env));
+      assert.throws(
+        () => loadConfig(env),
+        (err) =>
+          err instanceof ConfigError &&
+          err.problems.some((p) => p.variable === variable) &&
+          !err.message.includes('"x"'),
+        JSON.stringify(env),
+      );
     }
-    assert.equal(loadConfig({ INGEST_TOKENS_FILE: '/etc/t.json' }).auth.ingestTokensRefreshMs, 1000);
-    assert.equal(loadConfig({ INGEST_TOKENS_SECRET_ARN: SECRET_ARN }).auth.ingestTokensRefreshMs, 60_000);
+    assert.equal(
+      loadConfig({ INGEST_TOKENS_FILE: '/etc/t.json' }).auth.ingestTokensRefreshMs,
+      1000,
+    );
+    assert.equal(
+      loadConfig({ INGEST_TOKENS_SECRET_ARN: SECRET_ARN }).auth.ingestTokensRefreshMs,
+      60_000,
+    );
   });
 });
 
@@ -100,13 +140,29 @@ describe('a token file, read again as it changes (unit)', () => {
     const file = path.join(dir, 'tokens.json');
     await writeFile(file, JSON.stringify({ 'feeder-a': 'token-a-0123456789' }));
     const { logger, lines } = keptLogger();
-    const source = await new TokenSource({ ingestToken: 'legacy-token', ingestTokens: undefined, ingestTokensFile: file, ingestTokensSecretArn: undefined, ingestTokensRefreshMs: 60_000 }, { logger }).start();
+    const source = await new TokenSource(
+      {
+        ingestToken: 'legacy-token',
+        ingestTokens: undefined,
+        ingestTokensFile: file,
+        ingestTokensSecretArn: undefined,
+        ingestTokensRefreshMs: 60_000,
+      },
+      { logger },
+    ).start();
     t.after(() => source.close());
     assert.equal(source.current.match('token-a-0123456789'), 'feeder-a');
-    assert.equal(source.current.match('legacy-token'), 'default', 'INGEST_TOKEN stays beside the file');
+    assert.equal(
+      source.current.match('legacy-token'),
+      'default',
+      'INGEST_TOKEN stays beside the file',
+    );
 
     // Written as editors and Kubernetes do: a new file renamed over the old one.
-    await writeFile(`${file}.new`, JSON.stringify({ 'feeder-a': 'token-a-0123456789', 'feeder-b': 'token-b-9876543210' }));
+    await writeFile(
+      `${file}.new`,
+      JSON.stringify({ 'feeder-a': 'token-a-0123456789', 'feeder-b': 'token-b-9876543210' }),
+    );
     await rename(`${file}.new`, file);
     await source.refresh();
     assert.equal(source.current.match('token-a-0123456789'), 'feeder-a');
@@ -114,8 +170,17 @@ describe('a token file, read again as it changes (unit)', () => {
 
     await writeFile(file, '{"feeder-b": "token-b-98765');
     await source.refresh();
-    assert.equal(source.current.match('token-a-0123456789'), 'feeder-a', 'a half-written file changes nothing');
-    assert.ok(lines.some((l) => l.level === 40 && l.variable === 'INGEST_TOKENS_FILE' && /not valid JSON/.test(l.problem)));
+    assert.equal(
+      source.current.match('token-a-0123456789'),
+      'feeder-a',
+      'a half-written file changes nothing',
+    );
+    assert.ok(
+      lines.some(
+        (l) =>
+          l.level === 40 && l.variable === 'INGEST_TOKENS_FILE' && /not valid JSON/.test(l.problem),
+      ),
+    );
 
     await writeFile(file, JSON.stringify({ 'feeder-b': 'token-b-9876543210' }));
     await source.refresh();
@@ -124,22 +189,56 @@ describe('a token file, read again as it changes (unit)', () => {
 
     await rm(file);
     await source.refresh();
-    assert.equal(source.current.match('token-b-9876543210'), 'feeder-b', 'a file gone for a moment changes nothing');
+    assert.equal(
+      source.current.match('token-b-9876543210'),
+      'feeder-b',
+      'a file gone for a moment changes nothing',
+    );
     assert.ok(lines.some((l) => l.problem === 'cannot be read (ENOENT)'));
 
     const logged = JSON.stringify(lines);
-    for (const secret of ['token-a-0123456789', 'token-b-9876543210', 'token-b-98765', 'legacy-token']) assert.equal(logged.includes(secret), false, `${secret} logged`);
-    assert.ok(lines.some((l) => l.msg === 'bearer tokens read' && l.clients.includes('feeder-b')), 'the names read are logged');
+    for (const secret of [
+      'token-a-0123456789',
+      'token-b-9876543210',
+      'token-b-98765',
+      'legacy-token',
+    ])
+      assert.equal(logged.includes(secret), false, `${secret} logged`);
+    assert.ok(
+      lines.some((l) => l.msg === 'bearer tokens read' && l.clients.includes('feeder-b')),
+      'the names read are logged',
+    );
   });
 
   test('a file that cannot be read or parsed at start stops start-up naming INGEST_TOKENS_FILE', async (t) => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-tokens-'));
     t.after(() => rm(dir, { recursive: true, force: true }));
     const { logger } = keptLogger();
-    const config = { ingestToken: undefined, ingestTokens: undefined, ingestTokensSecretArn: undefined, ingestTokensRefreshMs: 1000 };
-    await assert.rejects(new TokenSource({ ...config, ingestTokensFile: path.join(dir, 'none.json') }, { logger }).start(), (err) => err instanceof ConfigError && err.message === 'INGEST_TOKENS_FILE cannot be read (ENOENT)');
+    const config = {
+      ingestToken: undefined,
+      ingestTokens: undefined,
+      ingestTokensSecretArn: undefined,
+      ingestTokensRefreshMs: 1000,
+    };
+    await assert.rejects(
+      new TokenSource(
+        { ...config, ingestTokensFile: path.join(dir, 'none.json') },
+        { logger },
+      ).start(),
+      (err) =>
+        err instanceof ConfigError && err.message === 'INGEST_TOKENS_FILE cannot be read (ENOENT)',
+    );
     await writeFile(path.join(dir, 'dup.json'), '{"a": "secret-x", "b": "secret-x"}');
-    await assert.rejects(new TokenSource({ ...config, ingestTokensFile: path.join(dir, 'dup.json') }, { logger }).start(), (err) => err instanceof ConfigError && /^INGEST_TOKENS_FILE gives the clients "a" and "b" the same token/.test(err.message) && !err.message.includes('secret-x'));
+    await assert.rejects(
+      new TokenSource(
+        { ...config, ingestTokensFile: path.join(dir, 'dup.json') },
+        { logger },
+      ).start(),
+      (err) =>
+        err instanceof ConfigError &&
+        /^INGEST_TOKENS_FILE gives the clients "a" and "b" the same token/.test(err.message) &&
+        !err.message.includes('secret-x'),
+    );
   });
 });
 
@@ -151,10 +250,21 @@ describe('a Secrets Manager secret: AWSCURRENT and AWSPENDING both accepted (uni
     return {
       asked,
       stages,
-      reader: { getSecretString: async (/** @type {string} */ id, /** @type {string} */ stage) => (asked.push(`${id === SECRET_ARN ? 'arn' : id} ${stage}`), stages[stage]) },
+      reader: {
+        getSecretString: async (/** @type {string} */ id, /** @type {string} */ stage) => (
+          asked.push(`${id === SECRET_ARN ? 'arn' : id} ${stage}`),
+          stages[stage]
+        ),
+      },
     };
   }
-  const config = { ingestToken: undefined, ingestTokens: undefined, ingestTokensFile: undefined, ingestTokensSecretArn: SECRET_ARN, ingestTokensRefreshMs: 60_000 };
+  const config = {
+    ingestToken: undefined,
+    ingestTokens: undefined,
+    ingestTokensFile: undefined,
+    ingestTokensSecretArn: SECRET_ARN,
+    ingestTokensRefreshMs: 60_000,
+  };
 
   test('a rotation: pending accepted beside current, then current alone once it finishes', async (t) => {
     const secrets = secretReader({ AWSCURRENT: '{"feeder":"old-token-123"}' });
@@ -178,13 +288,28 @@ describe('a Secrets Manager secret: AWSCURRENT and AWSPENDING both accepted (uni
     secrets.stages.AWSCURRENT = 'not json';
     await source.refresh();
     assert.equal(source.current.match('new-token-456'), 'feeder', 'a bad version changes nothing');
-    assert.ok(lines.some((l) => l.variable === 'INGEST_TOKENS_SECRET_ARN' && /not valid JSON/.test(l.problem)));
+    assert.ok(
+      lines.some(
+        (l) => l.variable === 'INGEST_TOKENS_SECRET_ARN' && /not valid JSON/.test(l.problem),
+      ),
+    );
     assert.equal(JSON.stringify(lines).includes('-token-'), false);
   });
 
   test('a secret that cannot be read at start stops start-up naming INGEST_TOKENS_SECRET_ARN', async () => {
     const { logger } = keptLogger();
-    const reader = { getSecretString: async () => { throw Object.assign(new Error('User: x is not authorized'), { name: 'AccessDeniedException' }); } };
-    await assert.rejects(new TokenSource(config, { logger, secrets: reader }).start(), (err) => err instanceof ConfigError && err.message === 'INGEST_TOKENS_SECRET_ARN cannot be read (AccessDeniedException)');
+    const reader = {
+      getSecretString: async () => {
+        throw Object.assign(new Error('User: x is not authorized'), {
+          name: 'AccessDeniedException',
+        });
+      },
+    };
+    await assert.rejects(
+      new TokenSource(config, { logger, secrets: reader }).start(),
+      (err) =>
+        err instanceof ConfigError &&
+        err.message === 'INGEST_TOKENS_SECRET_ARN cannot be read (AccessDeniedException)',
+    );
   });
 });

@@ -19,7 +19,16 @@ function setup(database) {
   /** @type {string[]} */ const cutQueries = [];
   /** @param {string} name */
   const watch = (name) => watchdog.watch(() => cutQueries.push(name));
-  return { watchdog, watch, cuts, cutQueries, probes: () => probes, advance: (/** @type {number} */ ms) => { t += ms; } };
+  return {
+    watchdog,
+    watch,
+    cuts,
+    cutQueries,
+    probes: () => probes,
+    advance: (/** @type {number} */ ms) => {
+      t += ms;
+    },
+  };
 }
 
 describe('the database watchdog (unit)', () => {

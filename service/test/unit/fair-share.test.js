@@ -1,11 +1,20 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import fc from 'fast-check';
-import { AdmissionBudget, AdmissionRefusedError, WAITING_BUDGETS } from '../../src/http/admission-budget.js';
+import {
+  AdmissionBudget,
+  AdmissionRefusedError,
+  WAITING_BUDGETS,
+} from '../../src/http/admission-budget.js';
 import { FairQueue, shareOf, withinShare } from '../../src/http/fair-share.js';
 
 /** @param {string} key @param {number} [weight] @param {number} [maxInFlightBytes] @returns {import('../../src/http/fair-share.js').FairClient} */
-const clientOf = (key, weight = 1, maxInFlightBytes = undefined) => ({ key, label: key, weight, ...(maxInFlightBytes === undefined ? {} : { maxInFlightBytes }) });
+const clientOf = (key, weight = 1, maxInFlightBytes = undefined) => ({
+  key,
+  label: key,
+  weight,
+  ...(maxInFlightBytes === undefined ? {} : { maxInFlightBytes }),
+});
 const noisy = clientOf('noisy');
 const quiet = clientOf('quiet');
 
@@ -30,17 +39,28 @@ describe('fair share: who goes next, and what one client may hold (unit)', () =>
     queue.push(quiet, { bytes: 10, id: 'q0' });
     assert.equal(queue.peek()?.id, 'n0');
     assert.equal(queue.peek((c) => c.key === 'noisy')?.id, 'q0');
-    assert.equal(queue.peek(() => true), undefined);
+    assert.equal(
+      queue.peek(() => true),
+      undefined,
+    );
   });
 
   test('over time, backlogged clients are let in bytes in proportion to their weights (within one request)', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ weight: fc.integer({ min: 1, max: 8 }), sizes: fc.array(fc.integer({ min: 1, max: 1000 }), { minLength: 200, maxLength: 200 }) }), { minLength: 2, maxLength: 4 }),
+        fc.array(
+          fc.record({
+            weight: fc.integer({ min: 1, max: 8 }),
+            sizes: fc.array(fc.integer({ min: 1, max: 1000 }), { minLength: 200, maxLength: 200 }),
+          }),
+          { minLength: 2, maxLength: 4 },
+        ),
         (specs) => {
           const queue = /** @type {FairQueue<{ bytes: number, at: number }>} */ (new FairQueue());
           const clients = specs.map((s, i) => clientOf(`c${i}`, s.weight));
-          specs.forEach((s, i) => s.sizes.forEach((bytes) => queue.push(clients[i], { bytes, at: i })));
+          specs.forEach((s, i) =>
+            s.sizes.forEach((bytes) => queue.push(clients[i], { bytes, at: i })),
+          );
           const served = clients.map(() => 0);
           // While every client still has a backlog: 100 requests let in.
           for (let n = 0; n < 100; n++) {
@@ -58,11 +78,23 @@ describe('fair share: who goes next, and what one client may hold (unit)', () =>
 
   test('a share: the budget by weight among the clients waiting; a client holding nothing always may take one', () => {
     assert.equal(shareOf(clientOf('a', 3), 1, 1000), 750);
-    assert.equal(withinShare(noisy, 0, 5000, 1, 1000), true, 'nothing held: one request, whatever its size');
+    assert.equal(
+      withinShare(noisy, 0, 5000, 1, 1000),
+      true,
+      'nothing held: one request, whatever its size',
+    );
     assert.equal(withinShare(noisy, 400, 100, 1, 1000), true);
     assert.equal(withinShare(noisy, 400, 101, 1, 1000), false, 'over half while another waits');
-    assert.equal(withinShare(noisy, 400, 600, 0, 1000), true, 'nobody else waits: the whole budget');
-    assert.equal(withinShare(clientOf('capped', 1, 500), 400, 101, 0, 1000), false, 'its own cap, whoever waits');
+    assert.equal(
+      withinShare(noisy, 400, 600, 0, 1000),
+      true,
+      'nobody else waits: the whole budget',
+    );
+    assert.equal(
+      withinShare(clientOf('capped', 1, 500), 400, 101, 0, 1000),
+      false,
+      'its own cap, whoever waits',
+    );
   });
 });
 
@@ -79,7 +111,9 @@ describe('admission budget: clients in turn (unit)', () => {
     assert.ok(held.every(Boolean));
     /** @type {string[]} */
     const order = [];
-    const backlog = [1, 2, 3, 4, 5].map((i) => budget.acquire(7000, undefined, noisy).then((g) => (order.push(`noisy-${i}`), g)));
+    const backlog = [1, 2, 3, 4, 5].map((i) =>
+      budget.acquire(7000, undefined, noisy).then((g) => (order.push(`noisy-${i}`), g)),
+    );
     await turn();
     const quietGrant = budget.acquire(7000, undefined, quiet).then((g) => (order.push('quiet'), g));
     await turn();
@@ -106,7 +140,11 @@ describe('admission budget: clients in turn (unit)', () => {
     const waiting = budget.acquire(9000, undefined, heavy);
     await turn();
     // Noisy holds 10,000; heavy waits for 9,000; noisy's share is now a quarter of 16,000.
-    assert.equal(budget.tryAcquire(2000, noisy), undefined, 'noisy may not grow past its share while heavy waits');
+    assert.equal(
+      budget.tryAcquire(2000, noisy),
+      undefined,
+      'noisy may not grow past its share while heavy waits',
+    );
     assert.equal(budget.tryAcquire(2000, quiet), undefined, 'nor may a newcomer pass heavy');
     budget.release(first);
     const grant = await waiting;
@@ -137,14 +175,21 @@ describe('admission budget: clients in turn (unit)', () => {
     const held = /** @type {any} */ (budget.tryAcquire(15_000, quiet));
     // The waiting room is WAITING_BUDGETS budgets. Noisy waits alone for more than half of it.
     const room = 16_000 * WAITING_BUDGETS;
-    const noisyWaits = Array.from({ length: Math.floor(room / 2 / 10_000) + 1 }, () => budget.acquire(10_000, undefined, noisy));
+    const noisyWaits = Array.from({ length: Math.floor(room / 2 / 10_000) + 1 }, () =>
+      budget.acquire(10_000, undefined, noisy),
+    );
     const quietWaits = budget.acquire(10_000, undefined, quiet);
     await turn();
     // Now quiet waits too: noisy's share of the room is half, and it already waits for more.
-    await assert.rejects(budget.acquire(10_000, undefined, noisy), (err) => err instanceof AdmissionRefusedError && err.reason === 'share');
+    await assert.rejects(
+      budget.acquire(10_000, undefined, noisy),
+      (err) => err instanceof AdmissionRefusedError && err.reason === 'share',
+    );
     // Quiet is still let wait (its own waiting is within its share).
     const quietAgain = budget.acquire(5000, undefined, quiet);
-    const done = [quietWaits, quietAgain, ...noisyWaits].map((p) => p.then((g) => budget.release(g)));
+    const done = [quietWaits, quietAgain, ...noisyWaits].map((p) =>
+      p.then((g) => budget.release(g)),
+    );
     budget.release(held);
     await Promise.all(done);
     assert.equal(budget.usage.totalBytes, 0);

@@ -50,7 +50,9 @@ function scriptedWriter(faults = {}) {
      */
     write: ({ kind, rows, resolution, parts = [{ rows, withRows: false }] }) => {
       const scripted = /** @type {'group' | 'alone' | 'slow'} */ (kind);
-      const fault = { group: faults.failGroup, alone: faults.failAlone, slow: faults.failSlow }[scripted];
+      const fault = { group: faults.failGroup, alone: faults.failAlone, slow: faults.failSlow }[
+        scripted
+      ];
       return write(scripted, rows, resolution, () => {
         const failure = fault?.(rows);
         if (failure) throw failure;
@@ -78,10 +80,16 @@ function scriptedWriter(faults = {}) {
  * @param {ReturnType<typeof scriptedWriter>} w
  * @param {{ maxInFlight?: number, maxRows?: number, maxSlow?: number, diagnosis?: import('../../src/db/database.js').Diagnosis, tableLocked?: boolean }} [o]
  */
-const groupCommit = (w, { maxInFlight = 1, maxRows = 1000, maxSlow = 4, diagnosis = 'own', tableLocked = false } = {}) =>
+const groupCommit = (
+  w,
+  { maxInFlight = 1, maxRows = 1000, maxSlow = 4, diagnosis = 'own', tableLocked = false } = {},
+) =>
   createGroupCommit({
     write: w.write,
-    policy: createWritePolicy({ diagnose: async () => diagnosis, isTableLocked: async () => tableLocked }),
+    policy: createWritePolicy({
+      diagnose: async () => diagnosis,
+      isTableLocked: async () => tableLocked,
+    }),
     maxRows,
     maxInFlight,
     maxSlow,
@@ -93,7 +101,11 @@ const groupCommit = (w, { maxInFlight = 1, maxRows = 1000, maxSlow = 4, diagnosi
  * @template T @param {Promise<T>} p
  * @returns {Promise<PromiseSettledResult<T>>}
  */
-const settled = (p) => p.then((value) => ({ status: /** @type {const} */ ('fulfilled'), value }), (reason) => ({ status: /** @type {const} */ ('rejected'), reason }));
+const settled = (p) =>
+  p.then(
+    (value) => ({ status: /** @type {const} */ ('fulfilled'), value }),
+    (reason) => ({ status: /** @type {const} */ ('rejected'), reason }),
+  );
 
 /** Drains until nothing is left to write. @param {ReturnType<typeof scriptedWriter>} w */
 async function finishEverything(w) {
@@ -105,12 +117,27 @@ describe('group commit with a scripted writer (unit)', () => {
     const w = scriptedWriter();
     const gc = groupCommit(w);
     const first = gc.writeUsers([row('a@x.co')], 'ignore');
-    const rest = [gc.writeUsers([row('c@x.co'), row('d@x.co')], 'ignore'), gc.writeUsers([row('b@x.co')], 'ignore')];
-    assert.deepEqual(w.writes.map((x) => x.emails), [['a@x.co']], 'the first goes at once, alone');
+    const rest = [
+      gc.writeUsers([row('c@x.co'), row('d@x.co')], 'ignore'),
+      gc.writeUsers([row('b@x.co')], 'ignore'),
+    ];
+    assert.deepEqual(
+      w.writes.map((x) => x.emails),
+      [['a@x.co']],
+      'the first goes at once, alone',
+    );
     await w.finishAll();
-    assert.deepEqual(w.writes.map((x) => x.emails), [['b@x.co', 'c@x.co', 'd@x.co']], 'the others together, sorted by email');
+    assert.deepEqual(
+      w.writes.map((x) => x.emails),
+      [['b@x.co', 'c@x.co', 'd@x.co']],
+      'the others together, sorted by email',
+    );
     await finishEverything(w);
-    assert.deepEqual(await Promise.all([first, ...rest]), [{ inserted: 1, updated: 0 }, { inserted: 2, updated: 0 }, { inserted: 1, updated: 0 }]);
+    assert.deepEqual(await Promise.all([first, ...rest]), [
+      { inserted: 1, updated: 0 },
+      { inserted: 2, updated: 0 },
+      { inserted: 1, updated: 0 },
+    ]);
   });
 
   test('two requests sharing an email never share a statement, and the later waits for the earlier to commit; requests for other emails are not held back', async () => {
@@ -119,12 +146,23 @@ describe('group commit with a scripted writer (unit)', () => {
     const a = gc.writeUsers([row('same@x.co', 'A')], 'merge');
     const b = gc.writeUsers([row('other@x.co'), row('same@x.co', 'B')], 'merge');
     const c = gc.writeUsers([row('third@x.co')], 'merge');
-    assert.deepEqual(w.writes.map((x) => x.emails), [['same@x.co'], ['third@x.co']], 'b waits although a slot is free; c, behind it, takes the slot');
+    assert.deepEqual(
+      w.writes.map((x) => x.emails),
+      [['same@x.co'], ['third@x.co']],
+      'b waits although a slot is free; c, behind it, takes the slot',
+    );
     const d = gc.writeUsers([row('other@x.co', 'D')], 'merge');
     await w.finishAll();
-    assert.deepEqual(w.writes.map((x) => x.emails), [['other@x.co', 'same@x.co']], 'b once a is committed; d, which shares an email with b, behind it');
+    assert.deepEqual(
+      w.writes.map((x) => x.emails),
+      [['other@x.co', 'same@x.co']],
+      'b once a is committed; d, which shares an email with b, behind it',
+    );
     await w.finishAll();
-    assert.deepEqual(w.writes.map((x) => x.emails), [['other@x.co']]);
+    assert.deepEqual(
+      w.writes.map((x) => x.emails),
+      [['other@x.co']],
+    );
     await finishEverything(w);
     await Promise.all([a, b, c, d]);
   });
@@ -140,11 +178,21 @@ describe('group commit with a scripted writer (unit)', () => {
       gc.writeUsers([row('m1@x.co', 'again')], 'ignore'),
     ];
     await w.finishAll();
-    assert.deepEqual(w.writes.map((x) => [x.resolution, x.emails]), [['ignore', ['i1@x.co', 'i2@x.co']]], 'the ignores together; the merge, and the ignore of its email, wait');
+    assert.deepEqual(
+      w.writes.map((x) => [x.resolution, x.emails]),
+      [['ignore', ['i1@x.co', 'i2@x.co']]],
+      'the ignores together; the merge, and the ignore of its email, wait',
+    );
     await w.finishAll();
-    assert.deepEqual(w.writes.map((x) => [x.resolution, x.emails]), [['merge', ['m1@x.co']]]);
+    assert.deepEqual(
+      w.writes.map((x) => [x.resolution, x.emails]),
+      [['merge', ['m1@x.co']]],
+    );
     await w.finishAll();
-    assert.deepEqual(w.writes.map((x) => [x.resolution, x.emails]), [['ignore', ['m1@x.co']]]);
+    assert.deepEqual(
+      w.writes.map((x) => [x.resolution, x.emails]),
+      [['ignore', ['m1@x.co']]],
+    );
     await finishEverything(w);
     await Promise.all([opener, ...all]);
   });
@@ -153,7 +201,9 @@ describe('group commit with a scripted writer (unit)', () => {
     const w = scriptedWriter();
     const gc = groupCommit(w, { maxRows: 5 });
     const opener = gc.writeUsers([row('0@x.co')], 'ignore');
-    const all = Array.from({ length: 6 }, (_, i) => gc.writeUsers([row(`${i}a@x.co`), row(`${i}b@x.co`)], 'ignore'));
+    const all = Array.from({ length: 6 }, (_, i) =>
+      gc.writeUsers([row(`${i}a@x.co`), row(`${i}b@x.co`)], 'ignore'),
+    );
     /** @type {number[]} */ const sizes = [];
     for (let i = 0; i < 10 && w.writes.length > 0; i++) {
       sizes.push(...w.writes.map((x) => x.emails.length));
@@ -165,16 +215,35 @@ describe('group commit with a scripted writer (unit)', () => {
 
   test('a group that fails for a reason of its own: each request is written again alone, in the write slots, and only the guilty one fails', async () => {
     const poison = Object.assign(new Error('check violation'), { code: '23514' });
-    const w = scriptedWriter({ failGroup: () => poison, failAlone: (rows) => (rows[0].email.startsWith('bad') ? poison : undefined) });
+    const w = scriptedWriter({
+      failGroup: () => poison,
+      failAlone: (rows) => (rows[0].email.startsWith('bad') ? poison : undefined),
+    });
     const gc = groupCommit(w, { maxInFlight: 2 });
     const opener = settled(gc.writeUsers([row('opener@x.co')], 'ignore'));
-    const requests = Array.from({ length: 20 }, (_, i) => settled(gc.writeUsers([row(`${i === 7 ? 'bad' : 'good'}-${i}@x.co`)], 'ignore')));
+    const requests = Array.from({ length: 20 }, (_, i) =>
+      settled(gc.writeUsers([row(`${i === 7 ? 'bad' : 'good'}-${i}@x.co`)], 'ignore')),
+    );
     await finishEverything(w);
     const results = await Promise.all([opener, ...requests]);
-    assert.equal(results[0].status, 'fulfilled', 'the opener was a group of one, and its group failed; alone it is good');
-    assert.deepEqual(results.slice(1).map((r) => r.status), requests.map((_, i) => (i === 7 ? 'rejected' : 'fulfilled')));
-    assert.equal(/** @type {PromiseRejectedResult} */ (results[8]).reason, poison, 'the guilty one gets its own failure, not a 503');
-    assert.ok(w.mostAtOnce() <= 2, `never more than the two write slots at once, got ${w.mostAtOnce()}`);
+    assert.equal(
+      results[0].status,
+      'fulfilled',
+      'the opener was a group of one, and its group failed; alone it is good',
+    );
+    assert.deepEqual(
+      results.slice(1).map((r) => r.status),
+      requests.map((_, i) => (i === 7 ? 'rejected' : 'fulfilled')),
+    );
+    assert.equal(
+      /** @type {PromiseRejectedResult} */ (results[8]).reason,
+      poison,
+      'the guilty one gets its own failure, not a 503',
+    );
+    assert.ok(
+      w.mostAtOnce() <= 2,
+      `never more than the two write slots at once, got ${w.mostAtOnce()}`,
+    );
   });
 
   test('a group that fails with the database unavailable: every request of it gets DatabaseUnavailableError, none is retried', async () => {
@@ -187,44 +256,81 @@ describe('group commit with a scripted writer (unit)', () => {
       kinds.push(...w.writes.map((x) => x.kind));
       await w.finishAll();
     }
-    for (const r of await Promise.all(all)) assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseUnavailableError && r.reason.cause === refused);
+    for (const r of await Promise.all(all))
+      assert.ok(
+        r.status === 'rejected' &&
+          r.reason instanceof DatabaseUnavailableError &&
+          r.reason.cause === refused,
+      );
     assert.deepEqual(kinds, ['group', 'group'], 'no request written alone');
   });
 });
 
 describe('group commit when another writer holds a row (unit)', () => {
-  const lockTimeout = Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' });
+  const lockTimeout = Object.assign(new Error('canceling statement due to lock timeout'), {
+    code: '55P03',
+  });
   const lockedOut = new DatabaseTimeoutError('lock_timeout', lockTimeout);
   /** @param {UserRow[]} rows */
   const locked = (rows) => (rows.some((r) => r.email === 'locked@x.co') ? lockedOut : undefined);
 
   test('the group is split; the locked request waits in the slow lane, its retry behind it, and nothing else waits', async () => {
-    const w = scriptedWriter({ failGroup: (rows) => (locked(rows) ? lockTimeout : undefined), failAlone: locked });
+    const w = scriptedWriter({
+      failGroup: (rows) => (locked(rows) ? lockTimeout : undefined),
+      failAlone: locked,
+    });
     const gc = groupCommit(w, { diagnosis: 'lock_timeout' });
     const opener = settled(gc.writeUsers([row('opener@x.co')], 'ignore'));
     const lockedOne = settled(gc.writeUsers([row('locked@x.co')], 'ignore'));
-    const others = Array.from({ length: 5 }, (_, i) => settled(gc.writeUsers([row(`other-${i}@x.co`)], 'ignore')));
+    const others = Array.from({ length: 5 }, (_, i) =>
+      settled(gc.writeUsers([row(`other-${i}@x.co`)], 'ignore')),
+    );
     // The opener alone, then the locked one grouped with the others; the group fails, is split.
     await w.finish('group');
-    assert.deepEqual(w.writes.map((x) => x.emails.length), [6]);
+    assert.deepEqual(
+      w.writes.map((x) => x.emails.length),
+      [6],
+    );
     await w.finish('group');
-    assert.deepEqual(w.writes.map((x) => [x.kind, x.emails]), [['alone', ['locked@x.co']]]);
+    assert.deepEqual(
+      w.writes.map((x) => [x.kind, x.emails]),
+      [['alone', ['locked@x.co']]],
+    );
     for (let i = 0; i < 6; i++) await w.finish('alone');
-    assert.deepEqual(w.writes.map((x) => [x.kind, x.emails]), [['slow', ['locked@x.co']]], 'only the locked one still waits, outside the write slots');
+    assert.deepEqual(
+      w.writes.map((x) => [x.kind, x.emails]),
+      [['slow', ['locked@x.co']]],
+      'only the locked one still waits, outside the write slots',
+    );
     const retry = settled(gc.writeUsers([row('locked@x.co')], 'ignore'));
     const later = settled(gc.writeUsers([row('later@x.co')], 'ignore'));
     await w.finish('group');
-    assert.equal((await later).status, 'fulfilled', 'a request for another email is written while the slow lane waits');
-    assert.deepEqual(w.writes.map((x) => x.kind), ['slow'], 'the retry waits behind the request for its email');
+    assert.equal(
+      (await later).status,
+      'fulfilled',
+      'a request for another email is written while the slow lane waits',
+    );
+    assert.deepEqual(
+      w.writes.map((x) => x.kind),
+      ['slow'],
+      'the retry waits behind the request for its email',
+    );
     for (const r of await Promise.all([opener, ...others])) assert.equal(r.status, 'fulfilled');
     await w.finish('slow');
-    assert.equal((await lockedOne).status, 'fulfilled', 'the row was let go within the full lock timeout');
+    assert.equal(
+      (await lockedOne).status,
+      'fulfilled',
+      'the row was let go within the full lock timeout',
+    );
     await finishEverything(w);
     assert.equal((await retry).status, 'fulfilled');
   });
 
   test('with the slow lane full, a locked-out request gets its lock_timeout (503) at once', async () => {
-    const w = scriptedWriter({ failGroup: (rows) => (locked(rows) ? lockTimeout : undefined), failAlone: locked });
+    const w = scriptedWriter({
+      failGroup: (rows) => (locked(rows) ? lockTimeout : undefined),
+      failAlone: locked,
+    });
     const gc = groupCommit(w, { maxSlow: 0, diagnosis: 'lock_timeout' });
     const lockedOne = settled(gc.writeUsers([row('locked@x.co')], 'ignore'));
     /** @type {string[]} */ const kinds = [];
@@ -246,24 +352,43 @@ describe('group commit when another writer holds a row (unit)', () => {
       kinds.push(...w.writes.map((x) => x.kind));
       await w.finishAll();
     }
-    for (const r of await Promise.all(all)) assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseTimeoutError && r.reason.code === 'lock_timeout');
+    for (const r of await Promise.all(all))
+      assert.ok(
+        r.status === 'rejected' &&
+          r.reason instanceof DatabaseTimeoutError &&
+          r.reason.code === 'lock_timeout',
+      );
     assert.deepEqual(kinds, ['group', 'group']);
   });
 
   test('a group whose statement timed out: every request gets statement_timeout (503)', async () => {
-    const timedOut = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+    const timedOut = Object.assign(new Error('canceling statement due to statement timeout'), {
+      code: '57014',
+    });
     const w = scriptedWriter({ failGroup: () => timedOut });
     const gc = groupCommit(w, { diagnosis: 'statement_timeout' });
     const all = [1, 2].map((i) => settled(gc.writeUsers([row(`${i}@x.co`)], 'ignore')));
     await finishEverything(w);
-    for (const r of await Promise.all(all)) assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseTimeoutError && r.reason.code === 'statement_timeout');
+    for (const r of await Promise.all(all))
+      assert.ok(
+        r.status === 'rejected' &&
+          r.reason instanceof DatabaseTimeoutError &&
+          r.reason.code === 'statement_timeout',
+      );
   });
 });
 
 describe('credit (unit)', () => {
   test('a request gets the inserts and updates of its own emails', () => {
-    const written = new Map([['a@x.co', true], ['b@x.co', false], ['c@x.co', true]]);
-    assert.deepEqual(credit([row('a@x.co'), row('b@x.co'), row('d@x.co')], written), { inserted: 1, updated: 1 });
+    const written = new Map([
+      ['a@x.co', true],
+      ['b@x.co', false],
+      ['c@x.co', true],
+    ]);
+    assert.deepEqual(credit([row('a@x.co'), row('b@x.co'), row('d@x.co')], written), {
+      inserted: 1,
+      updated: 1,
+    });
     assert.deepEqual(credit([row('a@x.co'), row('z@x.co')], 'all'), { inserted: 2, updated: 0 });
   });
 });
@@ -283,14 +408,23 @@ describe('createReplayGuess (unit)', () => {
 
 describe('group commit and return=representation (unit)', () => {
   /** @param {string} email @param {boolean} inserted */
-  const written = (email, inserted) => ({ email, name: 'N', phone: null, createdAt: '2026-01-01T00:00:00+00:00', updatedAt: inserted ? null : '2026-01-02T00:00:00+00:00', inserted });
+  const written = (email, inserted) => ({
+    email,
+    name: 'N',
+    phone: null,
+    createdAt: '2026-01-01T00:00:00+00:00',
+    updatedAt: inserted ? null : '2026-01-02T00:00:00+00:00',
+    inserted,
+  });
 
   test('a group with a request that wants its rows asks the statement for them; each request gets exactly its own', async () => {
     /** @type {{ emails: string[], withRows: boolean | undefined }[]} */
     const calls = [];
     /** @type {(() => void) | undefined} */
     let release;
-    const gate = new Promise((r) => { release = () => r(undefined); });
+    const gate = new Promise((r) => {
+      release = () => r(undefined);
+    });
     const gc = createGroupCommit({
       /** @param {import('../../src/users/user-writer.js').WriteRequest} request */
       async write({ kind, rows, withRows, parts = [] }) {
@@ -299,7 +433,11 @@ describe('group commit and return=representation (unit)', () => {
         calls.push({ emails: rows.map((r) => r.email), withRows: withRows || undefined });
         await gate;
         if (!withRows) return parts.map((p) => credit(p.rows, 'all'));
-        const map = new Map(rows.filter((r) => r.email !== 'c@x.co').map((r) => [r.email, written(r.email, r.email !== 'b@x.co')]));
+        const map = new Map(
+          rows
+            .filter((r) => r.email !== 'c@x.co')
+            .map((r) => [r.email, written(r.email, r.email !== 'b@x.co')]),
+        );
         return parts.map((p) => credit(p.rows, map, p.withRows));
       },
       policy: createWritePolicy({ diagnose: async () => 'own' }),
@@ -310,11 +448,26 @@ describe('group commit and return=representation (unit)', () => {
     const withRows = gc.writeUsers([row('a@x.co'), row('b@x.co')], 'merge', { withRows: true });
     const counts = gc.writeUsers([row('c@x.co'), row('d@x.co')], 'merge');
     /** @type {() => void} */ (release)();
-    assert.deepEqual(await first, { inserted: 1, updated: 0 }, 'a group of counts alone pays for no rows');
+    assert.deepEqual(
+      await first,
+      { inserted: 1, updated: 0 },
+      'a group of counts alone pays for no rows',
+    );
     const rowsAnswer = await withRows;
-    assert.deepEqual(calls, [{ emails: ['z@x.co'], withRows: undefined }, { emails: ['a@x.co', 'b@x.co', 'c@x.co', 'd@x.co'], withRows: true }]);
-    assert.deepEqual(rowsAnswer, { inserted: 1, updated: 1, users: [written('a@x.co', true), written('b@x.co', false)] });
-    assert.deepEqual(await counts, { inserted: 1, updated: 0 }, 'c was not written (unchanged), d inserted; no rows');
+    assert.deepEqual(calls, [
+      { emails: ['z@x.co'], withRows: undefined },
+      { emails: ['a@x.co', 'b@x.co', 'c@x.co', 'd@x.co'], withRows: true },
+    ]);
+    assert.deepEqual(rowsAnswer, {
+      inserted: 1,
+      updated: 1,
+      users: [written('a@x.co', true), written('b@x.co', false)],
+    });
+    assert.deepEqual(
+      await counts,
+      { inserted: 1, updated: 0 },
+      'c was not written (unchanged), d inserted; no rows',
+    );
   });
 
   test('a request of a failed group is written alone still asking for its rows', async () => {
@@ -325,20 +478,40 @@ describe('group commit and return=representation (unit)', () => {
       async write({ kind, rows, withRows }) {
         if (kind === 'group') throw Object.assign(new Error('poisoned row'), { code: '22000' });
         aloneOptions.push(withRows ? { withRows } : undefined);
-        return [{ inserted: rows.length, updated: 0, ...(withRows ? { users: rows.map((r) => written(r.email, true)) } : {}) }];
+        return [
+          {
+            inserted: rows.length,
+            updated: 0,
+            ...(withRows ? { users: rows.map((r) => written(r.email, true)) } : {}),
+          },
+        ];
       },
       policy: createWritePolicy({ diagnose: async () => 'own' }),
       maxRows: 1000,
     });
-    const [a, b] = await Promise.all([gc.writeUsers([row('a@x.co')], 'ignore', { withRows: true }), gc.writeUsers([row('b@x.co')], 'ignore')]);
+    const [a, b] = await Promise.all([
+      gc.writeUsers([row('a@x.co')], 'ignore', { withRows: true }),
+      gc.writeUsers([row('b@x.co')], 'ignore'),
+    ]);
     assert.deepEqual(a.users, [written('a@x.co', true)]);
     assert.equal(b.users, undefined);
-    assert.deepEqual(aloneOptions.map((o) => /** @type {any} */ (o)?.withRows === true).sort(), [false, true]);
+    assert.deepEqual(aloneOptions.map((o) => /** @type {any} */ (o)?.withRows === true).sort(), [
+      false,
+      true,
+    ]);
   });
 
-  test('credit: the rows of a request out of a statement\'s rows, counted by how each was written', () => {
-    const map = new Map([['a@x.co', written('a@x.co', true)], ['b@x.co', written('b@x.co', false)], ['z@x.co', written('z@x.co', true)]]);
-    assert.deepEqual(credit([row('a@x.co'), row('b@x.co'), row('c@x.co')], map, true), { inserted: 1, updated: 1, users: [written('a@x.co', true), written('b@x.co', false)] });
+  test("credit: the rows of a request out of a statement's rows, counted by how each was written", () => {
+    const map = new Map([
+      ['a@x.co', written('a@x.co', true)],
+      ['b@x.co', written('b@x.co', false)],
+      ['z@x.co', written('z@x.co', true)],
+    ]);
+    assert.deepEqual(credit([row('a@x.co'), row('b@x.co'), row('c@x.co')], map, true), {
+      inserted: 1,
+      updated: 1,
+      users: [written('a@x.co', true), written('b@x.co', false)],
+    });
     assert.deepEqual(credit([row('a@x.co'), row('c@x.co')], map), { inserted: 1, updated: 0 });
   });
 });

@@ -7,11 +7,18 @@ import { parseIdempotencyKey, readIdempotencyKey } from '../../src/http/idempote
 
 /** A key as a client's structured-field serialiser writes it. @param {string} key */
 const serialised = (key) => `"${key.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
-const visibleAscii = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 1, maxLength: 255 });
+const visibleAscii = fc.string({
+  unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)),
+  minLength: 1,
+  maxLength: 255,
+});
 
 describe('parseIdempotencyKey', () => {
   test('every key of 1 to 255 visible ASCII characters reads back as it was written', () => {
-    fc.assert(fc.property(visibleAscii, (key) => parseIdempotencyKey(serialised(key)) === key), { numRuns: 2000 });
+    fc.assert(
+      fc.property(visibleAscii, (key) => parseIdempotencyKey(serialised(key)) === key),
+      { numRuns: 2000 },
+    );
   });
 
   test('spaces around it and parameters after it are allowed (RFC 8941 3.1.2)', () => {
@@ -20,24 +27,69 @@ describe('parseIdempotencyKey', () => {
   });
 
   test('anything else is malformed_idempotency_key', () => {
-    const refused = ['', 'k', '""', `"${'k'.repeat(256)}"`, '"k', 'k"', '"a\\b"', '"a\\"', '"a" "b"', '"a", "b"', '"a";', '"a";B=1', '"a"x', ':aGk=:', '1', '"a\u0007"', '"é"'];
+    const refused = [
+      '',
+      'k',
+      '""',
+      `"${'k'.repeat(256)}"`,
+      '"k',
+      'k"',
+      '"a\\b"',
+      '"a\\"',
+      '"a" "b"',
+      '"a", "b"',
+      '"a";',
+      '"a";B=1',
+      '"a"x',
+      ':aGk=:',
+      '1',
+      '"a\u0007"',
+      '"é"',
+    ];
     for (const value of refused) {
-      assert.throws(() => parseIdempotencyKey(value), (/** @type {any} */ err) => err.code === 'malformed_idempotency_key' && err.status === 400, JSON.stringify(value));
+      assert.throws(
+        () => parseIdempotencyKey(value),
+        (/** @type {any} */ err) => err.code === 'malformed_idempotency_key' && err.status === 400,
+        JSON.stringify(value),
+      );
     }
   });
 
   test('a character outside visible ASCII anywhere in the key is refused', () => {
-    const outside = fc.integer({ min: 0, max: 0xffff }).filter((c) => c < 0x20 || c > 0x7e).map((c) => String.fromCharCode(c));
-    fc.assert(fc.property(fc.string({ maxLength: 20 }), outside, fc.string({ maxLength: 20 }), (a, bad, b) => {
-      assert.throws(() => parseIdempotencyKey(`"${a.replace(/[^\x20-\x7e]|["\\]/g, '')}${bad}${b.replace(/[^\x20-\x7e]|["\\]/g, '')}"`));
-    }));
+    const outside = fc
+      .integer({ min: 0, max: 0xffff })
+      .filter((c) => c < 0x20 || c > 0x7e)
+      .map((c) => String.fromCharCode(c));
+    fc.assert(
+      fc.property(
+        fc.string({ maxLength: 20 }),
+        outside,
+        fc.string({ maxLength: 20 }),
+        (a, bad, b) => {
+          assert.throws(() =>
+            parseIdempotencyKey(
+              `"${a.replace(/[^\x20-\x7e]|["\\]/g, '')}${bad}${b.replace(/[^\x20-\x7e]|["\\]/g, '')}"`,
+            ),
+          );
+        },
+      ),
+    );
   });
 
   test("a key's scope is its request's client scope; without credentials, the one anonymous client", () => {
     /** @param {string | undefined} clientScope */
     const scopeOf = (clientScope) => {
       const res = /** @type {any} */ ({ locals: {} });
-      readIdempotencyKey()(/** @type {any} */ ({ headers: { 'idempotency-key': '"k"' }, url: '/users', clientName: 'alice', clientScope }), res, () => {});
+      readIdempotencyKey()(
+        /** @type {any} */ ({
+          headers: { 'idempotency-key': '"k"' },
+          url: '/users',
+          clientName: 'alice',
+          clientScope,
+        }),
+        res,
+        () => {},
+      );
       return res.locals.idempotency.client;
     };
     assert.equal(scopeOf('token:alice'), 'token:alice');

@@ -9,7 +9,10 @@ const duplicates = (text) => findDuplicateKeys(text, JSON.parse(text));
 describe('findDuplicateKeys (unit)', () => {
   test('none in ordinary batches, whatever the strings hold', () => {
     assert.deepEqual(duplicates('[{"a": "x", "b": "y"}, {"a": "x", "b": "y"}]'), []);
-    assert.deepEqual(duplicates('[{"a": "\\"a\\": 1, \\"a\\": 2", "b": "\\\\", "c": ":\\\\\\"a\\":"}]'), []);
+    assert.deepEqual(
+      duplicates('[{"a": "\\"a\\": 1, \\"a\\": 2", "b": "\\\\", "c": ":\\\\\\"a\\":"}]'),
+      [],
+    );
     assert.deepEqual(duplicates('{"a": {"a": {"a": [{"a": 1}]}}}'), []);
     assert.deepEqual(duplicates('[]'), []);
     assert.deepEqual(duplicates('"just a string with \\"a\\": 1"'), []);
@@ -23,7 +26,9 @@ describe('findDuplicateKeys (unit)', () => {
   });
 
   test('a key written with escapes is the same key; whitespace around the colon does not hide one', () => {
-    assert.deepEqual(duplicates('[{"email": 1, "em\\u0061il"\n\t :2}]'), [{ index: 0, key: 'email' }]);
+    assert.deepEqual(duplicates('[{"email": 1, "em\\u0061il"\n\t :2}]'), [
+      { index: 0, key: 'email' },
+    ]);
   });
 
   test('nested and top-level objects: found, with the item index or null', () => {
@@ -36,11 +41,16 @@ describe('findDuplicateKeys (unit)', () => {
   });
 
   test('__proto__ is a key like any other', () => {
-    assert.deepEqual(duplicates('[{"__proto__": 1, "__proto__": {}}]'), [{ index: 0, key: '__proto__' }]);
+    assert.deepEqual(duplicates('[{"__proto__": 1, "__proto__": {}}]'), [
+      { index: 0, key: '__proto__' },
+    ]);
   });
 
   test('at most `limit` are located', () => {
-    const text = JSON.stringify(Array.from({ length: 5 }, () => ({}))).replaceAll('{}', '{"a":1,"a":2}');
+    const text = JSON.stringify(Array.from({ length: 5 }, () => ({}))).replaceAll(
+      '{}',
+      '{"a":1,"a":2}',
+    );
     assert.equal(findDuplicateKeys(text, JSON.parse(text), 3).length, 3);
     assert.equal(findDuplicateKeys(text, JSON.parse(text)).length, 5);
   });
@@ -54,22 +64,66 @@ describe('findDuplicateKeys (unit)', () => {
 /** @typedef {{ key: string, spelling: string, before: string, after: string, value: Node }} Pair */
 
 const WHITESPACE = fc.constantFrom('', ' ', '\n', '\t ', '\r\n  ');
-const TRICKY = fc.string({ unit: fc.constantFrom('a', 'b', '"', '\\', ':', ',', '{', '}', '[', ']', ' ', 'é', '😀', '\u2028', '\u0000'), maxLength: 6 });
-const KEY = fc.oneof(fc.constantFrom('a', 'b', 'email', 'name', '__proto__', '"', '\\', 'a:b', ''), TRICKY);
+const TRICKY = fc.string({
+  unit: fc.constantFrom(
+    'a',
+    'b',
+    '"',
+    '\\',
+    ':',
+    ',',
+    '{',
+    '}',
+    '[',
+    ']',
+    ' ',
+    'é',
+    '😀',
+    '\u2028',
+    '\u0000',
+  ),
+  maxLength: 6,
+});
+const KEY = fc.oneof(
+  fc.constantFrom('a', 'b', 'email', 'name', '__proto__', '"', '\\', 'a:b', ''),
+  TRICKY,
+);
 /** Every UTF-16 unit as \uXXXX: the same key, spelt differently. @param {string} key */
-const escapedSpelling = (key) => `"${Array.from({ length: key.length }, (_, i) => `\\u${key.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')}"`;
-const SPELT_KEY = fc.tuple(KEY, fc.boolean()).map(([key, escape]) => ({ key, spelling: escape ? escapedSpelling(key) : JSON.stringify(key) }));
+const escapedSpelling = (key) =>
+  `"${Array.from({ length: key.length }, (_, i) => `\\u${key.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')}"`;
+const SPELT_KEY = fc
+  .tuple(KEY, fc.boolean())
+  .map(([key, escape]) => ({ key, spelling: escape ? escapedSpelling(key) : JSON.stringify(key) }));
 
 const { node: NODE } = fc.letrec((tie) => ({
-  node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), tie('array'), tie('object')),
-  leaf: fc.oneof(TRICKY.map((s) => JSON.stringify(s)), fc.constantFrom('0', '-1.5e3', 'true', 'false', 'null')).map((text) => ({ kind: 'leaf', text })),
+  node: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    tie('leaf'),
+    tie('array'),
+    tie('object'),
+  ),
+  leaf: fc
+    .oneof(
+      TRICKY.map((s) => JSON.stringify(s)),
+      fc.constantFrom('0', '-1.5e3', 'true', 'false', 'null'),
+    )
+    .map((text) => ({ kind: 'leaf', text })),
   array: fc.array(tie('node'), { maxLength: 4 }).map((items) => ({ kind: 'array', items })),
   object: fc
-    .array(fc.record({ spelt: SPELT_KEY, before: WHITESPACE, after: WHITESPACE, value: tie('node') }), { maxLength: 5 })
-    .map((pairs) => ({ kind: 'object', pairs: pairs.map(({ spelt, before, after, value }) => ({ ...spelt, before, after, value })) })),
+    .array(
+      fc.record({ spelt: SPELT_KEY, before: WHITESPACE, after: WHITESPACE, value: tie('node') }),
+      { maxLength: 5 },
+    )
+    .map((pairs) => ({
+      kind: 'object',
+      pairs: pairs.map(({ spelt, before, after, value }) => ({ ...spelt, before, after, value })),
+    })),
 }));
 // A body is mostly an array of objects (a batch), sometimes anything.
-const BODY = fc.oneof(fc.array(NODE, { maxLength: 6 }).map((items) => /** @type {Node} */ ({ kind: 'array', items })), NODE);
+const BODY = fc.oneof(
+  fc.array(NODE, { maxLength: 6 }).map((items) => /** @type {Node} */ ({ kind: 'array', items })),
+  NODE,
+);
 
 /** @param {Node} node @returns {string} */
 function write(node) {
@@ -112,7 +166,13 @@ describe('findDuplicateKeys against a reference (property)', () => {
   test('the generator does write duplicates, escaped keys and clean bodies (so the property is not vacuous)', () => {
     const bodies = fc.sample(BODY, { numRuns: 500, seed: 42 });
     assert.ok(bodies.filter((b) => reference(b).length > 0).length > 50, 'bodies with duplicates');
-    assert.ok(bodies.filter((b) => reference(b).length === 0 && write(b).includes(':')).length > 50, 'bodies with keys and no duplicate');
-    assert.ok(bodies.some((b) => write(b).includes('\\u00') && reference(b).length > 0), 'an escaped key among duplicates');
+    assert.ok(
+      bodies.filter((b) => reference(b).length === 0 && write(b).includes(':')).length > 50,
+      'bodies with keys and no duplicate',
+    );
+    assert.ok(
+      bodies.some((b) => write(b).includes('\\u00') && reference(b).length > 0),
+      'an escaped key among duplicates',
+    );
   });
 });

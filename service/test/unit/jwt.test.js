@@ -9,21 +9,38 @@ const KEY = new TextEncoder().encode(SECRET);
 const now = () => Math.floor(Date.now() / 1000);
 
 /** @type {import('../../src/auth/jwt.js').JwtConfig} */
-const BASE = { secret: SECRET, jwksUrl: undefined, audience: 'sluice', issuer: 'https://auth.example', roleClaim: 'role', roles: undefined, clientClaim: 'sub', jwksTimeoutMs: 1000 };
+const BASE = {
+  secret: SECRET,
+  jwksUrl: undefined,
+  audience: 'sluice',
+  issuer: 'https://auth.example',
+  roleClaim: 'role',
+  roles: undefined,
+  clientClaim: 'sub',
+  jwksTimeoutMs: 1000,
+};
 
 /**
  * A signed token, good unless told otherwise.
  * @param {Record<string, unknown>} [claims] @param {{ key?: any, alg?: string, kid?: string, exp?: number, nbf?: number }} [options]
  */
 function token(claims = {}, { key = KEY, alg = 'HS256', kid, exp = now() + 3600, nbf } = {}) {
-  const jwt = new SignJWT({ role: 'writer', sub: 'crm-import', ...claims }).setProtectedHeader({ alg, ...(kid ? { kid } : {}) })
-    .setAudience('sluice').setIssuer('https://auth.example').setIssuedAt().setExpirationTime(exp);
+  const jwt = new SignJWT({ role: 'writer', sub: 'crm-import', ...claims })
+    .setProtectedHeader({ alg, ...(kid ? { kid } : {}) })
+    .setAudience('sluice')
+    .setIssuer('https://auth.example')
+    .setIssuedAt()
+    .setExpirationTime(exp);
   if (nbf !== undefined) jwt.setNotBefore(nbf);
   return jwt.sign(key);
 }
 
 /** @param {Promise<unknown>} verified @param {string} reason */
-const refused = (verified, reason) => assert.rejects(verified, (err) => err instanceof JwtRefusal && err.reason === reason && !err.message.includes(SECRET));
+const refused = (verified, reason) =>
+  assert.rejects(
+    verified,
+    (err) => err instanceof JwtRefusal && err.reason === reason && !err.message.includes(SECRET),
+  );
 
 describe('JWT verification (unit)', () => {
   test('a good token: its sub is the client, and it is verified once, then remembered', async (t) => {
@@ -33,17 +50,46 @@ describe('JWT verification (unit)', () => {
     const sign = t.mock.method(crypto.subtle, 'verify');
     assert.equal(await verify(good), 'crm-import');
     assert.equal(sign.mock.callCount(), 0, 'the second time, no signature checked');
-    assert.equal(await verify(await token({ sub: undefined })), undefined, 'no sub: no name (the request is still accepted)');
+    assert.equal(
+      await verify(await token({ sub: undefined })),
+      undefined,
+      'no sub: no name (the request is still accepted)',
+    );
   });
 
   test('expired (past the clock tolerance), not yet valid, another audience, another issuer, a wrong signature: each refused, saying why', async () => {
     const verify = await createJwtVerifier(BASE);
     await refused(verify(await token({}, { exp: now() - 60 })), 'expired');
-    assert.equal(await verify(await token({}, { exp: now() - 2 })), 'crm-import', 'within the 5 s tolerance');
+    assert.equal(
+      await verify(await token({}, { exp: now() - 2 })),
+      'crm-import',
+      'within the 5 s tolerance',
+    );
     await refused(verify(await token({}, { nbf: now() + 60 })), 'not_yet_valid');
-    await refused(verify(await new SignJWT({ role: 'writer' }).setProtectedHeader({ alg: 'HS256' }).setAudience('another').setIssuer('https://auth.example').sign(KEY)), 'audience');
-    await refused(verify(await new SignJWT({ role: 'writer' }).setProtectedHeader({ alg: 'HS256' }).setAudience('sluice').setIssuer('https://evil.example').sign(KEY)), 'issuer');
-    await refused(verify(await token({}, { key: new TextEncoder().encode(`${SECRET}-but-another`) })), 'signature');
+    await refused(
+      verify(
+        await new SignJWT({ role: 'writer' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setAudience('another')
+          .setIssuer('https://auth.example')
+          .sign(KEY),
+      ),
+      'audience',
+    );
+    await refused(
+      verify(
+        await new SignJWT({ role: 'writer' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setAudience('sluice')
+          .setIssuer('https://evil.example')
+          .sign(KEY),
+      ),
+      'issuer',
+    );
+    await refused(
+      verify(await token({}, { key: new TextEncoder().encode(`${SECRET}-but-another`) })),
+      'signature',
+    );
     const good = await token();
     const [header, payload] = good.split('.');
     const forged = `${header}.${base64url.encode(JSON.stringify({ ...JSON.parse(new TextDecoder().decode(base64url.decode(payload))), role: 'admin' }))}.${good.split('.')[2]}`;
@@ -53,17 +99,56 @@ describe('JWT verification (unit)', () => {
   test('no aud or no iss when they are required: refused saying the claim is missing, not that it is another', async () => {
     const verify = await createJwtVerifier(BASE);
     /** @param {Promise<unknown>} verified @param {string} reason @param {string} message */
-    const refusedWith = (verified, reason, message) => assert.rejects(verified, (err) => err instanceof JwtRefusal && err.reason === reason && err.message === message);
-    await refusedWith(verify(await new SignJWT({ role: 'writer' }).setProtectedHeader({ alg: 'HS256' }).setIssuer('https://auth.example').sign(KEY)), 'audience', 'the token has no audience (aud)');
-    await refusedWith(verify(await new SignJWT({ role: 'writer' }).setProtectedHeader({ alg: 'HS256' }).setAudience('sluice').sign(KEY)), 'issuer', 'the token has no issuer (iss)');
-    await refusedWith(verify(await new SignJWT({ role: 'writer' }).setProtectedHeader({ alg: 'HS256' }).setAudience('another').setIssuer('https://auth.example').sign(KEY)), 'audience', 'the token is for another audience');
+    const refusedWith = (verified, reason, message) =>
+      assert.rejects(
+        verified,
+        (err) => err instanceof JwtRefusal && err.reason === reason && err.message === message,
+      );
+    await refusedWith(
+      verify(
+        await new SignJWT({ role: 'writer' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setIssuer('https://auth.example')
+          .sign(KEY),
+      ),
+      'audience',
+      'the token has no audience (aud)',
+    );
+    await refusedWith(
+      verify(
+        await new SignJWT({ role: 'writer' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setAudience('sluice')
+          .sign(KEY),
+      ),
+      'issuer',
+      'the token has no issuer (iss)',
+    );
+    await refusedWith(
+      verify(
+        await new SignJWT({ role: 'writer' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setAudience('another')
+          .setIssuer('https://auth.example')
+          .sign(KEY),
+      ),
+      'audience',
+      'the token is for another audience',
+    );
   });
 
   test('alg none, an algorithm other than HS256 for a secret: refused', async () => {
     const verify = await createJwtVerifier(BASE);
-    const none = new UnsecuredJWT({ role: 'writer', sub: 'x' }).setAudience('sluice').setIssuer('https://auth.example').setExpirationTime('1h').encode();
+    const none = new UnsecuredJWT({ role: 'writer', sub: 'x' })
+      .setAudience('sluice')
+      .setIssuer('https://auth.example')
+      .setExpirationTime('1h')
+      .encode();
     await refused(verify(none), 'algorithm');
-    await refused(verify(await token({}, { alg: 'HS512', key: new TextEncoder().encode(SECRET.repeat(2)) })), 'algorithm');
+    await refused(
+      verify(await token({}, { alg: 'HS512', key: new TextEncoder().encode(SECRET.repeat(2)) })),
+      'algorithm',
+    );
     const { privateKey } = await generateKeyPair('ES256');
     await refused(verify(await token({}, { alg: 'ES256', key: privateKey })), 'algorithm');
   });
@@ -77,9 +162,18 @@ describe('JWT verification (unit)', () => {
     const restricted = await createJwtVerifier({ ...BASE, roles: ['service_role', 'ingest'] });
     await refused(restricted(await token({ role: 'authenticated' })), 'role');
     assert.equal(await restricted(await token({ role: 'ingest' })), 'crm-import');
-    const renamed = await createJwtVerifier({ ...BASE, roleClaim: 'sluice_role', clientClaim: 'client_id', audience: undefined, issuer: undefined });
+    const renamed = await createJwtVerifier({
+      ...BASE,
+      roleClaim: 'sluice_role',
+      clientClaim: 'client_id',
+      audience: undefined,
+      issuer: undefined,
+    });
     await refused(renamed(await token()), 'role');
-    assert.equal(await renamed(await token({ sluice_role: 'writer', client_id: 'billing' })), 'billing');
+    assert.equal(
+      await renamed(await token({ sluice_role: 'writer', client_id: 'billing' })),
+      'billing',
+    );
   });
 
   test('a JWKS: an asymmetric key by kid; an unknown kid refused; an HMAC token refused; the key set fetched again only after its cooldown', async (t) => {
@@ -89,18 +183,38 @@ describe('JWT verification (unit)', () => {
     const server = http.createServer(async (_req, res) => {
       fetches++;
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ keys: [{ ...(await exportJWK(known.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
+      res.end(
+        JSON.stringify({
+          keys: [{ ...(await exportJWK(known.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }],
+        }),
+      );
     });
     await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)));
     t.after(() => server.close());
     const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
-    const verify = await createJwtVerifier({ ...BASE, secret: undefined, jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json` });
+    const verify = await createJwtVerifier({
+      ...BASE,
+      secret: undefined,
+      jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+    });
 
-    assert.equal(await verify(await token({}, { alg: 'RS256', key: known.privateKey, kid: 'k1' })), 'crm-import');
-    await refused(verify(await token({}, { alg: 'RS256', key: unknown.privateKey, kid: 'k2' })), 'unknown_key');
-    await refused(verify(await token({}, { alg: 'RS256', key: unknown.privateKey, kid: 'k1' })), 'signature');
+    assert.equal(
+      await verify(await token({}, { alg: 'RS256', key: known.privateKey, kid: 'k1' })),
+      'crm-import',
+    );
+    await refused(
+      verify(await token({}, { alg: 'RS256', key: unknown.privateKey, kid: 'k2' })),
+      'unknown_key',
+    );
+    await refused(
+      verify(await token({}, { alg: 'RS256', key: unknown.privateKey, kid: 'k1' })),
+      'signature',
+    );
     await refused(verify(await token({}, { alg: 'HS256', kid: 'k1' })), 'algorithm');
-    await refused(verify(await token({}, { alg: 'RS256', key: unknown.privateKey, kid: 'k3' })), 'unknown_key');
+    await refused(
+      verify(await token({}, { alg: 'RS256', key: unknown.privateKey, kid: 'k3' })),
+      'unknown_key',
+    );
     assert.equal(fetches, 1, 'an unknown kid within the cooldown fetches nothing');
   });
 
@@ -112,10 +226,21 @@ describe('JWT verification (unit)', () => {
       server.close();
     });
     const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
-    const verify = await createJwtVerifier({ ...BASE, secret: undefined, jwksUrl: `http://127.0.0.1:${port}/jwks`, jwksTimeoutMs: 300 });
+    const verify = await createJwtVerifier({
+      ...BASE,
+      secret: undefined,
+      jwksUrl: `http://127.0.0.1:${port}/jwks`,
+      jwksTimeoutMs: 300,
+    });
     const { privateKey } = await generateKeyPair('ES256');
     const started = performance.now();
-    await refused(verify(await token({}, { alg: 'ES256', key: privateKey, kid: 'k' })), 'jwks_unavailable');
-    assert.ok(performance.now() - started < 1500, `took ${Math.round(performance.now() - started)} ms`);
+    await refused(
+      verify(await token({}, { alg: 'ES256', key: privateKey, kid: 'k' })),
+      'jwks_unavailable',
+    );
+    assert.ok(
+      performance.now() - started < 1500,
+      `took ${Math.round(performance.now() - started)} ms`,
+    );
   });
 });

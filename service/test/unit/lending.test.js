@@ -2,16 +2,22 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pg from 'pg';
 import { Lending, outcomeInDoubt } from '../../src/db/lending.js';
-import { DatabaseTimeoutError, DatabaseUnavailableError, OutcomeUnknownError } from '../../src/errors.js';
+import {
+  DatabaseTimeoutError,
+  DatabaseUnavailableError,
+  OutcomeUnknownError,
+} from '../../src/errors.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createTransactionSettings } from '../../src/db/transaction-settings.js';
 import { createUserWriter } from '../../src/users/user-writer.js';
 import { createWritePolicy, refusalOfDatabaseState } from '../../src/users/write-policy.js';
 import { userRow } from '../../../test/support/user-rows.js';
 
-const lost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
+const lost = () =>
+  Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
 /** PostgreSQL's own error, as pg hands it on. @param {string} code @param {string} [severity] */
-const serverError = (code, severity = 'ERROR') => Object.assign(new pg.DatabaseError('from the server', 0, 'error'), { code, severity });
+const serverError = (code, severity = 'ERROR') =>
+  Object.assign(new pg.DatabaseError('from the server', 0, 'error'), { code, severity });
 
 /**
  * A pooled connection lent as database.js lends it: each statement answered by `answer` (resolves,
@@ -54,30 +60,79 @@ const send = (c, s) => (/^begin/i.test(s) ? c.begin(s) : s === 'COMMIT' ? c.comm
 async function failureAfter(statements, failure) {
   const last = statements.at(-1);
   const { withClient } = fakeConnection((text) => (text === last ? failure : undefined));
-  await assert.rejects(withClient(async (c) => {
-    for (const s of statements) await send(c, s);
-  }));
+  await assert.rejects(
+    withClient(async (c) => {
+      for (const s of statements) await send(c, s);
+    }),
+  );
   return failure;
 }
 
 describe('whether a failed write may have been committed (unit)', () => {
   test('a statement outside BEGIN commits itself: a lost connection after it was sent is in doubt', async () => {
     assert.equal(outcomeInDoubt(await failureAfter(['INSERT INTO users ...'], lost())), true);
-    assert.equal(outcomeInDoubt(await failureAfter(['SET LOCAL lock_timeout = 250; INSERT INTO users ...'], lost())), true, 'several statements in one simple query: one implicit transaction');
+    assert.equal(
+      outcomeInDoubt(
+        await failureAfter(['SET LOCAL lock_timeout = 250; INSERT INTO users ...'], lost()),
+      ),
+      true,
+      'several statements in one simple query: one implicit transaction',
+    );
   });
 
   test('in a transaction, only once its COMMIT was sent', async () => {
-    assert.equal(outcomeInDoubt(await failureAfter(['BEGIN', 'INSERT INTO users ...'], lost())), false, 'lost before COMMIT: PostgreSQL rolls back');
-    assert.equal(outcomeInDoubt(await failureAfter(['BEGIN', 'SAVEPOINT chunk', 'ROLLBACK TO SAVEPOINT chunk', 'INSERT INTO users ...'], lost())), false, 'ROLLBACK TO stays in the transaction');
-    assert.equal(outcomeInDoubt(await failureAfter(['BEGIN', 'INSERT INTO users ...', 'COMMIT'], lost())), true, 'lost after COMMIT was sent');
-    assert.equal(outcomeInDoubt(await failureAfter(['begin; SET LOCAL statement_timeout = 0', 'INSERT INTO users ...'], lost())), false, 'BEGIN with more in one query');
+    assert.equal(
+      outcomeInDoubt(await failureAfter(['BEGIN', 'INSERT INTO users ...'], lost())),
+      false,
+      'lost before COMMIT: PostgreSQL rolls back',
+    );
+    assert.equal(
+      outcomeInDoubt(
+        await failureAfter(
+          ['BEGIN', 'SAVEPOINT chunk', 'ROLLBACK TO SAVEPOINT chunk', 'INSERT INTO users ...'],
+          lost(),
+        ),
+      ),
+      false,
+      'ROLLBACK TO stays in the transaction',
+    );
+    assert.equal(
+      outcomeInDoubt(await failureAfter(['BEGIN', 'INSERT INTO users ...', 'COMMIT'], lost())),
+      true,
+      'lost after COMMIT was sent',
+    );
+    assert.equal(
+      outcomeInDoubt(
+        await failureAfter(
+          ['begin; SET LOCAL statement_timeout = 0', 'INSERT INTO users ...'],
+          lost(),
+        ),
+      ),
+      false,
+      'BEGIN with more in one query',
+    );
   });
 
   test("PostgreSQL's refusal of the statement rolled it back; a session it ended, or a crash, says nothing", async () => {
     // A trigger may raise any SQLSTATE as an ERROR: the statement is rolled back all the same.
-    for (const code of ['23505', '55P03', '57014', '40P01', '23514', '08P01', 'XX000', '53300']) assert.equal(outcomeInDoubt(await failureAfter(['INSERT INTO users ...'], serverError(code))), false, code);
-    for (const [code, severity] of [['57P01', 'FATAL'], ['57P02', 'FATAL'], ['57P01', 'FATALE'], ['08P01', 'FATAL'], ['XX000', 'PANIC']]) {
-      assert.equal(outcomeInDoubt(await failureAfter(['BEGIN', 'COMMIT'], serverError(code, severity))), true, `${code} ${severity}`);
+    for (const code of ['23505', '55P03', '57014', '40P01', '23514', '08P01', 'XX000', '53300'])
+      assert.equal(
+        outcomeInDoubt(await failureAfter(['INSERT INTO users ...'], serverError(code))),
+        false,
+        code,
+      );
+    for (const [code, severity] of [
+      ['57P01', 'FATAL'],
+      ['57P02', 'FATAL'],
+      ['57P01', 'FATALE'],
+      ['08P01', 'FATAL'],
+      ['XX000', 'PANIC'],
+    ]) {
+      assert.equal(
+        outcomeInDoubt(await failureAfter(['BEGIN', 'COMMIT'], serverError(code, severity))),
+        true,
+        `${code} ${severity}`,
+      );
     }
   });
 
@@ -96,13 +151,21 @@ describe('whether a failed write may have been committed (unit)', () => {
 
   test('the refusal: outcome_unknown whatever the diagnosis when in doubt; otherwise as before', async () => {
     const doubt = await failureAfter(['INSERT INTO users ...'], lost());
-    for (const diagnosis of /** @type {const} */ (['unavailable', 'transient', 'own'])) assert.ok(refusalOfDatabaseState(diagnosis, doubt) instanceof OutcomeUnknownError, diagnosis);
+    for (const diagnosis of /** @type {const} */ (['unavailable', 'transient', 'own']))
+      assert.ok(refusalOfDatabaseState(diagnosis, doubt) instanceof OutcomeUnknownError, diagnosis);
     const sure = await failureAfter(['BEGIN', 'INSERT INTO users ...'], lost());
     assert.ok(refusalOfDatabaseState('unavailable', sure) instanceof DatabaseUnavailableError);
     assert.equal(refusalOfDatabaseState('transient', sure), undefined);
-    assert.ok(refusalOfDatabaseState('lock_timeout', serverError('55P03')) instanceof DatabaseTimeoutError);
-    const refusal = /** @type {OutcomeUnknownError} */ (refusalOfDatabaseState('unavailable', doubt));
-    assert.deepEqual([refusal.status, refusal.code, refusal.cause], [503, 'outcome_unknown', doubt]);
+    assert.ok(
+      refusalOfDatabaseState('lock_timeout', serverError('55P03')) instanceof DatabaseTimeoutError,
+    );
+    const refusal = /** @type {OutcomeUnknownError} */ (
+      refusalOfDatabaseState('unavailable', doubt)
+    );
+    assert.deepEqual(
+      [refusal.status, refusal.code, refusal.cause],
+      [503, 'outcome_unknown', doubt],
+    );
     assert.match(refusal.message, /may have been written; retrying is safe/);
   });
 });
@@ -119,7 +182,8 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
     const connection = fakeConnection((text) => attempts[lending]?.(text));
     const withClient = (/** @type {(c: any) => Promise<any>} */ fn) => {
       lending++;
-      if (attempts[lending] === null) return Promise.reject(new DatabaseUnavailableError(new Error('no connection')));
+      if (attempts[lending] === null)
+        return Promise.reject(new DatabaseUnavailableError(new Error('no connection')));
       return connection.withClient(fn);
     };
     const db = /** @type {any} */ ({
@@ -137,37 +201,55 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
             throw err;
           }
         }),
-      diagnose: async (/** @type {unknown} */ err) => (err instanceof DatabaseUnavailableError ? 'unavailable' : diagnoses.shift() ?? 'own'),
+      diagnose: async (/** @type {unknown} */ err) =>
+        err instanceof DatabaseUnavailableError ? 'unavailable' : (diagnoses.shift() ?? 'own'),
     });
     const { write } = createUserWriter(db, { chunkRows, strategy: 'format' });
-    return { writeUsers: (/** @type {import('../../src/users/user-schema.js').UserRow[]} */ r, /** @type {'ignore'} */ resolution) => write({ kind: 'batch', rows: r, resolution }).then(([counts]) => counts) };
+    return {
+      writeUsers: (
+        /** @type {import('../../src/users/user-schema.js').UserRow[]} */ r,
+        /** @type {'ignore'} */ resolution,
+      ) => write({ kind: 'batch', rows: r, resolution }).then(([counts]) => counts),
+    };
   }
   const rows = [userRow({ email: 'a@x.co', name: 'A' }), userRow({ email: 'b@x.co', name: 'B' })];
-  const failInsert = () => (/** @type {string} */ text) => (/^(?:SET LOCAL [^;]+; )*INSERT/.test(text) ? lost() : undefined);
+  const failInsert = () => (/** @type {string} */ text) =>
+    /^(?:SET LOCAL [^;]+; )*INSERT/.test(text) ? lost() : undefined;
   const succeed = () => () => undefined;
 
-  test('in doubt, then written: the answer is the second attempt\'s', async () => {
-    const counts = await writer([failInsert(), succeed()], ['transient']).writeUsers(rows, 'ignore');
+  test("in doubt, then written: the answer is the second attempt's", async () => {
+    const counts = await writer([failInsert(), succeed()], ['transient']).writeUsers(
+      rows,
+      'ignore',
+    );
     assert.deepEqual(counts, { inserted: 1, updated: 0 });
   });
 
   test('in doubt, then refused for want of a connection: still outcome_unknown, never "nothing was written"', async () => {
-    const err = await writer([failInsert(), /** @type {any} */ (null)], ['transient']).writeUsers(rows, 'ignore').catch((e) => e);
+    const err = await writer([failInsert(), /** @type {any} */ (null)], ['transient'])
+      .writeUsers(rows, 'ignore')
+      .catch((e) => e);
     assert.ok(err instanceof OutcomeUnknownError, String(err));
   });
 
   test('in doubt, then lost again: outcome_unknown (not a 500 that says nothing was written)', async () => {
-    const err = await writer([failInsert(), failInsert()], ['transient', 'transient']).writeUsers(rows, 'ignore').catch((e) => e);
+    const err = await writer([failInsert(), failInsert()], ['transient', 'transient'])
+      .writeUsers(rows, 'ignore')
+      .catch((e) => e);
     assert.ok(err instanceof OutcomeUnknownError, String(err));
   });
 
   test('lost before its COMMIT, then refused: database_unavailable, nothing written', async () => {
-    const err = await writer([failInsert(), /** @type {any} */ (null)], ['transient'], 1).writeUsers(rows, 'ignore').catch((e) => e);
+    const err = await writer([failInsert(), /** @type {any} */ (null)], ['transient'], 1)
+      .writeUsers(rows, 'ignore')
+      .catch((e) => e);
     assert.ok(err instanceof DatabaseUnavailableError, String(err));
   });
 
   test('in doubt with the database unreachable: outcome_unknown at once', async () => {
-    const err = await writer([failInsert()], ['unavailable']).writeUsers(rows, 'ignore').catch((e) => e);
+    const err = await writer([failInsert()], ['unavailable'])
+      .writeUsers(rows, 'ignore')
+      .catch((e) => e);
     assert.ok(err instanceof OutcomeUnknownError, String(err));
   });
 
@@ -185,8 +267,19 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
       policy: createWritePolicy({ diagnose: async () => 'transient' }),
       maxRows: 1000,
     });
-    const answers = await Promise.allSettled([gc.writeUsers([rows[0]], 'ignore'), gc.writeUsers([rows[1]], 'ignore')]);
-    for (const a of answers) assert.ok(a.status === 'rejected' && a.reason instanceof OutcomeUnknownError && a.reason.cause === doubt);
-    assert.ok(writes.every((w) => w === 'group'), writes.join());
+    const answers = await Promise.allSettled([
+      gc.writeUsers([rows[0]], 'ignore'),
+      gc.writeUsers([rows[1]], 'ignore'),
+    ]);
+    for (const a of answers)
+      assert.ok(
+        a.status === 'rejected' &&
+          a.reason instanceof OutcomeUnknownError &&
+          a.reason.cause === doubt,
+      );
+    assert.ok(
+      writes.every((w) => w === 'group'),
+      writes.join(),
+    );
   });
 });

@@ -7,15 +7,30 @@ import { isLoopback, loopbackOnly } from '../../src/http/loopback-only.js';
 function verdict(options, address) {
   /** @type {unknown[]} */
   const passed = [];
-  loopbackOnly('GET /metrics', options)(/** @type {any} */ ({ socket: { remoteAddress: address } }), /** @type {any} */ ({}), (err) => passed.push(err));
+  loopbackOnly('GET /metrics', options)(
+    /** @type {any} */ ({ socket: { remoteAddress: address } }),
+    /** @type {any} */ ({}),
+    (err) => passed.push(err),
+  );
   assert.equal(passed.length, 1, 'next called once');
   return passed[0];
 }
 
 describe('GET /metrics served to loopback only unless asked (unit)', () => {
   test('loopback addresses, IPv4, IPv6 and IPv4-mapped, and nothing else', () => {
-    for (const address of ['127.0.0.1', '127.10.20.30', '::1', '::ffff:127.0.0.1']) assert.equal(isLoopback(address), true, address);
-    for (const address of ['10.0.0.5', '192.168.1.2', '::ffff:10.0.0.5', 'fe80::1', '::', '0.0.0.0', '1.127.0.0', undefined]) assert.equal(isLoopback(address), false, String(address));
+    for (const address of ['127.0.0.1', '127.10.20.30', '::1', '::ffff:127.0.0.1'])
+      assert.equal(isLoopback(address), true, address);
+    for (const address of [
+      '10.0.0.5',
+      '192.168.1.2',
+      '::ffff:10.0.0.5',
+      'fe80::1',
+      '::',
+      '0.0.0.0',
+      '1.127.0.0',
+      undefined,
+    ])
+      assert.equal(isLoopback(address), false, String(address));
   });
 
   test('a remote address is answered 404 not_found naming METRICS_PUBLIC; loopback passes', () => {

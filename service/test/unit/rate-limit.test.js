@@ -38,8 +38,15 @@ describe('rate limit: a token bucket in users a second, charged before the body 
   test('over any sequence of requests, users taken never exceed the burst plus the rate times the time', () => {
     fc.assert(
       fc.property(
-        fc.double({ min: 1, max: 10_000, noNaN: true }), fc.integer({ min: 1, max: 5000 }),
-        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 2000 }), users: fc.integer({ min: 1, max: 20_000 }) }), { maxLength: 100 }),
+        fc.double({ min: 1, max: 10_000, noNaN: true }),
+        fc.integer({ min: 1, max: 5000 }),
+        fc.array(
+          fc.record({
+            gapMs: fc.integer({ min: 0, max: 2000 }),
+            users: fc.integer({ min: 1, max: 20_000 }),
+          }),
+          { maxLength: 100 },
+        ),
         (rate, burst, requests) => {
           const bucket = new TokenBucket({ rate, burst }, 0);
           let now = 0;
@@ -73,7 +80,10 @@ function run(middleware, client, headers) {
   const req = /** @type {any} */ ({ headers, ingestClient: client });
   /** @type {Record<string, string>} */
   const set = {};
-  const res = /** @type {any} */ ({ locals: {}, setHeader: (/** @type {string} */ k, /** @type {string} */ v) => (set[k] = v) });
+  const res = /** @type {any} */ ({
+    locals: {},
+    setHeader: (/** @type {string} */ k, /** @type {string} */ v) => (set[k] = v),
+  });
   /** @type {unknown[]} */
   const calls = [];
   middleware(req, res, (/** @type {unknown} */ err) => calls.push(err));
@@ -81,7 +91,16 @@ function run(middleware, client, headers) {
 }
 
 describe('limitRate: 429 before the body is read (unit)', () => {
-  const tokens = { current: new TokenSet(parseNamedTokens(JSON.stringify({ noisy: { token: 'tok-noisy', rate: 100, burst: 100 }, quiet: 'tok-quiet' }))) };
+  const tokens = {
+    current: new TokenSet(
+      parseNamedTokens(
+        JSON.stringify({
+          noisy: { token: 'tok-noisy', rate: 100, burst: 100 },
+          quiet: 'tok-quiet',
+        }),
+      ),
+    ),
+  };
   let now = 0;
   const clients = new ClientDirectory({ tokens, now: () => now });
   /** @type {string[]} */
@@ -92,7 +111,9 @@ describe('limitRate: 429 before the body is read (unit)', () => {
     const quiet = run(middleware, clients.named('quiet'), { 'content-length': '1000000' });
     assert.equal(quiet.err, undefined);
     assert.deepEqual(quiet.set, {});
-    const noisy = run(middleware, clients.named('noisy'), { 'content-length': String(60 * ESTIMATED_USER_BYTES) });
+    const noisy = run(middleware, clients.named('noisy'), {
+      'content-length': String(60 * ESTIMATED_USER_BYTES),
+    });
     assert.equal(noisy.err, undefined);
     assert.match(noisy.set['RateLimit-Policy'], POLICY);
     assert.deepEqual(STATE.exec(noisy.set.RateLimit)?.slice(1), ['40', '1']);
@@ -102,18 +123,29 @@ describe('limitRate: 429 before the body is read (unit)', () => {
   });
 
   test('over its rate: a 429 rate_limited naming the client and its rate, Retry-After and both RateLimit fields, before any body', () => {
-    const over = run(middleware, clients.named('noisy'), { 'content-length': String(90 * ESTIMATED_USER_BYTES) });
+    const over = run(middleware, clients.named('noisy'), {
+      'content-length': String(90 * ESTIMATED_USER_BYTES),
+    });
     assert.ok(over.err instanceof RateLimitedError);
     assert.deepEqual(refused, ['noisy']);
     const { status, headers, body } = describeError(over.err);
     assert.equal(status, 429);
     assert.equal(body.error, 'rate_limited');
-    assert.match(String(body.message), /"noisy" is over its rate of 100 users a second \(burst 100\)/);
+    assert.match(
+      String(body.message),
+      /"noisy" is over its rate of 100 users a second \(burst 100\)/,
+    );
     assert.equal(headers['Retry-After'], '1');
     assert.match(headers['RateLimit-Policy'], POLICY);
     assert.deepEqual(STATE.exec(headers.RateLimit)?.slice(1), ['70', '1']);
     now += 1000;
-    assert.equal(run(middleware, clients.named('noisy'), { 'content-length': String(90 * ESTIMATED_USER_BYTES) }).err, undefined, 'a second later it fits');
+    assert.equal(
+      run(middleware, clients.named('noisy'), {
+        'content-length': String(90 * ESTIMATED_USER_BYTES),
+      }).err,
+      undefined,
+      'a second later it fits',
+    );
   });
 
   test('a body without a length is let in while the bucket holds a user, and charged once read', () => {
@@ -121,18 +153,34 @@ describe('limitRate: 429 before the body is read (unit)', () => {
     const chunked = run(middleware, clients.named('noisy'), { 'transfer-encoding': 'chunked' });
     assert.equal(chunked.err, undefined);
     chunked.res.locals.settleUsers(500);
-    assert.ok(run(middleware, clients.named('noisy'), { 'transfer-encoding': 'chunked' }).err instanceof RateLimitedError, 'in debt: refused');
+    assert.ok(
+      run(middleware, clients.named('noisy'), { 'transfer-encoding': 'chunked' }).err instanceof
+        RateLimitedError,
+      'in debt: refused',
+    );
   });
 });
 
 describe('client directory: limits declared with the token, read again with it (unit)', () => {
   test('a changed rate applies at once and keeps the bucket level; weights and caps come along; JWT clients share the defaults', () => {
-    const holder = { current: new TokenSet(parseNamedTokens('{"a": {"token": "tok-a", "rate": 10, "burst": 10}, "b": "tok-b"}')) };
-    const clients = new ClientDirectory({ tokens: holder, jwtLimits: { rate: 5, weight: 2 }, now: () => 0 });
+    const holder = {
+      current: new TokenSet(
+        parseNamedTokens('{"a": {"token": "tok-a", "rate": 10, "burst": 10}, "b": "tok-b"}'),
+      ),
+    };
+    const clients = new ClientDirectory({
+      tokens: holder,
+      jwtLimits: { rate: 5, weight: 2 },
+      now: () => 0,
+    });
     const a = clients.named('a');
     a.bucket?.take(8, 0);
     assert.equal(clients.named('a'), a, 'made once');
-    holder.current = new TokenSet(parseNamedTokens('{"a": {"token": "tok-a", "rate": 50, "burst": 100, "weight": 4}, "b": {"token": "tok-b", "maxInFlightBytes": 65536}}'));
+    holder.current = new TokenSet(
+      parseNamedTokens(
+        '{"a": {"token": "tok-a", "rate": 50, "burst": 100, "weight": 4}, "b": {"token": "tok-b", "maxInFlightBytes": 65536}}',
+      ),
+    );
     const again = clients.named('a');
     assert.notEqual(again, a);
     assert.equal(again.bucket?.rate, 50);
@@ -141,7 +189,11 @@ describe('client directory: limits declared with the token, read again with it (
     assert.equal(clients.named('b').maxInFlightBytes, 65536);
     const jwt = clients.jwt('crm');
     assert.deepEqual([jwt.label, jwt.name, jwt.weight, jwt.bucket?.rate], ['jwt', 'crm', 2, 5]);
-    assert.deepEqual([clients.named('a').key, jwt.key], ['token:a', 'jwt:crm'], 'keyed by scope: a token named jwt:crm is another client');
+    assert.deepEqual(
+      [clients.named('a').key, jwt.key],
+      ['token:a', 'jwt:crm'],
+      'keyed by scope: a token named jwt:crm is another client',
+    );
     assert.notEqual(clients.jwt('other').bucket, jwt.bucket, 'each JWT client its own bucket');
   });
 
@@ -150,12 +202,24 @@ describe('client directory: limits declared with the token, read again with it (
       [{ token: 'tok-secret', rate: 0 }, /"a" a rate that is not a number from/],
       [{ token: 'tok-secret', rate: 'fast' }, /"a" a rate that is not/],
       [{ token: 'tok-secret', burst: 10 }, /"a" a burst without a rate/],
-      [{ token: 'tok-secret', maxInFlightBytes: 1.5 }, /"a" a maxInFlightBytes that is not a whole number/],
+      [
+        { token: 'tok-secret', maxInFlightBytes: 1.5 },
+        /"a" a maxInFlightBytes that is not a whole number/,
+      ],
       [{ token: 'tok-secret', speed: 1 }, /"a" a setting "speed" that is not one/],
       [{ rate: 10 }, /"a" no token/],
     ])) {
-      assert.throws(() => parseNamedTokens(JSON.stringify({ a: value })), (err) => err instanceof TypeError && problem.test(err.message) && !err.message.includes('tok-secret'));
+      assert.throws(
+        () => parseNamedTokens(JSON.stringify({ a: value })),
+        (err) =>
+          err instanceof TypeError &&
+          problem.test(err.message) &&
+          !err.message.includes('tok-secret'),
+      );
     }
-    assert.deepEqual(parseNamedTokens('{"a": {"token": "tok-a", "rate": 10}, "b": "tok-b"}'), [{ name: 'a', token: 'tok-a', limits: { rate: 10 } }, { name: 'b', token: 'tok-b' }]);
+    assert.deepEqual(parseNamedTokens('{"a": {"token": "tok-a", "rate": 10}, "b": "tok-b"}'), [
+      { name: 'a', token: 'tok-a', limits: { rate: 10 } },
+      { name: 'b', token: 'tok-b' },
+    ]);
   });
 });

@@ -4,13 +4,26 @@ import pino from 'pino';
 import { TokenSource } from '../../src/auth/token-source.js';
 import { ConfigError } from '../../src/errors.js';
 
-const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:sluice-ingest-tokens-AbCdEf';
-const config = { ingestToken: undefined, ingestTokens: undefined, ingestTokensFile: undefined, ingestTokensSecretArn: SECRET_ARN, ingestTokensRefreshMs: 60_000 };
+const SECRET_ARN =
+  'arn:aws:secretsmanager:eu-west-1:123456789012:secret:sluice-ingest-tokens-AbCdEf';
+const config = {
+  ingestToken: undefined,
+  ingestTokens: undefined,
+  ingestTokensFile: undefined,
+  ingestTokensSecretArn: SECRET_ARN,
+  ingestTokensRefreshMs: 60_000,
+};
 
 function keptLogger() {
   /** @type {any[]} */
   const lines = [];
-  return { logger: pino({ level: 'debug' }, { write: (/** @type {string} */ line) => void lines.push(JSON.parse(line)) }), lines };
+  return {
+    logger: pino(
+      { level: 'debug' },
+      { write: (/** @type {string} */ line) => void lines.push(JSON.parse(line)) },
+    ),
+    lines,
+  };
 }
 
 /**
@@ -37,15 +50,26 @@ function heldSecret(stages) {
 describe('a Secrets Manager secret: no current version, refreshes that overlap (unit)', () => {
   test('a secret with no AWSCURRENT version stops start-up, naming the variable and the problem', async () => {
     const { logger } = keptLogger();
-    const reader = { getSecretString: async (/** @type {string} */ _id, /** @type {string} */ stage) => (stage === 'AWSPENDING' ? '{"feeder":"pending-token-1"}' : undefined) };
-    await assert.rejects(new TokenSource(config, { logger, secrets: reader }).start(), (err) => err instanceof ConfigError && err.message === 'INGEST_TOKENS_SECRET_ARN names a secret with no current version');
+    const reader = {
+      getSecretString: async (/** @type {string} */ _id, /** @type {string} */ stage) =>
+        stage === 'AWSPENDING' ? '{"feeder":"pending-token-1"}' : undefined,
+    };
+    await assert.rejects(
+      new TokenSource(config, { logger, secrets: reader }).start(),
+      (err) =>
+        err instanceof ConfigError &&
+        err.message === 'INGEST_TOKENS_SECRET_ARN names a secret with no current version',
+    );
   });
 
   test('a current version that disappears later: logged, the tokens in force stay, pending ones alone are not taken', async (t) => {
     const { logger, lines } = keptLogger();
     /** @type {Record<string, string | undefined>} */
     const stages = { AWSCURRENT: '{"feeder":"current-token-1"}' };
-    const reader = { getSecretString: async (/** @type {string} */ _id, /** @type {string} */ stage) => stages[stage] };
+    const reader = {
+      getSecretString: async (/** @type {string} */ _id, /** @type {string} */ stage) =>
+        stages[stage],
+    };
     const source = await new TokenSource(config, { logger, secrets: reader }).start();
     t.after(() => source.close());
     stages.AWSCURRENT = undefined;
@@ -53,22 +77,39 @@ describe('a Secrets Manager secret: no current version, refreshes that overlap (
     await source.refresh();
     assert.equal(source.current.match('current-token-1'), 'feeder');
     assert.equal(source.current.match('pending-token-2'), undefined);
-    assert.ok(lines.some((l) => l.level === 40 && l.variable === 'INGEST_TOKENS_SECRET_ARN' && l.problem === 'names a secret with no current version'));
+    assert.ok(
+      lines.some(
+        (l) =>
+          l.level === 40 &&
+          l.variable === 'INGEST_TOKENS_SECRET_ARN' &&
+          l.problem === 'names a secret with no current version',
+      ),
+    );
     assert.equal(JSON.stringify(lines).includes('-token-'), false);
   });
 
   test('pending and current on one version (a rotation ending): its tokens taken once, no problem logged; an unchanged read logs nothing', async (t) => {
     const { logger, lines } = keptLogger();
     /** @type {Record<string, string | undefined>} */
-    const stages = { AWSCURRENT: '{"feeder":"token-3","crm":"token-4"}', AWSPENDING: '{"feeder":"token-3","crm":"token-4"}' };
-    const reader = { getSecretString: async (/** @type {string} */ _id, /** @type {string} */ stage) => stages[stage] };
+    const stages = {
+      AWSCURRENT: '{"feeder":"token-3","crm":"token-4"}',
+      AWSPENDING: '{"feeder":"token-3","crm":"token-4"}',
+    };
+    const reader = {
+      getSecretString: async (/** @type {string} */ _id, /** @type {string} */ stage) =>
+        stages[stage],
+    };
     const source = await new TokenSource(config, { logger, secrets: reader }).start();
     t.after(() => source.close());
     assert.equal(source.current.match('token-3'), 'feeder');
     assert.equal(source.current.size, 2);
     await source.refresh();
     await source.refresh();
-    assert.deepEqual(lines.map((l) => [l.level, l.msg]), [[30, 'bearer tokens read']], 'read once, logged once');
+    assert.deepEqual(
+      lines.map((l) => [l.level, l.msg]),
+      [[30, 'bearer tokens read']],
+      'read once, logged once',
+    );
   });
 
   test('two refreshes at once share one read; the next refresh reads again', async (t) => {

@@ -2,18 +2,40 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import { holdContinue, sendContinue } from '../../src/http/expect-continue.js';
-import { HOLD_ABOVE_BYTES, MAX_HELD_BODIES, REFUSED_BODY_HOLD_MS, finishUnreadBody } from '../../src/http/unread-body.js';
+import {
+  HOLD_ABOVE_BYTES,
+  MAX_HELD_BODIES,
+  REFUSED_BODY_HOLD_MS,
+  finishUnreadBody,
+} from '../../src/http/unread-body.js';
 
 const LIMITS = { maxBodyBytes: 1000, bodyReadTimeoutMs: 5000 };
-const RATE_LIMITED = { maxBodyBytes: 10 * HOLD_ABOVE_BYTES, bodyReadTimeoutMs: 5000, code: 'rate_limited' };
+const RATE_LIMITED = {
+  maxBodyBytes: 10 * HOLD_ABOVE_BYTES,
+  bodyReadTimeoutMs: 5000,
+  code: 'rate_limited',
+};
 const LARGE = { 'content-length': String(HOLD_ABOVE_BYTES + 1) };
 
 /** A request whose body has not been read, and its response. @param {Record<string, string>} [headers] */
 function exchange(headers = { 'content-length': '800' }) {
   const socket = { destroy: mock.fn() };
-  const req = Object.assign(new EventEmitter(), { complete: false, headers, socket, resume: mock.fn(), pause: mock.fn(), read: mock.fn() });
+  const req = Object.assign(new EventEmitter(), {
+    complete: false,
+    headers,
+    socket,
+    resume: mock.fn(),
+    pause: mock.fn(),
+    read: mock.fn(),
+  });
   /** @type {Record<string, string>} */ const set = {};
-  const res = /** @type {any} */ (Object.assign(new EventEmitter(), { headersSent: false, setHeader: (/** @type {string} */ k, /** @type {string} */ v) => (set[k] = v), writeContinue: mock.fn() }));
+  const res = /** @type {any} */ (
+    Object.assign(new EventEmitter(), {
+      headersSent: false,
+      setHeader: (/** @type {string} */ k, /** @type {string} */ v) => (set[k] = v),
+      writeContinue: mock.fn(),
+    })
+  );
   return { req: /** @type {any} */ (req), res, set, socket };
 }
 
@@ -37,7 +59,11 @@ describe('the body left unread by a refusal (unit)', () => {
     x.req.emit('data', Buffer.alloc(300));
     x.req.emit('end');
     mock.timers.tick(10_000);
-    assert.equal(x.socket.destroy.mock.callCount(), 0, 'neither the byte bound nor the time bound was crossed');
+    assert.equal(
+      x.socket.destroy.mock.callCount(),
+      0,
+      'neither the byte bound nor the time bound was crossed',
+    );
     assert.deepEqual(x.set, {});
   });
 
@@ -79,7 +105,11 @@ describe('the body left unread by a refusal (unit)', () => {
     const x = exchange(LARGE);
     finishUnreadBody(x.req, x.res, RATE_LIMITED);
     assert.equal(x.req.pause.mock.callCount(), 1);
-    assert.deepEqual(x.req.read.mock.calls.map((c) => c.arguments), [[0]], 'counted as read, so Node does not drop it itself');
+    assert.deepEqual(
+      x.req.read.mock.calls.map((c) => c.arguments),
+      [[0]],
+      'counted as read, so Node does not drop it itself',
+    );
     mock.timers.tick(REFUSED_BODY_HOLD_MS - 1);
     assert.equal(x.req.resume.mock.callCount(), 0, 'held');
     mock.timers.tick(1);
@@ -118,6 +148,10 @@ describe('the body left unread by a refusal (unit)', () => {
     assert.equal(held.res.writeContinue.mock.callCount(), 1);
     const plain = exchange();
     sendContinue(plain.res);
-    assert.equal(plain.res.writeContinue.mock.callCount(), 0, 'Node sent it itself, or the client did not ask');
+    assert.equal(
+      plain.res.writeContinue.mock.callCount(),
+      0,
+      'Node sent it itself, or the client did not ask',
+    );
   });
 });

@@ -12,7 +12,13 @@ import * as SQL from '../../src/users/user-sql.js';
 const COLUMNS = USER_COLUMNS.map((c) => c.column);
 const UPDATED = USER_COLUMNS.filter((c) => c.merge !== 'key').map((c) => c.column);
 /** A user with every field sent. */
-const EVERY_FIELD = { email: 'A@x.io', name: 'A', phone: '+4412345678', passwordHash: '$2b$12$x', changedAt: '2026-11-26T10:00:00Z' };
+const EVERY_FIELD = {
+  email: 'A@x.io',
+  name: 'A',
+  phone: '+4412345678',
+  passwordHash: '$2b$12$x',
+  changedAt: '2026-11-26T10:00:00Z',
+};
 
 describe('the columns, declared once (unit)', () => {
   test('the declaration: every field once, every column once, the key first and one ordering value', () => {
@@ -28,29 +34,56 @@ describe('the columns, declared once (unit)', () => {
     const row = checkUser(EVERY_FIELD, 0);
     assert.ok(!Array.isArray(row));
     assert.deepEqual(Object.keys(row), USER_FIELDS);
-    const [merged] = oncePerEmail([row, /** @type {any} */ (checkUser({ email: 'a@x.io', name: 'B' }, 1))], 'merge');
+    const [merged] = oncePerEmail(
+      [row, /** @type {any} */ (checkUser({ email: 'a@x.io', name: 'B' }, 1))],
+      'merge',
+    );
     assert.deepEqual(Object.keys(merged), USER_FIELDS);
   });
 
   test('every statement and row source names every column, in order, with its type', () => {
     const list = COLUMNS.join(', ');
     assert.equal(SQL.COLUMNS, list);
-    for (const sql of [SQL.copySql('t'), SQL.COPY_USERS, SQL.COPY_STREAM_STAGING, SQL.FROM_STAGING, SQL.FIRST_OF_EACH, SQL.ALL_AS_SENT]) assert.ok(sql.includes(list), sql);
+    for (const sql of [
+      SQL.copySql('t'),
+      SQL.COPY_USERS,
+      SQL.COPY_STREAM_STAGING,
+      SQL.FROM_STAGING,
+      SQL.FIRST_OF_EACH,
+      SQL.ALL_AS_SENT,
+    ])
+      assert.ok(sql.includes(list), sql);
     assert.ok(SQL.INSERT_ALL_AS_SENT.startsWith(`INSERT INTO users (${list}) `));
     for (const create of [SQL.CREATE_STAGING, SQL.CREATE_STREAM_STAGING]) {
-      for (const c of USER_COLUMNS) assert.match(create, new RegExp(`[(,] ?${c.column} ${c.type}[ ,)]`), `${c.column} in ${create}`);
+      for (const c of USER_COLUMNS)
+        assert.match(
+          create,
+          new RegExp(`[(,] ?${c.column} ${c.type}[ ,)]`),
+          `${c.column} in ${create}`,
+        );
     }
     const casts = USER_COLUMNS.map((c) => `::${c.type}[]`);
     assert.deepEqual(SQL.ROWS_AS_PARAMETERS.match(/::\w+\[\]/g), casts);
-    const row = /** @type {import('../../src/users/user-schema.js').UserRow} */ (checkUser(EVERY_FIELD, 0));
+    const row = /** @type {import('../../src/users/user-schema.js').UserRow} */ (
+      checkUser(EVERY_FIELD, 0)
+    );
     assert.deepEqual(SQL.rowsAsArrays([row]).match(/::\w+\[\]/g), casts);
-    assert.deepEqual(SQL.csvLine(row), `${USER_FIELDS.map((f) => `"${/** @type {Record<string, string>} */ (row)[f]}"`).join(',')}\n`);
-    assert.deepEqual(SQL.columnArrays([row]), USER_FIELDS.map((f) => [/** @type {Record<string, string>} */ (row)[f]]));
+    assert.deepEqual(
+      SQL.csvLine(row),
+      `${USER_FIELDS.map((f) => `"${/** @type {Record<string, string>} */ (row)[f]}"`).join(',')}\n`,
+    );
+    assert.deepEqual(
+      SQL.columnArrays([row]),
+      USER_FIELDS.map((f) => [/** @type {Record<string, string>} */ (row)[f]]),
+    );
   });
 
   test('a merge updates every column but the key, in the upsert and in a stream', () => {
     assert.ok(SQL.MERGE.includes(`(${UPDATED.join(', ')}, updated_at) = (`));
-    const aggregates = SQL.MERGED_OF_EACH.slice(0, SQL.MERGED_OF_EACH.indexOf('FROM users_stream')).split(/,\s*\n\s*/);
+    const aggregates = SQL.MERGED_OF_EACH.slice(
+      0,
+      SQL.MERGED_OF_EACH.indexOf('FROM users_stream'),
+    ).split(/,\s*\n\s*/);
     assert.equal(aggregates.length, UPDATED.length, SQL.MERGED_OF_EACH);
   });
 
@@ -59,12 +92,18 @@ describe('the columns, declared once (unit)', () => {
     const shown = USER_COLUMNS.filter((c) => c.shown === true).map((c) => c.field);
     assert.deepEqual(READ_COLUMNS, [...shown, 'createdAt', 'updatedAt']);
     assert.ok(!READ_COLUMNS.includes(/** @type {any} */ ('passwordHash')));
-    const row = /** @type {import('../../src/users/user-schema.js').UserRow} */ (checkUser(EVERY_FIELD, 0));
+    const row = /** @type {import('../../src/users/user-schema.js').UserRow} */ (
+      checkUser(EVERY_FIELD, 0)
+    );
     assert.deepEqual(Object.keys(SQL.insertedUser(row, 'now')), READ_COLUMNS);
-    assert.deepEqual(Object.keys(SQL.mergedUser(row, ['a@x.io', '2026-11-26 10:00:00+00', null, null])), READ_COLUMNS);
+    assert.deepEqual(
+      Object.keys(SQL.mergedUser(row, ['a@x.io', '2026-11-26 10:00:00+00', null, null])),
+      READ_COLUMNS,
+    );
     const { schemas } = createOpenApiDocument({ maxBatchItems: 10, maxBodyBytes: 1000 }).components;
     assert.deepEqual(Object.keys(schemas.User.properties), USER_FIELDS);
-    for (const c of USER_COLUMNS) assert.equal(schemas.User.properties[c.field].description, c.description);
+    for (const c of USER_COLUMNS)
+      assert.equal(schemas.User.properties[c.field].description, c.description);
     assert.deepEqual(Object.keys(schemas.UserRow.properties), [...READ_COLUMNS, 'outcome']);
   });
 });

@@ -6,16 +6,54 @@ import { rowsAsArrays, rowsAsValues, writeStatement } from '../../src/users/user
 
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 
-const TRICKY = ['plain', '', "O'Brien", "''", '\\', 'a\\b', "it's \\ both", '%L %s %I', '$1', '😀 مرحبا', "E'x'", '"quoted"', ' ', 'NULL', '{a,b}', '"', '\\"'];
+const TRICKY = [
+  'plain',
+  '',
+  "O'Brien",
+  "''",
+  '\\',
+  'a\\b',
+  "it's \\ both",
+  '%L %s %I',
+  '$1',
+  '😀 مرحبا',
+  "E'x'",
+  '"quoted"',
+  ' ',
+  'NULL',
+  '{a,b}',
+  '"',
+  '\\"',
+];
 
 /** Every value the tests try: the tricky ones, and anything fast-check makes of the whole of Unicode. */
-const value = fc.oneof(fc.constantFrom(...TRICKY), fc.string({ unit: 'binary' }), fc.string({ unit: fc.constantFrom("'", '\\', '"', ',', '{', '}', ' ', 'a', '%', '$') }));
+const value = fc.oneof(
+  fc.constantFrom(...TRICKY),
+  fc.string({ unit: 'binary' }),
+  fc.string({ unit: fc.constantFrom("'", '\\', '"', ',', '{', '}', ' ', 'a', '%', '$') }),
+);
 /** A changedAt as the validator lets it through: RFC 3339 with an offset, up to 6 fractional digits. */
 const changedAt = fc
-  .tuple(fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true }), fc.integer({ min: 0, max: 999 }))
+  .tuple(
+    fc.date({
+      min: new Date('0001-01-01T00:00:00Z'),
+      max: new Date('9999-12-31T23:59:59Z'),
+      noInvalidDate: true,
+    }),
+    fc.integer({ min: 0, max: 999 }),
+  )
   .map(([d, micros]) => d.toISOString().replace('Z', `${String(micros).padStart(3, '0')}Z`));
 /** @type {fc.Arbitrary<UserRow[]>} */
-const rows = fc.array(fc.record({ email: value, name: value, phone: fc.option(value), passwordHash: fc.option(value), changedAt: fc.option(changedAt) }), { minLength: 1, maxLength: 20 });
+const rows = fc.array(
+  fc.record({
+    email: value,
+    name: value,
+    phone: fc.option(value),
+    passwordHash: fc.option(value),
+    changedAt: fc.option(changedAt),
+  }),
+  { minLength: 1, maxLength: 20 },
+);
 /** The text columns, in the statement's order. */
 const TEXT_FIELDS = /** @type {const} */ (['email', 'name', 'phone', 'passwordHash']);
 
@@ -54,7 +92,28 @@ function readSqlLiteral(sql) {
 
 describe('the statement builder (unit)', () => {
   test('rowsAsValues is exactly what pg-format builds from the same rows with %L', () => {
-    fc.assert(fc.property(rows, (r) => assert.equal(rowsAsValues(r), format('VALUES %s', r.map((row) => format('(%L, %L, %L, %L, %L::timestamptz)', row.email, row.name, row.phone, row.passwordHash, row.changedAt)).join(', ')))));
+    fc.assert(
+      fc.property(rows, (r) =>
+        assert.equal(
+          rowsAsValues(r),
+          format(
+            'VALUES %s',
+            r
+              .map((row) =>
+                format(
+                  '(%L, %L, %L, %L, %L::timestamptz)',
+                  row.email,
+                  row.name,
+                  row.phone,
+                  row.passwordHash,
+                  row.changedAt,
+                ),
+              )
+              .join(', '),
+          ),
+        ),
+      ),
+    );
   });
 
   test('rowsAsArrays: each column is one literal that reads back as exactly the column, NULLs included', () => {
@@ -63,11 +122,21 @@ describe('the statement builder (unit)', () => {
         const sql = rowsAsArrays(r);
         const literals = [...sql.matchAll(/(E?'(?:[^']|'')*')::text\[\]/g)].map((m) => m[1]);
         assert.equal(literals.length, 4, sql);
-        literals.forEach((lit, c) => assert.deepEqual(readArrayLiteral(readSqlLiteral(lit)), r.map((row) => row[TEXT_FIELDS[c]])));
-        const changes = /** @type {RegExpMatchArray} */ (sql.match(/(E?'(?:[^']|'')*')::timestamptz\[\]\)$/));
+        literals.forEach((lit, c) =>
+          assert.deepEqual(
+            readArrayLiteral(readSqlLiteral(lit)),
+            r.map((row) => row[TEXT_FIELDS[c]]),
+          ),
+        );
+        const changes = /** @type {RegExpMatchArray} */ (
+          sql.match(/(E?'(?:[^']|'')*')::timestamptz\[\]\)$/)
+        );
         const read = readArrayLiteral(readSqlLiteral(changes[1]));
         // No row with an ordering value: an empty array, which unnest pads with NULLs.
-        assert.deepEqual(read, r.every((row) => row.changedAt === null) ? [] : r.map((row) => row.changedAt));
+        assert.deepEqual(
+          read,
+          r.every((row) => row.changedAt === null) ? [] : r.map((row) => row.changedAt),
+        );
       }),
     );
   });
@@ -75,17 +144,33 @@ describe('the statement builder (unit)', () => {
   test('the conflict clause and what the statement answers', () => {
     const source = 'SELECT 1';
     assert.doesNotMatch(writeStatement(source, 'fail', 'none'), /ON CONFLICT|RETURNING/);
-    assert.match(writeStatement(source, 'skip', 'emails'), /ON CONFLICT \(email\) DO NOTHING RETURNING email, updated_at IS NULL AS inserted$/);
+    assert.match(
+      writeStatement(source, 'skip', 'emails'),
+      /ON CONFLICT \(email\) DO NOTHING RETURNING email, updated_at IS NULL AS inserted$/,
+    );
     const merge = writeStatement(source, 'merge', 'counts');
-    assert.match(merge, /DO UPDATE SET\s+\(name, phone, password_hash, changed_at, updated_at\) = \(EXCLUDED\.name, [^)]+\), [^)]+\), EXCLUDED\.changed_at, now\(\)\)/);
-    assert.match(merge, /DO UPDATE SET[\s\S]+WHERE \(users\.name, users\.phone, users\.password_hash, users\.changed_at\)\s+IS DISTINCT FROM/);
+    assert.match(
+      merge,
+      /DO UPDATE SET\s+\(name, phone, password_hash, changed_at, updated_at\) = \(EXCLUDED\.name, [^)]+\), [^)]+\), EXCLUDED\.changed_at, now\(\)\)/,
+    );
+    assert.match(
+      merge,
+      /DO UPDATE SET[\s\S]+WHERE \(users\.name, users\.phone, users\.password_hash, users\.changed_at\)\s+IS DISTINCT FROM/,
+    );
     assert.match(
       merge,
       /IS DISTINCT FROM [^\n]+\n\s+AND NOT \(users\.changed_at IS NOT NULL AND \(EXCLUDED\.changed_at IS NULL OR EXCLUDED\.changed_at <= users\.changed_at\)\)/,
       'a stored row is replaced only by a strictly newer change; a change without one never replaces a row that has one',
     );
-    assert.match(merge, /^WITH written AS \(INSERT INTO users \(email, name, phone, password_hash, changed_at\)/);
-    assert.match(merge, /FROM \(SELECT 1\) AS t \(email, name, phone, password_hash, changed_at\)\s+WHERE NOT EXISTS \([\s\S]+ OFFSET 0\)/, 'rows stored unchanged are left out before the insert, by a probe per row');
+    assert.match(
+      merge,
+      /^WITH written AS \(INSERT INTO users \(email, name, phone, password_hash, changed_at\)/,
+    );
+    assert.match(
+      merge,
+      /FROM \(SELECT 1\) AS t \(email, name, phone, password_hash, changed_at\)\s+WHERE NOT EXISTS \([\s\S]+ OFFSET 0\)/,
+      'rows stored unchanged are left out before the insert, by a probe per row',
+    );
     assert.match(
       merge,
       /WHERE NOT EXISTS \(SELECT FROM users u WHERE u\.email = t\.email COLLATE "C"\s+AND \(\([^)]+\) IS NOT DISTINCT FROM \([\s\S]+\) OR \(u\.changed_at IS NOT NULL AND \(t\.changed_at IS NULL OR t\.changed_at <= u\.changed_at\)\)\) OFFSET 0\)/,
@@ -100,11 +185,31 @@ describe('the statement of return=representation (unit)', () => {
   test('returns each row written as a representation shows it, never the password hash; the other returnings are unchanged', () => {
     const sql = writeStatement('VALUES (1)', 'skip', 'rows');
     const returning = sql.slice(sql.indexOf('RETURNING'));
-    assert.equal(returning, 'RETURNING email', 'what the request does not hold: which rows were written');
-    assert.match(sql, /^SELECT now\(\); INSERT INTO users /, 'and when: every row it inserts was created at its transaction\'s start');
-    assert.doesNotMatch(writeStatement('VALUES (1)', 'fail', 'rows'), /RETURNING/, 'all new: it wrote every row, or failed');
-    assert.match(writeStatement('VALUES (1)', 'merge', 'rows'), /RETURNING email, created_at, phone, updated_at$/, 'a merge may keep a stored phone');
+    assert.equal(
+      returning,
+      'RETURNING email',
+      'what the request does not hold: which rows were written',
+    );
+    assert.match(
+      sql,
+      /^SELECT now\(\); INSERT INTO users /,
+      "and when: every row it inserts was created at its transaction's start",
+    );
+    assert.doesNotMatch(
+      writeStatement('VALUES (1)', 'fail', 'rows'),
+      /RETURNING/,
+      'all new: it wrote every row, or failed',
+    );
+    assert.match(
+      writeStatement('VALUES (1)', 'merge', 'rows'),
+      /RETURNING email, created_at, phone, updated_at$/,
+      'a merge may keep a stored phone',
+    );
     assert.doesNotMatch(returning, /password/);
-    assert.doesNotMatch(writeStatement('VALUES (1)', 'fail', 'none'), /RETURNING/, 'the default path returns nothing');
+    assert.doesNotMatch(
+      writeStatement('VALUES (1)', 'fail', 'none'),
+      /RETURNING/,
+      'the default path returns nothing',
+    );
   });
 });

@@ -11,15 +11,17 @@ describe('write gate: writes of one kind, a few at a time (unit)', () => {
     const started = [];
     /** @type {(() => void)[]} */
     const finish = [];
-    const writes = [0, 1, 2, 3].map((i) => through(async () => {
-      running++;
-      most = Math.max(most, running);
-      started.push(i);
-      await new Promise((resolve) => finish.push(() => resolve(undefined)));
-      running--;
-      if (i === 0) throw new Error('its own failure');
-      return i;
-    }));
+    const writes = [0, 1, 2, 3].map((i) =>
+      through(async () => {
+        running++;
+        most = Math.max(most, running);
+        started.push(i);
+        await new Promise((resolve) => finish.push(() => resolve(undefined)));
+        running--;
+        if (i === 0) throw new Error('its own failure');
+        return i;
+      }),
+    );
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(started, [0, 1]);
     finish[0]();
@@ -34,7 +36,7 @@ describe('write gate: writes of one kind, a few at a time (unit)', () => {
     assert.equal(most, 2);
   });
 
-  test('requests written alone get half the pool, never group commit\'s connections, at least one', () => {
+  test("requests written alone get half the pool, never group commit's connections, at least one", () => {
     assert.equal(writeSlotsFor(10, 2), 5);
     assert.equal(writeSlotsFor(11, 2), 6);
     assert.equal(writeSlotsFor(40, 2), 20);

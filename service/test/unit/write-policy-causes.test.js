@@ -10,7 +10,9 @@ const failure = () => Object.assign(new Error('from the database'), { code: 'XX0
 
 /** `err`, made a failure after which the write may have been committed (its statement sent, then the connection lost). @template {Error} E @param {E} err */
 function inDoubt(err) {
-  const lending = new Lending(/** @type {any} */ ({ query: async () => {} }), { socket: { destroyed: false } });
+  const lending = new Lending(/** @type {any} */ ({ query: async () => {} }), {
+    socket: { destroyed: false },
+  });
   void lending.query('INSERT INTO users ...');
   lending.end(err);
   return err;
@@ -26,8 +28,14 @@ describe('the write policy keeps the refusal it was given, and the cause it name
     assert.equal(refusalIn(await policyOf('unavailable').afterFailure('batch', unknown)), unknown);
     const unavailable = new DatabaseUnavailableError(failure());
     assert.equal(refusalOfDatabaseState('unavailable', unavailable), unavailable);
-    assert.equal(refusalIn(await policyOf('unavailable').afterFailure('batch', unavailable)), unavailable);
-    assert.equal(refusalIn(await policyOf('unavailable').afterFailure('group', unavailable)), unavailable);
+    assert.equal(
+      refusalIn(await policyOf('unavailable').afterFailure('batch', unavailable)),
+      unavailable,
+    );
+    assert.equal(
+      refusalIn(await policyOf('unavailable').afterFailure('group', unavailable)),
+      unavailable,
+    );
   });
 
   test('both attempts in doubt: the outcome_unknown names the second failure, the latest word on the row', async () => {
