@@ -2,7 +2,7 @@
 // failure ledger and authentication. Each mutant is one deliberate break (a condition flipped, a
 // decision swapped, a boundary moved, a retry or a check dropped), applied to its file in place and
 // always restored (also on Ctrl-C); the unit tests of that file run, and the mutant is killed when
-// they fail. A mutant whose text is no longer in its file is reported stale, not run. Prints each
+// they fail. A mutant whose text is no longer in its file (its layout aside) is reported stale, not run. Prints each
 // verdict and the score; exits 1 when a mutant survives in the write policy, or the tests fail
 // before any break.
 import { spawn } from 'node:child_process';
@@ -227,7 +227,6 @@ export const MUTANTS = [
     ['a long client name kept whole', 'claimed.slice(0, 256)', 'claimed'],
   ]),
   ...of('service/src/auth/token-set.js', [
-    ['the last match wins', 'if (equal && found === undefined) found', 'if (equal) found'],
     ['one token for two clients', 'if (owner !== undefined) refuse(', 'if (false) refuse('],
     ["a client's repeated token refused", 'if (owner === name) continue;', ''],
   ]),
@@ -266,14 +265,14 @@ export const MUTANTS = [
     ['anything verified as a JWT', 'if (!verifyJwt || !JWT_SHAPE.test(token))', 'if (!verifyJwt)'],
     [
       "a JWT's subject as its label",
-      'accept(req, subject ?? JWT_LABEL, JWT_LABEL);',
-      'accept(req, subject ?? JWT_LABEL, subject ?? JWT_LABEL);',
+      'accept(req, subject ?? JWT_LABEL, jwtScope(subject), JWT_LABEL,',
+      'accept(req, subject ?? JWT_LABEL, jwtScope(subject), subject ?? JWT_LABEL,',
     ],
     ['a verifier bug as a 401', 'if (!(err instanceof JwtRefusal)) return next(err);', ''],
     [
       'a missing header as malformed',
-      "return refuse(next, 'missing', 'missing');",
-      "return refuse(next, 'malformed', 'missing');",
+      "return refuse(req, next, 'missing', 'missing');",
+      "return refuse(req, next, 'malformed', 'missing');",
     ],
     ['no match taken as a match', 'if (client !== undefined) {', 'if (client !== null) {'],
   ]),
@@ -311,15 +310,28 @@ for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
   });
 }
 
+/**
+ * The mutant's text wherever the formatter broke its lines or added a trailing comma: its
+ * characters in order, with any layout between them.
+ * @param {string} find
+ */
+function layoutFree(find) {
+  const chars = [...find.replace(/\s+/g, '')].map((c) => c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(chars.join('\\s*').replace(/\\s\*(\\[)\]])/g, ',?\\s*$1'), 'g');
+}
+
 /** @param {Mutant} mutant @returns {Promise<'killed' | 'survived' | 'stale'>} */
 async function run(mutant) {
   const file = path.join(ROOT, mutant.file);
   const text = readFileSync(file, 'utf8');
-  const at = text.indexOf(mutant.find);
-  if (at < 0 || text.indexOf(mutant.find, at + 1) >= 0) return 'stale';
+  const exact = text.split(mutant.find).length === 2;
+  const matches = exact ? [] : [...text.matchAll(layoutFree(mutant.find))];
+  if (!exact && matches.length !== 1) return 'stale';
+  const at = exact ? text.indexOf(mutant.find) : matches[0].index;
+  const found = exact ? mutant.find : matches[0][0];
   applied = { file, text };
   try {
-    writeFileSync(file, text.slice(0, at) + mutant.replace + text.slice(at + mutant.find.length));
+    writeFileSync(file, text.slice(0, at) + mutant.replace + text.slice(at + found.length));
     return (await testsPass(TESTS[mutant.file])) ? 'survived' : 'killed';
   } finally {
     restore();
