@@ -1,5 +1,6 @@
-// The docs stay true: every relative link and anchor in README.md, CHANGELOG.md and docs/*.md leads
-// to a file and a heading that exist, and every `npm run X` they name is a script of package.json.
+// The docs stay true: every relative link and anchor in README.md, CHANGELOG.md, bench/log.md and
+// docs/*.md leads to a file and a heading that exist, and every `npm run X` they name is a script of
+// package.json.
 // (The variables of docs/configuration.md are checked against the code by a test of their own.)
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
@@ -12,6 +13,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const DOCS = [
   'README.md',
   'CHANGELOG.md',
+  'bench/log.md',
   ...readdirSync(path.join(root, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
