@@ -32,19 +32,29 @@ const PREFER = { ignore: 'resolution=ignore-duplicates', merge: 'resolution=merg
 const QUARANTINE = ', invalid=quarantine';
 
 /**
- * @param {import('./config.js').FeederConfig} config @param {unknown[]} users @param {import('./records.js').Resolution} resolution @param {boolean} quarantine
- * @param {number} timeoutMs @param {string | undefined} traceparent @param {string | undefined} idempotencyKey
- * @returns {Promise<PostOutcome & { retryAfterMs?: number, lost?: true, throttled?: boolean }>}  lost: the attempt may have written, its answer unknown; throttled: a 429
+ * One attempt's request.
+ * @typedef {object} Attempt
+ * @property {unknown[]} users
+ * @property {import('./records.js').Resolution} resolution
+ * @property {boolean} quarantine
+ * @property {number} timeoutMs
+ * @property {string | undefined} traceparent
+ * @property {string | undefined} idempotencyKey
  */
-async function postOnce(
-  config,
-  users,
-  resolution,
-  quarantine,
-  timeoutMs,
-  traceparent,
-  idempotencyKey,
-) {
+
+/**
+ * What one attempt came to. lost: the attempt may have written, its answer unknown; throttled: a
+ * 429.
+ * @typedef {PostOutcome & { retryAfterMs?: number, lost?: true, throttled?: boolean }} AttemptOutcome
+ */
+
+/**
+ * @param {import('./config.js').FeederConfig} config
+ * @param {Attempt} attempt
+ * @returns {Promise<AttemptOutcome>}
+ */
+async function postOnce(config, attempt) {
+  const { users, resolution, quarantine, traceparent, idempotencyKey } = attempt;
   let res;
   try {
     res = await fetch(`${config.serviceUrl}/users`, {
@@ -57,7 +67,7 @@ async function postOnce(
         ...(idempotencyKey ? { 'idempotency-key': `"${idempotencyKey}"` } : {}),
       },
       body: JSON.stringify(users),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: AbortSignal.timeout(attempt.timeoutMs),
     });
   } catch (err) {
     const cause =
@@ -66,8 +76,16 @@ async function postOnce(
   }
   // Read whatever the status, so the connection goes back to the pool.
   const text = await res.text().catch(() => '');
-  const body = safeJson(text);
-  // Typed by status, each field still checked: a proxy may answer anything.
+  return outcomeOf(res, safeJson(text));
+}
+
+/**
+ * An answer as an outcome, typed by status, each field still checked: a proxy may answer anything.
+ * @param {Response} res
+ * @param {any} body
+ * @returns {AttemptOutcome}
+ */
+function outcomeOf(res, body) {
   if (res.status === 200 || res.status === 201) {
     const result = /** @type {Partial<BatchResult> | undefined} */ (body);
     const counts = {
@@ -81,7 +99,8 @@ async function postOnce(
       ? { ...counts, replayed: true }
       : counts;
   }
-  // The service's own 500 is this request's failure (retrying fails the same); other 5xx, the way there.
+  // The service's own 500 is this request's failure (retrying fails the same); other 5xx, the
+  // way there.
   const failure = /** @type {Partial<InternalError> | undefined} */ (body);
   if (res.status === 500 && failure?.error === 'internal') {
     return {
@@ -151,15 +170,14 @@ export async function postUsers(
     const left = deadline - Date.now();
     if (left <= 0) return { kind: 'unavailable', reason: 'no time left in the invocation' };
     onAttempt(sent > 0);
-    const { lost, ...outcome } = await postOnce(
-      config,
+    const { lost, ...outcome } = await postOnce(config, {
       users,
       resolution,
       quarantine,
-      Math.min(config.requestTimeoutMs, left),
-      traceparent(),
+      timeoutMs: Math.min(config.requestTimeoutMs, left),
+      traceparent: traceparent(),
       idempotencyKey,
-    );
+    });
     if (outcome.kind === 'stored' && outcome.replayed && lostOne) {
       const { replayed: _ours, ...counts } = outcome;
       return counts;
