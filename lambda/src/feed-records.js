@@ -88,115 +88,176 @@ export function chunkKey(chunk, places) {
   return `sqs-${hash.digest('base64url')}`;
 }
 
-/** Feeds a chunk and enters what the answer means for its messages in the ledger. @param {FeedOptions & { ledger: import('./failure-ledger.js').FailureLedger, tokens: ReturnType<typeof tokenKeeper>, stats: FeedStats, places: Map<Item, number> }} feed */
-function chunkFeeder({
-  ledger,
-  tokens,
-  stats,
-  places,
-  deadline,
-  postUsers,
-  traceparent,
-  credentialsRefused = () => {},
-}) {
-  /** @param {Item[]} pending @param {import('./failure-ledger.js').Failure} failure */
-  const failAll = (pending, failure) =>
-    pending.forEach((item) => ledger.fail(item.messageId, failure));
-  const onAttempt = (/** @type {boolean} */ retry) => {
-    stats.posts++;
-    if (retry) stats.retries++;
-  };
+/**
+ * What feeding a chunk needs: where its outcome goes (ledger, stats), the token, each item's place.
+ * @typedef {FeedOptions & {
+ *   ledger: import('./failure-ledger.js').FailureLedger,
+ *   tokens: ReturnType<typeof tokenKeeper>,
+ *   stats: FeedStats,
+ *   places: Map<Item, number>,
+ * }} Feed
+ * @typedef {import('./service-client.js').PostOutcome} PostOutcome
+ */
 
-  /** @param {Item[]} chunk @returns {Promise<void>} */
-  async function feedChunk(chunk) {
-    let pending = chunk;
-    for (;;) {
-      // A failed message, or one behind its group's failure, fails whole: none of its users goes.
-      pending = pending.filter((item) => !ledger.hasFailed(item.messageId));
-      if (pending.length === 0) return;
-      const used = tokens.current();
-      const { resolution, invalid } = pending[0];
-      const idempotencyKey = chunkKey(pending, places);
-      const outcome = await postUsers(
-        used,
-        pending.map((item) => item.user),
-        {
-          deadline,
-          resolution,
-          quarantine: invalid === 'quarantine',
-          onAttempt,
-          traceparent,
-          idempotencyKey,
+/**
+ * Feeds a chunk and enters what the answer means for its messages in the ledger.
+ * @param {Feed} feed
+ * @param {Item[]} chunk
+ * @returns {Promise<void>}
+ */
+async function feedChunk(feed, chunk) {
+  const { ledger, tokens, stats } = feed;
+  let pending = chunk;
+  for (;;) {
+    // A failed message, or one behind its group's failure, fails whole: none of its users goes.
+    pending = pending.filter((item) => !ledger.hasFailed(item.messageId));
+    if (pending.length === 0) return;
+    const used = tokens.current();
+    const { resolution, invalid } = pending[0];
+    const outcome = await feed.postUsers(
+      used,
+      pending.map((item) => item.user),
+      {
+        deadline: feed.deadline,
+        resolution,
+        quarantine: invalid === 'quarantine',
+        onAttempt: (retry) => {
+          stats.posts++;
+          if (retry) stats.retries++;
         },
-      );
-      switch (outcome.kind) {
-        case 'stored':
-          // The users set aside are the service's to keep (npm run quarantine): the message is done.
-          stats.stored += pending.length - outcome.quarantined;
-          // An earlier delivery's write: counted by the invocation that made it.
-          if (outcome.replayed) {
-            stats.replayed += pending.length - outcome.quarantined;
-            return;
-          }
-          stats.inserted += outcome.inserted;
-          stats.updated += outcome.updated;
-          stats.stale += outcome.stale;
-          stats.quarantined += outcome.quarantined;
-          return;
-        case 'invalid': {
-          if (outcome.errors.length === 0)
-            return splitByMessage(pending, 'HTTP 400 invalid_batch naming no user');
-          // An index outside the chunk (a proxy, another version): the answer is not about this
-          // chunk, and posting it again would get the same answer.
-          const outside = outcome.errors.find((e) => !(e.index >= 0 && e.index < pending.length));
-          if (outside)
-            return failAll(
-              pending,
-              poison(
-                `HTTP 400 invalid_batch naming user ${outside.index} of a chunk of ${pending.length}`,
-              ),
-            );
-          for (const e of outcome.errors)
-            ledger.fail(
-              pending[e.index].messageId,
-              poison(`HTTP 400 invalid_batch: ${e.field ?? 'a user'} ${e.message}`),
-            );
-          continue;
-        }
-        case 'tooLarge': {
-          if (pending.length === 1)
-            return ledger.fail(
-              pending[0].messageId,
-              poison("one user is over the service's body limit (413)"),
-            );
-          const half = Math.ceil(pending.length / 2);
-          await feedChunk(pending.slice(0, half));
-          return feedChunk(pending.slice(half));
-        }
-        case 'refused':
-          // A refused token is the deployment's fault, not the message's: unavailable, never poison.
-          if (outcome.status === 401 && (await tokens.newerToken(used))) continue;
-          if (outcome.status === 401 || outcome.status === 403) {
-            credentialsRefused(outcome.status);
-            return failAll(pending, { kind: 'unavailable', reason: outcome.reason });
-          }
-          return splitByMessage(pending, outcome.reason);
-        case 'unavailable':
-          return failAll(pending, { kind: 'unavailable', reason: outcome.reason });
+        traceparent: feed.traceparent,
+        idempotencyKey: chunkKey(pending, feed.places),
+      },
+    );
+    if (!(await settled(feed, pending, outcome, used))) return;
+  }
+}
+
+/**
+ * Enters an answer for the chunk's messages; true when what is left is to be posted again.
+ * @param {Feed} feed
+ * @param {Item[]} pending
+ * @param {PostOutcome} outcome
+ * @param {FeederConfig} used  the configuration, token included, the post was sent with
+ * @returns {Promise<boolean>}
+ */
+async function settled(feed, pending, outcome, used) {
+  switch (outcome.kind) {
+    case 'stored':
+      countStored(feed.stats, pending.length, outcome);
+      return false;
+    case 'invalid':
+      return failInvalid(feed, pending, outcome.errors);
+    case 'tooLarge':
+      await halve(feed, pending);
+      return false;
+    case 'refused':
+      // A refused token is the deployment's fault, not the message's: unavailable, never poison.
+      if (outcome.status === 401 && (await feed.tokens.newerToken(used))) return true;
+      if (outcome.status === 401 || outcome.status === 403) {
+        feed.credentialsRefused?.(outcome.status);
+        failAll(feed, pending, { kind: 'unavailable', reason: outcome.reason });
+        return false;
       }
-    }
+      await splitByMessage(feed, pending, outcome.reason);
+      return false;
+    case 'unavailable':
+      failAll(feed, pending, { kind: 'unavailable', reason: outcome.reason });
+      return false;
   }
+}
 
-  /** Bisects a refused chunk by message; a message alone still refused fails. @param {Item[]} pending @param {string} reason */
-  async function splitByMessage(pending, reason) {
-    const ids = [...new Set(pending.map((item) => item.messageId))];
-    if (ids.length === 1) return ledger.fail(ids[0], poison(reason));
-    const first = new Set(ids.slice(0, Math.ceil(ids.length / 2)));
-    await feedChunk(pending.filter((item) => first.has(item.messageId)));
-    await feedChunk(pending.filter((item) => !first.has(item.messageId)));
+/**
+ * @param {FeedStats} stats
+ * @param {number} sent  the chunk's users
+ * @param {Extract<PostOutcome, { kind: 'stored' }>} outcome
+ */
+function countStored(stats, sent, outcome) {
+  // The users set aside are the service's to keep (npm run quarantine): the message is done.
+  stats.stored += sent - outcome.quarantined;
+  // An earlier delivery's write: counted by the invocation that made it.
+  if (outcome.replayed) {
+    stats.replayed += sent - outcome.quarantined;
+    return;
   }
+  stats.inserted += outcome.inserted;
+  stats.updated += outcome.updated;
+  stats.stale += outcome.stale;
+  stats.quarantined += outcome.quarantined;
+}
 
-  return feedChunk;
+/**
+ * A 400 fails the messages of the users it names; true when the rest is to be posted again.
+ * @param {Feed} feed
+ * @param {Item[]} pending
+ * @param {import('./service-client.js').ItemError[]} errors
+ * @returns {Promise<boolean>}
+ */
+async function failInvalid(feed, pending, errors) {
+  if (errors.length === 0) {
+    await splitByMessage(feed, pending, 'HTTP 400 invalid_batch naming no user');
+    return false;
+  }
+  // An index outside the chunk (a proxy, another version): the answer is not about this chunk,
+  // and posting it again would get the same answer.
+  const outside = errors.find((e) => !(e.index >= 0 && e.index < pending.length));
+  if (outside) {
+    const why = `HTTP 400 invalid_batch naming user ${outside.index} of a chunk of ${pending.length}`;
+    failAll(feed, pending, poison(why));
+    return false;
+  }
+  for (const e of errors) {
+    const why = `HTTP 400 invalid_batch: ${e.field ?? 'a user'} ${e.message}`;
+    feed.ledger.fail(pending[e.index].messageId, poison(why));
+  }
+  return true;
+}
+
+/**
+ * A 413 halves the chunk; one user alone over the limit fails its message.
+ * @param {Feed} feed
+ * @param {Item[]} pending
+ */
+async function halve(feed, pending) {
+  if (pending.length === 1) {
+    feed.ledger.fail(
+      pending[0].messageId,
+      poison("one user is over the service's body limit (413)"),
+    );
+    return;
+  }
+  const half = Math.ceil(pending.length / 2);
+  await feedChunk(feed, pending.slice(0, half));
+  await feedChunk(feed, pending.slice(half));
+}
+
+/**
+ * Bisects a refused chunk by message; a message alone still refused fails.
+ * @param {Feed} feed
+ * @param {Item[]} pending
+ * @param {string} reason
+ */
+async function splitByMessage(feed, pending, reason) {
+  const ids = [...new Set(pending.map((item) => item.messageId))];
+  if (ids.length === 1) return feed.ledger.fail(ids[0], poison(reason));
+  const first = new Set(ids.slice(0, Math.ceil(ids.length / 2)));
+  await feedChunk(
+    feed,
+    pending.filter((item) => first.has(item.messageId)),
+  );
+  await feedChunk(
+    feed,
+    pending.filter((item) => !first.has(item.messageId)),
+  );
+}
+
+/**
+ * @param {Feed} feed
+ * @param {Item[]} pending
+ * @param {import('./failure-ledger.js').Failure} failure
+ */
+function failAll(feed, pending, failure) {
+  for (const item of pending) feed.ledger.fail(item.messageId, failure);
 }
 
 /**
@@ -247,16 +308,17 @@ export async function feedRecords(records, options) {
   });
   const ledger = createFailureLedger(records);
   for (const [messageId, failure] of poisoned) ledger.fail(messageId, failure);
-  const feedChunk = chunkFeeder({
+  /** @type {Feed} */
+  const feed = {
     ...options,
     ledger,
     tokens: tokenKeeper(config, options.rereadToken),
     stats,
     places: placesInMessages(items),
-  });
+  };
   const chunks = ledger.fifo
     ? chunksInOrder(items, config.postChunkItems)
     : chunksOf(items, config.postChunkItems);
-  await feedInGroupOrder(chunks, config.postConcurrency, feedChunk);
+  await feedInGroupOrder(chunks, config.postConcurrency, (chunk) => feedChunk(feed, chunk));
   return { items, failed: ledger.failures(), stats };
 }
