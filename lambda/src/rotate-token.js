@@ -46,7 +46,8 @@ const tokensOf = (text, what) =>
  * One step of Secrets Manager's rotation protocol. setSecret waits until every service (reading
  * AWSPENDING beside AWSCURRENT) accepts the new tokens before finishSecret gives them out. A step
  * may run twice (a retry): each checks whether it is done.
- * @param {RotationEvent} event @param {RotationDeps} deps
+ * @param {RotationEvent} event
+ * @param {RotationDeps} deps
  */
 export async function rotate(
   { Step: step, SecretId: secretId, ClientRequestToken: version },
@@ -61,101 +62,105 @@ export async function rotate(
   if (!stages[version].includes('AWSPENDING'))
     throw new Error(`version ${version} of ${secretId} is not AWSPENDING`);
 
+  const secret = { client, secretId, version };
   switch (step) {
-    case 'createSecret': {
-      const current = clientsOf(
-        (
-          await client.send(
-            new GetSecretValueCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT' }),
-          )
-        ).SecretString,
-        'AWSCURRENT',
-      );
-      try {
-        await client.send(
-          new GetSecretValueCommand({
-            SecretId: secretId,
-            VersionId: version,
-            VersionStage: 'AWSPENDING',
-          }),
-        );
-        return;
-      } catch (err) {
-        if (!(err instanceof ResourceNotFoundException)) throw err;
-      }
-      // A client's limits, declared beside its token, go with it to its new token.
-      const next = Object.fromEntries(
-        current.map(({ name, limits }) => [
-          name,
-          limits ? { token: newToken(), ...limits } : newToken(),
-        ]),
-      );
-      await client.send(
-        new PutSecretValueCommand({
-          SecretId: secretId,
-          ClientRequestToken: version,
-          SecretString: JSON.stringify(next),
-          VersionStages: ['AWSPENDING'],
-        }),
-      );
-      return;
-    }
+    case 'createSecret':
+      return createPending(secret);
     case 'setSecret':
-      await sleep(waitMs);
-      return;
-    case 'testSecret': {
-      const current = tokensOf(
-        (
-          await client.send(
-            new GetSecretValueCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT' }),
-          )
-        ).SecretString,
-        'AWSCURRENT',
-      );
-      const pending = tokensOf(
-        (
-          await client.send(
-            new GetSecretValueCommand({
-              SecretId: secretId,
-              VersionId: version,
-              VersionStage: 'AWSPENDING',
-            }),
-          )
-        ).SecretString,
-        'AWSPENDING',
-      );
-      const names = (/** @type {object} */ o) => Object.keys(o).sort().join(',');
-      if (names(current) !== names(pending))
-        throw new Error('AWSPENDING does not name the same clients as AWSCURRENT');
-      if (Object.keys(pending).some((name) => pending[name] === current[name]))
-        throw new Error('AWSPENDING keeps a token of AWSCURRENT');
-      if (new Set(Object.values(pending)).size !== Object.keys(pending).length)
-        throw new Error('AWSPENDING gives two clients the same token');
-      return;
-    }
-    case 'finishSecret': {
-      const current = Object.entries(stages).find(([, s]) => s.includes('AWSCURRENT'))?.[0];
-      await client.send(
-        new UpdateSecretVersionStageCommand({
-          SecretId: secretId,
-          VersionStage: 'AWSCURRENT',
-          MoveToVersionId: version,
-          RemoveFromVersionId: current,
-        }),
-      );
-      // Off AWSPENDING, which the services read too, so no stale pending version shadows a later put.
-      await client.send(
-        new UpdateSecretVersionStageCommand({
-          SecretId: secretId,
-          VersionStage: 'AWSPENDING',
-          RemoveFromVersionId: version,
-        }),
-      );
-      return;
-    }
+      return sleep(waitMs);
+    case 'testSecret':
+      return testPending(secret);
+    case 'finishSecret':
+      return finish(secret, stages);
     default:
       throw new Error(`unknown rotation step ${JSON.stringify(step)}`);
   }
+}
+
+/**
+ * The secret a rotation works on: its id and the version being rotated in.
+ * @typedef {{ client: RotationDeps['client'], secretId: string, version: string }} Rotated
+ */
+
+/**
+ * A version's text: AWSCURRENT's, or the rotated version's as AWSPENDING.
+ * @param {Rotated} secret
+ * @param {'AWSCURRENT' | 'AWSPENDING'} stage
+ */
+async function secretText({ client, secretId, version }, stage) {
+  const which = stage === 'AWSPENDING' ? { VersionId: version } : {};
+  const read = new GetSecretValueCommand({ SecretId: secretId, ...which, VersionStage: stage });
+  return (await client.send(read)).SecretString;
+}
+
+/**
+ * createSecret: a new token for every client of AWSCURRENT, put as AWSPENDING unless there already.
+ * @param {Rotated} secret
+ */
+async function createPending(secret) {
+  const current = clientsOf(await secretText(secret, 'AWSCURRENT'), 'AWSCURRENT');
+  try {
+    await secretText(secret, 'AWSPENDING');
+    return;
+  } catch (err) {
+    if (!(err instanceof ResourceNotFoundException)) throw err;
+  }
+  // A client's limits, declared beside its token, go with it to its new token.
+  const next = Object.fromEntries(
+    current.map(({ name, limits }) => [
+      name,
+      limits ? { token: newToken(), ...limits } : newToken(),
+    ]),
+  );
+  await secret.client.send(
+    new PutSecretValueCommand({
+      SecretId: secret.secretId,
+      ClientRequestToken: secret.version,
+      SecretString: JSON.stringify(next),
+      VersionStages: ['AWSPENDING'],
+    }),
+  );
+}
+
+/**
+ * testSecret: AWSPENDING names the clients of AWSCURRENT, each with a new token of its own.
+ * @param {Rotated} secret
+ */
+async function testPending(secret) {
+  const current = tokensOf(await secretText(secret, 'AWSCURRENT'), 'AWSCURRENT');
+  const pending = tokensOf(await secretText(secret, 'AWSPENDING'), 'AWSPENDING');
+  const names = (/** @type {object} */ o) => Object.keys(o).sort().join(',');
+  if (names(current) !== names(pending))
+    throw new Error('AWSPENDING does not name the same clients as AWSCURRENT');
+  if (Object.keys(pending).some((name) => pending[name] === current[name]))
+    throw new Error('AWSPENDING keeps a token of AWSCURRENT');
+  if (new Set(Object.values(pending)).size !== Object.keys(pending).length)
+    throw new Error('AWSPENDING gives two clients the same token');
+}
+
+/**
+ * finishSecret: the rotated version made AWSCURRENT.
+ * @param {Rotated} secret
+ * @param {Record<string, string[]>} stages
+ */
+async function finish({ client, secretId, version }, stages) {
+  const current = Object.entries(stages).find(([, s]) => s.includes('AWSCURRENT'))?.[0];
+  await client.send(
+    new UpdateSecretVersionStageCommand({
+      SecretId: secretId,
+      VersionStage: 'AWSCURRENT',
+      MoveToVersionId: version,
+      RemoveFromVersionId: current,
+    }),
+  );
+  // Off AWSPENDING, which the services read too, so no stale pending version shadows a later put.
+  await client.send(
+    new UpdateSecretVersionStageCommand({
+      SecretId: secretId,
+      VersionStage: 'AWSPENDING',
+      RemoveFromVersionId: version,
+    }),
+  );
 }
 
 export async function handler(/** @type {RotationEvent} */ event) {
