@@ -30,20 +30,8 @@ export function createFeeder({
   postUsers = postUsersOverHttp,
 }) {
   const reports = createReports({ logger, metrics });
+  const refusals = refusalsSaidOnce(reports);
   let current = /** @type {FeederConfig | undefined} */ (undefined);
-  // Said once while the refusals last; again after a batch was let in.
-  let credentialsRefusedSaid = false;
-
-  /** @param {number} status @param {FeederConfig} used */
-  function credentialsRefused(status, used) {
-    if (credentialsRefusedSaid) return;
-    credentialsRefusedSaid = true;
-    reports.reportCredentialsRefused({
-      status,
-      tokenSent: Boolean(used.ingestToken),
-      fromSecret: Boolean(used.ingestTokenSecretArn),
-    });
-  }
 
   return async function handler(event, context) {
     current ??= await readToken(config);
@@ -63,7 +51,7 @@ export function createFeeder({
           postUsers,
           traceparent: tracing.currentTraceparent,
           rereadToken,
-          credentialsRefused: (status) => credentialsRefused(status, invocationConfig),
+          credentialsRefused: (status) => refusals.refused(status, invocationConfig),
         }),
       );
     } catch (err) {
@@ -71,7 +59,7 @@ export function createFeeder({
       throw err;
     }
     const { items, failed, stats } = fed;
-    if (stats.stored > 0) credentialsRefusedSaid = false;
+    if (stats.stored > 0) refusals.letIn();
     tracing.endInvocationSpan(span, {
       users: items.length,
       users_stored: stats.stored,
@@ -84,6 +72,29 @@ export function createFeeder({
       durationMs: Date.now() - started,
       reports,
     });
+  };
+}
+
+/**
+ * Refused credentials, said once while the refusals last; again after a batch was let in.
+ * @param {ReturnType<typeof createReports>} reports
+ */
+function refusalsSaidOnce(reports) {
+  let said = false;
+  return {
+    /** @param {number} status @param {FeederConfig} used */
+    refused(status, used) {
+      if (said) return;
+      said = true;
+      reports.reportCredentialsRefused({
+        status,
+        tokenSent: Boolean(used.ingestToken),
+        fromSecret: Boolean(used.ingestTokenSecretArn),
+      });
+    },
+    letIn() {
+      said = false;
+    },
   };
 }
 
