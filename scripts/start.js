@@ -43,6 +43,8 @@ const settings = await (async () => {
   }
 })();
 const { host, port } = settings.service;
+/** Where the embedded PostgreSQL listens (db/src/local-postgres.js). */
+const LOOPBACK = '127.0.0.1';
 // A busy port is said now, not after the embedded PostgreSQL and the migrations have started.
 const { checkCanListen } = await import('../service/src/http/listen-problem.js');
 const busy = await checkCanListen({ host, port });
@@ -56,6 +58,15 @@ if (!databaseUrl) {
     ? dataDir
     : path.relative(root, dataDir);
   say(`DATABASE_URL is unset: starting the embedded PostgreSQL (data in ${shown})`);
+  // The port is tried first: PostgreSQL's own refusal is a log line, not a code.
+  if (
+    settings.embeddedPort &&
+    (await checkCanListen({ host: LOOPBACK, port: settings.embeddedPort }))
+  )
+    await fail(
+      `the embedded PostgreSQL cannot listen on port ${settings.embeddedPort} of ${LOOPBACK}: ` +
+        'another process holds it; set EMBEDDED_PG_PORT to another, or unset it for a free one',
+    );
   const started = await startLocalPostgres({ dataDir, port: settings.embeddedPort }).catch(
     (err) => {
       if (err instanceof DataDirInUseError) {
@@ -68,11 +79,7 @@ if (!databaseUrl) {
         );
       }
       const why = err instanceof Error ? err.message : String(err);
-      const portTaken =
-        settings.embeddedPort && /could not (create any TCP\/IP sockets|bind)/.test(why)
-          ? `; is port ${settings.embeddedPort} taken? Set EMBEDDED_PG_PORT to another, or unset it for a free one`
-          : '';
-      return fail(`the embedded PostgreSQL did not start: ${why}${portTaken}`);
+      return fail(`the embedded PostgreSQL did not start: ${why}`);
     },
   );
   localPostgres = started;

