@@ -19,7 +19,7 @@ export class TokenBucket {
     this.burst = burst;
     this.tokens = burst;
     this.updated = now;
-    /** Requests charged and not answered yet: settled, each may still take more. */
+    /** Requests charged whose answer is not done: each may yet settle for more users. */
     this.pending = 0;
     this.policy = `${POLICY};q=${Math.round(burst)};w=${Math.max(1, Math.ceil(burst / rate))}`;
   }
