@@ -175,11 +175,8 @@ export function createApp({
     res.json({ status: 'ok', pid: process.pid });
   });
   app.get('/readyz', async (_req, res) => {
-    const ready = await db.isReady();
-    res.status(ready ? 200 : 503).json({
-      status: ready ? 'ready' : 'not_ready',
-      reason: ready ? undefined : db.notReadyBecause?.(),
-    });
+    const { ready, reason } = await db.readiness();
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', reason });
   });
   app.get(
     '/metrics',

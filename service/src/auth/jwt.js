@@ -29,6 +29,11 @@ const ASYMMETRIC = [
 /** How long a verified token is remembered at most (never past its exp). */
 export const VERIFIED_CACHE_MS = 60_000;
 const VERIFIED_CACHE_SIZE = 1000;
+/** Characters of a client claim kept (a longer one names the client its first characters name). */
+const MAX_CLIENT_CHARS = 256;
+// C0, DEL and C1: none has a place in a name, and NUL cannot be stored.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
 /** Supabase's role of its public anon key, which supabase-js sends when no user is signed in. */
 const ANONYMOUS_ROLE = 'anon';
 
@@ -82,9 +87,7 @@ export async function createJwtVerifier(config) {
       (roles ? roles.has(role) : role !== ANONYMOUS_ROLE);
     if (!grants)
       throw new JwtRefusal(`the token's ${config.roleClaim} claim does not grant writing`, 'role');
-    const claimed = payload[config.clientClaim];
-    const client =
-      typeof claimed === 'string' && claimed !== '' ? claimed.slice(0, 256) : undefined;
+    const client = clientOf(payload[config.clientClaim], config.clientClaim);
     const now = Date.now();
     const expires =
       typeof payload.exp === 'number' ? payload.exp * 1000 + CLOCK_TOLERANCE_S * 1000 : Infinity;
@@ -92,6 +95,30 @@ export async function createJwtVerifier(config) {
     verified.set(token, { client, until: Math.min(now + VERIFIED_CACHE_MS, expires) });
     return client;
   };
+}
+
+/**
+ * The client a claim names: its first MAX_CLIENT_CHARS characters (a pair of surrogates never cut
+ * apart), or none for no string or an empty one. The name goes into SQL text (the Idempotency-Key
+ * store's scope) and the log: a control character (PostgreSQL's text holds no NUL) or a lone
+ * surrogate (stored as another character, so the key read back would not be the key claimed)
+ * refuses the token, naming the claim, never quoting it.
+ * @param {unknown} claimed @param {string} claim
+ */
+function clientOf(claimed, claim) {
+  if (typeof claimed !== 'string' || claimed === '') return undefined;
+  let end = Math.min(claimed.length, MAX_CLIENT_CHARS);
+  const last = claimed.charCodeAt(end - 1);
+  if (end < claimed.length && last >= 0xd800 && last <= 0xdbff) end--;
+  const client = claimed.slice(0, end);
+  // String.prototype.isWellFormed, which TypeScript's ES2022 library does not declare.
+  const wellFormed = /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (client));
+  if (CONTROL.test(client) || !wellFormed.isWellFormed())
+    throw new JwtRefusal(
+      `the token's ${claim} claim is not a client name: it holds a control character or a lone surrogate`,
+      'claim',
+    );
+  return client;
 }
 
 /** jose's error as a refusal, by its class: its message may quote a claim's value. @param {unknown} err @param {boolean} keySet */

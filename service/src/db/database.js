@@ -28,6 +28,8 @@ const READY = "SELECT to_regclass('public.users') IS NOT NULL AS ready";
 const STALL_MS = 2_000;
 // A probe that found the database unreachable is believed this long: 503 at once meanwhile.
 const UNREACHABLE_HOLD_MS = 1_000;
+// /readyz's verdict is kept this long: however many probes come, one check a second at most.
+export const READINESS_HOLD_MS = 1_000;
 
 /** A passing failure: a transient errno or SQLSTATE, the watchdog's cut, or the connection's failure as its lending saw it. @param {unknown} err */
 export function isTransient(err) {
@@ -61,14 +63,19 @@ export function timeoutOf(err) {
  */
 
 /**
+ * Whether the database answers through the pool, the schema is in place and a transaction can be
+ * opened; reason: a misconfiguration found (a pooler in statement mode).
+ * @typedef {{ ready: boolean, reason?: string }} Readiness
+ */
+
+/**
  * @typedef {object} Database
  * @property {pg.Pool} pool
  * @property {<T>(fn: (client: Lending) => Promise<T>) => Promise<T>} withClient
  * @property {<T>(fn: (client: Lending, begun: import('pg').QueryResult[]) => Promise<T>, options?: { limits?: import('./transaction-settings.js').TimeLimits, then?: string }) => Promise<T>} transaction
  *   BEGIN under the settings (limits: overrides; then: more statements in BEGIN's round trip, whose answers fn gets in `begun`), fn, COMMIT; ROLLBACK when fn fails
  * @property {import('./transaction-settings.js').TransactionSettings} settings  each transaction's own time limits
- * @property {() => Promise<boolean>} isReady  the database answers, the schema is in place, and a transaction can be opened
- * @property {() => string | undefined} notReadyBecause  a misconfiguration found (a pooler in statement mode)
+ * @property {() => Promise<Readiness>} readiness  /readyz's verdict, at most READINESS_HOLD_MS old
  * @property {(err: unknown) => Promise<Diagnosis>} diagnose
  * @property {() => Promise<boolean>} isTableLocked  another session holds a lock on users that stops every insert
  * @property {() => Promise<void>} close
@@ -100,12 +107,13 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
       logger.warn({ connections: count }, 'database unreachable: cut the connections in flight'),
   });
   const withClient = createLender(pool, lend, watchdog, knownUnreachable);
-  // Whether the last BEGIN was refused by a pooler in statement mode (until one is not).
-  let statementPooling = false;
-  /** @param {boolean} refused */
-  const beginRefused = (refused) => {
-    statementPooling = refused;
-  };
+  const readiness = createReadiness({
+    pooled: () => checkReadiness(withClient, settings, config.dbConnectTimeoutMs),
+    fresh: async () => ({ ready: (await probe()).ready }),
+    // Every connection lent, none to be had at once: the pool is busy, which is no reason to wait
+    // behind the writes for one (a load balancer would take a busy instance out of service).
+    poolBusy: () => pool.idleCount === 0 && pool.totalCount >= config.dbPoolMax,
+  });
 
   /** @type {Database['diagnose']} */
   async function diagnose(err) {
@@ -120,10 +128,9 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
   return {
     pool,
     withClient,
-    transaction: createTransaction(withClient, settings, beginRefused),
+    transaction: createTransaction(withClient, settings),
     settings,
-    isReady: async () => !statementPooling && (await probe()).ready,
-    notReadyBecause: () => (statementPooling ? STATEMENT_POOLING : undefined),
+    readiness,
     diagnose,
     isTableLocked: () => isTableLocked(withClient, settings),
     close: () => {
@@ -208,24 +215,17 @@ function createLender(pool, lend, watchdog, knownUnreachable) {
   };
 }
 
-/** @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings @param {(refused: boolean) => void} beginRefused @returns {Database['transaction']} */
-function createTransaction(withClient, settings, beginRefused) {
+/** @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings @returns {Database['transaction']} */
+function createTransaction(withClient, settings) {
   return (fn, { limits, then } = {}) =>
     withClient(async (client) => {
       try {
         // In the try: a failure of BEGIN's round trip (a statement of `then`) leaves it open.
-        const begun = await client
-          .begin(settings.begin(limits, then), limits?.statementTimeoutMs)
-          .then(
-            (/** @type {import('pg').QueryResult | import('pg').QueryResult[]} */ answers) => {
-              beginRefused(false);
-              return Array.isArray(answers) ? answers : [answers];
-            },
-            (/** @type {unknown} */ err) => {
-              if (isStatementPooling(err)) beginRefused(true);
-              throw err;
-            },
-          );
+        const answers = await client.begin(
+          settings.begin(limits, then),
+          limits?.statementTimeoutMs,
+        );
+        const begun = Array.isArray(answers) ? answers : [answers];
         const result = await fn(client, begun);
         await client.commit();
         return result;
@@ -234,6 +234,58 @@ function createTransaction(withClient, settings, beginRefused) {
         throw err;
       }
     });
+}
+
+/**
+ * /readyz's verdict, kept READINESS_HOLD_MS: probes in between, however many, are answered from it,
+ * and those that come while a check runs share it. Checked through the pool (a connection the
+ * writes use, no new session), or on a fresh connection while the pool is busy.
+ * @param {{ pooled: () => Promise<Readiness>, fresh: () => Promise<Readiness>, poolBusy: () => boolean }} checks
+ * @returns {() => Promise<Readiness>}
+ */
+export function createReadiness({ pooled, fresh, poolBusy }) {
+  /** @type {{ at: number, verdict: Readiness } | undefined} */ let last;
+  /** @type {Promise<Readiness> | undefined} */ let checking;
+  return () => {
+    if (last && performance.now() - last.at < READINESS_HOLD_MS)
+      return Promise.resolve(last.verdict);
+    checking ??= (poolBusy() ? fresh() : pooled())
+      .catch(() => ({ ready: false }))
+      .then((verdict) => {
+        last = { at: performance.now(), verdict };
+        return verdict;
+      })
+      .finally(() => {
+        checking = undefined;
+      });
+    return checking;
+  };
+}
+
+/**
+ * The check itself, on a pooled connection: BEGIN and the schema's query in one round trip, then
+ * ROLLBACK. A pooler in statement mode refuses the BEGIN (a query that leaves a transaction open):
+ * the pooler's own answer, found by every check until it runs another mode. Bounded by the connect
+ * timeout on both sides, as the fresh probe is.
+ * @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings @param {number} timeoutMs
+ * @returns {Promise<Readiness>}
+ */
+function checkReadiness(withClient, settings, timeoutMs) {
+  return withClient(async (client) => {
+    try {
+      const begun = await client.begin(
+        settings.begin({ statementTimeoutMs: timeoutMs }, READY),
+        timeoutMs,
+        timeoutMs,
+      );
+      return { ready: lastResult(begun).rows[0]?.ready === true };
+    } catch (err) {
+      if (isStatementPooling(err)) return { ready: false, reason: STATEMENT_POOLING };
+      throw err;
+    } finally {
+      await client.rollback().catch(() => {});
+    }
+  });
 }
 
 /**

@@ -60,11 +60,19 @@ export class Lending {
     return this.#send(statement);
   }
 
-  /** @param {string} text  BEGIN and its round trip's statements @param {number} [statementTimeoutMs]  the transaction's own, when it sets one */
-  begin(text, statementTimeoutMs) {
+  /**
+   * @param {string} text  BEGIN and its round trip's statements @param {number} [statementTimeoutMs]  the transaction's own, when it sets one
+   * @param {number} [readTimeoutMs]  its answer awaited this long rather than the lending's read timeout
+   */
+  begin(text, statementTimeoutMs, readTimeoutMs) {
     this.#inTransaction = true;
     if (statementTimeoutMs !== undefined) this.#statementTimeoutMs = statementTimeoutMs;
-    return this.#send({ text, operation: 'BEGIN' }).catch((/** @type {unknown} */ err) => {
+    const statement = {
+      text,
+      operation: 'BEGIN',
+      ...(readTimeoutMs ? { query_timeout: readTimeoutMs } : {}),
+    };
+    return this.#send(statement).catch((/** @type {unknown} */ err) => {
       throw refusedToBegin(err);
     });
   }

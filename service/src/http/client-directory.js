@@ -11,8 +11,15 @@ import { TokenBucket } from './rate-limit.js';
 /** @typedef {import('@sluice/env/named-tokens').ClientLimits} ClientLimits */
 /** @typedef {import('./fair-share.js').FairClient & { name: string, bucket?: TokenBucket, limits?: ClientLimits }} Client */
 
-/** JWT clients remembered at most (their subjects are the clients' own words): past it, forgotten all at once. */
-const JWT_CLIENTS = 10_000;
+/**
+ * JWT clients remembered at most (their subjects are the clients' own words). Past it, those whose
+ * bucket is idle (full, nothing in flight: forgetting them forgives nothing) are forgotten, at most
+ * once a SWEEP_EVERY_MS; a new subject that finds no room meanwhile shares one overflow client.
+ */
+export const JWT_CLIENTS = 10_000;
+const SWEEP_EVERY_MS = 1_000;
+/** The overflow client's key: no credential's scope (tokenScope, jwtScope) starts so. */
+const OVERFLOW_KEY = 'overflow:jwt';
 
 /** @param {string} key @param {string} name @param {string} label @param {ClientLimits | undefined} limits @param {number} now @returns {Client} */
 function clientOf(key, name, label, limits, now) {
@@ -39,6 +46,8 @@ const sameLimits = (
 export class ClientDirectory {
   /** @type {Map<string, Client>} */ #named = new Map();
   /** @type {Map<string, Client>} */ #jwt = new Map();
+  /** @type {Client | undefined} */ #overflow;
+  #sweptAt = -Infinity;
   /** @type {unknown} */ #set;
 
   /**
@@ -68,14 +77,27 @@ export class ClientDirectory {
   jwt(subject) {
     const key = jwtScope(subject);
     let client = this.#jwt.get(key);
-    if (!client) {
-      if (this.#jwt.size >= JWT_CLIENTS) this.#jwt.clear();
-      this.#jwt.set(
-        key,
-        (client = clientOf(key, subject ?? JWT_LABEL, JWT_LABEL, this.jwtLimits, this.now())),
-      );
-    }
+    if (client) return client;
+    const now = this.now();
+    if (this.#jwt.size >= JWT_CLIENTS) this.#forgetIdle(now);
+    if (this.#jwt.size >= JWT_CLIENTS)
+      return (this.#overflow ??= clientOf(OVERFLOW_KEY, JWT_LABEL, JWT_LABEL, this.jwtLimits, now));
+    client = clientOf(key, subject ?? JWT_LABEL, JWT_LABEL, this.jwtLimits, now);
+    this.#jwt.set(key, client);
     return client;
+  }
+
+  /** JWT clients remembered. */
+  get jwtClients() {
+    return this.#jwt.size;
+  }
+
+  /** Forgets the JWT clients without a bucket or with an idle one (never one in debt). @param {number} now */
+  #forgetIdle(now) {
+    if (now - this.#sweptAt < SWEEP_EVERY_MS) return;
+    this.#sweptAt = now;
+    for (const [key, client] of this.#jwt)
+      if (!client.bucket || client.bucket.idle(now)) this.#jwt.delete(key);
   }
 
   /** The tokens were read again: a client whose limits changed is made again, its bucket's level kept. @param {unknown} set */

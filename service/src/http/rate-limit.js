@@ -19,6 +19,8 @@ export class TokenBucket {
     this.burst = burst;
     this.tokens = burst;
     this.updated = now;
+    /** Requests charged whose answer is not done: each may yet settle for more users. */
+    this.pending = 0;
     this.policy = `${POLICY};q=${Math.round(burst)};w=${Math.max(1, Math.ceil(burst / rate))}`;
   }
 
@@ -46,6 +48,12 @@ export class TokenBucket {
   /** What was taken corrected by `users` (more: taken too; fewer: given back). @param {number} users */
   settle(users) {
     this.tokens = Math.min(this.burst, this.tokens - users);
+  }
+
+  /** Whether forgetting the bucket forgives nothing: full now, and no request of it in flight. @param {number} now */
+  idle(now) {
+    this.#refill(now);
+    return this.pending === 0 && this.tokens >= this.burst;
   }
 
   /** The RateLimit header: users left now and seconds until the bucket is full. @param {number} now */
@@ -93,6 +101,8 @@ export function limitRate({ refused, now = () => performance.now() }) {
     res.setHeader('RateLimit-Policy', bucket.policy);
     res.setHeader('RateLimit', bucket.state(at));
     res.locals.settleUsers = (users) => bucket.settle(users - charged);
+    bucket.pending++;
+    res.once('close', () => bucket.pending--);
     next();
   };
 }

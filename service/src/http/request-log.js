@@ -2,12 +2,35 @@ import { randomUUID } from 'node:crypto';
 
 /** A client's X-Request-Id is kept when it is a sane token, so logs join across services. */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+/** A query parameter's name as logged; another (a value sent without `=`, say) is logged as `*`. */
+const PARAMETER_NAME = /^[A-Za-z_][\w.-]{0,63}$/;
+
+/**
+ * A URL as a log line holds it: its path, and of its query only the parameters' names (a value
+ * may be a token, `?apikey=`, or an email, `?email=eq.`): `/users?apikey&email`.
+ * @param {string} url
+ */
+export function loggedUrl(url) {
+  const mark = url.indexOf('?');
+  if (mark === -1) return url;
+  const names = url
+    .slice(mark + 1)
+    .split('&')
+    .filter((pair) => pair !== '')
+    .map((pair) => {
+      const equals = pair.indexOf('=');
+      const name = equals === -1 ? pair : pair.slice(0, equals);
+      return PARAMETER_NAME.test(name) ? name : '*';
+    });
+  return names.length === 0 ? url.slice(0, mark) : `${url.slice(0, mark)}?${names.join('&')}`;
+}
 
 /**
  * Request ids (X-Request-Id), the access log and the HTTP metrics in one middleware and one
  * 'finish' listener; `req.log` made lazily by a getter on the request prototype. One line a
  * finished request: 4xx and 503 at warn, other 5xx at error, successes at debug; never headers or
- * bodies, the accepted client's name. quiet: never logged (probes, scrapes).
+ * bodies, of the query only its names (loggedUrl), the accepted client's name. quiet: never logged
+ * (probes, scrapes).
  * @param {import('express').Express} app @param {import('pino').Logger} logger @param {import('../metrics.js').Metrics} metrics
  * @param {{ quiet?: (req: import('express').Request) => boolean }} [options] @returns {import('express').RequestHandler}
  */
@@ -37,7 +60,7 @@ export function observeRequests(app, logger, metrics, { quiet = () => false } = 
         /** @type {import('express').Request} */ (req);
       req.log[level](
         {
-          req: { method: req.method, url: req.originalUrl },
+          req: { method: req.method, url: loggedUrl(req.originalUrl) },
           res: { statusCode: status },
           responseTime: Math.round(seconds * 1000),
           ...(client === undefined ? {} : { client }),

@@ -8,9 +8,11 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startTestApp } from '../../../test/support/app.js';
 import { createTestDatabase } from '../../../test/support/database.js';
+import { startForwarder, throughForwarder } from '../../../test/support/forwarder.js';
 import { startPgBouncer } from '../../../test/support/pgbouncer.js';
 import { freePort } from '@sluice/db/local-postgres';
 import { makeUsers } from '../../../test/support/users.js';
+import { waitUntil } from '../../../test/support/wait.js';
 
 const SERVER = fileURLToPath(new URL('../../src/server.js', import.meta.url));
 
@@ -31,16 +33,18 @@ function startOn(url) {
 }
 
 /**
- * The service started on `url` until it said a `sluice:` line on stderr; still running then (it serves 503 meanwhile).
- * @param {string} url @returns {Promise<{ line: string, running: boolean }>}
+ * The service started on `url` until it said a `sluice:` line on stderr, then asked /readyz until
+ * it answers: its status, and whether the process still runs once it has.
+ * @param {string} url @returns {Promise<{ line: string, readyz: number | undefined, running: boolean }>}
  */
 async function firstLineOn(url) {
+  const port = await freePort();
   const child = spawn(process.execPath, [SERVER], {
     env: {
       ...process.env,
       DATABASE_URL: url,
       HOST: '127.0.0.1',
-      PORT: '0',
+      PORT: String(port),
       DB_CONNECT_TIMEOUT_MS: '3000',
     },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -51,10 +55,25 @@ async function firstLineOn(url) {
     });
     for await (const line of lines) {
       if (!line.startsWith('sluice: ')) continue;
-      await new Promise((r) => setTimeout(r, 300));
-      return { line, running: child.exitCode === null };
+      /** @type {number | undefined} */ let readyz;
+      await waitUntil(
+        async () => {
+          if (child.exitCode !== null) return true;
+          readyz = await fetch(`http://127.0.0.1:${port}/readyz`, {
+            signal: AbortSignal.timeout(8_000),
+          }).then(
+            (res) => res.status,
+            () => undefined,
+          );
+          return readyz !== undefined;
+        },
+        `/readyz on port ${port} to answer`,
+        15_000,
+        100,
+      );
+      return { line, readyz, running: child.exitCode === null };
     }
-    return { line: '', running: false };
+    return { line: '', readyz: undefined, running: false };
   } finally {
     child.kill('SIGKILL');
   }
@@ -109,9 +128,10 @@ describe('a database the service cannot use, told at start-up with its fix', () 
         /host "no-such-host.invalid" is not known \((ENOTFOUND|EAI_AGAIN)\): fix the host in DATABASE_URL/,
       ],
     ]) {
-      const { line, running } = await firstLineOn(String(target));
+      const { line, readyz, running } = await firstLineOn(String(target));
       assert.match(line, /** @type {RegExp} */ (expected));
-      assert.equal(running, true, 'still serving (503 until the database answers)');
+      assert.equal(readyz, 503, 'serving, 503 until the database answers');
+      assert.equal(running, true, 'still serving once it answered');
     }
     for (const [target, expected] of cases) {
       const { status, lines } = startOn(String(target));
@@ -152,6 +172,46 @@ describe('a database the service cannot use, told at start-up with its fix', () 
       assert.match((await ready.json()).reason, /set pool_mode = transaction/);
     } finally {
       await app.close();
+    }
+  });
+
+  test('/readyz asks the pooler itself: 503 naming pool_mode before any write, 200 once it holds transactions (no write sent), 503 when it no longer does', async () => {
+    const transactional = await startPgBouncer({ upstreamUrl: db.url, poolMode: 'transaction' });
+    const forwarder = await startForwarder(pooler.port);
+    const app = await startTestApp({
+      databaseUrl: throughForwarder(pooler.url, forwarder),
+      env: { INSERT_CHUNK_ROWS: '100', GROUP_COMMIT: 'off' },
+    });
+    /** @param {number} status @param {RegExp} [reason] */
+    const readyzIs = async (status, reason) => {
+      const res = await fetch(`${app.baseUrl}/readyz`, { signal: AbortSignal.timeout(5_000) });
+      const body = await res.json();
+      return res.status === status && (reason === undefined || reason.test(body.reason ?? ''));
+    };
+    const before = await db.countUsers();
+    try {
+      assert.ok(await readyzIs(503, /set pool_mode = transaction/), 'said before any write');
+      const refused = await app.postUsers(makeUsers(250));
+      assert.equal(refused.status, 500, refused.text);
+      assert.equal(refused.body.error, 'statement_pooling');
+
+      forwarder.to(transactional.port);
+      await waitUntil(() => readyzIs(200), '/readyz 200 with no write sent', 10_000, 100);
+      const written = await app.postUsers(makeUsers(250));
+      assert.equal(written.status, 201, written.text);
+
+      forwarder.to(pooler.port);
+      await waitUntil(
+        () => readyzIs(503, /set pool_mode = transaction/),
+        '/readyz 503 naming pool_mode again',
+        10_000,
+        100,
+      );
+      assert.equal(await db.countUsers(), before + 250, 'the refused batch wrote nothing');
+    } finally {
+      await app.close();
+      await forwarder.close();
+      await transactional.stop();
     }
   });
 });

@@ -176,6 +176,33 @@ describe('JWT verification (unit)', () => {
     );
   });
 
+  test('a client claim with a control character or a lone surrogate: refused (claim), never quoted; a long one cut, never inside a pair', async () => {
+    const verify = await createJwtVerifier(BASE);
+    for (const sub of [
+      'a\u0000b',
+      'tab\there',
+      'line\n',
+      'del\u007f',
+      'c1\u0085',
+      'lone\ud800',
+      'x\udc00y',
+    ]) {
+      await assert.rejects(
+        verify(await token({ sub })),
+        (err) =>
+          err instanceof JwtRefusal &&
+          err.reason === 'claim' &&
+          /sub claim/.test(err.message) &&
+          !err.message.includes(sub),
+        JSON.stringify(sub),
+      );
+    }
+    assert.equal(await verify(await token({ sub: 'Zoë 🙂 @ example' })), 'Zoë 🙂 @ example');
+    const cut = await verify(await token({ sub: `${'a'.repeat(255)}🙂tail` }));
+    assert.equal(cut, 'a'.repeat(255), 'the pair that straddles the limit left out whole');
+    assert.equal(await verify(await token({ sub: 'b'.repeat(300) })), 'b'.repeat(256));
+  });
+
   test('a JWKS: an asymmetric key by kid; an unknown kid refused; an HMAC token refused; the key set fetched again only after its cooldown', async (t) => {
     const known = await generateKeyPair('RS256');
     const unknown = await generateKeyPair('RS256');

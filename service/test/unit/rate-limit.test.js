@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { parseNamedTokens } from '@sluice/env/named-tokens';
 import { RateLimitedError } from '../../src/errors.js';
 import { describeError } from '../../src/http/error-handler.js';
-import { ClientDirectory } from '../../src/http/client-directory.js';
+import { ClientDirectory, JWT_CLIENTS } from '../../src/http/client-directory.js';
 import { ESTIMATED_USER_BYTES, TokenBucket, limitRate } from '../../src/http/rate-limit.js';
 import { TokenSet } from '../../src/auth/token-set.js';
 
@@ -80,14 +80,19 @@ function run(middleware, client, headers) {
   const req = /** @type {any} */ ({ headers, ingestClient: client });
   /** @type {Record<string, string>} */
   const set = {};
+  /** @type {(() => void)[]} */
+  const closing = [];
   const res = /** @type {any} */ ({
     locals: {},
     setHeader: (/** @type {string} */ k, /** @type {string} */ v) => (set[k] = v),
+    once: (/** @type {string} */ event, /** @type {() => void} */ fn) =>
+      event === 'close' && closing.push(fn),
   });
   /** @type {unknown[]} */
   const calls = [];
   middleware(req, res, (/** @type {unknown} */ err) => calls.push(err));
-  return { res, set, err: calls[0], called: calls.length };
+  const close = () => closing.splice(0).forEach((fn) => fn());
+  return { res, set, err: calls[0], called: calls.length, close };
 }
 
 describe('limitRate: 429 before the body is read (unit)', () => {
@@ -195,6 +200,56 @@ describe('client directory: limits declared with the token, read again with it (
       'keyed by scope: a token named jwt:crm is another client',
     );
     assert.notEqual(clients.jwt('other').bucket, jwt.bucket, 'each JWT client its own bucket');
+  });
+
+  test('a subject in debt keeps its debt through 10,000 new subjects; a request in flight keeps its bucket; memory bounded', () => {
+    let now = 0;
+    const clients = new ClientDirectory({ jwtLimits: { rate: 1, burst: 1 }, now: () => now });
+    const middleware = limitRate({ refused: () => {}, now: () => now });
+    const debtor = run(middleware, clients.jwt('debtor'), {
+      'content-length': String(1000 * ESTIMATED_USER_BYTES),
+    });
+    debtor.res.locals.settleUsers(1000);
+    debtor.close();
+    // Its body without a length, charged one user, still being read: its settlement is to come.
+    now += 1000;
+    const streaming = run(middleware, clients.jwt('streaming'), { 'transfer-encoding': 'chunked' });
+    assert.equal(streaming.err, undefined);
+    now += 5000;
+    for (let i = 0; i < JWT_CLIENTS; i++) {
+      // Each throwaway subject sends `[]`: charged a user, settled to none, its bucket full again.
+      const empty = run(middleware, clients.jwt(`throwaway-${i}`), { 'content-length': '2' });
+      assert.equal(empty.err, undefined);
+      empty.res.locals.settleUsers(0);
+      empty.close();
+      assert.ok(clients.jwtClients <= JWT_CLIENTS);
+    }
+    const again = run(middleware, clients.jwt('debtor'), { 'content-length': '2' });
+    assert.ok(again.err instanceof RateLimitedError, 'still in debt: refused');
+    assert.ok((clients.jwt('debtor').bucket?.tokens ?? 0) < -990, 'the debt kept');
+    streaming.res.locals.settleUsers(500);
+    streaming.close();
+    assert.ok(
+      run(middleware, clients.jwt('streaming'), { 'content-length': '2' }).err instanceof
+        RateLimitedError,
+      'settled on the bucket it still has',
+    );
+  });
+
+  test('a directory full of subjects in debt: a new subject shares one overflow client, itself rate limited, and memory stays bounded', () => {
+    let now = 0;
+    const clients = new ClientDirectory({ jwtLimits: { rate: 1, burst: 1 }, now: () => now });
+    for (let i = 0; i < JWT_CLIENTS; i++) clients.jwt(`debtor-${i}`).bucket?.take(100, now);
+    const a = clients.jwt('new-a');
+    const b = clients.jwt('new-b');
+    assert.equal(a, b, 'one overflow client');
+    assert.equal(a.label, 'jwt');
+    assert.equal(clients.jwtClients, JWT_CLIENTS);
+    assert.equal(a.bucket?.take(1, now), 0);
+    assert.ok((b.bucket?.take(1, now) ?? 0) > 0, 'the overflow shares its bucket');
+    now += 200_000;
+    assert.notEqual(clients.jwt('new-c'), a, 'the debts paid off: room again');
+    assert.equal(clients.jwtClients, 1);
   });
 
   test('limits are checked with the tokens: a problem names the client and the setting, never the token', () => {
