@@ -165,6 +165,23 @@ function startShell({ cwd, env, prelude }) {
   };
 }
 
+/**
+ * Runs a block of npm start's terminal: the environment its `npm start` was given.
+ * @param {ReturnType<typeof startShell>} shell @param {string} script @param {string} where
+ * @param {string} file  where the shell's npm start writes it
+ * @returns {Promise<Record<string, string>>}
+ */
+async function environmentGiven(shell, script, where, file) {
+  await rm(file, { force: true });
+  await shell.run(script, where);
+  return Object.fromEntries(
+    (await readFile(file, 'utf8'))
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+}
+
 describe("docs/api.md's shell examples, top to bottom, as a newcomer runs them", () => {
   /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
   /** @type {string} */ let dir;
@@ -209,14 +226,7 @@ describe("docs/api.md's shell examples, top to bottom, as a newcomer runs them",
           const script = text.replaceAll(DOC_ADDRESS, base);
           if (isServiceBlock(text)) {
             await service.stop();
-            await rm(serviceEnv, { force: true });
-            await serviceShell.run(script, where);
-            const given = Object.fromEntries(
-              (await readFile(serviceEnv, 'utf8'))
-                .split('\0')
-                .filter(Boolean)
-                .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-            );
+            const given = await environmentGiven(serviceShell, script, where, serviceEnv);
             service = await startServerProcess(
               { ...given, DATABASE_URL: db.url, HOST: '127.0.0.1', PORT: port },
               { cwd: dir },
