@@ -10,9 +10,9 @@ import { startServerProcess } from '../support/server-process.js';
 
 // docs/api.md's shell examples run as a newcomer runs them: every ```sh block in order, top to
 // bottom, in one bash (the client's terminal: its variables and files carry from block to block)
-// against the service started as `npm start` starts it, with no credentials. A block with a line
-// `... npm start` belongs to npm start's terminal: the service is stopped (Ctrl-C), the block runs
-// in a second bash, and the service starts again with the environment that line gave `npm start`.
+// against the service started as `npm start` starts it, with no credentials. A block that opens
+// with `# npm start's terminal` is typed there: the service is stopped (Ctrl-C), the block runs in
+// a second bash, and the service starts again with the environment its `npm start` line gave.
 // Each curl says the status it expects in a `# NNN` comment, at the end of its line or on the line
 // after it (after its here-document); every curl's status is read with -w and held to it, and any
 // command that fails (set -eu: a variable never set, a file nothing made) fails the test. What the
@@ -49,9 +49,8 @@ export function shellBlocksOf(markdown) {
 /** A line without its comment: from a ` #` or a leading `#` (quotes holding neither). @param {string} line */
 const codeOf = (line) => (line.trimStart().startsWith('#') ? '' : line.replace(/\s+#.*$/, ''));
 
-/** Whether a block is npm start's: a line that ends by starting the service. @param {string} text */
-export const isServiceBlock = (text) =>
-  text.split('\n').some((line) => /(^|\s)npm start$/.test(codeOf(line).trim()));
+/** Whether a block is typed in npm start's terminal. @param {string} text */
+export const isServiceBlock = (text) => text.startsWith("# npm start's terminal");
 
 /**
  * The status each curl of a block says it expects, in order: `# NNN` at the end of the command
@@ -84,8 +83,9 @@ export function expectedStatusesOf(text) {
  * script, import sent to the test's address; `npm start` in npm start's terminal writes its
  * environment for the test to start the service with.
  * @param {Record<string, string>} scripts  package.json's
+ * @param {boolean} [serviceTerminal]  npm start's (elsewhere `npm start` is a mistake of the doc)
  */
-function preludeOf(scripts) {
+function preludeOf(scripts, serviceTerminal = false) {
   const arms = Object.entries(scripts).flatMap(([name, script]) => {
     const file = /^node (scripts\/[\w-]+\.js)$/.exec(script)?.[1];
     if (!file) return [];
@@ -101,7 +101,7 @@ curl() {
   rm -f "$err"; return $rc
 }
 npm() {
-  if [ "\${1-}" = start ]; then env -0 > "$DOC_TEST_SERVICE_ENV"; return; fi
+  if [ "\${1-}" = start ] && ${serviceTerminal}; then env -0 > "$DOC_TEST_SERVICE_ENV"; return; fi
   if [ "\${1-}" != run ]; then echo "docs test: npm $* is not run here" >&2; return 2; fi
   shift; case "\${1-}" in -s|--silent) shift ;; esac
   local name=$1; shift; if [ "\${1-}" = -- ]; then shift; fi
@@ -174,8 +174,11 @@ function startShell({ cwd, env, prelude }) {
 async function environmentGiven(shell, script, where, file) {
   await rm(file, { force: true });
   await shell.run(script, where);
+  const written = await readFile(file, 'utf8').catch(() => {
+    throw new Error(`${where}: a block of npm start's terminal that never runs npm start`);
+  });
   return Object.fromEntries(
-    (await readFile(file, 'utf8'))
+    written
       .split('\0')
       .filter(Boolean)
       .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
@@ -217,9 +220,8 @@ describe("docs/api.md's shell examples, top to bottom, as a newcomer runs them",
       const port = new URL(service.baseUrl).port;
       const base = service.baseUrl;
       env.DOC_TEST_URL = base;
-      const prelude = preludeOf(scripts);
-      const client = startShell({ cwd: dir, env, prelude });
-      const serviceShell = startShell({ cwd: dir, env, prelude });
+      const client = startShell({ cwd: dir, env, prelude: preludeOf(scripts) });
+      const serviceShell = startShell({ cwd: dir, env, prelude: preludeOf(scripts, true) });
       try {
         for (const { line, text } of blocks) {
           const where = `docs/api.md:${line}`;
