@@ -89,6 +89,7 @@ export default [
             'pg-copy-streams',
             'express',
             'ajv',
+            'jose',
             '@opentelemetry/api',
           ],
         },

@@ -46,7 +46,7 @@ const wordList = {
   },
 };
 /** PostgREST asks the same of its jwt-secret: HS256 with a shorter secret can be brute-forced. */
-const JWT_SECRET_MIN_LENGTH = 32;
+export const JWT_SECRET_MIN_LENGTH = 32;
 const JWT_ONLY = /** @type {const} */ ([
   'JWT_AUDIENCE',
   'JWT_ISSUER',

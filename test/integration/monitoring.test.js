@@ -15,6 +15,7 @@ import { makeUsers } from '../support/users.js';
 const ROOT = new URL('../../', import.meta.url);
 const RULES = 'monitoring/prometheus/sluice.rules.yml';
 const RULE_TESTS = 'monitoring/prometheus/sluice.rules.test.yml';
+const PROMETHEUS_CONFIG = 'monitoring/prometheus/prometheus.yml';
 const DASHBOARD = 'monitoring/grafana/sluice-dashboard.json';
 const read = (/** @type {string} */ file) => readFileSync(new URL(file, ROOT), 'utf8');
 /** Prometheus's own series, not the service's: the scrape's health. */
@@ -73,6 +74,19 @@ describe('the monitoring kit: rules, their tests, the dashboard', () => {
       [],
       'every alert has a unit test',
     );
+  });
+
+  test('promtool check config: the example prometheus.yml is valid, scrapes job sluice and loads the rules', () => {
+    const run = promtool(['check', 'config', PROMETHEUS_CONFIG]);
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /SUCCESS: 1 rule files found/);
+    const config = parse(read(PROMETHEUS_CONFIG));
+    assert.deepEqual(config.rule_files, [RULES.split('/').at(-1)]);
+    // SluiceDown reads up{job="sluice"}: the job must be named so.
+    const [job] = config.scrape_configs;
+    assert.equal(job.job_name, 'sluice');
+    assert.ok(rules().some((r) => r.alert && r.expr.includes(`job="${job.job_name}"`)));
+    assert.equal(job.metrics_path, '/metrics');
   });
 
   test('the expressions are read for their series names', () => {

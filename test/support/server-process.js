@@ -8,11 +8,13 @@ const SERVER = fileURLToPath(new URL('../../service/src/server.js', import.meta.
  * The real service as a child process (node service/src/server.js) on 127.0.0.1 and a free port,
  * with its JSON log lines collected.
  * @param {Record<string, string>} env
- * @param {{ script?: string, nodeArgs?: string[] }} [options]  script: another server that logs the
- *   same `listening` line (the bench's naive baseline); nodeArgs: Node's own flags (a profile)
+ * @param {{ script?: string, nodeArgs?: string[], cwd?: string }} [options]  script: another server
+ *   that logs the same `listening` line (the bench's naive baseline); nodeArgs: Node's own flags (a
+ *   profile); cwd: where relative paths of its variables lead (a tokens file)
  */
-export async function startServerProcess(env, { script = SERVER, nodeArgs = [] } = {}) {
+export async function startServerProcess(env, { script = SERVER, nodeArgs = [], cwd } = {}) {
   const child = spawn(process.execPath, [...nodeArgs, script], {
+    cwd,
     // At least info: the port is read from the `listening` line.
     env: {
       ...process.env,

@@ -24,7 +24,10 @@ const TOKEN = 'api-examples-token-0123456789abcdef';
  */
 export function examplesOf(markdown) {
   const section = markdown.slice(markdown.indexOf('## Every status, by example'));
-  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+  // Its first block of curls: the blocks before it start the service with a token and read it.
+  const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .map((m) => m[1])
+    .find((b) => b.includes('curl '));
   if (!block) throw new Error('api.md has no sh block under "Every status, by example"');
   const lines = block.split('\n');
   const setup = /** @type {string} */ (lines.shift());
