@@ -302,7 +302,7 @@ try {
     );
     if (counts.quarantined > 0) {
       console.error(
-        `${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set aside; to fix and send them again: npm run quarantine -- export --items --request ${requestId ?? '<X-Request-Id>'} > fixed.ndjson`,
+        `${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set aside; to fix and send them again: npm run quarantine -- export --items --request ${requestId ?? '<X-Request-Id>'} --output fixed.ndjson`,
       );
     }
   } else {
