@@ -3,6 +3,7 @@
 import { environmentHelp } from '@sluice/env';
 import { DATABASE_VARIABLES } from '@sluice/db/database-url';
 import { InvalidArgumentError, createCommand } from '@sluice/db/command-line';
+import { EMBEDDED_DIR_VARIABLES } from './embedded-database.js';
 
 /** `7d`, `12h`, `30m` ago, or an ISO 8601 date or time: an instant. @param {string} value */
 function instant(value) {
@@ -27,8 +28,8 @@ const FILTERS = 'Filters: --client, --request, --since, --until; several are all
 const program = createCommand(
   'npm run quarantine --',
   'The items that POST /users set aside with Prefer: invalid=quarantine (the table quarantined_items): count them, export them to fix and send again, purge them. ' +
-    "Reads DATABASE_URL, else the PG* variables (npm start prints its embedded database's URL). On AWS, run it as a one-off task of the service's task definition, or use the SQL in docs/operations.md with psql.",
-  environmentHelp(DATABASE_VARIABLES),
+    "Reads DATABASE_URL, else the PG* variables, else the embedded PostgreSQL of a running npm start (found on EMBEDDED_PG_DIR, whatever its port). On AWS, run it as a one-off task of the service's task definition, or use the SQL in docs/operations.md with psql.",
+  environmentHelp({ ...DATABASE_VARIABLES, ...EMBEDDED_DIR_VARIABLES }),
 );
 
 /** @param {import('commander').Command} command */
@@ -127,10 +128,15 @@ async function run(fn) {
     process.exit(2);
   }
   if (!url) {
-    console.error(
-      "neither DATABASE_URL nor PGHOST is set: say which database holds the quarantine (npm start prints its embedded database's URL).",
-    );
-    process.exit(2);
+    const { runningEmbeddedDatabase } = await import('./embedded-database.js');
+    const embedded = await runningEmbeddedDatabase(process.env);
+    if ('problem' in embedded) {
+      console.error(
+        `neither DATABASE_URL nor PGHOST is set, and ${embedded.problem}: start it (npm start), or say which database holds the quarantine.`,
+      );
+      process.exit(2);
+    }
+    url = embedded.url;
   }
   const { default: pg } = await import('pg');
   const db = new pg.Client({ connectionString: url, application_name: 'sluice-quarantine' });

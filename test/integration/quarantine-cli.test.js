@@ -9,6 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
+import { migrate } from '@sluice/db/migrate';
+import { startTestApp } from '../support/app.js';
 import { runNode } from '../support/child-process.js';
 import { useAppAndDatabase } from '../support/fixture.js';
 import { makeUsers, uniqueTag } from '../support/users.js';
@@ -195,6 +198,47 @@ describe('npm run quarantine, and npm run import --quarantine', () => {
     assert.equal(await kept(), keptBefore, 'nothing new in the quarantine');
     const stored = await ctx.db.usersByEmail([`bad-${tag}@example.com`, `cut-${tag}@example.com`]);
     assert.deepEqual([...stored.values()].map((u) => u.name).sort(), ['Bad', 'Cut']);
+  });
+
+  test("with no DATABASE_URL nor PGHOST, it reads a running npm start's embedded PostgreSQL, whatever its port; with none running, it says so", async () => {
+    const dataDir = await tempDataDir('sluice-quarantine-embedded-');
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => k !== 'DATABASE_URL' && !k.startsWith('PG')),
+    );
+    const list = async () => {
+      const child = runNode([QUARANTINE, 'list'], { env: { ...env, EMBEDDED_PG_DIR: dataDir } });
+      return { code: await child.exited, stdout: child.out(), stderr: child.err() };
+    };
+    const none = await list();
+    assert.equal(none.code, 2);
+    assert.match(
+      none.stderr,
+      /no npm start's embedded PostgreSQL runs on .*: start it \(npm start\)/,
+    );
+
+    // As npm start runs it: on a port of its own, its service writing there.
+    const embedded = await startLocalPostgres({ dataDir, persistent: false });
+    try {
+      await migrate(embedded.url);
+      const app = await startTestApp({ databaseUrl: embedded.url });
+      try {
+        const kept = await app.postUsers([{ email: 'nope', name: 'No' }], {
+          headers: { prefer: 'invalid=quarantine' },
+        });
+        assert.equal(kept.body?.quarantined, 1, kept.text);
+      } finally {
+        await app.close();
+      }
+      const listed = await list();
+      assert.equal(listed.code, 0, listed.stderr);
+      const day = new Date().toISOString().slice(0, 10);
+      assert.equal(
+        listed.stdout,
+        `day\tclient\treason\titems\n${day}\tanonymous\tinvalid_user\t1\n`,
+      );
+    } finally {
+      await embedded.stop();
+    }
   });
 
   test('purge without --older-than or --request deletes nothing and says why; a bad time is a usage error', async () => {
