@@ -20,7 +20,10 @@ const program = createCommand(
       .default('ignore'),
   )
   .option('--url <url>', 'the service', 'http://127.0.0.1:3000')
-  .option('--token <token>', 'the bearer token (default: INGEST_TOKEN)')
+  .option(
+    '--token <token>',
+    "the bearer token (default: INGEST_TOKEN, better: on the command line, npm's header line and ps show it)",
+  )
   .addOption(
     new Option('--format <f>', "the file's format (default: from its name)").choices([
       'ndjson',
@@ -302,7 +305,7 @@ try {
     );
     if (counts.quarantined > 0) {
       console.error(
-        `${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set aside; to fix and send them again: npm run quarantine -- export --items --request ${requestId ?? '<X-Request-Id>'} > fixed.ndjson`,
+        `${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set aside; to fix and send them again: npm run quarantine -- export --items --request ${requestId ?? '<X-Request-Id>'} --output fixed.ndjson`,
       );
     }
   } else {

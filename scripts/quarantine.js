@@ -3,6 +3,7 @@
 import { environmentHelp } from '@sluice/env';
 import { DATABASE_VARIABLES } from '@sluice/db/database-url';
 import { InvalidArgumentError, createCommand } from '@sluice/db/command-line';
+import { EMBEDDED_DIR_VARIABLES } from './embedded-database.js';
 
 /** `7d`, `12h`, `30m` ago, or an ISO 8601 date or time: an instant. @param {string} value */
 function instant(value) {
@@ -27,8 +28,8 @@ const FILTERS = 'Filters: --client, --request, --since, --until; several are all
 const program = createCommand(
   'npm run quarantine --',
   'The items that POST /users set aside with Prefer: invalid=quarantine (the table quarantined_items): count them, export them to fix and send again, purge them. ' +
-    "Reads DATABASE_URL, else the PG* variables (npm start prints its embedded database's URL). On AWS, run it as a one-off task of the service's task definition, or use the SQL in docs/operations.md with psql.",
-  environmentHelp(DATABASE_VARIABLES),
+    "Reads DATABASE_URL, else the PG* variables, else the embedded PostgreSQL of a running npm start (found on EMBEDDED_PG_DIR, whatever its port). On AWS, run it as a one-off task of the service's task definition, or use the SQL in docs/operations.md with psql.",
+  environmentHelp({ ...DATABASE_VARIABLES, ...EMBEDDED_DIR_VARIABLES }),
 );
 
 /** @param {import('commander').Command} command */
@@ -57,7 +58,7 @@ withFilters(
   program
     .command('export')
     .description(
-      'Prints the items as NDJSON on stdout, oldest first: a line an item, with its client, request, time, format, position (index from 0; line from 1 in a streamed body), reason and errors, and the item as sent ' +
+      'Prints the items as NDJSON on stdout (or --output FILE), oldest first: a line an item, with its client, request, time, format, position (index from 0; line from 1 in a streamed body), reason and errors, and the item as sent ' +
         "(its JSON, or its text when it was not JSON; a plaintext password's value was replaced before it was kept). With --items, only the items, one a line, so that the file, once fixed, can be sent again with npm run import. " +
         FILTERS,
     ),
@@ -66,7 +67,13 @@ withFilters(
     '--items',
     "print only the items (a CSV record as a JSON object of its header's columns), to fix and send again with npm run import",
   )
-  .action((options) => run((db) => exportItems(db, options)));
+  .option(
+    '--output <file>',
+    'write the export to this file, not stdout: `npm run` prints its own lines on stdout, so `npm run quarantine -- export > file` would hold them too (or use `npm run -s`)',
+  )
+  .action((options) =>
+    run((db) => toOutput(options.output, (out) => exportItems(db, options, out))),
+  );
 program
   .command('purge')
   .description(
@@ -121,10 +128,15 @@ async function run(fn) {
     process.exit(2);
   }
   if (!url) {
-    console.error(
-      "neither DATABASE_URL nor PGHOST is set: say which database holds the quarantine (npm start prints its embedded database's URL).",
-    );
-    process.exit(2);
+    const { runningEmbeddedDatabase } = await import('./embedded-database.js');
+    const embedded = await runningEmbeddedDatabase(process.env);
+    if ('problem' in embedded) {
+      console.error(
+        `neither DATABASE_URL nor PGHOST is set, and ${embedded.problem}: start it (npm start), or say which database holds the quarantine.`,
+      );
+      process.exit(2);
+    }
+    url = embedded.url;
   }
   const { default: pg } = await import('pg');
   const db = new pg.Client({ connectionString: url, application_name: 'sluice-quarantine' });
@@ -152,8 +164,34 @@ async function list(db, filters) {
   );
 }
 
-/** @param {import('pg').Client} db @param {Filters & { items?: boolean }} options */
-async function exportItems(db, options) {
+/**
+ * Runs `fn` with a writer to `file`, or to stdout without one; a file is written whole or not at
+ * all (a temporary file renamed at the end), so a failed export never leaves a file to send again.
+ * @param {string | undefined} file @param {(out: (text: string) => Promise<unknown>) => Promise<number>} fn
+ */
+async function toOutput(file, fn) {
+  if (file === undefined) return void (await fn(write));
+  const { open, rename, rm } = await import('node:fs/promises');
+  const partial = `${file}.partial`;
+  const handle = await open(partial, 'w');
+  try {
+    const items = await fn((text) => handle.write(text));
+    await handle.close();
+    await rename(partial, file);
+    console.error(`exported ${items} item${items === 1 ? '' : 's'} to ${file}`);
+  } catch (err) {
+    await handle.close().catch(() => {});
+    await rm(partial, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * @param {import('pg').Client} db @param {Filters & { items?: boolean }} options
+ * @param {(text: string) => Promise<unknown>} out @returns {Promise<number>}  the items written
+ */
+async function exportItems(db, options, out) {
+  let count = 0;
   const { createCsvParser } = await import('../service/src/users/stream-parse.js');
   /** A page of at most PAGE rows after `id` (keyset: memory bounded however many there are). @param {string} after */
   const page = async (after) => {
@@ -200,8 +238,10 @@ async function exportItems(db, options) {
         item,
       });
     });
-    await write(`${lines.join('\n')}\n`);
+    await out(`${lines.join('\n')}\n`);
+    count += lines.length;
   }
+  return count;
 }
 
 /** @param {import('pg').Client} db @param {{ olderThan?: Date, request?: string, client?: string }} options */

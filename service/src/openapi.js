@@ -367,7 +367,7 @@ function postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }) {
     summary: 'Write a batch of users, all or nothing',
     description:
       `A JSON array of 1 to ${maxBatchItems} users (MAX_BATCH_ITEMS), at most ${maxBodyBytes} bytes decoded (MAX_BODY_BYTES); ` +
-      'UTF-8 JSON only, gzip or deflate `Content-Encoding` accepted. The whole array is written in one transaction; ' +
+      'UTF-8 JSON only, gzip, deflate, br or zstd `Content-Encoding` accepted (the limits apply decoded). The whole array is written in one transaction; ' +
       'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token (a static token of a client, or a JWT) is required only when the service runs with authentication configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL); an `apikey` header (supabase-js) is ignored. ' +
       `Or a stream of users, as many as fit in ${maxStreamBytes} bytes decoded (MAX_STREAM_BYTES): \`application/x-ndjson\` or \`application/jsonl\` (one user object a line) ` +
       `or \`text/csv\` (RFC 4180, a header row naming the columns ${WRITE_COLUMNS.join(', ')}). A stream is validated and written as it arrives, ` +

@@ -2,17 +2,23 @@
 // `npm run import -- --quarantine`: the round trip a user makes, from a file with bad lines to the
 // fixed lines sent again.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { startLocalPostgres, tempDataDir } from '@sluice/db/local-postgres';
+import { migrate } from '@sluice/db/migrate';
+import { startTestApp } from '../support/app.js';
 import { runNode } from '../support/child-process.js';
 import { useAppAndDatabase } from '../support/fixture.js';
 import { makeUsers, uniqueTag } from '../support/users.js';
 
 const QUARANTINE = fileURLToPath(new URL('../../scripts/quarantine.js', import.meta.url));
 const IMPORT = fileURLToPath(new URL('../../scripts/import.js', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ndjson = (/** @type {unknown[]} */ lines) =>
   lines.map((l) => `${typeof l === 'string' ? l : JSON.stringify(l)}\n`).join('');
 
@@ -24,6 +30,22 @@ describe('npm run quarantine, and npm run import --quarantine', () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-quarantine-cli-'));
   });
   after(() => rm(dir, { recursive: true, force: true }));
+
+  /** `npm ARGS` in the repository, as a person types it (on this Node). @param {string[]} args */
+  async function npm(args) {
+    const PATH = `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH}`;
+    const child = spawn('npm', args, {
+      cwd: ROOT,
+      env: { ...process.env, PATH, DATABASE_URL: ctx.db.url, INGEST_TOKEN: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const [code] = await once(child, 'close');
+    return { code, stdout, stderr };
+  }
 
   /** @param {string} script @param {string[]} args */
   async function run(script, args) {
@@ -55,7 +77,7 @@ describe('npm run quarantine, and npm run import --quarantine', () => {
     assert.equal(counts.inserted, 3);
     assert.equal(counts.quarantined, 2);
     const said =
-      /2 users were set aside; to fix and send them again: npm run quarantine -- export --items --request (\S+) > fixed\.ndjson/.exec(
+      /2 users were set aside; to fix and send them again: npm run quarantine -- export --items --request (\S+) --output fixed\.ndjson/.exec(
         imported.stderr,
       );
     assert.ok(said, imported.stderr);
@@ -128,6 +150,95 @@ describe('npm run quarantine, and npm run import --quarantine', () => {
       (await run(QUARANTINE, ['purge', '--older-than', '2999-01-01'])).stdout,
       'purged 1 item\n',
     );
+  });
+
+  test('the round trip as typed, through npm: export --output holds only the items; fixed, they import and nothing new is set aside', async () => {
+    const tag = uniqueTag();
+    const file = path.join(dir, 'round-trip.ndjson');
+    await writeFile(
+      file,
+      ndjson([makeUsers(1, tag)[0], { email: `bad-${tag}`, name: 'Bad' }, '{"email":"cut']),
+    );
+    const imported = await npm([
+      'run',
+      'import',
+      '--',
+      file,
+      '--url',
+      ctx.app.baseUrl,
+      '--quarantine',
+    ]);
+    assert.equal(imported.code, 0, imported.stderr);
+    const hint = /npm run (quarantine -- export .*)$/m.exec(imported.stderr);
+    assert.ok(hint, imported.stderr);
+    const fix = path.join(dir, 'fixed.ndjson');
+    // The command the import printed, word for word, but for where the file goes.
+    const args = hint[1].split(' ').map((word) => (word === 'fixed.ndjson' ? fix : word));
+    const exported = await npm(['run', ...args]);
+    assert.equal(exported.code, 0, exported.stderr);
+    assert.match(exported.stderr, new RegExp(`exported 2 items to ${fix}`));
+    const items = (await readFile(fix, 'utf8')).trim().split('\n');
+    assert.deepEqual(items, [`{"email":"bad-${tag}","name":"Bad"}`, '{"email":"cut']);
+
+    // Fixed as a person would (the bad email mended, the cut line finished), and sent back.
+    await writeFile(
+      fix,
+      ndjson([
+        { email: `bad-${tag}@example.com`, name: 'Bad' },
+        { email: `cut-${tag}@example.com`, name: 'Cut' },
+      ]),
+    );
+    const kept = async () =>
+      (await ctx.db.pool.query('SELECT count(*)::int AS n FROM quarantined_items')).rows[0].n;
+    const keptBefore = await kept();
+    const again = await npm(['run', 'import', '--', fix, '--url', ctx.app.baseUrl, '--quarantine']);
+    assert.equal(again.code, 0, again.stderr);
+    const counts = JSON.parse(again.stdout.slice(again.stdout.indexOf('{')));
+    assert.deepEqual([counts.inserted, counts.quarantined], [2, 0]);
+    assert.equal(await kept(), keptBefore, 'nothing new in the quarantine');
+    const stored = await ctx.db.usersByEmail([`bad-${tag}@example.com`, `cut-${tag}@example.com`]);
+    assert.deepEqual([...stored.values()].map((u) => u.name).sort(), ['Bad', 'Cut']);
+  });
+
+  test("with no DATABASE_URL nor PGHOST, it reads a running npm start's embedded PostgreSQL, whatever its port; with none running, it says so", async () => {
+    const dataDir = await tempDataDir('sluice-quarantine-embedded-');
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => k !== 'DATABASE_URL' && !k.startsWith('PG')),
+    );
+    const list = async () => {
+      const child = runNode([QUARANTINE, 'list'], { env: { ...env, EMBEDDED_PG_DIR: dataDir } });
+      return { code: await child.exited, stdout: child.out(), stderr: child.err() };
+    };
+    const none = await list();
+    assert.equal(none.code, 2);
+    assert.match(
+      none.stderr,
+      /no npm start's embedded PostgreSQL runs on .*: start it \(npm start\)/,
+    );
+
+    // As npm start runs it: on a port of its own, its service writing there.
+    const embedded = await startLocalPostgres({ dataDir, persistent: false });
+    try {
+      await migrate(embedded.url);
+      const app = await startTestApp({ databaseUrl: embedded.url });
+      try {
+        const kept = await app.postUsers([{ email: 'nope', name: 'No' }], {
+          headers: { prefer: 'invalid=quarantine' },
+        });
+        assert.equal(kept.body?.quarantined, 1, kept.text);
+      } finally {
+        await app.close();
+      }
+      const listed = await list();
+      assert.equal(listed.code, 0, listed.stderr);
+      const day = new Date().toISOString().slice(0, 10);
+      assert.equal(
+        listed.stdout,
+        `day\tclient\treason\titems\n${day}\tanonymous\tinvalid_user\t1\n`,
+      );
+    } finally {
+      await embedded.stop();
+    }
   });
 
   test('purge without --older-than or --request deletes nothing and says why; a bad time is a usage error', async () => {

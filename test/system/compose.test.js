@@ -5,6 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { before, describe, test } from 'node:test';
+import pg from 'pg';
+import { migrationUrlFromEnv } from '@sluice/db/database-url';
 import { loadFeederConfig } from '../../lambda/src/config.js';
 import { loadRunnerConfig, loadSqsConfig } from '../../lambda/local/sqs-config.js';
 import { findComposeCli } from '../../scripts/compose-cli.js';
@@ -91,7 +93,10 @@ describe('docker-compose.yml and the Dockerfiles', () => {
     const service = loadConfig(env('service'));
     assert.equal(new URL(/** @type {string} */ (service.databaseUrl)).hostname, 'postgres');
     assert.ok(service.auth.ingestToken);
-    assert.equal(new URL(env('migrate').DATABASE_URL).hostname, 'postgres');
+    assert.equal(
+      new URL(/** @type {string} */ (migrationUrlFromEnv(env('migrate')))).hostname,
+      'postgres',
+    );
     const feeder = { ...loadRunnerConfig(env('feeder')), ...loadFeederConfig(env('feeder')) };
     assert.equal(new URL(feeder.serviceUrl).hostname, 'service');
     assert.equal(new URL(/** @type {string} */ (feeder.endpoint)).hostname, 'elasticmq');
@@ -101,6 +106,39 @@ describe('docker-compose.yml and the Dockerfiles', () => {
       'elasticmq',
     );
     assert.equal(new URL(env('k6').BASE_URL).hostname, 'service');
+  });
+
+  // As a person writes it in .env: unquoted (a # after no space is no comment), or single-quoted.
+  for (const line of [
+    'POSTGRES_PASSWORD=a/b#c%d@e:f%zz',
+    "POSTGRES_PASSWORD='a/b #c%d@e:f%zz$x'",
+  ]) {
+    test(`a password holding / # % @ : reaches PostgreSQL, the migrations and the service as it is (${line})`, () => {
+      const password = line.slice(line.indexOf('=') + 1).replace(/^'(.*)'$/, '$1');
+      const envFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'sluice-env-')), '.env');
+      writeFileSync(envFile, `${line}\nINGEST_TOKEN=change-me-ingest-token\n`);
+      const r = run(['config', '--format', 'json'], envFile);
+      assert.equal(r.code, 0, r.err);
+      // `config` writes a $ as $$, as a compose file must; the container gets one.
+      const services = JSON.parse(r.out.replaceAll('$$', '$')).services;
+      assert.equal(services.postgres.environment.POSTGRES_PASSWORD, password);
+      const asPgSees = (/** @type {string | undefined} */ url) => {
+        // What pg connects with (its typings omit the field).
+        const p = /** @type {any} */ (new pg.Client({ connectionString: url }))
+          .connectionParameters;
+        return [p.user, p.password, p.host, p.port, p.database];
+      };
+      const expected = ['sluice', password, 'postgres', 5432, 'sluice'];
+      assert.deepEqual(asPgSees(migrationUrlFromEnv(services.migrate.environment)), expected);
+      assert.deepEqual(asPgSees(loadConfig(services.service.environment).databaseUrl), expected);
+    });
+  }
+
+  test('the images built from the repository are built, never pulled', () => {
+    for (const name of ['migrate', 'service', 'feeder', 'producer']) {
+      assert.ok(config.services[name].build, name);
+      assert.equal(config.services[name].pull_policy, 'build', name);
+    }
   });
 
   test('start-up waits on health, and resources follow the reference experiment', () => {

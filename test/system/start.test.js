@@ -65,6 +65,39 @@ async function startUntilListening(argv, databaseUrl) {
 describe('npm start: logs for people in a terminal, JSON everywhere else', () => {
   const ctx = useAppAndDatabase();
 
+  test('it says where the service listens: loopback without a credential; every interface, and why, with one', async () => {
+    for (const [env, host, why] of /** @type {const} */ ([
+      [{}, '127.0.0.1', 'loopback only: no credential is required; HOST changes it'],
+      [
+        { INGEST_TOKEN: 'start-test-token-0123456789' },
+        '0.0.0.0',
+        'every interface: a credential is required and HOST is unset; HOST=127.0.0.1 keeps it on loopback',
+      ],
+    ])) {
+      const run = runStart({ DATABASE_URL: ctx.db.url, PORT: '0', LOG_LEVEL: 'info', ...env });
+      try {
+        await waitUntil(
+          () => run.out().includes('"listening"') || run.child.exitCode !== null,
+          'npm start to listen',
+          30_000,
+        );
+        const lines = run.err().split('\n');
+        assert.ok(
+          lines.includes(`sluice: the service listens on http://${host}:<a free port> (${why})`),
+          run.err(),
+        );
+        const listening = run
+          .out()
+          .split('\n')
+          .find((l) => l.includes('"listening"'));
+        assert.equal(JSON.parse(/** @type {string} */ (listening)).host, host);
+      } finally {
+        run.child.kill('SIGTERM');
+        await run.exited;
+      }
+    }
+  });
+
   test('piped: every line on stdout is pino JSON', async () => {
     const out = await startUntilListening([process.execPath, START], ctx.db.url);
     const lines = out.split('\n').filter(Boolean);

@@ -17,6 +17,7 @@ import {
   RUNNER_VARIABLES,
   SQS_VARIABLES,
 } from '../../lambda/local/sqs-config.js';
+import { EMBEDDED_DIR_VARIABLES } from '../../scripts/embedded-database.js';
 import { START_AND_SERVICE_VARIABLES } from '../../scripts/start-config.js';
 import { SERVICE_VARIABLES } from '../../service/src/config.js';
 
@@ -134,7 +135,7 @@ describe('every command answers --help and refuses an unknown option', () => {
     ['start', START_AND_SERVICE_VARIABLES],
     [SERVICE, { ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES }],
     ['migrate', { ...MIGRATION_VARIABLES, ...DATABASE_VARIABLES }],
-    ['quarantine', DATABASE_VARIABLES],
+    ['quarantine', { ...DATABASE_VARIABLES, ...EMBEDDED_DIR_VARIABLES }],
     [
       'feeder',
       { ...SQS_VARIABLES, ...RUNNER_VARIABLES, ...FEEDER_VARIABLES, ...TRACING_VARIABLES },

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigError } from '@sluice/env';
+import pg from 'pg';
 import { databaseUrlFromEnv } from '../../src/database-url.js';
 
 describe('databaseUrlFromEnv (unit)', () => {
@@ -30,6 +31,16 @@ describe('databaseUrlFromEnv (unit)', () => {
     );
     const parsed = new URL(/** @type {string} */ (url));
     assert.equal(decodeURIComponent(parsed.password), 'p@ss:w/rd%?#');
+  });
+
+  test("a password holding / # % @ : reaches pg as it is (docker-compose.yml's PG* variables)", () => {
+    const password = 'a/b#c%d@e:f%zz';
+    const url = databaseUrlFromEnv({ PGHOST: 'postgres', PGUSER: 'sluice', PGPASSWORD: password });
+    const parsed = new pg.Client({ connectionString: url }).connectionParameters;
+    assert.deepEqual(
+      [parsed.user, parsed.password, parsed.host, parsed.port, parsed.database],
+      ['sluice', password, 'postgres', 5432, 'sluice'],
+    );
   });
 
   test('port defaults to 5432, the database to the user, and no sslmode is added unless asked', () => {

@@ -10,12 +10,32 @@ import { repeatedHeaders } from './repeated-headers.js';
 // Reads a JSON body strictly: what is parsed is exactly what was sent, or a refusal naming the
 // problem. Headers are checked before a byte is read, so a wrong type or size costs nothing.
 
-/** Content-Encodings taken, with their decoders. Others (br, zstd, compress, stacked) are 415. */
-const DECODERS = /** @type {const} */ ({
+// RFC 9659 caps a zstd Content-Encoding's window at 8 MiB; zstd's own default would let a frame's
+// header make the decoder take 128 MiB before one byte is decoded.
+const ZSTD_WINDOW_LOG_MAX = 23;
+
+/**
+ * Content-Encodings taken, with their decoders. Others (compress, stacked) are 415; zstd needs
+ * Node 22.15 or newer, and is 415 before.
+ * @type {Record<string, () => import('node:stream').Transform>}
+ */
+const DECODERS = {
   gzip: zlib.createGunzip,
   'x-gzip': zlib.createGunzip,
   deflate: zlib.createInflate,
-});
+  br: zlib.createBrotliDecompress,
+  /* eslint-disable n/no-unsupported-features/node-builtins -- looked for before it is used */
+  ...(typeof zlib.createZstdDecompress === 'function' && {
+    zstd: () =>
+      zlib.createZstdDecompress({
+        params: { [zlib.constants.ZSTD_d_windowLogMax]: ZSTD_WINDOW_LOG_MAX },
+      }),
+  }),
+  /* eslint-enable n/no-unsupported-features/node-builtins */
+};
+const CODINGS_TAKEN = Object.keys(DECODERS)
+  .filter((c) => c !== 'x-gzip')
+  .join(', ');
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /** @typedef {{ error: ApiError } | { decoder: (() => import('node:stream').Transform) | null }} HeaderCheck  a refusal, or the body's decoder */
@@ -100,7 +120,7 @@ export function checkCodings(req, limit, limitName = 'MAX_BODY_BYTES') {
     return {
       error: new ApiError(
         'unsupported_encoding',
-        `Content-Encoding ${codings.join(', ')} stacks encodings; send one of gzip or deflate, or none`,
+        `Content-Encoding ${codings.join(', ')} stacks encodings; send one of ${CODINGS_TAKEN}, or none`,
       ),
     };
   }
@@ -109,15 +129,14 @@ export function checkCodings(req, limit, limitName = 'MAX_BODY_BYTES') {
     return {
       error: new ApiError(
         'unsupported_encoding',
-        `Content-Encoding ${coding} is not supported; send gzip or deflate, or none`,
+        `Content-Encoding ${coding} is not supported; send one of ${CODINGS_TAKEN}, or none`,
       ),
     };
   }
 
   return (
     withinLimit(req, limit, limitName) ?? {
-      decoder:
-        coding === undefined ? null : DECODERS[/** @type {keyof typeof DECODERS} */ (coding)],
+      decoder: coding === undefined ? null : DECODERS[coding],
     }
   );
 }

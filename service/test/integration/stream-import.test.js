@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import zlib from 'node:zlib';
+/* eslint n/no-unsupported-features/node-builtins: ["error", { allowExperimental: true,
+   version: "^22.15.0 || >=23.8.0" }] -- zstd: the tests run on the Node of .nvmrc, which has it */
 import { startTestApp } from '../../../test/support/app.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
 import { within } from '../../../test/support/time-factor.js';
@@ -105,7 +107,7 @@ describe('POST /users with a streamed body', () => {
     });
   });
 
-  test('gzip and deflate bodies, as for JSON', async () => {
+  test('gzip, deflate, br and zstd bodies, as for JSON', async () => {
     const users = makeUsers(300);
     const gz = await ctx.app.postUsers(zlib.gzipSync(ndjson(users.slice(0, 150))), {
       contentType: NDJSON,
@@ -117,6 +119,19 @@ describe('POST /users with a streamed body', () => {
       headers: { 'content-encoding': 'deflate' },
     });
     assert.deepEqual([df.status, df.body?.inserted], [201, 150], df.text);
+    const more = makeUsers(300);
+    const br = await ctx.app.postUsers(zlib.brotliCompressSync(csv(more.slice(0, 150))), {
+      contentType: CSV,
+      headers: { 'content-encoding': 'br' },
+    });
+    assert.deepEqual([br.status, br.body?.inserted], [201, 150], br.text);
+    const zstd = await ctx.app.postUsers(zlib.zstdCompressSync(ndjson(more.slice(150))), {
+      contentType: NDJSON,
+      headers: { 'content-encoding': 'zstd' },
+    });
+    assert.deepEqual([zstd.status, zstd.body?.inserted], [201, 150], zstd.text);
+    const stored = await ctx.db.usersByEmail([...users, ...more].map((u) => u.email));
+    assert.equal(stored.size, 600);
     const bad = await ctx.app.postUsers(Buffer.from('not gzip at all'), {
       contentType: NDJSON,
       headers: { 'content-encoding': 'gzip' },
@@ -332,14 +347,21 @@ describe('POST /users with a streamed body', () => {
     assert.equal(await ctx.db.countUsers(), before);
   });
 
-  test('a body over MAX_STREAM_BYTES: 413', async () => {
+  const BROTLI_FAST = { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 1 } };
+  test('a body over MAX_STREAM_BYTES decoded, gzip, br or zstd: 413', async () => {
     const big = Buffer.alloc(64 * 1024 * 1024 + 1, 0x0a);
-    const res = await ctx.app.postUsers(zlib.gzipSync(big), {
-      contentType: NDJSON,
-      headers: { 'content-encoding': 'gzip' },
-    });
-    assert.deepEqual([res.status, res.body?.error], [413, 'payload_too_large']);
-    assert.match(res.body.message, /MAX_STREAM_BYTES/);
+    for (const [coding, compress] of /** @type {const} */ ([
+      ['gzip', zlib.gzipSync],
+      ['br', (/** @type {Buffer} */ b) => zlib.brotliCompressSync(b, BROTLI_FAST)],
+      ['zstd', zlib.zstdCompressSync],
+    ])) {
+      const res = await ctx.app.postUsers(compress(big), {
+        contentType: NDJSON,
+        headers: { 'content-encoding': coding },
+      });
+      assert.deepEqual([res.status, res.body?.error], [413, 'payload_too_large'], coding);
+      assert.match(res.body.message, /MAX_STREAM_BYTES/);
+    }
   });
 
   test('50,000 users in one body, NDJSON and CSV', async () => {

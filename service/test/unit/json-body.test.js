@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import zlib from 'node:zlib';
+/* eslint n/no-unsupported-features/node-builtins: ["error", { allowExperimental: true,
+   version: "^22.15.0 || >=23.8.0" }] -- zstd: the tests run on the Node of .nvmrc, which has it */
 import { InvalidBatchError } from '../../src/errors.js';
 import { checkJsonHeaders, parseJsonBody } from '../../src/http/json-body.js';
 import { repeatedHeaders } from '../../src/http/repeated-headers.js';
@@ -97,11 +99,13 @@ describe('checkJsonHeaders (unit)', () => {
     );
   });
 
-  test('gzip, x-gzip and deflate bodies get a decoder that inflates them', async () => {
+  test('gzip, x-gzip, deflate, br and zstd bodies get a decoder that inflates them', async () => {
     for (const [coding, compress] of /** @type {const} */ ([
       ['gzip', zlib.gzipSync],
       ['X-GZIP', zlib.gzipSync],
       ['deflate', zlib.deflateSync],
+      ['br', zlib.brotliCompressSync],
+      ['Zstd', zlib.zstdCompressSync],
     ])) {
       const checked = checkJsonHeaders(request([JSON_TYPE, ['Content-Encoding', coding]]), MAX);
       assert.ok('decoder' in checked && checked.decoder, coding);
@@ -109,6 +113,30 @@ describe('checkJsonHeaders (unit)', () => {
       decoder.end(compress('[1]'));
       assert.equal(Buffer.concat(await decoder.toArray()).toString(), '[1]', coding);
     }
+  });
+
+  test('a zstd frame that asks for a window over 8 MiB (RFC 9659) fails before it is allocated', async () => {
+    const checked = checkJsonHeaders(request([JSON_TYPE, ['Content-Encoding', 'zstd']]), MAX);
+    assert.ok('decoder' in checked && checked.decoder);
+    // A frame header declaring a 128 MiB window (log 27), then one RLE block of 1 KiB of spaces.
+    const frame = Buffer.from([
+      0x28,
+      0xb5,
+      0x2f,
+      0xfd,
+      0x00,
+      (27 - 10) << 3,
+      0x03,
+      0x20,
+      0x00,
+      0x20,
+    ]);
+    const decoder = checked.decoder();
+    decoder.end(frame);
+    await assert.rejects(decoder.toArray(), { code: 'ZSTD_error_frameParameter_windowTooLarge' });
+    const within = checked.decoder();
+    within.end(Buffer.from([...frame.subarray(0, 5), (23 - 10) << 3, ...frame.subarray(6)]));
+    assert.equal(Buffer.concat(await within.toArray()).toString(), ' '.repeat(1024));
   });
 
   test('a missing, malformed or other Content-Type is 415, each with its own message', () => {
@@ -151,10 +179,16 @@ describe('checkJsonHeaders (unit)', () => {
       /stacks/,
     );
     assertRefused(
-      [JSON_TYPE, ['Content-Encoding', 'br']],
+      [JSON_TYPE, ['Content-Encoding', 'compress']],
       415,
       'unsupported_encoding',
-      /br is not supported/,
+      /compress is not supported; send one of gzip, deflate, br, zstd, or none/,
+    );
+    assertRefused(
+      [JSON_TYPE, ['Content-Encoding', 'br, zstd']],
+      415,
+      'unsupported_encoding',
+      /br, zstd stacks encodings/,
     );
     assert.deepEqual(
       checkJsonHeaders(request([JSON_TYPE, ['Transfer-Encoding', 'Chunked']]), MAX),
