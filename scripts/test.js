@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Option, createCommand } from '@sluice/db/command-line';
+import { ranNothingProblem } from '../test/support/ran-nothing.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** @param {string} msg */
@@ -187,7 +188,8 @@ process.exit(failed.length ? 1 : 0);
 /**
  * One test file in a node:test process of its own, its output printed whole when it ends. Every
  * test is bounded (TEST_TIMEOUT_MS unless it declares its own `timeout`), the file too; the file
- * fails when its process fails, is killed, or exits before node:test's run ended (no counts).
+ * fails when its process fails, is killed, or exits before node:test's run ended (no counts), and
+ * when no test of it ran unless it says why (test/support/ran-nothing.js).
  * @param {string} file
  */
 async function runFile(file) {
@@ -243,6 +245,6 @@ async function runFile(file) {
         ? 'its process exited before its tests ended'
         : counts.fail || counts.cancelled
           ? 'a test failed'
-          : undefined;
+          : ranNothingProblem(counts, await readFile(path.resolve(root, file), 'utf8'));
   return { file, counts, problem };
 }

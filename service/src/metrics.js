@@ -1,6 +1,7 @@
 import client from 'prom-client';
 import { REFUSAL_REASONS } from './http/admission-budget.js';
 import { AUTH_REFUSAL_REASONS } from './auth/refusals.js';
+import { heldBodyCount } from './http/unread-body.js';
 import { QUARANTINE_REASONS } from './users/quarantine.js';
 
 /** Everything /metrics exposes, on a registry of its own (tests build several apps). @param {import('./db/database.js').Database} [db] */
@@ -122,6 +123,14 @@ function clientMetrics(registers) {
     help: 'Requests refused, by client and reason: rate (429), share (its share of the waiting room, 503), budget (the admission budget, 503)',
     labelNames: ['client', 'reason'],
     registers,
+  });
+  new client.Gauge({
+    name: 'sluice_refused_bodies_held',
+    help: 'Bodies of requests refused over their rate held unread before they are read and dropped',
+    registers,
+    collect() {
+      this.set(heldBodyCount());
+    },
   });
   /** @type {{ heldByLabel: () => Iterable<[string, number]> } | undefined} */
   let budget;

@@ -1,5 +1,6 @@
 // `npm test`'s second reporter in each test file's process (scripts/test.js): it writes the file's
-// counts when node:test's run has ended, so a process that exits 0 without them stopped before its
+// counts (of the tests it registered: a file with none has none, for test/support/ran-nothing.js)
+// when node:test's run has ended, so a process that exits 0 without them stopped before its
 // tests ended; and once every top-level test is done it gives the process a while to exit, then
 // fails it naming what still keeps it alive (a server, socket or timer a test left open).
 // The counts are written synchronously at the root's plan, the run's last event before its
@@ -32,7 +33,7 @@ export default async function* fileReporter(source) {
     }
     if (type === 'test:complete' && data.nesting === 0 && --pending === 0)
       linger = setTimeout(lingered, LINGER_MS).unref();
-    if ((type === 'test:pass' || type === 'test:fail') && data.details?.type !== 'suite') {
+    if (isTestResult(type, data)) {
       counts.tests++;
       if (data.skip !== undefined) counts.skipped++;
       else if (data.todo !== undefined) counts.todo++;
@@ -53,6 +54,17 @@ export default async function* fileReporter(source) {
       writeFileSync(countsFile, `${JSON.stringify({ ...counts, failures })}\n`);
     }
   }
+}
+
+/**
+ * A test's own result: not a suite's, nor the pass node:test reports for a file that registers no
+ * test (a test of its own, named by the file's path and without a `file`), which ran nothing.
+ * Its failure (the file threw on import) is one. @param {string} type @param {any} data
+ */
+export function isTestResult(type, data) {
+  if (type !== 'test:pass' && type !== 'test:fail') return false;
+  if (data.details?.type === 'suite') return false;
+  return !(type === 'test:pass' && data.nesting === 0 && data.file === undefined);
 }
 
 function lingered() {

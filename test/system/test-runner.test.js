@@ -119,3 +119,26 @@ test('the one that fails', () => { assert.equal(1 + 1, 3, 'the sum the scratch f
   assert.match(output, /✖ the one that fails/);
   assert.match(output, /the sum the scratch file expected/);
 });
+
+test('a file that registers no test, or whose tests are all skipped, fails; one that says why passes', async () => {
+  const none = await runScratch('none.test.js', `import test from 'node:test';\n`);
+  assert.equal(none.status, 1, none.output);
+  assert.match(none.output, /FAILED \S*none\.test\.js: no test ran \(it registers no test\)/);
+  const skipped = await runScratch(
+    'skipped.test.js',
+    `import test from 'node:test';
+test('a', { skip: 'not here' }, () => {});
+test.todo('b');
+`,
+  );
+  assert.equal(skipped.status, 1, skipped.output);
+  assert.match(skipped.output, /FAILED \S*skipped\.test\.js: no test ran \(each of its 2 tests/);
+  const marked = await runScratch(
+    'marked.test.js',
+    `// sluice-test: may-run-nothing because the scratch file checks the marker
+import test from 'node:test';
+test('a', { skip: 'not here' }, () => {});
+`,
+  );
+  assert.equal(marked.status, 0, marked.output);
+});

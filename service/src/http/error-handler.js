@@ -10,6 +10,7 @@ import {
   UnauthorizedError,
   itemErrorsAsDetails,
 } from '../errors.js';
+import { chargeRefused } from './rate-limit.js';
 import { finishUnreadBody } from './unread-body.js';
 
 /**
@@ -58,8 +59,9 @@ export function describeError(err) {
 }
 
 /**
- * Where errors become responses: a 500's id in the answer and the log, no stack trace out; a body
- * not read is let arrive (unread-body.js), so the client reads the answer, not a reset.
+ * Where errors become responses: a 500's id in the answer and the log, no stack trace out; what
+ * of the body was read charged to the client's rate; a body not read is let arrive
+ * (unread-body.js), so the client reads the answer, not a reset.
  * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} limits @returns {import('express').ErrorRequestHandler}
  */
 export function errorHandler(limits) {
@@ -79,6 +81,7 @@ export function errorHandler(limits) {
         apiError.code === 'lock_timeout' ? 'locked out by another writer' : 'statement timed out',
       );
     if (!apiError) req.log.error({ err, errorId: body.errorId }, 'unexpected error');
+    chargeRefused(res);
     finishUnreadBody(req, res, { ...limits, code: apiError?.code });
     res.status(status).set(headers).json(body);
   };

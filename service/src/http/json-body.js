@@ -4,6 +4,7 @@ import { ApiError, InvalidBatchError } from '../errors.js';
 import { sendContinue } from './expect-continue.js';
 import { findDuplicateKeys } from '../json-keys.js';
 import { parseMediaType } from './media-type.js';
+import { chargeRefused } from './rate-limit.js';
 import { ClientGoneError, readBody } from './read-body.js';
 import { repeatedHeaders } from './repeated-headers.js';
 
@@ -223,15 +224,19 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
     if (decoder) req.pipe(decoder);
     const source = /** @type {import('node:stream').Readable} */ (decoder ?? req);
 
-    /** @param {unknown} err @param {Buffer} [buffer] */
-    const settle = (err, buffer) => {
+    /** @param {unknown} err @param {Buffer | undefined} buffer @param {number} bytes */
+    const settle = (err, buffer, bytes) => {
       clearTimeout(timer);
+      res.locals.bodyBytes = bytes;
       if (decoder) {
         req.unpipe(decoder);
         decoder.destroy();
       }
-      // The client went away mid-body: nobody is left to answer.
-      if (err instanceof ClientGoneError) return req.socket.destroy();
+      // The client went away mid-body: nobody is left to answer, what it sent is charged still.
+      if (err instanceof ClientGoneError) {
+        chargeRefused(res);
+        return req.socket.destroy();
+      }
       if (err) return next(describeReadError(err, decoder !== undefined));
       if (decoder) req.resume(); // anything after the compressed stream, so the request ends
       // An Idempotency-Key's fingerprint is of the body as sent (decoded), whatever it parses to.
@@ -249,12 +254,14 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
     };
 
     const timer = setTimeout(() => {
-      stop();
+      const bytes = stop();
       settle(
         new ApiError(
           'body_timeout',
           `the body did not arrive within BODY_READ_TIMEOUT_MS (${bodyReadTimeoutMs} ms); nothing was written`,
         ),
+        undefined,
+        bytes,
       );
     }, bodyReadTimeoutMs);
     const declared = req.headers['content-length'];

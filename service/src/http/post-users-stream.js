@@ -4,6 +4,7 @@ import { answerWritten, countWritten, sendAnswer, writtenAnswer } from './answer
 import { sendContinue } from './expect-continue.js';
 import { ANONYMOUS_CLIENT } from './fair-share.js';
 import { keyForWriter, replayTaken } from './idempotency-key.js';
+import { chargeRefused } from './rate-limit.js';
 import { ClientGoneError } from './read-body.js';
 import { checkStreamHeaders, readStream } from './stream-body.js';
 
@@ -70,7 +71,11 @@ export function postUsersStream({
         : await importUsers(reader.texts(), format, resolution, { quarantine });
     } catch (failure) {
       reader.close();
-      if (failure instanceof ClientGoneError) return req.socket.destroy();
+      res.locals.bodyBytes = reader.bytes();
+      if (failure instanceof ClientGoneError) {
+        chargeRefused(res);
+        return req.socket.destroy();
+      }
       return next(failure);
     }
     reader.close();

@@ -64,6 +64,8 @@ export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRA
           maxInvalid: invalid.maxInvalid,
         })
       : undefined;
+    // Counted for the rate limit before the checks, so a refused array is charged its users.
+    if (Array.isArray(req.body)) res.locals.bodyUsers = req.body.length;
     const validation = tracing.startStep('sluice.validate');
     let batch;
     try {

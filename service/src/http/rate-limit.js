@@ -2,8 +2,10 @@ import { RateLimitedError } from '../errors.js';
 
 // A client's rate in users a second, with a burst (a token bucket, as Loki's ingestion_rate and
 // ingestion_burst_size): a request is charged before its body is read, from its Content-Length
-// (ESTIMATED_USER_BYTES a user), and settled to the users it held once answered; over the rate, 429
-// with Retry-After and the IETF httpapi RateLimit headers, nothing read or written.
+// (ESTIMATED_USER_BYTES a user), and settled to the users it held once answered; a refusal after
+// its body was read (in part) is charged what was read, if that is more, so a body without a length
+// pays for its reading and checking whether it is written or not. Over the rate, 429 with
+// Retry-After and the IETF httpapi RateLimit headers, nothing read or written.
 
 /** Bytes of JSON a user is taken to be before the body is read: its real count settles the charge. */
 export const ESTIMATED_USER_BYTES = 100;
@@ -73,10 +75,29 @@ export function estimatedUsers(req) {
 }
 
 /**
+ * What a body refused after it was read (in part) cost, in users: those counted once it was parsed,
+ * or one a ESTIMATED_USER_BYTES read if more (what bytes the readers left in res.locals).
+ * @param {import('express').Response['locals']} locals
+ */
+export function usersRead({ bodyBytes = 0, bodyUsers = 0 }) {
+  return Math.max(bodyUsers, Math.ceil(bodyBytes / ESTIMATED_USER_BYTES));
+}
+
+/**
+ * A request refused (or its client gone) once its body was read, in part: its charge raised to what
+ * was read, never lowered (nothing is given back for a refusal). Once a request; nothing without a rate.
+ * @param {import('express').Response} res
+ */
+export function chargeRefused(res) {
+  const settle = res.locals.settleUsers;
+  if (settle) settle(usersRead(res.locals), true);
+}
+
+/**
  * The step that charges a request to its client's bucket (http/client-directory.js gives a client
  * one when its rate is declared), or refuses it with 429 before its body is read. The answer to a
  * client with a rate carries RateLimit-Policy and RateLimit whatever its status; answer.js settles
- * the charge through res.locals.settleUsers.
+ * the charge through res.locals.settleUsers, chargeRefused a refusal's.
  * @param {{ refused: (label: string) => void, now?: () => number }} deps @returns {import('express').RequestHandler}
  */
 export function limitRate({ refused, now = () => performance.now() }) {
@@ -100,7 +121,10 @@ export function limitRate({ refused, now = () => performance.now() }) {
     }
     res.setHeader('RateLimit-Policy', bucket.policy);
     res.setHeader('RateLimit', bucket.state(at));
-    res.locals.settleUsers = (users) => bucket.settle(users - charged);
+    res.locals.settleUsers = (users, refused = false) => {
+      res.locals.settleUsers = undefined;
+      bucket.settle(refused ? Math.max(0, users - charged) : users - charged);
+    };
     bucket.pending++;
     res.once('close', () => bucket.pending--);
     next();

@@ -18,7 +18,8 @@ export class ClientGoneError extends Error {
  * payload_too_large, bad_request (not its length), ClientGoneError, the source's own.
  * @param {import('node:http').IncomingMessage} req @param {import('node:stream').Readable} source  the request or its decoder
  * @param {{ limit: number, length?: number, allowance?: import('./admission.js').BodyAllowance }} options
- * @param {(err: unknown, body?: Buffer) => void} callback  called once @returns {() => void}  stops reading, without the callback
+ * @param {(err: unknown, body: Buffer | undefined, bytes: number) => void} callback  called once, with the bytes kept
+ * @returns {() => number}  stops reading, without the callback; the bytes kept
  */
 export function readBody(req, source, { limit, length, allowance }, callback) {
   const known = length !== undefined && source === req;
@@ -61,6 +62,7 @@ export function readBody(req, source, { limit, length, allowance }, callback) {
     if (source !== req) req.off('error', onError);
     req.off('close', onClose);
     source.pause();
+    return received;
   }
 
   /** @param {unknown} err @param {Buffer} [body] */
@@ -68,7 +70,7 @@ export function readBody(req, source, { limit, length, allowance }, callback) {
     if (done) return;
     stop();
     kept.release();
-    callback(err, body);
+    callback(err, body, received);
   }
 
   source.on('data', onData);

@@ -14,8 +14,15 @@ declare global {
       idempotency?: RequestKey;
       /** Admission's allowance of a body charged as it is read (admission.js). */
       bodyAllowance?: BodyAllowance;
-      /** The rate limit's charge settled to the users a write held (rate-limit.js; answer.js calls it). */
-      settleUsers?: (users: number) => void;
+      /**
+       * The rate limit's charge settled to the users a write held, once (rate-limit.js; answer.js
+       * calls it); refused: raised to them, never lowered (chargeRefused).
+       */
+      settleUsers?: (users: number, refused?: boolean) => void;
+      /** The bytes of the body read (decoded), set by its reader once it stops (json-body.js, post-users-stream.js). */
+      bodyBytes?: number;
+      /** The users of a JSON body counted once it was parsed to an array (post-users.js). */
+      bodyUsers?: number;
     }
   }
 }

@@ -5,16 +5,20 @@ import { awaitsContinue } from './expect-continue.js';
 const CLOSE_AT_ONCE = new Set(['body_timeout', 'bad_request']);
 // Refusals of a client over its rate: a large body it sends on with is held unread for a while
 // before it is read and dropped, so that a client which never backs off is slowed by its own
-// connection instead of costing the service a read of every body it sends. A small one is read at
-// once: it fits in the request's own buffer, so holding it would not slow its sender.
+// connection instead of costing the service a read of every body it sends. A body without a length
+// is held too, whatever it turns out to be: it may be as large as any. A small declared one is read
+// at once: it fits in the request's own buffer, so holding it would not slow its sender.
 const HOLD_FIRST = new Set(['rate_limited']);
-/** Bodies declared larger than this are held; smaller ones cost little to read. */
+/** Bodies declared larger than this, or not declared, are held; smaller ones cost little to read. */
 export const HOLD_ABOVE_BYTES = 64 * 1024;
 /** How long a refused body is held unread before it is read and dropped. */
 export const REFUSED_BODY_HOLD_MS = 1000;
 /** Bodies held at once, at most: each holds a socket's receive buffer in the kernel. */
 export const MAX_HELD_BODIES = 256;
 let heldBodies = 0;
+
+/** The refused bodies held unread now (the metric sluice_refused_bodies_held). */
+export const heldBodyCount = () => heldBodies;
 
 /**
  * A body not read when the answer goes out is read and dropped within a body's limits, so a client
@@ -25,7 +29,8 @@ let heldBodies = 0;
  */
 export function finishUnreadBody(req, res, { maxBodyBytes, bodyReadTimeoutMs, code }) {
   if (req.complete) return;
-  const declared = Number(req.headers['content-length'] ?? 0);
+  const length = req.headers['content-length'];
+  const declared = Number(length ?? 0);
   if (
     awaitsContinue(res) ||
     (code !== undefined && CLOSE_AT_ONCE.has(code)) ||
@@ -37,7 +42,7 @@ export function finishUnreadBody(req, res, { maxBodyBytes, bodyReadTimeoutMs, co
   if (
     code !== undefined &&
     HOLD_FIRST.has(code) &&
-    declared > HOLD_ABOVE_BYTES &&
+    (length === undefined || declared > HOLD_ABOVE_BYTES) &&
     heldBodies < MAX_HELD_BODIES
   ) {
     // Read started and paused: the body counts as consumed (Node would otherwise read and drop it

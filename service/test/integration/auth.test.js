@@ -1,12 +1,17 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { SignJWT, UnsecuredJWT, exportJWK, generateKeyPair } from 'jose';
 import { createTestDatabase } from '../../../test/support/database.js';
 import { startServerProcess } from '../../../test/support/server-process.js';
+import { within } from '../../../test/support/time-factor.js';
 import { makeUsers } from '../../../test/support/users.js';
+import { waitUntil } from '../../../test/support/wait.js';
 
 const AUDIENCE = 'sluice';
 const ISSUER = 'https://auth.sluice.test';
@@ -345,5 +350,79 @@ describe('authentication over HTTP: static tokens, JWTs from a JWKS or a secret'
         assert.equal(leak, undefined, `${name}: a secret in the log: ${leak}`);
       }
     }
+  });
+});
+
+describe('a token rotated on a running service: INGEST_TOKENS_FILE rewritten', () => {
+  const oldToken = `feeder-old-${randomBytes(16).toString('hex')}`;
+  const newToken = `feeder-new-${randomBytes(16).toString('hex')}`;
+  const REFRESH_MS = 200;
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  /** @type {Awaited<ReturnType<typeof startServerProcess>>} */ let service;
+  /** @type {string} */ let dir;
+  /** @type {string} */ let file;
+
+  before(async () => {
+    db = await createTestDatabase();
+    dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-rotation-'));
+    file = path.join(dir, 'tokens.json');
+    await writeFile(file, JSON.stringify({ feeder: oldToken }));
+    service = await startServerProcess({
+      DATABASE_URL: db.url,
+      LOG_LEVEL: 'debug',
+      INGEST_TOKENS_FILE: file,
+      INGEST_TOKENS_REFRESH_MS: String(REFRESH_MS),
+    });
+  });
+  after(async () => {
+    await service?.stop();
+    await rm(dir, { recursive: true, force: true });
+    await db?.drop();
+  });
+
+  /** POST /users with a bearer token. @param {string} token @param {unknown} body */
+  async function post(token, body) {
+    const res = await fetch(`${service.baseUrl}/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify(body),
+    });
+    await res.arrayBuffer();
+    return { status: res.status, wwwAuthenticate: res.headers.get('www-authenticate') };
+  }
+
+  test('the old token is refused and the new one taken once the file is read again; nothing written under the old; no token logged', async () => {
+    assert.equal((await post(oldToken, makeUsers(1))).status, 201);
+    assert.equal((await post(newToken, [])).status, 401, 'the new token not yet known');
+
+    // Written as a rotation tool does: a new file renamed over the old one.
+    await writeFile(`${file}.new`, JSON.stringify({ feeder: newToken }));
+    await rename(`${file}.new`, file);
+    const rotated = performance.now();
+    // An empty batch writes nothing either way: 400 once let in, 401 while refused.
+    await waitUntil(
+      async () => (await post(newToken, [])).status === 400,
+      'the new token taken',
+      within(REFRESH_MS + 5000),
+      20,
+    );
+    assert.ok(performance.now() - rotated < within(REFRESH_MS + 1000), 'within a refresh');
+
+    const refused = makeUsers(2);
+    const old = await post(oldToken, refused);
+    assert.equal(old.status, 401);
+    assert.equal(old.wwwAuthenticate, 'Bearer error="invalid_token"');
+    assert.equal((await db.usersByEmail(refused.map((u) => u.email))).size, 0);
+    const taken = makeUsers(2);
+    assert.equal((await post(newToken, taken)).status, 201);
+    assert.equal((await db.usersByEmail(taken.map((u) => u.email))).size, 2);
+
+    const log = service.logs.map((l) => JSON.stringify(l)).join('\n');
+    assert.ok(
+      service.logs.filter((l) => l.msg === 'bearer tokens read').length >= 2,
+      'the tokens read at start and again after the rewrite',
+    );
+    for (const token of [oldToken, newToken])
+      assert.ok(!log.includes(token) && !log.includes(token.slice(0, 24)), 'no token logged');
   });
 });

@@ -8,6 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { SignJWT } from 'jose';
 import pg from 'pg';
+import pino from 'pino';
+import { createDatabase } from '../../src/db/database.js';
+import { createKeyStore, purgeExpiredKeys } from '../../src/users/idempotency-keys.js';
 import { startTestApp } from '../../../test/support/app.js';
 import { createTestDatabase } from '../../../test/support/database.js';
 import { startPgBouncer } from '../../../test/support/pgbouncer.js';
@@ -618,6 +621,89 @@ describe('Idempotency-Key expiry', () => {
     const res = await app.postUsers(makeUsers(1), { headers: keyed(key) });
     assert.equal(res.status, 201, res.text);
     assert.notEqual(res.text, 'old');
+  });
+});
+
+describe('the purge of expired Idempotency-Keys, against PostgreSQL', () => {
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let testDb;
+  /** @type {import('../../src/db/database.js').Database} */ let db;
+  const store = createKeyStore({ ttlSeconds: 3600 });
+  before(async () => {
+    testDb = await createTestDatabase();
+    db = createDatabase(
+      {
+        databaseUrl: testDb.url,
+        dbPoolMax: 2,
+        dbConnectTimeoutMs: 2000,
+        dbStatementTimeoutMs: 10_000,
+      },
+      pino({ level: 'silent' }),
+    );
+  });
+  after(async () => {
+    await db?.close();
+    await testDb?.drop();
+  });
+
+  /** Stores answered keys of `client` expiring at now() + `inSeconds` (negative: expired). @param {string} client @param {string[]} keys @param {number} inSeconds */
+  const stored = (client, keys, inSeconds) =>
+    testDb.pool.query(
+      `INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body)
+       SELECT $1, k, now() + make_interval(secs => $3), '\\x00', 201, '{}', 'stored' FROM unnest($2::text[]) AS k`,
+      [client, keys, inSeconds],
+    );
+  /** The keys of `client` left, sorted. @param {string} client */
+  const keysLeft = async (client) =>
+    (
+      await testDb.pool.query('SELECT key FROM idempotency_keys WHERE client = $1 ORDER BY key', [
+        client,
+      ])
+    ).rows.map((r) => r.key);
+
+  test('expired keys are deleted in batches, oldest first; live ones, however soon they expire, are kept', async () => {
+    const client = `purge-${uniqueTag()}`;
+    await stored(client, ['gone-a', 'gone-b'], -3600);
+    await stored(client, ['gone-c'], -1);
+    await stored(client, ['live-soon'], 5);
+    await stored(client, ['live-hour'], 3600);
+    await stored(client, ['live-week'], 7 * 86_400);
+    assert.equal(await purgeExpiredKeys(db, 2), 2);
+    assert.deepEqual(await keysLeft(client), ['gone-c', 'live-hour', 'live-soon', 'live-week']);
+    assert.equal(await purgeExpiredKeys(db, 2), 1);
+    assert.equal(await purgeExpiredKeys(db), 0);
+    assert.deepEqual(await keysLeft(client), ['live-hour', 'live-soon', 'live-week']);
+  });
+
+  test('a key claimed by a request in flight (new, or expired and taken again) is not deleted, during the claim nor after it', async () => {
+    const client = `claimed-${uniqueTag()}`;
+    await stored(client, ['taken-again'], -60);
+    const writer = new pg.Client({ connectionString: testDb.url });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      const claim = await writer.query(
+        store.claim([
+          { client, key: 'new' },
+          { client, key: 'taken-again' },
+        ]),
+      );
+      assert.equal(claim.rowCount, 2, 'both claimed');
+      // The expired row the claim holds is skipped, not waited for: the purge ends at once.
+      const started = performance.now();
+      assert.equal(await purgeExpiredKeys(db), 0);
+      assert.ok(performance.now() - started < within(2000), 'not waited for');
+      await writer.query(
+        `UPDATE idempotency_keys SET fingerprint = '\\x00', status = 201, headers = '{}', body = 'answered' WHERE client = $1`,
+        [client],
+      );
+      assert.equal(await purgeExpiredKeys(db), 0);
+      await writer.query('COMMIT');
+    } finally {
+      await writer.end();
+    }
+    // Committed, both keys live for their TTL: a purge now keeps them too.
+    assert.equal(await purgeExpiredKeys(db), 0);
+    assert.deepEqual(await keysLeft(client), ['new', 'taken-again']);
   });
 });
 

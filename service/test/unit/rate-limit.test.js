@@ -5,7 +5,13 @@ import { parseNamedTokens } from '@sluice/env/named-tokens';
 import { RateLimitedError } from '../../src/errors.js';
 import { describeError } from '../../src/http/error-handler.js';
 import { ClientDirectory, JWT_CLIENTS } from '../../src/http/client-directory.js';
-import { ESTIMATED_USER_BYTES, TokenBucket, limitRate } from '../../src/http/rate-limit.js';
+import {
+  ESTIMATED_USER_BYTES,
+  TokenBucket,
+  chargeRefused,
+  limitRate,
+  usersRead,
+} from '../../src/http/rate-limit.js';
 import { TokenSet } from '../../src/auth/token-set.js';
 
 // An IETF httpapi RateLimit item: a quoted name and integer parameters.
@@ -163,6 +169,36 @@ describe('limitRate: 429 before the body is read (unit)', () => {
         RateLimitedError,
       'in debt: refused',
     );
+  });
+
+  test('a refusal after its body was read is charged what was read if more, never less, once', () => {
+    const bucket = /** @type {import('../../src/http/rate-limit.js').TokenBucket} */ (
+      clients.named('noisy').bucket
+    );
+    now += 10_000;
+    // Without a length: charged one user, then a refused body of 2,000 bytes read: 20 users.
+    const chunked = run(middleware, clients.named('noisy'), { 'transfer-encoding': 'chunked' });
+    chunked.res.locals.bodyBytes = 2000;
+    chargeRefused(chunked.res);
+    assert.equal(bucket.tokens, 80);
+    chargeRefused(chunked.res);
+    assert.equal(bucket.tokens, 80, 'charged once');
+
+    // An array parsed: its users if more than its bytes say.
+    const array = run(middleware, clients.named('noisy'), { 'transfer-encoding': 'chunked' });
+    Object.assign(array.res.locals, { bodyBytes: 300, bodyUsers: 30 });
+    chargeRefused(array.res);
+    assert.equal(bucket.tokens, 50);
+
+    // Declared larger than what was read: the charge stands, nothing given back.
+    const declared = run(middleware, clients.named('noisy'), {
+      'content-length': String(40 * ESTIMATED_USER_BYTES),
+    });
+    declared.res.locals.bodyBytes = 5 * ESTIMATED_USER_BYTES;
+    chargeRefused(declared.res);
+    assert.equal(bucket.tokens, 10);
+    assert.equal(usersRead({}), 0, 'nothing read: nothing more');
+    assert.equal(usersRead({ bodyBytes: 1 }), 1);
   });
 });
 

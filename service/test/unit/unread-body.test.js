@@ -7,6 +7,7 @@ import {
   MAX_HELD_BODIES,
   REFUSED_BODY_HOLD_MS,
   finishUnreadBody,
+  heldBodyCount,
 } from '../../src/http/unread-body.js';
 
 const LIMITS = { maxBodyBytes: 1000, bodyReadTimeoutMs: 5000 };
@@ -118,6 +119,18 @@ describe('the body left unread by a refusal (unit)', () => {
     x.req.emit('end');
     assert.equal(x.socket.destroy.mock.callCount(), 0);
     assert.deepEqual(x.set, {}, 'the connection kept');
+  });
+
+  test('a body without a length of a client over its rate is held as a large one is', () => {
+    const x = exchange({ 'transfer-encoding': 'chunked' });
+    finishUnreadBody(x.req, x.res, RATE_LIMITED);
+    assert.equal(x.req.pause.mock.callCount(), 1);
+    assert.equal(heldBodyCount(), 1);
+    mock.timers.tick(REFUSED_BODY_HOLD_MS - 1);
+    assert.equal(x.req.resume.mock.callCount(), 0, 'held');
+    mock.timers.tick(1);
+    assert.equal(x.req.resume.mock.callCount(), 1, 'then read and dropped');
+    assert.equal(heldBodyCount(), 0);
   });
 
   test('held bodies are bounded: past MAX_HELD_BODIES one is read at once; a connection closed while held frees its place', () => {
