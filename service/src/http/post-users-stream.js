@@ -1,9 +1,8 @@
 import { ApiError } from '../errors.js';
-import { Quarantine } from '../users/quarantine.js';
 import { answerWritten, countWritten, sendAnswer, writtenAnswer } from './answer.js';
 import { sendContinue } from './expect-continue.js';
-import { ANONYMOUS_CLIENT } from './fair-share.js';
 import { keyForWriter, replayTaken } from './idempotency-key.js';
+import { quarantineOf } from './quarantine-request.js';
 import { ClientGoneError } from './read-body.js';
 import { checkStreamHeaders, readStream } from './stream-body.js';
 
@@ -21,7 +20,7 @@ export const STREAM_TYPES = /** @type {const} */ ({
 
 /**
  * @param {{ format: import('../users/stream-import.js').StreamFormat, importUsers: ReturnType<typeof import('../users/stream-import.js').createStreamImport>,
- *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number, metrics: import('../metrics.js').Metrics }} deps @returns {import('express').RequestHandler}
+ *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number, quarantineClientBytes: number, metrics: import('../metrics.js').Metrics }} deps @returns {import('express').RequestHandler}
  */
 export function postUsersStream({
   format,
@@ -29,6 +28,7 @@ export function postUsersStream({
   admit,
   maxStreamBytes,
   idleTimeoutMs,
+  quarantineClientBytes,
   metrics,
 }) {
   return (req, res, next) => {
@@ -50,12 +50,7 @@ export function postUsersStream({
     try {
       const { resolution, invalid } = res.locals.write;
       const quarantine = invalid
-        ? new Quarantine({
-            client: req.clientName ?? ANONYMOUS_CLIENT,
-            requestId: req.id,
-            format,
-            maxInvalid: invalid.maxInvalid,
-          })
+        ? quarantineOf(req, format, invalid, quarantineClientBytes)
         : undefined;
       outcome = key
         ? await importUsers(fingerprinted(reader.texts(), key), format, resolution, {
