@@ -286,7 +286,7 @@ export const SERVICE_VARIABLES = defineVariables({
     parser: integer({ min: 1, max: 2 ** 40, unit: 'bytes' }),
     default: 64 * 1024 * 1024,
     description:
-      "what one client's items set aside by Prefer: invalid=quarantine may hold in all (each item's bytes and 200 more); past it, a request of that client that sets an item aside is refused, 400 invalid_batch, nothing written",
+      "what one client's items set aside by Prefer: invalid=quarantine may hold in all (each item's and its errors' bytes, and 200 more); past it, a request of that client that sets an item aside is refused, 400 invalid_batch, nothing written",
   },
   QUARANTINE_RETENTION_DAYS: {
     parser: integer({ min: 1, max: 3650, unit: 'days' }),
