@@ -20,6 +20,7 @@ import { GROUP_WRITE_SLOTS, createGroupCommit } from './users/group-commit.js';
 import { createKeyStore } from './users/idempotency-keys.js';
 import { startKeyPurge } from './users/key-purge.js';
 import { startQuarantinePurge } from './users/quarantine-purge.js';
+import { ScopeUsage } from './users/quarantine.js';
 import { STREAM_HOLD_BYTES, createStreamImport } from './users/stream-import.js';
 import { createUserWriter } from './users/user-writer.js';
 import { createWriteGate, writeSlotsFor } from './users/write-gate.js';
@@ -45,7 +46,9 @@ export function createApp({
   // Idempotency-Key: kept with each write, purged in the background once expired.
   const keys = createKeyStore({ ttlSeconds: config.idempotencyKeyTtlSeconds });
   startKeyPurge({ db, ttlSeconds: config.idempotencyKeyTtlSeconds, logger });
-  // Items set aside: deleted in the background once older than their retention.
+  // Items set aside: bounded a client (what each holds read once in a while), and deleted in the
+  // background once older than their retention.
+  const quarantineBound = { maxBytes: config.quarantineClientMaxBytes, usage: new ScopeUsage() };
   const quarantinePurge = startQuarantinePurge({
     db,
     retentionDays: config.quarantineRetentionDays,
@@ -132,7 +135,7 @@ export function createApp({
       admit: admitStream,
       maxStreamBytes: config.maxStreamBytes,
       idleTimeoutMs: config.streamIdleTimeoutMs,
-      quarantineClientBytes: config.quarantineClientMaxBytes,
+      quarantineBound,
       metrics,
     });
   }
@@ -174,7 +177,7 @@ export function createApp({
     postUsers({
       writeUsers,
       maxBatchItems: config.maxBatchItems,
-      quarantineClientBytes: config.quarantineClientMaxBytes,
+      quarantineBound,
       metrics,
       tracing,
     }),

@@ -20,7 +20,7 @@ export const STREAM_TYPES = /** @type {const} */ ({
 
 /**
  * @param {{ format: import('../users/stream-import.js').StreamFormat, importUsers: ReturnType<typeof import('../users/stream-import.js').createStreamImport>,
- *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number, quarantineClientBytes: number, metrics: import('../metrics.js').Metrics }} deps @returns {import('express').RequestHandler}
+ *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number, quarantineBound: import('../users/quarantine.js').ClientBound, metrics: import('../metrics.js').Metrics }} deps @returns {import('express').RequestHandler}
  */
 export function postUsersStream({
   format,
@@ -28,7 +28,7 @@ export function postUsersStream({
   admit,
   maxStreamBytes,
   idleTimeoutMs,
-  quarantineClientBytes,
+  quarantineBound,
   metrics,
 }) {
   return (req, res, next) => {
@@ -49,9 +49,7 @@ export function postUsersStream({
     let outcome;
     try {
       const { resolution, invalid } = res.locals.write;
-      const quarantine = invalid
-        ? quarantineOf(req, format, invalid, quarantineClientBytes)
-        : undefined;
+      const quarantine = invalid ? quarantineOf(req, format, invalid, quarantineBound) : undefined;
       outcome = key
         ? await importUsers(fingerprinted(reader.texts(), key), format, resolution, {
             quarantine,

@@ -51,20 +51,18 @@ function onlyColumns(item, columns) {
   return kept;
 }
 
-/** @param {{ writeUsers: WriteUsers, maxBatchItems: number, quarantineClientBytes: number, metrics: import('../metrics.js').Metrics, tracing?: import('../tracing/tracing.js').Tracing }} deps @returns {import('express').RequestHandler} */
+/** @param {{ writeUsers: WriteUsers, maxBatchItems: number, quarantineBound: import('../users/quarantine.js').ClientBound, metrics: import('../metrics.js').Metrics, tracing?: import('../tracing/tracing.js').Tracing }} deps @returns {import('express').RequestHandler} */
 export function postUsers({
   writeUsers,
   maxBatchItems,
-  quarantineClientBytes,
+  quarantineBound,
   metrics,
   tracing = NO_TRACING,
 }) {
   return async (req, res) => {
     const { resolution, return: returnPreference, query, invalid } = res.locals.write;
     const withRows = returnPreference === 'representation';
-    const quarantine = invalid
-      ? quarantineOf(req, 'json', invalid, quarantineClientBytes)
-      : undefined;
+    const quarantine = invalid ? quarantineOf(req, 'json', invalid, quarantineBound) : undefined;
     const validation = tracing.startStep('sluice.validate');
     let batch;
     try {

@@ -8,9 +8,9 @@ import { ANONYMOUS_CLIENT } from './fair-share.js';
 
 /**
  * @param {import('express').Request} req @param {import('../users/quarantine.js').QuarantineFormat} format
- * @param {{ maxInvalid: number }} invalid @param {number} maxClientBytes  QUARANTINE_CLIENT_MAX_BYTES
+ * @param {{ maxInvalid: number }} invalid @param {import('../users/quarantine.js').ClientBound} bound
  */
-export function quarantineOf(req, format, { maxInvalid }, maxClientBytes) {
+export function quarantineOf(req, format, { maxInvalid }, bound) {
   return new Quarantine({
     client: req.clientName ?? ANONYMOUS_CLIENT,
     scope: req.clientScope ?? ANONYMOUS_CLIENT,
@@ -18,6 +18,6 @@ export function quarantineOf(req, format, { maxInvalid }, maxClientBytes) {
     clientRequestId: req.clientRequestId,
     format,
     maxInvalid,
-    maxClientBytes,
+    bound,
   });
 }

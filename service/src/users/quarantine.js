@@ -16,8 +16,13 @@ import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 /**
  * Whose and which request: `client` the credential's name (shown), `scope` its kind and name (the
  * key, http/authenticate.js); `requestId` made by the service, `clientRequestId` the client's
- * X-Request-Id (kept beside, never a key); `maxClientBytes` what a scope's rows may hold in all.
- * @typedef {{ client: string, scope: string, requestId: string, clientRequestId?: string, format: QuarantineFormat, maxInvalid: number, maxClientBytes: number }} QuarantineRequest
+ * X-Request-Id (kept beside, never a key); `bound` what a scope's rows may hold in all.
+ * @typedef {{ client: string, scope: string, requestId: string, clientRequestId?: string, format: QuarantineFormat, maxInvalid: number, bound: ClientBound }} QuarantineRequest
+ */
+/**
+ * What a scope's rows may hold in all (QUARANTINE_CLIENT_MAX_BYTES), and what each holds as this
+ * process last read it (one per process, shared by its requests).
+ * @typedef {{ maxBytes: number, usage: ScopeUsage }} ClientBound
  */
 
 /** @type {readonly QuarantineReason[]} */
@@ -49,14 +54,14 @@ export function overBound(invalid, received, maxInvalid, errors, complete = true
  */
 export class Quarantine {
   /** @param {QuarantineRequest} request */
-  constructor({ client, scope, requestId, clientRequestId, format, maxInvalid, maxClientBytes }) {
+  constructor({ client, scope, requestId, clientRequestId, format, maxInvalid, bound }) {
     this.client = client;
     this.scope = scope;
     this.requestId = requestId;
     this.clientRequestId = clientRequestId ?? null;
     this.format = format;
     this.maxInvalid = maxInvalid;
-    this.maxClientBytes = maxClientBytes;
+    this.bound = bound;
     /** @type {QuarantinedItem[]} */
     this.items = [];
     /** @type {ItemError[]} */
@@ -114,20 +119,55 @@ export class Quarantine {
   }
 
   /**
-   * The statements that keep them: `size` reads what the scope's rows would hold once they are
-   * kept; `keep` keeps them (an item already kept for the scope is updated, not kept twice).
+   * The statements that keep them: `size` reads the bytes their new rows add to the scope's (and,
+   * given `withTotal`, what the scope holds); `keep` keeps them (an item already kept for the
+   * scope is updated, not kept twice).
+   * @param {boolean} withTotal
    */
-  statements() {
+  statements(withTotal) {
     const values = this.#values();
     return {
       size: {
-        text: SCOPE_BYTES,
+        text: withTotal ? SCOPE_BYTES : NEW_BYTES,
         values: [...values.slice(0, 2), values[6], values[5], this.scope],
       },
       keep: { text: INSERT_QUARANTINED, values, operation: 'INSERT' },
     };
   }
 }
+
+/**
+ * What each scope's rows hold, as last read (or read and since added to by this process), for
+ * USAGE_TTL_MS: the sum over a scope's rows is read at most once in that time, however often a
+ * client near its bound sends; rows kept by other processes meanwhile are seen at the next read.
+ */
+export class ScopeUsage {
+  /** @type {Map<string, { bytes: number, readAt: number }>} */
+  #scopes = new Map();
+
+  /** @param {string} scope @returns {number | undefined} */
+  get(scope) {
+    const known = this.#scopes.get(scope);
+    return known && performance.now() - known.readAt < USAGE_TTL_MS ? known.bytes : undefined;
+  }
+
+  /** @param {string} scope @param {number} bytes */
+  read(scope, bytes) {
+    this.#scopes.delete(scope);
+    if (this.#scopes.size >= USAGE_SCOPES)
+      this.#scopes.delete(this.#scopes.keys().next().value ?? '');
+    this.#scopes.set(scope, { bytes, readAt: performance.now() });
+  }
+
+  /** @param {string} scope @param {number} bytes */
+  add(scope, bytes) {
+    const known = this.#scopes.get(scope);
+    if (known) known.bytes += bytes;
+  }
+}
+
+const USAGE_TTL_MS = 10_000;
+const USAGE_SCOPES = 10_000;
 
 // An item's key: its format, CSV header and text. An item twice in one request is kept once (its
 // first place), as ON CONFLICT DO UPDATE may meet a row only once a statement; new rows in the
@@ -156,12 +196,12 @@ WHERE kept.request_id <> EXCLUDED.request_id OR kept.received_at <> EXCLUDED.rec
 // small items count too. What a scope holds is read on the index of its rows, and so is which
 // items are new.
 const ROW_BYTES = 200;
-const SCOPE_BYTES = `SELECT
-  (SELECT coalesce(sum(row_bytes + ${ROW_BYTES}), 0) FROM quarantined_items WHERE client_scope = $5)
-  + (SELECT coalesce(sum(octet_length(i.item) + octet_length(i.errors::text) + ${ROW_BYTES}), 0)
+const NEW_ROWS_BYTES = `(SELECT coalesce(sum(octet_length(i.item) + octet_length(i.errors::text) + ${ROW_BYTES}), 0)
      FROM unnest($3::text[], $4::jsonb[]) AS i(item, errors)
-     WHERE NOT EXISTS (SELECT FROM quarantined_items k WHERE k.client_scope = $5 AND k.item_sha256 = ${ITEM_SHA256}))
-  AS bytes`;
+     WHERE NOT EXISTS (SELECT FROM quarantined_items k WHERE k.client_scope = $5 AND k.item_sha256 = ${ITEM_SHA256}))`;
+const NEW_BYTES = `SELECT ${NEW_ROWS_BYTES} AS new`;
+const SCOPE_BYTES = `SELECT ${NEW_ROWS_BYTES} AS new,
+  (SELECT coalesce(sum(row_bytes + ${ROW_BYTES}), 0) FROM quarantined_items WHERE client_scope = $5) AS total`;
 
 /**
  * Keeps a request's set-aside items, on the connection of its transaction (which a writer may roll
@@ -170,17 +210,22 @@ const SCOPE_BYTES = `SELECT
  */
 export async function keepQuarantined(client, quarantine) {
   if (quarantine.items.length === 0) return;
-  const { size, keep } = quarantine.statements();
-  const { rows } = await client.query(size);
-  const bytes = Number(rows[0].bytes);
-  if (bytes > quarantine.maxClientBytes) throw clientFull(quarantine, bytes);
+  const { scope, bound } = quarantine;
+  const known = bound.usage.get(scope);
+  const { size, keep } = quarantine.statements(known === undefined);
+  const [sized] = (await client.query(size)).rows;
+  const held = known ?? Number(sized.total);
+  if (known === undefined) bound.usage.read(scope, held);
+  const added = Number(sized.new);
+  if (held + added > bound.maxBytes) throw clientFull(quarantine, held + added);
   await client.query(keep);
+  bound.usage.add(scope, added);
 }
 
 /** The refusal of items past their client's bound: nothing written, nothing kept. @param {Quarantine} quarantine @param {number} bytes */
 function clientFull(quarantine, bytes) {
   return new InvalidBatchError(
-    `this client's quarantine would hold ${bytes} bytes, over QUARANTINE_CLIENT_MAX_BYTES (${quarantine.maxClientBytes}): the invalid users are refused, not kept, until its items are purged; nothing was written`,
+    `this client's quarantine would hold ${bytes} bytes, over QUARANTINE_CLIENT_MAX_BYTES (${quarantine.bound.maxBytes}): the invalid users are refused, not kept, until its items are purged; nothing was written`,
     quarantine.errors,
   );
 }

@@ -11,7 +11,12 @@ import {
   keptJson,
   keptUnreadable,
 } from '../../src/users/kept-item.js';
-import { DEFAULT_MAX_INVALID, Quarantine, setAsideInvalid } from '../../src/users/quarantine.js';
+import {
+  DEFAULT_MAX_INVALID,
+  Quarantine,
+  ScopeUsage,
+  setAsideInvalid,
+} from '../../src/users/quarantine.js';
 
 const quarantine = (maxInvalid = DEFAULT_MAX_INVALID) =>
   new Quarantine({
@@ -20,7 +25,7 @@ const quarantine = (maxInvalid = DEFAULT_MAX_INVALID) =>
     requestId: 'r-1',
     format: 'json',
     maxInvalid,
-    maxClientBytes: 1024 * 1024,
+    bound: { maxBytes: 1024 * 1024, usage: new ScopeUsage() },
   });
 const HASH = '$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo';
 
