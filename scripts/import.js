@@ -198,7 +198,8 @@ async function sendFile() {
       res.setEncoding('utf8');
       res.on('data', (c) => (text += c));
       const retryAfter = res.headers['retry-after'];
-      const requestId = res.headers['x-request-id'];
+      // The id its set-aside users are kept under; a client's own X-Request-Id never is.
+      const requestId = res.headers['quarantine-request-id'] ?? res.headers['x-request-id'];
       done = () =>
         resolve({
           status: res.statusCode ?? 0,
@@ -305,7 +306,7 @@ try {
     );
     if (counts.quarantined > 0) {
       console.error(
-        `${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set aside; to fix and send them again: npm run quarantine -- export --items --request ${requestId ?? '<X-Request-Id>'} --output fixed.ndjson`,
+        `${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set aside; to fix and send them again: npm run quarantine -- export --items --request ${requestId ?? '<Quarantine-Request-Id>'} --output fixed.ndjson`,
       );
     }
   } else {

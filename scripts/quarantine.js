@@ -37,9 +37,9 @@ const withFilters = (command) =>
   command
     .option(
       '--client <name>',
-      'only the items of this client (anonymous: sent without credentials)',
+      "only the items of this client: a credential's name (every kind), or one scope as list prints it (token:NAME, jwt:SUBJECT, anonymous: sent without credentials)",
     )
-    .option('--request <id>', 'only the items of this request (its X-Request-Id)')
+    .option('--request <id>', 'only the items of this request (its Quarantine-Request-Id)')
     .option(
       '--since <time>',
       'only items kept at or after this time (7d, 12h, 30m ago, or an ISO 8601 date or time)',
@@ -84,7 +84,7 @@ program
     'delete the items kept before this time (7d, 12h, 30m ago, or an ISO 8601 date or time)',
     instant,
   )
-  .option('--request <id>', 'delete the items of this request (its X-Request-Id)')
+  .option('--request <id>', 'delete the items of this request (its Quarantine-Request-Id)')
   .option('--client <name>', "only this client's items")
   .action((options, command) => {
     if (!options.olderThan && !options.request)
@@ -105,7 +105,7 @@ function where({ client, request, since, until }, first, firstValues = []) {
   const conditions = first ? [first] : [];
   const values = [...firstValues];
   for (const [sql, value] of /** @type {[string, unknown][]} */ ([
-    ['client = $', client],
+    [client !== undefined && isScope(client) ? 'client_scope = $' : 'client = $', client],
     ['request_id = $', request],
     ['received_at >= $', since],
     ['received_at < $', until],
@@ -116,6 +116,9 @@ function where({ client, request, since, until }, first, firstValues = []) {
   }
   return [conditions.length ? `WHERE ${conditions.join(' AND ')}` : '', values];
 }
+
+/** A client as a scope (its credential's kind), not a name. @param {string} client */
+const isScope = (client) => client === 'anonymous' || /^(token|jwt|unscoped):/.test(client);
 
 /** Opens the database, runs `fn`, closes; a failure is one line, exit 1. @param {(db: import('pg').Client) => Promise<void>} fn */
 async function run(fn) {
@@ -155,7 +158,7 @@ async function run(fn) {
 async function list(db, filters) {
   const [clause, values] = where(filters);
   const { rows } = await db.query(
-    `SELECT to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, client, reason, count(*)::int AS items
+    `SELECT to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, client_scope AS client, reason, count(*)::int AS items
      FROM quarantined_items ${clause} GROUP BY 1, 2, 3 ORDER BY 1 DESC, 2, 3`,
     values,
   );
@@ -197,7 +200,7 @@ async function exportItems(db, options, out) {
   const page = async (after) => {
     const [clause, values] = where(options, `id > $1`, [after]);
     const { rows } = await db.query(
-      `SELECT id, client, request_id, received_at, format, position, line, reason, errors, item, csv_header FROM quarantined_items ${clause} ORDER BY id LIMIT ${PAGE}`,
+      `SELECT id, client, client_scope, request_id, client_request_id, received_at, format, position, line, reason, errors, item, truncated, csv_header FROM quarantined_items ${clause} ORDER BY id LIMIT ${PAGE}`,
       values,
     );
     return rows;
@@ -228,7 +231,10 @@ async function exportItems(db, options, out) {
       return JSON.stringify({
         id: Number(row.id),
         client: row.client,
+        clientScope: row.client_scope,
         requestId: row.request_id,
+        clientRequestId: row.client_request_id,
+        truncated: row.truncated,
         receivedAt: row.received_at.toISOString(),
         format: row.format,
         position: row.position,

@@ -19,6 +19,8 @@ import { NO_TRACING } from './tracing/tracing.js';
 import { GROUP_WRITE_SLOTS, createGroupCommit } from './users/group-commit.js';
 import { createKeyStore } from './users/idempotency-keys.js';
 import { startKeyPurge } from './users/key-purge.js';
+import { startQuarantinePurge } from './users/quarantine-purge.js';
+import { ScopeUsage } from './users/quarantine.js';
 import { STREAM_HOLD_BYTES, createStreamImport } from './users/stream-import.js';
 import { createUserWriter } from './users/user-writer.js';
 import { createWriteGate, writeSlotsFor } from './users/write-gate.js';
@@ -44,6 +46,15 @@ export function createApp({
   // Idempotency-Key: kept with each write, purged in the background once expired.
   const keys = createKeyStore({ ttlSeconds: config.idempotencyKeyTtlSeconds });
   startKeyPurge({ db, ttlSeconds: config.idempotencyKeyTtlSeconds, logger });
+  // Items set aside: bounded a client (what each holds read once in a while), and deleted in the
+  // background once older than their retention.
+  const quarantineBound = { maxBytes: config.quarantineClientMaxBytes, usage: new ScopeUsage() };
+  const quarantinePurge = startQuarantinePurge({
+    db,
+    retentionDays: config.quarantineRetentionDays,
+    logger,
+    purged: (rows) => metrics.quarantinePurged.inc(rows),
+  });
   const writer = createUserWriter(db, {
     chunkRows: config.insertChunkRows,
     strategy: config.insertStrategy,
@@ -124,6 +135,7 @@ export function createApp({
       admit: admitStream,
       maxStreamBytes: config.maxStreamBytes,
       idleTimeoutMs: config.streamIdleTimeoutMs,
+      quarantineBound,
       metrics,
     });
   }
@@ -162,7 +174,13 @@ export function createApp({
       }),
     ),
     tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),
-    postUsers({ writeUsers, maxBatchItems: config.maxBatchItems, metrics, tracing }),
+    postUsers({
+      writeUsers,
+      maxBatchItems: config.maxBatchItems,
+      quarantineBound,
+      metrics,
+      tracing,
+    }),
   );
 
   // Any other method on /users: 405 with the method it serves (RFC 9110, 15.5.6).
@@ -194,5 +212,6 @@ export function createApp({
     next(new ApiError('not_found', `no route for ${req.method} ${req.path}`)),
   );
   app.use(errorHandler(config));
+  app.locals.quarantinePurge = quarantinePurge;
   return app;
 }

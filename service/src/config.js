@@ -24,7 +24,7 @@ import { INSERT_STRATEGIES } from './users/insert-strategies.js';
  *   dbStatementTimeoutMs: number, dbLockTimeoutMs: number, maxBatchItems: number, maxBodyBytes: number, bodyReadTimeoutMs: number,
  *   maxStreamBytes: number, streamIdleTimeoutMs: number, insertChunkRows: number, insertStrategy: import('./users/insert-strategies.js').InsertStrategy,
  *   groupCommit: boolean, metricsPublic: boolean, groupCommitMaxRows: number, groupCommitSmallRows: number, workers: number, shutdownTimeoutMs: number, logLevel: string,
- *   admissionBudgetBytes: number, admissionWaitMs: number, idempotencyKeyTtlSeconds: number, tracing: import('@sluice/env/tracing').TracingConfig }} Config
+ *   admissionBudgetBytes: number, admissionWaitMs: number, idempotencyKeyTtlSeconds: number, quarantineClientMaxBytes: number, quarantineRetentionDays: number, tracing: import('@sluice/env/tracing').TracingConfig }} Config
  */
 /** @typedef {import('./auth/token-source.js').TokenSourceConfig & { jwt: import('./auth/jwt.js').JwtConfig | undefined, jwtLimits: import('@sluice/env/named-tokens').ClientLimits | undefined }} Auth */
 
@@ -282,6 +282,18 @@ export const SERVICE_VARIABLES = defineVariables({
     description:
       "how long an Idempotency-Key is kept with its request's fingerprint and answer (a retry within it gets the first answer); then it is a new key, and the service deletes it in the background",
   },
+  QUARANTINE_CLIENT_MAX_BYTES: {
+    parser: integer({ min: 1, max: 2 ** 40, unit: 'bytes' }),
+    default: 64 * 1024 * 1024,
+    description:
+      "what one client's items set aside by Prefer: invalid=quarantine may hold in all (each item's and its errors' bytes, and 200 more); past it, a request of that client that sets an item aside is refused, 400 invalid_batch, nothing written",
+  },
+  QUARANTINE_RETENTION_DAYS: {
+    parser: integer({ min: 1, max: 3650, unit: 'days' }),
+    default: 30,
+    description:
+      'how long an item set aside by Prefer: invalid=quarantine is kept after it was last sent; then the service deletes it in the background',
+  },
 });
 
 /** Every variable read and checked once (OTEL_ too); a bad value stops start-up naming every one at fault. @param {NodeJS.ProcessEnv} [env] @returns {Config} */
@@ -319,6 +331,8 @@ export function loadConfig(env = process.env) {
     admissionBudgetBytes: v.ADMISSION_BUDGET_BYTES,
     admissionWaitMs: v.ADMISSION_WAIT_MS,
     idempotencyKeyTtlSeconds: v.IDEMPOTENCY_KEY_TTL_SECONDS,
+    quarantineClientMaxBytes: v.QUARANTINE_CLIENT_MAX_BYTES,
+    quarantineRetentionDays: v.QUARANTINE_RETENTION_DAYS,
     tracing: tracingConfigFrom(v),
   };
 }

@@ -19,7 +19,7 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: '23514',
     scope: 'users',
     message: 'some users are invalid; nothing was written',
-    when: 'Users that break the rules, each named by index and field in `errors` (at most 100, in index order; in a streamed body, by `line` too). With `Prefer: invalid=quarantine`, only when more items are invalid than its bound (`max-invalid`, 100 by default): then nothing is written and nothing set aside.',
+    when: 'Users that break the rules, each named by index and field in `errors` (at most 100, in index order; in a streamed body, by `line` too). With `Prefer: invalid=quarantine`, only when more items are invalid than its bound (`max-invalid`, 100 by default), or when the quarantine of its client would hold more than `QUARANTINE_CLIENT_MAX_BYTES`: then nothing is written and nothing set aside.',
   },
   not_an_array: {
     status: 400,

@@ -49,6 +49,11 @@ export function createMetrics(db) {
       registers,
     }),
     usersQuarantined: quarantinedCounter(registers),
+    quarantinePurged: new client.Counter({
+      name: 'sluice_quarantine_purged_total',
+      help: 'Rows of quarantined_items deleted by the purge, once older than QUARANTINE_RETENTION_DAYS',
+      registers,
+    }),
     batchSize: new client.Histogram({
       name: 'sluice_batch_size_users',
       help: 'Users per POST /users with a JSON array body',

@@ -152,10 +152,16 @@ const idempotentReplayed = {
     'On a replay only: this is the stored answer of the first request sent with the same `Idempotency-Key` (and the same body, content type, `Prefer` and query), repeated byte for byte; nothing was written by this request.',
   schema: { type: 'string', const: 'true' },
 };
+const quarantineRequestId = {
+  description:
+    "With `Prefer: invalid=quarantine`, when an item was set aside: the id (made by the service, not the client's `X-Request-Id`) its items are kept under, to export them (`npm run quarantine -- export --request <id>`).",
+  schema: { type: 'string' },
+};
 const writeHeaders = {
   'Preference-Applied': preferenceApplied,
   'Content-Range': contentRange,
   'Idempotent-Replayed': idempotentReplayed,
+  'Quarantine-Request-Id': quarantineRequestId,
 };
 
 /**

@@ -95,3 +95,57 @@ describe('migrations 0002 to 0004 alter a table that already holds users, in pla
     }
   });
 });
+
+describe('migration 0007 scopes the quarantine rows it finds, by no credential of today', () => {
+  /** @type {Awaited<ReturnType<typeof createTestDatabase>>} */ let db;
+  before(async () => {
+    db = await createTestDatabase({ migrated: false });
+    await runner({
+      databaseUrl: db.url,
+      dir: MIGRATIONS_DIR,
+      migrationsTable: MIGRATIONS_TABLE,
+      direction: 'up',
+      count: 6,
+      log: () => {},
+    });
+    await db.pool
+      .query(`INSERT INTO quarantined_items (client, request_id, format, item_sha256, position, reason, errors, item)
+      VALUES ('bob', 'r1', 'json', '\\x01', 0, 'invalid_user', '[]', '{"email":"x"}'),
+             ('anonymous', 'r2', 'json', '\\x01', 0, 'invalid_user', '[]', '{"email":"x"}')`);
+    assert.deepEqual(await migrate(db.url), ['0007_quarantine_scopes']);
+  });
+  after(() => db?.drop());
+
+  test("each row kept, its scope unscoped: and its client's name; a token bob's row of the same item is another", async () => {
+    const { rows } = await db.pool.query(
+      'SELECT client, client_scope, request_id, client_request_id, truncated, row_bytes FROM quarantined_items ORDER BY id',
+    );
+    assert.deepEqual(rows, [
+      {
+        client: 'bob',
+        client_scope: 'unscoped:bob',
+        request_id: 'r1',
+        client_request_id: null,
+        truncated: false,
+        row_bytes: 15,
+      },
+      {
+        client: 'anonymous',
+        client_scope: 'unscoped:anonymous',
+        request_id: 'r2',
+        client_request_id: null,
+        truncated: false,
+        row_bytes: 15,
+      },
+    ]);
+    await db.pool
+      .query(`INSERT INTO quarantined_items (client_scope, client, request_id, format, item_sha256, position, reason, errors, item)
+      VALUES ('token:bob', 'bob', 'r3', 'json', '\\x01', 0, 'invalid_user', '[]', '{"email":"x"}')`);
+    await assert.rejects(
+      db.pool
+        .query(`INSERT INTO quarantined_items (client_scope, client, request_id, format, item_sha256, position, reason, errors, item)
+      VALUES ('token:bob', 'bob', 'r4', 'json', '\\x01', 0, 'invalid_user', '[]', '{}')`),
+      { code: '23505', constraint: 'quarantined_items_once' },
+    );
+  });
+});

@@ -23,6 +23,8 @@ export function writtenAnswer(options, { received, inserted, updated, quarantine
   const headers = /** @type {Record<string, string>} */ ({});
   if (options.applied) headers['Preference-Applied'] = options.applied;
   if (options.count) headers['Content-Range'] = `*/${inserted + updated}`;
+  // The id its items are kept under (the service's): what an operator exports them by.
+  if (quarantine && quarantine.count > 0) headers['Quarantine-Request-Id'] = quarantine.requestId;
   const status = inserted > 0 ? 201 : 200;
   if (rows === undefined && options.return !== undefined) return { status, headers, body: '' };
   headers['Content-Type'] = JSON_TYPE;

@@ -1,9 +1,8 @@
 import { ApiError } from '../errors.js';
-import { Quarantine } from '../users/quarantine.js';
 import { answerWritten, countWritten, sendAnswer, writtenAnswer } from './answer.js';
 import { sendContinue } from './expect-continue.js';
-import { ANONYMOUS_CLIENT } from './fair-share.js';
 import { keyForWriter, replayTaken } from './idempotency-key.js';
+import { quarantineOf } from './quarantine-request.js';
 import { chargeRefused } from './rate-limit.js';
 import { ClientGoneError } from './read-body.js';
 import { checkStreamHeaders, readStream } from './stream-body.js';
@@ -22,7 +21,7 @@ export const STREAM_TYPES = /** @type {const} */ ({
 
 /**
  * @param {{ format: import('../users/stream-import.js').StreamFormat, importUsers: ReturnType<typeof import('../users/stream-import.js').createStreamImport>,
- *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number, metrics: import('../metrics.js').Metrics }} deps @returns {import('express').RequestHandler}
+ *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number, quarantineBound: import('../users/quarantine.js').ClientBound, metrics: import('../metrics.js').Metrics }} deps @returns {import('express').RequestHandler}
  */
 export function postUsersStream({
   format,
@@ -30,6 +29,7 @@ export function postUsersStream({
   admit,
   maxStreamBytes,
   idleTimeoutMs,
+  quarantineBound,
   metrics,
 }) {
   return (req, res, next) => {
@@ -50,14 +50,7 @@ export function postUsersStream({
     let outcome;
     try {
       const { resolution, invalid } = res.locals.write;
-      const quarantine = invalid
-        ? new Quarantine({
-            client: req.clientName ?? ANONYMOUS_CLIENT,
-            requestId: req.id,
-            format,
-            maxInvalid: invalid.maxInvalid,
-          })
-        : undefined;
+      const quarantine = invalid ? quarantineOf(req, format, invalid, quarantineBound) : undefined;
       outcome = key
         ? await importUsers(fingerprinted(reader.texts(), key), format, resolution, {
             quarantine,

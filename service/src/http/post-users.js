@@ -1,10 +1,10 @@
 import { ApiError, emptyBatchMessage } from '../errors.js';
 import { NO_TRACING } from '../tracing/tracing.js';
-import { Quarantine, setAsideInvalid } from '../users/quarantine.js';
+import { setAsideInvalid } from '../users/quarantine.js';
 import { checkUserBatch, oncePerEmail } from '../users/user-schema.js';
 import { answerWritten, countWritten, sendAnswer, writtenAnswer } from './answer.js';
-import { ANONYMOUS_CLIENT } from './fair-share.js';
 import { keyForWriter, replayTaken } from './idempotency-key.js';
+import { quarantineOf } from './quarantine-request.js';
 import { representation } from './representation.js';
 import { READ_COLUMNS } from './write-query.js';
 
@@ -22,7 +22,7 @@ const WITH_ROWS = Object.freeze({ withRows: true });
  * The body's users as rows, checked as a batch (the parsed objects let go), or the invalid ones set
  * aside into `quarantine`; inOrder: the rows as sent too.
  * @param {import('express').Request} req @param {number} maxBatchItems @param {Resolution} resolution @param {string[] | undefined} columns @param {boolean} inOrder
- * @param {Quarantine} [quarantine] @param {import('../errors.js').ItemError[]} [duplicateKeys]  the users that give a key twice (json-body.js)
+ * @param {import('../users/quarantine.js').Quarantine} [quarantine] @param {import('../errors.js').ItemError[]} [duplicateKeys]  the users that give a key twice (json-body.js)
  */
 function takeBatch(req, maxBatchItems, resolution, columns, inOrder, quarantine, duplicateKeys) {
   let items = req.body;
@@ -51,19 +51,18 @@ function onlyColumns(item, columns) {
   return kept;
 }
 
-/** @param {{ writeUsers: WriteUsers, maxBatchItems: number, metrics: import('../metrics.js').Metrics, tracing?: import('../tracing/tracing.js').Tracing }} deps @returns {import('express').RequestHandler} */
-export function postUsers({ writeUsers, maxBatchItems, metrics, tracing = NO_TRACING }) {
+/** @param {{ writeUsers: WriteUsers, maxBatchItems: number, quarantineBound: import('../users/quarantine.js').ClientBound, metrics: import('../metrics.js').Metrics, tracing?: import('../tracing/tracing.js').Tracing }} deps @returns {import('express').RequestHandler} */
+export function postUsers({
+  writeUsers,
+  maxBatchItems,
+  quarantineBound,
+  metrics,
+  tracing = NO_TRACING,
+}) {
   return async (req, res) => {
     const { resolution, return: returnPreference, query, invalid } = res.locals.write;
     const withRows = returnPreference === 'representation';
-    const quarantine = invalid
-      ? new Quarantine({
-          client: req.clientName ?? ANONYMOUS_CLIENT,
-          requestId: req.id,
-          format: 'json',
-          maxInvalid: invalid.maxInvalid,
-        })
-      : undefined;
+    const quarantine = invalid ? quarantineOf(req, 'json', invalid, quarantineBound) : undefined;
     // Counted for the rate limit before the checks, so a refused array is charged its users.
     if (Array.isArray(req.body)) res.locals.bodyUsers = req.body.length;
     const validation = tracing.startStep('sluice.validate');

@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 declare module 'http' {
   interface IncomingMessage {
     id: string;
+    /** The client's own X-Request-Id when it sent a sane one (then `id` too): its word, never a key. */
+    clientRequestId?: string;
     log: Logger;
     /** The client whose credentials were accepted (http/authenticate.js): a configured name, or a JWT's subject. */
     clientName?: string;

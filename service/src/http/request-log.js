@@ -45,9 +45,11 @@ export function observeRequests(app, logger, metrics, { quiet = () => false } = 
 
   return (req, res, next) => {
     const given = req.headers['x-request-id'];
-    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    const kept = typeof given === 'string' && REQUEST_ID.test(given) ? given : undefined;
+    const id = kept ?? randomUUID();
     res.setHeader('X-Request-Id', id);
     /** @type {any} */ (req).id = id;
+    if (kept !== undefined) req.clientRequestId = kept;
     const started = performance.now();
     res.on('finish', () => {
       const seconds = (performance.now() - started) / 1000;

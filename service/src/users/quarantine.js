@@ -1,16 +1,29 @@
 import { InvalidBatchError } from '../errors.js';
+import { keptErrors, keptJson } from './kept-item.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 
 // The items a request with `Prefer: invalid=quarantine` sets aside: collected while its body is
 // checked (a Quarantine), refused whole past its bound, and kept in quarantined_items by the
-// transaction that writes its valid users. A plaintext password's value is replaced before an item
-// is kept; an item is kept once a client (keyed by its SHA-256), so a retry, or the same users
-// posted again in other chunks, keeps nothing twice: the row then names the latest request.
+// transaction that writes its valid users. What is kept of an item is kept-item.js's (no password,
+// bounded, storable); an item is kept once a client scope (keyed by its SHA-256), so a retry, or
+// the same users posted again in other chunks, keeps nothing twice: the row then names the latest
+// request. A client's rows are bounded in all (their bytes), past which its items are refused.
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
 /** Why an item was set aside. @typedef {'invalid_user' | 'malformed_json' | 'malformed_csv'} QuarantineReason */
 /** The body's format. @typedef {'json' | 'ndjson' | 'csv'} QuarantineFormat */
-/** @typedef {{ position: number, line: number | null, reason: QuarantineReason, errors: ItemError[], item: string }} QuarantinedItem */
+/** item, truncated: kept-item.js's. @typedef {{ position: number, line: number | null, reason: QuarantineReason, errors: ItemError[], item: string, truncated: boolean }} QuarantinedItem */
+/**
+ * Whose and which request: `client` the credential's name (shown), `scope` its kind and name (the
+ * key, http/authenticate.js); `requestId` made by the service, `clientRequestId` the client's
+ * X-Request-Id (kept beside, never a key); `bound` what a scope's rows may hold in all.
+ * @typedef {{ client: string, scope: string, requestId: string, clientRequestId?: string, format: QuarantineFormat, maxInvalid: number, bound: ClientBound }} QuarantineRequest
+ */
+/**
+ * What a scope's rows may hold in all (QUARANTINE_CLIENT_MAX_BYTES), and what each holds as this
+ * process last read it (one per process, shared by its requests).
+ * @typedef {{ maxBytes: number, usage: ScopeUsage }} ClientBound
+ */
 
 /** @type {readonly QuarantineReason[]} */
 export const QUARANTINE_REASONS = ['invalid_user', 'malformed_json', 'malformed_csv'];
@@ -23,30 +36,6 @@ export const MAX_INVALID_LIMIT = 10_000;
 export const QUARANTINE_HOLD_CHARS = 1024 * 1024;
 /** Characters of set-aside items past which a stream keeps them at its next chunk's end (fewer round trips than a statement a chunk). */
 export const QUARANTINE_KEEP_CHARS = 256 * 1024;
-/** What replaces a plaintext password's value. */
-export const REDACTED = '[redacted]';
-
-const PASSWORD = 'password';
-
-/** JSON.stringify's replacer: a `password` key's value (any case, any depth) replaced. @param {string} key @param {unknown} value */
-const withoutPasswords = (key, value) => (key.toLowerCase() === PASSWORD ? REDACTED : value);
-
-/** An item that parsed, as JSON text without a password's value; `text` kept as sent when it holds none. @param {unknown} value @param {string} [text] */
-export function keptJson(value, text) {
-  if (text !== undefined && !text.toLowerCase().includes(PASSWORD)) return text;
-  return JSON.stringify(value, withoutPasswords) ?? String(value);
-}
-
-/**
- * Text that is not JSON, kept as sent but for what follows each `"password"` key: its value (a
- * string, whole or cut, or whatever runs to the next `,` `}` or `]`) replaced.
- * @param {string} text
- */
-export function keptText(text) {
-  if (!text.toLowerCase().includes(PASSWORD)) return text;
-  return text.replace(/("password"\s*:\s*)("(?:[^"\\]|\\.)*"?|[^,}\]]*)/giu, `$1"${REDACTED}"`);
-}
-
 /** The refusal of a request past its bound: nothing written, nothing kept. @param {number} invalid @param {number} received @param {number} maxInvalid @param {ItemError[]} errors @param {boolean} [complete] */
 export function overBound(invalid, received, maxInvalid, errors, complete = true) {
   const some = complete
@@ -64,12 +53,15 @@ export function overBound(invalid, received, maxInvalid, errors, complete = true
  * names them.
  */
 export class Quarantine {
-  /** @param {{ client: string, requestId: string, format: QuarantineFormat, maxInvalid: number }} request */
-  constructor({ client, requestId, format, maxInvalid }) {
+  /** @param {QuarantineRequest} request */
+  constructor({ client, scope, requestId, clientRequestId, format, maxInvalid, bound }) {
     this.client = client;
+    this.scope = scope;
     this.requestId = requestId;
+    this.clientRequestId = clientRequestId ?? null;
     this.format = format;
     this.maxInvalid = maxInvalid;
+    this.bound = bound;
     /** @type {QuarantinedItem[]} */
     this.items = [];
     /** @type {ItemError[]} */
@@ -111,44 +103,105 @@ export class Quarantine {
   #values() {
     const { items } = this;
     return [
-      this.client,
-      this.requestId,
       this.format,
       this.csvHeader,
       items.map((i) => i.position),
       items.map((i) => i.line),
       items.map((i) => i.reason),
-      items.map((i) => JSON.stringify(i.errors)),
+      items.map((i) => keptErrors(i.errors)),
       items.map((i) => i.item),
+      items.map((i) => i.truncated),
+      this.scope,
+      this.client,
+      this.requestId,
+      this.clientRequestId,
     ];
   }
 
-  /** The statement that keeps them: an item already kept for the client is updated, not kept twice. */
-  statement() {
-    return { text: INSERT_QUARANTINED, values: this.#values(), operation: 'INSERT' };
+  /**
+   * The statements that keep them: `size` reads the bytes their new rows add to the scope's (and,
+   * given `withTotal`, what the scope holds); `keep` keeps them (an item already kept for the
+   * scope is updated, not kept twice).
+   * @param {boolean} withTotal
+   */
+  statements(withTotal) {
+    const values = this.#values();
+    return {
+      size: {
+        text: withTotal ? SCOPE_BYTES : NEW_BYTES,
+        values: [...values.slice(0, 2), values[6], values[5], this.scope],
+      },
+      keep: { text: INSERT_QUARANTINED, values, operation: 'INSERT' },
+    };
   }
 }
+
+/**
+ * What each scope's rows hold, as last read (or read and since added to by this process), for
+ * USAGE_TTL_MS: the sum over a scope's rows is read at most once in that time, however often a
+ * client near its bound sends; rows kept by other processes meanwhile are seen at the next read.
+ */
+export class ScopeUsage {
+  /** @type {Map<string, { bytes: number, readAt: number }>} */
+  #scopes = new Map();
+
+  /** @param {string} scope @returns {number | undefined} */
+  get(scope) {
+    const known = this.#scopes.get(scope);
+    return known && performance.now() - known.readAt < USAGE_TTL_MS ? known.bytes : undefined;
+  }
+
+  /** @param {string} scope @param {number} bytes */
+  read(scope, bytes) {
+    this.#scopes.delete(scope);
+    if (this.#scopes.size >= USAGE_SCOPES)
+      this.#scopes.delete(this.#scopes.keys().next().value ?? '');
+    this.#scopes.set(scope, { bytes, readAt: performance.now() });
+  }
+
+  /** @param {string} scope @param {number} bytes */
+  add(scope, bytes) {
+    const known = this.#scopes.get(scope);
+    if (known) known.bytes += bytes;
+  }
+}
+
+const USAGE_TTL_MS = 10_000;
+const USAGE_SCOPES = 10_000;
 
 // An item's key: its format, CSV header and text. An item twice in one request is kept once (its
 // first place), as ON CONFLICT DO UPDATE may meet a row only once a statement; new rows in the
 // order sent, so that an export lists them so. A row this request's transaction wrote already (a
 // stream keeps its items in several statements: same request id, same now()) is left as it is, so
 // times_seen counts requests, not statements.
-const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client, request_id, format, csv_header, item_sha256, position, line, reason, errors, item)
-SELECT $1, $2, $3, $4, o.item_sha256, o.position, o.line, o.reason, o.errors, o.item
+const ITEM_SHA256 = `sha256(convert_to($1 || E'\\n' || coalesce($2, '') || E'\\n' || i.item, 'UTF8'))`;
+const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client_scope, client, request_id, client_request_id, format, csv_header, item_sha256, position, line, reason, errors, item, truncated)
+SELECT $9, $10, $11, $12, $1, $2, o.item_sha256, o.position, o.line, o.reason, o.errors, o.item, o.truncated
 FROM (
   SELECT DISTINCT ON (s.item_sha256) s.*
   FROM (
-    SELECT i.*, sha256(convert_to($3 || E'\\n' || coalesce($4, '') || E'\\n' || i.item, 'UTF8')) AS item_sha256
-    FROM unnest($5::integer[], $6::integer[], $7::text[], $8::jsonb[], $9::text[]) AS i(position, line, reason, errors, item)
+    SELECT i.*, ${ITEM_SHA256} AS item_sha256
+    FROM unnest($3::integer[], $4::integer[], $5::text[], $6::jsonb[], $7::text[], $8::boolean[]) AS i(position, line, reason, errors, item, truncated)
   ) s
   ORDER BY s.item_sha256, s.position
 ) o
 ORDER BY o.position
 ON CONFLICT ON CONSTRAINT quarantined_items_once DO UPDATE SET
-  request_id = EXCLUDED.request_id, received_at = EXCLUDED.received_at, position = EXCLUDED.position, line = EXCLUDED.line,
+  client = EXCLUDED.client, request_id = EXCLUDED.request_id, client_request_id = EXCLUDED.client_request_id,
+  received_at = EXCLUDED.received_at, position = EXCLUDED.position, line = EXCLUDED.line,
   reason = EXCLUDED.reason, errors = EXCLUDED.errors, times_seen = kept.times_seen + 1
 WHERE kept.request_id <> EXCLUDED.request_id OR kept.received_at <> EXCLUDED.received_at`;
+
+// A row weighs its item's and errors' bytes and ROW_BYTES more (its other columns), so that many
+// small items count too. What a scope holds is read on the index of its rows, and so is which
+// items are new.
+const ROW_BYTES = 200;
+const NEW_ROWS_BYTES = `(SELECT coalesce(sum(octet_length(i.item) + octet_length(i.errors::text) + ${ROW_BYTES}), 0)
+     FROM unnest($3::text[], $4::jsonb[]) AS i(item, errors)
+     WHERE NOT EXISTS (SELECT FROM quarantined_items k WHERE k.client_scope = $5 AND k.item_sha256 = ${ITEM_SHA256}))`;
+const NEW_BYTES = `SELECT ${NEW_ROWS_BYTES} AS new`;
+const SCOPE_BYTES = `SELECT ${NEW_ROWS_BYTES} AS new,
+  (SELECT coalesce(sum(row_bytes + ${ROW_BYTES}), 0) FROM quarantined_items WHERE client_scope = $5) AS total`;
 
 /**
  * Keeps a request's set-aside items, on the connection of its transaction (which a writer may roll
@@ -156,7 +209,25 @@ WHERE kept.request_id <> EXCLUDED.request_id OR kept.received_at <> EXCLUDED.rec
  * @param {import('../db/lending.js').Lending} client @param {Quarantine} quarantine
  */
 export async function keepQuarantined(client, quarantine) {
-  if (quarantine.items.length > 0) await client.query(quarantine.statement());
+  if (quarantine.items.length === 0) return;
+  const { scope, bound } = quarantine;
+  const known = bound.usage.get(scope);
+  const { size, keep } = quarantine.statements(known === undefined);
+  const [sized] = (await client.query(size)).rows;
+  const held = known ?? Number(sized.total);
+  if (known === undefined) bound.usage.read(scope, held);
+  const added = Number(sized.new);
+  if (held + added > bound.maxBytes) throw clientFull(quarantine, held + added);
+  await client.query(keep);
+  bound.usage.add(scope, added);
+}
+
+/** The refusal of items past their client's bound: nothing written, nothing kept. @param {Quarantine} quarantine @param {number} bytes */
+function clientFull(quarantine, bytes) {
+  return new InvalidBatchError(
+    `this client's quarantine would hold ${bytes} bytes, over QUARANTINE_CLIENT_MAX_BYTES (${quarantine.bound.maxBytes}): the invalid users are refused, not kept, until its items are purged; nothing was written`,
+    quarantine.errors,
+  );
 }
 
 /** Keeps a stream's items held so far and lets them go (a stream's transaction is never tried again). @param {import('../db/lending.js').Lending} client @param {Quarantine} quarantine */
@@ -192,7 +263,7 @@ export function setAsideInvalid(items, quarantine, duplicateKeys = []) {
         line: null,
         reason: 'invalid_user',
         errors: checked,
-        item: keptJson(items[i]),
+        ...keptJson(items[i]),
       });
   }
   if (invalid > quarantine.maxInvalid)

@@ -5,13 +5,8 @@ import { ChunkBuffer } from './chunk-buffer.js';
 import { copyAll, longQuery, startCopy } from './copy-from.js';
 import { claimed, keyInFlight, scopedKey, storeAnswers } from './idempotency-keys.js';
 import { createCsvParser, createNdjsonParser } from './stream-parse.js';
-import {
-  QUARANTINE_KEEP_CHARS,
-  keepQuarantinedSoFar,
-  keptJson,
-  keptText,
-  overBound,
-} from './quarantine.js';
+import { keptCsv, keptJson, keptUnreadable } from './kept-item.js';
+import { QUARANTINE_KEEP_CHARS, keepQuarantinedSoFar, overBound } from './quarantine.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 import {
   COPY_STREAM_STAGING,
@@ -226,13 +221,20 @@ function validatedBody(texts, format, quarantine) {
           }))
         : /** @type {import('../errors.js').ItemError[]} */ (checked);
     if (!settingAside) return refuse(found, line);
-    const kept = format === 'csv' ? keptText(text) : keptJson(item, text);
+    const kept =
+      format === 'csv'
+        ? keptCsv(
+            /** @type {Record<string, string>} */ (item),
+            /** @type {readonly string[]} */ (parser.columns),
+            text,
+          )
+        : keptJson(item, text);
     setAside({
       position: index,
       line,
       reason: 'invalid_user',
       errors: found.map((problem) => ({ ...problem, line })),
-      item: kept,
+      ...kept,
     });
   };
   /** @type {import('./stream-parse.js').OnUnreadable} */
@@ -245,7 +247,7 @@ function validatedBody(texts, format, quarantine) {
       line,
       reason: format === 'csv' ? 'malformed_csv' : 'malformed_json',
       errors: found,
-      item: keptText(text),
+      ...keptUnreadable(line, text),
     });
   };
   const parser =

@@ -4,16 +4,30 @@ import fc from 'fast-check';
 import { ApiError, InvalidBatchError } from '../../src/errors.js';
 import { parsePreferences } from '../../src/http/prefer.js';
 import {
+  MAX_KEPT_CHARS,
+  REDACTED,
+  keptCsv,
+  keptErrors,
+  keptJson,
+  keptUnreadable,
+} from '../../src/users/kept-item.js';
+import {
   DEFAULT_MAX_INVALID,
   Quarantine,
-  REDACTED,
-  keptJson,
-  keptText,
+  ScopeUsage,
   setAsideInvalid,
 } from '../../src/users/quarantine.js';
 
 const quarantine = (maxInvalid = DEFAULT_MAX_INVALID) =>
-  new Quarantine({ client: 'crm', requestId: 'r-1', format: 'json', maxInvalid });
+  new Quarantine({
+    client: 'crm',
+    scope: 'token:crm',
+    requestId: 'r-1',
+    format: 'json',
+    maxInvalid,
+    bound: { maxBytes: 1024 * 1024, usage: new ScopeUsage() },
+  });
+const HASH = '$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo';
 
 describe('Prefer: invalid=quarantine and what is set aside (unit)', () => {
   test('invalid=quarantine, its max-invalid parameter (default 100), announced in Preference-Applied; without it, nothing', () => {
@@ -74,37 +88,65 @@ describe('Prefer: invalid=quarantine and what is set aside (unit)', () => {
             [key]: marked,
             other: value,
           };
-          const kept = keptJson(item, JSON.stringify(item));
+          const { item: kept } = keptJson(item, JSON.stringify(item));
           assert.ok(!kept.includes(marked), kept);
           assert.equal(JSON.parse(kept)[key], REDACTED);
         },
       ),
     );
     const plain = '{"email":"a@b.co", "name":"x"}';
-    assert.equal(keptJson(JSON.parse(plain), plain), plain, 'an item without one is kept as sent');
+    assert.deepEqual(
+      keptJson(JSON.parse(plain), plain),
+      { item: plain, truncated: false },
+      'an item without one is kept as sent',
+    );
   });
 
-  test('in a text that is not JSON, the value after each "password" key is replaced, cut or not', () => {
+  test('a password is found by the parsed keys, not the text: escaped, within a longer name, or a passwordHash that is no hash', () => {
+    for (const [text, key] of [
+      ['{"email":"a","p\\u0061ssword":"hunter2"}', 'password'],
+      ['{"email":"a","\\u0050ASSWORD":"hunter2"}', 'PASSWORD'],
+      ['{"email":"a","newPassword":"hunter2"}', 'newPassword'],
+      ['{"email":"a","passwordHash":"hunter2"}', 'passwordHash'],
+      ['{"email":"a","passwordHash":["hunter2"]}', 'passwordHash'],
+    ]) {
+      const { item } = keptJson(JSON.parse(text), text);
+      assert.ok(!item.includes('hunter2'), item);
+      assert.equal(JSON.parse(item)[key], REDACTED);
+    }
+    const hashed = `{"email":"a","passwordHash":"${HASH}"}`;
+    assert.equal(keptJson(JSON.parse(hashed), hashed).item, hashed, 'a hash is kept');
+  });
+
+  test('a CSV record with a passwordHash that is no hash is written again, redacted; one without, kept as sent', () => {
+    const columns = ['email', 'name', 'passwordHash'];
+    const kept = keptCsv(
+      { email: 'x', name: 'A "b", c', passwordHash: 'hunter2' },
+      columns,
+      'x,"A ""b"", c",hunter2',
+    );
+    assert.equal(kept.item, `"x","A ""b"", c","${REDACTED}"`);
+    const sent = `x,A,${HASH}`;
+    assert.equal(keptCsv({ email: 'x', name: 'A', passwordHash: HASH }, columns, sent).item, sent);
     assert.equal(
-      keptText('{"email":"a@b.co","password":"s3cr\\"et","name":"x"}'),
-      '{"email":"a@b.co","password":"[redacted]","name":"x"}',
+      keptCsv({ email: 'x', passwordHash: 'pw' }, columns, 'x,,pw').item,
+      `"x",,"${REDACTED}"`,
     );
-    assert.equal(
-      keptText('{"email":"a@b.co","Password" : "cut-off'),
-      '{"email":"a@b.co","Password" : "[redacted]"',
-    );
-    assert.equal(keptText('{"password": 12345, "x": 1'), '{"password": "[redacted]", "x": 1');
-    assert.equal(keptText('email,name'), 'email,name');
-    fc.assert(
-      fc.property(
-        fc.string({ minLength: 1 }).filter((s) => !s.includes('"') && !s.includes('\\')),
-        fc.string(),
-        (secret, tail) => {
-          const marked = `§${secret}§`;
-          assert.ok(!keptText(`{"password":"${marked}${tail}`).includes(marked));
-        },
-      ),
-    );
+  });
+
+  test('a record that did not parse keeps none of its text; what is kept is storable and bounded', () => {
+    assert.deepEqual(keptUnreadable(7, '{"password":"hunter2"'), {
+      item: '[not kept: line 7, 21 characters]',
+      truncated: false,
+    });
+    const long = { email: 'x', name: 'n'.repeat(5_000_000) };
+    const kept = keptJson(long);
+    assert.equal(kept.item.length, MAX_KEPT_CHARS);
+    assert.equal(kept.truncated, true);
+    assert.equal(keptCsv({ email: 'a\0b' }, ['email'], 'a\0b').item, 'a\uFFFDb');
+    const errors = keptErrors([{ index: 0, field: `x\0\ud800${'f'.repeat(1000)}`, message: 'm' }]);
+    assert.ok(!errors.includes('\\u0000') && !errors.includes('\\ud800'), errors);
+    assert.ok(errors.length < 400, 'a field name is cut');
   });
 
   test("setAsideInvalid: valid rows in order, each invalid item kept with its position and all its problems; past the bound, today's refusal", () => {

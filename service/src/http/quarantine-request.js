@@ -1,0 +1,23 @@
+import { randomUUID } from 'node:crypto';
+import { Quarantine } from '../users/quarantine.js';
+import { ANONYMOUS_CLIENT } from './fair-share.js';
+
+// A request's quarantine (Prefer: invalid=quarantine): its rows scoped by the credential's kind and
+// name, as its Idempotency-Keys are, so that no client names another's; its request named by an
+// id the service made (a client's X-Request-Id is its own word, kept beside, never the key).
+
+/**
+ * @param {import('express').Request} req @param {import('../users/quarantine.js').QuarantineFormat} format
+ * @param {{ maxInvalid: number }} invalid @param {import('../users/quarantine.js').ClientBound} bound
+ */
+export function quarantineOf(req, format, { maxInvalid }, bound) {
+  return new Quarantine({
+    client: req.clientName ?? ANONYMOUS_CLIENT,
+    scope: req.clientScope ?? ANONYMOUS_CLIENT,
+    requestId: req.clientRequestId === undefined ? req.id : randomUUID(),
+    clientRequestId: req.clientRequestId,
+    format,
+    maxInvalid,
+    bound,
+  });
+}

@@ -1,0 +1,66 @@
+import { lastResult } from '../db/transaction-settings.js';
+
+// The background purge of quarantined_items: every process, every few minutes, deletes the rows
+// last sent more than the retention ago, in batches of PURGE_BATCH_ROWS a short transaction each,
+// oldest first, skipping rows a writer holds (never waiting for them). It stops with its pool.
+
+const PURGE_BATCH_ROWS = 1000;
+/** Batches at most in one round, so that a backlog is worked off over several rounds. */
+const MAX_BATCHES_A_ROUND = 100;
+const INTERVAL_MS = 5 * 60_000;
+
+/** @param {import('../db/database.js').Database} db @param {number} retentionDays @param {number} batchRows */
+async function purgeBatch(db, retentionDays, batchRows) {
+  const result = await db.withClient((client) =>
+    client.query(
+      db.settings.statement(`DELETE FROM quarantined_items WHERE id IN (
+    SELECT id FROM quarantined_items WHERE received_at < now() - interval '${Math.trunc(retentionDays)} days'
+    ORDER BY received_at LIMIT ${Math.trunc(batchRows)} FOR UPDATE SKIP LOCKED)`),
+    ),
+  );
+  return lastResult(result).rowCount ?? 0;
+}
+
+/**
+ * @param {{ db: import('../db/database.js').Database, retentionDays: number, logger: import('pino').Logger, purged: (rows: number) => void, batchRows?: number, intervalMs?: number }} options
+ *   purged: told of the rows each round deleted (the metric)
+ * @returns {{ round: () => Promise<number>, stop: () => void }}  round: one round now (the rows deleted)
+ */
+export function startQuarantinePurge({
+  db,
+  retentionDays,
+  logger,
+  purged,
+  batchRows = PURGE_BATCH_ROWS,
+  intervalMs = INTERVAL_MS,
+}) {
+  let running = /** @type {Promise<number> | undefined} */ (undefined);
+  const stopped = () => db.pool.ending || db.pool.ended;
+
+  async function purgeRound() {
+    let deleted = 0;
+    for (let batch = 0; batch < MAX_BATCHES_A_ROUND && !stopped(); batch++) {
+      const rows = await purgeBatch(db, retentionDays, batchRows);
+      deleted += rows;
+      purged(rows);
+      if (rows < batchRows) break;
+    }
+    if (deleted > 0) logger.info({ deleted, retentionDays }, 'old quarantined items purged');
+    return deleted;
+  }
+
+  const round = () => {
+    running ??= purgeRound().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+  const timer = setInterval(() => {
+    if (stopped()) return clearInterval(timer);
+    round().catch((err) =>
+      logger.warn({ err }, 'purging old quarantined items failed; trying again next round'),
+    );
+  }, intervalMs);
+  timer.unref();
+  return { round, stop: () => clearInterval(timer) };
+}
