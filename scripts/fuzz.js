@@ -64,13 +64,16 @@ The properties of service/test/integration/stored-as-sent.fuzz.test.js, for long
   )
   .parse()
   .opts();
-const RUNS = /** @type {number | undefined} */ (opts.runs);
-const MINUTES = /** @type {number | undefined} */ (
-  opts.minutes ?? (RUNS === undefined ? DEFAULT_MINUTES : undefined)
-);
-const SEED = /** @type {number} */ (opts.seed ?? Math.floor(Math.random() * 2 ** 31));
-const locales = /** @type {(keyof typeof LOCALES)[]} */ (opts.locales);
-const formats = /** @type {('json' | 'ndjson' | 'csv')[]} */ (opts.formats);
+/** @type {number | undefined} */
+const RUNS = opts.runs;
+/** @type {number | undefined} */
+const MINUTES = opts.minutes ?? (RUNS === undefined ? DEFAULT_MINUTES : undefined);
+/** @type {number} */
+const SEED = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
+/** @type {(keyof typeof LOCALES)[]} */
+const locales = opts.locales;
+/** @type {('json' | 'ndjson' | 'csv')[]} */
+const formats = opts.formats;
 
 const { default: fc } = await import('fast-check');
 const { markdownTable } = await import('markdown-table');

@@ -55,8 +55,10 @@ its own database and queues.`,
   .addOption(tierOption)
   .argument('[file...]', 'test files to run instead of the tiers')
   .parse();
-const tiers = /** @type {Tier[]} */ (program.opts().tier);
-const named = /** @type {string[]} */ (program.args);
+/** @type {Tier[]} */
+const tiers = program.opts().tier;
+/** @type {string[]} */
+const named = program.args;
 
 /** @param {string} file @returns {Tier | undefined} */
 const tierOf = (file) => TIERS.find((t) => file.split(path.sep).includes(t));

@@ -18,7 +18,8 @@ export function createFailureLedger(records) {
   const position = new Map(
     records.map((record, index) => [record.messageId, { index, group: messageGroupOf(record) }]),
   );
-  const own = /** @type {Map<string, Failure>} */ (new Map());
+  /** @type {Map<string, Failure>} */
+  const own = new Map();
   /** @type {Map<string | undefined, { index: number, messageId: string }>} each group's first failure */
   const failedGroups = new Map();
 
@@ -47,7 +48,8 @@ export function createFailureLedger(records) {
     hasFailed: (messageId) => own.has(messageId) || heldBehind(messageId) !== undefined,
 
     failures() {
-      const all = /** @type {Map<string, Failure>} */ (new Map());
+      /** @type {Map<string, Failure>} */
+      const all = new Map();
       for (const { messageId } of records) {
         const failure = own.get(messageId);
         const behind = failure ? undefined : heldBehind(messageId);

@@ -16,8 +16,10 @@ const samePrefer = (a, b) => a.resolution === b.resolution && a.invalid === b.in
 
 /** Chunks of at most `size` items, each of one Prefer. @param {Item[]} items @param {number} size */
 function chunksOf(items, size) {
-  const chunks = /** @type {Item[][]} */ ([]);
-  const kinds = /** @type {Item[]} */ ([]);
+  /** @type {Item[][]} */
+  const chunks = [];
+  /** @type {Item[]} */
+  const kinds = [];
   for (const item of items) if (!kinds.some((k) => samePrefer(k, item))) kinds.push(item);
   for (const kind of kinds) {
     const same = items.filter((item) => samePrefer(item, kind));
@@ -28,7 +30,8 @@ function chunksOf(items, size) {
 
 /** FIFO: chunks in the batch's order, so no message overtakes its group's. @param {Item[]} items @param {number} size */
 function chunksInOrder(items, size) {
-  const chunks = /** @type {Item[][]} */ ([]);
+  /** @type {Item[][]} */
+  const chunks = [];
   for (const item of items) {
     const last = chunks.at(-1);
     if (last && last.length < size && samePrefer(last[0], item)) last.push(item);
@@ -43,7 +46,8 @@ function chunksInOrder(items, size) {
  */
 function tokenKeeper(config, rereadToken) {
   let current = config;
-  let reread = /** @type {Promise<void> | undefined} */ (undefined);
+  /** @type {Promise<void> | undefined} */
+  let reread = undefined;
   return {
     current: () => current,
     /** @param {FeederConfig} used */
@@ -268,7 +272,8 @@ async function feedInGroupOrder(chunks, concurrency, feedChunk) {
   const groups = chunks.map(
     (chunk) => new Set(chunk.flatMap((item) => (item.group === undefined ? [] : [item.group]))),
   );
-  const fed = /** @type {Promise<void>[]} */ ([]);
+  /** @type {Promise<void>[]} */
+  const fed = [];
   /** @param {number} i */
   function feedInTurn(i) {
     const earlier = fed.filter((_, j) => [...groups[j]].some((group) => groups[i].has(group)));
@@ -296,7 +301,8 @@ export async function feedRecords(records, options) {
     config.conflictResolution,
     config.invalidUsers,
   );
-  const stats = /** @type {FeedStats} */ ({
+  /** @type {FeedStats} */
+  const stats = {
     posts: 0,
     retries: 0,
     inserted: 0,
@@ -305,7 +311,7 @@ export async function feedRecords(records, options) {
     stored: 0,
     quarantined: 0,
     replayed: 0,
-  });
+  };
   const ledger = createFailureLedger(records);
   for (const [messageId, failure] of poisoned) ledger.fail(messageId, failure);
   /** @type {Feed} */

@@ -31,7 +31,8 @@ export function createFeeder({
 }) {
   const reports = createReports({ logger, metrics });
   const refusals = refusalsSaidOnce(reports);
-  let current = /** @type {FeederConfig | undefined} */ (undefined);
+  /** @type {FeederConfig | undefined} */
+  let current = undefined;
 
   return async function handler(event, context) {
     current ??= await readToken(config);

@@ -19,7 +19,8 @@ async function composeFeeder(env) {
  * @param {NodeJS.ProcessEnv} [env] @returns {import('./feeder.js').SqsHandler}
  */
 export function feederFromEnvironment(env = process.env) {
-  let feeder = /** @type {Promise<import('./feeder.js').SqsHandler> | undefined} */ (undefined);
+  /** @type {Promise<import('./feeder.js').SqsHandler> | undefined} */
+  let feeder = undefined;
   return async (event, context) => {
     feeder ??= composeFeeder(env).catch((err) => {
       feeder = undefined;

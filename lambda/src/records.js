@@ -10,7 +10,8 @@ const RESOLUTIONS = /** @type {const} */ ({
   'ignore-duplicates': 'ignore',
   'merge-duplicates': 'merge',
 });
-const INVALID_USERS = /** @type {readonly string[]} */ (['quarantine', 'refuse']);
+/** @type {readonly string[]} */
+const INVALID_USERS = ['quarantine', 'refuse'];
 
 /**
  * Each record's body (one user object, or an array of them) as items that remember their message,
@@ -25,8 +26,10 @@ export function unpackRecords(
   defaultResolution = 'ignore',
   defaultInvalid = 'quarantine',
 ) {
-  const items = /** @type {Item[]} */ ([]);
-  const poisoned = /** @type {Map<string, import('./failure-ledger.js').Failure>} */ (new Map());
+  /** @type {Item[]} */
+  const items = [];
+  /** @type {Map<string, import('./failure-ledger.js').Failure>} */
+  const poisoned = new Map();
   for (const record of records) {
     const { messageId, body, messageAttributes } = record;
     const asked = messageAttributes?.resolution?.stringValue;

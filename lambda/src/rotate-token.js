@@ -56,7 +56,8 @@ export async function rotate(
   const described = await client.send(new DescribeSecretCommand({ SecretId: secretId }));
   if (described.RotationEnabled === false)
     throw new Error(`rotation is not enabled on ${secretId}`);
-  const stages = /** @type {Record<string, string[]>} */ (described.VersionIdsToStages ?? {});
+  /** @type {Record<string, string[]>} */
+  const stages = described.VersionIdsToStages ?? {};
   if (!stages[version]) throw new Error(`version ${version} is not a version of ${secretId}`);
   if (stages[version].includes('AWSCURRENT')) return;
   if (!stages[version].includes('AWSPENDING'))

@@ -87,7 +87,8 @@ async function postOnce(config, attempt) {
  */
 function outcomeOf(res, body) {
   if (res.status === 200 || res.status === 201) {
-    const result = /** @type {Partial<BatchResult> | undefined} */ (body);
+    /** @type {Partial<BatchResult> | undefined} */
+    const result = body;
     const counts = {
       kind: /** @type {const} */ ('stored'),
       inserted: result?.inserted ?? 0,
@@ -101,7 +102,8 @@ function outcomeOf(res, body) {
   }
   // The service's own 500 is this request's failure (retrying fails the same); other 5xx, the
   // way there.
-  const failure = /** @type {Partial<InternalError> | undefined} */ (body);
+  /** @type {Partial<InternalError> | undefined} */
+  const failure = body;
   if (res.status === 500 && failure?.error === 'internal') {
     return {
       kind: 'refused',
@@ -123,7 +125,8 @@ function outcomeOf(res, body) {
       : outcome;
   }
   if (res.status === 413) return { kind: 'tooLarge' };
-  const invalid = /** @type {Partial<InvalidBatch> | undefined} */ (body);
+  /** @type {Partial<InvalidBatch> | undefined} */
+  const invalid = body;
   if (res.status === 400 && invalid?.error === 'invalid_batch' && Array.isArray(invalid.errors)) {
     return { kind: 'invalid', errors: invalid.errors.filter((e) => Number.isInteger(e?.index)) };
   }

@@ -42,7 +42,8 @@ export function tracingOver(api) {
    */
   function startInvocationSpan(records, context) {
     const queue = records[0]?.eventSourceARN?.split(':').at(-1);
-    const links = /** @type {import('@opentelemetry/api').Link[]} */ ([]);
+    /** @type {import('@opentelemetry/api').Link[]} */
+    const links = [];
     for (const r of records) {
       const producer = producerContextOf(r);
       if (producer)

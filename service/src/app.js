@@ -127,7 +127,8 @@ export function createApp({
     clientMetrics: metrics.clients,
     holdBytes: STREAM_HOLD_BYTES,
   });
-  const streamRoutes = /** @type {Record<string, import('express').RequestHandler>} */ ({});
+  /** @type {Record<string, import('express').RequestHandler>} */
+  const streamRoutes = {};
   for (const [type, format] of Object.entries(STREAM_TYPES)) {
     streamRoutes[type] = postUsersStream({
       format,

@@ -26,7 +26,8 @@ const isDatabaseError = (/** @type {unknown} */ err) => {
 /** An error as a log line may hold it: pino's `err` serializer, and every `cause`'s. @param {unknown} err @param {number} [depth] @returns {Record<string, unknown> | string} */
 export function logSafeError(err, depth = 0) {
   if (!(err instanceof Error)) return isDatabaseError(err) ? databaseFields(err) : typeof err;
-  const out = /** @type {Record<string, unknown>} */ ({ type: err.name });
+  /** @type {Record<string, unknown>} */
+  const out = { type: err.name };
   if (isDatabaseError(err)) {
     Object.assign(out, databaseFields(err));
   } else {
@@ -44,7 +45,8 @@ export function logSafeError(err, depth = 0) {
 
 /** @param {any} err */
 function databaseFields(err) {
-  const out = /** @type {Record<string, unknown>} */ ({});
+  /** @type {Record<string, unknown>} */
+  const out = {};
   for (const field of DATABASE_FIELDS) if (typeof err[field] === 'string') out[field] = err[field];
   out.message = SAFE_MESSAGE_CLASSES.has(err.code.slice(0, 2))
     ? err.message

@@ -116,14 +116,10 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
 
 export const USER_FIELDS = /** @type {readonly UserField[]} */ (USER_COLUMNS.map((c) => c.field));
 export const REQUIRED_FIELDS = USER_COLUMNS.filter((c) => c.required).map((c) => c.field);
-export const SHOWN_FIELDS = /** @type {readonly ShownField[]} */ (
-  USER_COLUMNS.filter((c) => c.shown === true).map((c) => c.field)
-);
-export const READ_FIELDS = /** @type {readonly (ShownField | 'createdAt' | 'updatedAt')[]} */ ([
-  ...SHOWN_FIELDS,
-  'createdAt',
-  'updatedAt',
-]);
+/** @type {readonly ShownField[]} */
+export const SHOWN_FIELDS = USER_COLUMNS.filter((c) => c.shown === true).map((c) => c.field);
+/** @type {readonly (ShownField | 'createdAt' | 'updatedAt')[]} */
+export const READ_FIELDS = [...SHOWN_FIELDS, 'createdAt', 'updatedAt'];
 export const SECRET_FIELDS = USER_COLUMNS.filter((c) => c.shown === 'never').map((c) => c.field);
 
 /** The one column of this kind of merge, checked at load. */

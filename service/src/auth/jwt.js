@@ -56,17 +56,17 @@ export async function createJwtVerifier(config) {
           cooldownDuration: JWKS_COOLDOWN_MS,
           cacheMaxAge: JWKS_MAX_AGE_MS,
         });
-  const options = /** @type {import('jose').JWTVerifyOptions} */ ({
+  /** @type {import('jose').JWTVerifyOptions} */
+  const options = {
     algorithms: config.secret !== undefined ? ['HS256'] : ASYMMETRIC,
     clockTolerance: CLOCK_TOLERANCE_S,
     ...(config.audience !== undefined ? { audience: config.audience } : {}),
     ...(config.issuer !== undefined ? { issuer: config.issuer } : {}),
-  });
+  };
   const roles = config.roles === undefined ? undefined : new Set(config.roles);
 
-  const verified = /** @type {Map<string, { client: string | undefined, until: number }>} */ (
-    new Map()
-  );
+  /** @type {Map<string, { client: string | undefined, until: number }>} */
+  const verified = new Map();
 
   return async (token) => {
     const known = verified.get(token);

@@ -38,7 +38,8 @@ export class TokenSet {
   /** The client whose token this is, or undefined. @param {string} token */
   match(token) {
     const digest = digestOf(token);
-    let found = /** @type {string | undefined} */ (undefined);
+    /** @type {string | undefined} */
+    let found = undefined;
     for (const client of this.clients) {
       const equal = timingSafeEqual(digest, client.digest);
       if (equal && found === undefined) found = client.name;
@@ -50,8 +51,10 @@ export class TokenSet {
 // One list from several (INGEST_TOKEN and INGEST_TOKENS; a secret's two versions): a name may hold two tokens, a token two names never.
 /** @param {NamedToken[][]} lists @returns {NamedToken[]} */
 export function mergeNamedTokens(lists) {
-  const owners = /** @type {Map<string, string>} */ (new Map());
-  const merged = /** @type {NamedToken[]} */ ([]);
+  /** @type {Map<string, string>} */
+  const owners = new Map();
+  /** @type {NamedToken[]} */
+  const merged = [];
   for (const named of lists.flat()) {
     const { name, token } = named;
     const owner = owners.get(token);

@@ -109,7 +109,8 @@ export class TokenSource {
 /** A problem, after the variable's name: a parse error's message (names only), else a code, never what was read. @param {unknown} err */
 function problemOf(err) {
   if (err instanceof TypeError) return err.message;
-  const e = /** @type {{ code?: unknown, name?: unknown }} */ (err ?? {});
+  /** @type {{ code?: unknown, name?: unknown }} */
+  const e = err ?? {};
   return `cannot be read (${typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : 'error'})`;
 }
 

@@ -12,7 +12,8 @@ import { ONE_CLIENT } from './fair-share.js';
 
 /** @param {AdmissionBudget} budget @param {Grant} grant @param {AdmissionMetrics | undefined} metrics @param {ClientAdmissionMetrics | undefined} clientMetrics @returns {BodyAllowance} */
 function allowanceOf(budget, grant, metrics, clientMetrics) {
-  let refused = /** @type {AdmissionRefusedError | undefined} */ (undefined);
+  /** @type {AdmissionRefusedError | undefined} */
+  let refused = undefined;
   return (bytesRead) => {
     if (refused || budget.grow(grant, bytesRead)) return refused;
     budget.release(grant);

@@ -20,7 +20,8 @@ const validOf = (received, quarantine) => received - (quarantine?.count ?? 0);
  * @param {WrittenCounts} counts @param {string} [rows]  representation.js's JSON @returns {StoredAnswer}
  */
 export function writtenAnswer(options, { received, inserted, updated, quarantine }, rows) {
-  const headers = /** @type {Record<string, string>} */ ({});
+  /** @type {Record<string, string>} */
+  const headers = {};
   if (options.applied) headers['Preference-Applied'] = options.applied;
   if (options.count) headers['Content-Range'] = `*/${inserted + updated}`;
   // The id its items are kept under (the service's): what an operator exports them by.
@@ -73,7 +74,8 @@ export function countWritten(res, metrics, { received, inserted, updated, quaran
  * @param {import('express').Response} res @param {StoredAnswer} answer @param {boolean} [replayed]
  */
 export function sendAnswer(res, { status, headers, body }, replayed = false) {
-  const sent = /** @type {Record<string, string | number>} */ ({ ...headers });
+  /** @type {Record<string, string | number>} */
+  const sent = { ...headers };
   if (replayed) sent['Idempotent-Replayed'] = 'true';
   if (body === '') {
     sent['Content-Length'] = 0;

@@ -36,11 +36,13 @@ export function describeError(err) {
       apiError,
     };
   }
-  const spec = /** @type {import('../errors.js').ApiErrorSpec} */ (API_ERRORS[apiError.code]);
-  const body = /** @type {Record<string, unknown>} */ ({
+  /** @type {import('../errors.js').ApiErrorSpec} */
+  const spec = API_ERRORS[apiError.code];
+  /** @type {Record<string, unknown>} */
+  const body = {
     error: apiError.code,
     message: apiError.message,
-  });
+  };
   if (apiError instanceof InvalidBatchError) body.errors = apiError.errors;
   // PostgREST's shape beside sluice's, for its clients (postgrest-js reads code, message, details, hint).
   body.code = spec.pgrst;

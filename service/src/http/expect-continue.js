@@ -1,7 +1,8 @@
 // `Expect: 100-continue` (RFC 9110, 10.1.1): sent only once a request is admitted and its headers
 // pass, so a refused request never sends its body (node-server.js holds Node's own back).
 
-const held = /** @type {WeakSet<import('node:http').ServerResponse>} */ (new WeakSet());
+/** @type {WeakSet<import('node:http').ServerResponse>} */
+const held = new WeakSet();
 
 /** The server holds back this response's `100 Continue` until the body is wanted. @param {import('node:http').ServerResponse} res */
 export function holdContinue(res) {

@@ -75,7 +75,8 @@ export function readIdempotencyKey() {
     hash.update(
       `${req.headers['content-type'] ?? ''}\n${joined(req.headers.prefer)}\n${mark === -1 ? '' : req.url.slice(mark + 1)}\n`,
     );
-    let fingerprint = /** @type {Buffer | undefined} */ (undefined);
+    /** @type {Buffer | undefined} */
+    let fingerprint = undefined;
     res.locals.idempotency = {
       client: req.clientScope ?? ANONYMOUS_CLIENT,
       key,

@@ -222,7 +222,8 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
 
     const decoder = checked.decoder?.();
     if (decoder) req.pipe(decoder);
-    const source = /** @type {import('node:stream').Readable} */ (decoder ?? req);
+    /** @type {import('node:stream').Readable} */
+    const source = decoder ?? req;
 
     /** @param {unknown} err @param {Buffer | undefined} buffer @param {number} bytes */
     const settle = (err, buffer, bytes) => {

@@ -11,7 +11,8 @@ const PARAMETER = new RegExp(`[ \\t]*;[ \\t]*(?:(${TOKEN})=(${TOKEN}|${QUOTED}))
 export function parseMediaType(header) {
   const type = TYPE.exec(header);
   if (!type) return null;
-  const parameters = /** @type {Map<string, string>} */ (new Map());
+  /** @type {Map<string, string>} */
+  const parameters = new Map();
   let at = type[0].length;
   while (at < header.length) {
     PARAMETER.lastIndex = at;

@@ -45,7 +45,8 @@ function takeBatch(req, maxBatchItems, resolution, columns, inOrder, quarantine,
 /** Only the keys ?columns names (as PostgREST); a non-object stays, for the validator. @param {unknown} item @param {readonly string[]} columns */
 function onlyColumns(item, columns) {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
-  const kept = /** @type {Record<string, unknown>} */ ({});
+  /** @type {Record<string, unknown>} */
+  const kept = {};
   for (const c of columns)
     if (Object.hasOwn(item, c)) kept[c] = /** @type {Record<string, unknown>} */ (item)[c];
   return kept;

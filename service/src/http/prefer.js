@@ -32,9 +32,12 @@ const NONE = Object.freeze({ resolution: 'ignore', count: false });
  */
 export function parsePreferences(header) {
   if (!header) return NONE;
-  const first = /** @type {Map<string, string>} */ (new Map());
-  const unknown = /** @type {string[]} */ ([]);
-  let invalidParameters = /** @type {string[]} */ ([]);
+  /** @type {Map<string, string>} */
+  const first = new Map();
+  /** @type {string[]} */
+  const unknown = [];
+  /** @type {string[]} */
+  let invalidParameters = [];
   for (const preference of header.split(',')) {
     const [nameValue, ...parameters] = preference.split(';');
     const eq = nameValue.indexOf('=');

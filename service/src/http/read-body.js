@@ -89,8 +89,10 @@ const lengthMismatch = () =>
 
 /** Where a body's chunks are kept. @param {number | undefined} length  when known */
 function keptBody(length) {
-  const parts = /** @type {Buffer[]} */ ([]);
-  let block = /** @type {Buffer | undefined} */ (undefined);
+  /** @type {Buffer[]} */
+  const parts = [];
+  /** @type {Buffer | undefined} */
+  let block = undefined;
   let blockUsed = 0;
 
   function sealBlock() {

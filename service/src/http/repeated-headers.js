@@ -3,8 +3,10 @@
  * callers refuse rather than guess. @param {import('node:http').IncomingMessage} req @param {string[]} names @returns {string[]}
  */
 export function repeatedHeaders(req, names) {
-  const seen = /** @type {Set<string>} */ (new Set());
-  const repeated = /** @type {string[]} */ ([]);
+  /** @type {Set<string>} */
+  const seen = new Set();
+  /** @type {string[]} */
+  const repeated = [];
   const lengths = names.map((n) => n.length);
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     // A length first: most headers are ruled out without lower-casing (a new string) each.

@@ -22,9 +22,11 @@ export function representation(sent, users, select) {
       return JSON.stringify(sent.map((row) => insertedUser(row, createdAt)));
     }
   }
-  const byEmail = /** @type {Map<string, WrittenUser | null>} */ (new Map()); // null: its entry is out already
+  /** @type {Map<string, WrittenUser | null>} */
+  const byEmail = new Map(); // null: its entry is out already
   for (const u of users) byEmail.set(u.email, u);
-  const out = /** @type {Record<string, unknown>[]} */ ([]);
+  /** @type {Record<string, unknown>[]} */
+  const out = [];
   for (const row of sent) {
     const email = row.email;
     const u = byEmail.get(email);
@@ -61,7 +63,8 @@ const isEveryColumn = (select) =>
 
 /** @param {Partial<WrittenUser>} u @param {readonly ReadColumn[]} select @param {string} [outcome] @returns {Record<string, unknown>} */
 function pick(u, select, outcome) {
-  const row = /** @type {Record<string, unknown>} */ ({});
+  /** @type {Record<string, unknown>} */
+  const row = {};
   for (const c of select) row[c] = c === OUTCOME ? outcome : (u[c] ?? null);
   return row;
 }

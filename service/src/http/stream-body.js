@@ -37,12 +37,15 @@ export function checkStreamHeaders(req, maxStreamBytes) {
 export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTimeoutMs }) {
   const decoder = makeDecoder?.();
   if (decoder) req.pipe(decoder);
-  const source = /** @type {import('node:stream').Readable} */ (decoder ?? req);
+  /** @type {import('node:stream').Readable} */
+  const source = decoder ?? req;
   let read = 0;
-  let chunks = /** @type {AsyncIterator<Buffer> | undefined} */ (undefined);
+  /** @type {AsyncIterator<Buffer> | undefined} */
+  let chunks = undefined;
   const { fail, next: nextChunk, stop: stopWatching } = watchFailures(req, decoder);
 
-  let timer = /** @type {NodeJS.Timeout | undefined} */ (undefined);
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer = undefined;
   const armTimer = () => {
     clearTimeout(timer);
     timer = setTimeout(
@@ -112,8 +115,10 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
  * @param {import('node:http').IncomingMessage} req @param {import('node:stream').Transform | undefined} decoder
  */
 function watchFailures(req, decoder) {
-  let failure = /** @type {{ err: unknown } | undefined} */ (undefined);
-  let interruptRead = /** @type {((err: unknown) => void) | undefined} */ (undefined);
+  /** @type {{ err: unknown } | undefined} */
+  let failure = undefined;
+  /** @type {((err: unknown) => void) | undefined} */
+  let interruptRead = undefined;
   /** @param {unknown} err */
   const fail = (err) => {
     failure ??= { err };

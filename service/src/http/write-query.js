@@ -41,7 +41,8 @@ function single(params, name) {
 export function parseWriteQuery(search) {
   if (search === '') return NOTHING;
   const params = new URLSearchParams(search);
-  const query = /** @type {WriteQuery} */ ({});
+  /** @type {WriteQuery} */
+  const query = {};
 
   const onConflict = single(params, 'on_conflict');
   if (onConflict !== undefined) {
@@ -78,7 +79,8 @@ export function parseWriteQuery(search) {
 
 /** `select`: `*` or column names (PostgREST's embedding, casts and paths have nothing to apply to). @param {string} select @returns {ReadColumn[]} */
 function parseSelect(select) {
-  const chosen = /** @type {Set<ReadColumn>} */ (new Set());
+  /** @type {Set<ReadColumn>} */
+  const chosen = new Set();
   for (const name of names(select)) {
     if (name === '*') {
       for (const c of READ_COLUMNS) chosen.add(c);

@@ -25,7 +25,8 @@ import { OtelTracing } from './spans.js';
 
 /** @param {string | undefined} name */
 function diagLevel(name) {
-  const levels = /** @type {Record<string, otel.DiagLogLevel>} */ ({
+  /** @type {Record<string, otel.DiagLogLevel>} */
+  const levels = {
     none: otel.DiagLogLevel.NONE,
     error: otel.DiagLogLevel.ERROR,
     warn: otel.DiagLogLevel.WARN,
@@ -33,7 +34,7 @@ function diagLevel(name) {
     debug: otel.DiagLogLevel.DEBUG,
     verbose: otel.DiagLogLevel.VERBOSE,
     all: otel.DiagLogLevel.ALL,
-  });
+  };
   return levels[(name ?? '').toLowerCase()] ?? otel.DiagLogLevel.WARN;
 }
 

@@ -26,7 +26,8 @@ const pathOf = (url) => {
 
 /** Marks a span failed by the error's code or class, never its message (it may quote what a client sent). @param {Span} span @param {unknown} err */
 function failSpan(span, err) {
-  const e = /** @type {{ name?: unknown, code?: unknown }} */ (err ?? {});
+  /** @type {{ name?: unknown, code?: unknown }} */
+  const e = err ?? {};
   const type = typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : 'error';
   span.setAttribute('error.type', type);
   span.setStatus({ code: 2 /* SpanStatusCode.ERROR */, message: type });

@@ -21,7 +21,8 @@ export async function startCopy(client, sql, savepoint) {
   /** @type {{ query_timeout?: number }} */ (/** @type {unknown} */ (copy)).query_timeout =
     NO_QUERY_TIMEOUT;
   client.query(copy);
-  let error = /** @type {Error | undefined} */ (undefined);
+  /** @type {Error | undefined} */
+  let error = undefined;
   // pg-copy-streams emits the server's refusal without a 'close': over at 'close' or the error.
   const over = new Promise((resolve) => {
     copy.once('close', resolve);

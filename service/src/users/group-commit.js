@@ -29,9 +29,12 @@ export function createGroupCommit({
   observe = () => {},
   tracing = NO_TRACING,
 }) {
-  let waiting = /** @type {Waiting[]} */ ([]);
-  const alone = /** @type {Waiting[]} */ ([]); // a failed group's requests, written alone first
-  const busy = /** @type {Set<string>} */ (new Set()); // emails taken and not yet answered
+  /** @type {Waiting[]} */
+  let waiting = [];
+  /** @type {Waiting[]} */
+  const alone = []; // a failed group's requests, written alone first
+  /** @type {Set<string>} */
+  const busy = new Set(); // emails taken and not yet answered
   const writeSlots = createSlots(maxInFlight, drain);
   const slowSlots = createSlots(maxSlow, drain);
 
@@ -99,7 +102,8 @@ export function createGroupCommit({
     /** One request's rows, with whatever else waits; once committed. @param {UserRow[]} rows @param {Resolution} resolution @param {WriteOptions} [options] @returns {Promise<Outcome>} */
     writeUsers(rows, resolution, options) {
       return new Promise((resolve, reject) => {
-        const w = /** @type {Waiting} */ ({
+        /** @type {Waiting} */
+        const w = {
           rows,
           resolution,
           withRows: options?.withRows === true,
@@ -107,7 +111,7 @@ export function createGroupCommit({
           reject,
           since: performance.now(),
           span: tracing.activeSpan(),
-        });
+        };
         if (options?.key) w.key = options.key;
         waiting.push(w);
         drain();
@@ -147,9 +151,12 @@ function answer(busy, w, outcome) {
  */
 function takeGroup(waiting, busy, maxRows) {
   if (waiting.length === 0) return undefined;
-  const group = /** @type {Waiting[]} */ ([]);
-  const rest = /** @type {Waiting[]} */ ([]);
-  let held = /** @type {Set<string> | undefined} */ (undefined); // emails of the requests passed over
+  /** @type {Waiting[]} */
+  const group = [];
+  /** @type {Waiting[]} */
+  const rest = [];
+  /** @type {Set<string> | undefined} */
+  let held = undefined; // emails of the requests passed over
   let rows = 0;
   for (let i = 0; i < waiting.length; i++) {
     const w = waiting[i];

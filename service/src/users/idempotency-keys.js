@@ -70,7 +70,8 @@ export function createKeyStore({ ttlSeconds }) {
  * @returns {Promise<Map<string, 'claimed' | TakenKey>>}
  */
 export async function claimed(client, begun, keys) {
-  const found = /** @type {Map<string, 'claimed' | TakenKey>} */ (new Map());
+  /** @type {Map<string, 'claimed' | TakenKey>} */
+  const found = new Map();
   for (const row of begun[begun.length - 1].rows) found.set(scopedKey(row), 'claimed');
   if (found.size === keys.length) return found;
   const taken = keys.filter((k) => !found.has(scopedKey(k)));

@@ -24,7 +24,8 @@ export function startKeyPurge({
   batchRows = PURGE_BATCH_ROWS,
   intervalMs = purgeIntervalMs(ttlSeconds),
 }) {
-  let running = /** @type {Promise<number> | undefined} */ (undefined);
+  /** @type {Promise<number> | undefined} */
+  let running = undefined;
   const stopped = () => db.pool.ending || db.pool.ended;
 
   async function purgeRound() {

@@ -34,7 +34,8 @@ export function startQuarantinePurge({
   batchRows = PURGE_BATCH_ROWS,
   intervalMs = INTERVAL_MS,
 }) {
-  let running = /** @type {Promise<number> | undefined} */ (undefined);
+  /** @type {Promise<number> | undefined} */
+  let running = undefined;
   const stopped = () => db.pool.ending || db.pool.ended;
 
   async function purgeRound() {

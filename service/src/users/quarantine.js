@@ -244,8 +244,10 @@ export async function keepQuarantinedSoFar(client, quarantine) {
  */
 export function setAsideInvalid(items, quarantine, duplicateKeys = []) {
   const rows = [];
-  const errors = /** @type {ItemError[]} */ ([]);
-  const twice = /** @type {Map<number, ItemError[]>} */ (new Map());
+  /** @type {ItemError[]} */
+  const errors = [];
+  /** @type {Map<number, ItemError[]>} */
+  const twice = new Map();
   for (const e of duplicateKeys) twice.set(e.index, [...(twice.get(e.index) ?? []), e]);
   let invalid = 0;
   for (let i = 0; i < items.length; i++) {

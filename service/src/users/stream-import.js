@@ -52,7 +52,8 @@ export function createStreamImport({ db, policy, keys }) {
    */
   return async function importUsers(texts, format, resolution, { key, quarantine } = {}) {
     const source = watchedSource(texts);
-    const keyed = /** @type {Keyed} */ ({ keys, key, begun: false });
+    /** @type {Keyed} */
+    const keyed = { keys, key, begun: false };
     try {
       const outcome = await (resolution === 'merge'
         ? importMerging(db, source.texts, format, keyed, quarantine)
@@ -70,7 +71,8 @@ export function createStreamImport({ db, policy, keys }) {
 
 /** The text source, and whether a failure is its own (the reader's, not the database's). @param {AsyncIterable<string>} texts */
 function watchedSource(texts) {
-  let failure = /** @type {{ err: unknown } | undefined} */ (undefined);
+  /** @type {{ err: unknown } | undefined} */
+  let failure = undefined;
   return {
     texts: (async function* () {
       try {
@@ -177,7 +179,8 @@ function importMerging(db, texts, format, keyed, quarantine) {
 function validatedBody(texts, format, quarantine) {
   let received = 0;
   let invalid = 0;
-  const problems = /** @type {import('../errors.js').ItemError[]} */ ([]);
+  /** @type {import('../errors.js').ItemError[]} */
+  const problems = [];
   let csv = '';
   // Set aside while under the bound; past it, the body is refused as it is without a quarantine.
   let settingAside = quarantine !== undefined;
@@ -311,9 +314,8 @@ async function chunkedCopy(client) {
   const chunk = new ChunkBuffer(CHUNK_BYTES);
   let staged = false;
   let inserted = 0;
-  let copy = /** @type {import('./copy-from.js').CopyInto | undefined} */ (
-    await startCopy(client, COPY_USERS, 'chunk')
-  ); // none once staged
+  /** @type {import('./copy-from.js').CopyInto | undefined} */
+  let copy = await startCopy(client, COPY_USERS, 'chunk'); // none once staged
 
   const copied = async () => {
     const { rows, error } = await /** @type {import('./copy-from.js').CopyInto} */ (copy).finish();

@@ -98,7 +98,8 @@ export function createNdjsonParser({ onUnreadable } = {}) {
 export function createCsvParser({ onUnreadable } = {}) {
   let rest = '';
   let line = 1; // the line the next record starts on
-  let columns = /** @type {string[] | undefined} */ (undefined);
+  /** @type {string[] | undefined} */
+  let columns = undefined;
 
   /** @param {string} message @param {number} [at] */
   const malformed = (message, at = line) => malformedCsv(message, at);
@@ -128,7 +129,8 @@ export function createCsvParser({ onUnreadable } = {}) {
         }
         throw malformed(problem, at);
       }
-      const user = /** @type {Record<string, string>} */ ({});
+      /** @type {Record<string, string>} */
+      const user = {};
       for (let c = 0; c < columns.length; c++) {
         const value = fields[c];
         if (value !== undefined) user[columns[c]] = value;
@@ -162,7 +164,8 @@ export function createCsvParser({ onUnreadable } = {}) {
  * @param {string} s @param {number} pos @param {boolean} final @param {number} line @returns {{ fields: (string | undefined)[], next: number, lines: number } | undefined}
  */
 function parseRecord(s, pos, final, line) {
-  const fields = /** @type {(string | undefined)[]} */ ([]);
+  /** @type {(string | undefined)[]} */
+  const fields = [];
   let lines = 0;
   let i = pos;
   for (;;) {

@@ -79,7 +79,8 @@ function describe(index, errors, item) {
 // can lengthen an email ('İ' becomes 'i' and a combining dot).
 /** @param {number} index @param {Record<string, unknown>} item @returns {ItemError[] | null}  null: nothing wrong */
 function storageProblems(index, item) {
-  const found = /** @type {ItemError[]} */ ([]);
+  /** @type {ItemError[]} */
+  const found = [];
   for (const field of TEXT_FIELDS) {
     const value = item[field];
     if (typeof value === 'string' && !isWellFormed(value))
@@ -157,9 +158,11 @@ export function parseUserBatch(items, resolution = 'ignore') {
 
 /** A row an item, in the order sent, repeats kept, when all pass; else an InvalidBatchError. @param {unknown[]} items @returns {UserRow[]} */
 export function checkUserBatch(items) {
-  const problems = /** @type {ItemError[]} */ ([]);
+  /** @type {ItemError[]} */
+  const problems = [];
   let invalidItems = 0;
-  const rows = /** @type {UserRow[]} */ ([]);
+  /** @type {UserRow[]} */
+  const rows = [];
   for (let i = 0; i < items.length; i++) {
     const checked = checkUser(items[i], i, problems.length < MAX_REPORTED_ERRORS);
     if (!Array.isArray(checked)) {

@@ -58,14 +58,15 @@ export function createUserWriter(
   db,
   { chunkRows, strategy, policy = createWritePolicy(db), keys },
 ) {
-  const writer = /** @type {Writer} */ ({
+  /** @type {Writer} */
+  const writer = {
     db,
     chunkRows,
     chunkWriter: STRATEGIES[strategy],
     replays: createReplayGuess(),
     policy,
     keys,
-  });
+  };
   return {
     /** A failure as the policy answers it; a group's as it came, for group commit. @param {WriteRequest} request @returns {Promise<Written>} */
     write: (request) =>
@@ -79,7 +80,8 @@ export function createUserWriter(
 
 /** An attempt, and once more when the policy says so. @template T @param {Writer} writer @param {WriteKind} kind @param {() => Promise<T>} attempt @returns {Promise<T>} */
 async function tried({ policy }, kind, attempt) {
-  let first = /** @type {unknown} */ (undefined);
+  /** @type {unknown} */
+  let first = undefined;
   try {
     return await attempt();
   } catch (err) {
@@ -159,7 +161,8 @@ async function inChunks(
           const found = (await claimed(client, answers, [key])).get(scopedKey(key));
           if (found !== 'claimed') return { taken: found ?? null };
         }
-        const results = /** @type {T[]} */ ([]);
+        /** @type {T[]} */
+        const results = [];
         for (let start = 0; start < rows.length; start += chunkRows)
           results.push(await writeChunk(client, rows.slice(start, start + chunkRows), ''));
         if (quarantine) await keepQuarantined(client, quarantine);
@@ -302,15 +305,18 @@ async function writeKeyedGroup(writer, resolution, parts) {
   const { db, policy, keys } = writer;
   const store = /** @type {import('./idempotency-keys.js').KeyStore} */ (keys);
   const repeated = /** @type {Set<Part>} */ (new Set());
-  const seen = /** @type {Set<string>} */ (new Set());
+  /** @type {Set<string>} */
+  const seen = new Set();
   for (const part of parts) {
     if (!part.key) continue;
     const scoped = scopedKey(part.key);
     if (seen.has(scoped)) repeated.add(part);
     else seen.add(scoped);
   }
-  const taken = /** @type {Map<Part, import('./idempotency-keys.js').TakenKey>} */ (new Map());
-  let expired = /** @type {IdempotencyKey[]} */ ([]);
+  /** @type {Map<Part, import('./idempotency-keys.js').TakenKey>} */
+  const taken = new Map();
+  /** @type {IdempotencyKey[]} */
+  let expired = [];
   const allRows = parts.reduce((n, part) => n + part.rows.length, 0);
   /** @param {Part} part @returns {KeyTaken | undefined} */
   const takenFor = (part) =>
@@ -416,7 +422,8 @@ async function writeKeyedGroupAsNew({ db, policy, keys }, parts) {
  * @returns {{ outcomes: Written, done: { key: IdempotencyKey, answer: StoredAnswer }[] }}
  */
 function answeredParts(parts, outcomeOf) {
-  const done = /** @type {{ key: IdempotencyKey, answer: StoredAnswer }[]} */ ([]);
+  /** @type {{ key: IdempotencyKey, answer: StoredAnswer }[]} */
+  const done = [];
   const outcomes = parts.map((part) => {
     const outcome = outcomeOf(part);
     if (part.key && !('taken' in outcome))
@@ -442,7 +449,8 @@ function insertedIn(written, rowCount) {
 /** One request's share of its group's statement. @param {UserRow[]} rows @param {'all' | Map<string, boolean | WrittenUser>} written @param {boolean} [withRows] @returns {Counts} */
 export function credit(rows, written, withRows = false) {
   if (written === 'all') return { inserted: rows.length, updated: 0 };
-  const counts = /** @type {Counts} */ ({ inserted: 0, updated: 0 });
+  /** @type {Counts} */
+  const counts = { inserted: 0, updated: 0 };
   const users = withRows ? /** @type {WrittenUser[]} */ ([]) : undefined;
   for (const row of rows) {
     const w = written.get(row.email);
@@ -460,14 +468,16 @@ export function credit(rows, written, withRows = false) {
  * @param {UserRow[]} sent @param {import('pg').QueryResult | import('pg').QueryResult[]} result @param {OnConflict} onConflict @returns {WrittenUser[]}
  */
 export function writtenUsers(sent, result, onConflict) {
-  const returned = /** @type {(string | null)[][]} */ (lastResult(result).rows);
+  /** @type {(string | null)[][]} */
+  const returned = lastResult(result).rows;
   const merge = onConflict === 'merge';
   const now = merge ? '' : createdNowOf(result);
   /** @param {UserRow} row @param {(string | null)[]} r @returns {WrittenUser} */
   const user = merge ? mergedUser : (/** @type {UserRow} */ row) => insertedUser(row, now);
   // Without a conflict clause the statement wrote every row, or failed.
   if (onConflict === 'fail') return sent.map((row) => user(row, []));
-  const users = /** @type {WrittenUser[]} */ ([]);
+  /** @type {WrittenUser[]} */
+  const users = [];
   let next = 0;
   for (const row of sent) {
     if (next === returned.length) break;
