@@ -1,5 +1,6 @@
-// docs/configuration.md, made from each component's declaration of its variables (`npm run docs:config`
-// writes it; test/unit/configuration-doc.test.js fails when the file and this text differ).
+// docs/configuration.md, made from each component's declaration of its variables
+// (`npm run docs:config` writes it; test/unit/configuration-doc.test.js fails when the file and
+// this text differ).
 import { markdownTable } from 'markdown-table';
 import { DATABASE_VARIABLES, MIGRATION_VARIABLES } from '@sluice/db/database-url';
 import { TRACING_VARIABLES, describeEnv } from '@sluice/env';
@@ -23,19 +24,26 @@ export const SECTIONS = [
   {
     heading: 'The database (`db/src/database-url.js`)',
     intro:
-      'Read by the service and by `npm run migrate`: `DATABASE_URL`, or else a URL built from the PG* variables (how ECS injects the RDS secret, so no URL holding the password is written into a template).',
+      'Read by the service and by `npm run migrate`: `DATABASE_URL`, or ' +
+      'else a URL built from the PG* variables (how ECS injects the RDS ' +
+      'secret, so no URL holding the password is written into a template).',
     declarations: DATABASE_VARIABLES,
   },
   {
     heading: 'The migrations (`db/src/database-url.js`)',
     intro:
-      "`npm run migrate` and `npm start` (which migrates first) read this too. The migrations run in one transaction under a transaction-scoped lock, so they are safe through a transaction pooler; a direct URL still keeps them out of reach of the pooler's timeouts and pinning ([Behind a connection pooler](#behind-a-connection-pooler)).",
+      '`npm run migrate` and `npm start` (which migrates first) read this ' +
+      'too. The migrations run in one transaction under a transaction-scoped ' +
+      'lock, so they are safe through a transaction pooler; a direct URL ' +
+      "still keeps them out of reach of the pooler's timeouts and pinning " +
+      '([Behind a connection pooler](#behind-a-connection-pooler)).',
     declarations: MIGRATION_VARIABLES,
   },
   {
     heading: 'The service (`service/src/config.js`)',
     intro:
-      "`node service/src/server.js`, the service image and `npm start` read these (and the database's above).",
+      '`node service/src/server.js`, the service image and ' +
+      "`npm start` read these (and the database's above).",
     declarations: SERVICE_VARIABLES,
   },
   {
@@ -51,13 +59,21 @@ export const SECTIONS = [
   {
     heading: 'The token rotation function (`lambda/src/rotate-token.js`)',
     intro:
-      "Secrets Manager's rotation of the stack's ingest tokens (`template.yaml` sets it; [operations.md](operations.md#credentials-adding-a-client-rotating-revoking)).",
+      "Secrets Manager's rotation of the stack's ingest tokens (`template.yaml` sets it; " +
+      '[operations.md](operations.md#credentials-adding-a-client-rotating-revoking)).',
     declarations: ROTATION_VARIABLES,
   },
   {
     heading: 'Tracing (`env/src/tracing.js`)',
     intro:
-      "OpenTelemetry's own variables, read by the service, the feeder (its handler and local runner) and the producer; off unless `OTEL_TRACES_EXPORTER=otlp` or an OTLP endpoint is set. The service, the feeder's handler, its local runner and the producer read them once, with their own configuration, and build their SDK (or, in the handler, whether to load the API) from what they read; on AWS the ADOT layer's SDK reads them itself. The spec's variables not listed here (`OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`) are left to each SDK. [tracing.md](tracing.md) says what each component records.",
+      "OpenTelemetry's own variables, read by the service, the feeder (its handler " +
+      'and local runner) and the producer; off unless `OTEL_TRACES_EXPORTER=otlp` or ' +
+      "an OTLP endpoint is set. The service, the feeder's handler, its local runner " +
+      'and the producer read them once, with their own configuration, and build ' +
+      'their SDK (or, in the handler, whether to load the API) from what they read; ' +
+      "on AWS the ADOT layer's SDK reads them itself. The spec's variables not " +
+      'listed here (`OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`) are ' +
+      'left to each SDK. [tracing.md](tracing.md) says what each component records.',
     declarations: TRACING_VARIABLES,
   },
   {
@@ -68,13 +84,15 @@ export const SECTIONS = [
   {
     heading: 'The local runner (`lambda/local/sqs-config.js`)',
     intro:
-      "`npm run feeder`: Lambda's event-source mapping played locally, with Lambda's meaning and the SAM template's defaults.",
+      "`npm run feeder`: Lambda's event-source mapping played " +
+      "locally, with Lambda's meaning and the SAM template's defaults.",
     declarations: RUNNER_VARIABLES,
   },
   {
     heading: 'ElasticMQ for the local walkthrough (`lambda/local/sqs-config.js`)',
     intro:
-      '`npm run elasticmq` ([feeder.md](feeder.md#running-it-locally)): the SQS emulator on 127.0.0.1, with the queue `sluice-users` and its dead-letter queue.',
+      '`npm run elasticmq` ([feeder.md](feeder.md#running-it-locally)): the SQS ' +
+      'emulator on 127.0.0.1, with the queue `sluice-users` and its dead-letter queue.',
     declarations: ELASTICMQ_VARIABLES,
   },
 ];
@@ -136,11 +154,15 @@ export function configurationDoc(sections = SECTIONS) {
   return [
     '# Configuration',
     '',
-    '<!-- Generated by `npm run docs:config` from the declarations named in each heading: edit those, not this file. -->',
+    '<!-- Generated by `npm run docs:config` from the declarations ' +
+      'named in each heading: edit those, not this file. -->',
     '',
-    'Every variable is read and checked once, at start-up (a cold start for the feeder). A blank value is',
-    'the same as an unset one. A bad value stops start-up with one message naming every variable at',
-    'fault. `--help` of each command lists the variables it reads, made from the same declarations.',
+    'Every variable is read and checked once, at start-up ' +
+      '(a cold start for the feeder). A blank value is',
+    'the same as an unset one. A bad value stops ' +
+      'start-up with one message naming every variable at',
+    'fault. `--help` of each command lists the variables ' +
+      'it reads, made from the same declarations.',
     ...sections.flatMap((s) => ['', `## ${s.heading}`, '', s.intro, '', table(s.declarations)]),
     '',
     ...BEHIND_A_POOLER,

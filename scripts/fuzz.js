@@ -35,7 +35,8 @@ The properties of service/test/integration/stored-as-sent.fuzz.test.js, for long
   .addOption(
     new Option(
       '--minutes <n>',
-      `how long the whole run takes, shared evenly by the locales and variants (default: ${DEFAULT_MINUTES} unless --runs is given)`,
+      `how long the whole run takes, shared evenly by the locales and ` +
+        `variants (default: ${DEFAULT_MINUTES} unless --runs is given)`,
     ).argParser(positive),
   )
   .addOption(
@@ -46,7 +47,8 @@ The properties of service/test/integration/stored-as-sent.fuzz.test.js, for long
   .addOption(
     new Option(
       '--seed <n>',
-      "the run's seed, to replay it: the k-th variant runs fast-check with seed + k, so each tries cases of its own (default: a random one, printed)",
+      "the run's seed, to replay it: the k-th variant runs fast-check with seed " +
+        '+ k, so each tries cases of its own (default: a random one, printed)',
     ).argParser(seedOption),
   )
   .addOption(
@@ -57,7 +59,8 @@ The properties of service/test/integration/stored-as-sent.fuzz.test.js, for long
   .addOption(
     new Option(
       '--formats <names>',
-      'how the users are sent, comma-separated: a JSON array, or a streamed NDJSON or CSV body (each format a variant of its own)',
+      'how the users are sent, comma-separated: a JSON array, or a ' +
+        'streamed NDJSON or CSV body (each format a variant of its own)',
     )
       .argParser(listOf(BODY_FORMATS))
       .default(['json'], 'json'),
@@ -99,7 +102,10 @@ const variants = WRITE_VARIANTS.flatMap((v) =>
 const budgetMs =
   MINUTES === undefined ? undefined : (MINUTES * 60_000) / (locales.length * variants.length);
 say(
-  `seed ${SEED}; ${RUNS ?? 'unlimited'} cases per variant${budgetMs ? `, ${(budgetMs / 1000).toFixed(0)} s per variant at most` : ''}; ${variants.length} variants × ${locales.length} locales; every flaw in every field and ${REGRESSIONS.length} regressions first`,
+  `seed ${SEED}; ${RUNS ?? 'unlimited'} cases per ` +
+    `variant${budgetMs ? `, ${(budgetMs / 1000).toFixed(0)} s per variant at most` : ''}; ` +
+    `${variants.length} variants × ${locales.length} locales; every flaw in every field ` +
+    `and ${REGRESSIONS.length} regressions first`,
 );
 
 /** @type {string[][]} */
@@ -174,7 +180,10 @@ for (const locale of locales) {
       found += findings.length;
       const { cases, requests, users, accepted, updated } = stats;
       say(
-        `${locale}, ${label}, seed ${seed}: ${generated} generated cases, ${cases} run with the fixed ones and shrinking (${requests} requests, ${users} users, ${accepted} in accepted requests, ${updated} merged updates) in ${seconds.toFixed(1)} s: ${findings.length ? 'FOUND' : 'nothing found'}`,
+        `${locale}, ${label}, seed ${seed}: ${generated} generated cases, ${cases} run with ` +
+          `the fixed ones and shrinking (${requests} requests, ${users} users, ${accepted} in ` +
+          `accepted requests, ${updated} merged updates) ` +
+          `in ${seconds.toFixed(1)} s: ${findings.length ? 'FOUND' : 'nothing found'}`,
       );
       // A counterexample may hold strings of 100,000 characters: each line cut in the middle.
       for (const f of findings)
@@ -212,6 +221,7 @@ if (interrupted) process.exit(130);
 const total = table.slice(1).reduce((n, row) => n + Number(row[2]), 0);
 console.log(markdownTable(table, { align: ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'] }));
 console.log(
-  `\n${total} generated cases in ${((Date.now() - started) / 60_000).toFixed(1)} minutes, seed ${SEED}: ${found ? `${found} found (above)` : 'nothing found'}`,
+  `\n${total} generated cases in ${((Date.now() - started) / 60_000).toFixed(1)} minutes, ` +
+    `seed ${SEED}: ${found ? `${found} found (above)` : 'nothing found'}`,
 );
 process.exit(found ? 1 : 0);

@@ -8,9 +8,14 @@ import { USER_FIELDS } from '../service/src/user-columns.js';
 
 const program = createCommand(
   'npm run import --',
-  'Streams a file of users to POST /users in one request: all of it is stored, or none. NDJSON or JSON Lines (.ndjson, .jsonl: one user a line) ' +
-    `or CSV (.csv: a header row naming ${USER_FIELDS.join(', ')}), either gzip-compressed too (.gz, sent compressed). ` +
-    'Progress (bytes and rows per second) on stderr once connected; the counts as one JSON line on stdout. Told 429 or 503 overloaded (nothing written), it waits Retry-After, says so, and sends the file again. A refusal is one line on stderr, with how much of the file was sent before it came (the rest is not sent), exit 1.',
+  'Streams a file of users to POST /users in one request: all of it is ' +
+    'stored, or none. NDJSON or JSON Lines (.ndjson, .jsonl: one user a line) ' +
+    `or CSV (.csv: a header row naming ${USER_FIELDS.join(', ')}), ` +
+    `either gzip-compressed too (.gz, sent compressed). ` +
+    'Progress (bytes and rows per second) on stderr once connected; the counts as one ' +
+    'JSON line on stdout. Told 429 or 503 overloaded (nothing written), it waits ' +
+    'Retry-After, says so, and sends the file again. A refusal is one line on stderr, ' +
+    'with how much of the file was sent before it came (the rest is not sent), exit 1.',
   { INGEST_TOKEN: 'the bearer token, when --token is not given (default: none)' },
 )
   .argument('<file>', 'the file of users')
@@ -22,7 +27,8 @@ const program = createCommand(
   .option('--url <url>', 'the service', 'http://127.0.0.1:3000')
   .option(
     '--token <token>',
-    "the bearer token (default: INGEST_TOKEN, better: on the command line, npm's header line and ps show it)",
+    'the bearer token (default: INGEST_TOKEN, better: on ' +
+      "the command line, npm's header line and ps show it)",
   )
   .addOption(
     new Option('--format <f>', "the file's format (default: from its name)").choices([
@@ -32,21 +38,25 @@ const program = createCommand(
   )
   .option(
     '--quarantine',
-    'set invalid users aside instead of refusing the file (Prefer: invalid=quarantine): the valid ones are stored, and the command that exports the others is printed',
+    'set invalid users aside instead of refusing the file (Prefer: invalid=quarantine): ' +
+      'the valid ones are stored, and the command that exports the others is printed',
   )
   .option(
     '--max-invalid <n>',
-    "with --quarantine: refuse the whole file past this many invalid users (the service's default: 100)",
+    'with --quarantine: refuse the whole file past this ' +
+      "many invalid users (the service's default: 100)",
     wholeNumber(0),
   )
   .option(
     '--idempotency-key <key>',
-    'the Idempotency-Key of the upload, to send a failed run again: its answer if it was written (1 to 255 visible ASCII characters; default: a new one each run)',
+    'the Idempotency-Key of the upload, to send a failed run again: its answer if ' +
+      'it was written (1 to 255 visible ASCII characters; default: a new one each run)',
   )
   .addOption(
     new Option(
       '--retry-for <seconds>',
-      'how long to keep sending again when the service answers 429 (this client over its rate) or 503 overloaded, nothing written: after each Retry-After, said on stderr',
+      'how long to keep sending again when the service answers 429 (this client over its ' +
+        'rate) or 503 overloaded, nothing written: after each Retry-After, said on stderr',
     )
       .argParser(Number)
       .default(600),
@@ -118,12 +128,15 @@ function showProgress(last = false) {
   lastShown = now;
   const seconds = Math.max(0.001, (now - started) / 1000);
   const line =
-    `${(bytes / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB (${total ? Math.floor((100 * bytes) / total) : 100}%), ` +
-    `${Math.round(rows / seconds).toLocaleString('en-US')} rows/s, ${(bytes / 1e6 / seconds).toFixed(1)} MB/s`;
+    `${(bytes / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB ` +
+    `(${total ? Math.floor((100 * bytes) / total) : 100}%), ` +
+    `${Math.round(rows / seconds).toLocaleString('en-US')} rows/s, ` +
+    `${(bytes / 1e6 / seconds).toFixed(1)} MB/s`;
   process.stderr.write(tty ? `\r${line}\x1b[K${last ? '\n' : ''}` : `${line}\n`);
 }
 
-// The rows of a compressed file are counted on a copy of it decompressed here: the service gets it compressed.
+// The rows of a compressed file are counted on a copy of it decompressed here: the service gets it
+// compressed.
 /** @param {import('node:zlib').Gunzip | undefined} counter */
 const progress = (counter) =>
   new Transform({
@@ -146,10 +159,15 @@ const prefer = [
   .filter(Boolean)
   .join(', ');
 /** What to run to send this upload again under its key. */
-const again = `send it again with --idempotency-key '${key.replaceAll("'", "'\\''")}': if it was written, you get its answer, else it is written`;
+const again =
+  `send it again with --idempotency-key '${key.replaceAll("'", "'\\''")}': ` +
+  `if it was written, you get its answer, else it is written`;
 /** @param {number} n */
 const megabytes = (n) => `${(n / 1e6).toFixed(1)} MB`;
-/** The progress line drawn in place on a terminal, cleared so that a refusal or a failure is one line. */
+/**
+ * The progress line drawn in place on a terminal, cleared so that a refusal or a failure is one
+ * line.
+ */
 const clearProgress = () => {
   if (tty && lastShown) process.stderr.write('\r\x1b[K');
 };
@@ -161,7 +179,8 @@ let attempts = 0;
  * upload stops there, rather than going on into a connection the service has stopped reading until
  * BODY_READ_TIMEOUT_MS. A service that closes the connection after an early refusal may cut the
  * upload short (EPIPE, ECONNRESET): once an answer has begun, what it says is the outcome.
- * @returns {Promise<{ status: number, text: string, retryAfter: string | undefined, requestId: string | undefined, replayed: boolean, sent: number }>}
+ * @returns {Promise<{ status: number, text: string, retryAfter: string | undefined,
+ *   requestId: string | undefined, replayed: boolean, sent: number }>}
  */
 async function sendFile() {
   bytes = 0;
@@ -188,9 +207,15 @@ async function sendFile() {
     if (socket.connecting) socket.once('connect', () => (connected = true));
     else connected = true;
   });
-  /** The bytes of the file that have left for the service: what was read, less what still waits in the request's buffers. */
+  /**
+   * The bytes of the file that have left for the service: what was read, less what still waits in
+   * the request's buffers.
+   */
   const sentBytes = () => (connected ? Math.max(0, bytes - request.writableLength) : 0);
-  /** @type {Promise<{ status: number, text: string, retryAfter: string | undefined, requestId: string | undefined, replayed: boolean }>} */
+  /**
+   * @type {Promise<{ status: number, text: string, retryAfter: string | undefined,
+   *   requestId: string | undefined, replayed: boolean }>}
+   */
   const answered = new Promise((resolve, reject) => {
     /** @type {(() => void) | undefined} */ let done;
     request.on('response', (res) => {
@@ -215,7 +240,8 @@ async function sendFile() {
     request.on('error', (err) => {
       if (!done) reject(Object.assign(err, { sent: sentBytes() }));
     });
-    // Closed with no error and no answer: the connection went (a last resort, so nothing waits forever).
+    // Closed with no error and no answer: the connection went (a last resort, so nothing waits
+    // forever).
     request.on('close', () => {
       if (done) done();
       else
@@ -253,7 +279,8 @@ async function sendFile() {
 /**
  * Seconds to wait before sending again, when the answer says nothing was written and to come back
  * later: 429 (this client over its rate) or 503 overloaded (the service's in-flight budget), with
- * Retry-After; else undefined. @param {{ status: number, text: string, retryAfter: string | undefined }} answer
+ * Retry-After; else undefined.
+ * @param {{ status: number, text: string, retryAfter: string | undefined }} answer
  */
 function retryAfterOf({ status, text, retryAfter }) {
   const seconds = Number(retryAfter);
@@ -262,7 +289,11 @@ function retryAfterOf({ status, text, retryAfter }) {
   return status === 503 && errorCodeOf(text) === 'overloaded' ? seconds : undefined;
 }
 
-/** The catalogue's `error` of an answer's body; undefined when the body is not the service's JSON (a proxy's page). @param {string} text */
+/**
+ * The catalogue's `error` of an answer's body; undefined when the body is not the service's JSON (a
+ * proxy's page).
+ * @param {string} text
+ */
 function errorCodeOf(text) {
   try {
     const error = JSON.parse(text)?.error;
@@ -286,7 +317,8 @@ try {
         ? 'this client is over its rate (429)'
         : 'the service is at its in-flight limit (503 overloaded)';
     console.error(
-      `import: ${why}, nothing written; waiting ${wait} s as Retry-After asks, then sending the file again`,
+      `import: ${why}, nothing written; waiting ${wait} s ` +
+        `as Retry-After asks, then sending the file again`,
     );
     await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000));
     answer = await sendFile();
@@ -296,7 +328,8 @@ try {
     showProgress(true);
     const seconds = (performance.now() - started) / 1000;
     const counts = JSON.parse(text);
-    // A replay: the answer of an earlier run with this key, which wrote the file; this one wrote nothing.
+    // A replay: the answer of an earlier run with this key, which wrote the file; this one wrote
+    // nothing.
     console.log(
       JSON.stringify({
         ...counts,
@@ -306,7 +339,9 @@ try {
     );
     if (counts.quarantined > 0) {
       console.error(
-        `${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set aside; to fix and send them again: npm run quarantine -- export --items --request ${requestId ?? '<Quarantine-Request-Id>'} --output fixed.ndjson`,
+        `${counts.quarantined} user${counts.quarantined === 1 ? ' was' : 's were'} set ` +
+          `aside; to fix and send them again: npm run quarantine -- export --items ` +
+          `--request ${requestId ?? '<Quarantine-Request-Id>'} --output fixed.ndjson`,
       );
     }
   } else {
@@ -314,7 +349,8 @@ try {
     clearProgress();
     const part = total ? Math.floor((100 * sent) / total) : 100;
     console.error(
-      `import refused (${status}): ${text.trim()} (${megabytes(sent)} of ${megabytes(total)} sent, ${part}%; the rest not sent)${status === 503 ? `; ${again}` : ''}`,
+      `import refused (${status}): ${text.trim()} (${megabytes(sent)} of ${megabytes(total)}` +
+        ` sent, ${part}%; the rest not sent)${status === 503 ? `; ${again}` : ''}`,
     );
     process.exitCode = 1;
   }

@@ -10,7 +10,10 @@ const { JWT_SECRET, JWT_AUDIENCE, JWT_ISSUER, JWT_ROLE_CLAIM, JWT_CLIENT_CLAIM }
   SERVICE_VARIABLES;
 const program = createCommand(
   'npm run jwt --',
-  'Prints a JWT signed with HS256 and JWT_SECRET, which must be in this shell: the same text npm start was given. Its claims: the role and the client (by JWT_ROLE_CLAIM and JWT_CLIENT_CLAIM), aud and iss when JWT_AUDIENCE and JWT_ISSUER are set, and an expiry. In T=$(npm run -s jwt), -s keeps npm from printing its own lines around the token.',
+  'Prints a JWT signed with HS256 and JWT_SECRET, which must be in this shell: the same ' +
+    'text npm start was given. Its claims: the role and the client (by JWT_ROLE_CLAIM and ' +
+    'JWT_CLIENT_CLAIM), aud and iss when JWT_AUDIENCE and JWT_ISSUER are set, and an expiry. ' +
+    'In T=$(npm run -s jwt), -s keeps npm from printing its own lines around the token.',
   environmentHelp({ JWT_SECRET, JWT_AUDIENCE, JWT_ISSUER, JWT_ROLE_CLAIM, JWT_CLIENT_CLAIM }),
 )
   .option('--sub <client>', 'the client, in JWT_CLIENT_CLAIM', 'script')
@@ -28,11 +31,13 @@ function fail(message) {
 const secret = process.env.JWT_SECRET ?? '';
 if (!secret.trim())
   fail(
-    'JWT_SECRET is not set in this shell: export the secret npm start was given (export JWT_SECRET=...), then run this again',
+    'JWT_SECRET is not set in this shell: export the secret npm ' +
+      'start was given (export JWT_SECRET=...), then run this again',
   );
 if (secret.length < JWT_SECRET_MIN_LENGTH)
   fail(
-    `JWT_SECRET is ${secret.length} characters: the service takes at least ${JWT_SECRET_MIN_LENGTH}, so it would refuse to start with it`,
+    `JWT_SECRET is ${secret.length} characters: the service takes at ` +
+      `least ${JWT_SECRET_MIN_LENGTH}, so it would refuse to start with it`,
   );
 const env = (/** @type {string} */ name) => process.env[name]?.trim() || undefined;
 const { SignJWT } = await import('jose');

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm run lint`: Prettier's check (the layout `npm run format` writes), ESLint over the whole tree
-// (eslint.config.js), then the type check, tsc over jsconfig.json; a warning fails as an error does.
+// (eslint.config.js), then the type check, tsc over jsconfig.json; a warning fails as an error
+// does.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -9,7 +10,12 @@ import { createCommand } from '@sluice/db/command-line';
 
 createCommand(
   'npm run lint --',
-  "Lints and type-checks the JavaScript: Prettier's check of every JavaScript, JSON and YAML file (npm run format writes its layout), ESLint over the whole tree (eslint.config.js; a warning fails too), then writes the service's API types from its OpenAPI document (.cache/openapi/sluice-api.d.ts, which the feeder's JSDoc imports) and runs tsc -p jsconfig.json (checkJs, strict, no output). Exits 1 when any of them finds something.",
+  "Lints and type-checks the JavaScript: Prettier's check of every JavaScript, " +
+    'JSON and YAML file (npm run format writes its layout), ESLint over the whole ' +
+    "tree (eslint.config.js; a warning fails too), then writes the service's API " +
+    'types from its OpenAPI document (.cache/openapi/sluice-api.d.ts, which the ' +
+    "feeder's JSDoc imports) and runs tsc -p jsconfig.json (checkJs, strict, no " +
+    'output). Exits 1 when any of them finds something.',
 ).parse();
 const { writeOpenApiTypes } = await import('./openapi-types.js');
 const { prettier } = await import('./prettier.js');
@@ -36,7 +42,8 @@ if (report) process.stdout.write(report);
 console.error(`[lint] ESLint: ${results.length} files, ${problems} problems`);
 
 await writeOpenApiTypes();
-// typescript's own entry point, found as Node finds it: this works outside `npm run`, whose PATH holds node_modules/.bin.
+// typescript's own entry point, found as Node finds it: this works outside `npm run`, whose PATH
+// holds node_modules/.bin.
 const tscCode = await run(require.resolve('typescript/bin/tsc'), [
   '-p',
   path.join(root, 'jsconfig.json'),

@@ -2,9 +2,9 @@
 // failure ledger and authentication. Each mutant is one deliberate break (a condition flipped, a
 // decision swapped, a boundary moved, a retry or a check dropped), applied to its file in place and
 // always restored (also on Ctrl-C); the unit tests of that file run, and the mutant is killed when
-// they fail. A mutant whose text is no longer in its file (its layout aside) is reported stale, not run. Prints each
-// verdict and the score; exits 1 when a mutant survives in the write policy, or the tests fail
-// before any break.
+// they fail. A mutant whose text is no longer in its file (its layout aside) is reported stale, not
+// run. Prints each verdict and the score; exits 1 when a mutant survives in the write policy, or
+// the tests fail before any break.
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -39,7 +39,11 @@ const TESTS = {
 
 /** @typedef {{ file: keyof typeof TESTS, name: string, find: string, replace: string }} Mutant */
 
-/** @param {keyof typeof TESTS} file @param {[name: string, find: string, replace: string][]} list @returns {Mutant[]} */
+/**
+ * @param {keyof typeof TESTS} file
+ * @param {[name: string, find: string, replace: string][]} list
+ * @returns {Mutant[]}
+ */
 const of = (file, list) => list.map(([name, find, replace]) => ({ file, name, find, replace }));
 
 /** @type {Mutant[]} */
@@ -124,7 +128,8 @@ export const MUTANTS = [
     [
       'an own failure as a 503',
       'fail(refusalOfDatabaseState(diagnosis, err) ?? err);\n',
-      "fail(refusalOfDatabaseState(diagnosis === 'own' ? 'unavailable' : diagnosis, err) ?? err);\n",
+      "fail(refusalOfDatabaseState(diagnosis === 'own' " +
+        "? 'unavailable' : diagnosis, err) ?? err);\n",
     ],
     [
       "the second attempt's 503 lost",
@@ -221,7 +226,8 @@ export const MUTANTS = [
     ['nbf reported as exp', "if (err.claim === 'nbf')", "if (err.claim === 'exp')"],
     [
       'a failed key set fetch as malformed',
-      "if (keySet) return new JwtRefusal('the key set could not be fetched to verify the token', 'jwks_unavailable');",
+      "if (keySet) return new JwtRefusal('the key set could not " +
+        "be fetched to verify the token', 'jwks_unavailable');",
       '',
     ],
     ['a long client name kept whole', 'claimed.slice(0, 256)', 'claimed'],
@@ -249,8 +255,10 @@ export const MUTANTS = [
     ],
     [
       'current read before pending',
-      "const pending = await secrets.getSecretString(secretId, 'AWSPENDING');\n    const current = await secrets.getSecretString(secretId, 'AWSCURRENT');",
-      "const current = await secrets.getSecretString(secretId, 'AWSCURRENT');\n    const pending = await secrets.getSecretString(secretId, 'AWSPENDING');",
+      "const pending = await secrets.getSecretString(secretId, 'AWSPENDING');\n    " +
+        "const current = await secrets.getSecretString(secretId, 'AWSCURRENT');",
+      "const current = await secrets.getSecretString(secretId, 'AWSCURRENT');\n    " +
+        "const pending = await secrets.getSecretString(secretId, 'AWSPENDING');",
     ],
     ['a bad refresh stops the service', 'if (throwOnError) throw err;', 'throw err;'],
     ['an unchanged read logged again', 'if (signature === this.lastRead) return;', ''],
@@ -297,7 +305,10 @@ function testsPass(files) {
   });
 }
 
-/** The file being mutated and its text, restored whatever happens. @type {{ file: string, text: string } | undefined} */
+/**
+ * The file being mutated and its text, restored whatever happens.
+ * @type {{ file: string, text: string } | undefined}
+ */
 let applied;
 const restore = () => {
   if (applied) writeFileSync(applied.file, applied.text);
@@ -341,7 +352,11 @@ async function run(mutant) {
 async function main() {
   const { only } = createCommand(
     'npm run mutate --',
-    `A mutation run: ${MUTANTS.length} deliberate breaks of the write policy, the feeder's failure ledger (batch response, failure ledger) and authentication, each applied in place and restored, each judged by its file's unit tests: killed (they fail), survived, or stale (the text to break is no longer there). Prints each verdict and the score; exits 1 when a mutant survives in the write policy.`,
+    `A mutation run: ${MUTANTS.length} deliberate breaks of the write policy, the ` +
+      `feeder's failure ledger (batch response, failure ledger) and authentication, ` +
+      `each applied in place and restored, each judged by its file's unit tests: killed ` +
+      `(they fail), survived, or stale (the text to break is no longer there). Prints ` +
+      `each verdict and the score; exits 1 when a mutant survives in the write policy.`,
   )
     .addOption(new Option('--only <text>', 'only the mutants whose file or name contains this'))
     .parse()
@@ -376,7 +391,8 @@ async function main() {
     );
   }
   console.log(
-    `score: ${killed}/${killed + survived} killed (${Math.round((100 * killed) / Math.max(1, killed + survived))}%)`,
+    `score: ${killed}/${killed + survived} killed ` +
+      `(${Math.round((100 * killed) / Math.max(1, killed + survived))}%)`,
   );
   if (survivors.length > 0)
     console.log(`survivors:\n${survivors.map((m) => `  ${m.file}: ${m.name}`).join('\n')}`);

@@ -14,7 +14,14 @@ import { START_VARIABLES } from './start-config.js';
 
 const program = createCommand(
   'npm run pgbouncer --',
-  `Starts PgBouncer (Debian's package: apt-get install pgbouncer) on 127.0.0.1 in transaction pooling mode, in front of the embedded PostgreSQL that npm start uses: the one running on EMBEDDED_PG_DIR when an npm start holds it, otherwise started here. Its pgbouncer.ini and auth file are written beside the data directory (.data/pgbouncer/), as docs/scaling.md shows them. It prints DATABASE_URL (through the pooler) and DIRECT_DATABASE_URL (around it, for migrations) for npm start, and runs until Ctrl-C (SIGINT) or SIGTERM, then stops the PostgreSQL it started. As root it runs PgBouncer as the postgres user (PgBouncer refuses to run as root).`,
+  `Starts PgBouncer (Debian's package: apt-get install pgbouncer) on 127.0.0.1 in ` +
+    `transaction pooling mode, in front of the embedded PostgreSQL that npm start uses: ` +
+    `the one running on EMBEDDED_PG_DIR when an npm start holds it, otherwise started ` +
+    `here. Its pgbouncer.ini and auth file are written beside the data directory ` +
+    `(.data/pgbouncer/), as docs/scaling.md shows them. It prints DATABASE_URL (through ` +
+    `the pooler) and DIRECT_DATABASE_URL (around it, for migrations) for npm start, and ` +
+    `runs until Ctrl-C (SIGINT) or SIGTERM, then stops the PostgreSQL it started. As ` +
+    `root it runs PgBouncer as the postgres user (PgBouncer refuses to run as root).`,
   environmentHelp(START_VARIABLES),
 )
   .addOption(
@@ -45,7 +52,8 @@ const binary =
   which.sync('pgbouncer', { nothrow: true }) ??
   ['/usr/sbin/pgbouncer', '/usr/local/sbin/pgbouncer'].find((p) => existsSync(p)) ??
   fail(
-    'PgBouncer is not installed: apt-get install pgbouncer (Debian, Ubuntu), brew install pgbouncer (macOS)',
+    'PgBouncer is not installed: apt-get install pgbouncer ' +
+      '(Debian, Ubuntu), brew install pgbouncer (macOS)',
   );
 const busy = await new Promise((resolve) => {
   const probe = net.createServer();
@@ -56,7 +64,9 @@ const busy = await new Promise((resolve) => {
 });
 if (busy)
   fail(
-    `cannot listen on 127.0.0.1:${port} (${busy === 'EADDRINUSE' ? 'in use: another npm run pgbouncer?' : busy}): give another with --port`,
+    `cannot listen on 127.0.0.1:${port} (` +
+      `${busy === 'EADDRINUSE' ? 'in use: another npm run pgbouncer?' : busy}): give another ` +
+      `with --port`,
   );
 
 const { postgresHolding, startLocalPostgres } = await import('@sluice/db/local-postgres');
@@ -75,7 +85,8 @@ if (!running) {
   upstreamPort = started.port;
 } else if (!upstreamPort) {
   fail(
-    `the PostgreSQL holding ${shown(dataDir)} (PID ${running.pid}) does not say its port: stop it and run this again`,
+    `the PostgreSQL holding ${shown(dataDir)} (PID ${running.pid}) ` +
+      `does not say its port: stop it and run this again`,
   );
 }
 
@@ -139,10 +150,12 @@ const through = `postgres://${user}:${password}@127.0.0.1:${port}/postgres`;
 const around = `postgres://${user}:${password}@127.0.0.1:${upstreamPort}/postgres`;
 console.log(
   [
-    `PgBouncer (transaction pooling) on 127.0.0.1:${port}, in front of the embedded PostgreSQL on 127.0.0.1:${upstreamPort}${started ? '' : " (an npm start's)"}`,
+    `PgBouncer (transaction pooling) on 127.0.0.1:${port}, in front of the embedded ` +
+      `PostgreSQL on 127.0.0.1:${upstreamPort}${started ? '' : " (an npm start's)"}`,
     `  configuration ${shown(ini)}, auth file ${shown(authFile)}`,
     'For the service through it, in another terminal:',
-    `  DATABASE_URL=${through} DIRECT_DATABASE_URL=${around} ${started ? '' : 'PORT=3001 '}npm start`,
+    `  DATABASE_URL=${through} DIRECT_DATABASE_URL=${around} ${started ? '' : 'PORT=3001 '}` +
+      `npm start`,
     `Its pools: psql postgres://${user}:${password}@127.0.0.1:${port}/pgbouncer -c 'SHOW POOLS'`,
     `Ctrl-C stops it${started ? ' and the embedded PostgreSQL' : ''}.`,
   ].join('\n'),

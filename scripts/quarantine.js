@@ -19,7 +19,8 @@ function instant(value) {
     : undefined;
   if (!at || Number.isNaN(at.getTime()))
     throw new InvalidArgumentError(
-      'Expected a time ago (7d, 12h, 30m) or an ISO 8601 date or time (2026-11-28, 2026-11-28T09:30:00Z).',
+      'Expected a time ago (7d, 12h, 30m) or an ISO 8601 ' +
+        'date or time (2026-11-28, 2026-11-28T09:30:00Z).',
     );
   return at;
 }
@@ -27,8 +28,11 @@ function instant(value) {
 const FILTERS = 'Filters: --client, --request, --since, --until; several are all applied.';
 const program = createCommand(
   'npm run quarantine --',
-  'The items that POST /users set aside with Prefer: invalid=quarantine (the table quarantined_items): count them, export them to fix and send again, purge them. ' +
-    "Reads DATABASE_URL, else the PG* variables, else the embedded PostgreSQL of a running npm start (found on EMBEDDED_PG_DIR, whatever its port). On AWS, run it as a one-off task of the service's task definition, or use the SQL in docs/operations.md with psql.",
+  'The items that POST /users set aside with Prefer: invalid=quarantine (the table ' +
+    'quarantined_items): count them, export them to fix and send again, purge them. ' +
+    'Reads DATABASE_URL, else the PG* variables, else the embedded PostgreSQL of a running ' +
+    'npm start (found on EMBEDDED_PG_DIR, whatever its port). On AWS, run it as a one-off ' +
+    "task of the service's task definition, or use the SQL in docs/operations.md with psql.",
   environmentHelp({ ...DATABASE_VARIABLES, ...EMBEDDED_DIR_VARIABLES }),
 );
 
@@ -37,7 +41,8 @@ const withFilters = (command) =>
   command
     .option(
       '--client <name>',
-      "only the items of this client: a credential's name (every kind), or one scope as list prints it (token:NAME, jwt:SUBJECT, anonymous: sent without credentials)",
+      "only the items of this client: a credential's name (every kind), or one scope " +
+        'as list prints it (token:NAME, jwt:SUBJECT, anonymous: sent without credentials)',
     )
     .option('--request <id>', 'only the items of this request (its Quarantine-Request-Id)')
     .option(
@@ -51,25 +56,32 @@ withFilters(
   program
     .command('list')
     .description(
-      `Counts the items by day (UTC), client and reason, newest day first, one tab-separated line each. ${FILTERS}`,
+      `Counts the items by day (UTC), client and reason, newest ` +
+        `day first, one tab-separated line each. ${FILTERS}`,
     ),
 ).action((options) => run((db) => list(db, options)));
 withFilters(
   program
     .command('export')
     .description(
-      'Prints the items as NDJSON on stdout (or --output FILE), oldest first: a line an item, with its client, request, time, format, position (index from 0; line from 1 in a streamed body), reason and errors, and the item as sent ' +
-        "(its JSON, or its text when it was not JSON; a plaintext password's value was replaced before it was kept). With --items, only the items, one a line, so that the file, once fixed, can be sent again with npm run import. " +
+      'Prints the items as NDJSON on stdout (or --output FILE), oldest first: a ' +
+        'line an item, with its client, request, time, format, position (index from ' +
+        '0; line from 1 in a streamed body), reason and errors, and the item as sent ' +
+        "(its JSON, or its text when it was not JSON; a plaintext password's value " +
+        'was replaced before it was kept). With --items, only the items, one a ' +
+        'line, so that the file, once fixed, can be sent again with npm run import. ' +
         FILTERS,
     ),
 )
   .option(
     '--items',
-    "print only the items (a CSV record as a JSON object of its header's columns), to fix and send again with npm run import",
+    'print only the items (a CSV record as a JSON object of its ' +
+      "header's columns), to fix and send again with npm run import",
   )
   .option(
     '--output <file>',
-    'write the export to this file, not stdout: `npm run` prints its own lines on stdout, so `npm run quarantine -- export > file` would hold them too (or use `npm run -s`)',
+    'write the export to this file, not stdout: `npm run` prints its own lines on stdout, ' +
+      'so `npm run quarantine -- export > file` would hold them too (or use `npm run -s`)',
   )
   .action((options) =>
     run((db) => toOutput(options.output, (out) => exportItems(db, options, out))),
@@ -77,7 +89,8 @@ withFilters(
 program
   .command('purge')
   .description(
-    "Deletes items: those kept before --older-than, or those of --request (with --client, only that client's). Prints how many were deleted.",
+    'Deletes items: those kept before --older-than, or those of --request ' +
+      "(with --client, only that client's). Prints how many were deleted.",
   )
   .option(
     '--older-than <time>',
@@ -100,7 +113,13 @@ program.parse();
 /** Rows an export reads at once. */
 const PAGE = 1000;
 
-/** The WHERE clause and its values, after a first condition of its own. @param {Filters} filters @param {string} [first] @param {unknown[]} [firstValues] @returns {[string, unknown[]]} */
+/**
+ * The WHERE clause and its values, after a first condition of its own.
+ * @param {Filters} filters
+ * @param {string} [first]
+ * @param {unknown[]} [firstValues]
+ * @returns {[string, unknown[]]}
+ */
 function where({ client, request, since, until }, first, firstValues = []) {
   const conditions = first ? [first] : [];
   const values = [...firstValues];
@@ -120,7 +139,10 @@ function where({ client, request, since, until }, first, firstValues = []) {
 /** A client as a scope (its credential's kind), not a name. @param {string} client */
 const isScope = (client) => client === 'anonymous' || /^(token|jwt|unscoped):/.test(client);
 
-/** Opens the database, runs `fn`, closes; a failure is one line, exit 1. @param {(db: import('pg').Client) => Promise<void>} fn */
+/**
+ * Opens the database, runs `fn`, closes; a failure is one line, exit 1.
+ * @param {(db: import('pg').Client) => Promise<void>} fn
+ */
 async function run(fn) {
   const { databaseUrlFromEnv } = await import('@sluice/db/database-url');
   let url;
@@ -135,7 +157,8 @@ async function run(fn) {
     const embedded = await runningEmbeddedDatabase(process.env);
     if ('problem' in embedded) {
       console.error(
-        `neither DATABASE_URL nor PGHOST is set, and ${embedded.problem}: start it (npm start), or say which database holds the quarantine.`,
+        `neither DATABASE_URL nor PGHOST is set, and ${embedded.problem}: ` +
+          `start it (npm start), or say which database holds the quarantine.`,
       );
       process.exit(2);
     }
@@ -163,14 +186,16 @@ async function list(db, filters) {
     values,
   );
   await write(
-    `day\tclient\treason\titems\n${rows.map((r) => `${r.day}\t${r.client}\t${r.reason}\t${r.items}\n`).join('')}`,
+    `day\tclient\treason\titems\n` +
+      `${rows.map((r) => `${r.day}\t${r.client}\t${r.reason}\t${r.items}\n`).join('')}`,
   );
 }
 
 /**
  * Runs `fn` with a writer to `file`, or to stdout without one; a file is written whole or not at
  * all (a temporary file renamed at the end), so a failed export never leaves a file to send again.
- * @param {string | undefined} file @param {(out: (text: string) => Promise<unknown>) => Promise<number>} fn
+ * @param {string | undefined} file
+ * @param {(out: (text: string) => Promise<unknown>) => Promise<number>} fn
  */
 async function toOutput(file, fn) {
   if (file === undefined) return void (await fn(write));
@@ -196,7 +221,10 @@ async function toOutput(file, fn) {
 async function exportItems(db, options, out) {
   let count = 0;
   const { createCsvParser } = await import('../service/src/users/stream-parse.js');
-  /** A page of at most PAGE rows after `id` (keyset: memory bounded however many there are). @param {string} after */
+  /**
+   * A page of at most PAGE rows after `id` (keyset: memory bounded however many there are).
+   * @param {string} after
+   */
   const page = async (after) => {
     const [clause, values] = where(options, `id > $1`, [after]);
     const { rows } = await db.query(
@@ -205,7 +233,10 @@ async function exportItems(db, options, out) {
     );
     return rows;
   };
-  /** The item as JSON when it is, a CSV record as an object of its header's columns, else its text. @param {any} row */
+  /**
+   * The item as JSON when it is, a CSV record as an object of its header's columns, else its text.
+   * @param {any} row
+   */
   const itemOf = (row) => {
     if (row.format === 'csv') {
       let user;
@@ -250,7 +281,10 @@ async function exportItems(db, options, out) {
   return count;
 }
 
-/** @param {import('pg').Client} db @param {{ olderThan?: Date, request?: string, client?: string }} options */
+/**
+ * @param {import('pg').Client} db
+ * @param {{ olderThan?: Date, request?: string, client?: string }} options
+ */
 async function purge(db, { olderThan, request, client }) {
   const [clause, values] = where({ client, request, until: olderThan });
   const { rowCount } = await db.query(`DELETE FROM quarantined_items ${clause}`, values);

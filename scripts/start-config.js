@@ -4,7 +4,9 @@ import { ConfigError, defineVariables, integer, loadEnv, text } from '@sluice/en
 import { parseNamedTokens } from '@sluice/env/named-tokens';
 import { SERVICE_VARIABLES, loadConfig } from '../service/src/config.js';
 
-/** What `npm start` reads itself; it passes every variable on to the service, which reads the rest. */
+/**
+ * What `npm start` reads itself; it passes every variable on to the service, which reads the rest.
+ */
 export const START_VARIABLES = defineVariables({
   EMBEDDED_PG_PORT: {
     parser: integer({ min: 1, max: 65535 }),
@@ -15,7 +17,8 @@ export const START_VARIABLES = defineVariables({
     parser: text(),
     default: '.data/postgres',
     description:
-      "the embedded PostgreSQL's data directory (a relative one is in the repository), kept across runs, when DATABASE_URL is unset; one `npm start` at a time uses it",
+      "the embedded PostgreSQL's data directory (a relative one is in the repository), " +
+      'kept across runs, when DATABASE_URL is unset; one `npm start` at a time uses it',
   },
 });
 
@@ -40,8 +43,10 @@ const FILE_PROBLEMS = {
 };
 
 /**
- * The files the *_FILE variables name, read now as the service will, so a bad one is said before the
- * embedded PostgreSQL starts. @param {NodeJS.ProcessEnv} env @returns {import('@sluice/env/load-env').Problem[]}
+ * The files the *_FILE variables name, read now as the service will, so a bad one is said before
+ * the embedded PostgreSQL starts.
+ * @param {NodeJS.ProcessEnv} env
+ * @returns {import('@sluice/env/load-env').Problem[]}
  */
 export function fileProblems(env) {
   return Object.keys(START_AND_SERVICE_VARIABLES)

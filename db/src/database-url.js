@@ -20,12 +20,14 @@ export const DATABASE_VARIABLES = defineVariables({
   DATABASE_URL: {
     parser: url({ protocols: ['postgres', 'postgresql'] }),
     description:
-      'PostgreSQL to write to; unset: the PG* variables below, or (npm start) the embedded PostgreSQL',
+      'PostgreSQL to write to; unset: the PG* variables ' +
+      'below, or (npm start) the embedded PostgreSQL',
   },
   PGHOST: {
     parser: text(),
     description:
-      'used when DATABASE_URL is unset (how ECS injects the RDS secret): the URL is built from the PG* variables, each part percent-encoded',
+      'used when DATABASE_URL is unset (how ECS injects the RDS secret): ' +
+      'the URL is built from the PG* variables, each part percent-encoded',
   },
   PGPORT: {
     parser: integer({ min: 1, max: 65535 }),
@@ -96,7 +98,8 @@ export const MIGRATION_VARIABLES = defineVariables({
     parser: url({ protocols: ['postgres', 'postgresql'] }),
     defaultText: 'DATABASE_URL (or the PG* variables)',
     description:
-      "PostgreSQL for the migrations (npm run migrate, npm start), straight to the server when DATABASE_URL is a pooler's",
+      'PostgreSQL for the migrations (npm run migrate, npm start), ' +
+      "straight to the server when DATABASE_URL is a pooler's",
   },
 });
 

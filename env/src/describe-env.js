@@ -1,6 +1,9 @@
 /** @typedef {import('./load-env.js').Declarations} Declarations */
 
-/** @typedef {{ name: string, kind: string, defaultText: string, description: string }} VariableDescription  defaultText: a value, "unset", "required" or a rule */
+/**
+ * @typedef {{ name: string, kind: string, defaultText: string,
+ *   description: string }} VariableDescription defaultText: a value, "unset", "required" or a rule
+ */
 
 /** @param {unknown} value */
 const show = (value) => (typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value));
@@ -22,7 +25,8 @@ export function describeEnv(declarations) {
 }
 
 /**
- * The `Environment:` list of a command's --help: name → one line (db/src/command-line.js lays it out).
+ * The `Environment:` list of a command's --help: name → one line (db/src/command-line.js lays it
+ * out).
  * @param {Declarations} declarations
  * @returns {Record<string, string>}
  */
@@ -30,7 +34,8 @@ export function environmentHelp(declarations) {
   return Object.fromEntries(
     describeEnv(declarations).map((d) => [
       d.name,
-      `${d.description}; ${d.kind} ${d.defaultText === 'required' ? '(required)' : `(default: ${d.defaultText})`}`,
+      `${d.description}; ${d.kind} ` +
+        `${d.defaultText === 'required' ? '(required)' : `(default: ${d.defaultText})`}`,
     ]),
   );
 }

@@ -6,7 +6,8 @@ import { ConfigError } from './config-error.js';
  * One variable, declared once (the loader, --help and docs/configuration.md are made from it).
  * defaultText: the default in words, when a rule makes it; a blank value is unset.
  * @template [T=unknown]
- * @typedef {{ description: string, parser: Parser<T>, default?: T, defaultText?: string, required?: boolean }} Variable
+ * @typedef {{ description: string, parser: Parser<T>, default?: T, defaultText?: string,
+ *   required?: boolean }} Variable
  */
 
 /** @typedef {Record<string, Variable<any>>} Declarations */
@@ -15,17 +16,27 @@ import { ConfigError } from './config-error.js';
 /**
  * loadEnv's result: each value, `undefined` only where there is neither a default nor `required`.
  * @template {Declarations} D
- * @typedef {{ -readonly [K in keyof D]: D[K] extends { parser: Parser<infer T> } ? (D[K] extends { default: {} } | { required: true } ? T : T | undefined) : never }} Values
+ * @typedef {{ -readonly [K in keyof D]: D[K] extends { parser: Parser<infer T> }
+ *   ? (D[K] extends { default: {} } | { required: true } ? T : T | undefined) : never }} Values
  */
 /* eslint-enable jsdoc/valid-types */
 
-/** A component's variables: the identity, for the types (defaults kept as written). @template {Declarations} const D @param {D} declarations @returns {D} */
+/**
+ * A component's variables: the identity, for the types (defaults kept as written).
+ * @template {Declarations} const D
+ * @param {D} declarations
+ * @returns {D}
+ */
 export const defineVariables = (declarations) => declarations;
 
-/** A problem a component's rule finds across variables. @typedef {{ variable: string, problem: string }} Problem */
+/**
+ * A problem a component's rule finds across variables.
+ * @typedef {{ variable: string, problem: string }} Problem
+ */
 
 /**
- * Reads every declared variable from `env`; every problem, the `rules`' too, thrown as one ConfigError.
+ * Reads every declared variable from `env`; every problem, the `rules`' too, thrown as one
+ * ConfigError.
  * @template {Declarations} D @param {D} declarations @param {NodeJS.ProcessEnv} env
  * @param {(values: Values<D>) => Problem[]} [rules] @returns {Values<D>}
  */

@@ -1,15 +1,17 @@
 // The one reading of named tokens (the service's INGEST_TOKENS, its file and secret; the feeder's
-// secret; the rotation's versions): here because the service and the feeder both import this package.
+// secret; the rotation's versions): here because the service and the feeder both import this
+// package.
 
 /** A client's name, as the access log, the span and the metric label carry it: short and plain. */
 const CLIENT_NAME = /^[A-Za-z0-9][\w.:@-]{0,63}$/;
 
 /**
- * A client's own limits, declared beside its token (unset: none; the service reads them, the feeder ignores them).
- * rate: users a second, refilled continuously; burst: users at most at once (default: one second's rate);
- * weight: its share of the admission budget against the others waiting (default 1);
- * maxInFlightBytes: request body bytes it may hold at once.
- * @typedef {{ rate?: number, burst?: number, weight?: number, maxInFlightBytes?: number }} ClientLimits
+ * A client's own limits, declared beside its token (unset: none; the service reads them, the feeder
+ * ignores them). rate: users a second, refilled continuously; burst: users at most at once
+ * (default: one second's rate); weight: its share of the admission budget against the others
+ * waiting (default 1); maxInFlightBytes: request body bytes it may hold at once.
+ * @typedef {{ rate?: number, burst?: number, weight?: number,
+ *   maxInFlightBytes?: number }} ClientLimits
  */
 /** @typedef {{ name: string, token: string, limits?: ClientLimits }} NamedToken */
 
@@ -21,7 +23,12 @@ const LIMITS = /** @type {const} */ ({
   maxInFlightBytes: { min: 1024, max: 2 ** 40, whole: true },
 });
 
-/** A client's value: its token, or an object of its token and limits. @param {string} name @param {unknown} value @returns {{ token: unknown, limits?: ClientLimits }} */
+/**
+ * A client's value: its token, or an object of its token and limits.
+ * @param {string} name
+ * @param {unknown} value
+ * @returns {{ token: unknown, limits?: ClientLimits }}
+ */
 function tokenAndLimits(name, value) {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { token: value };
   const { token, ...rest } = /** @type {Record<string, unknown>} */ (value);
@@ -31,7 +38,9 @@ function tokenAndLimits(name, value) {
     const bounds = LIMITS[/** @type {keyof typeof LIMITS} */ (key)];
     if (!bounds)
       refuse(
-        `gives the client ${JSON.stringify(name)} a setting ${JSON.stringify(key.slice(0, 32))} that is not one: token, ${Object.keys(LIMITS).join(', ')}`,
+        `gives the client ${JSON.stringify(name)} a ` +
+          `setting ${JSON.stringify(key.slice(0, 32))} that is ` +
+          `not one: token, ${Object.keys(LIMITS).join(', ')}`,
       );
     if (
       typeof limit !== 'number' ||
@@ -39,7 +48,8 @@ function tokenAndLimits(name, value) {
       (bounds.whole && !Number.isInteger(limit))
     ) {
       refuse(
-        `gives the client ${JSON.stringify(name)} a ${key} that is not a ${bounds.whole ? 'whole ' : ''}number from ${bounds.min} to ${bounds.max}`,
+        `gives the client ${JSON.stringify(name)} a ${key} that is not ` +
+          `a ${bounds.whole ? 'whole ' : ''}number from ${bounds.min} to ${bounds.max}`,
       );
     }
     limits[key] = limit;
@@ -55,9 +65,10 @@ const refuse = (problem) => {
 };
 
 /**
- * The clients of a JSON object of client name → token (or → { token, rate, burst, weight, maxInFlightBytes }), checked: a problem is a TypeError that follows
- * the variable's name and quotes names only; one token for two clients is refused (the log could not
- * tell them apart). @param {string} text @returns {NamedToken[]}
+ * The clients of a JSON object of client name → token (or → { token, rate, burst, weight,
+ * maxInFlightBytes }), checked: a problem is a TypeError that follows the variable's name and
+ * quotes names only; one token for two clients is refused (the log could not tell them apart).
+ * @param {string} text @returns {NamedToken[]}
  */
 export function parseNamedTokens(text) {
   /** @type {unknown} */
@@ -78,17 +89,20 @@ export function parseNamedTokens(text) {
     // Not quoted: a name and its token swapped by mistake would put the token in the message.
     if (!CLIENT_NAME.test(name))
       refuse(
-        `has a client name (its entry ${position + 1}) that is not one: a name is 1 to 64 letters, digits and _ . : @ -, starting with a letter or digit`,
+        `has a client name (its entry ${position + 1}) that is not one: a name is ` +
+          `1 to 64 letters, digits and _ . : @ -, starting with a letter or digit`,
       );
     const { token, limits } = tokenAndLimits(name, value);
     if (typeof token !== 'string' || token.length === 0)
       refuse(
-        `gives the client ${JSON.stringify(name)} no token: each value is a non-empty string, or an object with one as its token`,
+        `gives the client ${JSON.stringify(name)} no token: each value ` +
+          `is a non-empty string, or an object with one as its token`,
       );
     const owner = owners.get(token);
     if (owner !== undefined)
       refuse(
-        `gives the clients ${JSON.stringify(owner)} and ${JSON.stringify(name)} the same token: each client needs its own`,
+        `gives the clients ${JSON.stringify(owner)} and ${JSON.stringify(name)} the ` +
+          `same token: each client needs its own`,
       );
     owners.set(token, name);
     return limits ? { name, token, limits } : { name, token };

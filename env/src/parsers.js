@@ -3,14 +3,22 @@ import { redactUrl } from './redact-url.js';
 // The parsers a declaration names: text to value, or a TypeError whose message follows the
 // variable's name ("must be ..."); `kind` says what it accepts, for --help and the doc.
 
-/** @template T @typedef {{ kind: string, parse: (text: string) => T }} Parser  parse: `text` is never blank (blank is unset) */
+/**
+ * @template T
+ * @typedef {{ kind: string, parse: (text: string) => T }} Parser parse: `text` is never blank
+ *   (blank is unset)
+ */
 
 /** @param {string} problem */
 const refuse = (problem) => {
   throw new TypeError(problem);
 };
 
-/** A whole number within bounds, in decimal digits only. @param {{ min?: number, max?: number, unit?: string }} [bounds] @returns {Parser<number>} */
+/**
+ * A whole number within bounds, in decimal digits only.
+ * @param {{ min?: number, max?: number, unit?: string }} [bounds]
+ * @returns {Parser<number>}
+ */
 export function integer({ min = 0, max = Number.MAX_SAFE_INTEGER, unit } = {}) {
   const range = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
   return {
@@ -25,7 +33,11 @@ export function integer({ min = 0, max = Number.MAX_SAFE_INTEGER, unit } = {}) {
   };
 }
 
-/** A number within bounds: digits, an optional fraction (`.5`), no sign or exponent. @param {{ min: number, max: number }} bounds @returns {Parser<number>} */
+/**
+ * A number within bounds: digits, an optional fraction (`.5`), no sign or exponent.
+ * @param {{ min: number, max: number }} bounds
+ * @returns {Parser<number>}
+ */
 export function decimal({ min, max }) {
   return {
     kind: `a number from ${min} to ${max}`,
@@ -57,7 +69,12 @@ export const boolean = {
   },
 };
 
-/** One of a fixed list of words. @template {string} T @param {readonly T[]} allowed @returns {Parser<T>} */
+/**
+ * One of a fixed list of words.
+ * @template {string} T
+ * @param {readonly T[]} allowed
+ * @returns {Parser<T>}
+ */
 export function oneOf(allowed) {
   return {
     kind: `one of ${allowed.join(', ')}`,
@@ -72,7 +89,9 @@ export function oneOf(allowed) {
 
 /**
  * A URL of `protocols` (no colon), trimmed, without trailing slashes when `trimSlashes`; a refusal
- * quotes it redacted. @param {{ protocols: string[], trimSlashes?: boolean }} options @returns {Parser<string>}
+ * quotes it redacted.
+ * @param {{ protocols: string[], trimSlashes?: boolean }} options
+ * @returns {Parser<string>}
  */
 export function url({ protocols, trimSlashes = false }) {
   const names = `a URL (${protocols.map((p) => `${p}://`).join(' or ')})`;
@@ -94,7 +113,12 @@ export function url({ protocols, trimSlashes = false }) {
   };
 }
 
-/** Any text matching `pattern`, trimmed. @param {RegExp} pattern @param {string} kind @returns {Parser<string>} */
+/**
+ * Any text matching `pattern`, trimmed.
+ * @param {RegExp} pattern
+ * @param {string} kind
+ * @returns {Parser<string>}
+ */
 export function matching(pattern, kind) {
   return {
     kind,
@@ -106,7 +130,11 @@ export function matching(pattern, kind) {
   };
 }
 
-/** Any text, trimmed unless `trim: false` (a secret may hold any character). @param {{ trim?: boolean }} [options] @returns {Parser<string>} */
+/**
+ * Any text, trimmed unless `trim: false` (a secret may hold any character).
+ * @param {{ trim?: boolean }} [options]
+ * @returns {Parser<string>}
+ */
 export function text({ trim = true } = {}) {
   return { kind: 'text', parse: (value) => (trim ? value.trim() : value) };
 }

@@ -2,11 +2,16 @@
 // takes is covered too), erring towards hiding too much.
 
 const HIDDEN = '***';
-// A query or libpq keyword parameter that carries a secret: password, sslpassword, token, X-Amz-Signature...
+// A query or libpq keyword parameter that carries a secret: password, sslpassword, token,
+// X-Amz-Signature...
 const SECRET_PARAMETER =
   /(^|[?&;\s])([\w.-]*(?:pass|pwd|token|secret|key|sig|credential|auth)[\w.-]*)=('[^']*'?|[^&;\s#]*)/gi;
 
-/** From the first `:` after the scheme to the last `@`: a password with an unescaped `@`, `/` or `?` too. @param {string} text */
+/**
+ * From the first `:` after the scheme to the last `@`: a password with an unescaped `@`, `/` or `?`
+ * too.
+ * @param {string} text
+ */
 function hideUserPassword(text) {
   const scheme = text.indexOf('://');
   const start = scheme === -1 ? 0 : scheme + 3;
@@ -19,7 +24,10 @@ function hideUserPassword(text) {
   return `${text.slice(0, colon + 1)}${HIDDEN}${text.slice(at)}`;
 }
 
-/** `text` with the user part's password and every secret parameter replaced by ***. @param {string} text */
+/**
+ * `text` with the user part's password and every secret parameter replaced by ***.
+ * @param {string} text
+ */
 export function redactUrl(text) {
   return hideUserPassword(text).replace(
     SECRET_PARAMETER,

@@ -2,21 +2,23 @@ import { defineVariables, loadEnv } from './load-env.js';
 import { decimal, integer, oneOf, text, url } from './parsers.js';
 
 /**
- * OpenTelemetry's own variables (the spec's meanings), declared so that --help and the doc list them,
- * a bad one stops start-up, and every component turns tracing on by one rule (TracingConfig).
+ * OpenTelemetry's own variables (the spec's meanings), declared so that --help and the doc list
+ * them, a bad one stops start-up, and every component turns tracing on by one rule (TracingConfig).
  */
 export const TRACING_VARIABLES = defineVariables({
   OTEL_TRACES_EXPORTER: {
     parser: oneOf(/** @type {const} */ (['otlp', 'none'])),
     defaultText: 'unset: off, unless OTEL_EXPORTER_OTLP_ENDPOINT is set',
     description:
-      'otlp turns tracing on (OTLP over HTTP); none keeps it off whatever else is set. Off, no OpenTelemetry module is even loaded',
+      'otlp turns tracing on (OTLP over HTTP); none keeps it off ' +
+      'whatever else is set. Off, no OpenTelemetry module is even loaded',
   },
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     parser: url({ protocols: ['http', 'https'], trimSlashes: true }),
     defaultText: 'http://localhost:4318 when tracing is on',
     description:
-      'the OTLP/HTTP receiver (a Collector, an agent); setting it turns tracing on. Spans go to its /v1/traces',
+      'the OTLP/HTTP receiver (a Collector, an agent); ' +
+      'setting it turns tracing on. Spans go to its /v1/traces',
   },
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
     parser: url({ protocols: ['http', 'https'] }),
@@ -115,12 +117,16 @@ export const TRACING_VARIABLES = defineVariables({
  * @property {string | undefined} serviceName
  * @property {NonNullable<TracingValues['OTEL_TRACES_SAMPLER']>} sampler
  * @property {number} samplerRatio  the ratio samplers' ratio, 0 to 1
- * @property {{ scheduledDelayMillis?: number, maxQueueSize?: number, maxExportBatchSize?: number, exportTimeoutMillis?: number }} batch
- *   the batch span processor (OTEL_BSP_*)
+ * @property {{ scheduledDelayMillis?: number, maxQueueSize?: number, maxExportBatchSize?: number,
+ *   exportTimeoutMillis?: number }} batch the batch span processor (OTEL_BSP_*)
  * @property {string | undefined} logLevel  the SDK's own messages (OTEL_LOG_LEVEL)
  */
 
-/** The tracing configuration of variables loadEnv read. @param {TracingValues} v @returns {TracingConfig} */
+/**
+ * The tracing configuration of variables loadEnv read.
+ * @param {TracingValues} v
+ * @returns {TracingConfig}
+ */
 export function tracingConfigFrom(v) {
   const off = v.OTEL_SDK_DISABLED === 'true' || v.OTEL_TRACES_EXPORTER === 'none';
   const asked =

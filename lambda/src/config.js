@@ -11,9 +11,11 @@ import {
 
 /**
  * Each field is its variable's (FEEDER_VARIABLES describes them).
- * @typedef {{ serviceUrl: string, ingestToken: string | undefined, ingestTokenSecretArn: string | undefined, ingestClientName: string,
- *   postChunkItems: number, postConcurrency: number, requestTimeoutMs: number, retryBaseMs: number, retryMaxMs: number, safetyMarginMs: number,
- *   conflictResolution: 'ignore' | 'merge', invalidUsers: import('./records.js').InvalidUsers }} FeederConfig
+ * @typedef {{ serviceUrl: string, ingestToken: string | undefined,
+ *   ingestTokenSecretArn: string | undefined, ingestClientName: string, postChunkItems: number,
+ *   postConcurrency: number, requestTimeoutMs: number, retryBaseMs: number, retryMaxMs: number,
+ *   safetyMarginMs: number, conflictResolution: 'ignore' | 'merge',
+ *   invalidUsers: import('./records.js').InvalidUsers }} FeederConfig
  */
 
 /** Every variable the handler reads, declared once. */
@@ -27,7 +29,9 @@ export const FEEDER_VARIABLES = defineVariables({
   INGEST_TOKEN_SECRET_ARN: {
     parser: matching(/^arn:aws[\w-]*:secretsmanager:/, 'a Secrets Manager secret ARN'),
     description:
-      "on AWS: the Secrets Manager secret holding the token, instead of INGEST_TOKEN: plain text, or a JSON object of client name → token (the service's INGEST_TOKENS form); read at a cold start and again when the service answers 401",
+      'on AWS: the Secrets Manager secret holding the token, instead of INGEST_TOKEN: ' +
+      "plain text, or a JSON object of client name → token (the service's " +
+      'INGEST_TOKENS form); read at a cold start and again when the service answers 401',
   },
   INGEST_CLIENT_NAME: {
     parser: text(),
@@ -69,15 +73,19 @@ export const FEEDER_VARIABLES = defineVariables({
     parser: oneOf(/** @type {const} */ (['ignore', 'merge'])),
     default: 'ignore',
     description:
-      "ignore (skip stored emails) or merge (update them), unless a message's resolution attribute says otherwise",
+      'ignore (skip stored emails) or merge (update them), ' +
+      "unless a message's resolution attribute says otherwise",
   },
   INVALID_USERS: {
     parser: oneOf(/** @type {const} */ (['quarantine', 'refuse'])),
     default: 'quarantine',
     description:
-      "quarantine (the service sets an invalid user aside, Prefer: invalid=quarantine, and stores the rest of its message) or refuse (the message fails, to the dead-letter queue), unless a message's invalid attribute says otherwise",
+      'quarantine (the service sets an invalid user aside, Prefer: invalid=quarantine, ' +
+      'and stores the rest of its message) or refuse (the message fails, to the ' +
+      "dead-letter queue), unless a message's invalid attribute says otherwise",
   },
-  // Read by Powertools' Logger itself (observability.js); declared so that --help and the doc say so.
+  // Read by Powertools' Logger itself (observability.js); declared so that --help and the doc say
+  // so.
   POWERTOOLS_LOG_LEVEL: {
     parser: text(),
     defaultText: 'INFO',
@@ -85,7 +93,11 @@ export const FEEDER_VARIABLES = defineVariables({
   },
 });
 
-/** Parsed and checked once; a bad variable fails naming every one at fault. @param {NodeJS.ProcessEnv} [env] @returns {FeederConfig} */
+/**
+ * Parsed and checked once; a bad variable fails naming every one at fault.
+ * @param {NodeJS.ProcessEnv} [env]
+ * @returns {FeederConfig}
+ */
 export function loadFeederConfig(env = process.env) {
   const v = loadEnv(FEEDER_VARIABLES, env, (values) =>
     values.INGEST_TOKEN_SECRET_ARN && values.INGEST_TOKEN

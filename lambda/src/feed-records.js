@@ -4,17 +4,32 @@ import { unpackRecords } from './records.js';
 
 /** @typedef {import('./records.js').Item} Item */
 /** @typedef {import('./config.js').FeederConfig} FeederConfig */
-/** replayed: users whose chunk an earlier delivery wrote (its answer replayed under the chunk's key). @typedef {{ posts: number, retries: number, inserted: number, updated: number, stale: number, stored: number, quarantined: number, replayed: number }} FeedStats */
+/**
+ * replayed: users whose chunk an earlier delivery wrote (its answer replayed under the chunk's
+ * key).
+ * @typedef {{ posts: number, retries: number, inserted: number, updated: number, stale: number,
+ *   stored: number, quarantined: number, replayed: number }} FeedStats
+ */
 /**
  * deadline: epoch ms after which no request starts; credentialsRefused: on a 401 or 403.
- * @typedef {{ config: FeederConfig, deadline: number, postUsers: typeof import('./service-client.js').postUsers, traceparent?: () => string | undefined,
- *   rereadToken?: () => Promise<FeederConfig>, credentialsRefused?: (status: number) => void }} FeedOptions
+ * @typedef {{ config: FeederConfig, deadline: number,
+ *   postUsers: typeof import('./service-client.js').postUsers,
+ *   traceparent?: () => string | undefined, rereadToken?: () => Promise<FeederConfig>,
+ *   credentialsRefused?: (status: number) => void }} FeedOptions
  */
 
-/** Items that go in one POST: the same resolution and the same `invalid` (a POST has one Prefer). @param {Item} a @param {Item} b */
+/**
+ * Items that go in one POST: the same resolution and the same `invalid` (a POST has one Prefer).
+ * @param {Item} a
+ * @param {Item} b
+ */
 const samePrefer = (a, b) => a.resolution === b.resolution && a.invalid === b.invalid;
 
-/** Chunks of at most `size` items, each of one Prefer. @param {Item[]} items @param {number} size */
+/**
+ * Chunks of at most `size` items, each of one Prefer.
+ * @param {Item[]} items
+ * @param {number} size
+ */
 function chunksOf(items, size) {
   /** @type {Item[][]} */
   const chunks = [];
@@ -28,7 +43,11 @@ function chunksOf(items, size) {
   return chunks;
 }
 
-/** FIFO: chunks in the batch's order, so no message overtakes its group's. @param {Item[]} items @param {number} size */
+/**
+ * FIFO: chunks in the batch's order, so no message overtakes its group's.
+ * @param {Item[]} items
+ * @param {number} size
+ */
 function chunksInOrder(items, size) {
   /** @type {Item[][]} */
   const chunks = [];
@@ -206,7 +225,8 @@ async function failInvalid(feed, pending, errors) {
   // and posting it again would get the same answer.
   const outside = errors.find((e) => !(e.index >= 0 && e.index < pending.length));
   if (outside) {
-    const why = `HTTP 400 invalid_batch naming user ${outside.index} of a chunk of ${pending.length}`;
+    const why =
+      `HTTP 400 invalid_batch naming ` + `user ${outside.index} of a chunk of ${pending.length}`;
     failAll(feed, pending, poison(why));
     return false;
   }
@@ -266,7 +286,9 @@ function failAll(feed, pending, failure) {
 
 /**
  * `concurrency` chunks at a time, in order; a chunk waits for earlier ones that share a group.
- * @param {Item[][]} chunks @param {number} concurrency @param {(chunk: Item[]) => Promise<void>} feedChunk
+ * @param {Item[][]} chunks
+ * @param {number} concurrency
+ * @param {(chunk: Item[]) => Promise<void>} feedChunk
  */
 async function feedInGroupOrder(chunks, concurrency, feedChunk) {
   const groups = chunks.map(

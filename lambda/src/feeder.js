@@ -6,14 +6,23 @@ import { postUsers as postUsersOverHttp } from './service-client.js';
 import { NO_TRACING } from './tracing.js';
 
 /** @typedef {import('./config.js').FeederConfig} FeederConfig */
-/** @typedef {{ Records?: (import('./records.js').SqsRecordLike & import('./tracing.js').TracedRecord)[] }} SqsEvent */
+/**
+ * @typedef {{ Records?: (import('./records.js').SqsRecordLike
+ *   & import('./tracing.js').TracedRecord)[] }} SqsEvent
+ */
 /** @typedef {{ getRemainingTimeInMillis: () => number, awsRequestId?: string }} LambdaContext */
-/** @typedef {(event: SqsEvent, context: LambdaContext) => Promise<{ batchItemFailures: { itemIdentifier: string }[] }>} SqsHandler */
+/**
+ * @typedef {(event: SqsEvent, context: LambdaContext) =>
+ *   Promise<{ batchItemFailures: { itemIdentifier: string }[] }>} SqsHandler
+ */
 
 /**
  * readToken: the configuration with its token, at the first invocation and on a 401.
- * @typedef {{ config: FeederConfig, readToken?: (config: FeederConfig) => Promise<FeederConfig>, logger: import('./observability.js').FeederLogger,
- *   metrics: import('./observability.js').FeederMetrics, tracing?: import('./tracing.js').FeederTracing, postUsers?: typeof postUsersOverHttp }} FeederParts
+ * @typedef {{ config: FeederConfig, readToken?: (config: FeederConfig) => Promise<FeederConfig>,
+ *   logger: import('./observability.js').FeederLogger,
+ *   metrics: import('./observability.js').FeederMetrics,
+ *   tracing?: import('./tracing.js').FeederTracing,
+ *   postUsers?: typeof postUsersOverHttp }} FeederParts
  */
 
 /**
@@ -100,9 +109,11 @@ function refusalsSaidOnce(reports) {
 }
 
 /**
- * The failed messages, or a ServiceUnavailableError when all failed for an outage (Lambda backs off).
+ * The failed messages, or a ServiceUnavailableError when all failed for an outage (Lambda backs
+ * off).
  * @param {unknown[]} records @param {Awaited<ReturnType<typeof feedRecords>>} fed
- * @param {{ requestId: string | undefined, durationMs: number, reports: ReturnType<typeof createReports> }} invocation
+ * @param {{ requestId: string | undefined, durationMs: number,
+ *   reports: ReturnType<typeof createReports> }} invocation
  */
 function answer(records, { items, failed, stats }, { requestId, durationMs, reports }) {
   const failures = [...failed.values()];
@@ -132,7 +143,8 @@ function answer(records, { items, failed, stats }, { requestId, durationMs, repo
     failures.every((f) => f.kind !== 'poison')
   ) {
     throw new ServiceUnavailableError(
-      `the service could not take any of ${records.length} messages; the batch goes back to the queue`,
+      `the service could not take any of ${records.length} messages; ` +
+        `the batch goes back to the queue`,
     );
   }
   return toBatchItemFailures(failed.keys());

@@ -2,7 +2,10 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { parseNamedTokens } from '@sluice/env/named-tokens';
 import { ConfigError } from './errors.js';
 
-/** @typedef {{ send: (command: GetSecretValueCommand) => Promise<{ SecretString?: string }> }} SecretsClient */
+/**
+ * @typedef {{ send: (command: GetSecretValueCommand) =>
+ *   Promise<{ SecretString?: string }> }} SecretsClient
+ */
 
 /**
  * The configuration with its token: on AWS read from Secrets Manager (AWSCURRENT of
@@ -20,13 +23,18 @@ export async function withIngestToken(config, { client } = {}) {
   return { ...config, ingestToken: tokenOf(SecretString, config.ingestClientName) };
 }
 
-/** The token for `clientName`; the value never reaches a message. @param {string | undefined} text @param {string} clientName */
+/**
+ * The token for `clientName`; the value never reaches a message.
+ * @param {string | undefined} text
+ * @param {string} clientName
+ */
 function tokenOf(text, clientName) {
   const trimmed = text?.trim();
   if (!trimmed)
     throw new ConfigError(
       'INGEST_TOKEN_SECRET_ARN',
-      'names a secret with no SecretString: put the token there, as plain text or a JSON object of client name → token',
+      'names a secret with no SecretString: put the token there, ' +
+        'as plain text or a JSON object of client name → token',
     );
   if (!trimmed.startsWith('{')) return trimmed;
   /** @type {import('@sluice/env/named-tokens').NamedToken[]} */
@@ -36,14 +44,16 @@ function tokenOf(text, clientName) {
   } catch (err) {
     throw new ConfigError(
       'INGEST_TOKEN_SECRET_ARN',
-      `names a secret that starts like a JSON object and is not one of client name → token that the service accepts: it ${/** @type {Error} */ (err).message}`,
+      `names a secret that starts like a JSON object and is not one of client name ` +
+        `→ token that the service accepts: it ${/** @type {Error} */ (err).message}`,
     );
   }
   const token = tokens.find(({ name }) => name === clientName)?.token;
   if (token === undefined)
     throw new ConfigError(
       'INGEST_TOKEN_SECRET_ARN',
-      `names a secret with no token for the client ${JSON.stringify(clientName)} (INGEST_CLIENT_NAME)`,
+      `names a secret with no token for the ` +
+        `client ${JSON.stringify(clientName)} (INGEST_CLIENT_NAME)`,
     );
   return token;
 }

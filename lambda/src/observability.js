@@ -1,7 +1,10 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 
-/** Powertools' Logger and Metrics, once a cold start; its own POWERTOOLS_ variables apply. @returns {{ logger: Logger, metrics: Metrics }} */
+/**
+ * Powertools' Logger and Metrics, once a cold start; its own POWERTOOLS_ variables apply.
+ * @returns {{ logger: Logger, metrics: Metrics }}
+ */
 export function createPowertools() {
   return {
     logger: new Logger({ serviceName: 'sluice-feeder' }),
@@ -16,8 +19,10 @@ export function createPowertools() {
  * stale: merge mode, no newer than the row; quarantined: set aside by the service (invalid);
  * usersReplayed: stored by an earlier delivery, its answer replayed (not in inserted, updated,
  * stale); heldMessages: failed behind their group's failure.
- * @typedef {{ requestId: string | undefined, records: number, users: number, usersStored: number, inserted: number, updated: number,
- *   stale: number, quarantined: number, usersReplayed: number, posts: number, retries: number, failedMessages: number, poisonMessages: number, heldMessages: number, durationMs: number }} InvocationReport
+ * @typedef {{ requestId: string | undefined, records: number, users: number, usersStored: number,
+ *   inserted: number, updated: number, stale: number, quarantined: number, usersReplayed: number,
+ *   posts: number, retries: number, failedMessages: number, poisonMessages: number,
+ *   heldMessages: number, durationMs: number }} InvocationReport
  */
 
 /** Failed messages listed in one log line; the rest are counted. */
@@ -27,7 +32,10 @@ const LISTED_FAILURES = 20;
 export function createReports({ logger, metrics }) {
   return { reportInvocation, reportFailures, reportCredentialsRefused };
 
-  /** One log line an invocation (the request id as correlation id) and one EMF record. @param {InvocationReport} report */
+  /**
+   * One log line an invocation (the request id as correlation id) and one EMF record.
+   * @param {InvocationReport} report
+   */
   function reportInvocation({ requestId, ...counts }) {
     logger.setCorrelationId(requestId);
     logger.info('sqs batch fed', counts);
@@ -69,10 +77,12 @@ export function createReports({ logger, metrics }) {
       ? `refused the feeder's bearer token (HTTP ${status})`
       : `refused the feeder (HTTP ${status}): it wants a bearer token and the feeder sends none`;
     const fix = fromSecret
-      ? "Put the service's INGEST_TOKEN into the Secrets Manager secret INGEST_TOKEN_SECRET_ARN names (read at a cold start)"
+      ? "Put the service's INGEST_TOKEN into the Secrets Manager " +
+        'secret INGEST_TOKEN_SECRET_ARN names (read at a cold start)'
       : "Set the feeder's INGEST_TOKEN to the service's INGEST_TOKEN and start it again";
     logger.error(
-      `the service ${what}. ${fix}; until then no message is stored, and each returns to the queue after its visibility timeout`,
+      `the service ${what}. ${fix}; until then no message is stored, ` +
+        `and each returns to the queue after its visibility timeout`,
       { status, tokenSent },
     );
   }

@@ -1,9 +1,19 @@
 import { messageGroupOf, poison } from './failure-ledger.js';
 
-/** @typedef {{ messageId: string, body: string, messageAttributes?: Record<string, { stringValue?: string }>, attributes?: { MessageGroupId?: string } }} SqsRecordLike */
+/**
+ * @typedef {{ messageId: string, body: string,
+ *   messageAttributes?: Record<string, { stringValue?: string }>,
+ *   attributes?: { MessageGroupId?: string } }} SqsRecordLike
+ */
 /** @typedef {'ignore' | 'merge'} Resolution */
-/** What the service does with an invalid user: sets it aside, or refuses its post. @typedef {'quarantine' | 'refuse'} InvalidUsers */
-/** @typedef {{ messageId: string, user: unknown, resolution: Resolution, invalid: InvalidUsers, group?: string }} Item */
+/**
+ * What the service does with an invalid user: sets it aside, or refuses its post.
+ * @typedef {'quarantine' | 'refuse'} InvalidUsers
+ */
+/**
+ * @typedef {{ messageId: string, user: unknown, resolution: Resolution, invalid: InvalidUsers,
+ *   group?: string }} Item
+ */
 
 /** The `resolution` attribute's values: the service's Prefer names. */
 const RESOLUTIONS = /** @type {const} */ ({
@@ -18,7 +28,9 @@ const INVALID_USERS = ['quarantine', 'refuse'];
  * group, resolution (the `resolution` attribute, else the feeder's) and what becomes of its invalid
  * users (the `invalid` attribute, else the feeder's). A body that is not JSON or not users, or an
  * unknown attribute value, poisons its message alone.
- * @param {SqsRecordLike[]} records @param {Resolution} [defaultResolution] @param {InvalidUsers} [defaultInvalid]
+ * @param {SqsRecordLike[]} records
+ * @param {Resolution} [defaultResolution]
+ * @param {InvalidUsers} [defaultInvalid]
  * @returns {{ items: Item[], poisoned: Map<string, import('./failure-ledger.js').Failure> }}
  */
 export function unpackRecords(

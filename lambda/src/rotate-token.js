@@ -17,23 +17,35 @@ export const ROTATION_VARIABLES = defineVariables({
     parser: milliseconds({ min: 0, max: 840_000 }),
     default: 125_000,
     description:
-      "how long setSecret waits for every service to read the pending version: two of the services' INGEST_TOKENS_REFRESH_MS and a margin, within the function's timeout",
+      'how long setSecret waits for every service to read the pending version: two of ' +
+      "the services' INGEST_TOKENS_REFRESH_MS and a margin, within the function's timeout",
   },
 });
 
-/** @typedef {{ Step: 'createSecret' | 'setSecret' | 'testSecret' | 'finishSecret', SecretId: string, ClientRequestToken: string }} RotationEvent */
-/** @typedef {{ client: { send: (command: any) => Promise<any> }, waitMs: number, sleep: (ms: number) => Promise<void> }} RotationDeps */
+/**
+ * @typedef {{ Step: 'createSecret' | 'setSecret' | 'testSecret' | 'finishSecret', SecretId: string,
+ *   ClientRequestToken: string }} RotationEvent
+ */
+/**
+ * @typedef {{ client: { send: (command: any) => Promise<any> }, waitMs: number,
+ *   sleep: (ms: number) => Promise<void> }} RotationDeps
+ */
 
 /** 48 URL-safe characters. */
 const newToken = () => randomBytes(36).toString('base64url');
 
-/** A secret's clients read as the services read them; the message names no token. @param {string | undefined} text @param {string} what */
+/**
+ * A secret's clients read as the services read them; the message names no token.
+ * @param {string | undefined} text
+ * @param {string} what
+ */
 function clientsOf(text, what) {
   try {
     return parseNamedTokens(text ?? '');
   } catch (err) {
     throw new Error(
-      `${what} is not a JSON object of client name → token that the services accept: it ${/** @type {Error} */ (err).message}`,
+      `${what} is not a JSON object of client name → token that the ` +
+        `services accept: it ${/** @type {Error} */ (err).message}`,
     );
   }
 }

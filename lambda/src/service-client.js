@@ -6,8 +6,10 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
  * unavailable: 429, 409 (its key in flight), 5xx or the network until the time ran out. stored,
  * replayed: the answer of an earlier delivery's write under the same key, not of one of these
  * attempts (its counts are that write's).
- * @typedef {{ kind: 'stored', inserted: number, updated: number, stale: number, quarantined: number, replayed?: true } | { kind: 'invalid', errors: ItemError[] } | { kind: 'tooLarge' }
- *   | { kind: 'refused', status: number, reason: string } | { kind: 'unavailable', reason: string }} PostOutcome
+ * @typedef {{ kind: 'stored', inserted: number, updated: number, stale: number,
+ *   quarantined: number, replayed?: true } | { kind: 'invalid',
+ *   errors: ItemError[] } | { kind: 'tooLarge' } | { kind: 'refused', status: number,
+ *   reason: string } | { kind: 'unavailable', reason: string }} PostOutcome
  */
 
 /**
@@ -15,12 +17,17 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
  * change to its catalogue breaks this type check rather than the feeder.
  * @typedef {import('../../.cache/openapi/sluice-api.js').operations['postUsers']['responses']} Answers
  * @typedef {import('../../.cache/openapi/sluice-api.js').components['schemas']['ItemError']} ItemError
- * @typedef {Exclude<Answers[201]['content']['application/json'], unknown[]>} BatchResult  the counts: the feeder asks for no representation
- * @typedef {Extract<Answers[400]['content']['application/json'], { error: 'invalid_batch' }>} InvalidBatch
+ * @typedef {Exclude<Answers[201]['content']['application/json'], unknown[]>} BatchResult the
+ *   counts: the feeder asks for no representation
+ * @typedef {Extract<Answers[400]['content']['application/json'],
+ *   { error: 'invalid_batch' }>} InvalidBatch
  * @typedef {Answers[500]['content']['application/json']} InternalError
  */
 
-/** The service's 503s that say nothing was written: any other 5xx (outcome_unknown, a proxy's 502) may have written. */
+/**
+ * The service's 503s that say nothing was written: any other 5xx (outcome_unknown, a proxy's 502)
+ * may have written.
+ */
 const NOTHING_WRITTEN = new Set([
   'database_unavailable',
   'overloaded',
@@ -45,7 +52,8 @@ const QUARANTINE = ', invalid=quarantine';
 /**
  * What one attempt came to. lost: the attempt may have written, its answer unknown; throttled: a
  * 429.
- * @typedef {PostOutcome & { retryAfterMs?: number, lost?: true, throttled?: boolean }} AttemptOutcome
+ * @typedef {PostOutcome & { retryAfterMs?: number, lost?: true,
+ *   throttled?: boolean }} AttemptOutcome
  */
 
 /**
@@ -153,7 +161,9 @@ function safeJson(text) {
  * Retry-After (this client over its rate: the service is fine) waits just that and does not grow
  * the backoff: the feeder keeps to its rate.
  * @param {import('./config.js').FeederConfig} config @param {unknown[]} users
- * @param {{ deadline: number, resolution?: import('./records.js').Resolution, quarantine?: boolean, onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined, idempotencyKey?: string }} options
+ * @param {{ deadline: number, resolution?: import('./records.js').Resolution, quarantine?: boolean,
+ *   onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined,
+ *   idempotencyKey?: string }} options
  * @returns {Promise<PostOutcome>}
  */
 export async function postUsers(

@@ -1,12 +1,20 @@
 // W3C traceparent and X-Ray headers by hand: one format each way, and no propagator to register.
 
-/** OpenTelemetry's SpanContext from another process. @typedef {{ traceId: string, spanId: string, traceFlags: number, isRemote: boolean }} RemoteContext */
+/**
+ * OpenTelemetry's SpanContext from another process.
+ * @typedef {{ traceId: string, spanId: string, traceFlags: number,
+ *   isRemote: boolean }} RemoteContext
+ */
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 const ZERO_TRACE = '0'.repeat(32);
 const ZERO_SPAN = '0'.repeat(16);
 
-/** A version-00 `traceparent`'s context, else undefined. @param {string | undefined} header @returns {RemoteContext | undefined} */
+/**
+ * A version-00 `traceparent`'s context, else undefined.
+ * @param {string | undefined} header
+ * @returns {RemoteContext | undefined}
+ */
 export function parseTraceparent(header) {
   const m = TRACEPARENT.exec(header?.trim().toLowerCase() ?? '');
   if (!m || m[1] === ZERO_TRACE || m[2] === ZERO_SPAN) return undefined;

@@ -3,17 +3,24 @@
 import { formatTraceparent, parseTraceparent, parseXrayHeader } from './traceparent.js';
 
 /** @typedef {import('@opentelemetry/api').Span} Span */
-/** @typedef {{ messageId: string, messageAttributes?: Record<string, { stringValue?: string }>, attributes?: { AWSTraceHeader?: string }, eventSourceARN?: string }} TracedRecord */
+/**
+ * @typedef {{ messageId: string, messageAttributes?: Record<string, { stringValue?: string }>,
+ *   attributes?: { AWSTraceHeader?: string }, eventSourceARN?: string }} TracedRecord
+ */
 
-/** A message's producer context: its `traceparent` attribute, else SQS's X-Ray header. @param {TracedRecord} record */
+/**
+ * A message's producer context: its `traceparent` attribute, else SQS's X-Ray header.
+ * @param {TracedRecord} record
+ */
 export const producerContextOf = (record) =>
   parseTraceparent(record.messageAttributes?.traceparent?.stringValue) ??
   parseXrayHeader(record.attributes?.AWSTraceHeader);
 
 /**
- * @typedef {{ startInvocationSpan: (records: TracedRecord[], context: { awsRequestId?: string }) => Span | undefined,
- *   runInSpan: <T>(span: Span | undefined, fn: () => Promise<T>) => Promise<T>,
- *   endInvocationSpan: (span: Span | undefined, counts: Record<string, number>, err?: unknown) => void,
+ * @typedef {{ startInvocationSpan: (records: TracedRecord[],
+ *   context: { awsRequestId?: string }) => Span | undefined, runInSpan: <T>(span: Span | undefined,
+ *   fn: () => Promise<T>) => Promise<T>, endInvocationSpan: (span: Span | undefined,
+ *   counts: Record<string, number>, err?: unknown) => void,
  *   currentTraceparent: () => string | undefined }} FeederTracing
  */
 
@@ -25,7 +32,11 @@ export const NO_TRACING = Object.freeze({
   currentTraceparent: () => undefined,
 });
 
-/** NO_TRACING when off, else spans over the API, imported only then. @param {import('@sluice/env/tracing').TracingConfig} config @returns {Promise<FeederTracing>} */
+/**
+ * NO_TRACING when off, else spans over the API, imported only then.
+ * @param {import('@sluice/env/tracing').TracingConfig} config
+ * @returns {Promise<FeederTracing>}
+ */
 export async function loadFeederTracing(config) {
   if (!config.enabled) return NO_TRACING;
   return tracingOver(await import('@opentelemetry/api'));
@@ -38,7 +49,9 @@ export function tracingOver(api) {
   /**
    * A CONSUMER "process" span (OpenTelemetry's messaging conventions for a batch), linked to each
    * message's producer (a link, not a parent: a batch has many).
-   * @param {TracedRecord[]} records @param {{ awsRequestId?: string }} context @returns {Span | undefined}
+   * @param {TracedRecord[]} records
+   * @param {{ awsRequestId?: string }} context
+   * @returns {Span | undefined}
    */
   function startInvocationSpan(records, context) {
     const queue = records[0]?.eventSourceARN?.split(':').at(-1);
@@ -63,13 +76,24 @@ export function tracingOver(api) {
     });
   }
 
-  /** `fn` with `span` active, so its posts carry its context. @template T @param {Span | undefined} span @param {() => Promise<T>} fn @returns {Promise<T>} */
+  /**
+   * `fn` with `span` active, so its posts carry its context.
+   * @template T
+   * @param {Span | undefined} span
+   * @param {() => Promise<T>} fn
+   * @returns {Promise<T>}
+   */
   function runInSpan(span, fn) {
     if (!span) return fn();
     return api.context.with(api.trace.setSpan(api.context.active(), span), fn);
   }
 
-  /** The counts on the span (never a user), then its end. @param {Span | undefined} span @param {Record<string, number>} counts @param {unknown} [err] */
+  /**
+   * The counts on the span (never a user), then its end.
+   * @param {Span | undefined} span
+   * @param {Record<string, number>} counts
+   * @param {unknown} [err]
+   */
   function endInvocationSpan(span, counts, err) {
     if (!span) return;
     for (const [name, value] of Object.entries(counts)) span.setAttribute(`sluice.${name}`, value);

@@ -29,8 +29,10 @@ import { createWritePolicy } from './users/write-policy.js';
 /**
  * The composition root: every part built from the configuration and the routes laid out, so the
  * request path reads top to bottom here; the Express app, not listening (http/node-server.js).
- * @param {{ config: import('./config.js').Config, db: import('./db/database.js').Database, logger: import('pino').Logger, metrics: import('./metrics.js').Metrics,
- *   auth: import('./auth/start-auth.js').Authentication, renderMetrics?: () => Promise<string>, tracing?: import('./tracing/tracing.js').Tracing }} deps
+ * @param {{ config: import('./config.js').Config, db: import('./db/database.js').Database,
+ *   logger: import('pino').Logger, metrics: import('./metrics.js').Metrics,
+ *   auth: import('./auth/start-auth.js').Authentication, renderMetrics?: () => Promise<string>,
+ *   tracing?: import('./tracing/tracing.js').Tracing }} deps
  */
 export function createApp({
   config,
@@ -105,7 +107,8 @@ export function createApp({
           () => write(rows, resolution, options),
         )
     : write;
-  // Who each request is for (its weight, cap and rate, declared with its credential); fairness between them is the budget's.
+  // Who each request is for (its weight, cap and rate, declared with its credential); fairness
+  // between them is the budget's.
   const clients = new ClientDirectory({ tokens: auth.tokens, jwtLimits: config.auth?.jwtLimits });
   // Without credentials nobody has a rate: the step is left out rather than passed through.
   const rateLimit =
@@ -118,7 +121,8 @@ export function createApp({
     onChange: metrics.admission.observe,
   });
   metrics.clients.watch(budget);
-  // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes on to the JSON steps.
+  // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes on
+  // to the JSON steps.
   const importUsers = createStreamImport({ db, policy, keys });
   const admitStream = admitRequest({
     budget,

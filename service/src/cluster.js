@@ -7,11 +7,14 @@ const METRICS_REPLY = 'sluice:metrics-reply';
 // A worker that dies this soon after starting is crash-looping: wait before replacing it.
 const CRASH_LOOP_MS = 5_000;
 const CRASH_LOOP_DELAY_MS = 1_000;
-/** A worker's exit code when it cannot listen (the port taken since the primary checked): EX_CONFIG. */
+/**
+ * A worker's exit code when it cannot listen (the port taken since the primary checked): EX_CONFIG.
+ */
 export const CANNOT_LISTEN_EXIT_CODE = 78;
 
-// The primary of `WORKERS` mode: forks the workers, replaces any that dies, renders /metrics for the
-// whole cluster when a worker asks, and on SIGTERM/SIGINT lets every worker drain, then exits 0.
+// The primary of `WORKERS` mode: forks the workers, replaces any that dies, renders /metrics for
+// the whole cluster when a worker asks, and on SIGTERM/SIGINT lets every worker drain, then exits
+// 0.
 /** @param {import('./config.js').Config} config @param {import('pino').Logger} logger */
 export function runPrimary(config, logger) {
   const aggregator = new client.AggregatorRegistry();
@@ -73,11 +76,15 @@ export function runPrimary(config, logger) {
 /** In a worker: lets the primary's AggregatorRegistry read this worker's registry. */
 export function shareWorkerMetrics(/** @type {client.Registry} */ registry) {
   client.AggregatorRegistry.setRegistries([registry]);
-  // Constructing one is what installs prom-client's worker-side listener for the primary's requests.
+  // Constructing one is what installs prom-client's worker-side listener for the primary's
+  // requests.
   new client.AggregatorRegistry();
 }
 
-/** In a worker: /metrics asks the primary, so a scrape sees the whole cluster. @returns {Promise<string>} */
+/**
+ * In a worker: /metrics asks the primary, so a scrape sees the whole cluster.
+ * @returns {Promise<string>}
+ */
 export function askPrimaryForMetrics() {
   const id = randomUUID();
   return new Promise((resolve, reject) => {

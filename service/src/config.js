@@ -20,17 +20,31 @@ import { INSERT_STRATEGIES } from './users/insert-strategies.js';
 
 /**
  * The service's configuration, each value as SERVICE_VARIABLES describes its variable.
- * @typedef {{ databaseUrl: string | undefined, port: number, host: string, auth: Auth, dbPoolMax: number, dbConnectTimeoutMs: number,
- *   dbStatementTimeoutMs: number, dbLockTimeoutMs: number, maxBatchItems: number, maxBodyBytes: number, bodyReadTimeoutMs: number,
- *   maxStreamBytes: number, streamIdleTimeoutMs: number, insertChunkRows: number, insertStrategy: import('./users/insert-strategies.js').InsertStrategy,
- *   groupCommit: boolean, metricsPublic: boolean, groupCommitMaxRows: number, groupCommitSmallRows: number, workers: number, shutdownTimeoutMs: number, logLevel: string,
- *   admissionBudgetBytes: number, admissionWaitMs: number, idempotencyKeyTtlSeconds: number, quarantineClientMaxBytes: number, quarantineRetentionDays: number, tracing: import('@sluice/env/tracing').TracingConfig }} Config
+ * @typedef {{ databaseUrl: string | undefined, port: number, host: string, auth: Auth,
+ *   dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number,
+ *   dbLockTimeoutMs: number, maxBatchItems: number, maxBodyBytes: number,
+ *   bodyReadTimeoutMs: number, maxStreamBytes: number, streamIdleTimeoutMs: number,
+ *   insertChunkRows: number, insertStrategy: import('./users/insert-strategies.js').InsertStrategy,
+ *   groupCommit: boolean, metricsPublic: boolean, groupCommitMaxRows: number,
+ *   groupCommitSmallRows: number, workers: number, shutdownTimeoutMs: number, logLevel: string,
+ *   admissionBudgetBytes: number, admissionWaitMs: number, idempotencyKeyTtlSeconds: number,
+ *   quarantineClientMaxBytes: number, quarantineRetentionDays: number,
+ *   tracing: import('@sluice/env/tracing').TracingConfig }} Config
  */
-/** @typedef {import('./auth/token-source.js').TokenSourceConfig & { jwt: import('./auth/jwt.js').JwtConfig | undefined, jwtLimits: import('@sluice/env/named-tokens').ClientLimits | undefined }} Auth */
+/**
+ * @typedef {import('./auth/token-source.js').TokenSourceConfig & {
+ *   jwt: import('./auth/jwt.js').JwtConfig | undefined,
+ *   jwtLimits: import('@sluice/env/named-tokens').ClientLimits | undefined }} Auth
+ */
 
-/** INGEST_TOKENS: checked whole at start-up (@sluice/env's named-tokens.js), its problems naming clients, never tokens. */
+/**
+ * INGEST_TOKENS: checked whole at start-up (@sluice/env's named-tokens.js), its problems naming
+ * clients, never tokens.
+ */
 const namedTokens = {
-  kind: 'a JSON object of client name → token, or → {"token", "rate", "burst", "weight", "maxInFlightBytes"}',
+  kind:
+    'a JSON object of client name → token, or → {"token", ' +
+    '"rate", "burst", "weight", "maxInFlightBytes"}',
   parse: parseNamedTokens,
 };
 /** A comma-separated list of words, none empty. */
@@ -68,7 +82,10 @@ const LOG_LEVELS = /** @type {const} */ ([
 const HOUR_MS = 3_600_000;
 const workersParser = integer({ min: 0, max: 256 });
 
-/** Every variable the service reads besides DATABASE_VARIABLES (db/src/database-url.js), declared once. */
+/**
+ * Every variable the service reads besides DATABASE_VARIABLES (db/src/database-url.js), declared
+ * once.
+ */
 export const SERVICE_VARIABLES = defineVariables({
   PORT: {
     parser: integer({ min: 0, max: 65535 }),
@@ -82,24 +99,36 @@ export const SERVICE_VARIABLES = defineVariables({
   },
   INGEST_TOKEN: {
     parser: text({ trim: false }),
-    description: `when set, POST /users accepts it as a bearer token (Authorization header, compared in constant time), the client named ${DEFAULT_CLIENT}; no credential of any kind set: a warning at start-up`,
+    description:
+      `when set, POST /users accepts it as a bearer token (Authorization ` +
+      `header, compared in constant time), the client named ${DEFAULT_CLIENT}; ` +
+      `no credential of any kind set: a warning at start-up`,
   },
   INGEST_TOKENS: {
     parser: namedTokens,
     description:
-      "clients and their bearer tokens: any of them is accepted (compared in constant time), so a new token is added before the old one is removed; the client's name, never its token, goes in the access log, the request's span and a metric label. " +
-      'A client given as an object declares its limits beside its token, read again with it: rate (users a second; over it, 429 with Retry-After and RateLimit headers before the body is read) and burst (users at once, default one second of the rate), ' +
-      'weight (its share of the admission budget against the other clients waiting, default 1), maxInFlightBytes (body bytes it may hold at once); unset, no rate, equal weights',
+      'clients and their bearer tokens: any of them is accepted (compared in constant ' +
+      "time), so a new token is added before the old one is removed; the client's name, " +
+      "never its token, goes in the access log, the request's span and a metric label. " +
+      'A client given as an object declares its limits beside its token, read again with ' +
+      'it: rate (users a second; over it, 429 with Retry-After and RateLimit headers ' +
+      'before the body is read) and burst (users at once, default one second of the rate), ' +
+      'weight (its share of the admission budget against the other clients waiting, default ' +
+      '1), maxInFlightBytes (body bytes it may hold at once); unset, no rate, equal weights',
   },
   INGEST_TOKENS_FILE: {
     parser: text(),
     description:
-      'a file holding that JSON object instead of INGEST_TOKENS, read again every INGEST_TOKENS_REFRESH_MS: a client is added, rotated or revoked by rewriting it, with no restart (a bad rewrite is logged and the tokens in force stay)',
+      'a file holding that JSON object instead of INGEST_TOKENS, read again every ' +
+      'INGEST_TOKENS_REFRESH_MS: a client is added, rotated or revoked by rewriting ' +
+      'it, with no restart (a bad rewrite is logged and the tokens in force stay)',
   },
   INGEST_TOKENS_SECRET_ARN: {
     parser: matching(/^arn:aws[\w-]*:secretsmanager:/, 'a Secrets Manager secret ARN'),
     description:
-      'on AWS: a Secrets Manager secret holding that JSON object instead, read again every INGEST_TOKENS_REFRESH_MS; the clients of its AWSCURRENT and AWSPENDING versions are both accepted, so a rotation needs no restart',
+      'on AWS: a Secrets Manager secret holding that JSON object instead, read ' +
+      'again every INGEST_TOKENS_REFRESH_MS; the clients of its AWSCURRENT and ' +
+      'AWSPENDING versions are both accepted, so a rotation needs no restart',
   },
   INGEST_TOKENS_REFRESH_MS: {
     parser: milliseconds({ min: 100, max: HOUR_MS }),
@@ -108,18 +137,23 @@ export const SERVICE_VARIABLES = defineVariables({
   },
   JWT_SECRET: {
     parser: text({ trim: false }),
-    description: `bearer JWTs signed with HS256 and this secret (at least ${JWT_SECRET_MIN_LENGTH} characters) are accepted`,
+    description:
+      `bearer JWTs signed with HS256 and this secret (at ` +
+      `least ${JWT_SECRET_MIN_LENGTH} characters) are accepted`,
   },
   JWT_JWKS_URL: {
     parser: url({ protocols: ['http', 'https'] }),
     description:
-      'instead of JWT_SECRET: bearer JWTs signed with an asymmetric key (RS, PS, ES, EdDSA) of this JSON Web Key Set are accepted; keys cached, fetched again on an unknown kid (at most every 30 s) and every 10 minutes',
+      'instead of JWT_SECRET: bearer JWTs signed with an asymmetric key (RS, ' +
+      'PS, ES, EdDSA) of this JSON Web Key Set are accepted; keys cached, ' +
+      'fetched again on an unknown kid (at most every 30 s) and every 10 minutes',
   },
   JWT_JWKS_TIMEOUT_MS: {
     parser: milliseconds({ min: 100, max: 4000 }),
     default: 2000,
     description:
-      'one fetch of the key set, at most: a key host that does not answer costs a request this long, then 401',
+      'one fetch of the key set, at most: a key host that ' +
+      'does not answer costs a request this long, then 401',
   },
   JWT_AUDIENCE: { parser: text(), description: "when set, a JWT's aud must hold it" },
   JWT_ISSUER: { parser: text(), description: "when set, a JWT's iss must be it" },
@@ -132,18 +166,23 @@ export const SERVICE_VARIABLES = defineVariables({
     parser: wordList,
     defaultText: 'any role but anon',
     description:
-      "the values of JWT_ROLE_CLAIM that grant writing; unset, any but anon (Supabase's public anonymous key), and a JWT without the claim is refused",
+      'the values of JWT_ROLE_CLAIM that grant writing; unset, any but anon ' +
+      "(Supabase's public anonymous key), and a JWT without the claim is refused",
   },
   JWT_CLIENT_CLAIM: {
     parser: text(),
     default: 'sub',
     description:
-      'the claim that names the client in the access log and the span (the metric label of every JWT is jwt: a subject is not a bounded label)',
+      'the claim that names the client in the access log and the span (the ' +
+      'metric label of every JWT is jwt: a subject is not a bounded label)',
   },
   JWT_CLIENT_RATE: {
     parser: decimal({ min: 0.001, max: 1e9 }),
     description:
-      "every JWT client's rate, in users a second, each client (by JWT_CLIENT_CLAIM) its own token bucket: over it, 429 with Retry-After and RateLimit headers before the body is read (a static token's client declares its own in INGEST_TOKENS); unset, no rate",
+      "every JWT client's rate, in users a second, each client (by " +
+      'JWT_CLIENT_CLAIM) its own token bucket: over it, 429 with ' +
+      'Retry-After and RateLimit headers before the body is read (a static ' +
+      "token's client declares its own in INGEST_TOKENS); unset, no rate",
   },
   JWT_CLIENT_BURST: {
     parser: decimal({ min: 1, max: 1e9 }),
@@ -154,12 +193,14 @@ export const SERVICE_VARIABLES = defineVariables({
     parser: decimal({ min: 0.001, max: 1000 }),
     default: 1,
     description:
-      "every JWT client's weight in fair admission: its share of the admission budget against the other clients waiting",
+      "every JWT client's weight in fair admission: its share " +
+      'of the admission budget against the other clients waiting',
   },
   JWT_CLIENT_MAX_IN_FLIGHT_BYTES: {
     parser: integer({ min: 1024, max: 2 ** 40, unit: 'bytes' }),
     description:
-      'request body bytes one JWT client may hold at once (admission control); unset, its fair share alone',
+      'request body bytes one JWT client may hold at once ' +
+      '(admission control); unset, its fair share alone',
   },
   DB_POOL_MAX: {
     parser: integer({ min: 1, max: 1000 }),
@@ -175,13 +216,15 @@ export const SERVICE_VARIABLES = defineVariables({
     parser: milliseconds({ min: 1, max: HOUR_MS }),
     default: 30_000,
     description:
-      'server-side statement timeout, set by each transaction (SET LOCAL: never on the connection, so a transaction pooler keeps it); and a client-side guard',
+      'server-side statement timeout, set by each transaction (SET LOCAL: never on ' +
+      'the connection, so a transaction pooler keeps it); and a client-side guard',
   },
   DB_LOCK_TIMEOUT_MS: {
     parser: milliseconds({ min: 1, max: HOUR_MS }),
     default: 3000,
     description:
-      "how long a write waits for a row another writer holds (PostgreSQL's lock_timeout, set by each transaction), then 503 lock_timeout with Retry-After",
+      "how long a write waits for a row another writer holds (PostgreSQL's " +
+      'lock_timeout, set by each transaction), then 503 lock_timeout with Retry-After',
   },
   MAX_BATCH_ITEMS: {
     parser: integer({ min: 1, max: 1_000_000 }),
@@ -208,7 +251,8 @@ export const SERVICE_VARIABLES = defineVariables({
     parser: milliseconds({ min: 1, max: HOUR_MS }),
     default: 30_000,
     description:
-      'how long a streamed body may send nothing (it may take as long as it likes in all); past it, 408 and nothing written',
+      'how long a streamed body may send nothing (it may take as ' +
+      'long as it likes in all); past it, 408 and nothing written',
   },
   INSERT_CHUNK_ROWS: {
     parser: integer({ min: 1, max: 100_000 }),
@@ -219,7 +263,8 @@ export const SERVICE_VARIABLES = defineVariables({
     parser: oneOf(INSERT_STRATEGIES),
     default: /** @type {import('./users/insert-strategies.js').InsertStrategy} */ ('format'),
     description:
-      'format: a pg-format multi-row INSERT of text[] literals; unnest: the same with array parameters; copy: COPY, through a staging table when a chunk meets a stored email',
+      'format: a pg-format multi-row INSERT of text[] literals; unnest: the same with array ' +
+      'parameters; copy: COPY, through a staging table when a chunk meets a stored email',
   },
   GROUP_COMMIT: {
     parser: boolean,
@@ -256,7 +301,9 @@ export const SERVICE_VARIABLES = defineVariables({
     parser: boolean,
     default: false,
     description:
-      'GET /metrics answered to every address; off, to loopback only (127.0.0.0/8, ::1) whatever HOST is, since it names clients and shows the load: a scraper on another host or container needs it on',
+      'GET /metrics answered to every address; off, to loopback only ' +
+      '(127.0.0.0/8, ::1) whatever HOST is, since it names clients and ' +
+      'shows the load: a scraper on another host or container needs it on',
   },
   LOG_LEVEL: {
     parser: oneOf(LOG_LEVELS),
@@ -280,23 +327,33 @@ export const SERVICE_VARIABLES = defineVariables({
     parser: integer({ min: 1, max: 30 * 24 * 3600, unit: 'seconds' }),
     default: 24 * 3600,
     description:
-      "how long an Idempotency-Key is kept with its request's fingerprint and answer (a retry within it gets the first answer); then it is a new key, and the service deletes it in the background",
+      "how long an Idempotency-Key is kept with its request's " +
+      'fingerprint and answer (a retry within it gets the first answer); ' +
+      'then it is a new key, and the service deletes it in the background',
   },
   QUARANTINE_CLIENT_MAX_BYTES: {
     parser: integer({ min: 1, max: 2 ** 40, unit: 'bytes' }),
     default: 64 * 1024 * 1024,
     description:
-      "what one client's items set aside by Prefer: invalid=quarantine may hold in all (each item's and its errors' bytes, and 200 more); past it, a request of that client that sets an item aside is refused, 400 invalid_batch, nothing written",
+      "what one client's items set aside by Prefer: invalid=quarantine may hold in all " +
+      "(each item's and its errors' bytes, and 200 more); past it, a request of that " +
+      'client that sets an item aside is refused, 400 invalid_batch, nothing written',
   },
   QUARANTINE_RETENTION_DAYS: {
     parser: integer({ min: 1, max: 3650, unit: 'days' }),
     default: 30,
     description:
-      'how long an item set aside by Prefer: invalid=quarantine is kept after it was last sent; then the service deletes it in the background',
+      'how long an item set aside by Prefer: invalid=quarantine is kept ' +
+      'after it was last sent; then the service deletes it in the background',
   },
 });
 
-/** Every variable read and checked once (OTEL_ too); a bad value stops start-up naming every one at fault. @param {NodeJS.ProcessEnv} [env] @returns {Config} */
+/**
+ * Every variable read and checked once (OTEL_ too); a bad value stops start-up naming every one at
+ * fault.
+ * @param {NodeJS.ProcessEnv} [env]
+ * @returns {Config}
+ */
 export function loadConfig(env = process.env) {
   const v = loadEnv(
     { ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES },
@@ -307,7 +364,8 @@ export function loadConfig(env = process.env) {
   return {
     databaseUrl: databaseUrlFrom(v),
     port: v.PORT,
-    // Without credentials the write endpoint is open to whoever reaches it: loopback unless asked otherwise.
+    // Without credentials the write endpoint is open to whoever reaches it: loopback unless asked
+    // otherwise.
     host: v.HOST ?? (authRequired(auth) ? '0.0.0.0' : '127.0.0.1'),
     auth,
     dbPoolMax: v.DB_POOL_MAX,
@@ -367,7 +425,9 @@ function authRules(v) {
     } catch (err) {
       problems.push({
         variable: 'INGEST_TOKENS',
-        problem: `${/** @type {Error} */ (err).message} (INGEST_TOKEN is the client ${DEFAULT_CLIENT})`,
+        problem:
+          `${/** @type {Error} */ (err).message} (INGEST_TOKEN ` +
+          `is the client ${DEFAULT_CLIENT})`,
       });
     }
   }
@@ -423,7 +483,11 @@ function authFrom(v) {
   };
 }
 
-/** Every JWT client's limits, when any is set. @param {ServiceValues} v @returns {import('@sluice/env/named-tokens').ClientLimits | undefined} */
+/**
+ * Every JWT client's limits, when any is set.
+ * @param {ServiceValues} v
+ * @returns {import('@sluice/env/named-tokens').ClientLimits | undefined}
+ */
 function jwtLimitsFrom(v) {
   const limits = {
     ...(v.JWT_CLIENT_RATE !== undefined

@@ -1,5 +1,6 @@
-// Every refusal and failure the API can answer, declared once: the error handler, the HTTP server's own
-// refusals and the OpenAPI document read it, so no answer goes undescribed. Column names come from user-columns.js.
+// Every refusal and failure the API can answer, declared once: the error handler, the HTTP server's
+// own refusals and the OpenAPI document read it, so no answer goes undescribed. Column names come
+// from user-columns.js.
 import { KEY_COLUMN, READ_FIELDS, SECRET_FIELDS, USER_FIELDS } from './user-columns.js';
 
 export const inCode = (/** @type {readonly string[]} */ names) =>
@@ -9,9 +10,13 @@ export const inCodeSentence = (/** @type {readonly string[]} */ names) =>
   names.length < 2 ? inCode(names) : `${inCode(names.slice(0, -1))} and \`${names.at(-1)}\``;
 const KEY = KEY_COLUMN.field;
 
-// `pgrst`: the body's `code` (PostgREST's own for the same refusal, else PostgreSQL's SQLSTATE); `message`:
-// the usual one (a case may say more); `when`: the OpenAPI description; `scope`: POST /users, any route, or unrouted.
-/** @typedef {{ status: number, pgrst: string, hint?: string, message: string, when: string, headers?: Record<string, string>, scope: 'users' | 'any' | 'unrouted' }} ApiErrorSpec */
+// `pgrst`: the body's `code` (PostgREST's own for the same refusal, else PostgreSQL's SQLSTATE);
+// `message`: the usual one (a case may say more); `when`: the OpenAPI description; `scope`: POST
+// /users, any route, or unrouted.
+/**
+ * @typedef {{ status: number, pgrst: string, hint?: string, message: string, when: string,
+ *   headers?: Record<string, string>, scope: 'users' | 'any' | 'unrouted' }} ApiErrorSpec
+ */
 
 export const API_ERRORS = /** @type {const} */ ({
   invalid_batch: {
@@ -19,7 +24,12 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: '23514',
     scope: 'users',
     message: 'some users are invalid; nothing was written',
-    when: 'Users that break the rules, each named by index and field in `errors` (at most 100, in index order; in a streamed body, by `line` too). With `Prefer: invalid=quarantine`, only when more items are invalid than its bound (`max-invalid`, 100 by default), or when the quarantine of its client would hold more than `QUARANTINE_CLIENT_MAX_BYTES`: then nothing is written and nothing set aside.',
+    when:
+      'Users that break the rules, each named by index and field in `errors` (at most 100, ' +
+      'in index order; in a streamed body, by `line` too). With `Prefer: ' +
+      'invalid=quarantine`, only when more items are invalid than its bound (`max-invalid`, ' +
+      '100 by default), or when the quarantine of its client would hold more than ' +
+      '`QUARANTINE_CLIENT_MAX_BYTES`: then nothing is written and nothing set aside.',
   },
   not_an_array: {
     status: 400,
@@ -47,7 +57,9 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: 'PGRST102',
     scope: 'users',
     message: 'the body is not valid CSV; nothing was written',
-    when: 'A `text/csv` body whose header row or a record is malformed (RFC 4180), named by its line.',
+    when:
+      'A `text/csv` body whose header row or a record ' +
+      'is malformed (RFC 4180), named by its line.',
   },
   invalid_utf8: {
     status: 400,
@@ -82,7 +94,10 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: 'PGRST204',
     scope: 'users',
     message: 'a column named in the query is not a column of users',
-    when: `\`?columns\`, \`?on_conflict\` or \`?select\` names a column users does not have (${inCode(USER_FIELDS)}; in \`select\`, one a representation does not hold: ${inCode(READ_FIELDS)}, never ${inCode(SECRET_FIELDS)}).`,
+    when:
+      `\`?columns\`, \`?on_conflict\` or \`?select\` names a column users does ` +
+      `not have (${inCode(USER_FIELDS)}; in \`select\`, one a representation ` +
+      `does not hold: ${inCode(READ_FIELDS)}, never ${inCode(SECRET_FIELDS)}).`,
   },
   unsupported_conflict_target: {
     status: 400,
@@ -97,37 +112,57 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: 'PGRST100',
     scope: 'users',
     message: 'a query parameter cannot be read',
-    when: '`?select` asks for more than a list of columns (embedding, renaming, casts, JSON paths), or a query parameter sluice reads is empty or given twice.',
+    when:
+      '`?select` asks for more than a list of columns (embedding, renaming, casts, ' +
+      'JSON paths), or a query parameter sluice reads is empty or given twice.',
   },
   unsupported_preference: {
     status: 400,
     pgrst: 'PGRST122',
     scope: 'users',
     message: 'Prefer: resolution must be merge-duplicates or ignore-duplicates',
-    when: 'A `Prefer` header asks for a `resolution` other than `merge-duplicates` or `ignore-duplicates`, or for two that differ; an `invalid` other than `quarantine`, or a `max-invalid` that is not a whole number from 0 to 10000.',
+    when:
+      'A `Prefer` header asks for a `resolution` other than `merge-duplicates` or ' +
+      '`ignore-duplicates`, or for two that differ; an `invalid` other than ' +
+      '`quarantine`, or a `max-invalid` that is not a whole number from 0 to 10000.',
   },
   malformed_idempotency_key: {
     status: 400,
     pgrst: 'PGRST100',
     scope: 'users',
     message:
-      'Idempotency-Key must be one Structured Field string of 1 to 255 visible ASCII characters, such as "8e03978e-40d5-43e8-bc93-6894a57f9324"',
-    when: 'An `Idempotency-Key` header that is not one quoted string (RFC 8941) of 1 to 255 characters, or given twice.',
+      'Idempotency-Key must be one Structured Field string of 1 to 255 visible ' +
+      'ASCII characters, such as "8e03978e-40d5-43e8-bc93-6894a57f9324"',
+    when:
+      'An `Idempotency-Key` header that is not one quoted ' +
+      'string (RFC 8941) of 1 to 255 characters, or given twice.',
   },
   bad_request: {
     status: 400,
     pgrst: 'PGRST100',
     scope: 'any',
     message: 'the request is not valid HTTP/1.1; nothing was read or written',
-    when: 'A request that is not valid HTTP/1.1: a malformed request line or header, both `Content-Length` and `Transfer-Encoding`, or a body that does not match its `Content-Length`.',
+    when:
+      'A request that is not valid HTTP/1.1: a malformed request line ' +
+      'or header, both `Content-Length` and `Transfer-Encoding`, or a ' +
+      'body that does not match its `Content-Length`.',
   },
-  // Every 401 is `unauthorized`; WWW-Authenticate tells its cases apart (RFC 6750 3.1: UnauthorizedError).
+  // Every 401 is `unauthorized`; WWW-Authenticate tells its cases apart (RFC 6750 3.1:
+  // UnauthorizedError).
   unauthorized: {
     status: 401,
     pgrst: 'PGRST301',
     scope: 'users',
     message: 'missing or wrong bearer token',
-    when: 'Only when a token or a JWT is required (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL set): no `Authorization` header (`WWW-Authenticate: Bearer`); one of another scheme, or `Bearer` with no token (`Bearer error="invalid_request"`); or a token that is not valid (`Bearer error="invalid_token"`): a token no client has, or a JWT that does not verify (expired or not valid yet, for another audience or issuer, a wrong signature, an algorithm not accepted, a kid the key set does not have or a key set that cannot be fetched within JWT_JWKS_TIMEOUT_MS, a role claim that does not grant writing). The message says which, and names no secret.',
+    when:
+      'Only when a token or a JWT is required (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or ' +
+      'JWT_JWKS_URL set): no `Authorization` header (`WWW-Authenticate: Bearer`); one of ' +
+      'another scheme, or `Bearer` with no token (`Bearer error="invalid_request"`); or a ' +
+      'token that is not valid (`Bearer error="invalid_token"`): a token no client has, ' +
+      'or a JWT that does not verify (expired or not valid yet, for another audience or ' +
+      'issuer, a wrong signature, an algorithm not accepted, a kid the key set does not ' +
+      'have or a key set that cannot be fetched within JWT_JWKS_TIMEOUT_MS, a role claim ' +
+      'that does not grant writing). The message says which, and names no secret.',
     headers: { 'WWW-Authenticate': 'Bearer' },
   },
   not_found: {
@@ -142,15 +177,22 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: 'PGRST117',
     scope: 'unrouted',
     message: 'this method is not served on this path',
-    when: "A method a path does not serve (`/users` serves only POST); the answer's `Allow` names the methods it serves.",
+    when:
+      'A method a path does not serve (`/users` serves only ' +
+      "POST); the answer's `Allow` names the methods it serves.",
   },
   idempotency_key_in_flight: {
     status: 409,
     pgrst: '55006',
     scope: 'users',
     message:
-      'a request with this Idempotency-Key is still being written; nothing was written by this one: retry later with the same key to get its answer',
-    when: 'Another request with the same `Idempotency-Key` (of the same client) was still in flight after this one waited DB_LOCK_TIMEOUT_MS for it (a small request, written in a group, waits less). Nothing was written by this one; a retry with the same key gets the first answer once it is done.',
+      'a request with this Idempotency-Key is still being written; nothing was ' +
+      'written by this one: retry later with the same key to get its answer',
+    when:
+      'Another request with the same `Idempotency-Key` (of the same client) was ' +
+      'still in flight after this one waited DB_LOCK_TIMEOUT_MS for it (a small ' +
+      'request, written in a group, waits less). Nothing was written by this ' +
+      'one; a retry with the same key gets the first answer once it is done.',
     headers: { 'Retry-After': '1' },
   },
   body_timeout: {
@@ -172,8 +214,11 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: '23505',
     scope: 'users',
     message:
-      'this Idempotency-Key was used for another request; nothing was written: send a new key for a new request',
-    when: 'The `Idempotency-Key` (of the same client, within IDEMPOTENCY_KEY_TTL_SECONDS) was used with another body, content type, `Prefer` or query. Nothing was written.',
+      'this Idempotency-Key was used for another request; ' +
+      'nothing was written: send a new key for a new request',
+    when:
+      'The `Idempotency-Key` (of the same client, within IDEMPOTENCY_KEY_TTL_SECONDS) ' +
+      'was used with another body, content type, `Prefer` or query. Nothing was written.',
   },
   too_many_items: {
     status: 413,
@@ -194,7 +239,9 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: 'PGRST107',
     scope: 'users',
     message: 'Content-Type must be application/json',
-    when: 'Not `application/json`, `application/x-ndjson`, `application/jsonl` or `text/csv`, or a malformed `Content-Type`.',
+    when:
+      'Not `application/json`, `application/x-ndjson`, ' +
+      '`application/jsonl` or `text/csv`, or a malformed `Content-Type`.',
   },
   unsupported_charset: {
     status: 415,
@@ -222,7 +269,13 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: '53400',
     scope: 'users',
     message: 'this client is over its rate; nothing was read or written, retry after Retry-After',
-    when: "The client is over the rate in users a second declared with its credentials (INGEST_TOKENS, or JWT_CLIENT_RATE for a JWT's client); refused before the body is read. `Retry-After` says when the request would be taken; `RateLimit-Policy` and `RateLimit` (IETF httpapi RateLimit header fields) give the quota in users, the users left and the seconds until it is full again. The message names the client and its limit.",
+    when:
+      'The client is over the rate in users a second declared with its ' +
+      "credentials (INGEST_TOKENS, or JWT_CLIENT_RATE for a JWT's client); " +
+      'refused before the body is read. `Retry-After` says when the request would ' +
+      'be taken; `RateLimit-Policy` and `RateLimit` (IETF httpapi RateLimit ' +
+      'header fields) give the quota in users, the users left and the seconds ' +
+      'until it is full again. The message names the client and its limit.',
     headers: {
       'Retry-After': '1',
       'RateLimit-Policy': '"users";q=1000;w=1',
@@ -241,15 +294,22 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: 'PGRSTX00',
     scope: 'any',
     message: 'unexpected error; nothing was written',
-    when: 'An unexpected failure of this request alone (retrying will not help); its `errorId` is in the log too.',
+    when:
+      'An unexpected failure of this request alone (retrying ' +
+      'will not help); its `errorId` is in the log too.',
   },
   statement_pooling: {
     status: 500,
     pgrst: '08P01',
     scope: 'users',
     message:
-      'the database is behind a pooler in pool_mode = statement, which cannot hold a transaction; nothing was written, and retrying will not help until it runs pool_mode = transaction',
-    when: 'DATABASE_URL points at a pooler (PgBouncer) in statement mode, which refuses the transaction a batch over INSERT_CHUNK_ROWS or a streamed import needs: an operator must set `pool_mode = transaction`. `/readyz` answers 503 meanwhile.',
+      'the database is behind a pooler in pool_mode = statement, ' +
+      'which cannot hold a transaction; nothing was written, and ' +
+      'retrying will not help until it runs pool_mode = transaction',
+    when:
+      'DATABASE_URL points at a pooler (PgBouncer) in statement mode, which refuses ' +
+      'the transaction a batch over INSERT_CHUNK_ROWS or a streamed import needs: an ' +
+      'operator must set `pool_mode = transaction`. `/readyz` answers 503 meanwhile.',
   },
   unsupported_transfer_encoding: {
     status: 501,
@@ -272,7 +332,9 @@ export const API_ERRORS = /** @type {const} */ ({
     scope: 'users',
     message:
       'a row this request writes is held by another writer; nothing was written, retry later',
-    when: "A row this request writes stayed locked by another writer for DB_LOCK_TIMEOUT_MS (PostgreSQL's lock_timeout). Requests for other emails are not held back.",
+    when:
+      'A row this request writes stayed locked by another writer for DB_LOCK_TIMEOUT_MS ' +
+      "(PostgreSQL's lock_timeout). Requests for other emails are not held back.",
     headers: { 'Retry-After': '1' },
   },
   statement_timeout: {
@@ -280,8 +342,11 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: '57014',
     scope: 'users',
     message:
-      'the database did not finish the write within DB_STATEMENT_TIMEOUT_MS; nothing was written, retry later',
-    when: "The write ran longer than DB_STATEMENT_TIMEOUT_MS (a database under load or a whole-table lock): the database's state, not the request's fault.",
+      'the database did not finish the write within ' +
+      'DB_STATEMENT_TIMEOUT_MS; nothing was written, retry later',
+    when:
+      'The write ran longer than DB_STATEMENT_TIMEOUT_MS (a database under load ' +
+      "or a whole-table lock): the database's state, not the request's fault.",
     headers: { 'Retry-After': '2' },
   },
   database_unavailable: {
@@ -297,8 +362,15 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: '08007',
     scope: 'users',
     message:
-      'the connection to the database was lost after the write was sent: it may have been written; retrying is safe (writes are idempotent): retry with the same Idempotency-Key to get the answer of the write if it was committed',
-    when: "The connection to PostgreSQL was lost (a crash, a pause, a cut network) after the write's commit was sent and before its answer came: the write may or may not have been committed. Sending the same request again is safe: an email already stored is not written twice; sent with the same `Idempotency-Key`, it gets the first answer if that write was committed, else it writes.",
+      'the connection to the database was lost after the write was sent: it may ' +
+      'have been written; retrying is safe (writes are idempotent): retry with ' +
+      'the same Idempotency-Key to get the answer of the write if it was committed',
+    when:
+      'The connection to PostgreSQL was lost (a crash, a pause, a cut network) after ' +
+      "the write's commit was sent and before its answer came: the write may or may " +
+      'not have been committed. Sending the same request again is safe: an email ' +
+      'already stored is not written twice; sent with the same `Idempotency-Key`, it ' +
+      'gets the first answer if that write was committed, else it writes.',
     headers: { 'Retry-After': '2' },
   },
 });
@@ -309,15 +381,24 @@ export const API_ERRORS = /** @type {const} */ ({
 export const emptyBatchMessage = (maxBatchItems) =>
   `the array is empty: send 1 to ${maxBatchItems} users`;
 
-/** One item's problem; `line`: where it starts in a streamed body, from 1. @typedef {{ index: number, field: string | null, message: string, line?: number }} ItemError */
+/**
+ * One item's problem; `line`: where it starts in a streamed body, from 1.
+ * @typedef {{ index: number, field: string | null, message: string, line?: number }} ItemError
+ */
 
 /** The item errors as PostgREST's `details`, one line of text. @param {ItemError[]} errors */
 export const itemErrorsAsDetails = (errors) =>
   errors.map((e) => `[${e.index}]${e.field === null ? '' : `.${e.field}`} ${e.message}`).join('; ');
 
-/** An answer from the catalogue: its status and headers come from there, its message may be its own. */
+/**
+ * An answer from the catalogue: its status and headers come from there, its message may be its own.
+ */
 export class ApiError extends Error {
-  /** @param {ApiErrorCode} code @param {string} [message] @param {{ cause?: unknown, details?: string }} [options] */
+  /**
+   * @param {ApiErrorCode} code
+   * @param {string} [message]
+   * @param {{ cause?: unknown, details?: string }} [options]
+   */
   constructor(code, message = API_ERRORS[code].message, { cause, details } = {}) {
     super(message, { cause });
     this.name = 'ApiError';
@@ -360,13 +441,22 @@ export class UnauthorizedError extends ApiError {
   }
 }
 
-/** A client over its rate (http/rate-limit.js): 429, Retry-After and the RateLimit fields its own. */
+/**
+ * A client over its rate (http/rate-limit.js): 429, Retry-After and the RateLimit fields its own.
+ */
 export class RateLimitedError extends ApiError {
-  /** @param {string} client  its name @param {{ rate: number, burst: number, policy: string }} bucket @param {number} retryAfterSeconds @param {string} state  the RateLimit field */
+  /**
+   * @param {string} client its name
+   * @param {{ rate: number, burst: number, policy: string }} bucket
+   * @param {number} retryAfterSeconds
+   * @param {string} state the RateLimit field
+   */
   constructor(client, bucket, retryAfterSeconds, state) {
     super(
       'rate_limited',
-      `the client ${JSON.stringify(client)} is over its rate of ${bucket.rate} users a second (burst ${bucket.burst}); nothing was read or written: retry after ${retryAfterSeconds} s`,
+      `the client ${JSON.stringify(client)} is over its rate ` +
+        `of ${bucket.rate} users a second (burst ${bucket.burst}); ` +
+        `nothing was read or written: retry after ${retryAfterSeconds} s`,
     );
     this.name = 'RateLimitedError';
     this.headers = {
@@ -395,7 +485,10 @@ export class DatabaseTimeoutError extends ApiError {
   }
 }
 
-/** The write's commit was sent and no answer came: it may have been written; a replay stores nothing twice. */
+/**
+ * The write's commit was sent and no answer came: it may have been written; a replay stores nothing
+ * twice.
+ */
 export class OutcomeUnknownError extends ApiError {
   /** @param {unknown} [cause] */
   constructor(cause) {

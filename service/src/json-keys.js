@@ -1,8 +1,12 @@
-// Duplicate keys in a JSON object, which JSON.parse drops silently (the last wins) and I-JSON
-// (RFC 7493) forbids: the keys in the text counted against those in the parsed value, and only when
-// they differ is the text walked again to say where. Shared by the JSON body and the stream's parser.
+// Duplicate keys in a JSON object, which JSON.parse drops silently (the last wins) and I-JSON (RFC
+// 7493) forbids: the keys in the text counted against those in the parsed value, and only when they
+// differ is the text walked again to say where. Shared by the JSON body and the stream's parser.
 
-/** Index of the quote closing the string at `open`. @param {string} text  valid JSON @param {number} open */
+/**
+ * Index of the quote closing the string at `open`.
+ * @param {string} text valid JSON
+ * @param {number} open
+ */
 function closingQuote(text, open) {
   let end = text.indexOf('"', open + 1);
   while (text.charCodeAt(end - 1) === 92) {
@@ -17,7 +21,10 @@ function closingQuote(text, open) {
 /** @param {number} c */
 const isJsonSpace = (c) => c === 32 || c === 10 || c === 13 || c === 9;
 
-/** Keys in the text: strings followed by a colon, found string to string with indexOf. @param {string} text  valid JSON */
+/**
+ * Keys in the text: strings followed by a colon, found string to string with indexOf.
+ * @param {string} text valid JSON
+ */
 function countKeysInText(text) {
   let keys = 0;
   let open = text.indexOf('"');
@@ -30,7 +37,10 @@ function countKeysInText(text) {
   return keys;
 }
 
-/** Keys in the parsed value, walked with a stack of its own (deep nesting cannot overflow). @param {unknown} value */
+/**
+ * Keys in the parsed value, walked with a stack of its own (deep nesting cannot overflow).
+ * @param {unknown} value
+ */
 function countKeysInValue(value) {
   let keys = 0;
   const pending = [value];
@@ -50,9 +60,17 @@ function countKeysInValue(value) {
   return keys;
 }
 
-/** index: the top-level array's item it is in (null: no array). @typedef {{ index: number | null, key: string }} DuplicateKey */
+/**
+ * index: the top-level array's item it is in (null: no array).
+ * @typedef {{ index: number | null, key: string }} DuplicateKey
+ */
 
-/** Every key twice in one object, in text order, up to `limit` (slow: only once counted). @param {string} text @param {number} limit @returns {DuplicateKey[]} */
+/**
+ * Every key twice in one object, in text order, up to `limit` (slow: only once counted).
+ * @param {string} text
+ * @param {number} limit
+ * @returns {DuplicateKey[]}
+ */
 function locateDuplicateKeys(text, limit) {
   /** @type {DuplicateKey[]} */
   const found = [];
@@ -81,7 +99,13 @@ function locateDuplicateKeys(text, limit) {
   return found;
 }
 
-/** The keys given twice in one object of a parsed body, or []. @param {string} text @param {unknown} value  JSON.parse's @param {number} [limit] @returns {DuplicateKey[]} */
+/**
+ * The keys given twice in one object of a parsed body, or [].
+ * @param {string} text
+ * @param {unknown} value JSON.parse's
+ * @param {number} [limit]
+ * @returns {DuplicateKey[]}
+ */
 export function findDuplicateKeys(text, value, limit = 100) {
   if (countKeysInText(text) === countKeysInValue(value)) return [];
   return locateDuplicateKeys(text, limit);

@@ -23,7 +23,12 @@ const isDatabaseError = (/** @type {unknown} */ err) => {
   );
 };
 
-/** An error as a log line may hold it: pino's `err` serializer, and every `cause`'s. @param {unknown} err @param {number} [depth] @returns {Record<string, unknown> | string} */
+/**
+ * An error as a log line may hold it: pino's `err` serializer, and every `cause`'s.
+ * @param {unknown} err
+ * @param {number} [depth]
+ * @returns {Record<string, unknown> | string}
+ */
 export function logSafeError(err, depth = 0) {
   if (!(err instanceof Error)) return isDatabaseError(err) ? databaseFields(err) : typeof err;
   /** @type {Record<string, unknown>} */

@@ -54,7 +54,8 @@ async function serve(config, logger, tracing) {
     // A worker that cannot listen is not replaced: the primary stops on this code (cluster.js).
     process.exit(cluster.isWorker ? CANNOT_LISTEN_EXIT_CODE : 1);
   });
-  // A deeper accept queue than Node's 511, for bursts of new connections (thousands of load-test VUs).
+  // A deeper accept queue than Node's 511, for bursts of new connections (thousands of load-test
+  // VUs).
   server.listen({ port: config.port, host: config.host, backlog: 4096 }, () => {
     const address = /** @type {import('node:net').AddressInfo} */ (server.address());
     logger.info(
@@ -113,7 +114,9 @@ async function authenticationOrExit(config, logger) {
 async function main() {
   createCommand(
     'node service/src/server.js',
-    'The sluice ingestion service: POST /users into PostgreSQL at DATABASE_URL. Configured by the environment only (service/src/config.js declares each variable; docs/configuration.md lists them).',
+    'The sluice ingestion service: POST /users into PostgreSQL at ' +
+      'DATABASE_URL. Configured by the environment only (service/src/config.js ' +
+      'declares each variable; docs/configuration.md lists them).',
     environmentHelp({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES }),
   ).parse();
   let config;
@@ -135,7 +138,8 @@ async function main() {
   const { databaseUrl } = config;
   if (!databaseUrl) {
     logger.fatal(
-      'DATABASE_URL is not set: point it at PostgreSQL, or run `npm start`, which starts an embedded one',
+      'DATABASE_URL is not set: point it at PostgreSQL, ' +
+        'or run `npm start`, which starts an embedded one',
     );
     process.exit(1);
   }
@@ -148,13 +152,15 @@ async function main() {
     });
     if (problem)
       console.error(
-        `sluice: ${problem.line}${problem.fatal ? '' : ' (serving meanwhile: 503 until it answers)'}`,
+        `sluice: ${problem.line}` +
+          `${problem.fatal ? '' : ' (serving meanwhile: 503 until it answers)'}`,
       );
     if (problem?.fatal) process.exit(1);
   }
   if (cluster.isPrimary && !authRequired(config.auth)) {
     logger.warn(
-      'no credentials are configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET, ...): POST /users accepts requests from anyone who can reach it',
+      'no credentials are configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET, ' +
+        '...): POST /users accepts requests from anyone who can reach it',
     );
   }
   if (runsWorkers) {

@@ -4,7 +4,10 @@ import { AUTH_REFUSAL_REASONS } from './auth/refusals.js';
 import { heldBodyCount } from './http/unread-body.js';
 import { QUARANTINE_REASONS } from './users/quarantine.js';
 
-/** Everything /metrics exposes, on a registry of its own (tests build several apps). @param {import('./db/database.js').Database} [db] */
+/**
+ * Everything /metrics exposes, on a registry of its own (tests build several apps).
+ * @param {import('./db/database.js').Database} [db]
+ */
 export function createMetrics(db) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry, prefix: 'sluice_' });
@@ -45,13 +48,17 @@ export function createMetrics(db) {
     }),
     usersStale: new client.Counter({
       name: 'sluice_users_stale_total',
-      help: 'Items of merge mode that wrote nothing: not a newer change than the row stored or another item of their email',
+      help:
+        'Items of merge mode that wrote nothing: not a newer ' +
+        'change than the row stored or another item of their email',
       registers,
     }),
     usersQuarantined: quarantinedCounter(registers),
     quarantinePurged: new client.Counter({
       name: 'sluice_quarantine_purged_total',
-      help: 'Rows of quarantined_items deleted by the purge, once older than QUARANTINE_RETENTION_DAYS',
+      help:
+        'Rows of quarantined_items deleted by the purge, ' +
+        'once older than QUARANTINE_RETENTION_DAYS',
       registers,
     }),
     batchSize: new client.Histogram({
@@ -60,7 +67,8 @@ export function createMetrics(db) {
       registers,
       buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10000],
     }),
-    // Apart from the arrays, whose quantiles tune MAX_BATCH_ITEMS: a stream would land in their last bucket.
+    // Apart from the arrays, whose quantiles tune MAX_BATCH_ITEMS: a stream would land in their
+    // last bucket.
     streamSize: new client.Histogram({
       name: 'sluice_stream_size_users',
       help: 'Users per streamed POST /users (NDJSON or CSV body), counted once committed',
@@ -109,7 +117,10 @@ export function createMetrics(db) {
   return metrics;
 }
 
-/** Why a client's request was refused: over its rate (429), over its share of the waiting room, or the budget full (503). */
+/**
+ * Why a client's request was refused: over its rate (429), over its share of the waiting room, or
+ * the budget full (503).
+ */
 export const CLIENT_REFUSAL_REASONS = /** @type {const} */ (['rate', 'share', 'budget']);
 
 // Each client seen, by its bounded label (a configured name, `jwt`, `anonymous`): users taken,
@@ -125,7 +136,9 @@ function clientMetrics(registers) {
   });
   const refused = new client.Counter({
     name: 'sluice_client_refused_total',
-    help: 'Requests refused, by client and reason: rate (429), share (its share of the waiting room, 503), budget (the admission budget, 503)',
+    help:
+      'Requests refused, by client and reason: rate (429), share (its ' +
+      'share of the waiting room, 503), budget (the admission budget, 503)',
     labelNames: ['client', 'reason'],
     registers,
   });
@@ -151,7 +164,9 @@ function clientMetrics(registers) {
   });
   const wait = new client.Histogram({
     name: 'sluice_client_admission_wait_seconds',
-    help: 'Time a request that did not fit at once waited for admission (admitted or not), by client',
+    help:
+      'Time a request that did not fit at once waited ' +
+      'for admission (admitted or not), by client',
     labelNames: ['client'],
     registers,
     buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
@@ -164,7 +179,8 @@ function clientMetrics(registers) {
   });
   /** @type {Map<string, import('prom-client').Counter.Internal>} */
   const usersBy = new Map();
-  // A client's series all appear with its first event, at zero: a rate misses a series' first event.
+  // A client's series all appear with its first event, at zero: a rate misses a series' first
+  // event.
   /** @param {string} label */
   const seen = (label) => {
     let child = usersBy.get(label);
@@ -194,14 +210,21 @@ function clientMetrics(registers) {
       seen(label);
       replays.inc({ client: label });
     },
-    /** The admission budget whose bytes held are exported by client. @param {{ heldByLabel: () => Iterable<[string, number]> }} admission */
+    /**
+     * The admission budget whose bytes held are exported by client.
+     * @param {{ heldByLabel: () => Iterable<[string, number]> }} admission
+     */
     watch(admission) {
       budget = admission;
     },
   };
 }
 
-/** What admission control reports: requests shed and why, bytes held, requests waiting, time waited. @param {client.Registry[]} registers @returns {import('./http/admission.js').AdmissionMetrics} */
+/**
+ * What admission control reports: requests shed and why, bytes held, requests waiting, time waited.
+ * @param {client.Registry[]} registers
+ * @returns {import('./http/admission.js').AdmissionMetrics}
+ */
 function admissionMetrics(registers) {
   const shed = new client.Counter({
     name: 'sluice_admission_shed_total',
@@ -209,7 +232,8 @@ function admissionMetrics(registers) {
     labelNames: ['reason'],
     registers,
   });
-  // Every label known up front is exported at zero from the start: a rate misses a series' first event.
+  // Every label known up front is exported at zero from the start: a rate misses a series' first
+  // event.
   for (const reason of REFUSAL_REASONS) shed.inc({ reason }, 0);
   const wait = new client.Histogram({
     name: 'sluice_admission_wait_seconds',
@@ -241,8 +265,8 @@ function admissionMetrics(registers) {
   };
 }
 
-// Who was let in, by client (a configured name, or `jwt`: a bounded label), and who was not, by reason;
-// children kept by label, so no label object is hashed per request.
+// Who was let in, by client (a configured name, or `jwt`: a bounded label), and who was not, by
+// reason; children kept by label, so no label object is hashed per request.
 /** @param {client.Registry[]} registers @returns {import('./http/authenticate.js').AuthMetrics} */
 function authMetrics(registers) {
   const accepted = new client.Counter({
@@ -272,7 +296,10 @@ function authMetrics(registers) {
 
 /** @typedef {ReturnType<typeof createMetrics>} Metrics */
 
-/** Items set aside by `Prefer: invalid=quarantine`, by reason, each from 0. @param {client.Registry[]} registers */
+/**
+ * Items set aside by `Prefer: invalid=quarantine`, by reason, each from 0.
+ * @param {client.Registry[]} registers
+ */
 function quarantinedCounter(registers) {
   const counter = new client.Counter({
     name: 'sluice_users_quarantined_total',

@@ -40,8 +40,8 @@ const specOf = (code) =>
   );
 
 /**
- * An error body whose `error` is one of `codes`, with PostgREST's `code`, `details` and `hint` beside
- * sluice's fields; `extra`: more required properties.
+ * An error body whose `error` is one of `codes`, with PostgREST's `code`, `details` and `hint`
+ * beside sluice's fields; `extra`: more required properties.
  */
 const errorBody = (/** @type {string[]} */ codes, extra = {}) => ({
   type: 'object',
@@ -54,7 +54,8 @@ const errorBody = (/** @type {string[]} */ codes, extra = {}) => ({
       type: 'string',
       enum: [...new Set(codes.map((c) => specOf(c).pgrst))],
       description:
-        "PostgREST's code for the same refusal: PGRST... for its own, a SQLSTATE for the database's (docs/api.md maps each).",
+        "PostgREST's code for the same refusal: PGRST... for its " +
+        "own, a SQLSTATE for the database's (docs/api.md maps each).",
     },
     details: {
       type: ['string', 'null'],
@@ -70,7 +71,8 @@ const errorBody = (/** @type {string[]} */ codes, extra = {}) => ({
 
 /**
  * The body of an error code as the error handler sends it with the catalogue's message.
- * @param {string} code @param {Record<string, unknown>} [fields]  the message, details and more of a case
+ * @param {string} code
+ * @param {Record<string, unknown>} [fields] the message, details and more of a case
  */
 export const errorExample = (code, fields = {}) => ({
   error: code,
@@ -114,17 +116,21 @@ const HEADER_SCHEMAS = {
   },
   'RateLimit-Policy': {
     description:
-      "The client's rate (IETF httpapi RateLimit header fields): a quota of `q` users refilled over `w` seconds, its burst and rate.",
+      "The client's rate (IETF httpapi RateLimit header fields): a " +
+      'quota of `q` users refilled over `w` seconds, its burst and rate.',
     schema: { type: 'string', examples: ['"users";q=5000;w=1'] },
   },
   RateLimit: {
     description:
-      "The client's quota now (IETF httpapi RateLimit header fields): `r` users left, `t` seconds until it is full again.",
+      "The client's quota now (IETF httpapi RateLimit header " +
+      'fields): `r` users left, `t` seconds until it is full again.',
     schema: { type: 'string', examples: ['"users";r=0;t=1'] },
   },
   'WWW-Authenticate': {
     description:
-      'The scheme, and the RFC 6750 error code when credentials were sent: `invalid_request` for a malformed header, `invalid_token` for a token that is not valid.',
+      'The scheme, and the RFC 6750 error code when credentials ' +
+      'were sent: `invalid_request` for a malformed header, ' +
+      '`invalid_token` for a token that is not valid.',
     schema: {
       type: 'string',
       enum: ['Bearer', 'Bearer error="invalid_request"', 'Bearer error="invalid_token"'],
@@ -133,7 +139,8 @@ const HEADER_SCHEMAS = {
 };
 const preferenceApplied = {
   description:
-    "The preferences of `Prefer` that were honoured, in PostgREST's order: `resolution`, `return`, `count`, `handling`.",
+    "The preferences of `Prefer` that were honoured, in PostgREST's " +
+    'order: `resolution`, `return`, `count`, `handling`.',
   schema: {
     type: 'string',
     examples: [
@@ -144,17 +151,22 @@ const preferenceApplied = {
 };
 const contentRange = {
   description:
-    'With `Prefer: count=exact` (or `planned`, `estimated`: a write knows its exact count): `*/` and the rows inserted or updated.',
+    'With `Prefer: count=exact` (or `planned`, `estimated`: a write ' +
+    'knows its exact count): `*/` and the rows inserted or updated.',
   schema: { type: 'string', pattern: '^\\*/[0-9]+$' },
 };
 const idempotentReplayed = {
   description:
-    'On a replay only: this is the stored answer of the first request sent with the same `Idempotency-Key` (and the same body, content type, `Prefer` and query), repeated byte for byte; nothing was written by this request.',
+    'On a replay only: this is the stored answer of the first request sent with ' +
+    'the same `Idempotency-Key` (and the same body, content type, `Prefer` and ' +
+    'query), repeated byte for byte; nothing was written by this request.',
   schema: { type: 'string', const: 'true' },
 };
 const quarantineRequestId = {
   description:
-    "With `Prefer: invalid=quarantine`, when an item was set aside: the id (made by the service, not the client's `X-Request-Id`) its items are kept under, to export them (`npm run quarantine -- export --request <id>`).",
+    'With `Prefer: invalid=quarantine`, when an item was set aside: the id ' +
+    "(made by the service, not the client's `X-Request-Id`) its items are kept " +
+    'under, to export them (`npm run quarantine -- export --request <id>`).',
   schema: { type: 'string' },
 };
 const writeHeaders = {
@@ -168,7 +180,8 @@ const writeHeaders = {
  * The error answers of an operation, from the catalogue (errors.js): by status, every code its
  * scopes can answer, described by what gets it, with the headers the catalogue sends.
  * @param {('users' | 'any' | 'unrouted')[]} scopes
- * @param {Record<number, Record<string, unknown>>} [examples]  more examples by status (docs/api.md's)
+ * @param {Record<number, Record<string, unknown>>} [examples] more examples by status
+ *   (docs/api.md's)
  */
 export function errorResponses(scopes, examples = {}) {
   /** @type {Map<number, [string, import('./errors.js').ApiErrorSpec][]>} */
@@ -236,9 +249,9 @@ const INVALID_ERRORS = [
 ];
 
 /**
- * The examples of POST /users in docs/api.md: each request with the status and body it gets on an empty
- * table, under a MAX_BATCH_ITEMS of `maxBatchItems`. The test sends every one to the real service and
- * checks the answers.
+ * The examples of POST /users in docs/api.md: each request with the status and body it gets on an
+ * empty table, under a MAX_BATCH_ITEMS of `maxBatchItems`. The test sends every one to the real
+ * service and checks the answers.
  * @param {number} maxBatchItems
  */
 export const postUsersExamples = (maxBatchItems) => ({
@@ -288,7 +301,8 @@ const REPRESENTATION_EXAMPLE = new Example(
       updatedAt: null,
     },
   ],
-  'The answer to `[{"email":"Ada@example.com","name":"Ada Lovelace"}]` with `Prefer: return=representation`.',
+  'The answer to `[{"email":"Ada@example.com","name":"Ada ' +
+    'Lovelace"}]` with `Prefer: return=representation`.',
 );
 
 // The answers of one status, each described by the request that gets it.
@@ -300,7 +314,8 @@ const byStatus = (/** @type {number} */ status, /** @type {number} */ maxBatchIt
         name,
         new Example(
           e.response,
-          `The answer to \`${JSON.stringify(e.request)}\`${name === 'duplicate' ? ' after `new`' : ''}.`,
+          `The answer to ` +
+            `\`${JSON.stringify(e.request)}\`${name === 'duplicate' ? ' after `new`' : ''}.`,
         ),
       ]),
   );
@@ -330,7 +345,9 @@ export function createOpenApiDocument({
       version,
       summary: 'Batch ingestion of users over HTTP into PostgreSQL.',
       description:
-        'POST /users writes a JSON array of users, or a stream of them (NDJSON, CSV) of any size, in one transaction, all or nothing. Every response carries `X-Request-Id` (a sane one sent by the client is kept).',
+        'POST /users writes a JSON array of users, or a stream of them (NDJSON, ' +
+        'CSV) of any size, in one transaction, all or nothing. Every response ' +
+        'carries `X-Request-Id` (a sane one sent by the client is kept).',
       license: { name: 'UNLICENSED', identifier: 'UNLICENSED' },
     },
     // Relative: the server that serves this document, wherever it is deployed.
@@ -349,7 +366,9 @@ export function createOpenApiDocument({
           type: 'http',
           scheme: 'bearer',
           description:
-            "A client's static token (INGEST_TOKEN, INGEST_TOKENS: compared in constant time), or a JWT (JWT_SECRET for HS256, JWT_JWKS_URL for asymmetric keys) whose role claim grants writing.",
+            "A client's static token (INGEST_TOKEN, INGEST_TOKENS: compared " +
+            'in constant time), or a JWT (JWT_SECRET for HS256, JWT_JWKS_URL ' +
+            'for asymmetric keys) whose role claim grants writing.',
         },
       },
       schemas: schemas(),
@@ -372,13 +391,25 @@ function postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }) {
     tags: ['users'],
     summary: 'Write a batch of users, all or nothing',
     description:
-      `A JSON array of 1 to ${maxBatchItems} users (MAX_BATCH_ITEMS), at most ${maxBodyBytes} bytes decoded (MAX_BODY_BYTES); ` +
-      'UTF-8 JSON only, gzip, deflate, br or zstd `Content-Encoding` accepted (the limits apply decoded). The whole array is written in one transaction; ' +
-      'emails already stored are skipped, or updated when `Prefer: resolution=merge-duplicates` asks. A bearer token (a static token of a client, or a JWT) is required only when the service runs with authentication configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET or JWT_JWKS_URL); an `apikey` header (supabase-js) is ignored. ' +
-      `Or a stream of users, as many as fit in ${maxStreamBytes} bytes decoded (MAX_STREAM_BYTES): \`application/x-ndjson\` or \`application/jsonl\` (one user object a line) ` +
-      `or \`text/csv\` (RFC 4180, a header row naming the columns ${WRITE_COLUMNS.join(', ')}). A stream is validated and written as it arrives, ` +
-      "in one transaction: all or nothing, whatever its size; each error names the user's `line`. An email sent twice in one body is written once " +
-      '(the first occurrence, or in merge mode its newest change: by `changedAt`, items without one oldest, a tie going to the later line).',
+      `A JSON array of 1 to ${maxBatchItems} users (MAX_BATCH_ITEMS), ` +
+      `at most ${maxBodyBytes} bytes decoded (MAX_BODY_BYTES); ` +
+      'UTF-8 JSON only, gzip, deflate, br or zstd `Content-Encoding` accepted ' +
+      '(the limits apply decoded). The whole array is written in one transaction; ' +
+      'emails already stored are skipped, or updated when `Prefer: ' +
+      'resolution=merge-duplicates` asks. A bearer token (a static token ' +
+      'of a client, or a JWT) is required only when the service runs with ' +
+      'authentication configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET ' +
+      'or JWT_JWKS_URL); an `apikey` header (supabase-js) is ignored. ' +
+      `Or a stream of users, as many as fit in ${maxStreamBytes} bytes ` +
+      `decoded (MAX_STREAM_BYTES): \`application/x-ndjson\` or ` +
+      `\`application/jsonl\` (one user object a line) ` +
+      `or \`text/csv\` (RFC 4180, a header row naming ` +
+      `the columns ${WRITE_COLUMNS.join(', ')}). A ` +
+      `stream is validated and written as it arrives, ` +
+      'in one transaction: all or nothing, whatever its size; each error names ' +
+      "the user's `line`. An email sent twice in one body is written once " +
+      '(the first occurrence, or in merge mode its newest change: by ' +
+      '`changedAt`, items without one oldest, a tie going to the later line).',
     security: [{ bearer: [] }, {}],
     parameters: postUsersParameters(),
     requestBody: {
@@ -399,7 +430,8 @@ function postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }) {
     responses: {
       201: {
         description:
-          'At least one user was inserted. The counts; with `Prefer: return=representation` the rows written; with `return=minimal` or `headers-only` no body.',
+          'At least one user was inserted. The counts; with `Prefer: return=representation` ' +
+          'the rows written; with `return=minimal` or `headers-only` no body.',
         headers: writeHeaders,
         content: json(
           {
@@ -413,7 +445,8 @@ function postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }) {
       },
       200: {
         description:
-          'No user was inserted: every one was already stored (skipped, or updated in merge mode). The body as for 201.',
+          'No user was inserted: every one was already stored ' +
+          '(skipped, or updated in merge mode). The body as for 201.',
         headers: writeHeaders,
         content: json(
           {
@@ -443,11 +476,19 @@ function postUsersParameters() {
       in: 'header',
       required: false,
       description:
-        "The IETF httpapi draft's key: a Structured Field string (RFC 8941) of 1 to 255 visible ASCII characters, unique per request of its client (a UUID). " +
-        "The request's answer is stored with its rows, in the same transaction, under the key and the request's fingerprint (its body, `Content-Type`, `Prefer` and query). " +
-        'A request sent again with the key gets that answer again, byte for byte, with `Idempotent-Replayed: true`, and writes nothing; with another fingerprint it is `422 idempotency_key_reused`; ' +
-        "while the first is still being written it waits for it (at most DB_LOCK_TIMEOUT_MS), then `409 idempotency_key_in_flight`. Keys are scoped by client (the credential's name, the JWT's client claim, or one anonymous client) " +
-        'and kept IDEMPOTENCY_KEY_TTL_SECONDS (24 hours by default), then forgotten. A malformed key is `400 malformed_idempotency_key`. Only an answer of a write (200, 201) is stored: a refused request may be sent again with its key.',
+        "The IETF httpapi draft's key: a Structured Field string (RFC 8941) of 1 to " +
+        '255 visible ASCII characters, unique per request of its client (a UUID). ' +
+        "The request's answer is stored with its rows, in the same transaction, under the " +
+        "key and the request's fingerprint (its body, `Content-Type`, `Prefer` and query). " +
+        'A request sent again with the key gets that answer again, byte ' +
+        'for byte, with `Idempotent-Replayed: true`, and writes nothing; ' +
+        'with another fingerprint it is `422 idempotency_key_reused`; ' +
+        'while the first is still being written it waits for it (at most ' +
+        'DB_LOCK_TIMEOUT_MS), then `409 idempotency_key_in_flight`. Keys are scoped by ' +
+        "client (the credential's name, the JWT's client claim, or one anonymous client) " +
+        'and kept IDEMPOTENCY_KEY_TTL_SECONDS (24 hours by default), then forgotten. ' +
+        'A malformed key is `400 malformed_idempotency_key`. Only an answer of a ' +
+        'write (200, 201) is stored: a refused request may be sent again with its key.',
       schema: { type: 'string', maxLength: 257 },
       example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
     },
@@ -456,15 +497,32 @@ function postUsersParameters() {
       in: 'header',
       required: false,
       description:
-        "RFC 7240, PostgREST's vocabulary; several preferences in one header or several headers, the first of a name counts. " +
-        `\`resolution=merge-duplicates\`: a stored email takes the sent ${inCodeSentence(mergedAs('newest'))}, and the sent ${inCodeSentence(mergedAs('kept'))} where the user has them; ` +
-        `a row that would not change is not written, nor one whose stored \`${ORDER_COLUMN.field}\` is as new as the sent one or newer (counted in \`stale\`). \`resolution=ignore-duplicates\`, or none: a stored email is skipped; another value is 400 \`unsupported_preference\`. ` +
-        '`return=representation`: the answer is the rows inserted or updated, as stored, in the order sent (`UserRow`; emails skipped are not in it); ' +
-        '`return=minimal` or `return=headers-only`: no body; no `return`: the counts (`BatchResult`). ' +
-        '`count=exact` (`planned`, `estimated`: the same exact count): `Content-Range: */<rows inserted or updated>`. ' +
-        "`invalid=quarantine` (sluice's own; parameter `max-invalid=N`, 0 to 10000, default 100: `invalid=quarantine; max-invalid=500`): an invalid item (a user that breaks the rules, an NDJSON line that is not JSON, a CSV record with another number of fields) is set aside in the same transaction instead of failing the request, and counted in `quarantined`; " +
-        'past `max-invalid` invalid items the request is refused as without it (400, nothing written, nothing set aside); another value of `invalid` is 400 `unsupported_preference`. ' +
-        'Other preferences (`missing`, `tx`, `timezone`, `max-affected`, ...) are ignored, unless `handling=strict` is sent too: then they are 400 `unsupported_preference` (PGRST122).',
+        "RFC 7240, PostgREST's vocabulary; several preferences in " +
+        'one header or several headers, the first of a name counts. ' +
+        `\`resolution=merge-duplicates\`: a stored email takes the ` +
+        `sent ${inCodeSentence(mergedAs('newest'))}, and the ` +
+        `sent ${inCodeSentence(mergedAs('kept'))} where the user has them; ` +
+        `a row that would not change is not written, nor one whose stored ` +
+        `\`${ORDER_COLUMN.field}\` is as new as the sent one or newer (counted ` +
+        `in \`stale\`). \`resolution=ignore-duplicates\`, or none: a stored ` +
+        `email is skipped; another value is 400 \`unsupported_preference\`. ` +
+        '`return=representation`: the answer is the rows inserted or updated, as ' +
+        'stored, in the order sent (`UserRow`; emails skipped are not in it); ' +
+        '`return=minimal` or `return=headers-only`: no ' +
+        'body; no `return`: the counts (`BatchResult`). ' +
+        '`count=exact` (`planned`, `estimated`: the same exact ' +
+        'count): `Content-Range: */<rows inserted or updated>`. ' +
+        "`invalid=quarantine` (sluice's own; parameter `max-invalid=N`, 0 to " +
+        '10000, default 100: `invalid=quarantine; max-invalid=500`): an invalid ' +
+        'item (a user that breaks the rules, an NDJSON line that is not JSON, a ' +
+        'CSV record with another number of fields) is set aside in the same ' +
+        'transaction instead of failing the request, and counted in `quarantined`; ' +
+        'past `max-invalid` invalid items the request is refused as ' +
+        'without it (400, nothing written, nothing set aside); ' +
+        'another value of `invalid` is 400 `unsupported_preference`. ' +
+        'Other preferences (`missing`, `tx`, `timezone`, `max-affected`, ' +
+        '...) are ignored, unless `handling=strict` is sent too: then ' +
+        'they are 400 `unsupported_preference` (PGRST122).',
       schema: { type: 'string' },
       examples: {
         merge: { value: 'resolution=merge-duplicates' },
@@ -476,14 +534,20 @@ function postUsersParameters() {
       name: 'on_conflict',
       in: 'query',
       required: false,
-      description: `The conflict target of \`resolution\`: \`${KEY_COLUMN.field}\`, the only unique column. Another column of users is 400 \`unsupported_conflict_target\`; an unknown one 400 \`unknown_column\`.`,
+      description:
+        `The conflict target of \`resolution\`: \`${KEY_COLUMN.field}\`, the ` +
+        `only unique column. Another column of users is 400 ` +
+        `\`unsupported_conflict_target\`; an unknown one 400 \`unknown_column\`.`,
       schema: { type: 'string', const: KEY_COLUMN.field },
     },
     {
       name: 'columns',
       in: 'query',
       required: false,
-      description: `Only these keys are read from each user (the others are ignored, as PostgREST does): a comma-separated list of ${WRITE_COLUMNS.join(', ')}, each optionally double-quoted. An unknown column is 400 \`unknown_column\`.`,
+      description:
+        `Only these keys are read from each user (the others are ignored, as ` +
+        `PostgREST does): a comma-separated list of ${WRITE_COLUMNS.join(', ')}, ` +
+        `each optionally double-quoted. An unknown column is 400 \`unknown_column\`.`,
       schema: { type: 'string' },
       example: '"email","name","phone"',
     },
@@ -492,9 +556,16 @@ function postUsersParameters() {
       in: 'query',
       required: false,
       description:
-        `The columns of a \`return=representation\` answer, in this order: \`*\` (all) or a comma-separated list of ${READ_COLUMNS.join(', ')}. Never ${inCode(SECRET_FIELDS)}. An unknown column is 400 \`unknown_column\`; embedding, renaming, casts and JSON paths are 400 \`unsupported_query\`. Without \`return=representation\` it changes nothing. ` +
-        "sluice's per-item report: `outcome` in the list (never implied by `*`) makes the answer hold every item of the request, in order, each with its `outcome` " +
-        '(`inserted`, `updated`, `skipped`: already stored or unchanged, its other columns null but `email`; `repeated`: its email came earlier in the request). It costs what `return=representation` costs.',
+        `The columns of a \`return=representation\` answer, in this order: \`*\` ` +
+        `(all) or a comma-separated list of ${READ_COLUMNS.join(', ')}. ` +
+        `Never ${inCode(SECRET_FIELDS)}. An unknown column is 400 \`unknown_column\`; ` +
+        `embedding, renaming, casts and JSON paths are 400 \`unsupported_query\`. ` +
+        `Without \`return=representation\` it changes nothing. ` +
+        "sluice's per-item report: `outcome` in the list (never implied by `*`) makes " +
+        'the answer hold every item of the request, in order, each with its `outcome` ' +
+        '(`inserted`, `updated`, `skipped`: already stored or unchanged, its ' +
+        'other columns null but `email`; `repeated`: its email came earlier ' +
+        'in the request). It costs what `return=representation` costs.',
       schema: { type: 'string' },
       example: 'email,createdAt',
     },
@@ -552,7 +623,10 @@ function operationsPaths() {
         tags: ['operations'],
         summary: 'Prometheus metrics',
         description:
-          'Requests by route and status, durations, users received and inserted, batch sizes, insert time, pool connections. Under WORKERS, the whole cluster. Served to loopback addresses only unless METRICS_PUBLIC=true: to any other, the route does not exist (404 not_found).',
+          'Requests by route and status, durations, users received and inserted, ' +
+          'batch sizes, insert time, pool connections. Under WORKERS, the whole ' +
+          'cluster. Served to loopback addresses only unless METRICS_PUBLIC=true: ' +
+          'to any other, the route does not exist (404 not_found).',
         security: [],
         responses: {
           200: {
@@ -612,27 +686,35 @@ function schemas() {
           type: 'integer',
           minimum: 0,
           description:
-            'Merge mode only (absent otherwise): items that wrote nothing because they were no newer change than the row stored (an older or equal `changedAt`, none against a row that has one, or the same values) ' +
-            'or than another item of their email in the request. inserted + updated + stale = received.',
+            'Merge mode only (absent otherwise): items that wrote nothing because ' +
+            'they were no newer change than the row stored (an older or equal ' +
+            '`changedAt`, none against a row that has one, or the same values) ' +
+            'or than another item of their email in the ' +
+            'request. inserted + updated + stale = received.',
         },
         duplicates: {
           type: 'integer',
           minimum: 0,
           description:
-            'received - inserted - quarantined: emails already stored, or repeated in the batch (in merge mode: updated + stale).',
+            'received - inserted - quarantined: emails already stored, ' +
+            'or repeated in the batch (in merge mode: updated + stale).',
         },
         quarantined: {
           type: 'integer',
           minimum: 0,
           description:
-            'With `Prefer: invalid=quarantine` only (absent otherwise): invalid items set aside, kept in the quarantine (`npm run quarantine`) and not written. inserted + duplicates + quarantined = received.',
+            'With `Prefer: invalid=quarantine` only (absent otherwise): invalid ' +
+            'items set aside, kept in the quarantine (`npm run quarantine`) and ' +
+            'not written. inserted + duplicates + quarantined = received.',
         },
         errors: {
           type: 'array',
           maxItems: 100,
           items: { $ref: '#/components/schemas/ItemError' },
           description:
-            'With `Prefer: invalid=quarantine`, when an item was set aside: the first 100 problems of the items set aside, in index order, as a 400 `invalid_batch` names them.',
+            'With `Prefer: invalid=quarantine`, when an item was set ' +
+            'aside: the first 100 problems of the items set aside, ' +
+            'in index order, as a 400 `invalid_batch` names them.',
         },
       },
     },
@@ -640,7 +722,8 @@ function schemas() {
       type: 'object',
       additionalProperties: false,
       description:
-        'A user as stored, in a `return=representation` answer: the columns of `?select` (all by default); never the password hash.',
+        'A user as stored, in a `return=representation` answer: the ' +
+        'columns of `?select` (all by default); never the password hash.',
       properties: {
         ...shownProperties(),
         createdAt: {
@@ -653,13 +736,15 @@ function schemas() {
           type: ['string', 'null'],
           format: 'date-time',
           description:
-            'When a merge last changed it; null for a row never merged (so null means this request inserted it).',
+            'When a merge last changed it; null for a row never ' +
+            'merged (so null means this request inserted it).',
         },
         outcome: {
           type: 'string',
           enum: ['inserted', 'updated', 'skipped', 'repeated'],
           description:
-            'Only when `select` names it (the per-item report): what this request did with the item.',
+            'Only when `select` names it (the per-item ' +
+            'report): what this request did with the item.',
         },
       },
     },
@@ -667,7 +752,9 @@ function schemas() {
       type: 'array',
       items: { $ref: '#/components/schemas/UserRow' },
       description:
-        'The rows this request inserted or updated, in the order their emails were first sent; emails skipped (already stored, or unchanged in merge mode) are not in it. With `outcome` in `select`: every item, in order.',
+        'The rows this request inserted or updated, in the order their emails ' +
+        'were first sent; emails skipped (already stored, or unchanged in merge ' +
+        'mode) are not in it. With `outcome` in `select`: every item, in order.',
     },
     ItemError: {
       type: 'object',
@@ -684,7 +771,8 @@ function schemas() {
           type: 'integer',
           minimum: 1,
           description:
-            'A streamed body (NDJSON, CSV) only: the line the user starts on, counted from 1 as editors count.',
+            'A streamed body (NDJSON, CSV) only: the line the ' +
+            'user starts on, counted from 1 as editors count.',
         },
         field: {
           type: ['string', 'null'],
@@ -720,7 +808,9 @@ function streamedBodies() {
     examples: {
       twoUsers: {
         value:
-          '{"email":"ada@example.com","name":"Ada Lovelace"}\n{"email":"alan@example.com","name":"Alan Turing","phone":"+441234567890"}\n',
+          '{"email":"ada@example.com","name":"Ada ' +
+          'Lovelace"}\n{"email":"alan@example.com","name":"Alan ' +
+          'Turing","phone":"+441234567890"}\n',
       },
     },
   };
@@ -731,13 +821,18 @@ function streamedBodies() {
       schema: {
         type: 'string',
         description:
-          `RFC 4180, UTF-8: a header row naming the columns (${plainSentence(REQUIRED_FIELDS)}; ${plainSentence(WRITE_COLUMNS.filter((f) => !(/** @type {readonly string[]} */ (REQUIRED_FIELDS).includes(f))))} when sent; any order), then one user a record. ` +
-          'An empty field not quoted is a field not sent; `""` is an empty string. A quoted field may hold commas, doubled quotes and line breaks.',
+          `RFC 4180, UTF-8: a header row naming the columns ` +
+          `(${plainSentence(REQUIRED_FIELDS)}; ` +
+          `${plainSentence(WRITE_COLUMNS.filter((f) => !(/** @type {readonly string[]} */ (REQUIRED_FIELDS).includes(f))))} when ` +
+          `sent; any order), then one user a record. ` +
+          'An empty field not quoted is a field not sent; `""` is an empty ' +
+          'string. A quoted field may hold commas, doubled quotes and line breaks.',
       },
       examples: {
         twoUsers: {
           value:
-            'email,name,phone\r\nada@example.com,"Lovelace, Ada",\r\nalan@example.com,Alan Turing,+441234567890\r\n',
+            'email,name,phone\r\nada@example.com,"Lovelace, ' +
+            'Ada",\r\nalan@example.com,Alan Turing,+441234567890\r\n',
         },
       },
     },

@@ -1,22 +1,32 @@
-// The users table's columns, declared once: the validator and its messages, every statement, the CSV,
-// the representation, the query's columns and the OpenAPI document are built from it. A new column is
-// an entry here, a migration, and a line in each row function written out a column (user-schema.js,
-// user-sql.js), which tsc and row-functions.test.js hold to this list. A leaf: it imports nothing.
+// The users table's columns, declared once: the validator and its messages, every statement, the
+// CSV, the representation, the query's columns and the OpenAPI document are built from it. A new
+// column is an entry here, a migration, and a line in each row function written out a column
+// (user-schema.js, user-sql.js), which tsc and row-functions.test.js hold to this list. A leaf: it
+// imports nothing.
 
 // No control character (C0, DEL, C1): invisible in logs, and NUL cannot be stored in text.
 const NO_CONTROL = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
 const EMAIL_CHAR = '[^\\s@\\u0000-\\u001f\\u007f-\\u009f]';
-// local@domain.tld, the domain's dot found by a lookahead: linear, where `X+@X+\.X+` backtracks in quadratic time.
+// local@domain.tld, the domain's dot found by a lookahead: linear, where `X+@X+\.X+` backtracks in
+// quadratic time.
 const EMAIL = `^${EMAIL_CHAR}+@${EMAIL_CHAR}(?=${EMAIL_CHAR}*\\.${EMAIL_CHAR})${EMAIL_CHAR}*$`;
-// PHC and modular crypt strings only (`$id$`, base64, parameters): no quote, backslash, space or NUL.
+// PHC and modular crypt strings only (`$id$`, base64, parameters): no quote, backslash, space or
+// NUL.
 const PASSWORD_HASH = '^\\$[a-z0-9-]+\\$[A-Za-z0-9./+=,$-]*$';
-// RFC 3339 with an offset, to the microsecond (timestamptz keeps no more); whether it exists: changed-at.js.
+// RFC 3339 with an offset, to the microsecond (timestamptz keeps no more); whether it exists:
+// changed-at.js.
 const CHANGED_AT =
   '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})$';
 
-// A column's `merge`: `key` (the conflict target), `newest` (the newest change's value), `kept` (the newest
-// sent, else the stored one), `order` (the ordering value). `sparse`: rarely sent; `shown` 'never': a secret.
-/** @typedef {{ field: string, column: string, type: 'text' | 'timestamptz', required: boolean, schema: Readonly<Record<string, unknown>>, messages: Readonly<Record<string, string>>, lowerCased?: boolean, merge: 'key' | 'newest' | 'kept' | 'order', sparse?: boolean, shown: boolean | 'never', description: string, shownAs?: string }} UserColumn */
+// A column's `merge`: `key` (the conflict target), `newest` (the newest change's value), `kept`
+// (the newest sent, else the stored one), `order` (the ordering value). `sparse`: rarely sent;
+// `shown` 'never': a secret.
+/**
+ * @typedef {{ field: string, column: string, type: 'text' | 'timestamptz', required: boolean,
+ *   schema: Readonly<Record<string, unknown>>, messages: Readonly<Record<string, string>>,
+ *   lowerCased?: boolean, merge: 'key' | 'newest' | 'kept' | 'order', sparse?: boolean,
+ *   shown: boolean | 'never', description: string, shownAs?: string }} UserColumn
+ */
 
 /** The columns, in the table's (and every statement's) order: the key, email, first. */
 export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]} */ ([
@@ -35,7 +45,8 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
     merge: 'key',
     shown: true,
     description:
-      'Stored lower-cased; unique: an email already stored is skipped (or, in merge mode, updated), never duplicated.',
+      'Stored lower-cased; unique: an email already stored is ' +
+      'skipped (or, in merge mode, updated), never duplicated.',
     shownAs: 'As stored: lower-cased.',
   },
   {
@@ -78,12 +89,14 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
       type: 'must be a string (leave the field out when there is none)',
       maxLength: 'must be at most 255 characters',
       pattern:
-        'must be a PHC / modular-crypt hash: $id$ then only letters, digits and . / + = , $ - (e.g. $argon2id$v=19$...)',
+        'must be a PHC / modular-crypt hash: $id$ then only ' +
+        'letters, digits and . / + = , $ - (e.g. $argon2id$v=19$...)',
     },
     merge: 'kept',
     shown: 'never',
     description:
-      'A PHC / modular-crypt hash (`$id$...`: letters, digits and `. / + = , $ -`). A `password` field is refused: plaintext is never stored.',
+      'A PHC / modular-crypt hash (`$id$...`: letters, digits and `. / + = ' +
+      ', $ -`). A `password` field is refused: plaintext is never stored.',
   },
   {
     field: 'changedAt',
@@ -94,25 +107,42 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
     messages: {
       type: 'must be a string',
       pattern:
-        'must be an RFC 3339 date-time with an offset, to the microsecond at most (e.g. 2026-11-26T09:30:00.123456Z or 2026-11-26T10:30:00+01:00)',
+        'must be an RFC 3339 date-time with an offset, to the microsecond at ' +
+        'most (e.g. 2026-11-26T09:30:00.123456Z or 2026-11-26T10:30:00+01:00)',
     },
     merge: 'order',
     sparse: true,
     // Not shown: a representation keeps the columns it had before changedAt came.
     shown: false,
     description:
-      'When the change happened at its source: RFC 3339 with an offset (`Z` or `±hh:mm`), at most 6 fractional digits (PostgreSQL keeps microseconds; more are refused, not rounded). ' +
-      "Merge mode's ordering value: a stored row is replaced only by a strictly newer change; an older or equal one, or one without `changedAt` against a row that has one, writes nothing and is counted in `stale`. " +
-      'A change with `changedAt` always beats a row stored without one. Stored on insert in both modes.',
+      'When the change happened at its source: RFC 3339 with an offset ' +
+      '(`Z` or `±hh:mm`), at most 6 fractional digits (PostgreSQL ' +
+      'keeps microseconds; more are refused, not rounded). ' +
+      "Merge mode's ordering value: a stored row is replaced only by a strictly " +
+      'newer change; an older or equal one, or one without `changedAt` against ' +
+      'a row that has one, writes nothing and is counted in `stale`. ' +
+      'A change with `changedAt` always beats a row ' +
+      'stored without one. Stored on insert in both modes.',
   },
 ]);
 
 /** @typedef {typeof USER_COLUMNS[number]} DeclaredColumn */
 /** @typedef {DeclaredColumn['field']} UserField */
 /** @typedef {Extract<DeclaredColumn, { shown: true }>['field']} ShownField */
-/** @template {UserField} F @typedef {Extract<DeclaredColumn, { field: F }>['required'] extends true ? string : string | null} ValueOf */
-/** A row as the table takes it (null: not sent; the email lower-cased). @typedef {{ [F in UserField]: ValueOf<F> }} UserRow */
-/** A row in a representation (updatedAt null: inserted). @typedef {{ [F in ShownField]: ValueOf<F> } & { createdAt: string, updatedAt: string | null }} WrittenUser */
+/**
+ * @template {UserField} F
+ * @typedef {Extract<DeclaredColumn,
+ *   { field: F }>['required'] extends true ? string : string | null} ValueOf
+ */
+/**
+ * A row as the table takes it (null: not sent; the email lower-cased).
+ * @typedef {{ [F in UserField]: ValueOf<F> }} UserRow
+ */
+/**
+ * A row in a representation (updatedAt null: inserted).
+ * @typedef {{ [F in ShownField]: ValueOf<F> } & { createdAt: string,
+ *   updatedAt: string | null }} WrittenUser
+ */
 
 export const USER_FIELDS = /** @type {readonly UserField[]} */ (USER_COLUMNS.map((c) => c.field));
 export const REQUIRED_FIELDS = USER_COLUMNS.filter((c) => c.required).map((c) => c.field);

@@ -2,11 +2,17 @@ import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
 import { JWT_REFUSAL_REASONS, JwtRefusal } from './refusals.js';
 
 // Verifies a JWT as PostgREST does: the signature (HS256 for JWT_SECRET, asymmetric only for a key
-// set, `none` never), `exp` and `nbf`, `aud` and `iss` when configured, and a role claim that grants
-// writing. Loaded only when a JWT is configured (jose). A verified token is remembered for a while,
-// as PostgREST's JWT cache does: the price is that a key removed still admits its tokens that long.
+// set, `none` never), `exp` and `nbf`, `aud` and `iss` when configured, and a role claim that
+// grants writing. Loaded only when a JWT is configured (jose). A verified token is remembered for a
+// while, as PostgREST's JWT cache does: the price is that a key removed still admits its tokens
+// that long.
 
-/** The JWT_ variables (docs/configuration.md). @typedef {{ secret: string | undefined, jwksUrl: string | undefined, audience: string | undefined, issuer: string | undefined, roleClaim: string, roles: string[] | undefined, clientClaim: string, jwksTimeoutMs: number }} JwtConfig */
+/**
+ * The JWT_ variables (docs/configuration.md).
+ * @typedef {{ secret: string | undefined, jwksUrl: string | undefined,
+ *   audience: string | undefined, issuer: string | undefined, roleClaim: string,
+ *   roles: string[] | undefined, clientClaim: string, jwksTimeoutMs: number }} JwtConfig
+ */
 
 export const CLOCK_TOLERANCE_S = 5;
 /** jose's cooldown: an unknown kid fetches the key set again only this much after a fetch. */
@@ -39,7 +45,8 @@ const ANONYMOUS_ROLE = 'anon';
 
 export { JWT_REFUSAL_REASONS, JwtRefusal };
 
-// A verifier against the secret or jose's remote key set (a fetch bounded by JWT_JWKS_TIMEOUT_MS), resolving with the client claim.
+// A verifier against the secret or jose's remote key set (a fetch bounded by JWT_JWKS_TIMEOUT_MS),
+// resolving with the client claim.
 /** @param {JwtConfig} config @returns {Promise<(token: string) => Promise<string | undefined>>} */
 export async function createJwtVerifier(config) {
   const key =
@@ -115,13 +122,18 @@ function clientOf(claimed, claim) {
   const wellFormed = /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (client));
   if (CONTROL.test(client) || !wellFormed.isWellFormed())
     throw new JwtRefusal(
-      `the token's ${claim} claim is not a client name: it holds a control character or a lone surrogate`,
+      `the token's ${claim} claim is not a client name: ` +
+        `it holds a control character or a lone surrogate`,
       'claim',
     );
   return client;
 }
 
-/** jose's error as a refusal, by its class: its message may quote a claim's value. @param {unknown} err @param {boolean} keySet */
+/**
+ * jose's error as a refusal, by its class: its message may quote a claim's value.
+ * @param {unknown} err
+ * @param {boolean} keySet
+ */
 function refusalOf(err, keySet) {
   if (err instanceof errors.JWTExpired) return new JwtRefusal('the token has expired', 'expired');
   if (err instanceof errors.JWTClaimValidationFailed) {

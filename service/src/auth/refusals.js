@@ -1,4 +1,5 @@
-// Why credentials are refused (the 401's message, the metric's label); a leaf, so naming one loads no jose.
+// Why credentials are refused (the 401's message, the metric's label); a leaf, so naming one loads
+// no jose.
 
 export const JWT_REFUSAL_REASONS = /** @type {const} */ ([
   'expired',
@@ -21,7 +22,9 @@ export const AUTH_REFUSAL_REASONS = /** @type {const} */ ([
   ...JWT_REFUSAL_REASONS,
 ]);
 
-/** Why a JWT was refused: a message quoting nothing of the token, and a fixed word for the metric. */
+/**
+ * Why a JWT was refused: a message quoting nothing of the token, and a fixed word for the metric.
+ */
 export class JwtRefusal extends Error {
   constructor(
     /** @type {string} */ message,

@@ -1,9 +1,19 @@
 import { startTokenSource } from './token-source.js';
 
-/** @typedef {{ tokens: import('./token-source.js').TokenSource | undefined, verifyJwt: ((token: string) => Promise<string | undefined>) | undefined, close: () => void }} Authentication */
+/**
+ * @typedef {{ tokens: import('./token-source.js').TokenSource | undefined,
+ *   verifyJwt: ((token: string) => Promise<string | undefined>) | undefined,
+ *   close: () => void }} Authentication
+ */
 
-// The static tokens (kept current) and the JWT verifier (jose imported only then) that authenticate.js checks against.
-/** @param {import('../config.js').Auth} config @param {{ logger: import('pino').Logger, secrets?: import('./token-source.js').SecretReader }} deps @returns {Promise<Authentication>} */
+// The static tokens (kept current) and the JWT verifier (jose imported only then) that
+// authenticate.js checks against.
+/**
+ * @param {import('../config.js').Auth} config
+ * @param {{ logger: import('pino').Logger,
+ *   secrets?: import('./token-source.js').SecretReader }} deps
+ * @returns {Promise<Authentication>}
+ */
 export async function startAuthentication(config, { logger, secrets }) {
   const tokens = await startTokenSource(config, { logger, secrets });
   const verifyJwt = config.jwt

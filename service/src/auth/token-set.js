@@ -20,7 +20,10 @@ export class TokenSet {
   constructor(tokens) {
     this.clients = tokens.map(({ name, token }) => ({ name, digest: digestOf(token) }));
     this.names = new Set(this.clients.map((c) => c.name));
-    /** Each client's declared limits (a client named twice, in a rotation: its first declaration). @type {Map<string, import('@sluice/env/named-tokens').ClientLimits>} */
+    /**
+     * Each client's declared limits (a client named twice, in a rotation: its first declaration).
+     * @type {Map<string, import('@sluice/env/named-tokens').ClientLimits>}
+     */
     this.limits = new Map();
     for (const { name, limits } of tokens)
       if (limits && !this.limits.has(name)) this.limits.set(name, limits);
@@ -48,7 +51,8 @@ export class TokenSet {
   }
 }
 
-// One list from several (INGEST_TOKEN and INGEST_TOKENS; a secret's two versions): a name may hold two tokens, a token two names never.
+// One list from several (INGEST_TOKEN and INGEST_TOKENS; a secret's two versions): a name may hold
+// two tokens, a token two names never.
 /** @param {NamedToken[][]} lists @returns {NamedToken[]} */
 export function mergeNamedTokens(lists) {
   /** @type {Map<string, string>} */
@@ -61,7 +65,8 @@ export function mergeNamedTokens(lists) {
     if (owner === name) continue;
     if (owner !== undefined)
       refuse(
-        `gives the clients ${JSON.stringify(owner)} and ${JSON.stringify(name)} the same token: each client needs its own`,
+        `gives the clients ${JSON.stringify(owner)} and ${JSON.stringify(name)} the ` +
+          `same token: each client needs its own`,
       );
     owners.set(token, name);
     merged.push(named);

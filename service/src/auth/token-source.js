@@ -5,16 +5,29 @@ import { DEFAULT_CLIENT, TokenSet, mergeNamedTokens } from './token-set.js';
 
 /** @typedef {import('./token-set.js').NamedToken} NamedToken */
 
-/** The INGEST_TOKEN* variables, INGEST_TOKENS parsed. @typedef {{ ingestToken: string | undefined, ingestTokens: NamedToken[] | undefined, ingestTokensFile: string | undefined, ingestTokensSecretArn: string | undefined, ingestTokensRefreshMs: number }} TokenSourceConfig */
-/** What GetSecretValue answers (tests inject one). @typedef {{ getSecretString: (secretId: string, versionStage: string) => Promise<string | undefined> }} SecretReader */
+/**
+ * The INGEST_TOKEN* variables, INGEST_TOKENS parsed.
+ * @typedef {{ ingestToken: string | undefined, ingestTokens: NamedToken[] | undefined,
+ *   ingestTokensFile: string | undefined, ingestTokensSecretArn: string | undefined,
+ *   ingestTokensRefreshMs: number }} TokenSourceConfig
+ */
+/**
+ * What GetSecretValue answers (tests inject one).
+ * @typedef {{ getSecretString: (secretId: string,
+ *   versionStage: string) => Promise<string | undefined> }} SecretReader
+ */
 
-// The static tokens in force, kept current: INGEST_TOKEN and INGEST_TOKENS once; a file or a Secrets
-// Manager secret at start and every INGEST_TOKENS_REFRESH_MS (polled, not watched: fs.watch misses
-// an atomic rename), so a client is added, rotated or revoked without a restart. A secret is read
-// AWSPENDING first, then AWSCURRENT, both accepted: a rotation ending between the two reads still
-// leaves the new tokens in. Unreadable at start: a ConfigError; later: logged, the tokens stay.
+// The static tokens in force, kept current: INGEST_TOKEN and INGEST_TOKENS once; a file or a
+// Secrets Manager secret at start and every INGEST_TOKENS_REFRESH_MS (polled, not watched: fs.watch
+// misses an atomic rename), so a client is added, rotated or revoked without a restart. A secret is
+// read AWSPENDING first, then AWSCURRENT, both accepted: a rotation ending between the two reads
+// still leaves the new tokens in. Unreadable at start: a ConfigError; later: logged, the tokens
+// stay.
 export class TokenSource {
-  /** @param {TokenSourceConfig} config @param {{ logger: import('pino').Logger, secrets?: SecretReader }} deps */
+  /**
+   * @param {TokenSourceConfig} config
+   * @param {{ logger: import('pino').Logger, secrets?: SecretReader }} deps
+   */
   constructor(config, { logger, secrets }) {
     this.config = config;
     this.logger = logger;
@@ -48,7 +61,10 @@ export class TokenSource {
     );
   }
 
-  /** Reads the file or the secret, then refreshes it; rejects with a ConfigError naming the variable. */
+  /**
+   * Reads the file or the secret, then refreshes it; rejects with a ConfigError naming the
+   * variable.
+   */
   async start() {
     if (!this.refreshes) return this;
     try {
@@ -106,15 +122,25 @@ export class TokenSource {
   }
 }
 
-/** A problem, after the variable's name: a parse error's message (names only), else a code, never what was read. @param {unknown} err */
+/**
+ * A problem, after the variable's name: a parse error's message (names only), else a code, never
+ * what was read.
+ * @param {unknown} err
+ */
 function problemOf(err) {
   if (err instanceof TypeError) return err.message;
   /** @type {{ code?: unknown, name?: unknown }} */
   const e = err ?? {};
-  return `cannot be read (${typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : 'error'})`;
+  return (
+    `cannot be read (` +
+    `${typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : 'error'})`
+  );
 }
 
-/** GetSecretValue by stage (a stage the secret lacks: undefined); the AWS SDK is imported only then. @returns {Promise<SecretReader>} */
+/**
+ * GetSecretValue by stage (a stage the secret lacks: undefined); the AWS SDK is imported only then.
+ * @returns {Promise<SecretReader>}
+ */
 export async function awsSecretReader() {
   const { GetSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } =
     await import('@aws-sdk/client-secrets-manager');
@@ -135,7 +161,11 @@ export async function awsSecretReader() {
   };
 }
 
-/** The token source, read and refreshing; undefined with no static token. @param {TokenSourceConfig} config @param {{ logger: import('pino').Logger, secrets?: SecretReader }} deps */
+/**
+ * The token source, read and refreshing; undefined with no static token.
+ * @param {TokenSourceConfig} config
+ * @param {{ logger: import('pino').Logger, secrets?: SecretReader }} deps
+ */
 export async function startTokenSource(config, { logger, secrets }) {
   if (
     config.ingestToken === undefined &&

@@ -31,7 +31,11 @@ const UNREACHABLE_HOLD_MS = 1_000;
 // /readyz's verdict is kept this long: however many probes come, one check a second at most.
 export const READINESS_HOLD_MS = 1_000;
 
-/** A passing failure: a transient errno or SQLSTATE, the watchdog's cut, or the connection's failure as its lending saw it. @param {unknown} err */
+/**
+ * A passing failure: a transient errno or SQLSTATE, the watchdog's cut, or the connection's failure
+ * as its lending saw it.
+ * @param {unknown} err
+ */
 export function isTransient(err) {
   if (!(err instanceof Error)) return false;
   if (err instanceof WatchdogCutError || failedConnection(err)) return true;
@@ -72,12 +76,17 @@ export function timeoutOf(err) {
  * @typedef {object} Database
  * @property {pg.Pool} pool
  * @property {<T>(fn: (client: Lending) => Promise<T>) => Promise<T>} withClient
- * @property {<T>(fn: (client: Lending, begun: import('pg').QueryResult[]) => Promise<T>, options?: { limits?: import('./transaction-settings.js').TimeLimits, then?: string }) => Promise<T>} transaction
- *   BEGIN under the settings (limits: overrides; then: more statements in BEGIN's round trip, whose answers fn gets in `begun`), fn, COMMIT; ROLLBACK when fn fails
- * @property {import('./transaction-settings.js').TransactionSettings} settings  each transaction's own time limits
+ * @property {<T>(fn: (client: Lending, begun: import('pg').QueryResult[]) => Promise<T>,
+ *   options?: { limits?: import('./transaction-settings.js').TimeLimits,
+ *   then?: string }) => Promise<T>} transaction BEGIN under the settings (limits: overrides; then:
+ *   more statements in BEGIN's round trip, whose answers fn gets in `begun`), fn, COMMIT; ROLLBACK
+ *   when fn fails
+ * @property {import('./transaction-settings.js').TransactionSettings} settings each transaction's
+ *   own time limits
  * @property {() => Promise<Readiness>} readiness  /readyz's verdict, at most READINESS_HOLD_MS old
  * @property {(err: unknown) => Promise<Diagnosis>} diagnose
- * @property {() => Promise<boolean>} isTableLocked  another session holds a lock on users that stops every insert
+ * @property {() => Promise<boolean>} isTableLocked another session holds a lock on users that stops
+ *   every insert
  * @property {() => Promise<void>} close
  */
 
@@ -85,7 +94,8 @@ export function timeoutOf(err) {
  * The one module that owns the pool: every statement goes through a lending of one of its
  * connections (lending.js); no connection carries state from one transaction to the next, so
  * DATABASE_URL may be a transaction pooler's.
- * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number, dbLockTimeoutMs?: number }} config
+ * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number,
+ *   dbStatementTimeoutMs: number, dbLockTimeoutMs?: number }} config
  * @param {import('pino').Logger} logger @param {import('../tracing/tracing.js').Tracing} [tracing]
  * @returns {Database}
  */
@@ -143,7 +153,8 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
 /**
  * The pool, its connections each on a socket of ours (pg's `stream` option), which the watchdog
  * cuts and a lending reads; `lend` makes a lending of one of its clients.
- * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number, dbStatementTimeoutMs: number }} config
+ * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number,
+ *   dbStatementTimeoutMs: number }} config
  * @param {import('pino').Logger} logger @param {import('../tracing/tracing.js').Tracing} tracing
  */
 function createPool(config, logger, tracing) {
@@ -195,8 +206,12 @@ function createPool(config, logger, tracing) {
 }
 
 /**
- * Lends a client to `fn`, or 503 (DatabaseUnavailableError) while a probe just found the database unreachable or none can be had in time.
- * @param {pg.Pool} pool @param {ReturnType<typeof createPool>['lend']} lend @param {ReturnType<typeof createDbWatchdog>} watchdog @param {() => boolean} knownUnreachable
+ * Lends a client to `fn`, or 503 (DatabaseUnavailableError) while a probe just found the database
+ * unreachable or none can be had in time.
+ * @param {pg.Pool} pool
+ * @param {ReturnType<typeof createPool>['lend']} lend
+ * @param {ReturnType<typeof createDbWatchdog>} watchdog
+ * @param {() => boolean} knownUnreachable
  * @returns {Database['withClient']}
  */
 function createLender(pool, lend, watchdog, knownUnreachable) {
@@ -215,7 +230,11 @@ function createLender(pool, lend, watchdog, knownUnreachable) {
   };
 }
 
-/** @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings @returns {Database['transaction']} */
+/**
+ * @param {Database['withClient']} withClient
+ * @param {import('./transaction-settings.js').TransactionSettings} settings
+ * @returns {Database['transaction']}
+ */
 function createTransaction(withClient, settings) {
   return (fn, { limits, then } = {}) =>
     withClient(async (client) => {
@@ -240,7 +259,8 @@ function createTransaction(withClient, settings) {
  * /readyz's verdict, kept READINESS_HOLD_MS: probes in between, however many, are answered from it,
  * and those that come while a check runs share it. Checked through the pool (a connection the
  * writes use, no new session), or on a fresh connection while the pool is busy.
- * @param {{ pooled: () => Promise<Readiness>, fresh: () => Promise<Readiness>, poolBusy: () => boolean }} checks
+ * @param {{ pooled: () => Promise<Readiness>, fresh: () => Promise<Readiness>,
+ *   poolBusy: () => boolean }} checks
  * @returns {() => Promise<Readiness>}
  */
 export function createReadiness({ pooled, fresh, poolBusy }) {
@@ -267,7 +287,9 @@ export function createReadiness({ pooled, fresh, poolBusy }) {
  * ROLLBACK. A pooler in statement mode refuses the BEGIN (a query that leaves a transaction open):
  * the pooler's own answer, found by every check until it runs another mode. Bounded by the connect
  * timeout on both sides, as the fresh probe is.
- * @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings @param {number} timeoutMs
+ * @param {Database['withClient']} withClient
+ * @param {import('./transaction-settings.js').TransactionSettings} settings
+ * @param {number} timeoutMs
  * @returns {Promise<Readiness>}
  */
 function checkReadiness(withClient, settings, timeoutMs) {
@@ -292,7 +314,8 @@ function checkReadiness(withClient, settings, timeoutMs) {
  * Does another session hold a lock on users that stops every insert? ROW EXCLUSIVE is what every
  * INSERT takes; NOWAIT refuses at once if a SHARE lock or stronger is held or queued. The SET
  * LOCALs make the query one implicit transaction, which lets the lock go with it.
- * @param {Database['withClient']} withClient @param {import('./transaction-settings.js').TransactionSettings} settings
+ * @param {Database['withClient']} withClient
+ * @param {import('./transaction-settings.js').TransactionSettings} settings
  * @returns {Promise<boolean>}
  */
 function isTableLocked(withClient, settings) {
@@ -359,12 +382,14 @@ function createProbe(connection, connectTimeoutMs, settings) {
 }
 
 /**
- * Runs `fn` with a lending, watched while held; the client is destroyed rather than lent again when it
- * may have lost its connection. We listen for 'error' (pg-pool stops for a lent client): unhandled,
- * it would take the process down.
+ * Runs `fn` with a lending, watched while held; the client is destroyed rather than lent again when
+ * it may have lost its connection. We listen for 'error' (pg-pool stops for a lent client):
+ * unhandled, it would take the process down.
  * @template T
  * @param {pg.PoolClient} client @param {ReturnType<ReturnType<typeof createPool>['lend']>} lent
- * @param {ReturnType<typeof createDbWatchdog>} watchdog @param {(client: Lending) => Promise<T>} fn @returns {Promise<T>}
+ * @param {ReturnType<typeof createDbWatchdog>} watchdog
+ * @param {(client: Lending) => Promise<T>} fn
+ * @returns {Promise<T>}
  */
 async function holdClient(client, { lending, cut }, watchdog, fn) {
   /** @type {unknown} */ let failure;

@@ -11,18 +11,29 @@ const OPERATOR_ENDED = '57P';
 
 /** @type {WeakSet<object>} failures after which the write may have been committed */
 const inDoubt = new WeakSet();
-/** @type {WeakSet<object>} cancellations (57014) after the statement timeout in force had run out */
+/**
+ * @type {WeakSet<object>} cancellations (57014) after the statement timeout in force had run out
+ */
 const outOfTime = new WeakSet();
 /** @type {WeakSet<object>} BEGINs refused: no transaction was opened */
 const refusedBegins = new WeakSet();
-/** @type {WeakSet<object>} failures of the connection, not of the statement (lost, or no answer in time) */
+/**
+ * @type {WeakSet<object>} failures of the connection, not of the statement (lost, or no answer in
+ *   time)
+ */
 const ofTheConnection = new WeakSet();
 
-/** Text, or a query config whose `operation` labels its span, or a COPY stream. @typedef {string | (pg.QueryConfig & { operation?: string, query_timeout?: number }) | Writable} Statement */
+/**
+ * Text, or a query config whose `operation` labels its span, or a COPY stream.
+ * @typedef {string | (pg.QueryConfig & { operation?: string,
+ *   query_timeout?: number }) | Writable} Statement
+ */
 /**
  * socket: the connection's own; readTimeoutMs: pg's query_timeout; statementTimeoutMs: the default
  * statement_timeout (0 or none: not set); trace: a statement's span (tracing/pg-spans.js).
- * @typedef {{ socket: { readonly destroyed: boolean }, readTimeoutMs?: number, statementTimeoutMs?: number, trace?: (operation: string | undefined, send: () => any) => any }} LendingOptions
+ * @typedef {{ socket: { readonly destroyed: boolean }, readTimeoutMs?: number,
+ *   statementTimeoutMs?: number,
+ *   trace?: (operation: string | undefined, send: () => any) => any }} LendingOptions
  */
 
 export class Lending {
@@ -54,15 +65,22 @@ export class Lending {
     this.#trace = trace;
   }
 
-  /** Sends a statement: outside BEGIN it commits itself. @template {Statement} S @param {S} statement @returns {S extends Writable ? S : Promise<pg.QueryResult<any>>} */
+  /**
+   * Sends a statement: outside BEGIN it commits itself.
+   * @template {Statement} S
+   * @param {S} statement
+   * @returns {S extends Writable ? S : Promise<pg.QueryResult<any>>}
+   */
   query(statement) {
     if (!this.#inTransaction) this.#commitSent = true;
     return this.#send(statement);
   }
 
   /**
-   * @param {string} text  BEGIN and its round trip's statements @param {number} [statementTimeoutMs]  the transaction's own, when it sets one
-   * @param {number} [readTimeoutMs]  its answer awaited this long rather than the lending's read timeout
+   * @param {string} text BEGIN and its round trip's statements
+   * @param {number} [statementTimeoutMs] the transaction's own, when it sets one
+   * @param {number} [readTimeoutMs] its answer awaited this long rather than the lending's read
+   *   timeout
    */
   begin(text, statementTimeoutMs, readTimeoutMs) {
     this.#inTransaction = true;
@@ -77,7 +95,10 @@ export class Lending {
     });
   }
 
-  /** Statements for the COMMIT's round trip, before it: they commit with the transaction or fail it. @param {string} sql  ending with `; ` */
+  /**
+   * Statements for the COMMIT's round trip, before it: they commit with the transaction or fail it.
+   * @param {string} sql ending with `; `
+   */
   withCommit(sql) {
     this.#withCommit = sql;
   }
@@ -148,7 +169,12 @@ export class Lending {
     });
   }
 
-  /** pg's own failure (no SQLSTATE, no errno) is the connection's when its socket is gone or the statement went unanswered its read timeout. @param {object} err @param {number} timedOutAfterMs */
+  /**
+   * pg's own failure (no SQLSTATE, no errno) is the connection's when its socket is gone or the
+   * statement went unanswered its read timeout.
+   * @param {object} err
+   * @param {number} timedOutAfterMs
+   */
   #noteFailure(err, timedOutAfterMs) {
     // Timed from the statement that failed: noted once, at its answer (or before ROLLBACK).
     if (!this.#noted.has(err)) {
@@ -173,7 +199,10 @@ export class Lending {
 /** Whether the write that failed with `err` may have been committed. @param {unknown} err */
 export const outcomeInDoubt = (err) => typeof err === 'object' && err !== null && inDoubt.has(err);
 
-/** Whether `err` was the connection's failure (lost, or unanswered), as a lending saw it. @param {unknown} err */
+/**
+ * Whether `err` was the connection's failure (lost, or unanswered), as a lending saw it.
+ * @param {unknown} err
+ */
 export const failedConnection = (err) =>
   typeof err === 'object' && err !== null && ofTheConnection.has(err);
 
@@ -183,9 +212,16 @@ export function refusedToBegin(err) {
   return err;
 }
 
-/** A pooler in statement mode (PgBouncer) refused to open a transaction: 08P01 to a BEGIN. @param {unknown} err */
+/**
+ * A pooler in statement mode (PgBouncer) refused to open a transaction: 08P01 to a BEGIN.
+ * @param {unknown} err
+ */
 export const isStatementPooling = (err) =>
   err instanceof pg.DatabaseError && err.code === '08P01' && refusedBegins.has(err);
 
-/** A cancellation (57014) that came once the statement timeout in force had run out: statement_timeout, not an operator's cancel. @param {unknown} err */
+/**
+ * A cancellation (57014) that came once the statement timeout in force had run out:
+ * statement_timeout, not an operator's cancel.
+ * @param {unknown} err
+ */
 export const ranOutOfTime = (err) => typeof err === 'object' && err !== null && outOfTime.has(err);

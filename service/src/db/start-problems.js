@@ -5,7 +5,9 @@ import { isStatementPooling, refusedToBegin } from './lending.js';
 // SQLSTATE or errno (never a message), and the check made once at start-up that finds it.
 
 export const STATEMENT_POOLING =
-  'the pooler in front of the database runs pool_mode = statement, which cannot hold a transaction: set pool_mode = transaction for this database (or point DATABASE_URL around the pooler)';
+  'the pooler in front of the database runs pool_mode = statement, ' +
+  'which cannot hold a transaction: set pool_mode = transaction ' +
+  'for this database (or point DATABASE_URL around the pooler)';
 
 // Wrong credentials, database or pooler mode stop the start; a database not reachable yet (refused,
 // a name not resolved) may be on its way, so the service says so and serves 503 until it answers.
@@ -24,11 +26,20 @@ export function databaseProblem(err, { variable, url }) {
   if (isStatementPooling(err)) return STATEMENT_POOLING;
   switch (code) {
     case '28P01':
-      return `${variable}: PostgreSQL at ${at} refused the password of user "${decodeURIComponent(username)}" (28P01): put that user's password in ${variable}`;
+      return (
+        `${variable}: PostgreSQL at ${at} refused the password of user ` +
+        `"${decodeURIComponent(username)}" (28P01): put that user's password in ${variable}`
+      );
     case '3D000':
-      return `${variable}: database "${database}" does not exist at ${at} (3D000): create it (createdb ${database}) or name an existing one in ${variable}`;
+      return (
+        `${variable}: database "${database}" does not exist at ${at} (3D000): ` +
+        `create it (createdb ${database}) or name an existing one in ${variable}`
+      );
     case 'ECONNREFUSED':
-      return `${variable}: nothing accepts connections at ${at} (ECONNREFUSED): start PostgreSQL there, or point ${variable} at where it runs`;
+      return (
+        `${variable}: nothing accepts connections at ${at} (ECONNREFUSED): ` +
+        `start PostgreSQL there, or point ${variable} at where it runs`
+      );
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
       return `${variable}: host "${hostname}" is not known (${code}): fix the host in ${variable}`;
@@ -40,9 +51,11 @@ export function databaseProblem(err, { variable, url }) {
 /**
  * Opens a transaction on a connection of its own and rolls it back (two round trips: a pooler in
  * statement mode refuses a query that leaves a transaction open). Resolves with the one-liner of a
- * misconfiguration (fatal: the start must stop), undefined when the database can hold a transaction;
- * throws any other failure.
- * @param {string} url @param {number} timeoutMs @returns {Promise<{ line: string, fatal: boolean } | undefined>}
+ * misconfiguration (fatal: the start must stop), undefined when the database can hold a
+ * transaction; throws any other failure.
+ * @param {string} url
+ * @param {number} timeoutMs
+ * @returns {Promise<{ line: string, fatal: boolean } | undefined>}
  */
 export async function checkDatabase(url, timeoutMs) {
   const client = new pg.Client({

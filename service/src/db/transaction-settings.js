@@ -2,7 +2,10 @@
 // in the round trip of its first statement), never on the connection: behind a transaction pooler
 // each transaction may get another server connection, and a session setting would hold on some.
 
-/** A transaction's limits in ms: one left out is not set, 0 sets none. @typedef {{ statementTimeoutMs?: number, lockTimeoutMs?: number }} TimeLimits */
+/**
+ * A transaction's limits in ms: one left out is not set, 0 sets none.
+ * @typedef {{ statementTimeoutMs?: number, lockTimeoutMs?: number }} TimeLimits
+ */
 
 /** @param {string} name @param {number | undefined} ms */
 const setLocal = (name, ms) =>
@@ -15,9 +18,9 @@ const settingsOf = (limits) =>
 
 /**
  * The service's defaults (DB_STATEMENT_TIMEOUT_MS, DB_LOCK_TIMEOUT_MS), which a writer overrides as
- * the write policy says. `statement(sql)`: the settings then `sql` in one simple query, one implicit
- * transaction (no `$n` parameters; its answer is `lastResult`). `begin(limits, then)`: BEGIN, the
- * settings and `then` in one round trip.
+ * the write policy says. `statement(sql)`: the settings then `sql` in one simple query, one
+ * implicit transaction (no `$n` parameters; its answer is `lastResult`). `begin(limits, then)`:
+ * BEGIN, the settings and `then` in one round trip.
  * @param {{ statementTimeoutMs: number, lockTimeoutMs?: number }} defaults
  */
 export function createTransactionSettings(defaults) {
@@ -35,5 +38,8 @@ export function createTransactionSettings(defaults) {
 
 /** @typedef {ReturnType<typeof createTransactionSettings>} TransactionSettings */
 
-/** The answer of a query's last statement (pg answers several statements with an array). @param {import('pg').QueryResult | import('pg').QueryResult[]} result */
+/**
+ * The answer of a query's last statement (pg answers several statements with an array).
+ * @param {import('pg').QueryResult | import('pg').QueryResult[]} result
+ */
 export const lastResult = (result) => (Array.isArray(result) ? result[result.length - 1] : result);

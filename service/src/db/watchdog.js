@@ -19,8 +19,9 @@ export class WatchdogCutError extends Error {
  */
 
 /**
- * @param {{ probe: () => Promise<boolean>, stallMs: number, intervalMs?: number, onCut?: (count: number) => void, now?: () => number }} options
- *   probe: does the database answer on a fresh connection (bounded in time); onCut: told how many it cut
+ * @param {{ probe: () => Promise<boolean>, stallMs: number, intervalMs?: number,
+ *   onCut?: (count: number) => void, now?: () => number }} options probe: does the database answer
+ *   on a fresh connection (bounded in time); onCut: told how many it cut
  */
 export function createDbWatchdog({
   probe,
@@ -43,7 +44,8 @@ export function createDbWatchdog({
     checking = true;
     try {
       if (await probe()) return;
-      // Only those that were stalled when asked: a query that began since may be on a new connection.
+      // Only those that were stalled when asked: a query that began since may be on a new
+      // connection.
       const cut = stalled.filter((w) => inFlight.delete(w));
       for (const w of cut) w.cut(new WatchdogCutError());
       if (cut.length) onCut(cut.length);
@@ -66,7 +68,11 @@ export function createDbWatchdog({
   }
 
   return {
-    /** Watches one lending until `done` is called. @param {(err: Error) => void} cut @returns {() => void} done */
+    /**
+     * Watches one lending until `done` is called.
+     * @param {(err: Error) => void} cut
+     * @returns {() => void} done
+     */
     watch(cut) {
       /** @type {Watched} */
       const w = { since: now(), cut };

@@ -4,7 +4,10 @@ import { FairQueue, ONE_CLIENT, shareOf, withinShare } from './fair-share.js';
 // The in-flight work budget in body bytes (what a request holds grows with its body): bookkeeping
 // of what requests hold and wait for, no HTTP (http/admission.js is its Express adapter).
 
-/** Bodies up to this size are "small" and may use the reserved share, so they never starve behind large ones. */
+/**
+ * Bodies up to this size are "small" and may use the reserved share, so they never starve behind
+ * large ones.
+ */
 export const SMALL_BODY_BYTES = 64 * 1024;
 /** The share of the budget that large requests may never take. */
 export const RESERVED_SHARE = 1 / 16;
@@ -16,7 +19,10 @@ export const RESERVED_SHARE = 1 / 16;
 export const WAITING_BUDGETS = 64;
 
 /** @typedef {import('./fair-share.js').FairClient} FairClient */
-/** @typedef {{ bytes: number, large: boolean, released: boolean, client: FairClient }} Grant  what one request holds; released once */
+/**
+ * @typedef {{ bytes: number, large: boolean, released: boolean, client: FairClient }} Grant what
+ *   one request holds; released once
+ */
 /**
  * Why admission control refuses a request (metrics.js exports each from the start); share: its
  * client already waits for its share of the waiting room while others wait too.
@@ -39,7 +45,10 @@ export class AdmissionRefusedError extends ApiError {
   }
 }
 
-/** @typedef {{ bytes: number, large: boolean, client: FairClient, admit: (grant: Grant) => void, timer?: NodeJS.Timeout }} Waiter */
+/**
+ * @typedef {{ bytes: number, large: boolean, client: FairClient, admit: (grant: Grant) => void,
+ *   timer?: NodeJS.Timeout }} Waiter
+ */
 
 /**
  * Large requests hold at most the budget less the reserve; small ones the whole budget, only the
@@ -56,11 +65,18 @@ export class AdmissionBudget {
   #waitingBytes = 0;
   /** Bytes held, by client key. @type {Map<string, number>} */ #held = new Map();
   /** Bytes held, by metric label. @type {Map<string, number>} */ #heldByLabel = new Map();
-  /** Bytes waiting, by client key, with the client. @type {Map<string, { client: FairClient, bytes: number }>} */ #waitingBy =
-    new Map();
+  /**
+   * Bytes waiting, by client key, with the client.
+   * @type {Map<string, { client: FairClient, bytes: number }>}
+   */
+  #waitingBy = new Map();
   #waitingWeight = 0;
 
-  /** @param {{ budgetBytes: number, maxWaitMs: number, onChange?: (budget: AdmissionBudget) => void }} options  onChange: after every change (metrics) */
+  /**
+   * @param {{ budgetBytes: number, maxWaitMs: number,
+   *   onChange?: (budget: AdmissionBudget) => void }} options onChange: after every change
+   *   (metrics)
+   */
   constructor({ budgetBytes, maxWaitMs, onChange = () => {} }) {
     this.budgetBytes = budgetBytes;
     this.reservedBytes = Math.floor(budgetBytes * RESERVED_SHARE);
@@ -96,12 +112,20 @@ export class AdmissionBudget {
     return this.#waitingWeight - (mine ? mine.client.weight : 0);
   }
 
-  /** What `bytes` of body cost: at most the large share (then it runs alone, rather than never). @param {number} bytes */
+  /**
+   * What `bytes` of body cost: at most the large share (then it runs alone, rather than never).
+   * @param {number} bytes
+   */
   charge(bytes) {
     return Math.min(bytes, this.largeShareBytes);
   }
 
-  /** Whether the budget has room for a grant holding `held` to hold `bytes` instead, whoever asks. @param {number} bytes @param {number} held @param {boolean} heldLarge */
+  /**
+   * Whether the budget has room for a grant holding `held` to hold `bytes` instead, whoever asks.
+   * @param {number} bytes
+   * @param {number} held
+   * @param {boolean} heldLarge
+   */
   #fits(bytes, held = 0, heldLarge = false) {
     const large = bytes > this.smallBodyBytes;
     const total = this.#total - held + bytes;
@@ -111,7 +135,12 @@ export class AdmissionBudget {
     return large || this.#largeQueue.length === 0 || total - largeTotal <= this.reservedBytes;
   }
 
-  /** Whether `client` may hold `bytes` more, as its share and cap allow. @param {FairClient} client @param {number} bytes @param {number} [held]  of its grant, already counted */
+  /**
+   * Whether `client` may hold `bytes` more, as its share and cap allow.
+   * @param {FairClient} client
+   * @param {number} bytes
+   * @param {number} [held] of its grant, already counted
+   */
   #withinShare(client, bytes, held = 0) {
     return withinShare(
       client,
@@ -153,7 +182,12 @@ export class AdmissionBudget {
     }
   }
 
-  /** A grant now if it fits, its client may hold it, and nobody of its kind waits. @param {number} bodyBytes @param {FairClient} [client] @returns {Grant | undefined} */
+  /**
+   * A grant now if it fits, its client may hold it, and nobody of its kind waits.
+   * @param {number} bodyBytes
+   * @param {FairClient} [client]
+   * @returns {Grant | undefined}
+   */
   tryAcquire(bodyBytes, client = ONE_CLIENT) {
     const bytes = this.charge(bodyBytes);
     const queue = bytes > this.smallBodyBytes ? this.#largeQueue : this.#smallQueue;
@@ -165,8 +199,12 @@ export class AdmissionBudget {
   }
 
   /**
-   * A grant once it fits and it is its client's turn, within `maxWaitMs`, else AdmissionRefusedError.
-   * @param {number} bodyBytes @param {AbortSignal} [signal]  the client left @param {FairClient} [client] @returns {Promise<Grant>}
+   * A grant once it fits and it is its client's turn, within `maxWaitMs`, else
+   * AdmissionRefusedError.
+   * @param {number} bodyBytes
+   * @param {AbortSignal} [signal] the client left
+   * @param {FairClient} [client]
+   * @returns {Promise<Grant>}
    */
   acquire(bodyBytes, signal, client = ONE_CLIENT) {
     const now = this.tryAcquire(bodyBytes, client);
@@ -175,7 +213,8 @@ export class AdmissionBudget {
     const room = this.budgetBytes * WAITING_BUDGETS;
     if (this.maxWaitMs === 0 || this.#waitingBytes + bytes > room)
       return Promise.reject(new AdmissionRefusedError('queue_full'));
-    // While others wait too, a client fills at most its share of the waiting room (it may always wait once).
+    // While others wait too, a client fills at most its share of the waiting room (it may always
+    // wait once).
     const mine = this.#waitingBy.get(client.key)?.bytes ?? 0;
     const others = this.#othersWaitingWeight(client);
     if (mine > 0 && others > 0 && mine + bytes > shareOf(client, others, room))
@@ -192,7 +231,8 @@ export class AdmissionBudget {
         signal?.removeEventListener('abort', onAbort);
         clearTimeout(waiter.timer);
         reject(new AdmissionRefusedError(reason));
-        // A request that stops waiting may unblock those held back for it (small ones, other clients' shares).
+        // A request that stops waiting may unblock those held back for it (small ones, other
+        // clients' shares).
         this.#admitWaiters();
       };
       const onAbort = () => giveUp('aborted');
@@ -216,7 +256,12 @@ export class AdmissionBudget {
     });
   }
 
-  /** A grant grown to `bodyBytes` without waiting (a body without a length); false: cut it off. @param {Grant} grant @param {number} bodyBytes @returns {boolean} */
+  /**
+   * A grant grown to `bodyBytes` without waiting (a body without a length); false: cut it off.
+   * @param {Grant} grant
+   * @param {number} bodyBytes
+   * @returns {boolean}
+   */
   grow(grant, bodyBytes) {
     const bytes = this.charge(bodyBytes);
     if (grant.released || bytes <= grant.bytes) return !grant.released;

@@ -5,12 +5,33 @@ import { ONE_CLIENT } from './fair-share.js';
 // (admission-budget.js) before its body is read, or refused with 503 having read nothing. It never
 // reads the body: a body of unknown size is charged by the reader through res.locals.bodyAllowance.
 
-/** @typedef {import('./admission-budget.js').AdmissionBudget} AdmissionBudget @typedef {import('./admission-budget.js').Grant} Grant */
-/** @typedef {{ shed: (reason: import('./admission-budget.js').RefusalReason) => void, waited: (seconds: number) => void, observe: (budget: AdmissionBudget) => void }} AdmissionMetrics */
-/** By client label: refused for its share or the budget, time waited. @typedef {{ refused: (label: string, reason: 'share' | 'budget') => void, waited: (label: string, seconds: number) => void }} ClientAdmissionMetrics */
-/** Given the bytes read so far: nothing while they fit (the grant grown), else the 503 that stops the read. @typedef {(bytesRead: number) => AdmissionRefusedError | undefined} BodyAllowance */
+/**
+ * @typedef {import('./admission-budget.js').AdmissionBudget} AdmissionBudget
+ * @typedef {import('./admission-budget.js').Grant} Grant
+ */
+/**
+ * @typedef {{ shed: (reason: import('./admission-budget.js').RefusalReason) => void,
+ *   waited: (seconds: number) => void,
+ *   observe: (budget: AdmissionBudget) => void }} AdmissionMetrics
+ */
+/**
+ * By client label: refused for its share or the budget, time waited.
+ * @typedef {{ refused: (label: string, reason: 'share' | 'budget') => void,
+ *   waited: (label: string, seconds: number) => void }} ClientAdmissionMetrics
+ */
+/**
+ * Given the bytes read so far: nothing while they fit (the grant grown), else the 503 that stops
+ * the read.
+ * @typedef {(bytesRead: number) => AdmissionRefusedError | undefined} BodyAllowance
+ */
 
-/** @param {AdmissionBudget} budget @param {Grant} grant @param {AdmissionMetrics | undefined} metrics @param {ClientAdmissionMetrics | undefined} clientMetrics @returns {BodyAllowance} */
+/**
+ * @param {AdmissionBudget} budget
+ * @param {Grant} grant
+ * @param {AdmissionMetrics | undefined} metrics
+ * @param {ClientAdmissionMetrics | undefined} clientMetrics
+ * @returns {BodyAllowance}
+ */
 function allowanceOf(budget, grant, metrics, clientMetrics) {
   /** @type {AdmissionRefusedError | undefined} */
   let refused = undefined;
@@ -25,10 +46,13 @@ function allowanceOf(budget, grant, metrics, clientMetrics) {
 }
 
 /**
- * Admits a request before its body is read, or 503 with Retry-After; what it holds is released
- * once when the response ends. holdBytes: charge at most this (a stream holds a bounded part).
- * Its client (req.ingestClient, else one client for all) waits its turn and holds its share (fair-share.js).
- * @param {{ budget: AdmissionBudget, maxBodyBytes: number, metrics?: AdmissionMetrics, clientMetrics?: ClientAdmissionMetrics, holdBytes?: number }} options @returns {import('express').RequestHandler}
+ * Admits a request before its body is read, or 503 with Retry-After; what it holds is released once
+ * when the response ends. holdBytes: charge at most this (a stream holds a bounded part). Its
+ * client (req.ingestClient, else one client for all) waits its turn and holds its share
+ * (fair-share.js).
+ * @param {{ budget: AdmissionBudget, maxBodyBytes: number, metrics?: AdmissionMetrics,
+ *   clientMetrics?: ClientAdmissionMetrics, holdBytes?: number }} options
+ * @returns {import('express').RequestHandler}
  */
 export function admitRequest({ budget, maxBodyBytes, metrics, clientMetrics, holdBytes }) {
   /** @param {import('express').Response} res @param {Grant} grant @param {boolean} asRead */
@@ -70,7 +94,13 @@ export function admitRequest({ budget, maxBodyBytes, metrics, clientMetrics, hol
     }, next);
   };
 
-  /** Waits for room; undefined when the client left meanwhile. @param {import('express').Response} res @param {number} bytes @param {import('./fair-share.js').FairClient} client @returns {Promise<Grant | undefined>} */
+  /**
+   * Waits for room; undefined when the client left meanwhile.
+   * @param {import('express').Response} res
+   * @param {number} bytes
+   * @param {import('./fair-share.js').FairClient} client
+   * @returns {Promise<Grant | undefined>}
+   */
   async function waitForBudget(res, bytes, client) {
     const aborted = new AbortController();
     const onClose = () => aborted.abort();

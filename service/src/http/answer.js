@@ -8,16 +8,26 @@ import { ONE_CLIENT } from './fair-share.js';
 // request with an Idempotency-Key stores is the one it is sent.
 
 /** @typedef {import('../users/idempotency-keys.js').StoredAnswer} StoredAnswer */
-/** @typedef {{ received: number, inserted: number, updated: number, quarantine?: import('../users/quarantine.js').Quarantine }} WrittenCounts */
+/**
+ * @typedef {{ received: number, inserted: number, updated: number,
+ *   quarantine?: import('../users/quarantine.js').Quarantine }} WrittenCounts
+ */
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** The users written or found already there: those received less those set aside. @param {number} received @param {WrittenCounts['quarantine']} quarantine */
+/**
+ * The users written or found already there: those received less those set aside.
+ * @param {number} received
+ * @param {WrittenCounts['quarantine']} quarantine
+ */
 const validOf = (received, quarantine) => received - (quarantine?.count ?? 0);
 
 /**
- * The answer to `counts` under the request's write options. @param {import('./write-options.js').WriteOptions} options
- * @param {WrittenCounts} counts @param {string} [rows]  representation.js's JSON @returns {StoredAnswer}
+ * The answer to `counts` under the request's write options.
+ * @param {import('./write-options.js').WriteOptions} options
+ * @param {WrittenCounts} counts
+ * @param {string} [rows] representation.js's JSON
+ * @returns {StoredAnswer}
  */
 export function writtenAnswer(options, { received, inserted, updated, quarantine }, rows) {
   /** @type {Record<string, string>} */
@@ -51,8 +61,11 @@ export function writtenAnswer(options, { received, inserted, updated, quarantine
 }
 
 /**
- * Counts what was written in the metrics, and settles the client's rate charge to the users it sent.
- * @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics @param {WrittenCounts} counts
+ * Counts what was written in the metrics, and settles the client's rate charge to the users it
+ * sent.
+ * @param {import('express').Response} res
+ * @param {import('../metrics.js').Metrics} metrics
+ * @param {WrittenCounts} counts
  */
 export function countWritten(res, metrics, { received, inserted, updated, quarantine }) {
   const merge = res.locals.write.resolution === 'merge';
@@ -88,7 +101,9 @@ export function sendAnswer(res, { status, headers, body }, replayed = false) {
 }
 
 /**
- * Counts and answers a write. @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics
+ * Counts and answers a write.
+ * @param {import('express').Response} res
+ * @param {import('../metrics.js').Metrics} metrics
  * @param {WrittenCounts} counts @param {string} [rows]  representation.js's JSON
  */
 export function answerWritten(res, metrics, counts, rows) {

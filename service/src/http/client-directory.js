@@ -9,7 +9,10 @@ import { TokenBucket } from './rate-limit.js';
 // and kept, so a request allocates nothing here.
 
 /** @typedef {import('@sluice/env/named-tokens').ClientLimits} ClientLimits */
-/** @typedef {import('./fair-share.js').FairClient & { name: string, bucket?: TokenBucket, limits?: ClientLimits }} Client */
+/**
+ * @typedef {import('./fair-share.js').FairClient & { name: string, bucket?: TokenBucket,
+ *   limits?: ClientLimits }} Client
+ */
 
 /**
  * JWT clients remembered at most (their subjects are the clients' own words). Past it, those whose
@@ -21,7 +24,14 @@ const SWEEP_EVERY_MS = 1_000;
 /** The overflow client's key: no credential's scope (tokenScope, jwtScope) starts so. */
 const OVERFLOW_KEY = 'overflow:jwt';
 
-/** @param {string} key @param {string} name @param {string} label @param {ClientLimits | undefined} limits @param {number} now @returns {Client} */
+/**
+ * @param {string} key
+ * @param {string} name
+ * @param {string} label
+ * @param {ClientLimits | undefined} limits
+ * @param {number} now
+ * @returns {Client}
+ */
 function clientOf(key, name, label, limits, now) {
   return {
     key,
@@ -51,8 +61,9 @@ export class ClientDirectory {
   /** @type {unknown} */ #set;
 
   /**
-   * @param {{ tokens?: { current: { limitsOf: (name: string) => ClientLimits | undefined } }, jwtLimits?: ClientLimits, now?: () => number }} options
-   *   tokens: the static tokens in force (auth/token-source.js); jwtLimits: every JWT client's
+   * @param {{ tokens?: { current: { limitsOf: (name: string) => ClientLimits | undefined } },
+   *   jwtLimits?: ClientLimits, now?: () => number }} options tokens: the static tokens in force
+   *   (auth/token-source.js); jwtLimits: every JWT client's
    */
   constructor({ tokens, jwtLimits, now = () => performance.now() } = {}) {
     this.tokens = tokens;
@@ -73,7 +84,10 @@ export class ClientDirectory {
     return client;
   }
 
-  /** A JWT's client, by its claim (undefined: one for all), labelled `jwt`. @param {string | undefined} subject */
+  /**
+   * A JWT's client, by its claim (undefined: one for all), labelled `jwt`.
+   * @param {string | undefined} subject
+   */
   jwt(subject) {
     const key = jwtScope(subject);
     let client = this.#jwt.get(key);
@@ -92,7 +106,10 @@ export class ClientDirectory {
     return this.#jwt.size;
   }
 
-  /** Forgets the JWT clients without a bucket or with an idle one (never one in debt). @param {number} now */
+  /**
+   * Forgets the JWT clients without a bucket or with an idle one (never one in debt).
+   * @param {number} now
+   */
   #forgetIdle(now) {
     if (now - this.#sweptAt < SWEEP_EVERY_MS) return;
     this.#sweptAt = now;
@@ -100,7 +117,11 @@ export class ClientDirectory {
       if (!client.bucket || client.bucket.idle(now)) this.#jwt.delete(key);
   }
 
-  /** The tokens were read again: a client whose limits changed is made again, its bucket's level kept. @param {unknown} set */
+  /**
+   * The tokens were read again: a client whose limits changed is made again, its bucket's level
+   * kept.
+   * @param {unknown} set
+   */
   #reread(set) {
     this.#set = set;
     const current =

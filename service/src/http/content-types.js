@@ -4,7 +4,10 @@ import { parseMediaType } from './media-type.js';
 // the types served aside (the streamed imports); any other goes on to the next step, the JSON
 // body's, which refuses what it cannot read.
 
-/** @param {Record<string, import('express').RequestHandler>} routes  by media type, lower-case @returns {import('express').RequestHandler} */
+/**
+ * @param {Record<string, import('express').RequestHandler>} routes by media type, lower-case
+ * @returns {import('express').RequestHandler}
+ */
 export function byContentType(routes) {
   const byType = new Map(Object.entries(routes));
   const jsonLike = [...byType.keys()].filter((t) => t.startsWith('application/json'));

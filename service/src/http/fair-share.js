@@ -9,7 +9,10 @@
  * @typedef {{ key: string, label: string, weight: number, maxInFlightBytes?: number }} FairClient
  */
 
-/** The name of a request's client when no credential is configured: one client for all (its keys, its set-aside items, its share). */
+/**
+ * The name of a request's client when no credential is configured: one client for all (its keys,
+ * its set-aside items, its share).
+ */
 export const ANONYMOUS_CLIENT = 'anonymous';
 /** A service without credentials, or a caller that names none: one client. @type {FairClient} */
 export const ONE_CLIENT = Object.freeze({
@@ -22,7 +25,11 @@ export const ONE_CLIENT = Object.freeze({
  * Whether `client`, holding `heldBytes`, may hold `bytes` more: always when it holds nothing (a
  * request larger than its share runs alone rather than never); else within its own cap, and, while
  * others wait, within its weighted share of `budgetBytes`.
- * @param {FairClient} client @param {number} heldBytes @param {number} bytes @param {number} othersWaitingWeight @param {number} budgetBytes
+ * @param {FairClient} client
+ * @param {number} heldBytes
+ * @param {number} bytes
+ * @param {number} othersWaitingWeight
+ * @param {number} budgetBytes
  */
 export function withinShare(client, heldBytes, bytes, othersWaitingWeight, budgetBytes) {
   if (heldBytes <= 0) return true;
@@ -34,11 +41,19 @@ export function withinShare(client, heldBytes, bytes, othersWaitingWeight, budge
   );
 }
 
-/** A client's share of `bytes` against the others waiting. @param {FairClient} client @param {number} othersWaitingWeight @param {number} bytes */
+/**
+ * A client's share of `bytes` against the others waiting.
+ * @param {FairClient} client
+ * @param {number} othersWaitingWeight
+ * @param {number} bytes
+ */
 export const shareOf = (client, othersWaitingWeight, bytes) =>
   (bytes * client.weight) / (client.weight + othersWaitingWeight);
 
-/** @template {{ bytes: number }} T @typedef {{ client: FairClient, queue: (T & { start: number })[], finish: number }} Flow */
+/**
+ * @template {{ bytes: number }} T
+ * @typedef {{ client: FairClient, queue: (T & { start: number })[], finish: number }} Flow
+ */
 
 /**
  * Waiting requests, a queue per client. The next is the head with the smallest start tag: a
@@ -79,7 +94,9 @@ export class FairQueue {
 
   /**
    * The next request, its client's first, of the clients `skip` leaves in (it skips a client whose
-   * first is over its own limit); undefined when none. @param {(client: FairClient, first: T) => boolean} [skip] @returns {T | undefined}
+   * first is over its own limit); undefined when none.
+   * @param {(client: FairClient, first: T) => boolean} [skip]
+   * @returns {T | undefined}
    */
   peek(skip) {
     /** @type {(T & { start: number }) | undefined} */
@@ -95,14 +112,19 @@ export class FairQueue {
     return next;
   }
 
-  /** Takes `item` out (let in or given up); false when it is not waiting. @param {FairClient} client @param {T} item */
+  /**
+   * Takes `item` out (let in or given up); false when it is not waiting.
+   * @param {FairClient} client
+   * @param {T} item
+   */
   remove(client, item) {
     const flow = this.#flows.get(client.key);
     const at = flow ? flow.queue.indexOf(/** @type {T & { start: number }} */ (item)) : -1;
     if (!flow || at === -1) return false;
     const [taken] = flow.queue.splice(at, 1);
     this.#length--;
-    // Let in: the virtual time moves to where it started. A client with nothing left waiting starts afresh.
+    // Let in: the virtual time moves to where it started. A client with nothing left waiting starts
+    // afresh.
     if (at === 0) this.#virtual = Math.max(this.#virtual, taken.start);
     if (flow.queue.length === 0) this.#flows.delete(client.key);
     return true;

@@ -16,7 +16,8 @@ const MAX_KEY_LENGTH = 255;
 /**
  * A request's key: its scope and name, and the fingerprint taken of it so far (`update` with its
  * body's bytes or text, in order; `fingerprint()` once it is read).
- * @typedef {{ client: string, key: string, update: (body: Buffer | string) => void, fingerprint: () => Buffer }} RequestKey
+ * @typedef {{ client: string, key: string, update: (body: Buffer | string) => void,
+ *   fingerprint: () => Buffer }} RequestKey
  */
 
 /**
@@ -49,7 +50,8 @@ export function parseIdempotencyKey(value) {
   return key;
 }
 
-// RFC 8941 parameters: `;key` or `;key=value`, value a token, number, boolean, byte sequence or string.
+// RFC 8941 parameters: `;key` or `;key=value`, value a token, number, boolean, byte sequence or
+// string.
 const PARAMETERS =
   /^(?:; *[a-z*][a-z0-9_.*-]*(?:=(?:[A-Za-z*][\w:/!#$%&'*+.^`|~-]*|-?\d+(?:\.\d+)?|\?[01]|:[A-Za-z0-9+/=]*:|"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*"))?)*$/;
 
@@ -73,7 +75,8 @@ export function readIdempotencyKey() {
     const hash = createHash('sha256');
     const mark = req.url.indexOf('?');
     hash.update(
-      `${req.headers['content-type'] ?? ''}\n${joined(req.headers.prefer)}\n${mark === -1 ? '' : req.url.slice(mark + 1)}\n`,
+      `${req.headers['content-type'] ?? ''}\n${joined(req.headers.prefer)}\n` +
+        `${mark === -1 ? '' : req.url.slice(mark + 1)}\n`,
     );
     /** @type {Buffer | undefined} */
     let fingerprint = undefined;
@@ -91,8 +94,11 @@ export function readIdempotencyKey() {
 const joined = (header) => (Array.isArray(header) ? header.join(', ') : (header ?? ''));
 
 /**
- * The request's key for a writer: its answer (as `answer` builds it from the counts) stored with the write.
- * @param {RequestKey} key @param {(counts: import('../users/user-writer.js').Counts) => import('../users/idempotency-keys.js').StoredAnswer} answer
+ * The request's key for a writer: its answer (as `answer` builds it from the counts) stored with
+ * the write.
+ * @param {RequestKey} key
+ * @param {(counts: import('../users/user-writer.js').Counts) =>
+ *   import('../users/idempotency-keys.js').StoredAnswer} answer
  * @returns {import('../users/idempotency-keys.js').IdempotencyKey}
  */
 export const keyForWriter = (key, answer) => ({
@@ -105,7 +111,10 @@ export const keyForWriter = (key, answer) => ({
 /**
  * Answers a request whose key was taken: the stored answer, replayed byte for byte and counted by
  * client; or the catalogue's 422 (another fingerprint) or 409 (in flight), thrown.
- * @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics @param {RequestKey} key @param {import('../users/idempotency-keys.js').TakenKey} taken
+ * @param {import('express').Response} res
+ * @param {import('../metrics.js').Metrics} metrics
+ * @param {RequestKey} key
+ * @param {import('../users/idempotency-keys.js').TakenKey} taken
  */
 export function replayTaken(res, metrics, key, taken) {
   const answer = answerOfTaken(taken, key.fingerprint());

@@ -39,9 +39,18 @@ const CODINGS_TAKEN = Object.keys(DECODERS)
   .join(', ');
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
-/** @typedef {{ error: ApiError } | { decoder: (() => import('node:stream').Transform) | null }} HeaderCheck  a refusal, or the body's decoder */
+/**
+ * @typedef {{ error: ApiError }
+ *   | { decoder: (() => import('node:stream').Transform) | null }} HeaderCheck a refusal, or the
+ *   body's decoder
+ */
 
-/** What is wrong with a JSON body's headers, or its decoder. @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes @returns {HeaderCheck} */
+/**
+ * What is wrong with a JSON body's headers, or its decoder.
+ * @param {import('node:http').IncomingMessage} req
+ * @param {number} maxBodyBytes
+ * @returns {HeaderCheck}
+ */
 export function checkJsonHeaders(req, maxBodyBytes) {
   const [repeated] = repeatedHeaders(req, ['content-type']);
   if (repeated)
@@ -77,7 +86,8 @@ export function checkJsonHeaders(req, maxBodyBytes) {
     return {
       error: new ApiError(
         'unsupported_media_type',
-        'Content-Type must be application/json (an array of users), or application/x-ndjson, application/jsonl or text/csv (a stream of them)',
+        'Content-Type must be application/json (an array of users), or ' +
+          'application/x-ndjson, application/jsonl or text/csv (a stream of them)',
       ),
     };
   }
@@ -86,7 +96,8 @@ export function checkJsonHeaders(req, maxBodyBytes) {
     return {
       error: new ApiError(
         'unsupported_charset',
-        `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`,
+        `charset ${charset} is not supported: the body ` +
+          `must be UTF-8 (send charset=utf-8 or no charset)`,
       ),
     };
   }
@@ -96,7 +107,11 @@ export function checkJsonHeaders(req, maxBodyBytes) {
 
 /**
  * Transfer-Encoding, Content-Encoding and Content-Length checked for a body of at most `limit`
- * bytes (a JSON body's or a stream's). @param {import('node:http').IncomingMessage} req @param {number} limit @param {string} [limitName] @returns {HeaderCheck}
+ * bytes (a JSON body's or a stream's).
+ * @param {import('node:http').IncomingMessage} req
+ * @param {number} limit
+ * @param {string} [limitName]
+ * @returns {HeaderCheck}
  */
 export function checkCodings(req, limit, limitName = 'MAX_BODY_BYTES') {
   // Node decodes chunked alone; RFC 9112 (6.1) answers a transfer coding not understood with 501.
@@ -108,7 +123,8 @@ export function checkCodings(req, limit, limitName = 'MAX_BODY_BYTES') {
     return {
       error: new ApiError(
         'unsupported_transfer_encoding',
-        `Transfer-Encoding ${unknownTransfer} is not supported; send chunked alone (compress with Content-Encoding)`,
+        `Transfer-Encoding ${unknownTransfer} is not supported; ` +
+          `send chunked alone (compress with Content-Encoding)`,
       ),
     };
   }
@@ -121,7 +137,8 @@ export function checkCodings(req, limit, limitName = 'MAX_BODY_BYTES') {
     return {
       error: new ApiError(
         'unsupported_encoding',
-        `Content-Encoding ${codings.join(', ')} stacks encodings; send one of ${CODINGS_TAKEN}, or none`,
+        `Content-Encoding ${codings.join(', ')} stacks ` +
+          `encodings; send one of ${CODINGS_TAKEN}, or none`,
       ),
     };
   }
@@ -152,7 +169,9 @@ const PLAIN_BODY = Object.freeze({ decoder: null });
 
 /**
  * A Content-Length over the limit, refused before it is read (Node refused malformed ones already).
- * @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes @param {string} [limitName]
+ * @param {import('node:http').IncomingMessage} req
+ * @param {number} maxBodyBytes
+ * @param {string} [limitName]
  */
 function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
   const declared = Number(req.headers['content-length'] ?? 0);
@@ -166,14 +185,18 @@ function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
 }
 
 /**
- * The parsed value of a decoded body, or why it cannot be taken as sent. `onItemDuplicates`: told of
- * the users that give a key twice instead of refusing them (they are set aside, invalid=quarantine).
- * @param {Buffer} buffer @param {(errors: import('../errors.js').ItemError[]) => void} [onItemDuplicates] @returns {unknown}
+ * The parsed value of a decoded body, or why it cannot be taken as sent. `onItemDuplicates`: told
+ * of the users that give a key twice instead of refusing them (they are set aside,
+ * invalid=quarantine).
+ * @param {Buffer} buffer
+ * @param {(errors: import('../errors.js').ItemError[]) => void} [onItemDuplicates]
+ * @returns {unknown}
  */
 export function parseJsonBody(buffer, onItemDuplicates) {
   // Decoding would replace bad bytes with U+FFFD, which would then be stored as if sent.
   if (!isUtf8(buffer)) throw new ApiError('invalid_utf8');
-  // A byte-order mark is no part of the JSON text; RFC 8259 lets a parser ignore it, and sluice does.
+  // A byte-order mark is no part of the JSON text; RFC 8259 lets a parser ignore it, and sluice
+  // does.
   const start = buffer.subarray(0, 3).equals(UTF8_BOM) ? 3 : 0;
   const text = buffer.toString('utf8', start);
   if (text === '') return undefined;
@@ -205,14 +228,16 @@ export function parseJsonBody(buffer, onItemDuplicates) {
   }
   throw new ApiError(
     'duplicate_key',
-    `the key ${JSON.stringify(duplicates[0].key)} is given more than once in one object; send each key once`,
+    `the key ${JSON.stringify(duplicates[0].key)} is given ` +
+      `more than once in one object; send each key once`,
   );
 }
 
 /**
  * Checks the headers, reads the body (decoded, within its limit, its time and admission's
  * allowance), parses it strictly onto req.body.
- * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} options @returns {import('express').RequestHandler}
+ * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} options
+ * @returns {import('express').RequestHandler}
  */
 export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
   return (req, res, next) => {
@@ -259,7 +284,8 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
       settle(
         new ApiError(
           'body_timeout',
-          `the body did not arrive within BODY_READ_TIMEOUT_MS (${bodyReadTimeoutMs} ms); nothing was written`,
+          `the body did not arrive within BODY_READ_TIMEOUT_MS ` +
+            `(${bodyReadTimeoutMs} ms); nothing was written`,
         ),
         undefined,
         bytes,
@@ -280,7 +306,11 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
   };
 }
 
-/** A read failure as the catalogue's answer: ours as they are; a decoder's is malformed_encoding. @param {unknown} err @param {boolean} compressed */
+/**
+ * A read failure as the catalogue's answer: ours as they are; a decoder's is malformed_encoding.
+ * @param {unknown} err
+ * @param {boolean} compressed
+ */
 function describeReadError(err, compressed) {
   if (err instanceof ApiError) return err;
   return compressed ? new ApiError('malformed_encoding') : err;

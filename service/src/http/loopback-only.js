@@ -11,7 +11,11 @@ export function isLoopback(address) {
   return v4 === '::1' || v4.startsWith('127.');
 }
 
-/** @param {string} route  the route it guards, for the refusal @param {{ open: boolean }} options  open: every address served @returns {import('express').RequestHandler} */
+/**
+ * @param {string} route the route it guards, for the refusal
+ * @param {{ open: boolean }} options open: every address served
+ * @returns {import('express').RequestHandler}
+ */
 export function loopbackOnly(route, { open }) {
   if (open) return (_req, _res, next) => next();
   return (req, _res, next) => {
@@ -19,7 +23,8 @@ export function loopbackOnly(route, { open }) {
     next(
       new ApiError(
         'not_found',
-        `${route} is served to loopback addresses only; METRICS_PUBLIC=true serves it to every address`,
+        `${route} is served to loopback addresses only; ` +
+          `METRICS_PUBLIC=true serves it to every address`,
       ),
     );
   };

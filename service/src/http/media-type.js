@@ -4,10 +4,15 @@
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const QUOTED = '"(?:[^"\\\\\\x00-\\x08\\x0a-\\x1f\\x7f]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*"';
 const TYPE = new RegExp(`^${TOKEN}/${TOKEN}`);
-// OWS ";" OWS [ name "=" ( token / quoted-string ) ]: an empty parameter is allowed, a bare name not.
+// OWS ";" OWS [ name "=" ( token / quoted-string ) ]: an empty parameter is allowed, a bare name
+// not.
 const PARAMETER = new RegExp(`[ \\t]*;[ \\t]*(?:(${TOKEN})=(${TOKEN}|${QUOTED}))?`, 'y');
 
-/** @param {string} header @returns {{ type: string, parameters: Map<string, string> } | null}  null: malformed; names lower-cased */
+/**
+ * @param {string} header
+ * @returns {{ type: string, parameters: Map<string, string> } | null} null: malformed; names
+ *   lower-cased
+ */
 export function parseMediaType(header) {
   const type = TYPE.exec(header);
   if (!type) return null;

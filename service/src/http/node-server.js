@@ -13,14 +13,17 @@ const PARSER_REFUSALS = {
 /**
  * The HTTP server around the app: Node's own refusals (an unparsable request, an unknown `Expect`)
  * answered from the catalogue, and `100 Continue` held until the request is admitted.
- * @param {import('node:http').RequestListener} app @param {{ headersTimeoutMs?: number, checkEveryMs?: number }} [timeouts]  408 after; tests shorten both
+ * @param {import('node:http').RequestListener} app
+ * @param {{ headersTimeoutMs?: number, checkEveryMs?: number }} [timeouts] 408 after; tests shorten
+ *   both
  */
 export function createHttpServer(app, { headersTimeoutMs = 66_000, checkEveryMs = 30_000 } = {}) {
   const server = http.createServer(
     { headersTimeout: headersTimeoutMs, connectionsCheckingInterval: checkEveryMs },
     app,
   );
-  // Longer than a typical load balancer's idle timeout, so the balancer closes first, never us mid-reuse.
+  // Longer than a typical load balancer's idle timeout, so the balancer closes first, never us
+  // mid-reuse.
   server.keepAliveTimeout = 65_000;
 
   server.on('checkContinue', (req, res) => {
@@ -55,5 +58,8 @@ const jsonHeaders = (text) => ({
 function rawResponse({ status, headers, body }) {
   const text = JSON.stringify(body);
   const lines = Object.entries({ ...headers, ...jsonHeaders(text) });
-  return `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${lines.map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${text}`;
+  return (
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n` +
+    `${lines.map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${text}`
+  );
 }

@@ -8,9 +8,10 @@ import { ClientGoneError } from './read-body.js';
 import { checkStreamHeaders, readStream } from './stream-body.js';
 
 // POST /users with a streamed body (NDJSON, CSV): its headers checked, admitted for what it holds
-// at once, `100 Continue` sent, its text read piece by piece into the import (users/stream-import.js)
-// and the counts answered (with an Idempotency-Key: the answer stored with the import, or the
-// one stored under the key replayed). A client gone mid-body gets no answer: its socket is destroyed.
+// at once, `100 Continue` sent, its text read piece by piece into the import
+// (users/stream-import.js) and the counts answered (with an Idempotency-Key: the answer stored with
+// the import, or the one stored under the key replayed). A client gone mid-body gets no answer: its
+// socket is destroyed.
 
 /** The media types of a stream, by the format of its records (byContentType's routes). */
 export const STREAM_TYPES = /** @type {const} */ ({
@@ -20,8 +21,11 @@ export const STREAM_TYPES = /** @type {const} */ ({
 });
 
 /**
- * @param {{ format: import('../users/stream-import.js').StreamFormat, importUsers: ReturnType<typeof import('../users/stream-import.js').createStreamImport>,
- *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number, quarantineBound: import('../users/quarantine.js').ClientBound, metrics: import('../metrics.js').Metrics }} deps @returns {import('express').RequestHandler}
+ * @param {{ format: import('../users/stream-import.js').StreamFormat,
+ *   importUsers: ReturnType<typeof import('../users/stream-import.js').createStreamImport>,
+ *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number,
+ *   quarantineBound: import('../users/quarantine.js').ClientBound,
+ *   metrics: import('../metrics.js').Metrics }} deps @returns {import('express').RequestHandler}
  */
 export function postUsersStream({
   format,
@@ -42,7 +46,12 @@ export function postUsersStream({
     );
   };
 
-  /** @param {import('express').Request} req @param {import('express').Response} res @param {import('express').NextFunction} next @param {(() => import('node:stream').Transform) | null} decoder */
+  /**
+   * @param {import('express').Request} req
+   * @param {import('express').Response} res
+   * @param {import('express').NextFunction} next
+   * @param {(() => import('node:stream').Transform) | null} decoder
+   */
   async function serve(req, res, next, decoder) {
     sendContinue(res);
     const reader = readStream(req, { decoder, maxStreamBytes, idleTimeoutMs });
@@ -92,7 +101,11 @@ export function postUsersStream({
   }
 }
 
-/** The body's text as read, each piece into the key's fingerprint. @param {AsyncIterable<string>} texts @param {import('./idempotency-key.js').RequestKey} key */
+/**
+ * The body's text as read, each piece into the key's fingerprint.
+ * @param {AsyncIterable<string>} texts
+ * @param {import('./idempotency-key.js').RequestKey} key
+ */
 async function* fingerprinted(texts, key) {
   for await (const text of texts) {
     key.update(text);
@@ -100,18 +113,24 @@ async function* fingerprinted(texts, key) {
   }
 }
 
-/** What a stream cannot do, refused before a byte is read: answer its rows, or read some columns. @param {import('./write-options.js').WriteOptions} options @returns {ApiError | undefined} */
+/**
+ * What a stream cannot do, refused before a byte is read: answer its rows, or read some columns.
+ * @param {import('./write-options.js').WriteOptions} options
+ * @returns {ApiError | undefined}
+ */
 function unsupportedOnStreams({ return: returnPreference, query }) {
   if (returnPreference === 'representation') {
     return new ApiError(
       'unsupported_preference',
-      'Prefer: return=representation is not supported on a streamed body (NDJSON, CSV): send return=minimal or none (the counts)',
+      'Prefer: return=representation is not supported on a streamed ' +
+        'body (NDJSON, CSV): send return=minimal or none (the counts)',
     );
   }
   if (query.columns || query.select) {
     return new ApiError(
       'unsupported_query',
-      `?${query.columns ? 'columns' : 'select'} is not supported on a streamed body (NDJSON, CSV): a CSV header names its columns`,
+      `?${query.columns ? 'columns' : 'select'} is not supported on ` +
+        `a streamed body (NDJSON, CSV): a CSV header names its columns`,
     );
   }
   return undefined;

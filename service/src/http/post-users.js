@@ -13,16 +13,29 @@ import { READ_COLUMNS } from './write-query.js';
 // `Prefer: invalid=quarantine`, the invalid items set aside and kept with them; with an
 // Idempotency-Key, the answer stored with the rows, or the one stored under the key replayed.
 
-/** @typedef {import('../users/user-schema.js').UserRow} UserRow @typedef {import('../users/user-schema.js').Resolution} Resolution */
-/** @typedef {(rows: UserRow[], resolution: Resolution, options?: import('../users/user-writer.js').WriteOptions) => Promise<import('../users/user-writer.js').Outcome>} WriteUsers */
+/**
+ * @typedef {import('../users/user-schema.js').UserRow} UserRow
+ * @typedef {import('../users/user-schema.js').Resolution} Resolution
+ */
+/**
+ * @typedef {(rows: UserRow[], resolution: Resolution,
+ *   options?: import('../users/user-writer.js').WriteOptions) =>
+ *   Promise<import('../users/user-writer.js').Outcome>} WriteUsers
+ */
 
 const WITH_ROWS = Object.freeze({ withRows: true });
 
 /**
  * The body's users as rows, checked as a batch (the parsed objects let go), or the invalid ones set
  * aside into `quarantine`; inOrder: the rows as sent too.
- * @param {import('express').Request} req @param {number} maxBatchItems @param {Resolution} resolution @param {string[] | undefined} columns @param {boolean} inOrder
- * @param {import('../users/quarantine.js').Quarantine} [quarantine] @param {import('../errors.js').ItemError[]} [duplicateKeys]  the users that give a key twice (json-body.js)
+ * @param {import('express').Request} req
+ * @param {number} maxBatchItems
+ * @param {Resolution} resolution
+ * @param {string[] | undefined} columns
+ * @param {boolean} inOrder
+ * @param {import('../users/quarantine.js').Quarantine} [quarantine]
+ * @param {import('../errors.js').ItemError[]} [duplicateKeys] the users that give a key twice
+ *   (json-body.js)
  */
 function takeBatch(req, maxBatchItems, resolution, columns, inOrder, quarantine, duplicateKeys) {
   let items = req.body;
@@ -42,7 +55,11 @@ function takeBatch(req, maxBatchItems, resolution, columns, inOrder, quarantine,
   return { received: items.length, rows: oncePerEmail(checked, resolution), sent };
 }
 
-/** Only the keys ?columns names (as PostgREST); a non-object stays, for the validator. @param {unknown} item @param {readonly string[]} columns */
+/**
+ * Only the keys ?columns names (as PostgREST); a non-object stays, for the validator.
+ * @param {unknown} item
+ * @param {readonly string[]} columns
+ */
 function onlyColumns(item, columns) {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
   /** @type {Record<string, unknown>} */
@@ -52,7 +69,13 @@ function onlyColumns(item, columns) {
   return kept;
 }
 
-/** @param {{ writeUsers: WriteUsers, maxBatchItems: number, quarantineBound: import('../users/quarantine.js').ClientBound, metrics: import('../metrics.js').Metrics, tracing?: import('../tracing/tracing.js').Tracing }} deps @returns {import('express').RequestHandler} */
+/**
+ * @param {{ writeUsers: WriteUsers, maxBatchItems: number,
+ *   quarantineBound: import('../users/quarantine.js').ClientBound,
+ *   metrics: import('../metrics.js').Metrics,
+ *   tracing?: import('../tracing/tracing.js').Tracing }} deps
+ * @returns {import('express').RequestHandler}
+ */
 export function postUsers({
   writeUsers,
   maxBatchItems,
@@ -85,7 +108,10 @@ export function postUsers({
     tracing.endStep(validation);
     const { received, rows, sent } = batch;
     const key = res.locals.idempotency;
-    /** @param {{ inserted: number, updated: number, users?: import('../users/user-writer.js').WrittenUser[] }} written */
+    /**
+     * @param {{ inserted: number, updated: number,
+     *   users?: import('../users/user-writer.js').WrittenUser[] }} written
+     */
     const shown = ({ users }) =>
       withRows
         ? representation(/** @type {UserRow[]} */ (sent), users ?? [], query.select ?? READ_COLUMNS)

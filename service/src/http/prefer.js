@@ -18,7 +18,8 @@ const HANDLINGS = new Set(['lenient', 'strict']);
 /**
  * return: none is sluice's counts; count: Content-Range; invalid: set invalid items aside, at most
  * maxInvalid of them; applied: Preference-Applied's value.
- * @typedef {{ resolution: import('../users/user-schema.js').Resolution, return?: 'minimal' | 'headers-only' | 'representation', count: boolean,
+ * @typedef {{ resolution: import('../users/user-schema.js').Resolution,
+ *   return?: 'minimal' | 'headers-only' | 'representation', count: boolean,
  *   invalid?: { maxInvalid: number }, applied?: string }} Preferences
  */
 
@@ -27,7 +28,8 @@ const NONE = Object.freeze({ resolution: 'ignore', count: false });
 
 /**
  * A request's `Prefer` headers (joined with ", "): `name[=value][;...]` by commas, names in any
- * case, the first of a name counts but two resolutions that differ are refused (unsupported_preference).
+ * case, the first of a name counts but two resolutions that differ are refused
+ * (unsupported_preference).
  * @param {string | undefined} header @returns {Preferences}
  */
 export function parsePreferences(header) {
@@ -54,7 +56,9 @@ export function parsePreferences(header) {
       if (name === 'resolution' && first.get(name) !== value) {
         throw new ApiError(
           'unsupported_preference',
-          `Prefer: resolution is given twice with different values (${JSON.stringify(first.get(name)).slice(1, -1)}, ${JSON.stringify(value).slice(1, -1)}); send one`,
+          `Prefer: resolution is given twice with different values ` +
+            `(${JSON.stringify(first.get(name)).slice(1, -1)}, ` +
+            `${JSON.stringify(value).slice(1, -1)}); send one`,
         );
       }
       continue;
@@ -73,7 +77,8 @@ export function parsePreferences(header) {
     if (!resolved) {
       throw new ApiError(
         'unsupported_preference',
-        `Prefer: resolution=${JSON.stringify(resolutionValue).slice(1, -1)} is not supported; send resolution=merge-duplicates or resolution=ignore-duplicates`,
+        `Prefer: resolution=${JSON.stringify(resolutionValue).slice(1, -1)} is not ` +
+          `supported; send resolution=merge-duplicates or resolution=ignore-duplicates`,
       );
     }
     resolution = resolved;
@@ -119,7 +124,8 @@ function invalidPreference(value, parameters) {
   if (value !== 'quarantine') {
     throw new ApiError(
       'unsupported_preference',
-      `Prefer: invalid=${JSON.stringify(value).slice(1, -1)} is not supported; send invalid=quarantine (optionally invalid=quarantine; max-invalid=N), or leave it out`,
+      `Prefer: invalid=${JSON.stringify(value).slice(1, -1)} is not supported; send ` +
+        `invalid=quarantine (optionally invalid=quarantine; max-invalid=N), or leave it out`,
     );
   }
   let maxInvalid = DEFAULT_MAX_INVALID;
@@ -141,7 +147,9 @@ function invalidPreference(value, parameters) {
     ) {
       throw new ApiError(
         'unsupported_preference',
-        `Prefer: invalid=quarantine takes one parameter, max-invalid=N with N from 0 to ${MAX_INVALID_LIMIT} (default ${DEFAULT_MAX_INVALID}); got ${JSON.stringify(parameter.trim()).slice(1, -1)}`,
+        `Prefer: invalid=quarantine takes one parameter, max-invalid=N with ` +
+          `N from 0 to ${MAX_INVALID_LIMIT} (default ${DEFAULT_MAX_INVALID}); ` +
+          `got ${JSON.stringify(parameter.trim()).slice(1, -1)}`,
       );
     }
     maxInvalid = Number(given);
@@ -167,7 +175,11 @@ function isHonoured(name, value) {
   }
 }
 
-/** The `resolution` a request asks for. @param {string | undefined} header @returns {{ resolution: import('../users/user-schema.js').Resolution, applied?: string }} */
+/**
+ * The `resolution` a request asks for.
+ * @param {string | undefined} header
+ * @returns {{ resolution: import('../users/user-schema.js').Resolution, applied?: string }}
+ */
 export function resolutionPreference(header) {
   const { resolution, applied } = parsePreferences(header);
   const resolutionApplied = applied?.split(', ').find((p) => p.startsWith('resolution='));

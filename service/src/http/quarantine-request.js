@@ -7,8 +7,10 @@ import { ANONYMOUS_CLIENT } from './fair-share.js';
 // id the service made (a client's X-Request-Id is its own word, kept beside, never the key).
 
 /**
- * @param {import('express').Request} req @param {import('../users/quarantine.js').QuarantineFormat} format
- * @param {{ maxInvalid: number }} invalid @param {import('../users/quarantine.js').ClientBound} bound
+ * @param {import('express').Request} req
+ * @param {import('../users/quarantine.js').QuarantineFormat} format
+ * @param {{ maxInvalid: number }} invalid
+ * @param {import('../users/quarantine.js').ClientBound} bound
  */
 export function quarantineOf(req, format, { maxInvalid }, bound) {
   return new Quarantine({

@@ -7,7 +7,9 @@ import { RateLimitedError } from '../errors.js';
 // pays for its reading and checking whether it is written or not. Over the rate, 429 with
 // Retry-After and the IETF httpapi RateLimit headers, nothing read or written.
 
-/** Bytes of JSON a user is taken to be before the body is read: its real count settles the charge. */
+/**
+ * Bytes of JSON a user is taken to be before the body is read: its real count settles the charge.
+ */
 export const ESTIMATED_USER_BYTES = 100;
 /** The RateLimit-Policy's name: the quota is of users. */
 const POLICY = '"users"';
@@ -35,7 +37,9 @@ export class TokenBucket {
 
   /**
    * Takes `users` (a request larger than the burst once the bucket holds the burst, into debt),
-   * answering 0, or the seconds until it could be taken (nothing taken). @param {number} users @param {number} now
+   * answering 0, or the seconds until it could be taken (nothing taken).
+   * @param {number} users
+   * @param {number} now
    */
   take(users, now) {
     this.#refill(now);
@@ -47,26 +51,42 @@ export class TokenBucket {
     return (needed - this.tokens) / this.rate;
   }
 
-  /** What was taken corrected by `users` (more: taken too; fewer: given back). @param {number} users */
+  /**
+   * What was taken corrected by `users` (more: taken too; fewer: given back).
+   * @param {number} users
+   */
   settle(users) {
     this.tokens = Math.min(this.burst, this.tokens - users);
   }
 
-  /** Whether forgetting the bucket forgives nothing: full now, and no request of it in flight. @param {number} now */
+  /**
+   * Whether forgetting the bucket forgives nothing: full now, and no request of it in flight.
+   * @param {number} now
+   */
   idle(now) {
     this.#refill(now);
     return this.pending === 0 && this.tokens >= this.burst;
   }
 
-  /** The RateLimit header: users left now and seconds until the bucket is full. @param {number} now */
+  /**
+   * The RateLimit header: users left now and seconds until the bucket is full.
+   * @param {number} now
+   */
   state(now) {
     this.#refill(now);
     const remaining = Math.max(0, Math.floor(this.tokens));
-    return `${POLICY};r=${remaining};t=${Math.ceil((this.burst - Math.min(this.burst, this.tokens)) / this.rate)}`;
+    return (
+      `${POLICY};r=${remaining};t=` +
+      `${Math.ceil((this.burst - Math.min(this.burst, this.tokens)) / this.rate)}`
+    );
   }
 }
 
-/** Users a request is charged before its body is read: from its Content-Length, else 1 (settled once read). @param {import('node:http').IncomingMessage} req */
+/**
+ * Users a request is charged before its body is read: from its Content-Length, else 1 (settled once
+ * read).
+ * @param {import('node:http').IncomingMessage} req
+ */
 export function estimatedUsers(req) {
   const length = Number(req.headers['content-length']);
   return Number.isSafeInteger(length) && length > 0
@@ -85,7 +105,8 @@ export function usersRead({ bodyBytes = 0, bodyUsers = 0 }) {
 
 /**
  * A request refused (or its client gone) once its body was read, in part: its charge raised to what
- * was read, never lowered (nothing is given back for a refusal). Once a request; nothing without a rate.
+ * was read, never lowered (nothing is given back for a refusal). Once a request; nothing without a
+ * rate.
  * @param {import('express').Response} res
  */
 export function chargeRefused(res) {
@@ -98,7 +119,8 @@ export function chargeRefused(res) {
  * one when its rate is declared), or refuses it with 429 before its body is read. The answer to a
  * client with a rate carries RateLimit-Policy and RateLimit whatever its status; answer.js settles
  * the charge through res.locals.settleUsers, chargeRefused a refusal's.
- * @param {{ refused: (label: string) => void, now?: () => number }} deps @returns {import('express').RequestHandler}
+ * @param {{ refused: (label: string) => void, now?: () => number }} deps
+ * @returns {import('express').RequestHandler}
  */
 export function limitRate({ refused, now = () => performance.now() }) {
   return (req, res, next) => {

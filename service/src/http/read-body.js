@@ -16,9 +16,12 @@ export class ClientGoneError extends Error {
  * Reads a whole body into one Buffer, memory bounded by its size however it is framed (small chunks
  * copied into shared blocks, a known length into one buffer). Errors: the allowance's refusal,
  * payload_too_large, bad_request (not its length), ClientGoneError, the source's own.
- * @param {import('node:http').IncomingMessage} req @param {import('node:stream').Readable} source  the request or its decoder
- * @param {{ limit: number, length?: number, allowance?: import('./admission.js').BodyAllowance }} options
- * @param {(err: unknown, body: Buffer | undefined, bytes: number) => void} callback  called once, with the bytes kept
+ * @param {import('node:http').IncomingMessage} req
+ * @param {import('node:stream').Readable} source the request or its decoder
+ * @param {{ limit: number, length?: number,
+ *   allowance?: import('./admission.js').BodyAllowance }} options
+ * @param {(err: unknown, body: Buffer | undefined, bytes: number) => void} callback called once,
+ *   with the bytes kept
  * @returns {() => number}  stops reading, without the callback; the bytes kept
  */
 export function readBody(req, source, { limit, length, allowance }, callback) {

@@ -3,7 +3,10 @@ import { OUTCOME, READ_COLUMNS } from './write-query.js';
 
 // return=representation's answer, as JSON text: the rows written, in the order sent.
 
-/** @typedef {import('../users/user-writer.js').WrittenUser} WrittenUser @typedef {import('../users/user-schema.js').UserRow} UserRow */
+/**
+ * @typedef {import('../users/user-writer.js').WrittenUser} WrittenUser
+ * @typedef {import('../users/user-schema.js').UserRow} UserRow
+ */
 /** @typedef {import('./write-query.js').ReadColumn} ReadColumn */
 
 /**
@@ -11,7 +14,10 @@ import { OUTCOME, READ_COLUMNS } from './write-query.js';
  * emails left out, as PostgREST). With `outcome`: every item, `inserted`, `updated`, `skipped`
  * (nothing written) or `repeated` (an earlier item has its email). All columns and all inserted
  * once each: the items themselves, no lookup.
- * @param {UserRow[]} sent  in the order sent, repeats kept @param {WrittenUser[]} users @param {readonly ReadColumn[]} select @returns {string}
+ * @param {UserRow[]} sent in the order sent, repeats kept
+ * @param {WrittenUser[]} users
+ * @param {readonly ReadColumn[]} select
+ * @returns {string}
  */
 export function representation(sent, users, select) {
   const report = select.includes(OUTCOME);
@@ -50,18 +56,29 @@ export function representation(sent, users, select) {
   return JSON.stringify(out);
 }
 
-/** The one createdAt when every row was inserted by one transaction (each row is the item as sent). @param {WrittenUser[]} users */
+/**
+ * The one createdAt when every row was inserted by one transaction (each row is the item as sent).
+ * @param {WrittenUser[]} users
+ */
 function insertedAtOnce(users) {
   const createdAt = users[0]?.createdAt;
   for (const u of users) if (u.updatedAt !== null || u.createdAt !== createdAt) return undefined;
   return createdAt;
 }
 
-/** Whether `select` is every column of a representation, in order (no select, or `*`). @param {readonly ReadColumn[]} select */
+/**
+ * Whether `select` is every column of a representation, in order (no select, or `*`).
+ * @param {readonly ReadColumn[]} select
+ */
 const isEveryColumn = (select) =>
   select.length === READ_COLUMNS.length && select.every((c, i) => c === READ_COLUMNS[i]);
 
-/** @param {Partial<WrittenUser>} u @param {readonly ReadColumn[]} select @param {string} [outcome] @returns {Record<string, unknown>} */
+/**
+ * @param {Partial<WrittenUser>} u
+ * @param {readonly ReadColumn[]} select
+ * @param {string} [outcome]
+ * @returns {Record<string, unknown>}
+ */
 function pick(u, select, outcome) {
   /** @type {Record<string, unknown>} */
   const row = {};

@@ -31,8 +31,11 @@ export function loggedUrl(url) {
  * finished request: 4xx and 503 at warn, other 5xx at error, successes at debug; never headers or
  * bodies, of the query only its names (loggedUrl), the accepted client's name. quiet: never logged
  * (probes, scrapes).
- * @param {import('express').Express} app @param {import('pino').Logger} logger @param {import('../metrics.js').Metrics} metrics
- * @param {{ quiet?: (req: import('express').Request) => boolean }} [options] @returns {import('express').RequestHandler}
+ * @param {import('express').Express} app
+ * @param {import('pino').Logger} logger
+ * @param {import('../metrics.js').Metrics} metrics
+ * @param {{ quiet?: (req: import('express').Request) => boolean }} [options]
+ * @returns {import('express').RequestHandler}
  */
 export function observeRequests(app, logger, metrics, { quiet = () => false } = {}) {
   Object.defineProperty(app.request, 'log', {
@@ -75,9 +78,15 @@ export function observeRequests(app, logger, metrics, { quiet = () => false } = 
   };
 }
 
-/** A finished request counted and timed, through labelled children kept by method, route and status. @param {import('../metrics.js').Metrics} metrics */
+/**
+ * A finished request counted and timed, through labelled children kept by method, route and status.
+ * @param {import('../metrics.js').Metrics} metrics
+ */
 function labelledChildren(metrics) {
-  /** @type {Map<string, { requests: import('prom-client').Counter.Internal, duration: import('prom-client').Histogram.Internal }>} */
+  /**
+   * @type {Map<string, { requests: import('prom-client').Counter.Internal,
+   *   duration: import('prom-client').Histogram.Internal }>}
+   */
   const children = new Map();
   /** @param {string} method @param {string} route @param {number} status @param {number} seconds */
   return (method, route, status, seconds) => {

@@ -7,7 +7,11 @@ import { repeatedHeaders } from './repeated-headers.js';
 // A streamed body (NDJSON, CSV) read piece by piece, never whole: its text handed out as it comes,
 // the request paused while the consumer is busy. Limits: MAX_STREAM_BYTES, an idle timeout.
 
-/** What is wrong with a stream's headers, or its decoder. @param {import('node:http').IncomingMessage} req @param {number} maxStreamBytes */
+/**
+ * What is wrong with a stream's headers, or its decoder.
+ * @param {import('node:http').IncomingMessage} req
+ * @param {number} maxStreamBytes
+ */
 export function checkStreamHeaders(req, maxStreamBytes) {
   const [repeated] = repeatedHeaders(req, ['content-type']);
   if (repeated)
@@ -21,7 +25,8 @@ export function checkStreamHeaders(req, maxStreamBytes) {
     return {
       error: new ApiError(
         'unsupported_charset',
-        `charset ${charset} is not supported: the body must be UTF-8 (send charset=utf-8 or no charset)`,
+        `charset ${charset} is not supported: the body ` +
+          `must be UTF-8 (send charset=utf-8 or no charset)`,
       ),
     };
   }
@@ -29,11 +34,18 @@ export function checkStreamHeaders(req, maxStreamBytes) {
 }
 
 /**
- * texts: the body's text piece by piece, checked UTF-8, or an ApiError or ClientGoneError; close: the rest stays unread.
- * @typedef {{ texts: () => AsyncGenerator<string>, bytes: () => number, close: () => void }} StreamReader
+ * texts: the body's text piece by piece, checked UTF-8, or an ApiError or ClientGoneError; close:
+ * the rest stays unread.
+ * @typedef {{ texts: () => AsyncGenerator<string>, bytes: () => number,
+ *   close: () => void }} StreamReader
  */
 
-/** @param {import('node:http').IncomingMessage} req @param {{ decoder: (() => import('node:stream').Transform) | null, maxStreamBytes: number, idleTimeoutMs: number }} options @returns {StreamReader} */
+/**
+ * @param {import('node:http').IncomingMessage} req
+ * @param {{ decoder: (() => import('node:stream').Transform) | null, maxStreamBytes: number,
+ *   idleTimeoutMs: number }} options
+ * @returns {StreamReader}
+ */
 export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTimeoutMs }) {
   const decoder = makeDecoder?.();
   if (decoder) req.pipe(decoder);
@@ -53,7 +65,8 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
         fail(
           new ApiError(
             'body_timeout',
-            `no part of the body arrived for STREAM_IDLE_TIMEOUT_MS (${idleTimeoutMs} ms); nothing was written`,
+            `no part of the body arrived for STREAM_IDLE_TIMEOUT_MS ` +
+              `(${idleTimeoutMs} ms); nothing was written`,
           ),
         ),
       idleTimeoutMs,
@@ -111,8 +124,10 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
 
 /**
  * The first failure of a stream (client gone, bad encoding, idle timeout), which ends the wait for
- * a chunk; not a Promise.race a read, whose reactions would keep every chunk alive (nodejs/node#17469).
- * @param {import('node:http').IncomingMessage} req @param {import('node:stream').Transform | undefined} decoder
+ * a chunk; not a Promise.race a read, whose reactions would keep every chunk alive
+ * (nodejs/node#17469).
+ * @param {import('node:http').IncomingMessage} req
+ * @param {import('node:stream').Transform | undefined} decoder
  */
 function watchFailures(req, decoder) {
   /** @type {{ err: unknown } | undefined} */
@@ -135,7 +150,11 @@ function watchFailures(req, decoder) {
   decoder?.on('error', () => fail(new ApiError('malformed_encoding')));
   return {
     fail,
-    /** The next chunk, or the failure that comes first. @param {AsyncIterator<Buffer>} iterator @returns {Promise<IteratorResult<Buffer>>} */
+    /**
+     * The next chunk, or the failure that comes first.
+     * @param {AsyncIterator<Buffer>} iterator
+     * @returns {Promise<IteratorResult<Buffer>>}
+     */
     async next(iterator) {
       if (failure) throw failure.err;
       try {
@@ -154,7 +173,12 @@ function watchFailures(req, decoder) {
   };
 }
 
-/** Strict: a replacement U+FFFD would be stored as if sent. @param {TextDecoder} utf8 @param {Buffer | undefined} chunk @param {boolean} more */
+/**
+ * Strict: a replacement U+FFFD would be stored as if sent.
+ * @param {TextDecoder} utf8
+ * @param {Buffer | undefined} chunk
+ * @param {boolean} more
+ */
 function decodeUtf8(utf8, chunk, more) {
   try {
     return utf8.decode(chunk, { stream: more });

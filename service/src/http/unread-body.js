@@ -9,7 +9,9 @@ const CLOSE_AT_ONCE = new Set(['body_timeout', 'bad_request']);
 // is held too, whatever it turns out to be: it may be as large as any. A small declared one is read
 // at once: it fits in the request's own buffer, so holding it would not slow its sender.
 const HOLD_FIRST = new Set(['rate_limited']);
-/** Bodies declared larger than this, or not declared, are held; smaller ones cost little to read. */
+/**
+ * Bodies declared larger than this, or not declared, are held; smaller ones cost little to read.
+ */
 export const HOLD_ABOVE_BYTES = 64 * 1024;
 /** How long a refused body is held unread before it is read and dropped. */
 export const REFUSED_BODY_HOLD_MS = 1000;
@@ -24,8 +26,10 @@ export const heldBodyCount = () => heldBodies;
  * A body not read when the answer goes out is read and dropped within a body's limits, so a client
  * still sending reads its answer rather than a reset; the connection is closed instead when the
  * body will not come (100 Continue), is declared over the limit, or its arrival is the refusal.
- * @param {import('node:http').IncomingMessage} req @param {import('node:http').ServerResponse} res  not yet answered
- * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number, code?: string }} options  code: the refusal's
+ * @param {import('node:http').IncomingMessage} req
+ * @param {import('node:http').ServerResponse} res not yet answered
+ * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number, code?: string }} options code: the
+ *   refusal's
  */
 export function finishUnreadBody(req, res, { maxBodyBytes, bodyReadTimeoutMs, code }) {
   if (req.complete) return;
@@ -65,7 +69,12 @@ export function finishUnreadBody(req, res, { maxBodyBytes, bodyReadTimeoutMs, co
   dropBody(req, maxBodyBytes, bodyReadTimeoutMs);
 }
 
-/** Reads and drops the rest of a body, cutting the connection past `maxBodyBytes` or `timeoutMs`. @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes @param {number} timeoutMs */
+/**
+ * Reads and drops the rest of a body, cutting the connection past `maxBodyBytes` or `timeoutMs`.
+ * @param {import('node:http').IncomingMessage} req
+ * @param {number} maxBodyBytes
+ * @param {number} timeoutMs
+ */
 function dropBody(req, maxBodyBytes, timeoutMs) {
   if (req.complete) return;
   let left = maxBodyBytes;

@@ -5,7 +5,10 @@ import { parseWriteQuery } from './write-query.js';
 // refused one costs nothing), and left for the rest of the route in res.locals.write
 // (response-locals.d.ts).
 
-/** @typedef {import('./prefer.js').Preferences & { query: import('./write-query.js').WriteQuery }} WriteOptions */
+/**
+ * @typedef {import('./prefer.js').Preferences
+ *   & { query: import('./write-query.js').WriteQuery }} WriteOptions
+ */
 
 /** @returns {import('express').RequestHandler} */
 export function readWriteOptions() {

@@ -2,11 +2,15 @@ import { ApiError } from '../errors.js';
 import { SECRET_FIELDS, SHOWN_FIELDS, USER_FIELDS } from '../user-columns.js';
 
 // The query parameters of PostgREST's insert that sluice reads on POST /users: `on_conflict`,
-// `columns` (the keys read from each object), `select` (a representation's columns); others ignored.
+// `columns` (the keys read from each object), `select` (a representation's columns); others
+// ignored.
 
 /** The keys a user object may have (user-columns.js): the columns one can write. */
 export const WRITE_COLUMNS = USER_FIELDS;
-/** The columns a representation holds, in this order: those the declaration shows (never the password hash), then when the row was created and updated. */
+/**
+ * The columns a representation holds, in this order: those the declaration shows (never the
+ * password hash), then when the row was created and updated.
+ */
 export const READ_COLUMNS =
   /** @type {readonly (import('../user-columns.js').ShownField | 'createdAt' | 'updatedAt')[]} */ ([
     ...SHOWN_FIELDS,
@@ -15,12 +19,18 @@ export const READ_COLUMNS =
   ]);
 /** `outcome` in `select` (never in `*`): a representation of every item, with what became of it. */
 export const OUTCOME = 'outcome';
-/** @typedef {typeof READ_COLUMNS[number] | typeof OUTCOME} ReadColumn @typedef {typeof WRITE_COLUMNS[number]} WriteColumn */
+/**
+ * @typedef {typeof READ_COLUMNS[number] | typeof OUTCOME} ReadColumn
+ * @typedef {typeof WRITE_COLUMNS[number]} WriteColumn
+ */
 /** @typedef {{ columns?: (WriteColumn | 'password')[], select?: ReadColumn[] }} WriteQuery */
 
 const NOTHING = /** @type {Readonly<WriteQuery>} */ (Object.freeze({}));
 
-/** Column names as postgrest-js sends them (`"email","name"`), trimmed and unquoted. @param {string} value */
+/**
+ * Column names as postgrest-js sends them (`"email","name"`), trimmed and unquoted.
+ * @param {string} value
+ */
 const names = (value) => value.split(',').map((n) => n.trim().replace(/^"(.*)"$/, '$1'));
 
 /** @param {URLSearchParams} params @param {string} name @returns {string | undefined} */
@@ -37,7 +47,11 @@ function single(params, name) {
   return values[0];
 }
 
-/** The query of a POST /users (without the `?`), or an ApiError. @param {string} search @returns {WriteQuery} */
+/**
+ * The query of a POST /users (without the `?`), or an ApiError.
+ * @param {string} search
+ * @returns {WriteQuery}
+ */
 export function parseWriteQuery(search) {
   if (search === '') return NOTHING;
   const params = new URLSearchParams(search);
@@ -56,7 +70,8 @@ export function parseWriteQuery(search) {
     if (target.length !== 1 || target[0] !== 'email') {
       throw new ApiError(
         'unsupported_conflict_target',
-        `on_conflict=${target.join(',')}: ${target.join(', ')} ${target.length === 1 ? 'is' : 'are'} not a unique key of users; the only one is email`,
+        `on_conflict=${target.join(',')}: ${target.join(', ')} ` +
+          `${target.length === 1 ? 'is' : 'are'} not a unique key of users; the only one is email`,
       );
     }
   }
@@ -77,7 +92,11 @@ export function parseWriteQuery(search) {
   return query;
 }
 
-/** `select`: `*` or column names (PostgREST's embedding, casts and paths have nothing to apply to). @param {string} select @returns {ReadColumn[]} */
+/**
+ * `select`: `*` or column names (PostgREST's embedding, casts and paths have nothing to apply to).
+ * @param {string} select
+ * @returns {ReadColumn[]}
+ */
 function parseSelect(select) {
   /** @type {Set<ReadColumn>} */
   const chosen = new Set();
@@ -89,7 +108,8 @@ function parseSelect(select) {
     if (/[():!.>-]/.test(name)) {
       throw new ApiError(
         'unsupported_query',
-        `select=${select}: only column names and * are read (no embedding, renaming, casts or JSON paths)`,
+        `select=${select}: only column names and * are ` +
+          `read (no embedding, renaming, casts or JSON paths)`,
       );
     }
     if (name === OUTCOME) {
@@ -113,6 +133,7 @@ function parseSelect(select) {
 function unknownColumn(column, parameter, known) {
   return new ApiError(
     'unknown_column',
-    `Could not find the '${column}' column of 'users' (?${parameter}); its columns are ${known.join(', ')}`,
+    `Could not find the '${column}' column of 'users' ` +
+      `(?${parameter}); its columns are ${known.join(', ')}`,
   );
 }

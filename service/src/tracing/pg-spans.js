@@ -2,7 +2,10 @@
 // the active span, named by the operation the statement carries, with its row count; never its
 // text, values or an error's message (pg-format inlines the users a statement writes).
 
-/** The rows a query affected or returned; of the last statement, when one query held several. @param {unknown} result */
+/**
+ * The rows a query affected or returned; of the last statement, when one query held several.
+ * @param {unknown} result
+ */
 export function rowCountOf(result) {
   const last = Array.isArray(result) ? result[result.length - 1] : result;
   const count = /** @type {{ rowCount?: unknown } | undefined} */ (last)?.rowCount;

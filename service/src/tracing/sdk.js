@@ -1,5 +1,6 @@
-// OpenTelemetry's tracing SDK, loaded only when tracing is on: traces only, from the SDK's parts (not
-// sdk-node: docs/tracing.md), no instrumentation library (the spans are spans.js's and pg-spans.js's).
+// OpenTelemetry's tracing SDK, loaded only when tracing is on: traces only, from the SDK's parts
+// (not sdk-node: docs/tracing.md), no instrumentation library (the spans are spans.js's and
+// pg-spans.js's).
 import * as otel from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -38,7 +39,10 @@ function diagLevel(name) {
   return levels[(name ?? '').toLowerCase()] ?? otel.DiagLogLevel.WARN;
 }
 
-/** The sampler OTEL_TRACES_SAMPLER (and _ARG) names; parentbased_always_on by default. @param {TracingConfig} config */
+/**
+ * The sampler OTEL_TRACES_SAMPLER (and _ARG) names; parentbased_always_on by default.
+ * @param {TracingConfig} config
+ */
 function samplerOf({ sampler, samplerRatio }) {
   const byRatio = () => new TraceIdRatioBasedSampler(samplerRatio);
   switch (sampler) {
@@ -57,7 +61,10 @@ function samplerOf({ sampler, samplerRatio }) {
   }
 }
 
-/** OTLP/HTTP (protobuf unless http/json), batched as the OTEL_BSP_ variables say. @param {TracingConfig} config */
+/**
+ * OTLP/HTTP (protobuf unless http/json), batched as the OTEL_BSP_ variables say.
+ * @param {TracingConfig} config
+ */
 function batchProcessor({ tracesUrl, protocol, batch }) {
   const exporter =
     protocol === 'http/json'
@@ -66,7 +73,12 @@ function batchProcessor({ tracesUrl, protocol, batch }) {
   return new BatchSpanProcessor({ exporter, ...batch });
 }
 
-/** The SDK started (its context manager, propagator and provider the API's globals), and the tracing over it. @param {TracingConfig} config @returns {import('./tracing.js').Tracing} */
+/**
+ * The SDK started (its context manager, propagator and provider the API's globals), and the tracing
+ * over it.
+ * @param {TracingConfig} config
+ * @returns {import('./tracing.js').Tracing}
+ */
 export function startTracingSdk(config) {
   // The SDK's messages on stderr: stdout holds the JSON log only.
   otel.diag.setLogger(new otel.DiagConsoleLogger(), { logLevel: diagLevel(config.logLevel) });

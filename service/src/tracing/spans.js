@@ -6,7 +6,10 @@
 /** @typedef {import('./tracing.js').Step} Step */
 /** @typedef {import('./tracing.js').Tracing} Tracing */
 
-/** Whether the sampler kept a span (every sampler leaves out the children of one it left out). @param {Span | undefined} span */
+/**
+ * Whether the sampler kept a span (every sampler leaves out the children of one it left out).
+ * @param {Span | undefined} span
+ */
 export const sampled = (span) => span?.isRecording() === true;
 
 const STEPS = Symbol('sluice.steps');
@@ -24,7 +27,12 @@ const pathOf = (url) => {
   return mark === -1 ? url : url.slice(0, mark);
 };
 
-/** Marks a span failed by the error's code or class, never its message (it may quote what a client sent). @param {Span} span @param {unknown} err */
+/**
+ * Marks a span failed by the error's code or class, never its message (it may quote what a client
+ * sent).
+ * @param {Span} span
+ * @param {unknown} err
+ */
 function failSpan(span, err) {
   /** @type {{ name?: unknown, code?: unknown }} */
   const e = err ?? {};
@@ -33,21 +41,32 @@ function failSpan(span, err) {
   span.setStatus({ code: 2 /* SpanStatusCode.ERROR */, message: type });
 }
 
-/** The service's spans through one tracer; arrow-function methods, so each may be handed on alone. @implements {Tracing} */
+/**
+ * The service's spans through one tracer; arrow-function methods, so each may be handed on alone.
+ * @implements {Tracing}
+ */
 export class OtelTracing {
   enabled = true;
   #otel;
   #tracer;
   #provider;
 
-  /** @param {typeof import('@opentelemetry/api')} otel @param {{ getTracer: (name: string) => import('@opentelemetry/api').Tracer, shutdown: () => Promise<void> }} provider */
+  /**
+   * @param {typeof import('@opentelemetry/api')} otel
+   * @param {{ getTracer: (name: string) => import('@opentelemetry/api').Tracer,
+   *   shutdown: () => Promise<void> }} provider
+   */
   constructor(otel, provider) {
     this.#otel = otel;
     this.#tracer = provider.getTracer('sluice-service');
     this.#provider = provider;
   }
 
-  /** Exports the spans still held, for at most `limitMs`: an unreachable receiver must not hold up a shutdown. @param {number} [limitMs] */
+  /**
+   * Exports the spans still held, for at most `limitMs`: an unreachable receiver must not hold up a
+   * shutdown.
+   * @param {number} [limitMs]
+   */
   flush = async (limitMs = 2000) => {
     await Promise.race([
       this.#provider.shutdown().catch(() => {}),
@@ -59,11 +78,18 @@ export class OtelTracing {
 
   activeSpanSampled = () => sampled(this.#otel.trace.getActiveSpan());
 
-  /** A CLIENT span under the active one, which the caller found sampled. @param {string} name @param {Attributes} attributes */
+  /**
+   * A CLIENT span under the active one, which the caller found sampled.
+   * @param {string} name
+   * @param {Attributes} attributes
+   */
   startClientSpan = (name, attributes) =>
     this.#tracer.startSpan(name, { kind: this.#otel.SpanKind.CLIENT, attributes });
 
-  /** The active span's ids for a log line (pino's mixin; a new object, pino merges into it). @returns {{ trace_id?: string, span_id?: string, trace_flags?: string }} */
+  /**
+   * The active span's ids for a log line (pino's mixin; a new object, pino merges into it).
+   * @returns {{ trace_id?: string, span_id?: string, trace_flags?: string }}
+   */
   traceFieldsOfLog = () => {
     const span = this.#otel.trace.getActiveSpan();
     if (!span) return {};
@@ -82,8 +108,15 @@ export class OtelTracing {
   runInSpan = (span, fn) =>
     this.#otel.context.with(this.#otel.trace.setSpan(this.#otel.context.active(), span), fn);
 
-  // Runs an async step in its own span, ended when it settles (none when sampled out). Callers check `enabled` once, when built.
-  /** @template T @param {string} name @param {Attributes} attributes @param {() => Promise<T>} fn @returns {Promise<T>} */
+  // Runs an async step in its own span, ended when it settles (none when sampled out). Callers
+  // check `enabled` once, when built.
+  /**
+   * @template T
+   * @param {string} name
+   * @param {Attributes} attributes
+   * @param {() => Promise<T>} fn
+   * @returns {Promise<T>}
+   */
   inSpan = async (name, attributes, fn) => {
     const active = this.#otel.trace.getActiveSpan();
     if (active !== undefined && !sampled(active)) return fn();
@@ -98,7 +131,8 @@ export class OtelTracing {
     }
   };
 
-  // A step of the traced request begins (undefined: none is, or it was sampled out): recorded, made a span when the request ends.
+  // A step of the traced request begins (undefined: none is, or it was sampled out): recorded, made
+  // a span when the request ends.
   /** @param {string} name @returns {Step | undefined} */
   startStep = (name) => {
     const steps = /** @type {Step[] | undefined} */ (this.#otel.context.active().getValue(STEPS));
@@ -109,14 +143,23 @@ export class OtelTracing {
     return step;
   };
 
-  /** A step ends (failed when `err` is given); one never ended ends with its request. @param {Step | undefined} step @param {unknown} [err] */
+  /**
+   * A step ends (failed when `err` is given); one never ended ends with its request.
+   * @param {Step | undefined} step
+   * @param {unknown} [err]
+   */
   endStep = (step, err) => {
     if (!step) return;
     step.end = clock();
     step.err = err;
   };
 
-  /** An Express middleware as a step, from its call until it calls next. @param {string} name @param {import('express').RequestHandler} middleware @returns {import('express').RequestHandler} */
+  /**
+   * An Express middleware as a step, from its call until it calls next.
+   * @param {string} name
+   * @param {import('express').RequestHandler} middleware
+   * @returns {import('express').RequestHandler}
+   */
   tracedMiddleware = (name, middleware) => {
     const otel = this.#otel;
     return (req, res, next) => {
@@ -134,9 +177,13 @@ export class OtelTracing {
     };
   };
 
-  // The HTTP listener with a SERVER span a request (W3C `traceparent` honoured), named by its route; made here,
-  // not by instrumentation-http/-express, which wrap every listener and router layer (docs/tracing.md).
-  /** @param {import('node:http').RequestListener} listener @returns {import('node:http').RequestListener} */
+  // The HTTP listener with a SERVER span a request (W3C `traceparent` honoured), named by its
+  // route; made here, not by instrumentation-http/-express, which wrap every listener and router
+  // layer (docs/tracing.md).
+  /**
+   * @param {import('node:http').RequestListener} listener
+   * @returns {import('node:http').RequestListener}
+   */
   tracedRequests = (listener) => (req, res) => {
     const path = pathOf(req.url ?? '/');
     if (UNTRACED.has(path)) return listener(req, res);
@@ -156,7 +203,11 @@ export class OtelTracing {
     );
   };
 
-  /** @param {import('node:http').IncomingMessage} req @param {string} path @param {import('@opentelemetry/api').Context} parent */
+  /**
+   * @param {import('node:http').IncomingMessage} req
+   * @param {string} path
+   * @param {import('@opentelemetry/api').Context} parent
+   */
   #startServerSpan(req, path, parent) {
     const [host, port] = (req.headers.host ?? '').split(':');
     return this.#tracer.startSpan(
@@ -179,7 +230,14 @@ export class OtelTracing {
     );
   }
 
-  /** The request's span ends; its steps become spans. @param {import('node:http').IncomingMessage} req @param {import('node:http').ServerResponse} res @param {Span} span @param {Step[]} steps @param {import('@opentelemetry/api').Context} context */
+  /**
+   * The request's span ends; its steps become spans.
+   * @param {import('node:http').IncomingMessage} req
+   * @param {import('node:http').ServerResponse} res
+   * @param {Span} span
+   * @param {Step[]} steps
+   * @param {import('@opentelemetry/api').Context} context
+   */
   #endRequest(req, res, span, steps, context) {
     const route = /** @type {{ route?: { path?: unknown } }} */ (/** @type {unknown} */ (req)).route
       ?.path;
@@ -201,8 +259,9 @@ export class OtelTracing {
     span.end(now);
   }
 
-  // The group commit's statement span: under the oldest sampled request's write span, linked to every sampled
-  // request it carries. None sampled: a span recording nothing, so the statement lands under no request.
+  // The group commit's statement span: under the oldest sampled request's write span, linked to
+  // every sampled request it carries. None sampled: a span recording nothing, so the statement
+  // lands under no request.
   /** @param {(Span | undefined)[]} requestSpans @param {Attributes} attributes @returns {Span} */
   startGroupSpan = (requestSpans, attributes) => {
     const otel = this.#otel;

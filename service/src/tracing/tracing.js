@@ -9,7 +9,10 @@
 const same = (x) => x;
 const nothing = () => undefined;
 
-/** Tracing off: every method does nothing (a listener or middleware is returned as it came). @type {Tracing} */
+/**
+ * Tracing off: every method does nothing (a listener or middleware is returned as it came).
+ * @type {Tracing}
+ */
 export const NO_TRACING = Object.freeze({
   enabled: false,
   tracedRequests: same,
@@ -37,7 +40,11 @@ export const NO_TRACING = Object.freeze({
   flush: () => Promise.resolve(),
 });
 
-/** NO_TRACING when off, else the SDK started and the spans made through it. @param {import('@sluice/env/tracing').TracingConfig} config @returns {Promise<Tracing>} */
+/**
+ * NO_TRACING when off, else the SDK started and the spans made through it.
+ * @param {import('@sluice/env/tracing').TracingConfig} config
+ * @returns {Promise<Tracing>}
+ */
 export async function startTracing(config) {
   if (!config.enabled) return NO_TRACING;
   const { startTracingSdk } = await import('./sdk.js');

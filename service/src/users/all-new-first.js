@@ -10,7 +10,11 @@ export const isUniqueViolation = (err) =>
 
 /**
  * `asNew`, then `resolving` after its unique violation (`undo` first), or at once unless `tryNew`.
- * @template T @param {() => Promise<T>} asNew @param {() => Promise<T>} resolving @param {{ tryNew?: boolean, undo?: () => Promise<unknown> }} [options] @returns {Promise<T>}
+ * @template T
+ * @param {() => Promise<T>} asNew
+ * @param {() => Promise<T>} resolving
+ * @param {{ tryNew?: boolean, undo?: () => Promise<unknown> }} [options]
+ * @returns {Promise<T>}
  */
 export async function allNewFirst(asNew, resolving, { tryNew = true, undo } = {}) {
   if (tryNew) {

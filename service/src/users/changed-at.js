@@ -17,7 +17,8 @@ function daysInMonth(/** @type {number} */ year, /** @type {number} */ month) {
   return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
-// Whether a date-time of the schema's shape exists, in an offset PostgreSQL takes: it refuses a 30 February, an hour 24 or +16:00, and rolls a second 60 over.
+// Whether a date-time of the schema's shape exists, in an offset PostgreSQL takes: it refuses a 30
+// February, an hour 24 or +16:00, and rolls a second 60 over.
 /** @param {string} s */
 export function isRealDateTime(s) {
   const year = digits(s, 0, 4);
@@ -31,7 +32,8 @@ export function isRealDateTime(s) {
   return digits(s, last - 4, 2) <= MAX_OFFSET_HOURS && digits(s, last - 1, 2) <= 59;
 }
 
-// Orders two valid changedAt values by instant, to the microsecond (a Date keeps none); null before any value.
+// Orders two valid changedAt values by instant, to the microsecond (a Date keeps none); null before
+// any value.
 /** @param {string | null} a @param {string | null} b @returns {number}  negative: a is older */
 export function compareChanges(a, b) {
   if (a === null || b === null) return a === b ? 0 : a === null ? -1 : 1;

@@ -24,15 +24,26 @@ import {
 /**
  * Writes one chunk (a stored email fails it, 23505, when `onConflict` is 'fail').
  * @typedef {object} ChunkWriter
- * @property {(client: Lending, rows: UserRow[], onConflict: OnConflict, settings?: string) => Promise<Counts>} write  settings: SET LOCALs before its statement, when BEGIN set none
- * @property {boolean} [needsTransaction]  its statement cannot carry the settings (parameters, COPY)
+ * @property {(client: Lending, rows: UserRow[], onConflict: OnConflict,
+ *   settings?: string) => Promise<Counts>} write settings: SET LOCALs before its statement, when
+ *   BEGIN set none
+ * @property {boolean} [needsTransaction] its statement cannot carry the settings (parameters, COPY)
  * @property {(onConflict: OnConflict) => string} [beginWith]  statements for BEGIN's round trip
  */
 
-/** A writer's statement, labelled INSERT whatever comes before it (settings, CREATED_NOW). @param {string} text @param {Omit<import('pg').QueryConfig, 'text'>} [config] */
+/**
+ * A writer's statement, labelled INSERT whatever comes before it (settings, CREATED_NOW).
+ * @param {string} text
+ * @param {Omit<import('pg').QueryConfig, 'text'>} [config]
+ */
 export const insertQuery = (text, config) => ({ ...config, text, operation: 'INSERT' });
 
-/** An answer as counts: the command tag when it only inserts, else its counts row. @param {import('pg').QueryResult | import('pg').QueryResult[]} answer @param {OnConflict} onConflict @returns {Counts} */
+/**
+ * An answer as counts: the command tag when it only inserts, else its counts row.
+ * @param {import('pg').QueryResult | import('pg').QueryResult[]} answer
+ * @param {OnConflict} onConflict
+ * @returns {Counts}
+ */
 function countsOf(answer, onConflict) {
   const result = lastResult(answer);
   return onConflict === 'merge' ? result.rows[0] : { inserted: result.rowCount ?? 0, updated: 0 };
@@ -53,7 +64,10 @@ export const formatWriter = {
     ),
 };
 
-/** Array parameters instead of literals; alone in its query, so always in BEGIN/COMMIT. @type {ChunkWriter} */
+/**
+ * Array parameters instead of literals; alone in its query, so always in BEGIN/COMMIT.
+ * @type {ChunkWriter}
+ */
 const unnestWriter = {
   needsTransaction: true,
   write: async (client, rows, onConflict) =>
@@ -67,7 +81,11 @@ const unnestWriter = {
     ),
 };
 
-/** COPY into users when every email must be new; else into the staging table, then INSERT ... SELECT with the conflict clause. @type {ChunkWriter} */
+/**
+ * COPY into users when every email must be new; else into the staging table, then INSERT ... SELECT
+ * with the conflict clause.
+ * @type {ChunkWriter}
+ */
 const copyWriter = {
   needsTransaction: true,
   beginWith: (onConflict) => (onConflict === 'fail' ? '' : CREATE_STAGING),

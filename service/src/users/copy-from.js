@@ -11,10 +11,18 @@ const COPY_AHEAD_BYTES = 256 * 1024;
 
 /**
  * write waits while COPY is behind; abandon: it must write nothing; error: its failure so far.
- * @typedef {{ write: (bytes: Buffer) => Promise<void>, finish: () => Promise<{ rows: number, error: Error | undefined }>, abandon: () => void, error: () => Error | undefined }} CopyInto
+ * @typedef {{ write: (bytes: Buffer) => Promise<void>,
+ *   finish: () => Promise<{ rows: number, error: Error | undefined }>, abandon: () => void,
+ *   error: () => Error | undefined }} CopyInto
  */
 
-/** A COPY, under a savepoint when named; its failure kept for the caller. @param {import('../db/lending.js').Lending} client @param {string} sql @param {string} [savepoint] @returns {Promise<CopyInto>} */
+/**
+ * A COPY, under a savepoint when named; its failure kept for the caller.
+ * @param {import('../db/lending.js').Lending} client
+ * @param {string} sql
+ * @param {string} [savepoint]
+ * @returns {Promise<CopyInto>}
+ */
 export async function startCopy(client, sql, savepoint) {
   if (savepoint) await client.query(`SAVEPOINT ${savepoint}`);
   const copy = copyStreams.from(sql, { highWaterMark: COPY_AHEAD_BYTES });
@@ -49,7 +57,12 @@ export async function startCopy(client, sql, savepoint) {
   };
 }
 
-/** A COPY of all of `bytes`, its failure thrown; the rows it wrote. @param {import('../db/lending.js').Lending} client @param {string} sql @param {Buffer} bytes */
+/**
+ * A COPY of all of `bytes`, its failure thrown; the rows it wrote.
+ * @param {import('../db/lending.js').Lending} client
+ * @param {string} sql
+ * @param {Buffer} bytes
+ */
 export async function copyAll(client, sql, bytes) {
   const copy = await startCopy(client, sql);
   await copy.write(bytes);
@@ -58,7 +71,11 @@ export async function copyAll(client, sql, bytes) {
   return rows;
 }
 
-/** A statement without pg's client-side timeout. @param {import('../db/lending.js').Lending} client @param {string} text */
+/**
+ * A statement without pg's client-side timeout.
+ * @param {import('../db/lending.js').Lending} client
+ * @param {string} text
+ */
 export const longQuery = (client, text) =>
   client.query(
     /** @type {import('pg').QueryConfig} */ (
@@ -66,7 +83,10 @@ export const longQuery = (client, text) =>
     ),
   );
 
-/** Waits for a writable that is behind to drain; rejects if it fails or closes first. @param {import('node:stream').Writable} writable */
+/**
+ * Waits for a writable that is behind to drain; rejects if it fails or closes first.
+ * @param {import('node:stream').Writable} writable
+ */
 function drained(writable) {
   return new Promise((resolve, reject) => {
     const onDrain = () => {

@@ -2,24 +2,42 @@ import { performance } from 'node:perf_hooks';
 import { NO_TRACING } from '../tracing/tracing.js';
 import { byEmail } from './user-schema.js';
 
-/** @typedef {import('./user-schema.js').UserRow} UserRow @typedef {import('./user-schema.js').Resolution} Resolution */
-/** @typedef {import('./user-writer.js').Outcome} Outcome @typedef {import('./user-writer.js').WriteOptions} WriteOptions */
-/** @typedef {import('./user-writer.js').UserWriter['write']} Write @typedef {import('../tracing/tracing.js').Tracing} Tracing */
 /**
- * A request waiting for a write slot: its rows sorted by email, no email twice; its Idempotency-Key; since: when it came.
- * @typedef {{ rows: UserRow[], resolution: Resolution, withRows: boolean, key?: import('./idempotency-keys.js').IdempotencyKey, resolve: (outcome: Outcome) => void,
- *   reject: (err: unknown) => void, since: number, span: import('../tracing/tracing.js').Span | undefined }} Waiting
+ * @typedef {import('./user-schema.js').UserRow} UserRow
+ * @typedef {import('./user-schema.js').Resolution} Resolution
+ */
+/**
+ * @typedef {import('./user-writer.js').Outcome} Outcome
+ * @typedef {import('./user-writer.js').WriteOptions} WriteOptions
+ */
+/**
+ * @typedef {import('./user-writer.js').UserWriter['write']} Write
+ * @typedef {import('../tracing/tracing.js').Tracing} Tracing
+ */
+/**
+ * A request waiting for a write slot: its rows sorted by email, no email twice; its
+ * Idempotency-Key; since: when it came.
+ * @typedef {{ rows: UserRow[], resolution: Resolution, withRows: boolean,
+ *   key?: import('./idempotency-keys.js').IdempotencyKey, resolve: (outcome: Outcome) => void,
+ *   reject: (err: unknown) => void, since: number,
+ *   span: import('../tracing/tracing.js').Span | undefined }} Waiting
  */
 
-// Group commit: small requests that arrive while a group is written go out together, one
-// statement sorted by email, each answered with its own counts once committed (a keyed request
-// with its own key and answer, user-writer.js); per email in the order sent. A failed group asks the write policy (every request's 503, or each written alone;
-// one locked out alone to the slow lane). The rules: docs/architecture.md, "Group commit".
+// Group commit: small requests that arrive while a group is written go out together, one statement
+// sorted by email, each answered with its own counts once committed (a keyed request with its own
+// key and answer, user-writer.js); per email in the order sent. A failed group asks the write
+// policy (every request's 503, or each written alone; one locked out alone to the slow lane). The
+// rules: docs/architecture.md, "Group commit".
 
 /** Group commit's write slots, each a statement on a pooled connection at once. */
 export const GROUP_WRITE_SLOTS = 2;
 
-/** @param {{ write: Write, policy: import('./write-policy.js').WritePolicy, maxRows: number, maxInFlight?: number, maxSlow?: number, observe?: (group: { requests: number, rows: number, waitedSeconds: number[] }) => void, tracing?: Tracing }} options */
+/**
+ * @param {{ write: Write, policy: import('./write-policy.js').WritePolicy, maxRows: number,
+ *   maxInFlight?: number, maxSlow?: number,
+ *   observe?: (group: { requests: number, rows: number, waitedSeconds: number[] }) => void,
+ *   tracing?: Tracing }} options
+ */
 export function createGroupCommit({
   write,
   policy,
@@ -99,7 +117,13 @@ export function createGroupCommit({
   }
 
   return {
-    /** One request's rows, with whatever else waits; once committed. @param {UserRow[]} rows @param {Resolution} resolution @param {WriteOptions} [options] @returns {Promise<Outcome>} */
+    /**
+     * One request's rows, with whatever else waits; once committed.
+     * @param {UserRow[]} rows
+     * @param {Resolution} resolution
+     * @param {WriteOptions} [options]
+     * @returns {Promise<Outcome>}
+     */
     writeUsers(rows, resolution, options) {
       return new Promise((resolve, reject) => {
         /** @type {Waiting} */
@@ -120,7 +144,11 @@ export function createGroupCommit({
   };
 }
 
-/** Slots for writes at once; `onFree` lets the next in. @param {number} max @param {() => void} onFree */
+/**
+ * Slots for writes at once; `onFree` lets the next in.
+ * @param {number} max
+ * @param {() => void} onFree
+ */
 function createSlots(max, onFree) {
   let used = 0;
   const release = () => {
@@ -137,7 +165,12 @@ function createSlots(max, onFree) {
   };
 }
 
-/** Answers a request, freeing its emails. @param {Set<string>} busy @param {Waiting} w @param {{ counts: Outcome } | { err: unknown }} outcome */
+/**
+ * Answers a request, freeing its emails.
+ * @param {Set<string>} busy
+ * @param {Waiting} w
+ * @param {{ counts: Outcome } | { err: unknown }} outcome
+ */
 function answer(busy, w, outcome) {
   for (const row of w.rows) busy.delete(row.email);
   if ('counts' in outcome) w.resolve(outcome.counts);
@@ -180,7 +213,13 @@ function takeGroup(waiting, busy, maxRows) {
   return group.length === 0 ? undefined : { group, rest };
 }
 
-/** Traced: each request's span records its group; the statement's links to every request. @param {Tracing} tracing @param {Waiting[]} group @param {number} rows @param {number} started */
+/**
+ * Traced: each request's span records its group; the statement's links to every request.
+ * @param {Tracing} tracing
+ * @param {Waiting[]} group
+ * @param {number} rows
+ * @param {number} started
+ */
 function traceGroup(tracing, group, rows, started) {
   for (const w of group) {
     w.span?.setAttributes({
@@ -195,7 +234,14 @@ function traceGroup(tracing, group, rows, started) {
   );
 }
 
-/** One request on its own (alone, slow), in its span's context. @param {Tracing} tracing @param {Write} write @param {Waiting} w @param {'alone' | 'slow'} kind @returns {Promise<Outcome>} */
+/**
+ * One request on its own (alone, slow), in its span's context.
+ * @param {Tracing} tracing
+ * @param {Write} write
+ * @param {Waiting} w
+ * @param {'alone' | 'slow'} kind
+ * @returns {Promise<Outcome>}
+ */
 function writeFor(tracing, write, w, kind) {
   const request = {
     kind,

@@ -2,21 +2,34 @@ import { lastResult } from '../db/transaction-settings.js';
 import { ApiError } from '../errors.js';
 import { literal } from './user-sql.js';
 
-// The Idempotency-Key store: a key is claimed in the round trip of its write's BEGIN (a key in flight
-// in another transaction is waited for, within the write's lock timeout), its fingerprint and
-// answer stored in the round trip of its COMMIT, so the rows and their answer commit together or
-// not at all. A key taken (committed, not expired) is answered from its row: the same fingerprint
-// its answer again, another 422. Expired keys are purged in small batches (purgeExpiredKeys).
+// The Idempotency-Key store: a key is claimed in the round trip of its write's BEGIN (a key in
+// flight in another transaction is waited for, within the write's lock timeout), its fingerprint
+// and answer stored in the round trip of its COMMIT, so the rows and their answer commit together
+// or not at all. A key taken (committed, not expired) is answered from its row: the same
+// fingerprint its answer again, another 422. Expired keys are purged in small batches
+// (purgeExpiredKeys).
 
-/** What a write answered, as stored and replayed: the status, its headers (no Content-Length), the body's text. @typedef {{ status: number, headers: Record<string, string>, body: string }} StoredAnswer */
+/**
+ * What a write answered, as stored and replayed: the status, its headers (no Content-Length), the
+ * body's text.
+ * @typedef {{ status: number, headers: Record<string, string>, body: string }} StoredAnswer
+ */
 /**
  * A request's key, scoped by its client; `fingerprint()` final once its body is read; `answer`
  * the answer its counts get (the HTTP layer's), asked before COMMIT.
- * @typedef {{ client: string, key: string, fingerprint: () => Buffer, answer: (counts: import('./user-writer.js').Counts) => StoredAnswer }} IdempotencyKey
+ * @typedef {{ client: string, key: string, fingerprint: () => Buffer,
+ *   answer: (counts: import('./user-writer.js').Counts) => StoredAnswer }} IdempotencyKey
  */
-/** A key another request holds: its committed fingerprint and answer, or (null) still in flight. @typedef {{ fingerprint: Buffer, answer: StoredAnswer } | null} TakenKey */
+/**
+ * A key another request holds: its committed fingerprint and answer, or (null) still in flight.
+ * @typedef {{ fingerprint: Buffer, answer: StoredAnswer } | null} TakenKey
+ */
 
-/** A key's scope and name as one Map key (a NUL is in neither: a key is visible ASCII, a client a credential's name). @param {{ client: string, key: string }} k */
+/**
+ * A key's scope and name as one Map key (a NUL is in neither: a key is visible ASCII, a client a
+ * credential's name).
+ * @param {{ client: string, key: string }} k
+ */
 export const scopedKey = (k) => `${k.client}\u0000${k.key}`;
 
 /** @param {{ client: string, key: string }} k */
@@ -47,7 +60,8 @@ export function createKeyStore({ ttlSeconds }) {
     /**
      * The keys' rows, complete, for a write that claimed none first (a group: in its COMMIT's round
      * trip, or in its one statement when all new): a key another request stored meanwhile fails it
-     * (23505, then `readKeys`); one another transaction holds is waited for. In one order, as `claim`.
+     * (23505, then `readKeys`); one another transaction holds is waited for. In one order, as
+     * `claim`.
      * @param {readonly { key: IdempotencyKey, answer: StoredAnswer }[]} done
      */
     insertAnswers: (done) =>
@@ -66,7 +80,9 @@ export function createKeyStore({ ttlSeconds }) {
  * What a claim found, from the last answer of its BEGIN's round trip: each key claimed now, or
  * taken (its row, read in one more round trip only when a key was not claimed; null when it has
  * none: purged meanwhile, so in flight for the client).
- * @param {import('../db/lending.js').Lending} client @param {import('pg').QueryResult[]} begun @param {readonly { client: string, key: string }[]} keys
+ * @param {import('../db/lending.js').Lending} client
+ * @param {import('pg').QueryResult[]} begun
+ * @param {readonly { client: string, key: string }[]} keys
  * @returns {Promise<Map<string, 'claimed' | TakenKey>>}
  */
 export async function claimed(client, begun, keys) {
@@ -90,8 +106,10 @@ export async function claimed(client, begun, keys) {
 
 /**
  * The stored rows of `keys`: each expired (to be deleted before it is used again) or taken.
- * @param {import('../db/lending.js').Lending} client @param {readonly { client: string, key: string }[]} keys
- * @returns {Promise<Map<string, { expired: true } | { expired: false, taken: NonNullable<TakenKey> }>>}
+ * @param {import('../db/lending.js').Lending} client
+ * @param {readonly { client: string, key: string }[]} keys
+ * @returns {Promise<Map<string,
+ *   { expired: true } | { expired: false, taken: NonNullable<TakenKey> }>>}
  */
 export async function readKeys(client, keys) {
   const read =
@@ -113,7 +131,10 @@ export async function readKeys(client, keys) {
   );
 }
 
-/** Expired rows of `keys` deleted, so that they are inserted as new keys. @param {readonly { client: string, key: string }[]} keys */
+/**
+ * Expired rows of `keys` deleted, so that they are inserted as new keys.
+ * @param {readonly { client: string, key: string }[]} keys
+ */
 export const deleteExpired = (keys) =>
   `DELETE FROM idempotency_keys WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')}) AND expires_at <= now()`;
 
@@ -124,7 +145,9 @@ export const deleteExpired = (keys) =>
 export function storeAnswers(done) {
   const values = done.map(
     ({ key, answer }) =>
-      `(${literal(key.client)}, ${literal(key.key)}, ${bytea(key.fingerprint())}, ${answer.status}, ${literal(JSON.stringify(answer.headers))}::jsonb, ${literal(answer.body)})`,
+      `(${literal(key.client)}, ${literal(key.key)}, ${bytea(key.fingerprint())}, ` +
+      `${answer.status}, ${literal(JSON.stringify(answer.headers))}::jsonb, ` +
+      `${literal(answer.body)})`,
   );
   return `UPDATE idempotency_keys AS k SET fingerprint = v.fingerprint, status = v.status, headers = v.headers, body = v.body
   FROM (VALUES ${values.join(', ')}) AS v (client, key, fingerprint, status, headers, body)
@@ -142,7 +165,10 @@ export function answerOfTaken(taken, fingerprint) {
   return taken.answer;
 }
 
-/** The write a key in flight elsewhere kept waiting past its lock timeout: 409. @param {unknown} cause */
+/**
+ * The write a key in flight elsewhere kept waiting past its lock timeout: 409.
+ * @param {unknown} cause
+ */
 export const keyInFlight = (cause) =>
   new ApiError('idempotency_key_in_flight', undefined, { cause });
 

@@ -24,11 +24,18 @@ const HASH_PATTERN = new RegExp(HASH.pattern, 'u');
 
 /** @typedef {{ item: string, truncated: boolean }} KeptText */
 
-/** String.prototype.toWellFormed, which TypeScript's ES2022 library does not declare. @param {string} s @returns {string} */
+/**
+ * String.prototype.toWellFormed, which TypeScript's ES2022 library does not declare.
+ * @param {string} s
+ * @returns {string}
+ */
 const wellFormed = (s) =>
   /** @type {{ toWellFormed(): string }} */ (/** @type {unknown} */ (s)).toWellFormed();
 
-/** Text PostgreSQL stores as it is: no NUL, no lone surrogate (each becomes U+FFFD). @param {string} s */
+/**
+ * Text PostgreSQL stores as it is: no NUL, no lone surrogate (each becomes U+FFFD).
+ * @param {string} s
+ */
 const storable = (s) => wellFormed(s).replaceAll('\0', '\uFFFD');
 
 /** @param {unknown} value */
@@ -38,13 +45,21 @@ const isHash = (value) =>
   HASH_PATTERN.test(value) &&
   wellFormed(value) === value;
 
-/** A key whose value is not kept: `password` in its name (any case), but for a passwordHash that is a hash. @param {string} key @param {unknown} value */
+/**
+ * A key whose value is not kept: `password` in its name (any case), but for a passwordHash that is
+ * a hash.
+ * @param {string} key
+ * @param {unknown} value
+ */
 function isSecret(key, value) {
   const lower = key.toLowerCase();
   return lower.includes('password') && !(lower === 'passwordhash' && isHash(value));
 }
 
-/** Whether a parsed value holds a secret at any depth (without recursion: a body may nest deeply). @param {unknown} value */
+/**
+ * Whether a parsed value holds a secret at any depth (without recursion: a body may nest deeply).
+ * @param {unknown} value
+ */
 export function holdsSecret(value) {
   const pending = [value];
   while (pending.length > 0) {
@@ -62,7 +77,11 @@ export function holdsSecret(value) {
   return false;
 }
 
-/** JSON.stringify's replacer: a secret's value replaced. @param {string} key @param {unknown} value */
+/**
+ * JSON.stringify's replacer: a secret's value replaced.
+ * @param {string} key
+ * @param {unknown} value
+ */
 const redacting = (key, value) => (key !== '' && isSecret(key, value) ? REDACTED : value);
 
 /** Text kept: storable, cut past MAX_KEPT_CHARS. @param {string} text @returns {KeptText} */
@@ -91,7 +110,10 @@ export function keptJson(value, text) {
 /**
  * A CSV record that parsed: as sent when it holds no secret, else written again from its fields
  * (each quoted) with each secret's value replaced.
- * @param {Record<string, string>} user @param {readonly string[]} columns @param {string} text @returns {KeptText}
+ * @param {Record<string, string>} user
+ * @param {readonly string[]} columns
+ * @param {string} text
+ * @returns {KeptText}
  */
 export function keptCsv(user, columns, text) {
   if (!holdsSecret(user)) return bounded(text);
@@ -103,13 +125,21 @@ export function keptCsv(user, columns, text) {
   return bounded(fields.join(','));
 }
 
-/** A record that did not parse (an NDJSON line, a CSV record): only where it was and its length. @param {number} line @param {string} text @returns {KeptText} */
+/**
+ * A record that did not parse (an NDJSON line, a CSV record): only where it was and its length.
+ * @param {number} line
+ * @param {string} text
+ * @returns {KeptText}
+ */
 export const keptUnreadable = (line, text) => ({
   item: `[not kept: line ${line}, ${text.length} characters]`,
   truncated: false,
 });
 
-/** An item's problems as kept (jsonb): the first MAX_KEPT_ERRORS, each storable, a field's name cut. @param {import('../errors.js').ItemError[]} errors */
+/**
+ * An item's problems as kept (jsonb): the first MAX_KEPT_ERRORS, each storable, a field's name cut.
+ * @param {import('../errors.js').ItemError[]} errors
+ */
 export function keptErrors(errors) {
   return JSON.stringify(errors.slice(0, MAX_KEPT_ERRORS), (key, value) =>
     typeof value === 'string'

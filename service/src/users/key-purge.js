@@ -6,7 +6,10 @@ import { PURGE_BATCH_ROWS, purgeExpiredKeys } from './idempotency-keys.js';
 // Every process purges (replicas, cluster workers): the batches skip each other's rows. It stops
 // with its pool.
 
-/** Batches at most in one round, so a backlog is worked off over several rounds without hogging a connection. */
+/**
+ * Batches at most in one round, so a backlog is worked off over several rounds without hogging a
+ * connection.
+ */
 const MAX_BATCHES_A_ROUND = 100;
 
 /** @param {number} ttlSeconds */
@@ -14,8 +17,10 @@ export const purgeIntervalMs = (ttlSeconds) =>
   Math.min(60_000, Math.max(1000, (ttlSeconds * 1000) / 4));
 
 /**
- * @param {{ db: import('../db/database.js').Database, ttlSeconds: number, logger: import('pino').Logger, batchRows?: number, intervalMs?: number }} options
- * @returns {{ round: () => Promise<number>, stop: () => void }}  round: one round now (the rows deleted)
+ * @param {{ db: import('../db/database.js').Database, ttlSeconds: number,
+ *   logger: import('pino').Logger, batchRows?: number, intervalMs?: number }} options
+ * @returns {{ round: () => Promise<number>, stop: () => void }} round: one round now (the rows
+ *   deleted)
  */
 export function startKeyPurge({
   db,

@@ -9,7 +9,11 @@ const PURGE_BATCH_ROWS = 1000;
 const MAX_BATCHES_A_ROUND = 100;
 const INTERVAL_MS = 5 * 60_000;
 
-/** @param {import('../db/database.js').Database} db @param {number} retentionDays @param {number} batchRows */
+/**
+ * @param {import('../db/database.js').Database} db
+ * @param {number} retentionDays
+ * @param {number} batchRows
+ */
 async function purgeBatch(db, retentionDays, batchRows) {
   const result = await db.withClient((client) =>
     client.query(
@@ -22,9 +26,11 @@ async function purgeBatch(db, retentionDays, batchRows) {
 }
 
 /**
- * @param {{ db: import('../db/database.js').Database, retentionDays: number, logger: import('pino').Logger, purged: (rows: number) => void, batchRows?: number, intervalMs?: number }} options
- *   purged: told of the rows each round deleted (the metric)
- * @returns {{ round: () => Promise<number>, stop: () => void }}  round: one round now (the rows deleted)
+ * @param {{ db: import('../db/database.js').Database, retentionDays: number,
+ *   logger: import('pino').Logger, purged: (rows: number) => void, batchRows?: number,
+ *   intervalMs?: number }} options purged: told of the rows each round deleted (the metric)
+ * @returns {{ round: () => Promise<number>, stop: () => void }} round: one round now (the rows
+ *   deleted)
  */
 export function startQuarantinePurge({
   db,

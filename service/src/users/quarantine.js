@@ -10,14 +10,22 @@ import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 // request. A client's rows are bounded in all (their bytes), past which its items are refused.
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
-/** Why an item was set aside. @typedef {'invalid_user' | 'malformed_json' | 'malformed_csv'} QuarantineReason */
+/**
+ * Why an item was set aside.
+ * @typedef {'invalid_user' | 'malformed_json' | 'malformed_csv'} QuarantineReason
+ */
 /** The body's format. @typedef {'json' | 'ndjson' | 'csv'} QuarantineFormat */
-/** item, truncated: kept-item.js's. @typedef {{ position: number, line: number | null, reason: QuarantineReason, errors: ItemError[], item: string, truncated: boolean }} QuarantinedItem */
+/**
+ * item, truncated: kept-item.js's.
+ * @typedef {{ position: number, line: number | null, reason: QuarantineReason, errors: ItemError[],
+ *   item: string, truncated: boolean }} QuarantinedItem
+ */
 /**
  * Whose and which request: `client` the credential's name (shown), `scope` its kind and name (the
  * key, http/authenticate.js); `requestId` made by the service, `clientRequestId` the client's
  * X-Request-Id (kept beside, never a key); `bound` what a scope's rows may hold in all.
- * @typedef {{ client: string, scope: string, requestId: string, clientRequestId?: string, format: QuarantineFormat, maxInvalid: number, bound: ClientBound }} QuarantineRequest
+ * @typedef {{ client: string, scope: string, requestId: string, clientRequestId?: string,
+ *   format: QuarantineFormat, maxInvalid: number, bound: ClientBound }} QuarantineRequest
  */
 /**
  * What a scope's rows may hold in all (QUARANTINE_CLIENT_MAX_BYTES), and what each holds as this
@@ -32,17 +40,31 @@ export const QUARANTINE_REASONS = ['invalid_user', 'malformed_json', 'malformed_
 export const DEFAULT_MAX_INVALID = 100;
 /** The largest bound a client may set (`max-invalid`). */
 export const MAX_INVALID_LIMIT = 10_000;
-/** Characters of set-aside items a streamed body may hold before it keeps them (ignore mode: at each chunk's end; merge mode: at its end), past which it is refused as over its bound. */
+/**
+ * Characters of set-aside items a streamed body may hold before it keeps them (ignore mode: at each
+ * chunk's end; merge mode: at its end), past which it is refused as over its bound.
+ */
 export const QUARANTINE_HOLD_CHARS = 1024 * 1024;
-/** Characters of set-aside items past which a stream keeps them at its next chunk's end (fewer round trips than a statement a chunk). */
+/**
+ * Characters of set-aside items past which a stream keeps them at its next chunk's end (fewer round
+ * trips than a statement a chunk).
+ */
 export const QUARANTINE_KEEP_CHARS = 256 * 1024;
-/** The refusal of a request past its bound: nothing written, nothing kept. @param {number} invalid @param {number} received @param {number} maxInvalid @param {ItemError[]} errors @param {boolean} [complete] */
+/**
+ * The refusal of a request past its bound: nothing written, nothing kept.
+ * @param {number} invalid
+ * @param {number} received
+ * @param {number} maxInvalid
+ * @param {ItemError[]} errors
+ * @param {boolean} [complete]
+ */
 export function overBound(invalid, received, maxInvalid, errors, complete = true) {
   const some = complete
     ? `${invalid} of ${received}`
     : `at least ${invalid} of the first ${received}`;
   return new InvalidBatchError(
-    `${some} users are invalid, more than the ${maxInvalid} Prefer: invalid=quarantine sets aside (max-invalid); nothing was written`,
+    `${some} users are invalid, more than the ${maxInvalid} Prefer: ` +
+      `invalid=quarantine sets aside (max-invalid); nothing was written`,
     errors,
   );
 }
@@ -174,7 +196,8 @@ const USAGE_SCOPES = 10_000;
 // order sent, so that an export lists them so. A row this request's transaction wrote already (a
 // stream keeps its items in several statements: same request id, same now()) is left as it is, so
 // times_seen counts requests, not statements.
-const ITEM_SHA256 = `sha256(convert_to($1 || E'\\n' || coalesce($2, '') || E'\\n' || i.item, 'UTF8'))`;
+const ITEM_SHA256 =
+  `sha256(convert_to($1 || E'\\n' || ` + `coalesce($2, '') || E'\\n' || i.item, 'UTF8'))`;
 const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client_scope, client, request_id, client_request_id, format, csv_header, item_sha256, position, line, reason, errors, item, truncated)
 SELECT $9, $10, $11, $12, $1, $2, o.item_sha256, o.position, o.line, o.reason, o.errors, o.item, o.truncated
 FROM (
@@ -222,15 +245,26 @@ export async function keepQuarantined(client, quarantine) {
   bound.usage.add(scope, added);
 }
 
-/** The refusal of items past their client's bound: nothing written, nothing kept. @param {Quarantine} quarantine @param {number} bytes */
+/**
+ * The refusal of items past their client's bound: nothing written, nothing kept.
+ * @param {Quarantine} quarantine
+ * @param {number} bytes
+ */
 function clientFull(quarantine, bytes) {
   return new InvalidBatchError(
-    `this client's quarantine would hold ${bytes} bytes, over QUARANTINE_CLIENT_MAX_BYTES (${quarantine.bound.maxBytes}): the invalid users are refused, not kept, until its items are purged; nothing was written`,
+    `this client's quarantine would hold ${bytes} bytes, over ` +
+      `QUARANTINE_CLIENT_MAX_BYTES (${quarantine.bound.maxBytes}): the invalid ` +
+      `users are refused, not kept, until its items are purged; nothing was written`,
     quarantine.errors,
   );
 }
 
-/** Keeps a stream's items held so far and lets them go (a stream's transaction is never tried again). @param {import('../db/lending.js').Lending} client @param {Quarantine} quarantine */
+/**
+ * Keeps a stream's items held so far and lets them go (a stream's transaction is never tried
+ * again).
+ * @param {import('../db/lending.js').Lending} client
+ * @param {Quarantine} quarantine
+ */
 export async function keepQuarantinedSoFar(client, quarantine) {
   await keepQuarantined(client, quarantine);
   quarantine.kept();
@@ -239,8 +273,12 @@ export async function keepQuarantinedSoFar(client, quarantine) {
 /**
  * A JSON array's items checked one by one: the valid ones' rows in the order sent, the invalid ones
  * set aside; past the bound, the refusal a 400 gives today (nothing written, nothing kept).
- * `duplicateKeys`: the items that give a key twice (the JSON parser found them), invalid whatever they hold.
- * @param {unknown[]} items @param {Quarantine} quarantine @param {ItemError[]} [duplicateKeys] @returns {import('./user-schema.js').UserRow[]}
+ * `duplicateKeys`: the items that give a key twice (the JSON parser found them), invalid whatever
+ * they hold.
+ * @param {unknown[]} items
+ * @param {Quarantine} quarantine
+ * @param {ItemError[]} [duplicateKeys]
+ * @returns {import('./user-schema.js').UserRow[]}
  */
 export function setAsideInvalid(items, quarantine, duplicateKeys = []) {
   const rows = [];

@@ -28,26 +28,47 @@ import { STREAM_LIMITS } from './write-policy.js';
 // stages the whole body, then writes it all-new first (an email's last line wins). Given a
 // Quarantine, an invalid record is set aside instead (kept in the same transaction, at its end). An
 // Idempotency-Key is claimed in BEGIN's round trip and its answer stored in COMMIT's; a key taken
-// ends the transaction at once, and the body is read to its end, for its fingerprint, writing nothing.
+// ends the transaction at once, and the body is read to its end, for its fingerprint, writing
+// nothing.
 
 /** @typedef {import('./quarantine.js').Quarantine} Quarantine */
-/** @typedef {'ndjson' | 'csv'} StreamFormat @typedef {{ received: number, inserted: number, updated: number, quarantine?: Quarantine, answer?: import('./idempotency-keys.js').StoredAnswer }} ImportCounts */
-/** @typedef {import('./idempotency-keys.js').IdempotencyKey} IdempotencyKey @typedef {import('./user-writer.js').KeyTaken} KeyTaken */
-/** @typedef {{ keys: import('./idempotency-keys.js').KeyStore | undefined, key: IdempotencyKey | undefined, begun: boolean }} Keyed */
+/**
+ * @typedef {'ndjson' | 'csv'} StreamFormat
+ * @typedef {{ received: number, inserted: number, updated: number, quarantine?: Quarantine,
+ *   answer?: import('./idempotency-keys.js').StoredAnswer }} ImportCounts
+ */
+/**
+ * @typedef {import('./idempotency-keys.js').IdempotencyKey} IdempotencyKey
+ * @typedef {import('./user-writer.js').KeyTaken} KeyTaken
+ */
+/**
+ * @typedef {{ keys: import('./idempotency-keys.js').KeyStore | undefined,
+ *   key: IdempotencyKey | undefined, begun: boolean }} Keyed
+ */
 
-/** What a stream holds at once (buffers, a piece, a record, COPY's lead, a chunk), for admission control. */
+/**
+ * What a stream holds at once (buffers, a piece, a record, COPY's lead, a chunk), for admission
+ * control.
+ */
 export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
 /** Rows a chunk of ignore mode holds until it is in users (within CHUNK_BYTES at 130-byte rows). */
 const CHUNK_ROWS = 7_500;
 const CHUNK_BYTES = 1024 * 1024;
 
-/** @param {{ db: import('../db/database.js').Database, policy: import('./write-policy.js').WritePolicy, keys?: import('./idempotency-keys.js').KeyStore }} deps */
+/**
+ * @param {{ db: import('../db/database.js').Database,
+ *   policy: import('./write-policy.js').WritePolicy,
+ *   keys?: import('./idempotency-keys.js').KeyStore }} deps
+ */
 export function createStreamImport({ db, policy, keys }) {
   /**
    * The counts once committed (with a key, and its answer stored), or the key taken; a failure of
    * `texts` itself thrown as it came, any other as the policy answers a stream's.
-   * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {import('./user-schema.js').Resolution} resolution
-   * @param {{ key?: IdempotencyKey, quarantine?: Quarantine }} [options]  a key to claim; where to set invalid records aside
+   * @param {AsyncIterable<string>} texts
+   * @param {StreamFormat} format
+   * @param {import('./user-schema.js').Resolution} resolution
+   * @param {{ key?: IdempotencyKey, quarantine?: Quarantine }} [options] a key to claim; where to
+   *   set invalid records aside
    * @returns {Promise<ImportCounts | KeyTaken>}
    */
   return async function importUsers(texts, format, resolution, { key, quarantine } = {}) {
@@ -58,7 +79,8 @@ export function createStreamImport({ db, policy, keys }) {
       const outcome = await (resolution === 'merge'
         ? importMerging(db, source.texts, format, keyed, quarantine)
         : importIgnoring(db, source.texts, format, keyed, quarantine));
-      if ('taken' in outcome) for await (const _ of source.texts); // the rest of the body, for its fingerprint
+      // the rest of the body, for its fingerprint
+      if ('taken' in outcome) for await (const _ of source.texts);
       return outcome;
     } catch (err) {
       if (err instanceof ApiError || source.failedWith(err)) throw err;
@@ -69,7 +91,10 @@ export function createStreamImport({ db, policy, keys }) {
   };
 }
 
-/** The text source, and whether a failure is its own (the reader's, not the database's). @param {AsyncIterable<string>} texts */
+/**
+ * The text source, and whether a failure is its own (the reader's, not the database's).
+ * @param {AsyncIterable<string>} texts
+ */
 function watchedSource(texts) {
   /** @type {{ err: unknown } | undefined} */
   let failure = undefined;
@@ -91,7 +116,8 @@ function watchedSource(texts) {
  * One transaction, no statement timeout; BEGIN carries `then` and the key's claim (a key taken:
  * nothing more); its answer stored with COMMIT.
  * @param {import('../db/database.js').Database} db @param {string} then @param {Keyed} keyed
- * @param {(client: import('../db/lending.js').Lending) => Promise<ImportCounts>} fn @returns {Promise<ImportCounts | KeyTaken>}
+ * @param {(client: import('../db/lending.js').Lending) => Promise<ImportCounts>} fn
+ * @returns {Promise<ImportCounts | KeyTaken>}
  */
 function streamTransaction(db, then, keyed, fn) {
   const { keys, key } = keyed;
@@ -110,7 +136,14 @@ function streamTransaction(db, then, keyed, fn) {
   );
 }
 
-/** Ignore mode: straight into users a chunk at a time. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Keyed} keyed @param {Quarantine} [quarantine] */
+/**
+ * Ignore mode: straight into users a chunk at a time.
+ * @param {import('../db/database.js').Database} db
+ * @param {AsyncIterable<string>} texts
+ * @param {StreamFormat} format
+ * @param {Keyed} keyed
+ * @param {Quarantine} [quarantine]
+ */
 function importIgnoring(db, texts, format, keyed, quarantine) {
   return streamTransaction(db, '', keyed, async (client) => {
     const body = validatedBody(texts, format, quarantine);
@@ -120,7 +153,8 @@ function importIgnoring(db, texts, format, keyed, quarantine) {
       for await (const csv of body.pieces(chunks.abandon)) {
         await chunks.send(csv);
         if (body.received - chunkStart >= CHUNK_ROWS) {
-          // Between two chunks no COPY runs: the items set aside so far are kept there, once they are many.
+          // Between two chunks no COPY runs: the items set aside so far are kept there, once they
+          // are many.
           const keep =
             quarantine && quarantine.heldChars >= QUARANTINE_KEEP_CHARS
               ? () => keepQuarantinedSoFar(client, quarantine)
@@ -140,7 +174,14 @@ function importIgnoring(db, texts, format, keyed, quarantine) {
   });
 }
 
-/** Merge mode: all staged, then into users. @param {import('../db/database.js').Database} db @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Keyed} keyed @param {Quarantine} [quarantine] */
+/**
+ * Merge mode: all staged, then into users.
+ * @param {import('../db/database.js').Database} db
+ * @param {AsyncIterable<string>} texts
+ * @param {StreamFormat} format
+ * @param {Keyed} keyed
+ * @param {Quarantine} [quarantine]
+ */
 function importMerging(db, texts, format, keyed, quarantine) {
   return streamTransaction(db, CREATE_STREAM_STAGING, keyed, async (client) => {
     const body = validatedBody(texts, format, quarantine);
@@ -174,7 +215,9 @@ function importMerging(db, texts, format, keyed, quarantine) {
  * The body's users, parsed and checked (the one schema) as they are read, as the CSV COPY takes.
  * Once one is invalid nothing more is sent: reading goes on only to name up to MAX_REPORTED_ERRORS.
  * Given a quarantine, an invalid record is set aside instead, until one past its bound.
- * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Quarantine} [quarantine]
+ * @param {AsyncIterable<string>} texts
+ * @param {StreamFormat} format
+ * @param {Quarantine} [quarantine]
  */
 function validatedBody(texts, format, quarantine) {
   let received = 0;
@@ -268,7 +311,8 @@ function validatedBody(texts, format, quarantine) {
           complete,
         )
       : new InvalidBatchError(
-          `${complete ? '' : 'at least '}${invalid} of ${complete ? '' : 'the first '}${received} users are invalid; nothing was written`,
+          `${complete ? '' : 'at least '}${invalid} of ${complete ? '' : 'the first '}` +
+            `${received} users are invalid; nothing was written`,
           problems,
         );
   const taken = () => {
@@ -282,7 +326,11 @@ function validatedBody(texts, format, quarantine) {
     get received() {
       return received;
     },
-    /** The CSV of each piece read; `onInvalid` told after each once a user is invalid. @param {() => void} onInvalid @returns {AsyncGenerator<string>} */
+    /**
+     * The CSV of each piece read; `onInvalid` told after each once a user is invalid.
+     * @param {() => void} onInvalid
+     * @returns {AsyncGenerator<string>}
+     */
     async *pieces(onInvalid) {
       for await (const text of texts) {
         parser.feed(text, onRecord);
@@ -306,8 +354,8 @@ function validatedBody(texts, format, quarantine) {
 }
 
 /**
- * Ignore mode's chunks, all-new first: COPY into users under a savepoint; a chunk that meets a stored
- * or repeated email goes through the staging table, and so does every chunk after it.
+ * Ignore mode's chunks, all-new first: COPY into users under a savepoint; a chunk that meets a
+ * stored or repeated email goes through the staging table, and so does every chunk after it.
  * @param {import('../db/lending.js').Lending} client
  */
 async function chunkedCopy(client) {
@@ -338,7 +386,10 @@ async function chunkedCopy(client) {
   };
 
   return {
-    /** Rows on to COPY and into the chunk; a unique violation waits for the chunk's end. @param {string} csv */
+    /**
+     * Rows on to COPY and into the chunk; a unique violation waits for the chunk's end.
+     * @param {string} csv
+     */
     async send(csv) {
       // Kept as bytes: a string built row by row is a rope holding all its pieces.
       if (csv !== '') {
@@ -348,7 +399,10 @@ async function chunkedCopy(client) {
       const failure = copy?.error();
       if (failure && !isUniqueViolation(failure)) throw failure;
     },
-    /** Ends the chunk, runs `between` (no COPY in progress), and begins the next. @param {() => Promise<void>} [between] */
+    /**
+     * Ends the chunk, runs `between` (no COPY in progress), and begins the next.
+     * @param {() => Promise<void>} [between]
+     */
     async next(between) {
       await endChunk();
       await between?.();
@@ -371,7 +425,12 @@ async function chunkedCopy(client) {
   };
 }
 
-/** A chunk through the staging table, an email's first line, ON CONFLICT DO NOTHING. @param {import('../db/lending.js').Lending} client @param {Buffer} csv @param {boolean} first */
+/**
+ * A chunk through the staging table, an email's first line, ON CONFLICT DO NOTHING.
+ * @param {import('../db/lending.js').Lending} client
+ * @param {Buffer} csv
+ * @param {boolean} first
+ */
 async function insertStaged(client, csv, first) {
   await client.query(first ? CREATE_STREAM_STAGING : EMPTY_STREAM_STAGING);
   await copyAll(client, COPY_STREAM_STAGING, csv);
@@ -379,7 +438,11 @@ async function insertStaged(client, csv, first) {
   return /** @type {{ inserted: number }} */ (result.rows[0]).inserted;
 }
 
-/** Merge mode's staged rows into users, all-new first. @param {import('../db/lending.js').Lending} client @returns {Promise<{ inserted: number, updated: number }>} */
+/**
+ * Merge mode's staged rows into users, all-new first.
+ * @param {import('../db/lending.js').Lending} client
+ * @returns {Promise<{ inserted: number, updated: number }>}
+ */
 function writeMerged(client) {
   const asNew = async () => {
     await client.query('SAVEPOINT all_new');

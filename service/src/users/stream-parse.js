@@ -5,12 +5,15 @@ import { REQUIRED_FIELDS, USER_FIELDS } from '../user-columns.js';
 // The records of a streamed body (NDJSON, CSV), parsed as the text arrives; only the unfinished one
 // is kept. Lines are counted as editors count them, so an error names the line a person goes to.
 
-/** Longest line (NDJSON) or record (CSV, its line break counted) in UTF-16 units: no user is longer. */
+/**
+ * Longest line (NDJSON) or record (CSV, its line break counted) in UTF-16 units: no user is longer.
+ */
 export const MAX_RECORD_CHARS = 64 * 1024;
 
 /** The columns a CSV header may name: the user's fields (user-columns.js), those required first. */
 const CSV_COLUMNS = USER_FIELDS;
-const THE_COLUMNS = `the columns are ${CSV_COLUMNS.join(', ')} (${REQUIRED_FIELDS.join(' and ')} required)`;
+const THE_COLUMNS =
+  `the columns ` + `are ${CSV_COLUMNS.join(', ')} (${REQUIRED_FIELDS.join(' and ')} required)`;
 /** `email,name[,phone][,passwordHash][,changedAt]` */
 const HEADER_SHAPE = [
   REQUIRED_FIELDS.join(','),
@@ -23,14 +26,28 @@ const QUOTE = 34;
 const LF = 10;
 const CR = 13;
 
-/** A record, the line it starts on, its fields given twice (NDJSON), its text. @typedef {(item: unknown, line: number, duplicates: string[], text: string) => void} OnRecord */
-/** A record that is not one (an NDJSON line not JSON, a CSV record of another field count): its line, its text, why. @typedef {(line: number, text: string, message: string) => void} OnUnreadable */
+/**
+ * A record, the line it starts on, its fields given twice (NDJSON), its text.
+ * @typedef {(item: unknown, line: number, duplicates: string[], text: string) => void} OnRecord
+ */
+/**
+ * A record that is not one (an NDJSON line not JSON, a CSV record of another field count): its
+ * line, its text, why.
+ * @typedef {(line: number, text: string, message: string) => void} OnUnreadable
+ */
 /** columns: a CSV body's header, once read. @typedef {{ feed: (text: string, onRecord: OnRecord) => void, end: (onRecord: OnRecord) => void, readonly columns?: readonly string[] }} RecordParser */
-/** onUnreadable: told of a record that is not one, instead of refusing the body. @typedef {{ onUnreadable?: OnUnreadable }} ParserOptions */
+/**
+ * onUnreadable: told of a record that is not one, instead of refusing the body.
+ * @typedef {{ onUnreadable?: OnUnreadable }} ParserOptions
+ */
 
 const tooLong = () => `is longer than ${MAX_RECORD_CHARS} characters, which no user is`;
 
-/** NDJSON / JSON Lines: a JSON value a line (JSON.parse), LF or CRLF, blank lines skipped. @param {ParserOptions} [options] @returns {RecordParser} */
+/**
+ * NDJSON / JSON Lines: a JSON value a line (JSON.parse), LF or CRLF, blank lines skipped.
+ * @param {ParserOptions} [options]
+ * @returns {RecordParser}
+ */
 export function createNdjsonParser({ onUnreadable } = {}) {
   let rest = '';
   let line = 0;
@@ -41,7 +58,8 @@ export function createNdjsonParser({ onUnreadable } = {}) {
     line++;
     if (first) {
       first = false;
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1); // a byte-order mark is no part of the JSON
+      // a byte-order mark is no part of the JSON
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
     if (text.length > MAX_RECORD_CHARS)
       throw new ApiError('malformed_json', `line ${line} ${tooLong()}; nothing was written`);
@@ -122,7 +140,10 @@ export function createCsvParser({ onUnreadable } = {}) {
         continue;
       }
       if (fields.length !== columns.length) {
-        const problem = `the record has ${fields.length} field${fields.length === 1 ? '' : 's'} where the header names ${columns.length}`;
+        const problem =
+          `the record ` +
+          `has ${fields.length} field${fields.length === 1 ? '' : 's'} where ` +
+          `the header names ${columns.length}`;
         if (onUnreadable) {
           onUnreadable(at, recordText(rest, start, pos), problem);
           continue;
@@ -161,7 +182,11 @@ export function createCsvParser({ onUnreadable } = {}) {
 
 /**
  * The CSV record at `pos`, or undefined when the text ends first and more may come.
- * @param {string} s @param {number} pos @param {boolean} final @param {number} line @returns {{ fields: (string | undefined)[], next: number, lines: number } | undefined}
+ * @param {string} s
+ * @param {number} pos
+ * @param {boolean} final
+ * @param {number} line
+ * @returns {{ fields: (string | undefined)[], next: number, lines: number } | undefined}
  */
 function parseRecord(s, pos, final, line) {
   /** @type {(string | undefined)[]} */
@@ -198,7 +223,8 @@ function parseRecord(s, pos, final, line) {
         if (c === COMMA || c === LF) break;
         if (c === QUOTE)
           throw malformedCsv(
-            'a double quote inside a field that does not start with one (quote the field and double the quote)',
+            'a double quote inside a field that does not start ' +
+              'with one (quote the field and double the quote)',
             line + lines,
           );
       }
@@ -246,11 +272,16 @@ function tooLongRecord(s, pos) {
     }
   }
   return quoted
-    ? `a quoted field is not closed within ${MAX_RECORD_CHARS} characters (a double quote opens it and none closes it)`
+    ? `a quoted field is not closed within ${MAX_RECORD_CHARS} characters ` +
+        `(a double quote opens it and none closes it)`
     : `the record ${tooLong()}`;
 }
 
-/** The columns a CSV header names, checked. @param {(string | undefined)[]} fields @param {number} at  its line */
+/**
+ * The columns a CSV header names, checked.
+ * @param {(string | undefined)[]} fields
+ * @param {number} at its line
+ */
 function headerColumns(fields, at) {
   /** @param {string} message */
   const malformed = (message) => malformedCsv(message, at);
@@ -272,7 +303,12 @@ function headerColumns(fields, at) {
   return names;
 }
 
-/** A record's text, without its line break. @param {string} s @param {number} start @param {number} end */
+/**
+ * A record's text, without its line break.
+ * @param {string} s
+ * @param {number} start
+ * @param {number} end
+ */
 function recordText(s, start, end) {
   let to = end;
   if (s.charCodeAt(to - 1) === LF) to--;

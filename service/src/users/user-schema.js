@@ -5,12 +5,16 @@ import { ORDER_COLUMN, REQUIRED_FIELDS, USER_COLUMNS, USER_FIELDS } from '../use
 
 // The one validator of every body format (a JSON array, NDJSON, CSV): ajv's schema built from the
 // declaration (user-columns.js), its findings in the contract's words, the rules applied again to a
-// value as stored, and the rows to write, each email once, sorted so that writers lock in one order.
+// value as stored, and the rows to write, each email once, sorted so that writers lock in one
+// order.
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
 /** @typedef {import('../user-columns.js').UserRow} UserRow */
 /** An item the schema passed: every field a string, the optional ones perhaps absent. @typedef {{ [F in keyof UserRow]: null extends UserRow[F] ? string | undefined : string }} UserItem */
-/** What becomes of an email already stored: skipped, or updated with what was sent. @typedef {'ignore' | 'merge'} Resolution */
+/**
+ * What becomes of an email already stored: skipped, or updated with what was sent.
+ * @typedef {'ignore' | 'merge'} Resolution
+ */
 
 export const MAX_REPORTED_ERRORS = 100;
 
@@ -26,21 +30,27 @@ const MESSAGES =
     /** @type {unknown} */ (Object.fromEntries(USER_COLUMNS.map((c) => [c.field, c.messages])))
   );
 const TOO_PRECISE =
-  'has more than 6 fractional digits: PostgreSQL keeps microseconds, so it could not be stored as sent (round it at the source)';
+  'has more than 6 fractional digits: PostgreSQL keeps microseconds, ' +
+  'so it could not be stored as sent (round it at the source)';
 const NOT_A_DATE =
-  'must be a date and time that exist (month 01-12, a day the month has, hour 00-23, minute and second 00-59) with an offset PostgreSQL takes (at most ±15:59; real ones are within -12:00 and +14:00)';
+  'must be a date and time that exist (month 01-12, a day the month ' +
+  'has, hour 00-23, minute and second 00-59) with an offset PostgreSQL ' +
+  'takes (at most ±15:59; real ones are within -12:00 and +14:00)';
 const TOO_PRECISE_PATTERN =
   /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{7,}(Z|[+-][0-9]{2}:[0-9]{2})$/;
 const PASSWORD_REFUSED =
-  'plaintext passwords are never accepted: hash it (argon2id, bcrypt, scrypt) and send passwordHash';
+  'plaintext passwords are never accepted: hash it ' +
+  '(argon2id, bcrypt, scrypt) and send passwordHash';
 const LONE_SURROGATE =
-  'contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which cannot be stored as sent';
+  'contains a lone UTF-16 surrogate (an unpaired ' +
+  '\\ud800-\\udfff escape), which cannot be stored as sent';
 const UNKNOWN_FIELD = `is not a known field (allowed: ${USER_FIELDS.join(', ')})`;
 const TEXT_FIELDS = USER_COLUMNS.filter((c) => c.type === 'text').map((c) => c.field);
 const TIMESTAMP_FIELDS = USER_COLUMNS.filter((c) => c.type === 'timestamptz').map(
   (c) => /** @type {const} */ ([c.field, new RegExp(c.schema.pattern, 'u')]),
 );
-// The email (the key) is the one value stored otherwise than sent, lower-cased: its rules apply again.
+// The email (the key) is the one value stored otherwise than sent, lower-cased: its rules apply
+// again.
 const EMAIL = USER_COLUMNS[0];
 const MAX_EMAIL_LENGTH = EMAIL.schema.maxLength;
 const EMAIL_PATTERN = new RegExp(EMAIL.schema.pattern, 'u');
@@ -49,7 +59,13 @@ const validateUser = new Ajv({ allErrors: true, strict: true, unicodeRegExp: tru
   userSchema,
 );
 
-/** ajv's findings about one item as the contract's error entries. @param {number} index @param {import('ajv').ErrorObject[]} errors @param {unknown} item @returns {ItemError[]} */
+/**
+ * ajv's findings about one item as the contract's error entries.
+ * @param {number} index
+ * @param {import('ajv').ErrorObject[]} errors
+ * @param {unknown} item
+ * @returns {ItemError[]}
+ */
 function describe(index, errors, item) {
   return errors.map((e) => {
     if (e.keyword === 'required') {
@@ -75,9 +91,13 @@ function describe(index, errors, item) {
   });
 }
 
-// The rules apply to the value as stored: a lone surrogate would be stored as U+FFFD, and lower-casing
-// can lengthen an email ('İ' becomes 'i' and a combining dot).
-/** @param {number} index @param {Record<string, unknown>} item @returns {ItemError[] | null}  null: nothing wrong */
+// The rules apply to the value as stored: a lone surrogate would be stored as U+FFFD, and
+// lower-casing can lengthen an email ('İ' becomes 'i' and a combining dot).
+/**
+ * @param {number} index
+ * @param {Record<string, unknown>} item
+ * @returns {ItemError[] | null} null: nothing wrong
+ */
 function storageProblems(index, item) {
   /** @type {ItemError[]} */
   const found = [];
@@ -99,19 +119,28 @@ function storageProblems(index, item) {
   return found.length > 0 ? found : null;
 }
 
-/** What is wrong with an email once lower-cased when the email as sent passed; null: nothing. @param {string} email */
+/**
+ * What is wrong with an email once lower-cased when the email as sent passed; null: nothing.
+ * @param {string} email
+ */
 function emailAsStoredProblem(email) {
   const stored = email.toLowerCase();
   if (stored === email) return null;
   if (!fitsEmailLength(stored) && fitsEmailLength(email)) {
-    return `must be at most ${MAX_EMAIL_LENGTH} characters once lower-cased, as it is stored (some letters lower-case to two characters)`;
+    return (
+      `must be at most ${MAX_EMAIL_LENGTH} characters once lower-cased, ` +
+      `as it is stored (some letters lower-case to two characters)`
+    );
   }
   if (!EMAIL_PATTERN.test(stored) && EMAIL_PATTERN.test(email))
     return 'must be a plausible email address once lower-cased, as it is stored';
   return null;
 }
 
-/** String.prototype.isWellFormed, which TypeScript's ES2022 library does not declare. @param {string} s */
+/**
+ * String.prototype.isWellFormed, which TypeScript's ES2022 library does not declare.
+ * @param {string} s
+ */
 const isWellFormed = (s) =>
   /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
 
@@ -119,7 +148,10 @@ function emailStillFits(/** @type {string} */ stored) {
   return fitsEmailLength(stored) && EMAIL_PATTERN.test(stored);
 }
 
-/** At most MAX_EMAIL_LENGTH code points (counted only when the UTF-16 length may be over). @param {string} s */
+/**
+ * At most MAX_EMAIL_LENGTH code points (counted only when the UTF-16 length may be over).
+ * @param {string} s
+ */
 function fitsEmailLength(s) {
   return s.length <= MAX_EMAIL_LENGTH || codePoints(s) <= MAX_EMAIL_LENGTH;
 }
@@ -130,8 +162,9 @@ function codePoints(/** @type {string} */ s) {
   return n;
 }
 
-// An item that passed the schema as its row (null where not sent), or null when a value could not be
-// stored as sent. Written out a column, held to the declaration by tsc (UserRow) and row-functions.test.js.
+// An item that passed the schema as its row (null where not sent), or null when a value could not
+// be stored as sent. Written out a column, held to the declaration by tsc (UserRow) and
+// row-functions.test.js.
 /** @param {UserItem} u @returns {UserRow | null} */
 function storedRow(u) {
   const email = u.email.toLowerCase();
@@ -148,15 +181,19 @@ function storedRow(u) {
 }
 
 /**
- * A batch's rows to write when every item passes (oncePerEmail), else an InvalidBatchError naming up
- * to 100 problems, in index order.
+ * A batch's rows to write when every item passes (oncePerEmail), else an InvalidBatchError naming
+ * up to 100 problems, in index order.
  * @param {unknown[]} items @param {Resolution} [resolution] @returns {UserRow[]}
  */
 export function parseUserBatch(items, resolution = 'ignore') {
   return oncePerEmail(checkUserBatch(items), resolution);
 }
 
-/** A row an item, in the order sent, repeats kept, when all pass; else an InvalidBatchError. @param {unknown[]} items @returns {UserRow[]} */
+/**
+ * A row an item, in the order sent, repeats kept, when all pass; else an InvalidBatchError.
+ * @param {unknown[]} items
+ * @returns {UserRow[]}
+ */
 export function checkUserBatch(items) {
   /** @type {ItemError[]} */
   const problems = [];
@@ -184,7 +221,10 @@ export function checkUserBatch(items) {
 
 /**
  * One item's row when it passes, else what is wrong with it ([] when not `describeProblems`).
- * @param {unknown} item @param {number} index @param {boolean} [describeProblems] @returns {UserRow | ItemError[]}
+ * @param {unknown} item
+ * @param {number} index
+ * @param {boolean} [describeProblems]
+ * @returns {UserRow | ItemError[]}
  */
 export function checkUser(item, index, describeProblems = true) {
   if (validateUser(item)) {
@@ -220,7 +260,11 @@ export function oncePerEmail(rows, resolution) {
   return rows;
 }
 
-/** One email's items, in the order sent, merged in the order of their changes. @param {UserRow[]} run @returns {UserRow} */
+/**
+ * One email's items, in the order sent, merged in the order of their changes.
+ * @param {UserRow[]} run
+ * @returns {UserRow}
+ */
 function merged(run) {
   // Stable: a tie keeps the order sent.
   if (run.some((r) => r[ORDER] !== null)) run.sort((a, b) => compareChanges(a[ORDER], b[ORDER]));
@@ -229,7 +273,13 @@ function merged(run) {
   return m;
 }
 
-/** A later change over an earlier one: the later's values, but for `kept` columns sent only in the earlier. @param {UserRow} m @param {UserRow} r @returns {UserRow} */
+/**
+ * A later change over an earlier one: the later's values, but for `kept` columns sent only in the
+ * earlier.
+ * @param {UserRow} m
+ * @param {UserRow} r
+ * @returns {UserRow}
+ */
 function laterOver(m, r) {
   return {
     email: r.email,

@@ -7,16 +7,30 @@ import { KEY_COLUMN as KEY, ORDER_COLUMN as ORDER, USER_COLUMNS } from '../user-
 /** @typedef {import('../user-columns.js').UserRow} UserRow */
 /** @typedef {import('../user-columns.js').WrittenUser} WrittenUser */
 /** @typedef {import('../user-columns.js').UserField} UserField */
-/** A stored email: fail (23505), skip (DO NOTHING), merge (DO UPDATE where a value changes). @typedef {'fail' | 'skip' | 'merge'} OnConflict */
-/** Its answer: the command tag, a counts row, a row per email, or each row for a representation (RETURNED_AS_TEXT). @typedef {'none' | 'counts' | 'emails' | 'rows'} Returning */
+/**
+ * A stored email: fail (23505), skip (DO NOTHING), merge (DO UPDATE where a value changes).
+ * @typedef {'fail' | 'skip' | 'merge'} OnConflict
+ */
+/**
+ * Its answer: the command tag, a counts row, a row per email, or each row for a representation
+ * (RETURNED_AS_TEXT).
+ * @typedef {'none' | 'counts' | 'emails' | 'rows'} Returning
+ */
 
-/** The columns a merge updates: all but the key (KEY, the conflict target; ORDER is the ordering value). */
+/**
+ * The columns a merge updates: all but the key (KEY, the conflict target; ORDER is the ordering
+ * value).
+ */
 const UPDATED = USER_COLUMNS.filter((c) => c.merge !== 'key');
 
 /** `email, name, phone, password_hash, changed_at` */
 export const COLUMNS = USER_COLUMNS.map((c) => c.column).join(', ');
 
-/** What a merge stores: the sent value, COALESCE'd with the stored one when `kept`. @param {string} sent @param {string} stored */
+/**
+ * What a merge stores: the sent value, COALESCE'd with the stored one when `kept`.
+ * @param {string} sent
+ * @param {string} stored
+ */
 const mergedValues = (sent, stored) =>
   UPDATED.map((c) =>
     c.merge === 'kept'
@@ -26,8 +40,8 @@ const mergedValues = (sent, stored) =>
 /** @param {string} stored */
 const storedValues = (stored) => UPDATED.map((c) => `${stored}.${c.column}`).join(', ');
 /**
- * A sent change no newer than the stored row (older, the same, or without changedAt while the stored
- * row has one): merge writes nothing of it. NULL-safe, as NOT EXISTS negates it.
+ * A sent change no newer than the stored row (older, the same, or without changedAt while the
+ * stored row has one): merge writes nothing of it. NULL-safe, as NOT EXISTS negates it.
  * @param {string} sent @param {string} stored
  */
 export const notNewer = (sent, stored) =>
@@ -42,7 +56,11 @@ export const MERGE = `ON CONFLICT (${KEY.column}) DO UPDATE SET
 /** @type {Record<OnConflict, string>} */
 const ON_CONFLICT = { fail: '', skip: `ON CONFLICT (${KEY.column}) DO NOTHING`, merge: MERGE };
 
-/** Merge's rows less those stored unchanged or newer: a key probe a row (`OFFSET 0`), in email order. @param {string} source */
+/**
+ * Merge's rows less those stored unchanged or newer: a key probe a row (`OFFSET 0`), in email
+ * order.
+ * @param {string} source
+ */
 const changedRows = (source) => `SELECT ${COLUMNS} FROM (${source}) AS t (${COLUMNS})
   WHERE NOT EXISTS (SELECT FROM users u WHERE u.${KEY.column} = t.${KEY.column} COLLATE "C"
     AND ((${storedValues('u')}) IS NOT DISTINCT FROM (${mergedValues('t', 'u')}) OR ${notNewer('t', 'u')}) OFFSET 0)`;
@@ -57,15 +75,25 @@ const RETURNING_ROWS = {
   skip: ` RETURNING ${KEY.column}`,
   merge: ` RETURNING ${[KEY.column, 'created_at', ...RETURNED_KEPT.map((c) => c.column), 'updated_at'].join(', ')}`,
 };
-/** The statement before a write that returns rows, unless it merges: when the rows it inserts are created. */
+/**
+ * The statement before a write that returns rows, unless it merges: when the rows it inserts are
+ * created.
+ */
 const CREATED_NOW = { fail: 'SELECT now(); ', skip: 'SELECT now(); ', merge: '' };
-/** CREATED_NOW's answer among a query's results, as JSON writes it. @param {import('pg').QueryResult | import('pg').QueryResult[]} result */
+/**
+ * CREATED_NOW's answer among a query's results, as JSON writes it.
+ * @param {import('pg').QueryResult | import('pg').QueryResult[]} result
+ */
 export const createdNowOf = (result) =>
   timestampAsJson(
     (Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0],
   );
 
-/** A timestamptz's ISO text (`2026-11-25 04:15:04.123456+00`) as JSON writes it (`...T...+00:00`); other text as it came. @param {string} text */
+/**
+ * A timestamptz's ISO text (`2026-11-25 04:15:04.123456+00`) as JSON writes it (`...T...+00:00`);
+ * other text as it came.
+ * @param {string} text
+ */
 export function timestampAsJson(text) {
   if (text === lastText) return lastJson;
   const m = ISO_TIMESTAMPTZ.exec(text);
@@ -116,7 +144,12 @@ export const mergedUser = (row, r) => ({
   updatedAt: r[3] === null ? null : timestampAsJson(r[3]),
 });
 
-/** The statement around a row source (`SELECT ...` or `VALUES ...` giving COLUMNS). @param {string} source @param {OnConflict} onConflict @param {Returning} returning */
+/**
+ * The statement around a row source (`SELECT ...` or `VALUES ...` giving COLUMNS).
+ * @param {string} source
+ * @param {OnConflict} onConflict
+ * @param {Returning} returning
+ */
 export function writeStatement(source, onConflict, returning) {
   const insert = insertStatement(source, onConflict);
   if (returning === 'emails') return `${insert} RETURNING email, updated_at IS NULL AS inserted`;
@@ -131,7 +164,8 @@ export function writeStatement(source, onConflict, returning) {
 const insertStatement = (source, onConflict) =>
   `INSERT INTO users (${COLUMNS}) ${onConflict === 'merge' ? changedRows(source) : source} ${ON_CONFLICT[onConflict]}`;
 
-// A value without a quote or a backslash is quoted directly; any other through pg-format (same SQL).
+// A value without a quote or a backslash is quoted directly; any other through pg-format (same
+// SQL).
 const NEEDS_ESCAPING = /['\\]/;
 /** @param {string | null} v */
 export const literal = (v) =>
@@ -166,7 +200,10 @@ const castArrays = (/** @type {(i: number) => string} */ placeholder) =>
   USER_COLUMNS.map((c, i) => `${placeholder(i)}::${c.type}[]`).join(', ');
 const ROWS_AS_ARRAYS = `SELECT * FROM unnest(${castArrays(() => '%s')})`;
 
-/** The rows as `unnest` over one array constant a column (a sparse column no row has: `'{}'`). @param {UserRow[]} rows */
+/**
+ * The rows as `unnest` over one array constant a column (a sparse column no row has: `'{}'`).
+ * @param {UserRow[]} rows
+ */
 export function rowsAsArrays(rows) {
   return format(
     ROWS_AS_ARRAYS,
@@ -178,7 +215,10 @@ export function rowsAsArrays(rows) {
   );
 }
 
-/** The rows as a VALUES list (bench:db; the reference the array form is checked against). @param {UserRow[]} rows */
+/**
+ * The rows as a VALUES list (bench:db; the reference the array form is checked against).
+ * @param {UserRow[]} rows
+ */
 export function rowsAsValues(rows) {
   return format(
     'VALUES %s',
@@ -194,22 +234,34 @@ export function rowsAsValues(rows) {
 /** The row source of the `unnest` strategy: an array parameter a column, $1 to $5 today. */
 export const ROWS_AS_PARAMETERS = `SELECT * FROM unnest(${castArrays((i) => `$${i + 1}`)})`;
 
-/** The column arrays ROWS_AS_PARAMETERS takes. @param {UserRow[]} rows @returns {(string | null)[][]} */
+/**
+ * The column arrays ROWS_AS_PARAMETERS takes.
+ * @param {UserRow[]} rows
+ * @returns {(string | null)[][]}
+ */
 export const columnArrays = (rows) => USER_COLUMNS.map((c) => rows.map((r) => r[c.field]));
 
-/** A CSV field for COPY: quoted (so an empty string stays one), NULL as nothing at all. @param {string | null} v */
+/**
+ * A CSV field for COPY: quoted (so an empty string stays one), NULL as nothing at all.
+ * @param {string | null} v
+ */
 export const csvField = (v) => (v === null ? '' : `"${v.replaceAll('"', '""')}"`);
 
 /** One row as a CSV line for COPY, its fields in COLUMNS' order. @param {UserRow} r */
 export const csvLine = (r) =>
-  `${csvField(r.email)},${csvField(r.name)},${csvField(r.phone)},${csvField(r.passwordHash)},${csvField(r.changedAt)}\n`;
+  `${csvField(r.email)},${csvField(r.name)},${csvField(r.phone)},${csvField(r.passwordHash)}` +
+  `,${csvField(r.changedAt)}\n`;
 /** @param {UserRow[]} rows */
 export const rowsAsCsv = (rows) => rows.map(csvLine).join('');
 
 /** @param {string} table */
 export const copySql = (table) => `COPY ${table} (${COLUMNS}) FROM STDIN (FORMAT csv)`;
 
-/** The columns of a staging table: `email text, name text, ...`; the key compared as bytes when `collateC`. @param {boolean} collateC */
+/**
+ * The columns of a staging table: `email text, name text, ...`; the key compared as bytes when
+ * `collateC`.
+ * @param {boolean} collateC
+ */
 const stagedColumns = (collateC) =>
   USER_COLUMNS.map(
     (c) => `${c.column} ${c.type}${collateC && c === KEY ? ' COLLATE "C"' : ''}`,

@@ -25,26 +25,58 @@ import { createWritePolicy } from './write-policy.js';
 
 // The user writer: `write`, the one way in for every kind of write but the stream (write-policy.js
 // says how each kind is timed and what its failure means). A request is chunked (one transaction
-// when several chunks), a group is one pg-format statement; both go all-new first (all-new-first.js),
-// resolving conflicts at once while replays are likely (replay-guess.js). A request with an
-// Idempotency-Key is written in a transaction that claims its key first and stores its answer with
-// its COMMIT (idempotency-keys.js); a key taken is that request's outcome instead of a write.
+// when several chunks), a group is one pg-format statement; both go all-new first
+// (all-new-first.js), resolving conflicts at once while replays are likely (replay-guess.js). A
+// request with an Idempotency-Key is written in a transaction that claims its key first and stores
+// its answer with its COMMIT (idempotency-keys.js); a key taken is that request's outcome instead
+// of a write.
 
-/** @typedef {import('./user-schema.js').UserRow} UserRow @typedef {import('./user-schema.js').Resolution} Resolution @typedef {import('./user-sql.js').OnConflict} OnConflict */
-/** @typedef {import('../db/lending.js').Lending} Lending @typedef {import('../db/transaction-settings.js').TimeLimits} TimeLimits @typedef {import('./chunk-writers.js').ChunkWriter} ChunkWriter */
-/** @typedef {import('./insert-strategies.js').InsertStrategy} Strategy @typedef {import('./write-policy.js').WriteKind} WriteKind */
-/** @typedef {import('../user-columns.js').WrittenUser} WrittenUser  a row as written; inserted when updatedAt is null */
-/** @typedef {import('./idempotency-keys.js').IdempotencyKey} IdempotencyKey @typedef {import('./idempotency-keys.js').StoredAnswer} StoredAnswer */
-/** One request's; users (by email) when withRows; answer: what a keyed request's answer was stored as. @typedef {{ inserted: number, updated: number, users?: WrittenUser[], answer?: StoredAnswer }} Counts */
-/** A request whose key another holds: nothing written for it. @typedef {{ taken: import('./idempotency-keys.js').TakenKey }} KeyTaken */
+/**
+ * @typedef {import('./user-schema.js').UserRow} UserRow
+ * @typedef {import('./user-schema.js').Resolution} Resolution
+ * @typedef {import('./user-sql.js').OnConflict} OnConflict
+ */
+/**
+ * @typedef {import('../db/lending.js').Lending} Lending
+ * @typedef {import('../db/transaction-settings.js').TimeLimits} TimeLimits
+ * @typedef {import('./chunk-writers.js').ChunkWriter} ChunkWriter
+ */
+/**
+ * @typedef {import('./insert-strategies.js').InsertStrategy} Strategy
+ * @typedef {import('./write-policy.js').WriteKind} WriteKind
+ */
+/**
+ * @typedef {import('../user-columns.js').WrittenUser} WrittenUser a row as written; inserted when
+ *   updatedAt is null
+ */
+/**
+ * @typedef {import('./idempotency-keys.js').IdempotencyKey} IdempotencyKey
+ * @typedef {import('./idempotency-keys.js').StoredAnswer} StoredAnswer
+ */
+/**
+ * One request's; users (by email) when withRows; answer: what a keyed request's answer was stored
+ * as.
+ * @typedef {{ inserted: number, updated: number, users?: WrittenUser[],
+ *   answer?: StoredAnswer }} Counts
+ */
+/**
+ * A request whose key another holds: nothing written for it.
+ * @typedef {{ taken: import('./idempotency-keys.js').TakenKey }} KeyTaken
+ */
 /** @typedef {Counts | KeyTaken} Outcome */
 /** @typedef {import('./quarantine.js').Quarantine} Quarantine */
-/** quarantine: items set aside, kept in the rows' transaction (never grouped). @typedef {{ withRows?: boolean, key?: IdempotencyKey, quarantine?: Quarantine }} WriteOptions @typedef {{ rows: UserRow[], withRows: boolean, key?: IdempotencyKey }} Part */
+/**
+ * quarantine: items set aside, kept in the rows' transaction (never grouped).
+ * @typedef {{ withRows?: boolean, key?: IdempotencyKey, quarantine?: Quarantine }} WriteOptions
+ * @typedef {{ rows: UserRow[], withRows: boolean, key?: IdempotencyKey }} Part
+ */
 /** rows: sorted by email, each once; parts: a group's requests. @typedef {{ kind: Exclude<WriteKind, 'stream'>, rows: UserRow[], resolution: Resolution, withRows?: boolean, key?: IdempotencyKey, parts?: readonly Part[], quarantine?: Quarantine }} WriteRequest */
 /** @typedef {Outcome[]} Written  per request carried: a group's parts in order, else the one */
 /**
- * @typedef {{ db: import('../db/database.js').Database, chunkRows: number, chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>,
- *   policy: import('./write-policy.js').WritePolicy, keys: import('./idempotency-keys.js').KeyStore | undefined }} Writer
+ * @typedef {{ db: import('../db/database.js').Database, chunkRows: number,
+ *   chunkWriter: ChunkWriter, replays: ReturnType<typeof createReplayGuess>,
+ *   policy: import('./write-policy.js').WritePolicy,
+ *   keys: import('./idempotency-keys.js').KeyStore | undefined }} Writer
  */
 
 /** @param {Resolution} resolution @returns {OnConflict} */
@@ -52,7 +84,10 @@ const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip'
 
 /**
  * keys: the Idempotency-Key store, for requests with a key.
- * @param {import('../db/database.js').Database} db @param {{ chunkRows: number, strategy: Strategy, policy?: import('./write-policy.js').WritePolicy, keys?: import('./idempotency-keys.js').KeyStore }} options
+ * @param {import('../db/database.js').Database} db
+ * @param {{ chunkRows: number, strategy: Strategy,
+ *   policy?: import('./write-policy.js').WritePolicy,
+ *   keys?: import('./idempotency-keys.js').KeyStore }} options
  */
 export function createUserWriter(
   db,
@@ -68,7 +103,11 @@ export function createUserWriter(
     keys,
   };
   return {
-    /** A failure as the policy answers it; a group's as it came, for group commit. @param {WriteRequest} request @returns {Promise<Written>} */
+    /**
+     * A failure as the policy answers it; a group's as it came, for group commit.
+     * @param {WriteRequest} request
+     * @returns {Promise<Written>}
+     */
     write: (request) =>
       request.kind === 'group'
         ? writeGroup(writer, request)
@@ -78,7 +117,14 @@ export function createUserWriter(
 
 /** @typedef {ReturnType<typeof createUserWriter>} UserWriter */
 
-/** An attempt, and once more when the policy says so. @template T @param {Writer} writer @param {WriteKind} kind @param {() => Promise<T>} attempt @returns {Promise<T>} */
+/**
+ * An attempt, and once more when the policy says so.
+ * @template T
+ * @param {Writer} writer
+ * @param {WriteKind} kind
+ * @param {() => Promise<T>} attempt
+ * @returns {Promise<T>}
+ */
 async function tried({ policy }, kind, attempt) {
   /** @type {unknown} */
   let first = undefined;
@@ -97,7 +143,16 @@ async function tried({ policy }, kind, attempt) {
   }
 }
 
-/** All-new first, but resolving at once while replays are likely. @template T @param {Writer} writer @param {number} rowCount @param {() => Promise<T>} asNew @param {() => Promise<T>} resolving @param {(result: T) => number} insertedOf @returns {Promise<T>} */
+/**
+ * All-new first, but resolving at once while replays are likely.
+ * @template T
+ * @param {Writer} writer
+ * @param {number} rowCount
+ * @param {() => Promise<T>} asNew
+ * @param {() => Promise<T>} resolving
+ * @param {(result: T) => number} insertedOf
+ * @returns {Promise<T>}
+ */
 function newFirst({ replays }, rowCount, asNew, resolving, insertedOf) {
   const resolved = async () => {
     const result = await resolving();
@@ -107,7 +162,12 @@ function newFirst({ replays }, rowCount, asNew, resolving, insertedOf) {
   return allNewFirst(asNew, resolved, { tryNew: !replays.likely() });
 }
 
-/** One request's rows by its strategy (by pg-format when it wants them back). @param {Writer} writer @param {WriteRequest} request @returns {Promise<Written>} */
+/**
+ * One request's rows by its strategy (by pg-format when it wants them back).
+ * @param {Writer} writer
+ * @param {WriteRequest} request
+ * @returns {Promise<Written>}
+ */
 async function writeRequest(writer, { kind, rows, resolution, withRows, key, quarantine }) {
   const limits = writer.policy.limits(kind);
   /** @param {OnConflict} onConflict @returns {Promise<Outcome>} */
@@ -128,11 +188,20 @@ async function writeRequest(writer, { kind, rows, resolution, withRows, key, qua
 
 /**
  * Chunks by `writeChunk`, totalled: one alone with its settings in its query; several (or
- * needsTransaction, a key, or items to set aside, kept after them) in one transaction, which claims the key in BEGIN's round trip and
- * stores its answer in COMMIT's. A claim that waited out its lock timeout is the key in flight (409).
- * @template T @param {Writer} writer @param {UserRow[]} rows @param {TimeLimits | undefined} limits @param {ChunkWriter} chunkWriter
- * @param {OnConflict} onConflict @param {(client: Lending, chunk: UserRow[], settings: string) => Promise<T>} writeChunk
- * @param {(results: T[]) => Counts} total @param {IdempotencyKey | undefined} key @param {Quarantine} [quarantine] @returns {Promise<Outcome>}
+ * needsTransaction, a key, or items to set aside, kept after them) in one transaction, which claims
+ * the key in BEGIN's round trip and stores its answer in COMMIT's. A claim that waited out its lock
+ * timeout is the key in flight (409).
+ * @template T
+ * @param {Writer} writer
+ * @param {UserRow[]} rows
+ * @param {TimeLimits | undefined} limits
+ * @param {ChunkWriter} chunkWriter
+ * @param {OnConflict} onConflict
+ * @param {(client: Lending, chunk: UserRow[], settings: string) => Promise<T>} writeChunk
+ * @param {(results: T[]) => Counts} total
+ * @param {IdempotencyKey | undefined} key
+ * @param {Quarantine} [quarantine]
+ * @returns {Promise<Outcome>}
  */
 async function inChunks(
   { db, chunkRows, keys },
@@ -189,7 +258,15 @@ function summed(chunks) {
   return total;
 }
 
-/** @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @param {IdempotencyKey} [key] @param {Quarantine} [quarantine] @returns {Promise<Outcome>} */
+/**
+ * @param {Writer} writer
+ * @param {UserRow[]} rows
+ * @param {OnConflict} onConflict
+ * @param {TimeLimits | undefined} limits
+ * @param {IdempotencyKey} [key]
+ * @param {Quarantine} [quarantine]
+ * @returns {Promise<Outcome>}
+ */
 function writeCounts(writer, rows, onConflict, limits, key, quarantine) {
   const { chunkWriter } = writer;
   return inChunks(
@@ -213,9 +290,23 @@ function counted(chunks) {
   return { inserted, updated: users.length - inserted, users };
 }
 
-/** Rows written and returned (return=representation): pg-format a chunk. @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict @param {TimeLimits | undefined} limits @param {IdempotencyKey} [key] @param {Quarantine} [quarantine] @returns {Promise<Outcome>} */
+/**
+ * Rows written and returned (return=representation): pg-format a chunk.
+ * @param {Writer} writer
+ * @param {UserRow[]} rows
+ * @param {OnConflict} onConflict
+ * @param {TimeLimits | undefined} limits
+ * @param {IdempotencyKey} [key]
+ * @param {Quarantine} [quarantine]
+ * @returns {Promise<Outcome>}
+ */
 function writeReturningRows(writer, rows, onConflict, limits, key, quarantine) {
-  /** @param {Lending} client @param {UserRow[]} chunk @param {string} prefix @returns {Promise<WrittenUser[]>} */
+  /**
+   * @param {Lending} client
+   * @param {UserRow[]} chunk
+   * @param {string} prefix
+   * @returns {Promise<WrittenUser[]>}
+   */
   const writeChunk = async (client, chunk, prefix) =>
     writtenUsers(
       chunk,
@@ -242,7 +333,10 @@ function writeReturningRows(writer, rows, onConflict, limits, key, quarantine) {
 
 /**
  * A group: one pg-format statement after its settings, telling what it did to each email; each part
- * credited its share; a failure thrown undiagnosed. @param {Writer} writer @param {WriteRequest} request @returns {Promise<Written>}
+ * credited its share; a failure thrown undiagnosed.
+ * @param {Writer} writer
+ * @param {WriteRequest} request
+ * @returns {Promise<Written>}
  */
 async function writeGroup(
   writer,
@@ -274,7 +368,11 @@ async function writeGroup(
 
 /**
  * A group's one statement (after `settings`), telling what it did to each email.
- * @param {Lending} client @param {UserRow[]} rows @param {OnConflict} onConflict @param {boolean} withRows @param {string} settings
+ * @param {Lending} client
+ * @param {UserRow[]} rows
+ * @param {OnConflict} onConflict
+ * @param {boolean} withRows
+ * @param {string} settings
  * @returns {Promise<'all' | Map<string, boolean | WrittenUser>>}
  */
 async function groupStatement(client, rows, onConflict, withRows, settings) {
@@ -299,7 +397,10 @@ async function groupStatement(client, rows, onConflict, withRows, settings) {
  * without its request, answered from its row; a key in flight is waited for, within the group's
  * lock timeout). A request whose key an earlier part of the group has is in flight. A failure
  * thrown undiagnosed, as a group's.
- * @param {Writer} writer @param {Resolution} resolution @param {readonly Part[]} parts @returns {Promise<Written>}
+ * @param {Writer} writer
+ * @param {Resolution} resolution
+ * @param {readonly Part[]} parts
+ * @returns {Promise<Written>}
  */
 async function writeKeyedGroup(writer, resolution, parts) {
   const { db, policy, keys } = writer;
@@ -326,7 +427,10 @@ async function writeKeyedGroup(writer, resolution, parts) {
         ? { taken: /** @type {import('./idempotency-keys.js').TakenKey} */ (taken.get(part)) }
         : undefined;
 
-  /** @param {OnConflict} onConflict @returns {Promise<Written | undefined>}  undefined: a key was taken meanwhile */
+  /**
+   * @param {OnConflict} onConflict
+   * @returns {Promise<Written | undefined>} undefined: a key was taken meanwhile
+   */
   const once = (onConflict) => {
     let committing = false;
     return db
@@ -437,7 +541,11 @@ function answeredParts(parts, outcomeOf) {
 /** Tries of a keyed group whose COMMIT met keys stored meanwhile (each try learns at least one). */
 const MAX_KEY_TRIES = 5;
 
-/** The rows a group's statement inserted. @param {'all' | Map<string, boolean | WrittenUser>} written @param {number} rowCount */
+/**
+ * The rows a group's statement inserted.
+ * @param {'all' | Map<string, boolean | WrittenUser>} written
+ * @param {number} rowCount
+ */
 function insertedIn(written, rowCount) {
   if (written === 'all') return rowCount;
   let inserted = 0;
@@ -446,7 +554,13 @@ function insertedIn(written, rowCount) {
   return inserted;
 }
 
-/** One request's share of its group's statement. @param {UserRow[]} rows @param {'all' | Map<string, boolean | WrittenUser>} written @param {boolean} [withRows] @returns {Counts} */
+/**
+ * One request's share of its group's statement.
+ * @param {UserRow[]} rows
+ * @param {'all' | Map<string, boolean | WrittenUser>} written
+ * @param {boolean} [withRows]
+ * @returns {Counts}
+ */
 export function credit(rows, written, withRows = false) {
   if (written === 'all') return { inserted: rows.length, updated: 0 };
   /** @type {Counts} */
@@ -464,8 +578,12 @@ export function credit(rows, written, withRows = false) {
 }
 
 /**
- * The rows a statement wrote, from the rows sent and what it returned (RETURNING_ROWS), side by side else by email.
- * @param {UserRow[]} sent @param {import('pg').QueryResult | import('pg').QueryResult[]} result @param {OnConflict} onConflict @returns {WrittenUser[]}
+ * The rows a statement wrote, from the rows sent and what it returned (RETURNING_ROWS), side by
+ * side else by email.
+ * @param {UserRow[]} sent
+ * @param {import('pg').QueryResult | import('pg').QueryResult[]} result
+ * @param {OnConflict} onConflict
+ * @returns {WrittenUser[]}
  */
 export function writtenUsers(sent, result, onConflict) {
   /** @type {(string | null)[][]} */

@@ -9,14 +9,27 @@ import {
 // What a failed write means and what happens next, and the time limits of each kind of write,
 // decided here for every writer; the writers carry the decisions out.
 
-/** A group's lock wait: one locked email must not hold back its statement (never over DB_LOCK_TIMEOUT_MS). */
+/**
+ * A group's lock wait: one locked email must not hold back its statement (never over
+ * DB_LOCK_TIMEOUT_MS).
+ */
 export const GROUP_LOCK_TIMEOUT_MS = 250;
 
-/** A streamed import's statements may run for minutes: no statement timeout (the watchdog still cuts). @type {Readonly<import('../db/transaction-settings.js').TimeLimits>} */
+/**
+ * A streamed import's statements may run for minutes: no statement timeout (the watchdog still
+ * cuts).
+ * @type {Readonly<import('../db/transaction-settings.js').TimeLimits>}
+ */
 export const STREAM_LIMITS = Object.freeze({ statementTimeoutMs: 0 });
 
-/** batch: a request alone; group: several in one statement; alone: a request of a failed group; slow: the slow lane; stream: an import. @typedef {'batch' | 'group' | 'alone' | 'slow' | 'stream'} WriteKind */
-/** @typedef {{ then: 'retry' } | { then: 'each_alone' } | { then: 'fail', err: unknown }} Decision */
+/**
+ * batch: a request alone; group: several in one statement; alone: a request of a failed group;
+ * slow: the slow lane; stream: an import.
+ * @typedef {'batch' | 'group' | 'alone' | 'slow' | 'stream'} WriteKind
+ */
+/**
+ * @typedef {{ then: 'retry' } | { then: 'each_alone' } | { then: 'fail', err: unknown }} Decision
+ */
 
 const RETRY = Object.freeze(/** @type {const} */ ({ then: 'retry' }));
 const EACH_ALONE = Object.freeze(/** @type {const} */ ({ then: 'each_alone' }));
@@ -24,8 +37,11 @@ const EACH_ALONE = Object.freeze(/** @type {const} */ ({ then: 'each_alone' }));
 const fail = (err) => ({ then: 'fail', err });
 
 /**
- * The 503 of a failure from the database's state (or undefined); outcome_unknown whenever it may have committed.
- * @param {import('../db/database.js').Diagnosis} diagnosis @param {unknown} cause @returns {DatabaseUnavailableError | DatabaseTimeoutError | OutcomeUnknownError | undefined}
+ * The 503 of a failure from the database's state (or undefined); outcome_unknown whenever it may
+ * have committed.
+ * @param {import('../db/database.js').Diagnosis} diagnosis
+ * @param {unknown} cause
+ * @returns {DatabaseUnavailableError | DatabaseTimeoutError | OutcomeUnknownError | undefined}
  */
 export function refusalOfDatabaseState(diagnosis, cause) {
   if (outcomeInDoubt(cause))
@@ -42,7 +58,8 @@ export function refusalOfDatabaseState(diagnosis, cause) {
  * the failure itself (a first attempt in doubt keeps the answer outcome_unknown); a group answers
  * the database's state to every request (a lock timeout only when the whole table is locked) and
  * writes each alone otherwise; a stream never retries. Group and alone wait GROUP_LOCK_TIMEOUT_MS.
- * @param {{ diagnose: (err: unknown) => Promise<import('../db/database.js').Diagnosis>, isTableLocked?: () => Promise<boolean> }} db
+ * @param {{ diagnose: (err: unknown) => Promise<import('../db/database.js').Diagnosis>,
+ *   isTableLocked?: () => Promise<boolean> }} db
  * @param {{ lockTimeoutMs?: number }} [options]  DB_LOCK_TIMEOUT_MS, which a group's never exceeds
  */
 export function createWritePolicy(
@@ -54,7 +71,10 @@ export function createWritePolicy(
   const brief = groupLockTimeoutMs
     ? Object.freeze({ lockTimeoutMs: groupLockTimeoutMs })
     : undefined;
-  /** @type {Readonly<Record<WriteKind, Readonly<import('../db/transaction-settings.js').TimeLimits> | undefined>>} */
+  /**
+   * @type {Readonly<Record<WriteKind,
+   *   Readonly<import('../db/transaction-settings.js').TimeLimits> | undefined>>}
+   */
   const limits = Object.freeze({
     batch: undefined,
     group: brief,
@@ -64,10 +84,18 @@ export function createWritePolicy(
   });
 
   return {
-    /** The overrides of the settings' defaults a kind of write runs under. @param {WriteKind} kind */
+    /**
+     * The overrides of the settings' defaults a kind of write runs under.
+     * @param {WriteKind} kind
+     */
     limits: (kind) => limits[kind],
 
-    /** @param {WriteKind} kind @param {unknown} err @param {unknown} [previous]  the first attempt's failure @returns {Promise<Decision>} */
+    /**
+     * @param {WriteKind} kind
+     * @param {unknown} err
+     * @param {unknown} [previous] the first attempt's failure
+     * @returns {Promise<Decision>}
+     */
     async afterFailure(kind, err, previous) {
       // A pooler in statement mode refused the transaction: trying again cannot help.
       if (isStatementPooling(err))
@@ -98,7 +126,12 @@ export function createWritePolicy(
       );
     },
 
-    /** A request locked out alone for the brief lock timeout waits in the slow lane when a slot is free. @param {unknown} err @param {boolean} slotFree */
+    /**
+     * A request locked out alone for the brief lock timeout waits in the slow lane when a slot is
+     * free.
+     * @param {unknown} err
+     * @param {boolean} slotFree
+     */
     goesSlow: (err, slotFree) =>
       slotFree && err instanceof DatabaseTimeoutError && err.code === 'lock_timeout',
   };
