@@ -103,11 +103,12 @@ const BEHIND_A_POOLER = `## Behind a connection pooler
 \`DATABASE_URL\` may be a transaction-pooling PgBouncer, Amazon RDS Proxy or a managed "pooled"
 connection string (Neon, Supabase's transaction pooler): the service keeps no state on a connection
 from one transaction to the next. Each transaction sets its own time limits, inside it and in the
-round trip that already carries its first statement: \`SET LOCAL statement_timeout = …; SET LOCAL
-lock_timeout = …;\` before a statement that needs no transaction of its own (one simple query is one
-implicit transaction), or after \`BEGIN\` in the same query (\`service/src/db/transaction-settings.js\`
-builds both). Nothing but \`application_name\` goes in the startup parameters; no named prepared
-statement, no session lock; the staging tables of \`COPY\` are dropped with their transaction.
+round trip that already carries its first statement: \`SET LOCAL statement_timeout = …;
+SET LOCAL lock_timeout = …;\` before a statement that needs no transaction of its own (one simple
+query is one implicit transaction), or after \`BEGIN\` in the same query
+(\`service/src/db/transaction-settings.js\` builds both). Nothing but \`application_name\` goes in
+the startup parameters; no named prepared statement, no session lock; the staging tables of
+\`COPY\` are dropped with their transaction.
 \`DB_STATEMENT_TIMEOUT_MS\` and \`DB_LOCK_TIMEOUT_MS\` mean what they mean direct (PostgreSQL 13 and
 later start each statement's timeout anew within one query; every supported version does).
 PgBouncer needs \`pool_mode = transaction\` and no \`ignore_startup_parameters\` beyond the usual
@@ -122,8 +123,8 @@ PgBouncer 1.18 that way.
 - **Connections.** \`DB_POOL_MAX\` is then each process's connections to the pooler; PostgreSQL sees
   the pooler's pool (PgBouncer's \`default_pool_size\`) however many processes run. A transaction
   holds a server connection for as long as it lasts: a write waiting for a locked row up to
-  \`DB_LOCK_TIMEOUT_MS\`, a streamed import for its whole body. Size the pool for those on top of the
-  short writes.
+  \`DB_LOCK_TIMEOUT_MS\`, a streamed import for its whole body. Size the pool for those on top of
+  the short writes.
 - **Migrations.** \`npm run migrate\` applies every pending migration in one transaction under a
   transaction-scoped advisory lock, so it is safe through the pooler; \`DIRECT_DATABASE_URL\` sends
   it (and \`npm start\`'s) straight to the server instead, out of reach of the pooler's timeouts and

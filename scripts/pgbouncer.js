@@ -57,7 +57,7 @@ const binary =
   );
 const busy = await new Promise((resolve) => {
   const probe = net.createServer();
-  probe.once('error', (err) => resolve(/** @type {NodeJS.ErrnoException} */ (err).code));
+  probe.once('error', (/** @type {NodeJS.ErrnoException} */ err) => resolve(err.code));
   probe.listen({ host: '127.0.0.1', port, exclusive: true }, () =>
     probe.close(() => resolve(undefined)),
   );
@@ -178,8 +178,7 @@ async function stop(code) {
     );
   process.exit(code);
 }
-for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM']))
-  process.on(signal, () => stop(0));
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => stop(0));
 pooler.on('exit', (code) => {
   if (!stopping) {
     console.error(`pgbouncer: PgBouncer exited (${code}); see its lines above`);

@@ -181,7 +181,8 @@ async function run(fn) {
 async function list(db, filters) {
   const [clause, values] = where(filters);
   const { rows } = await db.query(
-    `SELECT to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, client_scope AS client, reason, count(*)::int AS items
+    `SELECT to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, client_scope
+    AS client, reason, count(*)::int AS items
      FROM quarantined_items ${clause} GROUP BY 1, 2, 3 ORDER BY 1 DESC, 2, 3`,
     values,
   );
@@ -228,7 +229,9 @@ async function exportItems(db, options, out) {
   const page = async (after) => {
     const [clause, values] = where(options, `id > $1`, [after]);
     const { rows } = await db.query(
-      `SELECT id, client, client_scope, request_id, client_request_id, received_at, format, position, line, reason, errors, item, truncated, csv_header FROM quarantined_items ${clause} ORDER BY id LIMIT ${PAGE}`,
+      `SELECT id, client, client_scope, request_id, client_request_id, received_at, format,
+        position, line, reason, errors, item, truncated, csv_header
+      FROM quarantined_items ${clause} ORDER BY id LIMIT ${PAGE}`,
       values,
     );
     return rows;

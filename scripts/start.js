@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createCommand } from '@sluice/db/command-line';
-import { ConfigError, environmentHelp } from '@sluice/env';
+import { ConfigError, environmentHelp, frozenWords } from '@sluice/env';
 import { START_AND_SERVICE_VARIABLES, loadStartConfig } from './start-config.js';
 
 createCommand(
@@ -128,7 +128,8 @@ say(`the service listens on ${listenAddress(host, port, process.env.HOST)}`);
  * @param {string} host @param {number} port @param {string | undefined} given  HOST
  */
 function listenAddress(host, port, given) {
-  const address = `http://${host.includes(':') ? `[${host}]` : host}:${port === 0 ? '<a free port>' : port}`;
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  const address = `http://${shownHost}:${port === 0 ? '<a free port>' : port}`;
   if (given) return address;
   return host === '127.0.0.1'
     ? `${address} (loopback only: no credential is required; HOST changes it)`
@@ -150,7 +151,7 @@ const service = spawn(process.execPath, [path.join(root, 'service/src/server.js'
   stdio: ['inherit', pretty ? 'pipe' : 'inherit', 'inherit'],
 });
 if (pretty) service.stdout?.pipe(pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l' }));
-for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
+for (const signal of frozenWords(['SIGINT', 'SIGTERM'])) {
   process.on(signal, () => service.kill(signal));
 }
 service.on('exit', async (code, signal) => {

@@ -8,13 +8,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Option, createCommand } from '@sluice/db/command-line';
 import { ranNothingProblem } from '../test/support/ran-nothing.js';
+import { frozenWords } from '@sluice/env';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** @param {string} msg */
 const say = (msg) => console.error(`[test] ${msg}`);
 
 // A test's tier is the folder it sits in: <workspace>/test/<tier>/.
-const TIERS = /** @type {const} */ (['unit', 'integration', 'system']);
+const TIERS = frozenWords(['unit', 'integration', 'system']);
 /** @typedef {typeof TIERS[number]} Tier */
 const TEST_ROOTS = [
   'env/test',
@@ -79,9 +80,7 @@ if (untiered.length) {
   say(`test files outside a tier folder (${TIERS.join(', ')}): ${untiered.join(', ')}`);
   process.exit(1);
 }
-const files = named.length
-  ? named
-  : all.filter((f) => tiers.includes(/** @type {Tier} */ (tierOf(f))));
+const files = named.length ? named : all.filter((f) => tiers.some((t) => t === tierOf(f)));
 if (files.length === 0) {
   say('no test files found');
   process.exit(1);
@@ -93,7 +92,7 @@ let adminUrl = process.env.DATABASE_URL;
 /** @type {import('@sluice/db/local-postgres').LocalPostgres | undefined} */
 let localPostgres;
 let sqsEndpoint = process.env.SQS_ENDPOINT;
-/** @type {{ stop: () => Promise<void> } | undefined} */
+/** @type {{ stop: () => Promise<void>, endpoint: string } | undefined} */
 let elasticmq;
 if (needsServers) {
   if (adminUrl) {
@@ -116,7 +115,7 @@ if (needsServers) {
       import('@sluice/db/local-postgres'),
     ]);
     elasticmq = await startElasticMQ({ port: await freePort(), queues: [], log: say });
-    sqsEndpoint = /** @type {any} */ (elasticmq).endpoint;
+    sqsEndpoint = elasticmq.endpoint;
     say(`ElasticMQ on ${sqsEndpoint}`);
   }
 }

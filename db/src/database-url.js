@@ -4,16 +4,10 @@
  * from the database's Secrets Manager secret as separate variables, so no URL holding the password
  * ever has to be written into a template.
  */
-import { defineVariables, integer, loadEnv, oneOf, text, url } from '@sluice/env';
+import { defineVariables, frozenWords, integer, loadEnv, oneOf, text, url } from '@sluice/env';
 
 // The modes pg understands; verify-full is the only one that also checks the server's name.
-const SSL_MODES = /** @type {const} */ ([
-  'disable',
-  'no-verify',
-  'require',
-  'verify-ca',
-  'verify-full',
-]);
+const SSL_MODES = frozenWords(['disable', 'no-verify', 'require', 'verify-ca', 'verify-full']);
 const WITH_PGHOST = 'required when PGHOST is set and DATABASE_URL unset';
 
 export const DATABASE_VARIABLES = defineVariables({
@@ -59,7 +53,7 @@ export const DATABASE_VARIABLES = defineVariables({
  */
 export function databaseRules(v) {
   if (v.DATABASE_URL || !v.PGHOST) return [];
-  return /** @type {const} */ (['PGUSER', 'PGPASSWORD'])
+  return frozenWords(['PGUSER', 'PGPASSWORD'])
     .filter((name) => !v[name])
     .map((name) => ({ variable: name, problem: 'is required when PGHOST is set' }));
 }
@@ -74,7 +68,8 @@ export function databaseUrlFrom(v) {
   const user = /** @type {string} */ (v.PGUSER);
   // Every part percent-encoded: a generated password may hold @, :, / or %.
   const enc = encodeURIComponent;
-  const built = `postgresql://${enc(user)}:${enc(/** @type {string} */ (v.PGPASSWORD))}@${v.PGHOST}:${v.PGPORT}/${enc(v.PGDATABASE ?? user)}`;
+  const login = `${enc(user)}:${enc(/** @type {string} */ (v.PGPASSWORD))}`;
+  const built = `postgresql://${login}@${v.PGHOST}:${v.PGPORT}/${enc(v.PGDATABASE ?? user)}`;
   return v.PGSSLMODE ? `${built}?sslmode=${v.PGSSLMODE}` : built;
 }
 

@@ -16,7 +16,7 @@ const CLIENT_NAME = /^[A-Za-z0-9][\w.:@-]{0,63}$/;
 /** @typedef {{ name: string, token: string, limits?: ClientLimits }} NamedToken */
 
 /** Each limit's bounds: a positive number, whole where it counts bytes. */
-const LIMITS = /** @type {const} */ ({
+const LIMITS = Object.freeze({
   rate: { min: 0.001, max: 1e9, whole: false },
   burst: { min: 1, max: 1e9, whole: false },
   weight: { min: 0.001, max: 1000, whole: false },

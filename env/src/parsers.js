@@ -70,8 +70,16 @@ export const boolean = {
 };
 
 /**
- * One of a fixed list of words.
- * @template {string} T
+ * A frozen list of words, each its own type: `(typeof LIST)[number]` names them.
+ * @template {string} const T
+ * @param {readonly T[]} words
+ * @returns {readonly T[]}
+ */
+export const frozenWords = (words) => Object.freeze(words);
+
+/**
+ * One of a fixed list of words, each its own type.
+ * @template {string} const T
  * @param {readonly T[]} allowed
  * @returns {Parser<T>}
  */
@@ -80,9 +88,9 @@ export function oneOf(allowed) {
     kind: `one of ${allowed.join(', ')}`,
     parse(text) {
       const word = text.trim();
-      if (!allowed.includes(/** @type {T} */ (word)))
-        refuse(`must be one of ${allowed.join(', ')}, got ${JSON.stringify(word)}`);
-      return /** @type {T} */ (word);
+      const found = allowed.find((w) => w === word);
+      if (found !== undefined) return found;
+      return refuse(`must be one of ${allowed.join(', ')}, got ${JSON.stringify(word)}`);
     },
   };
 }

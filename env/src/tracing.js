@@ -7,7 +7,7 @@ import { decimal, integer, oneOf, text, url } from './parsers.js';
  */
 export const TRACING_VARIABLES = defineVariables({
   OTEL_TRACES_EXPORTER: {
-    parser: oneOf(/** @type {const} */ (['otlp', 'none'])),
+    parser: oneOf(['otlp', 'none']),
     defaultText: 'unset: off, unless OTEL_EXPORTER_OTLP_ENDPOINT is set',
     description:
       'otlp turns tracing on (OTLP over HTTP); none keeps it off ' +
@@ -31,16 +31,14 @@ export const TRACING_VARIABLES = defineVariables({
     description: "the spans' service.name",
   },
   OTEL_TRACES_SAMPLER: {
-    parser: oneOf(
-      /** @type {const} */ ([
-        'always_on',
-        'always_off',
-        'traceidratio',
-        'parentbased_always_on',
-        'parentbased_always_off',
-        'parentbased_traceidratio',
-      ]),
-    ),
+    parser: oneOf([
+      'always_on',
+      'always_off',
+      'traceidratio',
+      'parentbased_always_on',
+      'parentbased_always_off',
+      'parentbased_traceidratio',
+    ]),
     defaultText: 'parentbased_always_on',
     description: "which traces are recorded; parentbased_* follows the caller's traceparent",
   },
@@ -51,12 +49,12 @@ export const TRACING_VARIABLES = defineVariables({
     description: 'the ratio of the traceidratio samplers (traceidratio, parentbased_traceidratio)',
   },
   OTEL_EXPORTER_OTLP_PROTOCOL: {
-    parser: oneOf(/** @type {const} */ (['http/protobuf', 'http/json'])),
+    parser: oneOf(['http/protobuf', 'http/json']),
     defaultText: 'http/protobuf',
     description: "OTLP's encoding over HTTP (gRPC is not offered: one exporter fewer to load)",
   },
   OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: {
-    parser: oneOf(/** @type {const} */ (['http/protobuf', 'http/json'])),
+    parser: oneOf(['http/protobuf', 'http/json']),
     defaultText: 'OTEL_EXPORTER_OTLP_PROTOCOL',
     description: 'the same, for traces alone',
   },
@@ -97,7 +95,7 @@ export const TRACING_VARIABLES = defineVariables({
     description: "the SDK's own messages, on stderr: none, error, warn, info, debug, verbose, all",
   },
   OTEL_SDK_DISABLED: {
-    parser: oneOf(/** @type {const} */ (['true', 'false'])),
+    parser: oneOf(['true', 'false']),
     defaultText: 'false',
     description: 'true: tracing off whatever else is set',
   },

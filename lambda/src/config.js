@@ -70,14 +70,14 @@ export const FEEDER_VARIABLES = defineVariables({
     description: "time kept back from an invocation's deadline",
   },
   CONFLICT_RESOLUTION: {
-    parser: oneOf(/** @type {const} */ (['ignore', 'merge'])),
+    parser: oneOf(['ignore', 'merge']),
     default: 'ignore',
     description:
       'ignore (skip stored emails) or merge (update them), ' +
       "unless a message's resolution attribute says otherwise",
   },
   INVALID_USERS: {
-    parser: oneOf(/** @type {const} */ (['quarantine', 'refuse'])),
+    parser: oneOf(['quarantine', 'refuse']),
     default: 'quarantine',
     description:
       'quarantine (the service sets an invalid user aside, Prefer: invalid=quarantine, ' +

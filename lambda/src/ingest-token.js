@@ -45,7 +45,7 @@ function tokenOf(text, clientName) {
     throw new ConfigError(
       'INGEST_TOKEN_SECRET_ARN',
       `names a secret that starts like a JSON object and is not one of client name ` +
-        `→ token that the service accepts: it ${/** @type {Error} */ (err).message}`,
+        `→ token that the service accepts: it ${err instanceof Error ? err.message : err}`,
     );
   }
   const token = tokens.find(({ name }) => name === clientName)?.token;

@@ -1,3 +1,4 @@
+import { frozenWords } from '@sluice/env';
 import { messageGroupOf, poison } from './failure-ledger.js';
 
 /**
@@ -16,12 +17,11 @@ import { messageGroupOf, poison } from './failure-ledger.js';
  */
 
 /** The `resolution` attribute's values: the service's Prefer names. */
-const RESOLUTIONS = /** @type {const} */ ({
+const RESOLUTIONS = Object.freeze({
   'ignore-duplicates': 'ignore',
   'merge-duplicates': 'merge',
 });
-/** @type {readonly string[]} */
-const INVALID_USERS = ['quarantine', 'refuse'];
+const INVALID_USERS = frozenWords(['quarantine', 'refuse']);
 
 /**
  * Each record's body (one user object, or an array of them) as items that remember their message,
@@ -60,11 +60,7 @@ export function unpackRecords(
     }
     const invalidAsked = messageAttributes?.invalid?.stringValue;
     const invalid =
-      invalidAsked === undefined
-        ? defaultInvalid
-        : INVALID_USERS.includes(invalidAsked)
-          ? /** @type {InvalidUsers} */ (invalidAsked)
-          : undefined;
+      invalidAsked === undefined ? defaultInvalid : INVALID_USERS.find((w) => w === invalidAsked);
     if (!invalid) {
       poisoned.set(messageId, poison('the invalid attribute must be quarantine or refuse'));
       continue;

@@ -45,7 +45,7 @@ function clientsOf(text, what) {
   } catch (err) {
     throw new Error(
       `${what} is not a JSON object of client name → token that the ` +
-        `services accept: it ${/** @type {Error} */ (err).message}`,
+        `services accept: it ${err instanceof Error ? err.message : err}`,
     );
   }
 }

@@ -77,9 +77,8 @@ async function postOnce(config, attempt) {
       body: JSON.stringify(users),
       signal: AbortSignal.timeout(attempt.timeoutMs),
     });
-  } catch (err) {
-    const cause =
-      /** @type {any} */ (err)?.cause?.code ?? /** @type {any} */ (err)?.name ?? 'network error';
+  } catch (/** @type {any} */ err) {
+    const cause = err?.cause?.code ?? err?.name ?? 'network error';
     return { kind: 'unavailable', reason: String(cause), lost: true };
   }
   // Read whatever the status, so the connection goes back to the pool.
@@ -97,8 +96,9 @@ function outcomeOf(res, body) {
   if (res.status === 200 || res.status === 201) {
     /** @type {Partial<BatchResult> | undefined} */
     const result = body;
+    /** @type {Extract<PostOutcome, { kind: 'stored' }>} */
     const counts = {
-      kind: /** @type {const} */ ('stored'),
+      kind: 'stored',
       inserted: result?.inserted ?? 0,
       updated: result?.updated ?? 0,
       stale: result?.stale ?? 0,
@@ -121,8 +121,9 @@ function outcomeOf(res, body) {
   }
   // 409: a request with this chunk's key is still being written (an earlier attempt, or delivery).
   if (res.status === 429 || res.status === 409 || res.status >= 500) {
+    /** @type {AttemptOutcome} */
     const outcome = {
-      kind: /** @type {const} */ ('unavailable'),
+      kind: 'unavailable',
       reason: `HTTP ${res.status}`,
       retryAfterMs: parseRetryAfter(res.headers.get('retry-after')),
       throttled: res.status === 429,
@@ -197,13 +198,13 @@ export async function postUsers(
     }
     lostOne ||= lost === true;
     if (outcome.kind !== 'unavailable') return outcome;
-    const paced = outcome.throttled === true && outcome.retryAfterMs !== undefined;
-    const wait = paced
-      ? /** @type {number} */ (outcome.retryAfterMs)
-      : Math.max(
-          backoffMs(attempt++, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }),
-          outcome.retryAfterMs ?? 0,
-        );
+    const wait =
+      outcome.throttled === true && outcome.retryAfterMs !== undefined
+        ? outcome.retryAfterMs
+        : Math.max(
+            backoffMs(attempt++, { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs }),
+            outcome.retryAfterMs ?? 0,
+          );
     if (Date.now() + wait >= deadline) return { kind: 'unavailable', reason: outcome.reason };
     await sleep(wait);
   }

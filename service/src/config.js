@@ -1,16 +1,17 @@
 import os from 'node:os';
 import { DATABASE_VARIABLES, databaseRules, databaseUrlFrom } from '@sluice/db/database-url';
 import {
-  TRACING_VARIABLES,
   boolean,
   decimal,
   defineVariables,
+  frozenWords,
   integer,
   loadEnv,
   matching,
   milliseconds,
   oneOf,
   text,
+  TRACING_VARIABLES,
   tracingConfigFrom,
   url,
 } from '@sluice/env';
@@ -61,7 +62,7 @@ const wordList = {
 };
 /** PostgREST asks the same of its jwt-secret: HS256 with a shorter secret can be brute-forced. */
 export const JWT_SECRET_MIN_LENGTH = 32;
-const JWT_ONLY = /** @type {const} */ ([
+const JWT_ONLY = frozenWords([
   'JWT_AUDIENCE',
   'JWT_ISSUER',
   'JWT_ROLES',
@@ -70,15 +71,7 @@ const JWT_ONLY = /** @type {const} */ ([
   'JWT_CLIENT_MAX_IN_FLIGHT_BYTES',
 ]);
 
-const LOG_LEVELS = /** @type {const} */ ([
-  'fatal',
-  'error',
-  'warn',
-  'info',
-  'debug',
-  'trace',
-  'silent',
-]);
+const LOG_LEVELS = frozenWords(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 const HOUR_MS = 3_600_000;
 const workersParser = integer({ min: 0, max: 256 });
 
@@ -426,7 +419,7 @@ function authRules(v) {
       problems.push({
         variable: 'INGEST_TOKENS',
         problem:
-          `${/** @type {Error} */ (err).message} (INGEST_TOKEN ` +
+          `${err instanceof Error ? err.message : err} (INGEST_TOKEN ` +
           `is the client ${DEFAULT_CLIENT})`,
       });
     }

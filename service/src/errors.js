@@ -418,7 +418,7 @@ export class InvalidBatchError extends ApiError {
 }
 
 /** RFC 6750's challenge (3.1) for each kind of refused credential. */
-export const BEARER_CHALLENGES = /** @type {const} */ ({
+export const BEARER_CHALLENGES = Object.freeze({
   missing: 'Bearer',
   malformed: 'Bearer error="invalid_request"',
   invalid: 'Bearer error="invalid_token"',

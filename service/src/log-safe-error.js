@@ -1,10 +1,11 @@
 // What of an error may be written to the log. PostgreSQL's refusals quote the row they refused
 // (`detail`, `where`, a data exception's message), and a log line travels further than the table:
 // a database error is logged by its SQLSTATE, constraint, table and column, never its values.
+import { frozenWords } from '@sluice/env';
 
 // SQLSTATE classes whose messages name objects and states, never values (22P02 or 42601 quote one).
 const SAFE_MESSAGE_CLASSES = new Set(['08', '23', '25', '28', '3D', '40', '53', '55', '57', '58']);
-const DATABASE_FIELDS = /** @type {const} */ ([
+const DATABASE_FIELDS = frozenWords([
   'code',
   'severity',
   'schema',

@@ -3,6 +3,7 @@ import { REFUSAL_REASONS } from './http/admission-budget.js';
 import { AUTH_REFUSAL_REASONS } from './auth/refusals.js';
 import { heldBodyCount } from './http/unread-body.js';
 import { QUARANTINE_REASONS } from './users/quarantine.js';
+import { frozenWords } from '@sluice/env';
 
 /**
  * Everything /metrics exposes, on a registry of its own (tests build several apps).
@@ -121,7 +122,7 @@ export function createMetrics(db) {
  * Why a client's request was refused: over its rate (429), over its share of the waiting room, or
  * the budget full (503).
  */
-export const CLIENT_REFUSAL_REASONS = /** @type {const} */ (['rate', 'share', 'budget']);
+export const CLIENT_REFUSAL_REASONS = frozenWords(['rate', 'share', 'budget']);
 
 // Each client seen, by its bounded label (a configured name, `jwt`, `anonymous`): users taken,
 // refusals by reason, body bytes held, time waited for admission, answers replayed from its

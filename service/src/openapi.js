@@ -13,6 +13,7 @@ import {
   REQUIRED_FIELDS,
   SECRET_FIELDS,
   USER_COLUMNS,
+  isOneOf,
 } from './user-columns.js';
 import { MAX_REPORTED_ERRORS, MESSAGES, UNKNOWN_FIELD, userSchema } from './users/user-schema.js';
 
@@ -823,7 +824,7 @@ function streamedBodies() {
         description:
           `RFC 4180, UTF-8: a header row naming the columns ` +
           `(${plainSentence(REQUIRED_FIELDS)}; ` +
-          `${plainSentence(WRITE_COLUMNS.filter((f) => !(/** @type {readonly string[]} */ (REQUIRED_FIELDS).includes(f))))} when ` +
+          `${plainSentence(WRITE_COLUMNS.filter((f) => !isOneOf(REQUIRED_FIELDS, f)))} when ` +
           `sent; any order), then one user a record. ` +
           'An empty field not quoted is a field not sent; `""` is an empty ' +
           'string. A quoted field may hold commas, doubled quotes and line breaks.',

@@ -145,6 +145,15 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
  */
 
 export const USER_FIELDS = /** @type {readonly UserField[]} */ (USER_COLUMNS.map((c) => c.field));
+/**
+ * Whether a name is one of a list's, and so of the list's type.
+ * @template {string} T
+ * @param {readonly T[]} list
+ * @param {string} name
+ * @returns {name is T}
+ */
+export const isOneOf = (list, name) => list.some((item) => item === name);
+
 export const REQUIRED_FIELDS = USER_COLUMNS.filter((c) => c.required).map((c) => c.field);
 /** @type {readonly ShownField[]} */
 export const SHOWN_FIELDS = USER_COLUMNS.filter((c) => c.shown === true).map((c) => c.field);

@@ -1,7 +1,8 @@
 // Why credentials are refused (the 401's message, the metric's label); a leaf, so naming one loads
 // no jose.
+import { frozenWords } from '@sluice/env';
 
-export const JWT_REFUSAL_REASONS = /** @type {const} */ ([
+export const JWT_REFUSAL_REASONS = frozenWords([
   'expired',
   'not_yet_valid',
   'audience',
@@ -15,7 +16,7 @@ export const JWT_REFUSAL_REASONS = /** @type {const} */ ([
   'role',
 ]);
 
-export const AUTH_REFUSAL_REASONS = /** @type {const} */ ([
+export const AUTH_REFUSAL_REASONS = frozenWords([
   'missing',
   'malformed',
   'unknown_token',

@@ -7,6 +7,7 @@ import { STATEMENT_POOLING } from './start-problems.js';
 import { createTransactionSettings, lastResult } from './transaction-settings.js';
 import { statementTracer } from '../tracing/pg-spans.js';
 import { NO_TRACING } from '../tracing/tracing.js';
+import { errorCode } from '../error-code.js';
 
 // Failures from the database's state rather than the statement's, by errno and SQLSTATE class:
 // the connection went away, the server is starting, stopping or out of connections, the statement
@@ -39,9 +40,9 @@ export const READINESS_HOLD_MS = 1_000;
 export function isTransient(err) {
   if (!(err instanceof Error)) return false;
   if (err instanceof WatchdogCutError || failedConnection(err)) return true;
-  const code = /** @type {{ code?: unknown }} */ (err).code;
+  const code = errorCode(err);
   return (
-    typeof code === 'string' &&
+    code !== undefined &&
     (TRANSIENT_ERRNOS.has(code) || TRANSIENT_SQLSTATE_PREFIXES.some((p) => code.startsWith(p)))
   );
 }
@@ -54,7 +55,7 @@ export function isTransient(err) {
  * @returns {'lock_timeout' | 'statement_timeout' | undefined}
  */
 export function timeoutOf(err) {
-  const code = /** @type {{ code?: unknown }} */ (err ?? {}).code;
+  const code = errorCode(err);
   if (code === '55P03') return 'lock_timeout';
   if (code === '57014' && ranOutOfTime(err)) return 'statement_timeout';
   return undefined;

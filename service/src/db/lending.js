@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import pg from 'pg';
+import { errorCode } from '../error-code.js';
 
 // One lending of a pooled connection: every statement goes through it, and BEGIN, COMMIT and
 // ROLLBACK through its own methods, so it knows whether a commit went out (a COMMIT, or a statement
@@ -133,7 +134,7 @@ export class Lending {
       connectionFailed &&
       failure !== connectionError &&
       !(failure instanceof pg.DatabaseError) &&
-      typeof (/** @type {{ code?: unknown }} */ (failure).code) !== 'string'
+      errorCode(failure) === undefined
     )
       ofTheConnection.add(failure);
     if (!this.#commitSent) return;
@@ -187,11 +188,7 @@ export class Lending {
       )
         outOfTime.add(err);
     }
-    if (
-      err instanceof pg.DatabaseError ||
-      typeof (/** @type {{ code?: unknown }} */ (err).code) === 'string'
-    )
-      return;
+    if (err instanceof pg.DatabaseError || errorCode(err) !== undefined) return;
     if (this.#socket.destroyed || timedOutAfterMs > 0) ofTheConnection.add(err);
   }
 }

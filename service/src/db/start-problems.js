@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { isStatementPooling, refusedToBegin } from './lending.js';
+import { errorCode } from '../error-code.js';
 
 // Why the service cannot start on a database, as one line with its cause and its fix, told by
 // SQLSTATE or errno (never a message), and the check made once at start-up that finds it.
@@ -22,7 +23,7 @@ export function databaseProblem(err, { variable, url }) {
   const { hostname, port, username, pathname } = new URL(url);
   const at = `${hostname}:${port || 5432}`;
   const database = decodeURIComponent(pathname.slice(1)) || decodeURIComponent(username);
-  const code = /** @type {{ code?: unknown }} */ (err ?? {}).code;
+  const code = errorCode(err);
   if (isStatementPooling(err)) return STATEMENT_POOLING;
   switch (code) {
     case '28P01':
@@ -74,8 +75,7 @@ export async function checkDatabase(url, timeoutMs) {
     return undefined;
   } catch (err) {
     const line = databaseProblem(err, { variable: 'DATABASE_URL', url });
-    if (line)
-      return { line, fatal: !MAY_COME.has(/** @type {{ code?: string }} */ (err).code ?? '') };
+    if (line) return { line, fatal: !MAY_COME.has(errorCode(err) ?? '') };
     throw err;
   } finally {
     client.end().catch(() => {});

@@ -1,5 +1,6 @@
 import { ApiError } from '../errors.js';
 import { FairQueue, ONE_CLIENT, shareOf, withinShare } from './fair-share.js';
+import { frozenWords } from '@sluice/env';
 
 // The in-flight work budget in body bytes (what a request holds grows with its body): bookkeeping
 // of what requests hold and wait for, no HTTP (http/admission.js is its Express adapter).
@@ -27,7 +28,7 @@ export const WAITING_BUDGETS = 64;
  * Why admission control refuses a request (metrics.js exports each from the start); share: its
  * client already waits for its share of the waiting room while others wait too.
  */
-export const REFUSAL_REASONS = /** @type {const} */ ([
+export const REFUSAL_REASONS = frozenWords([
   'queue_full',
   'timeout',
   'aborted',

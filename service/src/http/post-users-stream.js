@@ -14,7 +14,7 @@ import { checkStreamHeaders, readStream } from './stream-body.js';
 // socket is destroyed.
 
 /** The media types of a stream, by the format of its records (byContentType's routes). */
-export const STREAM_TYPES = /** @type {const} */ ({
+export const STREAM_TYPES = Object.freeze({
   'application/x-ndjson': 'ndjson',
   'application/jsonl': 'ndjson',
   'text/csv': 'csv',

@@ -1,3 +1,4 @@
+import { frozenWords } from '@sluice/env';
 import { ApiError } from '../errors.js';
 import { DEFAULT_MAX_INVALID, MAX_INVALID_LIMIT } from '../users/quarantine.js';
 
@@ -6,11 +7,11 @@ import { DEFAULT_MAX_INVALID, MAX_INVALID_LIMIT } from '../users/quarantine.js';
 // are ignored, unless `handling=strict` (then 400, as in PostgREST).
 
 /** The `resolution` preferences (PostgREST's names), by the Resolution they select. */
-const RESOLUTIONS = /** @type {const} */ ({
+const RESOLUTIONS = Object.freeze({
   'ignore-duplicates': 'ignore',
   'merge-duplicates': 'merge',
 });
-const RETURNS = new Set(['minimal', 'headers-only', 'representation']);
+const RETURNS = frozenWords(['minimal', 'headers-only', 'representation']);
 // planned and estimated are guesses in PostgREST; a write knows its exact count for free.
 const COUNTS = new Set(['exact', 'planned', 'estimated']);
 const HANDLINGS = new Set(['lenient', 'strict']);
@@ -95,10 +96,7 @@ export function parsePreferences(header) {
     invalidValue === undefined ? undefined : invalidPreference(invalidValue, invalidParameters);
 
   const returnValue = first.get('return');
-  const ret =
-    returnValue !== undefined && RETURNS.has(returnValue)
-      ? /** @type {Preferences['return']} */ (returnValue)
-      : undefined;
+  const ret = RETURNS.find((r) => r === returnValue);
   const countValue = first.get('count');
   const count = countValue !== undefined && COUNTS.has(countValue);
   const applied = [
@@ -163,7 +161,7 @@ function isHonoured(name, value) {
     case 'resolution':
       return true; // a wrong value is refused whatever the handling
     case 'return':
-      return RETURNS.has(value);
+      return RETURNS.some((r) => r === value);
     case 'count':
       return COUNTS.has(value);
     case 'handling':

@@ -1,4 +1,5 @@
 import { ApiError } from '../errors.js';
+import { errorCode } from '../error-code.js';
 
 // Chunks smaller than this are copied into a shared block instead of kept as they came.
 const SMALL_CHUNK = 4 * 1024;
@@ -48,11 +49,7 @@ export function readBody(req, source, { limit, length, allowance }, callback) {
 
   /** @param {unknown} err */
   const onError = (err) =>
-    finish(
-      !req.complete && /** @type {{ code?: unknown }} */ (err)?.code === 'ECONNRESET'
-        ? new ClientGoneError()
-        : err,
-    );
+    finish(!req.complete && errorCode(err) === 'ECONNRESET' ? new ClientGoneError() : err);
   const onClose = () => {
     if (!req.complete) finish(new ClientGoneError());
   };

@@ -1,5 +1,5 @@
 import { ApiError } from '../errors.js';
-import { SECRET_FIELDS, SHOWN_FIELDS, USER_FIELDS } from '../user-columns.js';
+import { SECRET_FIELDS, SHOWN_FIELDS, USER_FIELDS, isOneOf } from '../user-columns.js';
 
 // The query parameters of PostgREST's insert that sluice reads on POST /users: `on_conflict`,
 // `columns` (the keys read from each object), `select` (a representation's columns); others
@@ -61,11 +61,7 @@ export function parseWriteQuery(search) {
   const onConflict = single(params, 'on_conflict');
   if (onConflict !== undefined) {
     const target = names(onConflict);
-    const unknown = target.find(
-      (c) =>
-        !(/** @type {readonly string[]} */ (WRITE_COLUMNS).includes(c)) &&
-        !(/** @type {readonly string[]} */ (READ_COLUMNS).includes(c)),
-    );
+    const unknown = target.find((c) => !isOneOf(WRITE_COLUMNS, c) && !isOneOf(READ_COLUMNS, c));
     if (unknown !== undefined) throw unknownColumn(unknown, 'on_conflict', WRITE_COLUMNS);
     if (target.length !== 1 || target[0] !== 'email') {
       throw new ApiError(
@@ -80,9 +76,7 @@ export function parseWriteQuery(search) {
   if (columns !== undefined) {
     const list = names(columns);
     // `password` passes, so the validator refuses it with what to send instead (passwordHash).
-    const unknown = list.find(
-      (c) => !(/** @type {readonly string[]} */ (WRITE_COLUMNS).includes(c)) && c !== 'password',
-    );
+    const unknown = list.find((c) => !isOneOf(WRITE_COLUMNS, c) && c !== 'password');
     if (unknown !== undefined) throw unknownColumn(unknown, 'columns', WRITE_COLUMNS);
     query.columns = /** @type {(WriteColumn | 'password')[]} */ ([...new Set(list)]);
   }
@@ -116,14 +110,14 @@ function parseSelect(select) {
       chosen.add(OUTCOME);
       continue;
     }
-    if (/** @type {readonly string[]} */ (SECRET_FIELDS).includes(name))
+    if (isOneOf(SECRET_FIELDS, name))
       throw new ApiError(
         'unknown_column',
         `${name} is never returned: select from ${READ_COLUMNS.join(', ')}`,
       );
-    if (!(/** @type {readonly string[]} */ (READ_COLUMNS).includes(name)))
+    if (!isOneOf(READ_COLUMNS, name))
       throw unknownColumn(name, 'select', [...READ_COLUMNS, OUTCOME]);
-    chosen.add(/** @type {ReadColumn} */ (name));
+    chosen.add(name);
   }
   // In the order asked, as PostgREST answers.
   return [...chosen];

@@ -2,11 +2,12 @@
 // or COPY, then only after its unique violation the write that resolves conflicts, which costs
 // PostgreSQL far more; almost every write is new users.
 
+import { errorCode } from '../error-code.js';
+
 const UNIQUE_VIOLATION = '23505';
 
 /** Whether PostgreSQL refused a row for a stored (or repeated) key. @param {unknown} err */
-export const isUniqueViolation = (err) =>
-  /** @type {{ code?: string }} */ (err)?.code === UNIQUE_VIOLATION;
+export const isUniqueViolation = (err) => errorCode(err) === UNIQUE_VIOLATION;
 
 /**
  * `asNew`, then `resolving` after its unique violation (`undo` first), or at once unless `tryNew`.

@@ -114,7 +114,7 @@ async function copyInto(client, table, rows) {
 }
 
 /** By INSERT_STRATEGY; its keys are the strategies config.js accepts. */
-export const STRATEGIES = /** @type {const} */ ({
+export const STRATEGIES = Object.freeze({
   format: formatWriter,
   unnest: unnestWriter,
   copy: copyWriter,

@@ -2,6 +2,8 @@ import { performance } from 'node:perf_hooks';
 import { NO_TRACING } from '../tracing/tracing.js';
 import { byEmail } from './user-schema.js';
 
+/** @type {'group'} */
+const GROUP = 'group';
 /**
  * @typedef {import('./user-schema.js').UserRow} UserRow
  * @typedef {import('./user-schema.js').Resolution} Resolution
@@ -78,7 +80,7 @@ export function createGroupCommit({
       waitedSeconds: group.map((w) => (started - w.since) / 1000),
     });
     const request = {
-      kind: /** @type {const} */ ('group'),
+      kind: GROUP,
       rows,
       resolution: group[0].resolution,
       withRows: group.some((w) => w.withRows),

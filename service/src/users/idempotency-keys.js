@@ -53,8 +53,11 @@ export function createKeyStore({ ttlSeconds }) {
      */
     claim: (
       keys,
-    ) => `INSERT INTO idempotency_keys (client, key, expires_at) SELECT c, k, ${expiresAt} FROM (VALUES ${keys.map(rowOf).join(', ')}) AS v (c, k)
-  ON CONFLICT (client, key) DO UPDATE SET expires_at = EXCLUDED.expires_at, fingerprint = NULL, status = NULL, headers = NULL, body = NULL
+    ) => `INSERT INTO idempotency_keys (client, key, expires_at) SELECT c, k, ${expiresAt}
+    FROM (VALUES ${keys.map(rowOf).join(', ')}) AS v (c, k)
+  ON CONFLICT (client, key) DO UPDATE
+    SET expires_at = EXCLUDED.expires_at,
+      fingerprint = NULL, status = NULL, headers = NULL, body = NULL
   WHERE idempotency_keys.expires_at <= now()
   RETURNING client, key`,
     /**
@@ -65,10 +68,13 @@ export function createKeyStore({ ttlSeconds }) {
      * @param {readonly { key: IdempotencyKey, answer: StoredAnswer }[]} done
      */
     insertAnswers: (done) =>
-      `INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body) VALUES ${done
+      `INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body)
+      VALUES ${done
         .map(
           ({ key, answer }) =>
-            `(${literal(key.client)}, ${literal(key.key)}, ${expiresAt}, ${bytea(key.fingerprint())}, ${answer.status}, ${literal(JSON.stringify(answer.headers))}::jsonb, ${literal(answer.body)})`,
+            `(${literal(key.client)}, ${literal(key.key)}, ${expiresAt}, ` +
+            `${bytea(key.fingerprint())}, ${answer.status}, ` +
+            `${literal(JSON.stringify(answer.headers))}::jsonb, ${literal(answer.body)})`,
         )
         .join(', ')}; `,
   };
@@ -112,8 +118,9 @@ export async function claimed(client, begun, keys) {
  *   { expired: true } | { expired: false, taken: NonNullable<TakenKey> }>>}
  */
 export async function readKeys(client, keys) {
-  const read =
-    await client.query(`SELECT client, key, expires_at <= now() AS expired, fingerprint, status, headers, body FROM idempotency_keys
+  const read = await client.query(`
+    SELECT client, key, expires_at <= now() AS expired, fingerprint, status, headers, body
+    FROM idempotency_keys
     WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')})`);
   return new Map(
     read.rows.map((row) => [
@@ -136,7 +143,8 @@ export async function readKeys(client, keys) {
  * @param {readonly { client: string, key: string }[]} keys
  */
 export const deleteExpired = (keys) =>
-  `DELETE FROM idempotency_keys WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')}) AND expires_at <= now()`;
+  `DELETE FROM idempotency_keys WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')})
+    AND expires_at <= now()`;
 
 /**
  * The statement that completes claimed keys with their fingerprints and answers, for the COMMIT's
@@ -149,7 +157,8 @@ export function storeAnswers(done) {
       `${answer.status}, ${literal(JSON.stringify(answer.headers))}::jsonb, ` +
       `${literal(answer.body)})`,
   );
-  return `UPDATE idempotency_keys AS k SET fingerprint = v.fingerprint, status = v.status, headers = v.headers, body = v.body
+  return `UPDATE idempotency_keys AS k
+    SET fingerprint = v.fingerprint, status = v.status, headers = v.headers, body = v.body
   FROM (VALUES ${values.join(', ')}) AS v (client, key, fingerprint, status, headers, body)
   WHERE k.client = v.client AND k.key = v.key; `;
 }
@@ -184,7 +193,8 @@ export async function purgeExpiredKeys(db, batchRows = PURGE_BATCH_ROWS) {
   const result = await db.withClient((client) =>
     client.query(
       db.settings.statement(`DELETE FROM idempotency_keys WHERE (client, key) IN (
-    SELECT client, key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT ${Math.trunc(batchRows)} FOR UPDATE SKIP LOCKED)`),
+    SELECT client, key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at
+    LIMIT ${Math.trunc(batchRows)} FOR UPDATE SKIP LOCKED)`),
     ),
   );
   return lastResult(result).rowCount ?? 0;

@@ -1,4 +1,5 @@
 // INSERT_STRATEGY's names, a leaf so config.js reads them without the writer (chunk-writers.js).
+import { frozenWords } from '@sluice/env';
 
-export const INSERT_STRATEGIES = /** @type {const} */ (['format', 'unnest', 'copy']);
+export const INSERT_STRATEGIES = frozenWords(['format', 'unnest', 'copy']);
 /** @typedef {(typeof INSERT_STRATEGIES)[number]} InsertStrategy */

@@ -18,7 +18,8 @@ async function purgeBatch(db, retentionDays, batchRows) {
   const result = await db.withClient((client) =>
     client.query(
       db.settings.statement(`DELETE FROM quarantined_items WHERE id IN (
-    SELECT id FROM quarantined_items WHERE received_at < now() - interval '${Math.trunc(retentionDays)} days'
+    SELECT id FROM quarantined_items
+    WHERE received_at < now() - interval '${Math.trunc(retentionDays)} days'
     ORDER BY received_at LIMIT ${Math.trunc(batchRows)} FOR UPDATE SKIP LOCKED)`),
     ),
   );

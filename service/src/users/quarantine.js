@@ -198,19 +198,24 @@ const USAGE_SCOPES = 10_000;
 // times_seen counts requests, not statements.
 const ITEM_SHA256 =
   `sha256(convert_to($1 || E'\\n' || ` + `coalesce($2, '') || E'\\n' || i.item, 'UTF8'))`;
-const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client_scope, client, request_id, client_request_id, format, csv_header, item_sha256, position, line, reason, errors, item, truncated)
-SELECT $9, $10, $11, $12, $1, $2, o.item_sha256, o.position, o.line, o.reason, o.errors, o.item, o.truncated
+const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client_scope, client,
+  request_id, client_request_id, format, csv_header, item_sha256, position, line, reason, errors,
+  item, truncated)
+SELECT $9, $10, $11, $12, $1, $2, o.item_sha256, o.position, o.line, o.reason, o.errors, o.item,
+  o.truncated
 FROM (
   SELECT DISTINCT ON (s.item_sha256) s.*
   FROM (
     SELECT i.*, ${ITEM_SHA256} AS item_sha256
-    FROM unnest($3::integer[], $4::integer[], $5::text[], $6::jsonb[], $7::text[], $8::boolean[]) AS i(position, line, reason, errors, item, truncated)
+    FROM unnest($3::integer[], $4::integer[], $5::text[], $6::jsonb[], $7::text[], $8::boolean[])
+    AS i(position, line, reason, errors, item, truncated)
   ) s
   ORDER BY s.item_sha256, s.position
 ) o
 ORDER BY o.position
 ON CONFLICT ON CONSTRAINT quarantined_items_once DO UPDATE SET
-  client = EXCLUDED.client, request_id = EXCLUDED.request_id, client_request_id = EXCLUDED.client_request_id,
+  client = EXCLUDED.client, request_id = EXCLUDED.request_id,
+  client_request_id = EXCLUDED.client_request_id,
   received_at = EXCLUDED.received_at, position = EXCLUDED.position, line = EXCLUDED.line,
   reason = EXCLUDED.reason, errors = EXCLUDED.errors, times_seen = kept.times_seen + 1
 WHERE kept.request_id <> EXCLUDED.request_id OR kept.received_at <> EXCLUDED.received_at`;
@@ -219,12 +224,15 @@ WHERE kept.request_id <> EXCLUDED.request_id OR kept.received_at <> EXCLUDED.rec
 // small items count too. What a scope holds is read on the index of its rows, and so is which
 // items are new.
 const ROW_BYTES = 200;
-const NEW_ROWS_BYTES = `(SELECT coalesce(sum(octet_length(i.item) + octet_length(i.errors::text) + ${ROW_BYTES}), 0)
+const NEW_ROWS_BYTES = `(SELECT
+       coalesce(sum(octet_length(i.item) + octet_length(i.errors::text) + ${ROW_BYTES}), 0)
      FROM unnest($3::text[], $4::jsonb[]) AS i(item, errors)
-     WHERE NOT EXISTS (SELECT FROM quarantined_items k WHERE k.client_scope = $5 AND k.item_sha256 = ${ITEM_SHA256}))`;
+     WHERE NOT EXISTS (SELECT FROM quarantined_items k WHERE k.client_scope = $5
+     AND k.item_sha256 = ${ITEM_SHA256}))`;
 const NEW_BYTES = `SELECT ${NEW_ROWS_BYTES} AS new`;
 const SCOPE_BYTES = `SELECT ${NEW_ROWS_BYTES} AS new,
-  (SELECT coalesce(sum(row_bytes + ${ROW_BYTES}), 0) FROM quarantined_items WHERE client_scope = $5) AS total`;
+  (SELECT coalesce(sum(row_bytes + ${ROW_BYTES}), 0) FROM quarantined_items
+    WHERE client_scope = $5) AS total`;
 
 /**
  * Keeps a request's set-aside items, on the connection of its transaction (which a writer may roll

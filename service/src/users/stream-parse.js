@@ -1,6 +1,6 @@
 import { ApiError } from '../errors.js';
 import { findDuplicateKeys } from '../json-keys.js';
-import { REQUIRED_FIELDS, USER_FIELDS } from '../user-columns.js';
+import { REQUIRED_FIELDS, USER_FIELDS, isOneOf } from '../user-columns.js';
 
 // The records of a streamed body (NDJSON, CSV), parsed as the text arrives; only the unfinished one
 // is kept. Lines are counted as editors count them, so an error names the line a person goes to.
@@ -17,9 +17,7 @@ const THE_COLUMNS =
 /** `email,name[,phone][,passwordHash][,changedAt]` */
 const HEADER_SHAPE = [
   REQUIRED_FIELDS.join(','),
-  ...CSV_COLUMNS.filter(
-    (f) => !(/** @type {readonly string[]} */ (REQUIRED_FIELDS).includes(f)),
-  ).map((f) => `[,${f}]`),
+  ...CSV_COLUMNS.filter((f) => !isOneOf(REQUIRED_FIELDS, f)).map((f) => `[,${f}]`),
 ].join('');
 const COMMA = 44;
 const QUOTE = 34;
@@ -35,7 +33,13 @@ const CR = 13;
  * line, its text, why.
  * @typedef {(line: number, text: string, message: string) => void} OnUnreadable
  */
-/** columns: a CSV body's header, once read. @typedef {{ feed: (text: string, onRecord: OnRecord) => void, end: (onRecord: OnRecord) => void, readonly columns?: readonly string[] }} RecordParser */
+/**
+ * columns: a CSV body's header, once read.
+ * @typedef {object} RecordParser
+ * @property {(text: string, onRecord: OnRecord) => void} feed
+ * @property {(onRecord: OnRecord) => void} end
+ * @property {readonly string[]} [columns]
+ */
 /**
  * onUnreadable: told of a record that is not one, instead of refusing the body.
  * @typedef {{ onUnreadable?: OnUnreadable }} ParserOptions
@@ -289,7 +293,7 @@ function headerColumns(fields, at) {
     (f, i) => (i === 0 && f?.charCodeAt(0) === 0xfeff ? f.slice(1) : f) ?? '',
   );
   for (const name of names) {
-    if (!(/** @type {readonly string[]} */ (CSV_COLUMNS).includes(name))) {
+    if (!isOneOf(CSV_COLUMNS, name)) {
       throw malformed(`the header names a column ${JSON.stringify(name)}; ${THE_COLUMNS}`);
     }
   }

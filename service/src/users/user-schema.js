@@ -10,7 +10,12 @@ import { ORDER_COLUMN, REQUIRED_FIELDS, USER_COLUMNS, USER_FIELDS } from '../use
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
 /** @typedef {import('../user-columns.js').UserRow} UserRow */
-/** An item the schema passed: every field a string, the optional ones perhaps absent. @typedef {{ [F in keyof UserRow]: null extends UserRow[F] ? string | undefined : string }} UserItem */
+/* eslint-disable jsdoc/valid-types -- a mapped type, which tsc reads and jsdoc does not */
+/**
+ * An item the schema passed: every field a string, the optional ones perhaps absent.
+ * @typedef {{ [F in keyof UserRow]: null extends UserRow[F] ? string | undefined : string }} UserItem
+ */
+/* eslint-enable jsdoc/valid-types */
 /**
  * What becomes of an email already stored: skipped, or updated with what was sent.
  * @typedef {'ignore' | 'merge'} Resolution

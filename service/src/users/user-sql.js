@@ -44,13 +44,16 @@ const storedValues = (stored) => UPDATED.map((c) => `${stored}.${c.column}`).joi
  * stored row has one): merge writes nothing of it. NULL-safe, as NOT EXISTS negates it.
  * @param {string} sent @param {string} stored
  */
-export const notNewer = (sent, stored) =>
-  `(${stored}.${ORDER.column} IS NOT NULL AND (${sent}.${ORDER.column} IS NULL OR ${sent}.${ORDER.column} <= ${stored}.${ORDER.column}))`;
+export const notNewer = (sent, stored) => {
+  const [fromSent, fromStored] = [`${sent}.${ORDER.column}`, `${stored}.${ORDER.column}`];
+  return `(${fromStored} IS NOT NULL AND (${fromSent} IS NULL OR ${fromSent} <= ${fromStored}))`;
+};
 
+const MERGED_SENT = mergedValues('EXCLUDED', 'users');
 // Unchanged or stale rows are left alone; updated_at NULL in a returned row means inserted.
 export const MERGE = `ON CONFLICT (${KEY.column}) DO UPDATE SET
-  (${UPDATED.map((c) => c.column).join(', ')}, updated_at) = (${mergedValues('EXCLUDED', 'users')}, now())
-  WHERE (${storedValues('users')}) IS DISTINCT FROM (${mergedValues('EXCLUDED', 'users')})
+  (${UPDATED.map((c) => c.column).join(', ')}, updated_at) = (${MERGED_SENT}, now())
+  WHERE (${storedValues('users')}) IS DISTINCT FROM (${MERGED_SENT})
     AND NOT ${notNewer('EXCLUDED', 'users')}`;
 
 /** @type {Record<OnConflict, string>} */
@@ -61,9 +64,12 @@ const ON_CONFLICT = { fail: '', skip: `ON CONFLICT (${KEY.column}) DO NOTHING`, 
  * order.
  * @param {string} source
  */
-const changedRows = (source) => `SELECT ${COLUMNS} FROM (${source}) AS t (${COLUMNS})
+const changedRows = (source) => {
+  const [stored, merged, stale] = [storedValues('u'), mergedValues('t', 'u'), notNewer('t', 'u')];
+  return `SELECT ${COLUMNS} FROM (${source}) AS t (${COLUMNS})
   WHERE NOT EXISTS (SELECT FROM users u WHERE u.${KEY.column} = t.${KEY.column} COLLATE "C"
-    AND ((${storedValues('u')}) IS NOT DISTINCT FROM (${mergedValues('t', 'u')}) OR ${notNewer('t', 'u')}) OFFSET 0)`;
+    AND ((${stored}) IS NOT DISTINCT FROM (${merged}) OR ${stale}) OFFSET 0)`;
+};
 
 // What a representation needs of each row written that the request does not hold: its email,
 // and in merge mode created_at, the kept columns and updated_at. Rows only inserted were created at
@@ -73,7 +79,12 @@ const RETURNED_KEPT = SHOWN.filter((c) => c.merge === 'kept');
 const RETURNING_ROWS = {
   fail: '',
   skip: ` RETURNING ${KEY.column}`,
-  merge: ` RETURNING ${[KEY.column, 'created_at', ...RETURNED_KEPT.map((c) => c.column), 'updated_at'].join(', ')}`,
+  merge: ` RETURNING ${[
+    KEY.column,
+    'created_at',
+    ...RETURNED_KEPT.map((c) => c.column),
+    'updated_at',
+  ].join(', ')}`,
 };
 /**
  * The statement before a write that returns rows, unless it merges: when the rows it inserts are
@@ -157,12 +168,14 @@ export function writeStatement(source, onConflict, returning) {
     return `${CREATED_NOW[onConflict]}${insert}${RETURNING_ROWS[onConflict]}`;
   if (returning === 'none') return insert;
   return `WITH written AS (${insert} RETURNING updated_at IS NULL AS inserted)
-    SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`;
+    SELECT count(*) FILTER (WHERE inserted)::int AS inserted,
+      count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`;
 }
 
 /** @param {string} source @param {OnConflict} onConflict */
 const insertStatement = (source, onConflict) =>
-  `INSERT INTO users (${COLUMNS}) ${onConflict === 'merge' ? changedRows(source) : source} ${ON_CONFLICT[onConflict]}`;
+  `INSERT INTO users (${COLUMNS}) ${onConflict === 'merge' ? changedRows(source) : source}
+  ${ON_CONFLICT[onConflict]}`;
 
 // A value without a quote or a backslash is quoted directly; any other through pg-format (same
 // SQL).
@@ -215,6 +228,9 @@ export function rowsAsArrays(rows) {
   );
 }
 
+/** A literal's cast to a column's type; none to text. @param {string} type */
+const castTo = (type) => (type === 'text' ? '' : `::${type}`);
+
 /**
  * The rows as a VALUES list (bench:db; the reference the array form is checked against).
  * @param {UserRow[]} rows
@@ -223,10 +239,7 @@ export function rowsAsValues(rows) {
   return format(
     'VALUES %s',
     rows
-      .map(
-        (r) =>
-          `(${USER_COLUMNS.map((c) => literal(r[c.field]) + (c.type === 'text' ? '' : `::${c.type}`)).join(', ')})`,
-      )
+      .map((r) => `(${USER_COLUMNS.map((c) => literal(r[c.field]) + castTo(c.type)).join(', ')})`)
       .join(', '),
   );
 }
@@ -269,26 +282,30 @@ const stagedColumns = (collateC) =>
 
 // COPY cannot resolve conflicts: a chunk is staged in the transaction's own temporary table.
 export const STAGING_TABLE = 'users_staging';
-export const CREATE_STAGING = `CREATE TEMPORARY TABLE ${STAGING_TABLE} (${stagedColumns(false)}) ON COMMIT DROP`;
+export const CREATE_STAGING = `CREATE TEMPORARY TABLE ${STAGING_TABLE} (${stagedColumns(false)})
+  ON COMMIT DROP`;
 export const EMPTY_STAGING = `TRUNCATE ${STAGING_TABLE}`;
 export const FROM_STAGING = `SELECT ${COLUMNS} FROM ${STAGING_TABLE}`;
 
 // A streamed import's statements (stream-import.js): its staging table numbers the lines as sent
 // (`ord`), which decides which of an email's lines wins; its key compares bytes (COLLATE "C").
 const STREAM_STAGING = 'users_stream';
-export const CREATE_STREAM_STAGING = `CREATE TEMPORARY TABLE ${STREAM_STAGING} (ord bigint GENERATED ALWAYS AS IDENTITY, ${stagedColumns(true)}) ON COMMIT DROP`;
+export const CREATE_STREAM_STAGING = `CREATE TEMPORARY TABLE ${STREAM_STAGING}
+  (ord bigint GENERATED ALWAYS AS IDENTITY, ${stagedColumns(true)}) ON COMMIT DROP`;
 export const EMPTY_STREAM_STAGING = `TRUNCATE ${STREAM_STAGING}`;
 export const COPY_STREAM_STAGING = copySql(STREAM_STAGING);
 export const COPY_USERS = copySql('users');
 // Every email once, sorted: ignore keeps its first line; merge each column by its declaration,
 // changes ordered by changedAt (none oldest, a tie to the later line), as parseUserBatch merges.
-export const FIRST_OF_EACH = `SELECT DISTINCT ON (${KEY.column}) ${COLUMNS} FROM ${STREAM_STAGING} ORDER BY ${KEY.column}, ord`;
+export const FIRST_OF_EACH = `SELECT DISTINCT ON (${KEY.column}) ${COLUMNS} FROM ${STREAM_STAGING}
+  ORDER BY ${KEY.column}, ord`;
 const NEWEST_FIRST = `${ORDER.column} DESC NULLS LAST, ord DESC`;
 /** @param {import('../user-columns.js').UserColumn} c */
 const newestOf = (c) =>
   c.merge === 'order'
     ? `max(${c.column})`
-    : `(array_agg(${c.column} ORDER BY ${NEWEST_FIRST})${c.merge === 'kept' ? ` FILTER (WHERE ${c.column} IS NOT NULL)` : ''})[1]`;
+    : `(array_agg(${c.column} ORDER BY ${NEWEST_FIRST})` +
+      `${c.merge === 'kept' ? ` FILTER (WHERE ${c.column} IS NOT NULL)` : ''})[1]`;
 export const MERGED_OF_EACH = `SELECT ${KEY.column}, ${UPDATED.map(newestOf).join(',\n  ')}
   FROM ${STREAM_STAGING} GROUP BY ${KEY.column} ORDER BY ${KEY.column}`;
 export const ALL_AS_SENT = `SELECT ${COLUMNS} FROM ${STREAM_STAGING} ORDER BY ${KEY.column}`;

@@ -70,7 +70,17 @@ import { createWritePolicy } from './write-policy.js';
  * @typedef {{ withRows?: boolean, key?: IdempotencyKey, quarantine?: Quarantine }} WriteOptions
  * @typedef {{ rows: UserRow[], withRows: boolean, key?: IdempotencyKey }} Part
  */
-/** rows: sorted by email, each once; parts: a group's requests. @typedef {{ kind: Exclude<WriteKind, 'stream'>, rows: UserRow[], resolution: Resolution, withRows?: boolean, key?: IdempotencyKey, parts?: readonly Part[], quarantine?: Quarantine }} WriteRequest */
+/**
+ * rows: sorted by email, each once; parts: a group's requests.
+ * @typedef {object} WriteRequest
+ * @property {Exclude<WriteKind, 'stream'>} kind
+ * @property {UserRow[]} rows
+ * @property {Resolution} resolution
+ * @property {boolean} [withRows]
+ * @property {IdempotencyKey} [key]
+ * @property {readonly Part[]} [parts]
+ * @property {Quarantine} [quarantine]
+ */
 /** @typedef {Outcome[]} Written  per request carried: a group's parts in order, else the one */
 /**
  * @typedef {{ db: import('../db/database.js').Database, chunkRows: number,
@@ -405,7 +415,8 @@ async function groupStatement(client, rows, onConflict, withRows, settings) {
 async function writeKeyedGroup(writer, resolution, parts) {
   const { db, policy, keys } = writer;
   const store = /** @type {import('./idempotency-keys.js').KeyStore} */ (keys);
-  const repeated = /** @type {Set<Part>} */ (new Set());
+  /** @type {Set<Part>} */
+  const repeated = new Set();
   /** @type {Set<string>} */
   const seen = new Set();
   for (const part of parts) {
@@ -565,7 +576,8 @@ export function credit(rows, written, withRows = false) {
   if (written === 'all') return { inserted: rows.length, updated: 0 };
   /** @type {Counts} */
   const counts = { inserted: 0, updated: 0 };
-  const users = withRows ? /** @type {WrittenUser[]} */ ([]) : undefined;
+  /** @type {WrittenUser[] | undefined} */
+  const users = withRows ? [] : undefined;
   for (const row of rows) {
     const w = written.get(row.email);
     const inserted = typeof w === 'object' ? w.updatedAt === null : w;

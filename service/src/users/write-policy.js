@@ -31,8 +31,8 @@ export const STREAM_LIMITS = Object.freeze({ statementTimeoutMs: 0 });
  * @typedef {{ then: 'retry' } | { then: 'each_alone' } | { then: 'fail', err: unknown }} Decision
  */
 
-const RETRY = Object.freeze(/** @type {const} */ ({ then: 'retry' }));
-const EACH_ALONE = Object.freeze(/** @type {const} */ ({ then: 'each_alone' }));
+const RETRY = Object.freeze({ then: 'retry' });
+const EACH_ALONE = Object.freeze({ then: 'each_alone' });
 /** @param {unknown} err @returns {Decision} */
 const fail = (err) => ({ then: 'fail', err });
 
