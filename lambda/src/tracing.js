@@ -44,37 +44,12 @@ export async function loadFeederTracing(config) {
 
 /** @param {typeof import('@opentelemetry/api')} api @returns {FeederTracing} */
 export function tracingOver(api) {
-  return { startInvocationSpan, runInSpan, endInvocationSpan, currentTraceparent };
-
-  /**
-   * A CONSUMER "process" span (OpenTelemetry's messaging conventions for a batch), linked to each
-   * message's producer (a link, not a parent: a batch has many).
-   * @param {TracedRecord[]} records
-   * @param {{ awsRequestId?: string }} context
-   * @returns {Span | undefined}
-   */
-  function startInvocationSpan(records, context) {
-    const queue = records[0]?.eventSourceARN?.split(':').at(-1);
-    /** @type {import('@opentelemetry/api').Link[]} */
-    const links = [];
-    for (const r of records) {
-      const producer = producerContextOf(r);
-      if (producer)
-        links.push({ context: producer, attributes: { 'messaging.message.id': r.messageId } });
-    }
-    return api.trace.getTracer('sluice-feeder').startSpan(`process ${queue ?? 'sqs'}`, {
-      kind: api.SpanKind.CONSUMER,
-      links,
-      attributes: {
-        'messaging.system': 'aws_sqs',
-        'messaging.operation.type': 'process',
-        'messaging.operation.name': 'process',
-        'messaging.batch.message_count': records.length,
-        ...(queue ? { 'messaging.destination.name': queue } : {}),
-        ...(context.awsRequestId ? { 'faas.invocation_id': context.awsRequestId } : {}),
-      },
-    });
-  }
+  return {
+    startInvocationSpan: (records, context) => startInvocationSpan(api, records, context),
+    runInSpan,
+    endInvocationSpan,
+    currentTraceparent,
+  };
 
   /**
    * `fn` with `span` active, so its posts carry its context.
@@ -111,4 +86,35 @@ export function tracingOver(api) {
     const context = span.spanContext();
     return api.trace.isSpanContextValid(context) ? formatTraceparent(context) : undefined;
   }
+}
+
+/**
+ * A CONSUMER "process" span (OpenTelemetry's messaging conventions for a batch), linked to each
+ * message's producer (a link, not a parent: a batch has many).
+ * @param {typeof import('@opentelemetry/api')} api
+ * @param {TracedRecord[]} records
+ * @param {{ awsRequestId?: string }} context
+ * @returns {Span | undefined}
+ */
+function startInvocationSpan(api, records, context) {
+  const queue = records[0]?.eventSourceARN?.split(':').at(-1);
+  /** @type {import('@opentelemetry/api').Link[]} */
+  const links = [];
+  for (const r of records) {
+    const producer = producerContextOf(r);
+    if (producer)
+      links.push({ context: producer, attributes: { 'messaging.message.id': r.messageId } });
+  }
+  return api.trace.getTracer('sluice-feeder').startSpan(`process ${queue ?? 'sqs'}`, {
+    kind: api.SpanKind.CONSUMER,
+    links,
+    attributes: {
+      'messaging.system': 'aws_sqs',
+      'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
+      'messaging.batch.message_count': records.length,
+      ...(queue ? { 'messaging.destination.name': queue } : {}),
+      ...(context.awsRequestId ? { 'faas.invocation_id': context.awsRequestId } : {}),
+    },
+  });
 }
