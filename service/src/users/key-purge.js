@@ -1,3 +1,4 @@
+import { startBatchedPurge } from '../db/batched-purge.js';
 import { PURGE_BATCH_ROWS, purgeExpiredKeys } from './idempotency-keys.js';
 
 // The background purge of expired Idempotency-Keys: every few seconds to a minute (a quarter of
@@ -5,12 +6,6 @@ import { PURGE_BATCH_ROWS, purgeExpiredKeys } from './idempotency-keys.js';
 // transaction each until a batch finds fewer; rows a writer holds are skipped, never waited for.
 // Every process purges (replicas, cluster workers): the batches skip each other's rows. It stops
 // with its pool.
-
-/**
- * Batches at most in one round, so a backlog is worked off over several rounds without hogging a
- * connection.
- */
-const MAX_BATCHES_A_ROUND = 100;
 
 /** @param {number} ttlSeconds */
 export const purgeIntervalMs = (ttlSeconds) =>
@@ -29,33 +24,15 @@ export function startKeyPurge({
   batchRows = PURGE_BATCH_ROWS,
   intervalMs = purgeIntervalMs(ttlSeconds),
 }) {
-  /** @type {Promise<number> | undefined} */
-  let running = undefined;
-  const stopped = () => db.pool.ending || db.pool.ended;
-
-  async function purgeRound() {
-    let deleted = 0;
-    for (let batch = 0; batch < MAX_BATCHES_A_ROUND && !stopped(); batch++) {
-      const rows = await purgeExpiredKeys(db, batchRows);
-      deleted += rows;
-      if (rows < batchRows) break;
-    }
-    if (deleted > 0) logger.debug({ deleted }, 'expired idempotency keys purged');
-    return deleted;
-  }
-
-  const round = () => {
-    running ??= purgeRound().finally(() => {
-      running = undefined;
-    });
-    return running;
-  };
-  const timer = setInterval(() => {
-    if (stopped()) return clearInterval(timer);
-    round().catch((err) =>
+  return startBatchedPurge({
+    db,
+    deleteBatch: () => purgeExpiredKeys(db, batchRows),
+    batchRows,
+    intervalMs,
+    roundDone: (deleted) => {
+      if (deleted > 0) logger.debug({ deleted }, 'expired idempotency keys purged');
+    },
+    roundFailed: (err) =>
       logger.warn({ err }, 'purging expired idempotency keys failed; trying again next round'),
-    );
-  }, intervalMs);
-  timer.unref();
-  return { round, stop: () => clearInterval(timer) };
+  });
 }

@@ -1,3 +1,4 @@
+import { startBatchedPurge } from '../db/batched-purge.js';
 import { lastResult } from '../db/transaction-settings.js';
 
 // The background purge of quarantined_items: every process, every few minutes, deletes the rows
@@ -5,8 +6,6 @@ import { lastResult } from '../db/transaction-settings.js';
 // oldest first, skipping rows a writer holds (never waiting for them). It stops with its pool.
 
 const PURGE_BATCH_ROWS = 1000;
-/** Batches at most in one round, so that a backlog is worked off over several rounds. */
-const MAX_BATCHES_A_ROUND = 100;
 const INTERVAL_MS = 5 * 60_000;
 
 /**
@@ -41,34 +40,19 @@ export function startQuarantinePurge({
   batchRows = PURGE_BATCH_ROWS,
   intervalMs = INTERVAL_MS,
 }) {
-  /** @type {Promise<number> | undefined} */
-  let running = undefined;
-  const stopped = () => db.pool.ending || db.pool.ended;
-
-  async function purgeRound() {
-    let deleted = 0;
-    for (let batch = 0; batch < MAX_BATCHES_A_ROUND && !stopped(); batch++) {
+  return startBatchedPurge({
+    db,
+    deleteBatch: async () => {
       const rows = await purgeBatch(db, retentionDays, batchRows);
-      deleted += rows;
       purged(rows);
-      if (rows < batchRows) break;
-    }
-    if (deleted > 0) logger.info({ deleted, retentionDays }, 'old quarantined items purged');
-    return deleted;
-  }
-
-  const round = () => {
-    running ??= purgeRound().finally(() => {
-      running = undefined;
-    });
-    return running;
-  };
-  const timer = setInterval(() => {
-    if (stopped()) return clearInterval(timer);
-    round().catch((err) =>
+      return rows;
+    },
+    batchRows,
+    intervalMs,
+    roundDone: (deleted) => {
+      if (deleted > 0) logger.info({ deleted, retentionDays }, 'old quarantined items purged');
+    },
+    roundFailed: (err) =>
       logger.warn({ err }, 'purging old quarantined items failed; trying again next round'),
-    );
-  }, intervalMs);
-  timer.unref();
-  return { round, stop: () => clearInterval(timer) };
+  });
 }
