@@ -27,123 +27,28 @@ import { createWriteGate, writeSlotsFor } from './users/write-gate.js';
 import { createWritePolicy } from './users/write-policy.js';
 
 /**
- * The composition root: every part built from the configuration and the routes laid out, so the
- * request path reads top to bottom here; the Express app, not listening (http/node-server.js).
- * @param {{ config: import('./config.js').Config, db: import('./db/database.js').Database,
+ * @typedef {{ config: import('./config.js').Config, db: import('./db/database.js').Database,
  *   logger: import('pino').Logger, metrics: import('./metrics.js').Metrics,
  *   auth: import('./auth/start-auth.js').Authentication, renderMetrics?: () => Promise<string>,
- *   tracing?: import('./tracing/tracing.js').Tracing }} deps
+ *   tracing?: import('./tracing/tracing.js').Tracing }} AppDeps
+ * @typedef {Required<AppDeps>} Parts
  */
-export function createApp({
-  config,
-  db,
-  logger,
-  metrics,
-  auth,
-  renderMetrics = () => metrics.registry.metrics(),
-  tracing = NO_TRACING,
-}) {
-  // Writing: one policy for every writer; a request alone, or small ones grouped.
-  const policy = createWritePolicy(db, { lockTimeoutMs: config.dbLockTimeoutMs });
-  // Idempotency-Key: kept with each write, purged in the background once expired.
-  const keys = createKeyStore({ ttlSeconds: config.idempotencyKeyTtlSeconds });
-  startKeyPurge({ db, ttlSeconds: config.idempotencyKeyTtlSeconds, logger });
-  // Items set aside: bounded a client (what each holds read once in a while), and deleted in the
-  // background once older than their retention.
-  const quarantineBound = { maxBytes: config.quarantineClientMaxBytes, usage: new ScopeUsage() };
-  const quarantinePurge = startQuarantinePurge({
-    db,
-    retentionDays: config.quarantineRetentionDays,
-    logger,
-    purged: (rows) => metrics.quarantinePurged.inc(rows),
-  });
-  const writer = createUserWriter(db, {
-    chunkRows: config.insertChunkRows,
-    strategy: config.insertStrategy,
-    policy,
-    keys,
-  });
-  const groupCommit = config.groupCommit
-    ? createGroupCommit({
-        write: writer.write,
-        policy,
-        maxRows: config.groupCommitMaxRows,
-        observe({ requests, rows, waitedSeconds }) {
-          metrics.groupRequests.observe(requests);
-          metrics.groupRows.observe(rows);
-          for (const s of waitedSeconds) metrics.groupWait.observe(s);
-        },
-        tracing,
-      })
-    : undefined;
-  // Requests written alone take at most half the pool, never group commit's two write slots.
-  const throughBatchGate = groupCommit
-    ? createWriteGate(writeSlotsFor(config.dbPoolMax, GROUP_WRITE_SLOTS))
-    : /** @type {<T>(w: () => Promise<T>) => Promise<T>} */ (w) => w();
-  /** @type {import('./http/post-users.js').WriteUsers} */
-  const write = async (rows, resolution, options) => {
-    // A request with items set aside is written alone: its quarantine goes in its own transaction.
-    if (groupCommit && rows.length <= config.groupCommitSmallRows && !options?.quarantine)
-      return groupCommit.writeUsers(rows, resolution, options);
-    const [outcome] = await throughBatchGate(() =>
-      writer.write({
-        kind: 'batch',
-        rows,
-        resolution,
-        withRows: options?.withRows,
-        key: options?.key,
-        quarantine: options?.quarantine,
-      }),
-    );
-    return outcome;
+
+/**
+ * The composition root: every part built from the configuration and the routes laid out, so the
+ * request path reads top to bottom here; the Express app, not listening (http/node-server.js).
+ * @param {AppDeps} deps
+ */
+export function createApp(deps) {
+  /** @type {Parts} */
+  const parts = {
+    renderMetrics: () => deps.metrics.registry.metrics(),
+    tracing: NO_TRACING,
+    ...deps,
   };
-  // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
-  /** @type {import('./http/post-users.js').WriteUsers} */
-  const writeUsers = tracing.enabled
-    ? (rows, resolution, options) =>
-        tracing.inSpan(
-          'sluice.write',
-          { 'sluice.rows': rows.length, 'sluice.resolution': resolution },
-          () => write(rows, resolution, options),
-        )
-    : write;
-  // Who each request is for (its weight, cap and rate, declared with its credential); fairness
-  // between them is the budget's.
-  const clients = new ClientDirectory({ tokens: auth.tokens, jwtLimits: config.auth?.jwtLimits });
-  // Without credentials nobody has a rate: the step is left out rather than passed through.
-  const rateLimit =
-    auth.tokens || auth.verifyJwt
-      ? [limitRate({ refused: (label) => metrics.clients.refused(label, 'rate') })]
-      : [];
-  const budget = new AdmissionBudget({
-    budgetBytes: config.admissionBudgetBytes,
-    maxWaitMs: config.admissionWaitMs,
-    onChange: metrics.admission.observe,
-  });
-  metrics.clients.watch(budget);
-  // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes on
-  // to the JSON steps.
-  const importUsers = createStreamImport({ db, policy, keys });
-  const admitStream = admitRequest({
-    budget,
-    maxBodyBytes: config.maxStreamBytes,
-    metrics: metrics.admission,
-    clientMetrics: metrics.clients,
-    holdBytes: STREAM_HOLD_BYTES,
-  });
-  /** @type {Record<string, import('express').RequestHandler>} */
-  const streamRoutes = {};
-  for (const [type, format] of Object.entries(STREAM_TYPES)) {
-    streamRoutes[type] = postUsersStream({
-      format,
-      importUsers,
-      admit: admitStream,
-      maxStreamBytes: config.maxStreamBytes,
-      idleTimeoutMs: config.streamIdleTimeoutMs,
-      quarantineBound,
-      metrics,
-    });
-  }
+  const { config, logger, metrics, auth, tracing } = parts;
+  const writing = createWriting(parts);
+  const { clients, rateLimit, admission } = createAdmission(parts);
 
   const app = express();
   app.disable('x-powered-by');
@@ -168,32 +73,159 @@ export function createApp({
     readWriteOptions(),
     readIdempotencyKey(),
     ...rateLimit,
-    byContentType(streamRoutes),
+    // A streamed body (NDJSON, CSV) is imported as it arrives and answered there; any other goes
+    // on to the JSON steps.
+    byContentType(streamRoutes(parts, writing, admission)),
     tracing.tracedMiddleware(
       'sluice.admission',
-      admitRequest({
-        budget,
-        maxBodyBytes: config.maxBodyBytes,
-        metrics: metrics.admission,
-        clientMetrics: metrics.clients,
-      }),
+      admitRequest({ ...admission, maxBodyBytes: config.maxBodyBytes }),
     ),
     tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),
-    postUsers({
-      writeUsers,
-      maxBatchItems: config.maxBatchItems,
+    postUsers({ ...writing, maxBatchItems: config.maxBatchItems, metrics, tracing }),
+  );
+  serveTheRest(app, parts);
+  app.locals.quarantinePurge = writing.quarantinePurge;
+  return app;
+}
+
+/**
+ * Who each request is for (its weight, cap and rate, declared with its credential), its rate, and
+ * the admission budget that is fair between clients.
+ * @param {Parts} parts
+ */
+function createAdmission({ config, metrics, auth }) {
+  const clients = new ClientDirectory({ tokens: auth.tokens, jwtLimits: config.auth?.jwtLimits });
+  // Without credentials nobody has a rate: the step is left out rather than passed through.
+  const rateLimit =
+    auth.tokens || auth.verifyJwt
+      ? [limitRate({ refused: (label) => metrics.clients.refused(label, 'rate') })]
+      : [];
+  const budget = new AdmissionBudget({
+    budgetBytes: config.admissionBudgetBytes,
+    maxWaitMs: config.admissionWaitMs,
+    onChange: metrics.admission.observe,
+  });
+  metrics.clients.watch(budget);
+  const admission = { budget, metrics: metrics.admission, clientMetrics: metrics.clients };
+  return { clients, rateLimit, admission };
+}
+
+/**
+ * Writing: one policy for every writer; a request alone, or small ones grouped; the stream
+ * import; the keys' and the quarantine's purges in the background.
+ * @param {Parts} parts
+ */
+function createWriting({ config, db, logger, metrics, tracing }) {
+  const policy = createWritePolicy(db, { lockTimeoutMs: config.dbLockTimeoutMs });
+  // Idempotency-Key: kept with each write, purged in the background once expired.
+  const keys = createKeyStore({ ttlSeconds: config.idempotencyKeyTtlSeconds });
+  startKeyPurge({ db, ttlSeconds: config.idempotencyKeyTtlSeconds, logger });
+  // Items set aside: bounded a client (what each holds read once in a while), and deleted in the
+  // background once older than their retention.
+  const quarantineBound = { maxBytes: config.quarantineClientMaxBytes, usage: new ScopeUsage() };
+  const quarantinePurge = startQuarantinePurge({
+    db,
+    retentionDays: config.quarantineRetentionDays,
+    logger,
+    purged: (rows) => metrics.quarantinePurged.inc(rows),
+  });
+  const writer = createUserWriter(db, {
+    chunkRows: config.insertChunkRows,
+    strategy: config.insertStrategy,
+    policy,
+    keys,
+  });
+  const write = routeWrites({ config, writer, policy, metrics, tracing });
+  // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
+  /** @type {import('./http/post-users.js').WriteUsers} */
+  const writeUsers = tracing.enabled
+    ? (part, resolution) =>
+        tracing.inSpan(
+          'sluice.write',
+          { 'sluice.rows': part.rows.length, 'sluice.resolution': resolution },
+          () => write(part, resolution),
+        )
+    : write;
+  const importUsers = createStreamImport({ db, policy, keys });
+  return { writeUsers, importUsers, quarantineBound, quarantinePurge };
+}
+
+/**
+ * The route of a JSON request's write, by its size alone: a small one joins a group (group
+ * commit), whatever it holds; any other is written alone, within half the pool.
+ * @param {{ config: import('./config.js').Config,
+ *   writer: import('./users/user-writer.js').UserWriter,
+ *   policy: import('./users/write-policy.js').WritePolicy,
+ *   metrics: import('./metrics.js').Metrics, tracing: import('./tracing/tracing.js').Tracing }} deps
+ * @returns {import('./http/post-users.js').WriteUsers}
+ */
+function routeWrites({ config, writer, policy, metrics, tracing }) {
+  /** @type {import('./http/post-users.js').WriteUsers} */
+  const alone = async (part, resolution) => {
+    const request = { kind: /** @type {const} */ ('batch'), rows: part.rows, resolution };
+    const [outcome] = await writer.write({ ...request, parts: [part] });
+    return outcome;
+  };
+  if (!config.groupCommit) return alone;
+  const groupCommit = createGroupCommit({
+    write: writer.write,
+    policy,
+    maxRows: config.groupCommitMaxRows,
+    observe({ requests, rows, waitedSeconds }) {
+      metrics.groupRequests.observe(requests);
+      metrics.groupRows.observe(rows);
+      for (const s of waitedSeconds) metrics.groupWait.observe(s);
+    },
+    tracing,
+  });
+  // Requests written alone take at most half the pool, never group commit's two write slots.
+  const gate = createWriteGate(writeSlotsFor(config.dbPoolMax, GROUP_WRITE_SLOTS));
+  return (part, resolution) =>
+    part.received <= config.groupCommitSmallRows
+      ? groupCommit.writeUsers(part, resolution)
+      : gate(() => alone(part, resolution));
+}
+
+/**
+ * POST /users's routes by a stream's media type, each admitted for what a stream holds at once.
+ * @param {Parts} parts
+ * @param {ReturnType<typeof createWriting>} writing
+ * @param {Omit<Parameters<typeof admitRequest>[0], 'maxBodyBytes'>} admission
+ */
+function streamRoutes({ config, metrics }, { importUsers, quarantineBound }, admission) {
+  const admit = admitRequest({
+    ...admission,
+    maxBodyBytes: config.maxStreamBytes,
+    holdBytes: STREAM_HOLD_BYTES,
+  });
+  /** @type {Record<string, import('express').RequestHandler>} */
+  const routes = {};
+  for (const [type, format] of Object.entries(STREAM_TYPES)) {
+    routes[type] = postUsersStream({
+      format,
+      importUsers,
+      admit,
+      maxStreamBytes: config.maxStreamBytes,
+      idleTimeoutMs: config.streamIdleTimeoutMs,
       quarantineBound,
       metrics,
-      tracing,
-    }),
-  );
+    });
+  }
+  return routes;
+}
 
+/**
+ * Every route but the hot one: 405 on /users, the probes, /metrics, the OpenAPI document, the
+ * JSON 404 and the error handler, last.
+ * @param {import('express').Express} app
+ * @param {Parts} parts
+ */
+function serveTheRest(app, { config, db, metrics, renderMetrics }) {
   // Any other method on /users: 405 with the method it serves (RFC 9110, 15.5.6).
   app.all('/users', (req, res, next) => {
     res.setHeader('Allow', 'POST');
     next(new ApiError('method_not_allowed', `${req.method} /users is not served: send POST`));
   });
-
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok', pid: process.pid });
   });
@@ -212,11 +244,8 @@ export function createApp({
   app.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument);
   });
-
   app.use((req, _res, next) =>
     next(new ApiError('not_found', `no route for ${req.method} ${req.path}`)),
   );
   app.use(errorHandler(config));
-  app.locals.quarantinePurge = quarantinePurge;
-  return app;
 }

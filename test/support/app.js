@@ -44,10 +44,14 @@ export async function startTestApp({ databaseUrl, env = {}, serverTimeouts, secr
     purgeQuarantine: () => app.locals.quarantinePurge.round(),
     /**
      * @param {unknown} body  serialised as JSON unless a string or bytes (sent as they are)
-     * @param {{ token?: string, contentType?: string, headers?: Record<string, string> }} [options]
+     * @param {{ token?: string, contentType?: string, headers?: Record<string, string>, path?: string }} [options]
+     *   path: the path and query posted to (/users)
      */
-    async postUsers(body, { token, contentType = 'application/json', headers = {} } = {}) {
-      const res = await fetch(`${baseUrl}/users`, {
+    async postUsers(
+      body,
+      { token, contentType = 'application/json', headers = {}, path = '/users' } = {},
+    ) {
+      const res = await fetch(`${baseUrl}${path}`, {
         method: 'POST',
         headers: {
           'content-type': contentType,

@@ -8,3 +8,10 @@ import { USER_FIELDS } from '../../service/src/user-columns.js';
  */
 export const userRow = (fields) =>
   /** @type {any} */ (Object.fromEntries(USER_FIELDS.map((f) => [f, fields[f] ?? null])));
+
+/**
+ * A request's part of a write, as the write unit takes it: its rows, each a user sent.
+ * @param {import('../../service/src/users/user-schema.js').UserRow[]} rows
+ * @returns {import('../../service/src/users/write-types.js').Part}
+ */
+export const part = (rows) => ({ rows, received: rows.length, withRows: false });

@@ -112,7 +112,10 @@ describe('migration 0007 scopes the quarantine rows it finds, by no credential o
       .query(`INSERT INTO quarantined_items (client, request_id, format, item_sha256, position, reason, errors, item)
       VALUES ('bob', 'r1', 'json', '\\x01', 0, 'invalid_user', '[]', '{"email":"x"}'),
              ('anonymous', 'r2', 'json', '\\x01', 0, 'invalid_user', '[]', '{"email":"x"}')`);
-    assert.deepEqual(await migrate(db.url), ['0007_quarantine_scopes']);
+    assert.deepEqual(await migrate(db.url), [
+      '0007_quarantine_scopes',
+      '0008_idempotency_outcomes',
+    ]);
   });
   after(() => db?.drop());
 

@@ -1,49 +1,79 @@
 import { ONE_CLIENT } from './fair-share.js';
+import { representation } from './representation.js';
+import { READ_COLUMNS } from './write-query.js';
 
-// The answer to a write (a batch or a streamed import): its counts (with `stale` in merge mode, the
-// items that wrote nothing: inserted + updated + stale = received), a representation's rows, or no
-// body when `Prefer: return=` asked; Preference-Applied and Content-Range as asked. With
-// `Prefer: invalid=quarantine`, `quarantined` (and the first problems, `errors`) beside them:
-// received = inserted + duplicates + quarantined. Built as a StoredAnswer first, so the answer a
-// request with an Idempotency-Key stores is the one it is sent.
+// The answer to a write (a batch or a streamed import), rendered from its outcome after it
+// committed, and again from the same stored outcome when a request under the same Idempotency-Key
+// is replayed: its counts (with `stale` in merge mode, the items that wrote nothing: inserted +
+// updated + stale = received), a representation's rows, or no body when `Prefer: return=` asked;
+// Preference-Applied and Content-Range as asked. With `Prefer: invalid=quarantine`, `quarantined`
+// (and the first problems, `errors`) beside them: received = inserted + duplicates + quarantined.
 
-/** @typedef {import('../users/idempotency-keys.js').StoredAnswer} StoredAnswer */
+/** @typedef {import('../users/write-types.js').Written} Written */
+/** @typedef {{ status: number, headers: Record<string, string>, body: string }} Answer */
 /**
- * @typedef {{ received: number, inserted: number, updated: number,
- *   quarantine?: import('../users/quarantine.js').Quarantine }} WrittenCounts
+ * What an answer is rendered from besides the outcome (and stored with it under a key): the
+ * write options that shape it; for a representation, the columns and the emails in the order sent.
+ * @typedef {{ resolution: import('../users/user-schema.js').Resolution,
+ *   return?: import('./prefer.js').Preferences['return'], count: boolean, applied?: string,
+ *   invalid: boolean, select?: import('./write-query.js').ReadColumn[], emails?: string[] }}
+ *   Rendering
  */
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
- * The users written or found already there: those received less those set aside.
- * @param {number} received
- * @param {WrittenCounts['quarantine']} quarantine
+ * The rendering of a write under `options`; `sent`, the rows in the order sent, when it wants its
+ * rows back.
+ * @param {import('./write-options.js').WriteOptions} options
+ * @param {import('../users/user-schema.js').UserRow[]} [sent]
+ * @returns {Rendering}
  */
-const validOf = (received, quarantine) => received - (quarantine?.count ?? 0);
+export function renderingOf(options, sent) {
+  /** @type {Rendering} */
+  const rendering = {
+    resolution: options.resolution,
+    count: options.count,
+    invalid: options.invalid !== undefined,
+  };
+  if (options.return !== undefined) rendering.return = options.return;
+  if (options.applied !== undefined) rendering.applied = options.applied;
+  if (sent && options.return === 'representation') {
+    rendering.select = options.query.select ?? [...READ_COLUMNS];
+    rendering.emails = sent.map((row) => row.email);
+  }
+  return rendering;
+}
 
 /**
- * The answer to `counts` under the request's write options.
- * @param {import('./write-options.js').WriteOptions} options
- * @param {WrittenCounts} counts
- * @param {string} [rows] representation.js's JSON
- * @returns {StoredAnswer}
+ * The users written or found already there: those received less those set aside.
+ * @param {Written} written
  */
-export function writtenAnswer(options, { received, inserted, updated, quarantine }, rows) {
+const validOf = ({ received, quarantined }) => received - (quarantined?.count ?? 0);
+
+/**
+ * The answer to `written` as `rendering` shapes it.
+ * @param {Rendering} rendering @param {Written} written @returns {Answer}
+ */
+export function renderAnswer(rendering, written) {
+  const { received, inserted, updated, quarantined } = written;
   /** @type {Record<string, string>} */
   const headers = {};
-  if (options.applied) headers['Preference-Applied'] = options.applied;
-  if (options.count) headers['Content-Range'] = `*/${inserted + updated}`;
+  if (rendering.applied) headers['Preference-Applied'] = rendering.applied;
+  if (rendering.count) headers['Content-Range'] = `*/${inserted + updated}`;
   // The id its items are kept under (the service's): what an operator exports them by.
-  if (quarantine && quarantine.count > 0) headers['Quarantine-Request-Id'] = quarantine.requestId;
+  if (quarantined && quarantined.count > 0)
+    headers['Quarantine-Request-Id'] = quarantined.requestId;
   const status = inserted > 0 ? 201 : 200;
-  if (rows === undefined && options.return !== undefined) return { status, headers, body: '' };
+  if (rendering.select) {
+    const rows = representation(rendering.emails ?? [], written.users ?? [], rendering.select);
+    return { status, headers: { ...headers, 'Content-Type': JSON_TYPE }, body: rows };
+  }
+  if (rendering.return !== undefined) return { status, headers, body: '' };
   headers['Content-Type'] = JSON_TYPE;
-  if (rows !== undefined) return { status, headers, body: rows };
-  const quarantined = quarantine?.count ?? 0;
-  const valid = validOf(received, quarantine);
+  const valid = validOf(written);
   const counts =
-    options.resolution === 'merge'
+    rendering.resolution === 'merge'
       ? {
           received,
           inserted,
@@ -52,12 +82,10 @@ export function writtenAnswer(options, { received, inserted, updated, quarantine
           duplicates: valid - inserted,
         }
       : { received, inserted, updated, duplicates: valid - inserted };
-  const body = JSON.stringify(
-    options.invalid
-      ? { ...counts, quarantined, ...(quarantined > 0 ? { errors: quarantine?.errors } : {}) }
-      : counts,
-  );
-  return { status, headers, body };
+  if (!rendering.invalid) return { status, headers, body: JSON.stringify(counts) };
+  const count = quarantined?.count ?? 0;
+  const errors = count > 0 ? { errors: quarantined?.errors } : {};
+  return { status, headers, body: JSON.stringify({ ...counts, quarantined: count, ...errors }) };
 }
 
 /**
@@ -65,9 +93,11 @@ export function writtenAnswer(options, { received, inserted, updated, quarantine
  * sent.
  * @param {import('express').Response} res
  * @param {import('../metrics.js').Metrics} metrics
- * @param {WrittenCounts} counts
+ * @param {Written} written
+ * @param {import('../users/quarantine.js').Quarantine} [quarantine] the items it set aside
  */
-export function countWritten(res, metrics, { received, inserted, updated, quarantine }) {
+export function countWritten(res, metrics, written, quarantine) {
+  const { received, inserted, updated } = written;
   const merge = res.locals.write.resolution === 'merge';
   metrics.usersReceived.inc(received);
   res.locals.settleUsers?.(received);
@@ -77,14 +107,14 @@ export function countWritten(res, metrics, { received, inserted, updated, quaran
   if (quarantine)
     for (const [reason, n] of Object.entries(quarantine.byReason()))
       metrics.usersQuarantined.inc({ reason }, n);
-  const stale = merge ? validOf(received, quarantine) - inserted - updated : 0;
+  const stale = merge ? validOf(written) - inserted - updated : 0;
   if (stale > 0) metrics.usersStale.inc(stale);
 }
 
 /**
- * Sends an answer as built (or stored), with `Idempotent-Replayed: true` when it is a replay.
- * Written directly: Express's res.json checks cost a few percent of a small request's CPU.
- * @param {import('express').Response} res @param {StoredAnswer} answer @param {boolean} [replayed]
+ * Sends an answer as rendered, with `Idempotent-Replayed: true` when it is a replay. Written
+ * directly: Express's res.json checks cost a few percent of a small request's CPU.
+ * @param {import('express').Response} res @param {Answer} answer @param {boolean} [replayed]
  */
 export function sendAnswer(res, { status, headers, body }, replayed = false) {
   /** @type {Record<string, string | number>} */
@@ -101,13 +131,13 @@ export function sendAnswer(res, { status, headers, body }, replayed = false) {
 }
 
 /**
- * Counts and answers a write.
+ * Counts and answers a write once committed.
  * @param {import('express').Response} res
  * @param {import('../metrics.js').Metrics} metrics
- * @param {WrittenCounts} counts @param {string} [rows]  representation.js's JSON
+ * @param {{ rendering: Rendering, written: Written,
+ *   quarantine?: import('../users/quarantine.js').Quarantine }} write
  */
-export function answerWritten(res, metrics, counts, rows) {
-  const options = res.locals.write;
-  countWritten(res, metrics, counts);
-  sendAnswer(res, writtenAnswer(options, counts, rows));
+export function answerWritten(res, metrics, { rendering, written, quarantine }) {
+  countWritten(res, metrics, written, quarantine);
+  sendAnswer(res, renderAnswer(rendering, written));
 }

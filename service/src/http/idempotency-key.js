@@ -1,23 +1,24 @@
 import { createHash } from 'node:crypto';
 import { ApiError } from '../errors.js';
-import { answerOfTaken } from '../users/idempotency-keys.js';
-import { sendAnswer } from './answer.js';
+import { storedOutcomeOf } from '../users/idempotency-keys.js';
+import { renderAnswer, sendAnswer } from './answer.js';
 import { ANONYMOUS_CLIENT, ONE_CLIENT } from './fair-share.js';
 
 // The Idempotency-Key header (IETF httpapi draft): read before the body, as a Structured Field
 // string (RFC 8941), scoped by the request's client (its credential's kind and name: the scope
 // authenticate.js gives it); the request's fingerprint (its content type, Prefer, query and
-// decoded body) taken as the body is read. The writers claim the key and store the
-// answer (users/idempotency-keys.js); a key taken is answered here: its answer again with
-// `Idempotent-Replayed: true`, or the catalogue's 422 or 409.
+// decoded body) taken as the body is read. The write unit claims the key and stores the outcome
+// with its rendering (users/write-unit.js); a key taken is answered here: the answer rendered
+// again from them with `Idempotent-Replayed: true`, or the catalogue's 422 or 409.
 
 const MAX_KEY_LENGTH = 255;
 
 /**
- * A request's key: its scope and name, and the fingerprint taken of it so far (`update` with its
- * body's bytes or text, in order; `fingerprint()` once it is read).
- * @typedef {{ client: string, key: string, update: (body: Buffer | string) => void,
- *   fingerprint: () => Buffer }} RequestKey
+ * A request's key: its scope and name, and the fingerprint taken of it so far (`hash`: what
+ * changes the answer besides the body, then the body's bytes or text, in order, by `update`;
+ * `fingerprint()` once it is read).
+ * @typedef {{ client: string, key: string, hash: import('node:crypto').Hash,
+ *   update: (body: Buffer | string) => void, fingerprint: () => Buffer }} RequestKey
  */
 
 /**
@@ -83,6 +84,7 @@ export function readIdempotencyKey() {
     res.locals.idempotency = {
       client: req.clientScope ?? ANONYMOUS_CLIENT,
       key,
+      hash,
       update: (body) => void hash.update(body),
       fingerprint: () => (fingerprint ??= hash.digest()),
     };
@@ -94,30 +96,23 @@ export function readIdempotencyKey() {
 const joined = (header) => (Array.isArray(header) ? header.join(', ') : (header ?? ''));
 
 /**
- * The request's key for a writer: its answer (as `answer` builds it from the counts) stored with
- * the write.
- * @param {RequestKey} key
- * @param {(counts: import('../users/user-writer.js').Counts) =>
- *   import('../users/idempotency-keys.js').StoredAnswer} answer
- * @returns {import('../users/idempotency-keys.js').IdempotencyKey}
- */
-export const keyForWriter = (key, answer) => ({
-  client: key.client,
-  key: key.key,
-  fingerprint: key.fingerprint,
-  answer,
-});
-
-/**
- * Answers a request whose key was taken: the stored answer, replayed byte for byte and counted by
- * client; or the catalogue's 422 (another fingerprint) or 409 (in flight), thrown.
+ * Answers a request whose key was taken: the stored outcome rendered again (or an answer stored
+ * whole, as it is), marked replayed and counted by client; or the catalogue's 422 (another
+ * fingerprint) or 409 (in flight), thrown.
  * @param {import('express').Response} res
  * @param {import('../metrics.js').Metrics} metrics
- * @param {RequestKey} key
- * @param {import('../users/idempotency-keys.js').TakenKey} taken
+ * @param {import('../users/write-types.js').TakenKey} taken
+ * @param {Buffer} fingerprint this request's
  */
-export function replayTaken(res, metrics, key, taken) {
-  const answer = answerOfTaken(taken, key.fingerprint());
+export function replayTaken(res, metrics, taken, fingerprint) {
+  const stored = storedOutcomeOf(taken, fingerprint);
+  const answer =
+    'answer' in stored
+      ? stored.answer
+      : renderAnswer(
+          /** @type {import('./answer.js').Rendering} */ (stored.rendering),
+          stored.written,
+        );
   metrics.clients.replayed((res.req.ingestClient ?? ONE_CLIENT).label);
   sendAnswer(res, answer, true);
 }

@@ -2,42 +2,42 @@ import { ApiError, emptyBatchMessage } from '../errors.js';
 import { NO_TRACING } from '../tracing/tracing.js';
 import { setAsideInvalid } from '../users/quarantine.js';
 import { checkUserBatch, oncePerEmail } from '../users/user-schema.js';
-import { answerWritten, countWritten, sendAnswer, writtenAnswer } from './answer.js';
-import { keyForWriter, replayTaken } from './idempotency-key.js';
+import { answerWritten, renderingOf } from './answer.js';
+import { replayTaken } from './idempotency-key.js';
 import { quarantineOf } from './quarantine-request.js';
-import { representation } from './representation.js';
-import { READ_COLUMNS } from './write-query.js';
 
 // The last step of a JSON POST /users (app.js puts authentication, the write options, admission and
-// the body reader before it): every item checked, the rows written all or nothing, answered; with
-// `Prefer: invalid=quarantine`, the invalid items set aside and kept with them; with an
-// Idempotency-Key, the answer stored with the rows, or the one stored under the key replayed.
+// the body reader before it): every item checked, the rows written all or nothing by the write
+// unit, then answered from what it wrote; with `Prefer: invalid=quarantine`, the invalid items set
+// aside and kept with them; with an Idempotency-Key, the outcome stored with the rows, or the one
+// stored under the key replayed.
 
 /**
  * @typedef {import('../users/user-schema.js').UserRow} UserRow
  * @typedef {import('../users/user-schema.js').Resolution} Resolution
+ * @typedef {import('../users/quarantine.js').Quarantine} Quarantine
  */
 /**
- * @typedef {(rows: UserRow[], resolution: Resolution,
- *   options?: import('../users/user-writer.js').WriteOptions) =>
- *   Promise<import('../users/user-writer.js').Outcome>} WriteUsers
+ * @typedef {(part: import('../users/write-types.js').Part, resolution: Resolution) =>
+ *   Promise<import('../users/write-types.js').Outcome>} WriteUsers
  */
-
-const WITH_ROWS = Object.freeze({ withRows: true });
+/**
+ * columns: only these keys of each item; inOrder: the rows as sent too; duplicateKeys: the items
+ * that give a key twice (json-body.js).
+ * @typedef {{ maxBatchItems: number, resolution: Resolution, columns?: string[],
+ *   inOrder: boolean, quarantine?: Quarantine,
+ *   duplicateKeys?: import('../errors.js').ItemError[] }} BatchRules
+ */
 
 /**
  * The body's users as rows, checked as a batch (the parsed objects let go), or the invalid ones set
- * aside into `quarantine`; inOrder: the rows as sent too.
- * @param {import('express').Request} req
- * @param {number} maxBatchItems
- * @param {Resolution} resolution
- * @param {string[] | undefined} columns
- * @param {boolean} inOrder
- * @param {import('../users/quarantine.js').Quarantine} [quarantine]
- * @param {import('../errors.js').ItemError[]} [duplicateKeys] the users that give a key twice
- *   (json-body.js)
+ * aside into the quarantine.
+ * @param {import('express').Request} req @param {BatchRules} rules
  */
-function takeBatch(req, maxBatchItems, resolution, columns, inOrder, quarantine, duplicateKeys) {
+function takeBatch(
+  req,
+  { maxBatchItems, resolution, columns, inOrder, quarantine, duplicateKeys },
+) {
   let items = req.body;
   req.body = undefined;
   if (!Array.isArray(items)) throw new ApiError('not_an_array');
@@ -84,72 +84,47 @@ export function postUsers({
   tracing = NO_TRACING,
 }) {
   return async (req, res) => {
-    const { resolution, return: returnPreference, query, invalid } = res.locals.write;
-    const withRows = returnPreference === 'representation';
-    const quarantine = invalid ? quarantineOf(req, 'json', invalid, quarantineBound) : undefined;
+    const options = res.locals.write;
+    const withRows = options.return === 'representation';
+    const quarantine = options.invalid
+      ? quarantineOf(req, 'json', options.invalid, quarantineBound)
+      : undefined;
     // Counted for the rate limit before the checks, so a refused array is charged its users.
     if (Array.isArray(req.body)) res.locals.bodyUsers = req.body.length;
+    const rules = { maxBatchItems, resolution: options.resolution, inOrder: withRows, quarantine };
     const validation = tracing.startStep('sluice.validate');
     let batch;
     try {
-      batch = takeBatch(
-        req,
-        maxBatchItems,
-        resolution,
-        query.columns,
-        withRows,
-        quarantine,
-        res.locals.duplicateKeys,
-      );
+      const duplicateKeys = res.locals.duplicateKeys;
+      batch = takeBatch(req, { ...rules, columns: options.query.columns, duplicateKeys });
     } catch (err) {
       tracing.endStep(validation, err);
       throw err;
     }
     tracing.endStep(validation);
-    const { received, rows, sent } = batch;
-    const key = res.locals.idempotency;
-    /**
-     * @param {{ inserted: number, updated: number,
-     *   users?: import('../users/user-writer.js').WrittenUser[] }} written
-     */
-    const shown = ({ users }) =>
-      withRows
-        ? representation(/** @type {UserRow[]} */ (sent), users ?? [], query.select ?? READ_COLUMNS)
-        : undefined;
-    const options = key
-      ? {
-          withRows,
-          key: keyForWriter(key, (counts) =>
-            writtenAnswer(
-              res.locals.write,
-              { received, inserted: counts.inserted, updated: counts.updated, quarantine },
-              shown(counts),
-            ),
-          ),
-        }
-      : withRows
-        ? WITH_ROWS
-        : undefined;
-    const endTimer = metrics.insertDuration.startTimer();
+    const rendering = renderingOf(options, batch.sent);
+    const requestKey = res.locals.idempotency;
+    const key = requestKey && {
+      client: requestKey.client,
+      key: requestKey.key,
+      fingerprint: requestKey.fingerprint(),
+      rendering,
+    };
     const setAside = quarantine && quarantine.count > 0 ? quarantine : undefined;
-    const outcome = await writeUsers(
-      rows,
-      resolution,
-      setAside ? { ...options, withRows, quarantine: setAside } : options,
-    );
+    const part = {
+      rows: batch.rows,
+      received: batch.received,
+      withRows,
+      key,
+      quarantine: setAside,
+    };
+    const endTimer = metrics.insertDuration.startTimer();
+    const outcome = await writeUsers(part, options.resolution);
     endTimer();
+    // A key taken: only a keyed request has one.
     if ('taken' in outcome)
-      return replayTaken(
-        res,
-        metrics,
-        /** @type {import('./idempotency-key.js').RequestKey} */ (key),
-        outcome.taken,
-      );
-
-    metrics.batchSize.observe(received);
-    const counts = { received, inserted: outcome.inserted, updated: outcome.updated, quarantine };
-    if (!outcome.answer) return answerWritten(res, metrics, counts, shown(outcome));
-    countWritten(res, metrics, counts);
-    sendAnswer(res, outcome.answer);
+      return replayTaken(res, metrics, outcome.taken, /** @type {Buffer} */ (key?.fingerprint));
+    metrics.batchSize.observe(batch.received);
+    answerWritten(res, metrics, { rendering, written: outcome, quarantine });
   };
 }

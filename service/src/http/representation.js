@@ -1,40 +1,28 @@
-import { insertedUser } from '../users/user-sql.js';
 import { OUTCOME, READ_COLUMNS } from './write-query.js';
 
 // return=representation's answer, as JSON text: the rows written, in the order sent.
 
-/**
- * @typedef {import('../users/user-writer.js').WrittenUser} WrittenUser
- * @typedef {import('../users/user-schema.js').UserRow} UserRow
- */
+/** @typedef {import('../users/write-types.js').WrittenUser} WrittenUser */
 /** @typedef {import('./write-query.js').ReadColumn} ReadColumn */
 
 /**
  * The rows written, in the order their emails were first sent, with the columns selected (skipped
  * emails left out, as PostgREST). With `outcome`: every item, `inserted`, `updated`, `skipped`
- * (nothing written) or `repeated` (an earlier item has its email). All columns and all inserted
- * once each: the items themselves, no lookup.
- * @param {UserRow[]} sent in the order sent, repeats kept
- * @param {WrittenUser[]} users
+ * (nothing written) or `repeated` (an earlier item has its email).
+ * @param {readonly string[]} emails the emails in the order sent, repeats kept
+ * @param {readonly WrittenUser[]} users
  * @param {readonly ReadColumn[]} select
  * @returns {string}
  */
-export function representation(sent, users, select) {
+export function representation(emails, users, select) {
   const report = select.includes(OUTCOME);
   const asWritten = isEveryColumn(select);
-  if (asWritten && !report && users.length === sent.length) {
-    const createdAt = insertedAtOnce(users);
-    if (createdAt !== undefined) {
-      return JSON.stringify(sent.map((row) => insertedUser(row, createdAt)));
-    }
-  }
   /** @type {Map<string, WrittenUser | null>} */
   const byEmail = new Map(); // null: its entry is out already
   for (const u of users) byEmail.set(u.email, u);
-  /** @type {Record<string, unknown>[]} */
+  /** @type {unknown[]} */
   const out = [];
-  for (const row of sent) {
-    const email = row.email;
+  for (const email of emails) {
     const u = byEmail.get(email);
     if (!report) {
       if (!u) continue;
@@ -54,16 +42,6 @@ export function representation(sent, users, select) {
     );
   }
   return JSON.stringify(out);
-}
-
-/**
- * The one createdAt when every row was inserted by one transaction (each row is the item as sent).
- * @param {WrittenUser[]} users
- */
-function insertedAtOnce(users) {
-  const createdAt = users[0]?.createdAt;
-  for (const u of users) if (u.updatedAt !== null || u.createdAt !== createdAt) return undefined;
-  return createdAt;
 }
 
 /**

@@ -9,25 +9,23 @@ const GROUP = 'group';
  * @typedef {import('./user-schema.js').Resolution} Resolution
  */
 /**
- * @typedef {import('./user-writer.js').Outcome} Outcome
- * @typedef {import('./user-writer.js').WriteOptions} WriteOptions
+ * @typedef {import('./write-types.js').Outcome} Outcome
+ * @typedef {import('./write-types.js').Part} Part
  */
 /**
  * @typedef {import('./user-writer.js').UserWriter['write']} Write
  * @typedef {import('../tracing/tracing.js').Tracing} Tracing
  */
 /**
- * A request waiting for a write slot: its rows sorted by email, no email twice; its
- * Idempotency-Key; since: when it came.
- * @typedef {{ rows: UserRow[], resolution: Resolution, withRows: boolean,
- *   key?: import('./idempotency-keys.js').IdempotencyKey, resolve: (outcome: Outcome) => void,
+ * A request waiting for a write slot, its part of a group's write; since: when it came.
+ * @typedef {Part & { resolution: Resolution, resolve: (outcome: Outcome) => void,
  *   reject: (err: unknown) => void, since: number,
  *   span: import('../tracing/tracing.js').Span | undefined }} Waiting
  */
 
 // Group commit: small requests that arrive while a group is written go out together, one statement
-// sorted by email, each answered with its own counts once committed (a keyed request with its own
-// key and answer, user-writer.js); per email in the order sent. A failed group asks the write
+// sorted by email, each answered with its own outcome once committed (a keyed request with its own
+// key, an item set aside kept with it: write-unit.js); per email in the order sent. A failed group asks the write
 // policy (every request's 503, or each written alone; one locked out alone to the slow lane). The
 // rules: docs/architecture.md, "Group commit".
 
@@ -70,80 +68,94 @@ export function createGroupCommit({
     }
   }
 
+  /** @type {Lanes} */
+  const lanes = { write, policy, tracing, busy, alone, slowSlots };
   /** @param {Waiting[]} group */
-  async function writeAndCredit(group) {
-    const started = performance.now();
-    const rows = group.length === 1 ? group[0].rows : group.flatMap((w) => w.rows).sort(byEmail);
-    observe({
-      requests: group.length,
-      rows: rows.length,
-      waitedSeconds: group.map((w) => (started - w.since) / 1000),
-    });
-    const request = {
-      kind: GROUP,
-      rows,
-      resolution: group[0].resolution,
-      withRows: group.some((w) => w.withRows),
-      parts: group,
-    };
-    const span = tracing.enabled ? traceGroup(tracing, group, rows.length, started) : undefined;
-    let written;
-    try {
-      written = await (span ? tracing.runInSpan(span, () => write(request)) : write(request));
-    } catch (err) {
-      tracing.endSpan(span, err);
-      const decision = await policy.afterFailure('group', err);
-      if (decision.then === 'fail') for (const w of group) answer(busy, w, { err: decision.err });
-      // Each alone, first in line, its emails still busy: nothing overtakes it.
-      else alone.push(...group);
-      return;
-    }
-    tracing.endSpan(span);
-    for (let i = 0; i < group.length; i++) answer(busy, group[i], { counts: written[i] });
-  }
-
+  const writeAndCredit = (group) => writeGroup(lanes, group, observe);
   /** @param {Waiting} w */
-  async function writeLone(w) {
-    try {
-      answer(busy, w, { counts: await writeFor(tracing, write, w, 'alone') });
-    } catch (err) {
-      if (!policy.goesSlow(err, slowSlots.free())) return answer(busy, w, { err });
-      // A request locked out by another writer waits for its row here, outside the write slots.
-      slowSlots.hold(
-        writeFor(tracing, write, w, 'slow').then(
-          (counts) => answer(busy, w, { counts }),
-          (e) => answer(busy, w, { err: e }),
-        ),
-      );
-    }
-  }
+  const writeLone = (w) => writeAlone(lanes, w);
 
   return {
     /**
-     * One request's rows, with whatever else waits; once committed.
-     * @param {UserRow[]} rows
+     * One request's part, with whatever else waits; its outcome once committed.
+     * @param {Part} part
      * @param {Resolution} resolution
-     * @param {WriteOptions} [options]
      * @returns {Promise<Outcome>}
      */
-    writeUsers(rows, resolution, options) {
+    writeUsers(part, resolution) {
       return new Promise((resolve, reject) => {
         /** @type {Waiting} */
         const w = {
-          rows,
+          ...part,
           resolution,
-          withRows: options?.withRows === true,
           resolve,
           reject,
           since: performance.now(),
           span: tracing.activeSpan(),
         };
-        if (options?.key) w.key = options.key;
         waiting.push(w);
         drain();
       });
     },
   };
+}
+
+/**
+ * What a group's write and a request's alone share: the writer, the policy, the emails taken, the
+ * line of requests to write alone first, the slow lane.
+ * @typedef {{ write: Write, policy: import('./write-policy.js').WritePolicy, tracing: Tracing,
+ *   busy: Set<string>, alone: Waiting[], slowSlots: ReturnType<typeof createSlots> }} Lanes
+ */
+
+/**
+ * A group written and each request answered its own outcome; a failure as the policy says: every
+ * request answered it, or each written alone, first in line, its emails still busy, so nothing
+ * overtakes it.
+ * @param {Lanes} lanes
+ * @param {Waiting[]} group
+ * @param {(group: { requests: number, rows: number, waitedSeconds: number[] }) => void} observe
+ */
+async function writeGroup({ write, policy, tracing, busy, alone }, group, observe) {
+  const started = performance.now();
+  const rows = group.length === 1 ? group[0].rows : group.flatMap((w) => w.rows).sort(byEmail);
+  observe({
+    requests: group.length,
+    rows: rows.length,
+    waitedSeconds: group.map((w) => (started - w.since) / 1000),
+  });
+  const request = { kind: GROUP, rows, resolution: group[0].resolution, parts: group };
+  const span = tracing.enabled ? traceGroup(tracing, group, rows.length, started) : undefined;
+  let written;
+  try {
+    written = await (span ? tracing.runInSpan(span, () => write(request)) : write(request));
+  } catch (err) {
+    tracing.endSpan(span, err);
+    const decision = await policy.afterFailure('group', err);
+    if (decision.then === 'fail') for (const w of group) answer(busy, w, { err: decision.err });
+    else alone.push(...group);
+    return;
+  }
+  tracing.endSpan(span);
+  for (let i = 0; i < group.length; i++) answer(busy, group[i], { counts: written[i] });
+}
+
+/**
+ * A request of a failed group, alone; locked out by another writer, it waits for its row in the
+ * slow lane, outside the write slots, when one is free.
+ * @param {Lanes} lanes @param {Waiting} w
+ */
+async function writeAlone({ write, policy, tracing, busy, slowSlots }, w) {
+  try {
+    answer(busy, w, { counts: await writeFor(tracing, write, w, 'alone') });
+  } catch (err) {
+    if (!policy.goesSlow(err, slowSlots.free())) return answer(busy, w, { err });
+    slowSlots.hold(
+      writeFor(tracing, write, w, 'slow').then(
+        (counts) => answer(busy, w, { counts }),
+        (e) => answer(busy, w, { err: e }),
+      ),
+    );
+  }
 }
 
 /**
@@ -245,13 +257,7 @@ function traceGroup(tracing, group, rows, started) {
  * @returns {Promise<Outcome>}
  */
 function writeFor(tracing, write, w, kind) {
-  const request = {
-    kind,
-    rows: w.rows,
-    resolution: w.resolution,
-    withRows: w.withRows,
-    key: w.key,
-  };
+  const request = { kind, rows: w.rows, resolution: w.resolution, parts: [w] };
   if (!w.span) return write(request).then(only);
   const span = w.span;
   span.setAttribute('sluice.group.written_alone', true);

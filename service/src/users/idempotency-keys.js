@@ -2,40 +2,33 @@ import { lastResult } from '../db/transaction-settings.js';
 import { ApiError } from '../errors.js';
 import { literal } from './user-sql.js';
 
-// The Idempotency-Key store: a key is claimed in the round trip of its write's BEGIN (a key in
-// flight in another transaction is waited for, within the write's lock timeout), its fingerprint
-// and answer stored in the round trip of its COMMIT, so the rows and their answer commit together
-// or not at all. A key taken (committed, not expired) is answered from its row: the same
-// fingerprint its answer again, another 422. Expired keys are purged in small batches
-// (purgeExpiredKeys).
+// The idempotency_keys table: a key is claimed in the round trip of its write's BEGIN (a key in
+// flight in another transaction is waited for, within the write's lock timeout) and completed,
+// fingerprint and outcome, in the round trip of its COMMIT, so the rows and their outcome commit
+// together or not at all. A key taken (complete, not expired) is that request's outcome instead of
+// a write. Expired keys are purged in small batches (purgeExpiredKeys).
 
-/**
- * What a write answered, as stored and replayed: the status, its headers (no Content-Length), the
- * body's text.
- * @typedef {{ status: number, headers: Record<string, string>, body: string }} StoredAnswer
- */
-/**
- * A request's key, scoped by its client; `fingerprint()` final once its body is read; `answer`
- * the answer its counts get (the HTTP layer's), asked before COMMIT.
- * @typedef {{ client: string, key: string, fingerprint: () => Buffer,
- *   answer: (counts: import('./user-writer.js').Counts) => StoredAnswer }} IdempotencyKey
- */
-/**
- * A key another request holds: its committed fingerprint and answer, or (null) still in flight.
- * @typedef {{ fingerprint: Buffer, answer: StoredAnswer } | null} TakenKey
- */
+/** @import { KeyDone, KeyName, StoredOutcome, TakenKey } from './write-types.js' */
 
 /**
  * A key's scope and name as one Map key (a NUL is in neither: a key is visible ASCII, a client a
  * credential's name).
- * @param {{ client: string, key: string }} k
+ * @param {KeyName} k
  */
 export const scopedKey = (k) => `${k.client}\u0000${k.key}`;
 
-/** @param {{ client: string, key: string }} k */
+/** @param {KeyName} a @param {KeyName} b */
+export const byScopedKey = (a, b) => (scopedKey(a) < scopedKey(b) ? -1 : 1);
+
+/** @param {KeyName} k */
 const rowOf = (k) => `(${literal(k.client)}, ${literal(k.key)})`;
-/** @param {Buffer} fingerprint */
-const bytea = (fingerprint) => `'\\x${fingerprint.toString('hex')}'::bytea`;
+
+/** @param {KeyDone} done */
+function completeValues({ key, written }) {
+  const fingerprint = `'\\x${/** @type {Buffer} */ (key.fingerprint).toString('hex')}'::bytea`;
+  const outcome = literal(JSON.stringify({ written, rendering: key.rendering }));
+  return `(${literal(key.client)}, ${literal(key.key)}, ${fingerprint}, ${outcome}::json)`;
+}
 
 /**
  * The key store's statements; ttlSeconds: how long a key is kept (IDEMPOTENCY_KEY_TTL_SECONDS).
@@ -47,48 +40,48 @@ export function createKeyStore({ ttlSeconds }) {
     ttlSeconds,
     /**
      * The claim of `keys` (each once, in one order: two claims never wait on each other in a
-     * cycle), for a BEGIN's round trip; its last answer is read by `claimed`. An expired row is
+     * cycle), for a BEGIN's round trip; its answer is read by `claimed`. An expired row is
      * claimed again as a new key.
-     * @param {readonly { client: string, key: string }[]} keys
+     * @param {readonly KeyName[]} keys
      */
-    claim: (
-      keys,
-    ) => `INSERT INTO idempotency_keys (client, key, expires_at) SELECT c, k, ${expiresAt}
-    FROM (VALUES ${keys.map(rowOf).join(', ')}) AS v (c, k)
+    claim: (keys) => `INSERT INTO idempotency_keys (client, key, expires_at)
+  SELECT c, k, ${expiresAt} FROM (VALUES ${keys.map(rowOf).join(', ')}) AS v (c, k)
   ON CONFLICT (client, key) DO UPDATE
     SET expires_at = EXCLUDED.expires_at,
-      fingerprint = NULL, status = NULL, headers = NULL, body = NULL
+      fingerprint = NULL, outcome = NULL, status = NULL, headers = NULL, body = NULL
   WHERE idempotency_keys.expires_at <= now()
   RETURNING client, key`,
     /**
-     * The keys' rows, complete, for a write that claimed none first (a group: in its COMMIT's round
-     * trip, or in its one statement when all new): a key another request stored meanwhile fails it
-     * (23505, then `readKeys`); one another transaction holds is waited for. In one order, as
-     * `claim`.
-     * @param {readonly { key: IdempotencyKey, answer: StoredAnswer }[]} done
+     * The keys' rows inserted complete, for a write whose outcome is known before it runs (all
+     * new, in one statement): a key stored or in flight elsewhere fails it (23505 once the other
+     * commits), and the write is done again with claims. In one order, as `claim`.
+     * @param {readonly KeyDone[]} done
      */
-    insertAnswers: (done) =>
-      `INSERT INTO idempotency_keys (client, key, expires_at, fingerprint, status, headers, body)
-      VALUES ${done
-        .map(
-          ({ key, answer }) =>
-            `(${literal(key.client)}, ${literal(key.key)}, ${expiresAt}, ` +
-            `${bytea(key.fingerprint())}, ${answer.status}, ` +
-            `${literal(JSON.stringify(answer.headers))}::jsonb, ${literal(answer.body)})`,
-        )
-        .join(', ')}; `,
+    insertComplete: (done) =>
+      `INSERT INTO idempotency_keys (client, key, fingerprint, outcome, expires_at)
+  SELECT c, k, f, o, ${expiresAt}
+  FROM (VALUES ${done.map(completeValues).join(', ')}) AS v (c, k, f, o)`,
   };
 }
 
 /** @typedef {ReturnType<typeof createKeyStore>} KeyStore */
 
 /**
+ * The statement that completes claimed keys with their fingerprints and outcomes, for the
+ * COMMIT's round trip. @param {readonly KeyDone[]} done
+ */
+export const completeKeys = (done) => `UPDATE idempotency_keys AS k
+  SET fingerprint = v.f, outcome = v.o
+  FROM (VALUES ${done.map(completeValues).join(', ')}) AS v (c, k, f, o)
+  WHERE k.client = v.c AND k.key = v.k; `;
+
+/**
  * What a claim found, from the last answer of its BEGIN's round trip: each key claimed now, or
- * taken (its row, read in one more round trip only when a key was not claimed; null when it has
- * none: purged meanwhile, so in flight for the client).
+ * taken (its row, read in one more round trip only when a key was not claimed; null when it is
+ * not complete, or purged meanwhile: in flight for the client).
  * @param {import('../db/lending.js').Lending} client
  * @param {import('pg').QueryResult[]} begun
- * @param {readonly { client: string, key: string }[]} keys
+ * @param {readonly KeyName[]} keys
  * @returns {Promise<Map<string, 'claimed' | TakenKey>>}
  */
 export async function claimed(client, begun, keys) {
@@ -97,81 +90,33 @@ export async function claimed(client, begun, keys) {
   for (const row of begun[begun.length - 1].rows) found.set(scopedKey(row), 'claimed');
   if (found.size === keys.length) return found;
   const taken = keys.filter((k) => !found.has(scopedKey(k)));
-  const read =
-    await client.query(`SELECT client, key, fingerprint, status, headers, body FROM idempotency_keys
-    WHERE (client, key) IN (VALUES ${taken.map(rowOf).join(', ')}) AND status IS NOT NULL`);
+  const read = await client.query(`SELECT client, key, fingerprint, outcome, status, headers, body
+    FROM idempotency_keys
+    WHERE (client, key) IN (VALUES ${taken.map(rowOf).join(', ')}) AND fingerprint IS NOT NULL`);
   for (const k of taken) found.set(scopedKey(k), null);
-  for (const row of read.rows) {
-    found.set(scopedKey(row), {
-      fingerprint: row.fingerprint,
-      answer: { status: row.status, headers: row.headers, body: row.body },
-    });
-  }
+  for (const row of read.rows) found.set(scopedKey(row), takenKeyOf(row));
   return found;
 }
 
 /**
- * The stored rows of `keys`: each expired (to be deleted before it is used again) or taken.
- * @param {import('../db/lending.js').Lending} client
- * @param {readonly { client: string, key: string }[]} keys
- * @returns {Promise<Map<string,
- *   { expired: true } | { expired: false, taken: NonNullable<TakenKey> }>>}
+ * A complete row as a taken key.
+ * @param {{ fingerprint: Buffer, outcome: StoredOutcome | null, status: number,
+ *   headers: Record<string, string>, body: string }} row
+ * @returns {TakenKey}
  */
-export async function readKeys(client, keys) {
-  const read = await client.query(`
-    SELECT client, key, expires_at <= now() AS expired, fingerprint, status, headers, body
-    FROM idempotency_keys
-    WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')})`);
-  return new Map(
-    read.rows.map((row) => [
-      scopedKey(row),
-      row.expired
-        ? { expired: /** @type {const} */ (true) }
-        : {
-            expired: /** @type {const} */ (false),
-            taken: {
-              fingerprint: row.fingerprint,
-              answer: { status: row.status, headers: row.headers, body: row.body },
-            },
-          },
-    ]),
-  );
+function takenKeyOf({ fingerprint, outcome, status, headers, body }) {
+  return { fingerprint, stored: outcome ?? { answer: { status, headers, body } } };
 }
 
 /**
- * Expired rows of `keys` deleted, so that they are inserted as new keys.
- * @param {readonly { client: string, key: string }[]} keys
- */
-export const deleteExpired = (keys) =>
-  `DELETE FROM idempotency_keys WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')})
-    AND expires_at <= now()`;
-
-/**
- * The statement that completes claimed keys with their fingerprints and answers, for the COMMIT's
- * round trip. @param {readonly { key: IdempotencyKey, answer: StoredAnswer }[]} done
- */
-export function storeAnswers(done) {
-  const values = done.map(
-    ({ key, answer }) =>
-      `(${literal(key.client)}, ${literal(key.key)}, ${bytea(key.fingerprint())}, ` +
-      `${answer.status}, ${literal(JSON.stringify(answer.headers))}::jsonb, ` +
-      `${literal(answer.body)})`,
-  );
-  return `UPDATE idempotency_keys AS k
-    SET fingerprint = v.fingerprint, status = v.status, headers = v.headers, body = v.body
-  FROM (VALUES ${values.join(', ')}) AS v (client, key, fingerprint, status, headers, body)
-  WHERE k.client = v.client AND k.key = v.key; `;
-}
-
-/**
- * The answer to a request whose key was taken: the stored one when its fingerprint is this
+ * What a request whose key was taken gets: the stored outcome when its fingerprint is this
  * request's; else 422, or 409 while the first is in flight.
- * @param {TakenKey} taken @param {Buffer} fingerprint @returns {StoredAnswer}
+ * @param {TakenKey} taken @param {Buffer} fingerprint @returns {StoredOutcome}
  */
-export function answerOfTaken(taken, fingerprint) {
+export function storedOutcomeOf(taken, fingerprint) {
   if (taken === null) throw new ApiError('idempotency_key_in_flight');
   if (!taken.fingerprint.equals(fingerprint)) throw new ApiError('idempotency_key_reused');
-  return taken.answer;
+  return taken.stored;
 }
 
 /**

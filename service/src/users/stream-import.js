@@ -1,49 +1,45 @@
-import { timeoutOf } from '../db/database.js';
-import { ApiError, InvalidBatchError } from '../errors.js';
-import { allNewFirst, isUniqueViolation } from './all-new-first.js';
-import { ChunkBuffer } from './chunk-buffer.js';
-import { copyAll, longQuery, startCopy } from './copy-from.js';
-import { claimed, keyInFlight, scopedKey, storeAnswers } from './idempotency-keys.js';
-import { createCsvParser, createNdjsonParser } from './stream-parse.js';
-import { keptCsv, keptJson, keptUnreadable } from './kept-item.js';
-import { QUARANTINE_KEEP_CHARS, keepQuarantinedSoFar, overBound } from './quarantine.js';
-import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
+import { ApiError } from '../errors.js';
+import { allNewFirst } from './all-new-first.js';
+import { CheckedBody } from './checked-body.js';
+import { ChunkedCopy } from './chunked-copy.js';
+import { longQuery, startCopy } from './copy-from.js';
+import { QUARANTINE_KEEP_CHARS, keepQuarantinedSoFar } from './quarantine.js';
 import {
   COPY_STREAM_STAGING,
-  COPY_USERS,
   CREATE_STREAM_STAGING,
-  EMPTY_STREAM_STAGING,
-  FIRST_OF_EACH,
   INSERT_ALL_AS_SENT,
   MERGED_OF_EACH,
-  csvLine,
   writeStatement,
 } from './user-sql.js';
 import { STREAM_LIMITS } from './write-policy.js';
+import { writeUnit } from './write-unit.js';
 
 // A streamed import: the text of a body (NDJSON or CSV) of any size, parsed and checked record by
-// record and sent on through COPY as it comes, all or nothing in one transaction. Ignore mode
-// copies straight into users a chunk at a time, all-new first (a chunk that meets a stored or
+// record and sent on through COPY as it comes, all or nothing in the write unit's one transaction
+// (write-unit.js: its key claimed first, its items set aside kept, its outcome stored). Ignore
+// mode copies straight into users a chunk at a time, all-new first (a chunk that meets a stored or
 // repeated email goes through the staging table, and so does every chunk after it); merge mode
 // stages the whole body, then writes it all-new first (an email's last line wins). Given a
-// Quarantine, an invalid record is set aside instead (kept in the same transaction, at its end). An
-// Idempotency-Key is claimed in BEGIN's round trip and its answer stored in COMMIT's; a key taken
-// ends the transaction at once, and the body is read to its end, for its fingerprint, writing
-// nothing.
+// Quarantine, an invalid record is set aside instead. A key taken ends the transaction at once,
+// and the body is read to its end, for its fingerprint, writing nothing.
 
 /** @typedef {import('./quarantine.js').Quarantine} Quarantine */
+/** @typedef {'ndjson' | 'csv'} StreamFormat */
 /**
- * @typedef {'ndjson' | 'csv'} StreamFormat
- * @typedef {{ received: number, inserted: number, updated: number, quarantine?: Quarantine,
- *   answer?: import('./idempotency-keys.js').StoredAnswer }} ImportCounts
+ * @typedef {import('./write-types.js').Written} Written
+ * @typedef {import('./write-types.js').RowCounts} RowCounts
+ * @typedef {import('./write-types.js').RowsStep} RowsStep
+ * @typedef {import('../db/lending.js').Lending} Lending
  */
 /**
- * @typedef {import('./idempotency-keys.js').IdempotencyKey} IdempotencyKey
- * @typedef {import('./user-writer.js').KeyTaken} KeyTaken
+ * A stream's key: its fingerprint begun (`hash`, with what changes the answer besides the body),
+ * the body's text added to it as it is read.
+ * @typedef {Omit<import('./write-types.js').IdempotencyKey, 'fingerprint'>
+ *   & { hash: import('node:crypto').Hash }} StreamKey
  */
 /**
- * @typedef {{ keys: import('./idempotency-keys.js').KeyStore | undefined,
- *   key: IdempotencyKey | undefined, begun: boolean }} Keyed
+ * A key taken: nothing written; the body's fingerprint, to tell a replay from a reuse.
+ * @typedef {{ taken: import('./write-types.js').TakenKey, fingerprint: Buffer }} StreamTaken
  */
 
 /**
@@ -51,9 +47,8 @@ import { STREAM_LIMITS } from './write-policy.js';
  * control.
  */
 export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
-/** Rows a chunk of ignore mode holds until it is in users (within CHUNK_BYTES at 130-byte rows). */
+/** Rows a chunk of ignore mode holds until it is in users (chunked-copy.js holds its bytes). */
 const CHUNK_ROWS = 7_500;
-const CHUNK_BYTES = 1024 * 1024;
 
 /**
  * @param {{ db: import('../db/database.js').Database,
@@ -62,32 +57,77 @@ const CHUNK_BYTES = 1024 * 1024;
  */
 export function createStreamImport({ db, policy, keys }) {
   /**
-   * The counts once committed (with a key, and its answer stored), or the key taken; a failure of
+   * The outcome once committed (with a key, stored under it), or the key taken; a failure of
    * `texts` itself thrown as it came, any other as the policy answers a stream's.
    * @param {AsyncIterable<string>} texts
    * @param {StreamFormat} format
    * @param {import('./user-schema.js').Resolution} resolution
-   * @param {{ key?: IdempotencyKey, quarantine?: Quarantine }} [options] a key to claim; where to
-   *   set invalid records aside
-   * @returns {Promise<ImportCounts | KeyTaken>}
+   * @param {{ key?: StreamKey, quarantine?: Quarantine }} [options] a key to claim; where to set
+   *   invalid records aside
+   * @returns {Promise<Written | StreamTaken>}
    */
   return async function importUsers(texts, format, resolution, { key, quarantine } = {}) {
-    const source = watchedSource(texts);
-    /** @type {Keyed} */
-    const keyed = { keys, key, begun: false };
+    const source = watchedSource(key ? hashed(texts, key.hash) : texts);
+    /** @type {import('./write-types.js').Part} */
+    const part = { rows: [], received: 0, withRows: false, key: key && keyOf(key), quarantine };
+    const rows = streamRows(source.texts, format, resolution, key?.hash);
     try {
-      const outcome = await (resolution === 'merge'
-        ? importMerging(db, source.texts, format, keyed, quarantine)
-        : importIgnoring(db, source.texts, format, keyed, quarantine));
-      // the rest of the body, for its fingerprint
-      if ('taken' in outcome) for await (const _ of source.texts);
-      return outcome;
+      const [outcome] = await writeUnit(
+        { db, keys },
+        { parts: [part], rows, limits: STREAM_LIMITS },
+      );
+      if (!('taken' in outcome)) return outcome;
+      for await (const _ of source.texts); // the rest of the body, for its fingerprint
+      return { taken: outcome.taken, fingerprint: /** @type {StreamKey} */ (key).hash.digest() };
     } catch (err) {
       if (err instanceof ApiError || source.failedWith(err)) throw err;
-      if (key && !keyed.begun && timeoutOf(err) === 'lock_timeout') throw keyInFlight(err);
       const decision = await policy.afterFailure('stream', err);
       throw 'err' in decision ? decision.err : err;
     }
+  };
+}
+
+/**
+ * The unit's key: its fingerprint set once the body is read (streamRows).
+ * @param {StreamKey} key @returns {import('./write-types.js').IdempotencyKey}
+ */
+const keyOf = ({ client, key, rendering }) => ({ client, key, rendering });
+
+/**
+ * The body's text as read, each piece into its fingerprint.
+ * @param {AsyncIterable<string>} texts @param {import('node:crypto').Hash} hash
+ */
+async function* hashed(texts, hash) {
+  for await (const text of texts) {
+    hash.update(text);
+    yield text;
+  }
+}
+
+/**
+ * The stream's rows for the write unit: its import by mode (merge mode's staging table created in
+ * BEGIN's round trip); the key's fingerprint set once the body is read.
+ * @param {AsyncIterable<string>} texts
+ * @param {StreamFormat} format
+ * @param {import('./user-schema.js').Resolution} resolution
+ * @param {import('node:crypto').Hash} [hash] the key's fingerprint, as the body is read
+ * @returns {RowsStep}
+ */
+function streamRows(texts, format, resolution, hash) {
+  const merge = resolution === 'merge';
+  return {
+    oneStatement: false,
+    beginWith: merge ? CREATE_STREAM_STAGING : undefined,
+    async write(client, [{ key, quarantine }]) {
+      const counts = await (merge ? importMerging : importIgnoring)(
+        client,
+        texts,
+        format,
+        quarantine,
+      );
+      if (key && hash) key.fingerprint = hash.digest();
+      return [counts];
+    },
   };
 }
 
@@ -113,329 +153,70 @@ function watchedSource(texts) {
 }
 
 /**
- * One transaction, no statement timeout; BEGIN carries `then` and the key's claim (a key taken:
- * nothing more); its answer stored with COMMIT.
- * @param {import('../db/database.js').Database} db @param {string} then @param {Keyed} keyed
- * @param {(client: import('../db/lending.js').Lending) => Promise<ImportCounts>} fn
- * @returns {Promise<ImportCounts | KeyTaken>}
- */
-function streamTransaction(db, then, keyed, fn) {
-  const { keys, key } = keyed;
-  const claim = key && keys ? keys.claim([key]) : '';
-  return db.transaction(
-    async (client, begun) => {
-      keyed.begun = true;
-      if (!key) return fn(client);
-      const found = (await claimed(client, begun, [key])).get(scopedKey(key));
-      if (found !== 'claimed') return { taken: found ?? null };
-      const counts = await fn(client);
-      client.withCommit(storeAnswers([{ key, answer: (counts.answer = key.answer(counts)) }]));
-      return counts;
-    },
-    { limits: STREAM_LIMITS, then: then && claim ? `${then}; ${claim}` : then || claim },
-  );
-}
-
-/**
  * Ignore mode: straight into users a chunk at a time.
- * @param {import('../db/database.js').Database} db
+ * @param {Lending} client
  * @param {AsyncIterable<string>} texts
  * @param {StreamFormat} format
- * @param {Keyed} keyed
  * @param {Quarantine} [quarantine]
+ * @returns {Promise<RowCounts>}
  */
-function importIgnoring(db, texts, format, keyed, quarantine) {
-  return streamTransaction(db, '', keyed, async (client) => {
-    const body = validatedBody(texts, format, quarantine);
-    const chunks = await chunkedCopy(client);
-    try {
-      let chunkStart = 0;
-      for await (const csv of body.pieces(chunks.abandon)) {
-        await chunks.send(csv);
-        if (body.received - chunkStart >= CHUNK_ROWS) {
-          // Between two chunks no COPY runs: the items set aside so far are kept there, once they
-          // are many.
-          const keep =
-            quarantine && quarantine.heldChars >= QUARANTINE_KEEP_CHARS
-              ? () => keepQuarantinedSoFar(client, quarantine)
-              : undefined;
-          await chunks.next(keep);
-          chunkStart = body.received;
-        }
+async function importIgnoring(client, texts, format, quarantine) {
+  const body = new CheckedBody(texts, format, quarantine);
+  const chunks = await ChunkedCopy.begin(client);
+  try {
+    let chunkStart = 0;
+    for await (const csv of body.pieces(chunks.abandon)) {
+      await chunks.send(csv);
+      if (body.received - chunkStart >= CHUNK_ROWS) {
+        // Between two chunks no COPY runs: the items set aside so far are kept there, once they
+        // are many.
+        const keep =
+          quarantine && quarantine.heldChars >= QUARANTINE_KEEP_CHARS
+            ? () => keepQuarantinedSoFar(client, quarantine)
+            : undefined;
+        await chunks.next(keep);
+        chunkStart = body.received;
       }
-      await chunks.send(body.end());
-      const inserted = await chunks.end();
-      if (quarantine) await keepQuarantinedSoFar(client, quarantine);
-      return { received: body.received, inserted, updated: 0, quarantine };
-    } catch (err) {
-      await chunks.close();
-      throw err;
     }
-  });
+    await chunks.send(body.end());
+    return { received: body.received, inserted: await chunks.end(), updated: 0 };
+  } catch (err) {
+    await chunks.close();
+    throw err;
+  }
 }
 
 /**
  * Merge mode: all staged, then into users.
- * @param {import('../db/database.js').Database} db
- * @param {AsyncIterable<string>} texts
- * @param {StreamFormat} format
- * @param {Keyed} keyed
- * @param {Quarantine} [quarantine]
- */
-function importMerging(db, texts, format, keyed, quarantine) {
-  return streamTransaction(db, CREATE_STREAM_STAGING, keyed, async (client) => {
-    const body = validatedBody(texts, format, quarantine);
-    const copy = await startCopy(client, COPY_STREAM_STAGING);
-    /** @param {string} csv */
-    const send = async (csv) => {
-      if (csv !== '') await copy.write(Buffer.from(csv));
-    };
-    try {
-      for await (const csv of body.pieces(copy.abandon)) {
-        await send(csv);
-        const failure = copy.error();
-        if (failure) throw failure;
-      }
-      await send(body.end());
-      const { error } = await copy.finish();
-      if (error) throw error;
-    } catch (err) {
-      // The COPY ended before the transaction rolls back.
-      copy.abandon();
-      await copy.finish();
-      throw err;
-    }
-    const merged = await writeMerged(client);
-    if (quarantine) await keepQuarantinedSoFar(client, quarantine);
-    return { received: body.received, ...merged, quarantine };
-  });
-}
-
-/**
- * The body's users, parsed and checked (the one schema) as they are read, as the CSV COPY takes.
- * Once one is invalid nothing more is sent: reading goes on only to name up to MAX_REPORTED_ERRORS.
- * Given a quarantine, an invalid record is set aside instead, until one past its bound.
+ * @param {Lending} client
  * @param {AsyncIterable<string>} texts
  * @param {StreamFormat} format
  * @param {Quarantine} [quarantine]
+ * @returns {Promise<RowCounts>}
  */
-function validatedBody(texts, format, quarantine) {
-  let received = 0;
-  let invalid = 0;
-  /** @type {import('../errors.js').ItemError[]} */
-  const problems = [];
-  let csv = '';
-  // Set aside while under the bound; past it, the body is refused as it is without a quarantine.
-  let settingAside = quarantine !== undefined;
-
-  /** @param {import('./quarantine.js').QuarantinedItem} item */
-  const setAside = (item) => {
-    const q = /** @type {Quarantine} */ (quarantine);
-    if (format === 'csv') q.csvHeader ??= parser.columns?.join(',') ?? null;
-    q.add(item);
-    if (!q.isOver) return;
-    settingAside = false;
-    invalid = q.count;
-    csv = '';
-    problems.push(...q.errors);
+async function importMerging(client, texts, format, quarantine) {
+  const body = new CheckedBody(texts, format, quarantine);
+  const copy = await startCopy(client, COPY_STREAM_STAGING);
+  /** @param {string} csv */
+  const send = async (csv) => {
+    if (csv !== '') await copy.write(Buffer.from(csv));
   };
-  /** @param {import('../errors.js').ItemError[]} found @param {number} line */
-  const refuse = (found, line) => {
-    invalid++;
-    csv = '';
-    for (const problem of found)
-      if (problems.length < MAX_REPORTED_ERRORS) problems.push({ ...problem, line });
-  };
-
-  /** @type {import('./stream-parse.js').OnRecord} */
-  const onRecord = (item, line, duplicates, text) => {
-    const index = received++;
-    const checked =
-      duplicates.length > 0
-        ? []
-        : checkUser(item, index, settingAside || problems.length < MAX_REPORTED_ERRORS);
-    if (!Array.isArray(checked)) {
-      if (invalid === 0) csv += csvLine(checked);
-      return;
+  try {
+    for await (const csv of body.pieces(copy.abandon)) {
+      await send(csv);
+      const failure = copy.error();
+      if (failure) throw failure;
     }
-    const found =
-      duplicates.length > 0
-        ? duplicates.map((field) => ({
-            index,
-            field,
-            message: 'is given more than once in this object; send each field once',
-          }))
-        : /** @type {import('../errors.js').ItemError[]} */ (checked);
-    if (!settingAside) return refuse(found, line);
-    const kept =
-      format === 'csv'
-        ? keptCsv(
-            /** @type {Record<string, string>} */ (item),
-            /** @type {readonly string[]} */ (parser.columns),
-            text,
-          )
-        : keptJson(item, text);
-    setAside({
-      position: index,
-      line,
-      reason: 'invalid_user',
-      errors: found.map((problem) => ({ ...problem, line })),
-      ...kept,
-    });
-  };
-  /** @type {import('./stream-parse.js').OnUnreadable} */
-  const onUnreadable = (line, text, message) => {
-    const index = received++;
-    const found = [{ index, field: null, message, line }];
-    if (!settingAside) return refuse(found, line);
-    setAside({
-      position: index,
-      line,
-      reason: format === 'csv' ? 'malformed_csv' : 'malformed_json',
-      errors: found,
-      ...keptUnreadable(line, text),
-    });
-  };
-  const parser =
-    format === 'csv'
-      ? createCsvParser(quarantine && { onUnreadable })
-      : createNdjsonParser(quarantine && { onUnreadable });
-
-  const refusal = (complete = true) =>
-    quarantine
-      ? overBound(
-          invalid,
-          received,
-          quarantine.maxInvalid,
-          problems.slice(0, MAX_REPORTED_ERRORS),
-          complete,
-        )
-      : new InvalidBatchError(
-          `${complete ? '' : 'at least '}${invalid} of ${complete ? '' : 'the first '}` +
-            `${received} users are invalid; nothing was written`,
-          problems,
-        );
-  const taken = () => {
-    const piece = csv;
-    csv = '';
-    return piece;
-  };
-
-  return {
-    /** The records parsed so far. */
-    get received() {
-      return received;
-    },
-    /**
-     * The CSV of each piece read; `onInvalid` told after each once a user is invalid.
-     * @param {() => void} onInvalid
-     * @returns {AsyncGenerator<string>}
-     */
-    async *pieces(onInvalid) {
-      for await (const text of texts) {
-        parser.feed(text, onRecord);
-        if (invalid > 0) {
-          onInvalid();
-          if (problems.length >= MAX_REPORTED_ERRORS) throw refusal(false);
-          continue;
-        }
-        yield taken();
-      }
-    },
-    /** The body's end: the CSV of its last users, or the refusal of an invalid or empty body. */
-    end() {
-      parser.end(onRecord);
-      if (invalid > 0) throw refusal();
-      if (received === 0)
-        throw new ApiError('empty_batch', 'the body holds no users: send at least one');
-      return taken();
-    },
-  };
-}
-
-/**
- * Ignore mode's chunks, all-new first: COPY into users under a savepoint; a chunk that meets a
- * stored or repeated email goes through the staging table, and so does every chunk after it.
- * @param {import('../db/lending.js').Lending} client
- */
-async function chunkedCopy(client) {
-  const chunk = new ChunkBuffer(CHUNK_BYTES);
-  let staged = false;
-  let inserted = 0;
-  /** @type {import('./copy-from.js').CopyInto | undefined} */
-  let copy = await startCopy(client, COPY_USERS, 'chunk'); // none once staged
-
-  const copied = async () => {
-    const { rows, error } = await /** @type {import('./copy-from.js').CopyInto} */ (copy).finish();
-    copy = undefined;
+    await send(body.end());
+    const { error } = await copy.finish();
     if (error) throw error;
-    await client.query('RELEASE SAVEPOINT chunk');
-    return rows;
-  };
-  const stagedChunk = async () => {
-    const rows = await insertStaged(client, chunk.bytes(), !staged);
-    staged = true;
-    return rows;
-  };
-  const endChunk = async () => {
-    inserted += await allNewFirst(copied, stagedChunk, {
-      tryNew: copy !== undefined,
-      undo: () => client.query('ROLLBACK TO SAVEPOINT chunk'),
-    });
-    chunk.clear();
-  };
-
-  return {
-    /**
-     * Rows on to COPY and into the chunk; a unique violation waits for the chunk's end.
-     * @param {string} csv
-     */
-    async send(csv) {
-      // Kept as bytes: a string built row by row is a rope holding all its pieces.
-      if (csv !== '') {
-        const bytes = chunk.append(csv);
-        if (copy) await copy.write(bytes);
-      }
-      const failure = copy?.error();
-      if (failure && !isUniqueViolation(failure)) throw failure;
-    },
-    /**
-     * Ends the chunk, runs `between` (no COPY in progress), and begins the next.
-     * @param {() => Promise<void>} [between]
-     */
-    async next(between) {
-      await endChunk();
-      await between?.();
-      if (!staged) copy = await startCopy(client, COPY_USERS, 'chunk');
-    },
-    /** Ends the last chunk: the rows inserted in all. */
-    async end() {
-      await endChunk();
-      return inserted;
-    },
-    /** Nothing will be written: the COPY in progress is abandoned. */
-    abandon() {
-      copy?.abandon();
-    },
-    /** The COPY in progress abandoned and ended, before the transaction rolls back. */
-    async close() {
-      copy?.abandon();
-      await copy?.finish();
-    },
-  };
-}
-
-/**
- * A chunk through the staging table, an email's first line, ON CONFLICT DO NOTHING.
- * @param {import('../db/lending.js').Lending} client
- * @param {Buffer} csv
- * @param {boolean} first
- */
-async function insertStaged(client, csv, first) {
-  await client.query(first ? CREATE_STREAM_STAGING : EMPTY_STREAM_STAGING);
-  await copyAll(client, COPY_STREAM_STAGING, csv);
-  const result = await longQuery(client, writeStatement(FIRST_OF_EACH, 'skip', 'counts'));
-  return /** @type {{ inserted: number }} */ (result.rows[0]).inserted;
+  } catch (err) {
+    // The COPY ended before the transaction rolls back.
+    copy.abandon();
+    await copy.finish();
+    throw err;
+  }
+  return { received: body.received, ...(await writeMerged(client)) };
 }
 
 /**

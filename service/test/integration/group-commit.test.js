@@ -8,7 +8,7 @@ import { createUserWriter } from '../../src/users/user-writer.js';
 import { createWritePolicy } from '../../src/users/write-policy.js';
 import { POISON_TRIGGER, createTestDatabase } from '../../../test/support/database.js';
 import { useAppAndDatabase } from '../../../test/support/fixture.js';
-import { userRow } from '../../../test/support/user-rows.js';
+import { part, userRow } from '../../../test/support/user-rows.js';
 import { makeUsers, uniqueTag } from '../../../test/support/users.js';
 
 const silent = pino({ level: 'silent' });
@@ -53,13 +53,13 @@ describe('group commit against PostgreSQL', () => {
   test('requests that arrive while a group is written go out together, each with its own counts', async () => {
     const { gc, observed } = oneSlot();
     const t = uniqueTag();
-    const first = gc.writeUsers([row(`${t}-0@x.co`)], 'ignore');
+    const first = gc.writeUsers(part([row(`${t}-0@x.co`)]), 'ignore');
     const rest = Array.from({ length: 20 }, (_, i) =>
-      gc.writeUsers([row(`${t}-${i + 1}a@x.co`), row(`${t}-${i + 1}b@x.co`)], 'ignore'),
+      gc.writeUsers(part([row(`${t}-${i + 1}a@x.co`), row(`${t}-${i + 1}b@x.co`)]), 'ignore'),
     );
     assert.deepEqual(await Promise.all([first, ...rest]), [
-      { inserted: 1, updated: 0 },
-      ...Array(20).fill({ inserted: 2, updated: 0 }),
+      { received: 1, inserted: 1, updated: 0 },
+      ...Array(20).fill({ received: 2, inserted: 2, updated: 0 }),
     ]);
     assert.deepEqual(
       observed.map((g) => g.requests),
@@ -78,20 +78,23 @@ describe('group commit against PostgreSQL', () => {
     await testDb.pool.query("INSERT INTO users (email, name) VALUES ($1, 'old')", [
       `${t}-stored@x.co`,
     ]);
-    const opener = gc.writeUsers([row(`${t}-opener@x.co`)], 'ignore');
-    const a = gc.writeUsers([row(`${t}-both@x.co`, 'A'), row(`${t}-stored@x.co`, 'new')], 'ignore');
-    const b = gc.writeUsers([row(`${t}-both@x.co`, 'B'), row(`${t}-onlyb@x.co`)], 'ignore');
-    const m1 = gc.writeUsers([row(`${t}-merged@x.co`, 'M1')], 'merge');
+    const opener = gc.writeUsers(part([row(`${t}-opener@x.co`)]), 'ignore');
+    const a = gc.writeUsers(
+      part([row(`${t}-both@x.co`, 'A'), row(`${t}-stored@x.co`, 'new')]),
+      'ignore',
+    );
+    const b = gc.writeUsers(part([row(`${t}-both@x.co`, 'B'), row(`${t}-onlyb@x.co`)]), 'ignore');
+    const m1 = gc.writeUsers(part([row(`${t}-merged@x.co`, 'M1')]), 'merge');
     const m2 = gc.writeUsers(
-      [row(`${t}-merged@x.co`, 'M2'), row(`${t}-stored@x.co`, 'merged')],
+      part([row(`${t}-merged@x.co`, 'M2'), row(`${t}-stored@x.co`, 'merged')]),
       'merge',
     );
     assert.deepEqual(await Promise.all([opener, a, b, m1, m2]), [
-      { inserted: 1, updated: 0 },
-      { inserted: 1, updated: 0 },
-      { inserted: 1, updated: 0 },
-      { inserted: 1, updated: 0 },
-      { inserted: 0, updated: 2 },
+      { received: 1, inserted: 1, updated: 0 },
+      { received: 2, inserted: 1, updated: 0 },
+      { received: 2, inserted: 1, updated: 0 },
+      { received: 1, inserted: 1, updated: 0 },
+      { received: 2, inserted: 0, updated: 2 },
     ]);
     const stored = await testDb.usersByEmail([
       `${t}-both@x.co`,
@@ -109,9 +112,12 @@ describe('group commit against PostgreSQL', () => {
     test(`a request PostgreSQL refuses with ${sqlstate} fails alone, not with 503; the others of its group are written`, async () => {
       const { gc, observed } = oneSlot();
       const t = uniqueTag();
-      const opener = gc.writeUsers([row(`${t}-opener@x.co`)], 'ignore');
+      const opener = gc.writeUsers(part([row(`${t}-opener@x.co`)]), 'ignore');
       const all = Array.from({ length: 12 }, (_, i) =>
-        gc.writeUsers([row(`${t}-${i}@x.co`, i === 5 ? `poison-${sqlstate}` : 'Good')], 'ignore'),
+        gc.writeUsers(
+          part([row(`${t}-${i}@x.co`, i === 5 ? `poison-${sqlstate}` : 'Good')]),
+          'ignore',
+        ),
       );
       const results = await Promise.allSettled([opener, ...all]);
       assert.ok(
@@ -159,7 +165,7 @@ describe('group commit against PostgreSQL', () => {
         maxRows: 1000,
       });
       const results = await Promise.allSettled(
-        [1, 2, 3].map((i) => gc.writeUsers([row(`down-${i}@x.co`)], 'ignore')),
+        [1, 2, 3].map((i) => gc.writeUsers(part([row(`down-${i}@x.co`)]), 'ignore')),
       );
       for (const r of results)
         assert.ok(r.status === 'rejected' && r.reason instanceof DatabaseUnavailableError);

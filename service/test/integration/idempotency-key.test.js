@@ -61,8 +61,12 @@ describe('Idempotency-Key on POST /users', () => {
     app.postUsers(body, { token: TOKENS.feeder, headers, contentType });
   /** @param {string} key */
   const keyRow = async (key) =>
-    (await db.pool.query('SELECT client, status, body FROM idempotency_keys WHERE key = $1', [key]))
-      .rows;
+    (
+      await db.pool.query(
+        "SELECT client, outcome->'written' AS written, status, body FROM idempotency_keys WHERE key = $1",
+        [key],
+      )
+    ).rows;
 
   test('a JSON batch: the retry gets the first answer byte for byte, marked replayed, and writes nothing', async () => {
     const key = `json-${uniqueTag()}`;
@@ -80,9 +84,18 @@ describe('Idempotency-Key on POST /users', () => {
       { received: 50, inserted: 0, updated: 0, duplicates: 50 },
       "without the key: today's answer",
     );
-    assert.deepEqual(await keyRow(key), [
-      { client: 'token:feeder', status: 201, body: first.text },
-    ]);
+    assert.deepEqual(
+      await keyRow(key),
+      [
+        {
+          client: 'token:feeder',
+          written: { received: 50, inserted: 50, updated: 0 },
+          status: null,
+          body: null,
+        },
+      ],
+      'what the write did is stored, not an answer: the replay renders it again',
+    );
     assert.equal(await db.countUsers(), 50);
   });
 
@@ -102,6 +115,59 @@ describe('Idempotency-Key on POST /users', () => {
     assert.deepEqual(asSent(again), asSent(first));
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
     assert.ok(asSent(first).applied?.includes('resolution=merge-duplicates'));
+  });
+
+  test('every answer rendered again from the stored outcome is the first byte for byte (representation with outcome, items set aside, a group)', async () => {
+    const users = makeUsers(6);
+    await post(users.slice(0, 2), {});
+    const withBad = [...users, { email: 'not an email', name: 'Bad' }, users[3]];
+    for (const [label, prefer, query] of /** @type {const} */ ([
+      ['counts, items set aside', 'invalid=quarantine', ''],
+      [
+        'representation with each outcome',
+        'return=representation, invalid=quarantine',
+        '?select=email,name,outcome',
+      ],
+      [
+        'merge, headers only, count',
+        'resolution=merge-duplicates, return=headers-only, count=exact, invalid=quarantine',
+        '',
+      ],
+    ])) {
+      const key = `render-${uniqueTag()}`;
+      const send = () =>
+        app.postUsers(withBad, {
+          token: TOKENS.feeder,
+          headers: keyed(key, { prefer }),
+          path: `/users${query}`,
+        });
+      const first = await send();
+      assert.ok(first.status < 300, `${label}: ${first.text}`);
+      const again = await send();
+      assert.equal(again.headers.get('idempotent-replayed'), 'true', label);
+      assert.deepEqual(asSent(again), asSent(first), label);
+      assert.equal(
+        again.headers.get('quarantine-request-id'),
+        first.headers.get('quarantine-request-id'),
+        label,
+      );
+    }
+  });
+
+  test('an answer stored whole, before outcomes were stored, is replayed as it is', async () => {
+    const key = `legacy-${uniqueTag()}`;
+    const users = makeUsers(3);
+    assert.equal((await post(users, keyed(key))).status, 201);
+    await db.pool.query(
+      `UPDATE idempotency_keys SET outcome = NULL, status = 201, body = '{"stored":"whole"}',
+        headers = '{"Content-Type":"application/json; charset=utf-8"}' WHERE key = $1`,
+      [key],
+    );
+    const again = await post(users, keyed(key));
+    assert.deepEqual(
+      [again.status, again.text, again.headers.get('idempotent-replayed')],
+      [201, '{"stored":"whole"}', 'true'],
+    );
   });
 
   test('NDJSON and CSV streams: replayed byte for byte, nothing written twice', async () => {

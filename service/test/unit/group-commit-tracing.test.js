@@ -10,7 +10,7 @@ import {
 import { OtelTracing } from '../../src/tracing/spans.js';
 import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createWritePolicy } from '../../src/users/write-policy.js';
-import { userRow } from '../../../test/support/user-rows.js';
+import { part, userRow } from '../../../test/support/user-rows.js';
 
 // This file's process only: the SDK with spans kept in memory, and the service's tracing over it.
 const exporter = new InMemorySpanExporter();
@@ -65,7 +65,7 @@ test("a group's statement span is the oldest request's child and links to every 
   const { gc, calls, finish } = recordingGroupCommit();
   // The first request is written alone (a slot is free); the three behind it form one group.
   const writes = ['a', 'b', 'c', 'd'].map((e) =>
-    inSpan('sluice.write', {}, () => gc.writeUsers([row(`${e}@x.co`)], 'ignore')),
+    inSpan('sluice.write', {}, () => gc.writeUsers(part([row(`${e}@x.co`)]), 'ignore')),
   );
   await tick();
   await finish();
@@ -118,7 +118,7 @@ test("a group's statement span hangs under and links to its sampled requests onl
   // 'a' is written alone; b, c, d form one group of which only c was sampled. Then e and f, both
   // sampled out.
   const write = (/** @type {string} */ e) => () =>
-    inSpan('sluice.write', {}, () => gc.writeUsers([row(`${e}@x.co`)], 'ignore'));
+    inSpan('sluice.write', {}, () => gc.writeUsers(part([row(`${e}@x.co`)]), 'ignore'));
   const first = [write('a')(), unsampled(write('b')), write('c')(), unsampled(write('d'))];
   await tick();
   await finish();
@@ -172,7 +172,7 @@ test("a failed group's requests are written alone, each in its own span's contex
   exporter.reset();
   const { gc, calls, finish } = recordingGroupCommit({ failGroup: true });
   const writes = ['a', 'b'].map((e) =>
-    inSpan('sluice.write', {}, () => gc.writeUsers([row(`${e}@x.co`)], 'ignore')),
+    inSpan('sluice.write', {}, () => gc.writeUsers(part([row(`${e}@x.co`)]), 'ignore')),
   );
   await tick();
   await finish();

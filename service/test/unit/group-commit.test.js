@@ -5,7 +5,7 @@ import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createReplayGuess } from '../../src/users/replay-guess.js';
 import { credit } from '../../src/users/user-writer.js';
 import { createWritePolicy } from '../../src/users/write-policy.js';
-import { userRow } from '../../../test/support/user-rows.js';
+import { part, userRow } from '../../../test/support/user-rows.js';
 
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 /** @param {string} email @param {string} [name] @returns {UserRow} */
@@ -116,10 +116,10 @@ describe('group commit with a scripted writer (unit)', () => {
   test('requests that arrive while a group is written go out together, each with its own counts', async () => {
     const w = scriptedWriter();
     const gc = groupCommit(w);
-    const first = gc.writeUsers([row('a@x.co')], 'ignore');
+    const first = gc.writeUsers(part([row('a@x.co')]), 'ignore');
     const rest = [
-      gc.writeUsers([row('c@x.co'), row('d@x.co')], 'ignore'),
-      gc.writeUsers([row('b@x.co')], 'ignore'),
+      gc.writeUsers(part([row('c@x.co'), row('d@x.co')]), 'ignore'),
+      gc.writeUsers(part([row('b@x.co')]), 'ignore'),
     ];
     assert.deepEqual(
       w.writes.map((x) => x.emails),
@@ -143,15 +143,15 @@ describe('group commit with a scripted writer (unit)', () => {
   test('two requests sharing an email never share a statement, and the later waits for the earlier to commit; requests for other emails are not held back', async () => {
     const w = scriptedWriter();
     const gc = groupCommit(w, { maxInFlight: 2 });
-    const a = gc.writeUsers([row('same@x.co', 'A')], 'merge');
-    const b = gc.writeUsers([row('other@x.co'), row('same@x.co', 'B')], 'merge');
-    const c = gc.writeUsers([row('third@x.co')], 'merge');
+    const a = gc.writeUsers(part([row('same@x.co', 'A')]), 'merge');
+    const b = gc.writeUsers(part([row('other@x.co'), row('same@x.co', 'B')]), 'merge');
+    const c = gc.writeUsers(part([row('third@x.co')]), 'merge');
     assert.deepEqual(
       w.writes.map((x) => x.emails),
       [['same@x.co'], ['third@x.co']],
       'b waits although a slot is free; c, behind it, takes the slot',
     );
-    const d = gc.writeUsers([row('other@x.co', 'D')], 'merge');
+    const d = gc.writeUsers(part([row('other@x.co', 'D')]), 'merge');
     await w.finishAll();
     assert.deepEqual(
       w.writes.map((x) => x.emails),
@@ -170,12 +170,12 @@ describe('group commit with a scripted writer (unit)', () => {
   test('a group holds one resolution: a merge among ignores goes in a group of its own, and a later request for its email after it', async () => {
     const w = scriptedWriter();
     const gc = groupCommit(w);
-    const opener = gc.writeUsers([row('o@x.co')], 'ignore');
+    const opener = gc.writeUsers(part([row('o@x.co')]), 'ignore');
     const all = [
-      gc.writeUsers([row('i1@x.co')], 'ignore'),
-      gc.writeUsers([row('m1@x.co')], 'merge'),
-      gc.writeUsers([row('i2@x.co')], 'ignore'),
-      gc.writeUsers([row('m1@x.co', 'again')], 'ignore'),
+      gc.writeUsers(part([row('i1@x.co')]), 'ignore'),
+      gc.writeUsers(part([row('m1@x.co')]), 'merge'),
+      gc.writeUsers(part([row('i2@x.co')]), 'ignore'),
+      gc.writeUsers(part([row('m1@x.co', 'again')]), 'ignore'),
     ];
     await w.finishAll();
     assert.deepEqual(
@@ -200,9 +200,9 @@ describe('group commit with a scripted writer (unit)', () => {
   test('a group never holds more than maxRows rows, and no request is cut in two', async () => {
     const w = scriptedWriter();
     const gc = groupCommit(w, { maxRows: 5 });
-    const opener = gc.writeUsers([row('0@x.co')], 'ignore');
+    const opener = gc.writeUsers(part([row('0@x.co')]), 'ignore');
     const all = Array.from({ length: 6 }, (_, i) =>
-      gc.writeUsers([row(`${i}a@x.co`), row(`${i}b@x.co`)], 'ignore'),
+      gc.writeUsers(part([row(`${i}a@x.co`), row(`${i}b@x.co`)]), 'ignore'),
     );
     /** @type {number[]} */ const sizes = [];
     for (let i = 0; i < 10 && w.writes.length > 0; i++) {
@@ -220,9 +220,9 @@ describe('group commit with a scripted writer (unit)', () => {
       failAlone: (rows) => (rows[0].email.startsWith('bad') ? poison : undefined),
     });
     const gc = groupCommit(w, { maxInFlight: 2 });
-    const opener = settled(gc.writeUsers([row('opener@x.co')], 'ignore'));
+    const opener = settled(gc.writeUsers(part([row('opener@x.co')]), 'ignore'));
     const requests = Array.from({ length: 20 }, (_, i) =>
-      settled(gc.writeUsers([row(`${i === 7 ? 'bad' : 'good'}-${i}@x.co`)], 'ignore')),
+      settled(gc.writeUsers(part([row(`${i === 7 ? 'bad' : 'good'}-${i}@x.co`)]), 'ignore')),
     );
     await finishEverything(w);
     const results = await Promise.all([opener, ...requests]);
@@ -250,7 +250,7 @@ describe('group commit with a scripted writer (unit)', () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     const w = scriptedWriter({ failGroup: () => refused });
     const gc = groupCommit(w, { diagnosis: 'unavailable' });
-    const all = [1, 2, 3].map((i) => settled(gc.writeUsers([row(`${i}@x.co`)], 'ignore')));
+    const all = [1, 2, 3].map((i) => settled(gc.writeUsers(part([row(`${i}@x.co`)]), 'ignore')));
     /** @type {string[]} */ const kinds = [];
     for (let i = 0; i < 10 && w.writes.length > 0; i++) {
       kinds.push(...w.writes.map((x) => x.kind));
@@ -280,10 +280,10 @@ describe('group commit when another writer holds a row (unit)', () => {
       failAlone: locked,
     });
     const gc = groupCommit(w, { diagnosis: 'lock_timeout' });
-    const opener = settled(gc.writeUsers([row('opener@x.co')], 'ignore'));
-    const lockedOne = settled(gc.writeUsers([row('locked@x.co')], 'ignore'));
+    const opener = settled(gc.writeUsers(part([row('opener@x.co')]), 'ignore'));
+    const lockedOne = settled(gc.writeUsers(part([row('locked@x.co')]), 'ignore'));
     const others = Array.from({ length: 5 }, (_, i) =>
-      settled(gc.writeUsers([row(`other-${i}@x.co`)], 'ignore')),
+      settled(gc.writeUsers(part([row(`other-${i}@x.co`)]), 'ignore')),
     );
     // The opener alone, then the locked one grouped with the others; the group fails, is split.
     await w.finish('group');
@@ -302,8 +302,8 @@ describe('group commit when another writer holds a row (unit)', () => {
       [['slow', ['locked@x.co']]],
       'only the locked one still waits, outside the write slots',
     );
-    const retry = settled(gc.writeUsers([row('locked@x.co')], 'ignore'));
-    const later = settled(gc.writeUsers([row('later@x.co')], 'ignore'));
+    const retry = settled(gc.writeUsers(part([row('locked@x.co')]), 'ignore'));
+    const later = settled(gc.writeUsers(part([row('later@x.co')]), 'ignore'));
     await w.finish('group');
     assert.equal(
       (await later).status,
@@ -332,7 +332,7 @@ describe('group commit when another writer holds a row (unit)', () => {
       failAlone: locked,
     });
     const gc = groupCommit(w, { maxSlow: 0, diagnosis: 'lock_timeout' });
-    const lockedOne = settled(gc.writeUsers([row('locked@x.co')], 'ignore'));
+    const lockedOne = settled(gc.writeUsers(part([row('locked@x.co')]), 'ignore'));
     /** @type {string[]} */ const kinds = [];
     for (let i = 0; i < 10 && w.writes.length > 0; i++) {
       kinds.push(...w.writes.map((x) => x.kind));
@@ -346,7 +346,7 @@ describe('group commit when another writer holds a row (unit)', () => {
   test('a group locked out because the whole table is locked: every request gets lock_timeout, none is written alone', async () => {
     const w = scriptedWriter({ failGroup: () => lockTimeout });
     const gc = groupCommit(w, { diagnosis: 'lock_timeout', tableLocked: true });
-    const all = [1, 2, 3].map((i) => settled(gc.writeUsers([row(`${i}@x.co`)], 'ignore')));
+    const all = [1, 2, 3].map((i) => settled(gc.writeUsers(part([row(`${i}@x.co`)]), 'ignore')));
     /** @type {string[]} */ const kinds = [];
     for (let i = 0; i < 10 && w.writes.length > 0; i++) {
       kinds.push(...w.writes.map((x) => x.kind));
@@ -367,7 +367,7 @@ describe('group commit when another writer holds a row (unit)', () => {
     });
     const w = scriptedWriter({ failGroup: () => timedOut });
     const gc = groupCommit(w, { diagnosis: 'statement_timeout' });
-    const all = [1, 2].map((i) => settled(gc.writeUsers([row(`${i}@x.co`)], 'ignore')));
+    const all = [1, 2].map((i) => settled(gc.writeUsers(part([row(`${i}@x.co`)]), 'ignore')));
     await finishEverything(w);
     for (const r of await Promise.all(all))
       assert.ok(
@@ -427,8 +427,9 @@ describe('group commit and return=representation (unit)', () => {
     });
     const gc = createGroupCommit({
       /** @param {import('../../src/users/user-writer.js').WriteRequest} request */
-      async write({ kind, rows, withRows, parts = [] }) {
+      async write({ kind, rows, parts = [] }) {
         if (kind !== 'group') assert.fail('no request is written alone');
+        const withRows = parts.some((p) => p.withRows);
         // As the writer asks it: withRows only when a request wants them.
         calls.push({ emails: rows.map((r) => r.email), withRows: withRows || undefined });
         await gate;
@@ -444,9 +445,12 @@ describe('group commit and return=representation (unit)', () => {
       maxRows: 1000,
       maxInFlight: 1,
     });
-    const first = gc.writeUsers([row('z@x.co')], 'merge');
-    const withRows = gc.writeUsers([row('a@x.co'), row('b@x.co')], 'merge', { withRows: true });
-    const counts = gc.writeUsers([row('c@x.co'), row('d@x.co')], 'merge');
+    const first = gc.writeUsers(part([row('z@x.co')]), 'merge');
+    const withRows = gc.writeUsers(
+      { ...part([row('a@x.co'), row('b@x.co')]), withRows: true },
+      'merge',
+    );
+    const counts = gc.writeUsers(part([row('c@x.co'), row('d@x.co')]), 'merge');
     /** @type {() => void} */ (release)();
     assert.deepEqual(
       await first,
@@ -475,8 +479,9 @@ describe('group commit and return=representation (unit)', () => {
     const aloneOptions = [];
     const gc = createGroupCommit({
       /** @param {import('../../src/users/user-writer.js').WriteRequest} request */
-      async write({ kind, rows, withRows }) {
+      async write({ kind, rows, parts }) {
         if (kind === 'group') throw Object.assign(new Error('poisoned row'), { code: '22000' });
+        const withRows = parts[0].withRows;
         aloneOptions.push(withRows ? { withRows } : undefined);
         return [
           {
@@ -490,8 +495,8 @@ describe('group commit and return=representation (unit)', () => {
       maxRows: 1000,
     });
     const [a, b] = await Promise.all([
-      gc.writeUsers([row('a@x.co')], 'ignore', { withRows: true }),
-      gc.writeUsers([row('b@x.co')], 'ignore'),
+      gc.writeUsers({ ...part([row('a@x.co')]), withRows: true }, 'ignore'),
+      gc.writeUsers(part([row('b@x.co')]), 'ignore'),
     ]);
     assert.deepEqual(a.users, [written('a@x.co', true)]);
     assert.equal(b.users, undefined);

@@ -1,0 +1,129 @@
+// The write unit's values (write-unit.js), shared by every writer and by http/, which renders
+// them: what a write is given, what it does and what is stored under a key.
+import type { Hash } from 'node:crypto';
+import type { QueryResult } from 'pg';
+import type { Database } from '../db/database.js';
+import type { Lending } from '../db/lending.js';
+import type { TimeLimits } from '../db/transaction-settings.js';
+import type { ItemError } from '../errors.js';
+import type { WrittenUser } from '../user-columns.js';
+import type { KeyStore } from './idempotency-keys.js';
+import type { Quarantine } from './quarantine.js';
+import type { Resolution, UserRow } from './user-schema.js';
+import type { WriteKind } from './write-policy.js';
+
+export type { QueryResult, Lending, WrittenUser, UserRow, Resolution };
+
+/** A key's scope (its client's credential) and name. */
+export interface KeyName {
+  client: string;
+  key: string;
+}
+
+/**
+ * A request's key: its fingerprint once its body is read (a stream's is set by the import as it
+ * reads); `rendering`, what its answer is rendered from besides the outcome, kept with it so that
+ * a replay renders the same bytes (http/ gives it and reads it; users/ only stores it).
+ */
+export interface IdempotencyKey extends KeyName {
+  fingerprint?: Buffer;
+  rendering: unknown;
+}
+
+/** A stream's key: its fingerprint begun, the body's text added as the import reads it. */
+export interface StreamKey extends KeyName {
+  hash: Hash;
+  rendering: unknown;
+}
+
+/** One request's part of a write: its rows (sorted by email, each once) and the items it sent. */
+export interface Part {
+  rows: UserRow[];
+  received: number;
+  withRows: boolean;
+  key?: IdempotencyKey;
+  /** The items it set aside, kept in the same transaction. */
+  quarantine?: Quarantine;
+}
+
+/** What writing a part's rows did (a stream tells how many it received). */
+export interface RowCounts {
+  inserted: number;
+  updated: number;
+  users?: WrittenUser[];
+  received?: number;
+}
+
+/** The items a request set aside, as its answer names them. */
+export interface SetAside {
+  count: number;
+  requestId: string;
+  errors: ItemError[];
+}
+
+/** A part's outcome once committed; `users`, the rows as written, when it wanted them. */
+export interface Written {
+  received: number;
+  inserted: number;
+  updated: number;
+  users?: WrittenUser[];
+  quarantined?: SetAside;
+}
+
+/** A key another request holds: its committed fingerprint and what it stored, or null in flight. */
+export type TakenKey = { fingerprint: Buffer; stored: StoredOutcome } | null;
+
+/**
+ * What a complete key holds: the outcome and its rendering; or an answer stored whole before
+ * outcomes were (status, headers, body), replayed as it is.
+ */
+export type StoredOutcome =
+  | { written: Written; rendering: unknown }
+  | { answer: { status: number; headers: Record<string, string>; body: string } };
+
+export interface KeyTaken {
+  taken: TakenKey;
+}
+
+/** A part's outcome: written, or its key taken (nothing written). */
+export type Outcome = Written | KeyTaken;
+
+/** A stream's key taken: nothing written; the body's fingerprint, to tell a replay from a reuse. */
+export interface StreamTaken extends KeyTaken {
+  fingerprint: Buffer;
+}
+
+export interface KeyDone {
+  key: IdempotencyKey;
+  written: Written;
+}
+
+/**
+ * How a unit writes its parts' rows: `write` on the unit's connection (`settings`: the SET LOCALs
+ * it carries when no BEGIN set them); `oneStatement`: one statement that can carry them, so the
+ * unit needs no transaction when it has nothing else to do; `beginWith`: for BEGIN's round trip.
+ */
+export interface RowsStep {
+  write: (client: Lending, parts: Part[], settings: string) => Promise<RowCounts[]>;
+  oneStatement: boolean;
+  beginWith?: string;
+}
+
+export interface UnitDeps {
+  db: Database;
+  keys: KeyStore | undefined;
+}
+
+export interface Unit {
+  parts: Part[];
+  rows: RowsStep;
+  limits?: TimeLimits;
+}
+
+/** A request or a group for the writer: every part's rows, sorted by email, each once. */
+export interface WriteRequest {
+  kind: Exclude<WriteKind, 'stream'>;
+  rows: UserRow[];
+  resolution: Resolution;
+  parts: Part[];
+}
