@@ -6,6 +6,7 @@ import {
   KEY_COLUMN,
   ORDER_COLUMN,
   REQUIRED_FIELDS,
+  SECRET_COLUMN,
   USER_COLUMNS,
   USER_FIELDS,
 } from '../user-columns.js';
@@ -52,7 +53,7 @@ const TOO_PRECISE_PATTERN =
   /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{7,}(Z|[+-][0-9]{2}:[0-9]{2})$/;
 const PASSWORD_REFUSED =
   'plaintext passwords are never accepted: hash it ' +
-  '(argon2id, bcrypt, scrypt) and send passwordHash';
+  `(argon2id, bcrypt, scrypt) and send ${SECRET_COLUMN.field}`;
 const LONE_SURROGATE =
   'contains a lone UTF-16 surrogate (an unpaired ' +
   '\\ud800-\\udfff escape), which cannot be stored as sent';
