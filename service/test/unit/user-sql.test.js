@@ -276,15 +276,13 @@ describe("each statement's decoder, beside it (unit)", () => {
         fc.boolean(),
         fc.constantFrom('fail', 'skip', 'merge'),
         (emails, written, shuffled, onConflict) => {
-          const sent = emails
-            .sort()
-            .map((e, i) =>
-              userRow({
-                email: e,
-                name: `name ${i}`,
-                phone: i % 2 ? null : `+1555010010${i % 10}`,
-              }),
-            );
+          const sent = emails.sort().map((e, i) =>
+            userRow({
+              email: e,
+              name: `name ${i}`,
+              phone: i % 2 ? null : `+1555010010${i % 10}`,
+            }),
+          );
           const merge = onConflict === 'merge';
           const kept = onConflict === 'fail' ? sent : sent.filter((r) => written(r.email));
           const returned = kept.map((r) =>
