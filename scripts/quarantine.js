@@ -3,6 +3,7 @@
 import { environmentHelp } from '@sluice/env';
 import { DATABASE_VARIABLES } from '@sluice/db/database-url';
 import { InvalidArgumentError, createCommand } from '@sluice/db/command-line';
+import { runStatement } from '../service/src/db/statement.js';
 import { EMBEDDED_DIR_VARIABLES } from './embedded-database.js';
 
 /** `7d`, `12h`, `30m` ago, or an ISO 8601 date or time: an instant. @param {string} value */
@@ -108,36 +109,13 @@ program
   });
 program.parse();
 
-/** @typedef {{ client?: string, request?: string, since?: Date, until?: Date }} Filters */
+/** @typedef {import('../service/src/users/quarantine-sql.js').ItemFilters} Filters */
 
 /** Rows an export reads at once. */
 const PAGE = 1000;
 
-/**
- * The WHERE clause and its values, after a first condition of its own.
- * @param {Filters} filters
- * @param {string} [first]
- * @param {unknown[]} [firstValues]
- * @returns {[string, unknown[]]}
- */
-function where({ client, request, since, until }, first, firstValues = []) {
-  const conditions = first ? [first] : [];
-  const values = [...firstValues];
-  for (const [sql, value] of /** @type {[string, unknown][]} */ ([
-    [client !== undefined && isScope(client) ? 'client_scope = $' : 'client = $', client],
-    ['request_id = $', request],
-    ['received_at >= $', since],
-    ['received_at < $', until],
-  ])) {
-    if (value === undefined) continue;
-    values.push(value);
-    conditions.push(`${sql}${values.length}`);
-  }
-  return [conditions.length ? `WHERE ${conditions.join(' AND ')}` : '', values];
-}
-
-/** A client as a scope (its credential's kind), not a name. @param {string} client */
-const isScope = (client) => client === 'anonymous' || /^(token|jwt|unscoped):/.test(client);
+/** The table's statements (service/src/users/quarantine-sql.js), loaded once a command runs. */
+const statements = () => import('../service/src/users/quarantine-sql.js');
 
 /**
  * Opens the database, runs `fn`, closes; a failure is one line, exit 1.
@@ -179,13 +157,8 @@ async function run(fn) {
 
 /** @param {import('pg').Client} db @param {Filters} filters */
 async function list(db, filters) {
-  const [clause, values] = where(filters);
-  const { rows } = await db.query(
-    `SELECT to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, client_scope
-    AS client, reason, count(*)::int AS items
-     FROM quarantined_items ${clause} GROUP BY 1, 2, 3 ORDER BY 1 DESC, 2, 3`,
-    values,
-  );
+  const { countItems } = await statements();
+  const rows = await runStatement(db, countItems(filters));
   await write(
     `day\tclient\treason\titems\n` +
       `${rows.map((r) => `${r.day}\t${r.client}\t${r.reason}\t${r.items}\n`).join('')}`,
@@ -222,30 +195,22 @@ async function toOutput(file, fn) {
 async function exportItems(db, options, out) {
   let count = 0;
   const { createCsvParser } = await import('../service/src/users/stream-parse.js');
+  const { itemPage } = await statements();
   /**
    * A page of at most PAGE rows after `id` (keyset: memory bounded however many there are).
    * @param {string} after
    */
-  const page = async (after) => {
-    const [clause, values] = where(options, `id > $1`, [after]);
-    const { rows } = await db.query(
-      `SELECT id, client, client_scope, request_id, client_request_id, received_at, format,
-        position, line, reason, errors, item, truncated, csv_header
-      FROM quarantined_items ${clause} ORDER BY id LIMIT ${PAGE}`,
-      values,
-    );
-    return rows;
-  };
+  const page = (after) => runStatement(db, itemPage(options, after, PAGE));
   /**
    * The item as JSON when it is, a CSV record as an object of its header's columns, else its text.
-   * @param {any} row
+   * @param {import('../service/src/users/quarantine-sql.js').KeptRow} row
    */
   const itemOf = (row) => {
     if (row.format === 'csv') {
       let user;
       const parser = createCsvParser({ onUnreadable: () => {} });
       try {
-        parser.feed(`${row.csv_header}\n${row.item}\n`, (item) => (user = item));
+        parser.feed(`${row.csvHeader}\n${row.item}\n`, (item) => (user = item));
         parser.end((item) => (user = item));
       } catch {
         return row.item;
@@ -258,18 +223,18 @@ async function exportItems(db, options, out) {
       return row.item;
     }
   };
-  for (let rows = await page('0'); rows.length > 0; rows = await page(rows.at(-1).id)) {
+  for (let rows = await page('0'); rows.length > 0; rows = await page(rows[rows.length - 1].id)) {
     const lines = rows.map((row) => {
       const item = itemOf(row);
       if (options.items) return typeof item === 'string' ? item : JSON.stringify(item);
       return JSON.stringify({
         id: Number(row.id),
         client: row.client,
-        clientScope: row.client_scope,
-        requestId: row.request_id,
-        clientRequestId: row.client_request_id,
+        clientScope: row.clientScope,
+        requestId: row.requestId,
+        clientRequestId: row.clientRequestId,
         truncated: row.truncated,
-        receivedAt: row.received_at.toISOString(),
+        receivedAt: row.receivedAt.toISOString(),
         format: row.format,
         position: row.position,
         line: row.line,
@@ -288,9 +253,9 @@ async function exportItems(db, options, out) {
  * @param {import('pg').Client} db
  * @param {{ olderThan?: Date, request?: string, client?: string }} options
  */
-async function purge(db, { olderThan, request, client }) {
-  const [clause, values] = where({ client, request, until: olderThan });
-  const { rowCount } = await db.query(`DELETE FROM quarantined_items ${clause}`, values);
+async function purge(db, options) {
+  const { deleteItems } = await statements();
+  const rowCount = await runStatement(db, deleteItems(options));
   console.log(`purged ${rowCount} item${rowCount === 1 ? '' : 's'}`);
 }
 

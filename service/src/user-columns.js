@@ -1,7 +1,6 @@
-// The users table's columns, declared once: the validator and its messages, every statement, the
-// CSV, the representation, the query's columns and the OpenAPI document are built from it. A new
-// column is an entry here, a migration, and a line in each row function written out a column
-// (user-schema.js, user-sql.js), which tsc and row-functions.test.js hold to this list. A leaf: it
+// The users table's columns, declared once: the validator and its messages, the row functions,
+// every statement and its decoder, the CSV, the representation, the query's columns and the
+// OpenAPI document are built from it. A new column is an entry here and a migration. A leaf: it
 // imports nothing.
 
 // No control character (C0, DEL, C1): invisible in logs, and NUL cannot be stored in text.
@@ -144,6 +143,10 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
  *   updatedAt: string | null }} WrittenUser
  */
 
+/** The columns the table fills itself: when a row was inserted, and when a merge last changed it. */
+export const CREATED_AT = /** @type {const} */ ({ field: 'createdAt', column: 'created_at' });
+export const UPDATED_AT = /** @type {const} */ ({ field: 'updatedAt', column: 'updated_at' });
+
 export const USER_FIELDS = /** @type {readonly UserField[]} */ (USER_COLUMNS.map((c) => c.field));
 /**
  * Whether a name is one of a list's, and so of the list's type.
@@ -158,17 +161,29 @@ export const REQUIRED_FIELDS = USER_COLUMNS.filter((c) => c.required).map((c) =>
 /** @type {readonly ShownField[]} */
 export const SHOWN_FIELDS = USER_COLUMNS.filter((c) => c.shown === true).map((c) => c.field);
 /** @type {readonly (ShownField | 'createdAt' | 'updatedAt')[]} */
-export const READ_FIELDS = [...SHOWN_FIELDS, 'createdAt', 'updatedAt'];
+export const READ_FIELDS = [...SHOWN_FIELDS, CREATED_AT.field, UPDATED_AT.field];
+/** The fields a merge keeps from the stored row, or an earlier change, when a change has none. */
+export const KEPT_FIELDS = USER_COLUMNS.filter((c) => c.merge === 'kept').map((c) => c.field);
 export const SECRET_FIELDS = USER_COLUMNS.filter((c) => c.shown === 'never').map((c) => c.field);
 
-/** The one column of this kind of merge, checked at load. */
-function theColumn(/** @type {'key' | 'order'} */ merge) {
+/**
+ * The one column of this kind of merge, checked at load.
+ * @template {'key' | 'order'} M
+ * @param {M} merge
+ * @returns {Extract<DeclaredColumn, { merge: M }>}
+ */
+function theColumn(merge) {
   const found = USER_COLUMNS.filter((c) => c.merge === merge);
   if (found.length !== 1) throw new Error(`user-columns.js: one column must be merge: '${merge}'`);
-  return found[0];
+  return /** @type {Extract<DeclaredColumn, { merge: M }>} */ (found[0]);
 }
 export const KEY_COLUMN = theColumn('key');
 export const ORDER_COLUMN = theColumn('order');
+
+const secrets = USER_COLUMNS.filter((c) => c.shown === 'never');
+if (secrets.length !== 1) throw new Error("user-columns.js: one column must be shown: 'never'");
+/** The one column never shown: the password's hash. */
+export const SECRET_COLUMN = secrets[0];
 
 // Every name goes into SQL text as it is: only plain identifiers.
 for (const c of /** @type {readonly UserColumn[]} */ (USER_COLUMNS)) {

@@ -96,6 +96,30 @@ describe('npm run quarantine, and npm run import --quarantine', () => {
         ['anonymous', requestId, 'ndjson', 3, 4, 'malformed_json'],
       ],
     );
+    assert.deepEqual(Object.keys(lines[0]), [
+      'id',
+      'client',
+      'clientScope',
+      'requestId',
+      'clientRequestId',
+      'truncated',
+      'receivedAt',
+      'format',
+      'position',
+      'line',
+      'reason',
+      'errors',
+      'item',
+    ]);
+    assert.deepEqual(
+      lines.map((l) => [typeof l.id, l.clientScope, l.clientRequestId, l.truncated]),
+      [
+        ['number', 'anonymous', null, false],
+        ['number', 'anonymous', null, false],
+      ],
+    );
+    assert.ok(lines[0].id < lines[1].id, 'oldest first');
+    assert.equal(new Date(lines[0].receivedAt).toISOString(), lines[0].receivedAt);
     assert.deepEqual(lines[0].item, { email: `bad-${tag}`, name: 'Bad' });
     assert.equal(lines[0].errors[0].field, 'email');
     assert.ok(!exported.stdout.includes(password), 'no plaintext password in an export');

@@ -1,5 +1,5 @@
 import { ApiError } from '../errors.js';
-import { SECRET_FIELDS, SHOWN_FIELDS, USER_FIELDS, isOneOf } from '../user-columns.js';
+import { KEY_COLUMN, READ_FIELDS, SECRET_FIELDS, USER_FIELDS, isOneOf } from '../user-columns.js';
 
 // The query parameters of PostgREST's insert that sluice reads on POST /users: `on_conflict`,
 // `columns` (the keys read from each object), `select` (a representation's columns); others
@@ -11,12 +11,7 @@ export const WRITE_COLUMNS = USER_FIELDS;
  * The columns a representation holds, in this order: those the declaration shows (never the
  * password hash), then when the row was created and updated.
  */
-export const READ_COLUMNS =
-  /** @type {readonly (import('../user-columns.js').ShownField | 'createdAt' | 'updatedAt')[]} */ ([
-    ...SHOWN_FIELDS,
-    'createdAt',
-    'updatedAt',
-  ]);
+export const READ_COLUMNS = READ_FIELDS;
 /** `outcome` in `select` (never in `*`): a representation of every item, with what became of it. */
 export const OUTCOME = 'outcome';
 /**
@@ -63,11 +58,12 @@ export function parseWriteQuery(search) {
     const target = names(onConflict);
     const unknown = target.find((c) => !isOneOf(WRITE_COLUMNS, c) && !isOneOf(READ_COLUMNS, c));
     if (unknown !== undefined) throw unknownColumn(unknown, 'on_conflict', WRITE_COLUMNS);
-    if (target.length !== 1 || target[0] !== 'email') {
+    if (target.length !== 1 || target[0] !== KEY_COLUMN.field) {
       throw new ApiError(
         'unsupported_conflict_target',
         `on_conflict=${target.join(',')}: ${target.join(', ')} ` +
-          `${target.length === 1 ? 'is' : 'are'} not a unique key of users; the only one is email`,
+          `${target.length === 1 ? 'is' : 'are'} not a unique key of users; ` +
+          `the only one is ${KEY_COLUMN.field}`,
       );
     }
   }

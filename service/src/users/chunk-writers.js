@@ -1,18 +1,16 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
-import { lastResult } from '../db/transaction-settings.js';
 import {
   CREATE_STAGING,
-  EMPTY_STAGING,
-  FROM_STAGING,
   ROWS_AS_PARAMETERS,
   STAGING_TABLE,
   columnArrays,
   copySql,
   rowsAsArrays,
   rowsAsCsv,
-  writeStatement,
+  writeFromStaging,
+  writeWithCounts,
 } from './user-sql.js';
 
 // How one chunk of a request's rows is written, by INSERT_STRATEGY (user-writer.js chunks).
@@ -21,6 +19,7 @@ import {
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
 /** @typedef {import('../db/lending.js').Lending} Lending */
 /** @typedef {import('./user-writer.js').Counts} Counts */
+/** @typedef {import('./user-sql.js').WriteCounts} WriteCounts */
 /**
  * Writes one chunk (a stored email fails it, 23505, when `onConflict` is 'fail').
  * @typedef {object} ChunkWriter
@@ -39,29 +38,20 @@ import {
 export const insertQuery = (text, config) => ({ ...config, text, operation: 'INSERT' });
 
 /**
- * An answer as counts: the command tag when it only inserts, else its counts row.
- * @param {import('pg').QueryResult | import('pg').QueryResult[]} answer
- * @param {OnConflict} onConflict
- * @returns {Counts}
+ * A write sent after its settings (SET LOCALs), labelled INSERT, and its answer as its decoder
+ * reads it.
+ * @param {Lending} client
+ * @param {import('../db/statement.js').Statement<WriteCounts>} statement
+ * @param {string} [settings]
+ * @returns {Promise<WriteCounts>}
  */
-function countsOf(answer, onConflict) {
-  const result = lastResult(answer);
-  return onConflict === 'merge' ? result.rows[0] : { inserted: result.rowCount ?? 0, updated: 0 };
-}
-/** @param {OnConflict} onConflict */
-const returningFor = (onConflict) => (onConflict === 'merge' ? 'counts' : 'none');
+const sendWrite = async (client, statement, settings = '') =>
+  statement.decode(await client.query(insertQuery(settings + statement.text, statement)));
 
 /** One pg-format statement a chunk, its settings before it in one query. @type {ChunkWriter} */
 export const formatWriter = {
-  write: async (client, rows, onConflict, settings = '') =>
-    countsOf(
-      await client.query(
-        insertQuery(
-          settings + writeStatement(rowsAsArrays(rows), onConflict, returningFor(onConflict)),
-        ),
-      ),
-      onConflict,
-    ),
+  write: async (client, rows, onConflict, settings) =>
+    sendWrite(client, writeWithCounts(rowsAsArrays(rows), onConflict), settings),
 };
 
 /**
@@ -71,14 +61,7 @@ export const formatWriter = {
 const unnestWriter = {
   needsTransaction: true,
   write: async (client, rows, onConflict) =>
-    countsOf(
-      await client.query(
-        insertQuery(writeStatement(ROWS_AS_PARAMETERS, onConflict, returningFor(onConflict)), {
-          values: columnArrays(rows),
-        }),
-      ),
-      onConflict,
-    ),
+    sendWrite(client, writeWithCounts(ROWS_AS_PARAMETERS, onConflict, columnArrays(rows))),
 };
 
 /**
@@ -93,16 +76,7 @@ const copyWriter = {
     if (onConflict === 'fail')
       return { inserted: await copyInto(client, 'users', rows), updated: 0 };
     await copyInto(client, STAGING_TABLE, rows);
-    const answer = await client.query(
-      insertQuery(
-        `${writeStatement(FROM_STAGING, onConflict, returningFor(onConflict))}; ${EMPTY_STAGING}`,
-      ),
-    );
-    // Two statements, two results: the write's is the first.
-    return countsOf(
-      /** @type {import('pg').QueryResult[]} */ (/** @type {unknown} */ (answer))[0],
-      onConflict,
-    );
+    return sendWrite(client, writeFromStaging(onConflict));
   },
 };
 

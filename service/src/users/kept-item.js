@@ -1,11 +1,12 @@
-import { USER_COLUMNS } from '../user-columns.js';
+import { SECRET_COLUMN } from '../user-columns.js';
 import { MAX_RECORD_CHARS } from './stream-parse.js';
 
 // What is kept of an item set aside (quarantine.js): never a password, never more than a streamed
 // line may hold, never a character PostgreSQL cannot store. A password is found by the keys of the
-// parsed item (any depth, any case, whatever escapes spelled them), never by its text; a
-// `passwordHash` that is not a hash may be a plaintext, so it is redacted too. A record that did
-// not parse has no keys to go by: none of its text is kept, only where it was and its length.
+// parsed item (any depth, any case, whatever escapes spelled them), never by its text; a hash's
+// field (SECRET_COLUMN) whose value is not a hash may hold a plaintext, so it is redacted too. A
+// record that did not parse has no keys to go by: none of its text is kept, only where it was and
+// its length.
 
 /** What replaces a secret's value. */
 export const REDACTED = '[redacted]';
@@ -15,12 +16,10 @@ export const MAX_KEPT_CHARS = MAX_RECORD_CHARS;
 const MAX_KEPT_ERRORS = 100;
 const MAX_KEPT_FIELD_CHARS = 256;
 
-const HASH = /** @type {{ maxLength: number, pattern: string }} */ (
-  /** @type {(typeof USER_COLUMNS)[number]} */ (
-    USER_COLUMNS.find((c) => c.field === 'passwordHash')
-  ).schema
-);
+const HASH = SECRET_COLUMN.schema;
 const HASH_PATTERN = new RegExp(HASH.pattern, 'u');
+/** The hash's field as a key is compared: lower-cased. */
+const HASH_KEY = SECRET_COLUMN.field.toLowerCase();
 
 /** @typedef {{ item: string, truncated: boolean }} KeptText */
 
@@ -46,14 +45,14 @@ const isHash = (value) =>
   wellFormed(value) === value;
 
 /**
- * A key whose value is not kept: `password` in its name (any case), but for a passwordHash that is
- * a hash.
+ * A key whose value is not kept: `password` in its name (any case), but for the hash's field
+ * holding a hash.
  * @param {string} key
  * @param {unknown} value
  */
 function isSecret(key, value) {
   const lower = key.toLowerCase();
-  return lower.includes('password') && !(lower === 'passwordhash' && isHash(value));
+  return lower.includes('password') && !(lower === HASH_KEY && isHash(value));
 }
 
 /**

@@ -1,5 +1,5 @@
 import { startBatchedPurge } from '../db/batched-purge.js';
-import { lastResult } from '../db/transaction-settings.js';
+import { purgeOldBatch } from './quarantine-sql.js';
 
 // The background purge of quarantined_items: every process, every few minutes, deletes the rows
 // last sent more than the retention ago, in batches of PURGE_BATCH_ROWS a short transaction each,
@@ -14,15 +14,10 @@ const INTERVAL_MS = 5 * 60_000;
  * @param {number} batchRows
  */
 async function purgeBatch(db, retentionDays, batchRows) {
-  const result = await db.withClient((client) =>
-    client.query(
-      db.settings.statement(`DELETE FROM quarantined_items WHERE id IN (
-    SELECT id FROM quarantined_items
-    WHERE received_at < now() - interval '${Math.trunc(retentionDays)} days'
-    ORDER BY received_at LIMIT ${Math.trunc(batchRows)} FOR UPDATE SKIP LOCKED)`),
-    ),
+  const batch = purgeOldBatch(retentionDays, batchRows);
+  return batch.decode(
+    await db.withClient((client) => client.query(db.settings.statement(batch.text))),
   );
-  return lastResult(result).rowCount ?? 0;
 }
 
 /**

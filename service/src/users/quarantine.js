@@ -1,5 +1,7 @@
+import { runStatement } from '../db/statement.js';
 import { InvalidBatchError } from '../errors.js';
-import { keptErrors, keptJson } from './kept-item.js';
+import { keptJson } from './kept-item.js';
+import { keepStatements } from './quarantine-sql.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 
 // The items a request with `Prefer: invalid=quarantine` sets aside: collected while its body is
@@ -7,7 +9,8 @@ import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 // transaction that writes its valid users. What is kept of an item is kept-item.js's (no password,
 // bounded, storable); an item is kept once a client scope (keyed by its SHA-256), so a retry, or
 // the same users posted again in other chunks, keeps nothing twice: the row then names the latest
-// request. A client's rows are bounded in all (their bytes), past which its items are refused.
+// request. A client's rows are bounded in all (their bytes), past which its items are refused. The
+// statements are quarantine-sql.js's.
 
 /** @typedef {import('../errors.js').ItemError} ItemError */
 /**
@@ -120,42 +123,6 @@ export class Quarantine {
     this.items = [];
     this.heldChars = 0;
   }
-
-  /** The kept rows' parameters. */
-  #values() {
-    const { items } = this;
-    return [
-      this.format,
-      this.csvHeader,
-      items.map((i) => i.position),
-      items.map((i) => i.line),
-      items.map((i) => i.reason),
-      items.map((i) => keptErrors(i.errors)),
-      items.map((i) => i.item),
-      items.map((i) => i.truncated),
-      this.scope,
-      this.client,
-      this.requestId,
-      this.clientRequestId,
-    ];
-  }
-
-  /**
-   * The statements that keep them: `size` reads the bytes their new rows add to the scope's (and,
-   * given `withTotal`, what the scope holds); `keep` keeps them (an item already kept for the
-   * scope is updated, not kept twice).
-   * @param {boolean} withTotal
-   */
-  statements(withTotal) {
-    const values = this.#values();
-    return {
-      size: {
-        text: withTotal ? SCOPE_BYTES : NEW_BYTES,
-        values: [...values.slice(0, 2), values[6], values[5], this.scope],
-      },
-      keep: { text: INSERT_QUARANTINED, values, operation: 'INSERT' },
-    };
-  }
 }
 
 /**
@@ -191,49 +158,6 @@ export class ScopeUsage {
 const USAGE_TTL_MS = 10_000;
 const USAGE_SCOPES = 10_000;
 
-// An item's key: its format, CSV header and text. An item twice in one request is kept once (its
-// first place), as ON CONFLICT DO UPDATE may meet a row only once a statement; new rows in the
-// order sent, so that an export lists them so. A row this request's transaction wrote already (a
-// stream keeps its items in several statements: same request id, same now()) is left as it is, so
-// times_seen counts requests, not statements.
-const ITEM_SHA256 =
-  `sha256(convert_to($1 || E'\\n' || ` + `coalesce($2, '') || E'\\n' || i.item, 'UTF8'))`;
-const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client_scope, client,
-  request_id, client_request_id, format, csv_header, item_sha256, position, line, reason, errors,
-  item, truncated)
-SELECT $9, $10, $11, $12, $1, $2, o.item_sha256, o.position, o.line, o.reason, o.errors, o.item,
-  o.truncated
-FROM (
-  SELECT DISTINCT ON (s.item_sha256) s.*
-  FROM (
-    SELECT i.*, ${ITEM_SHA256} AS item_sha256
-    FROM unnest($3::integer[], $4::integer[], $5::text[], $6::jsonb[], $7::text[], $8::boolean[])
-    AS i(position, line, reason, errors, item, truncated)
-  ) s
-  ORDER BY s.item_sha256, s.position
-) o
-ORDER BY o.position
-ON CONFLICT ON CONSTRAINT quarantined_items_once DO UPDATE SET
-  client = EXCLUDED.client, request_id = EXCLUDED.request_id,
-  client_request_id = EXCLUDED.client_request_id,
-  received_at = EXCLUDED.received_at, position = EXCLUDED.position, line = EXCLUDED.line,
-  reason = EXCLUDED.reason, errors = EXCLUDED.errors, times_seen = kept.times_seen + 1
-WHERE kept.request_id <> EXCLUDED.request_id OR kept.received_at <> EXCLUDED.received_at`;
-
-// A row weighs its item's and errors' bytes and ROW_BYTES more (its other columns), so that many
-// small items count too. What a scope holds is read on the index of its rows, and so is which
-// items are new.
-const ROW_BYTES = 200;
-const NEW_ROWS_BYTES = `(SELECT
-       coalesce(sum(octet_length(i.item) + octet_length(i.errors::text) + ${ROW_BYTES}), 0)
-     FROM unnest($3::text[], $4::jsonb[]) AS i(item, errors)
-     WHERE NOT EXISTS (SELECT FROM quarantined_items k WHERE k.client_scope = $5
-     AND k.item_sha256 = ${ITEM_SHA256}))`;
-const NEW_BYTES = `SELECT ${NEW_ROWS_BYTES} AS new`;
-const SCOPE_BYTES = `SELECT ${NEW_ROWS_BYTES} AS new,
-  (SELECT coalesce(sum(row_bytes + ${ROW_BYTES}), 0) FROM quarantined_items
-    WHERE client_scope = $5) AS total`;
-
 /**
  * Keeps a request's set-aside items, on the connection of its transaction (which a writer may roll
  * back and try again, so they are held until the request is answered).
@@ -243,13 +167,11 @@ export async function keepQuarantined(client, quarantine) {
   if (quarantine.items.length === 0) return;
   const { scope, bound } = quarantine;
   const known = bound.usage.get(scope);
-  const { size, keep } = quarantine.statements(known === undefined);
-  const [sized] = (await client.query(size)).rows;
-  const held = known ?? Number(sized.total);
+  const { size, keep } = keepStatements(quarantine, known);
+  const { added, held } = await runStatement(client, size);
   if (known === undefined) bound.usage.read(scope, held);
-  const added = Number(sized.new);
   if (held + added > bound.maxBytes) throw clientFull(quarantine, held + added);
-  await client.query(keep);
+  await runStatement(client, keep);
   bound.usage.add(scope, added);
 }
 

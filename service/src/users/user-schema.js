@@ -1,7 +1,15 @@
 import { Ajv } from 'ajv';
 import { InvalidBatchError } from '../errors.js';
 import { compareChanges, isRealDateTime } from './changed-at.js';
-import { ORDER_COLUMN, REQUIRED_FIELDS, USER_COLUMNS, USER_FIELDS } from '../user-columns.js';
+import {
+  KEPT_FIELDS,
+  KEY_COLUMN,
+  ORDER_COLUMN,
+  REQUIRED_FIELDS,
+  SECRET_COLUMN,
+  USER_COLUMNS,
+  USER_FIELDS,
+} from '../user-columns.js';
 
 // The one validator of every body format (a JSON array, NDJSON, CSV): ajv's schema built from the
 // declaration (user-columns.js), its findings in the contract's words, the rules applied again to a
@@ -45,7 +53,7 @@ const TOO_PRECISE_PATTERN =
   /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{7,}(Z|[+-][0-9]{2}:[0-9]{2})$/;
 const PASSWORD_REFUSED =
   'plaintext passwords are never accepted: hash it ' +
-  '(argon2id, bcrypt, scrypt) and send passwordHash';
+  `(argon2id, bcrypt, scrypt) and send ${SECRET_COLUMN.field}`;
 const LONE_SURROGATE =
   'contains a lone UTF-16 surrogate (an unpaired ' +
   '\\ud800-\\udfff escape), which cannot be stored as sent';
@@ -54,11 +62,10 @@ const TEXT_FIELDS = USER_COLUMNS.filter((c) => c.type === 'text').map((c) => c.f
 const TIMESTAMP_FIELDS = USER_COLUMNS.filter((c) => c.type === 'timestamptz').map(
   (c) => /** @type {const} */ ([c.field, new RegExp(c.schema.pattern, 'u')]),
 );
-// The email (the key) is the one value stored otherwise than sent, lower-cased: its rules apply
-// again.
-const EMAIL = USER_COLUMNS[0];
-const MAX_EMAIL_LENGTH = EMAIL.schema.maxLength;
-const EMAIL_PATTERN = new RegExp(EMAIL.schema.pattern, 'u');
+// The key is the one value stored otherwise than sent, lower-cased: its rules apply again.
+const KEY = KEY_COLUMN.field;
+const MAX_EMAIL_LENGTH = KEY_COLUMN.schema.maxLength;
+const EMAIL_PATTERN = new RegExp(KEY_COLUMN.schema.pattern, 'u');
 
 const validateUser = new Ajv({ allErrors: true, strict: true, unicodeRegExp: true }).compile(
   userSchema,
@@ -116,28 +123,28 @@ function storageProblems(index, item) {
     if (typeof value === 'string' && pattern.test(value) && !isRealDateTime(value))
       found.push({ index, field, message: NOT_A_DATE });
   }
-  const email = item.email;
-  if (typeof email === 'string' && !found.some((e) => e.field === 'email')) {
-    const problem = emailAsStoredProblem(email);
-    if (problem !== null) found.push({ index, field: 'email', message: problem });
+  const key = item[KEY];
+  if (typeof key === 'string' && !found.some((e) => e.field === KEY)) {
+    const problem = emailAsStoredProblem(key);
+    if (problem !== null) found.push({ index, field: KEY, message: problem });
   }
   return found.length > 0 ? found : null;
 }
 
 /**
  * What is wrong with an email once lower-cased when the email as sent passed; null: nothing.
- * @param {string} email
+ * @param {string} sent
  */
-function emailAsStoredProblem(email) {
-  const stored = email.toLowerCase();
-  if (stored === email) return null;
-  if (!fitsEmailLength(stored) && fitsEmailLength(email)) {
+function emailAsStoredProblem(sent) {
+  const stored = sent.toLowerCase();
+  if (stored === sent) return null;
+  if (!fitsEmailLength(stored) && fitsEmailLength(sent)) {
     return (
       `must be at most ${MAX_EMAIL_LENGTH} characters once lower-cased, ` +
       `as it is stored (some letters lower-case to two characters)`
     );
   }
-  if (!EMAIL_PATTERN.test(stored) && EMAIL_PATTERN.test(email))
+  if (!EMAIL_PATTERN.test(stored) && EMAIL_PATTERN.test(sent))
     return 'must be a plausible email address once lower-cased, as it is stored';
   return null;
 }
@@ -167,22 +174,42 @@ function codePoints(/** @type {string} */ s) {
   return n;
 }
 
-// An item that passed the schema as its row (null where not sent), or null when a value could not
-// be stored as sent. Written out a column, held to the declaration by tsc (UserRow) and
-// row-functions.test.js.
-/** @param {UserItem} u @returns {UserRow | null} */
+/**
+ * A value sent as the column stores it (the key lower-cased), or null when it cannot be stored as
+ * sent.
+ * @param {import('../user-columns.js').DeclaredColumn} c
+ * @returns {(sent: string) => string | null}
+ */
+function asStoredBy(c) {
+  if (c.type === 'timestamptz') return (sent) => (isRealDateTime(sent) ? sent : null);
+  if (c !== KEY_COLUMN) return (sent) => (isWellFormed(sent) ? sent : null);
+  return (sent) => {
+    const stored = sent.toLowerCase();
+    return isWellFormed(sent) && (stored === sent || emailStillFits(stored)) ? stored : null;
+  };
+}
+const FIELDS = USER_COLUMNS.map((c) => c.field);
+const AS_STORED = USER_COLUMNS.map(asStoredBy);
+/** A row before its values: every field, in the declaration's order (one shape for every row). */
+const NOT_SENT = Object.fromEntries(FIELDS.map((f) => [f, null]));
+
+/**
+ * An item that passed the schema as its row (null where not sent), or null when a value could not
+ * be stored as sent.
+ * @param {UserItem} u
+ * @returns {UserRow | null}
+ */
 function storedRow(u) {
-  const email = u.email.toLowerCase();
-  if (!isWellFormed(u.email) || (email !== u.email && !emailStillFits(email))) return null;
-  const name = u.name;
-  if (!isWellFormed(name)) return null;
-  const phone = u.phone ?? null;
-  if (phone !== null && !isWellFormed(phone)) return null;
-  const passwordHash = u.passwordHash ?? null;
-  if (passwordHash !== null && !isWellFormed(passwordHash)) return null;
-  const changedAt = u.changedAt ?? null;
-  if (changedAt !== null && !isRealDateTime(changedAt)) return null;
-  return { email, name, phone, passwordHash, changedAt };
+  /** @type {Record<string, string | null>} */
+  const row = { ...NOT_SENT };
+  for (let i = 0; i < FIELDS.length; i++) {
+    const sent = u[FIELDS[i]];
+    if (sent === undefined) continue;
+    const stored = AS_STORED[i](sent);
+    if (stored === null) return null;
+    row[FIELDS[i]] = stored;
+  }
+  return /** @type {UserRow} */ (row);
 }
 
 /**
@@ -257,7 +284,7 @@ export function oncePerEmail(rows, resolution) {
   let kept = 0;
   for (let i = 0; i < rows.length;) {
     let end = i + 1;
-    while (end < rows.length && rows[end].email === rows[i].email) end++;
+    while (end < rows.length && rows[end][KEY] === rows[i][KEY]) end++;
     rows[kept++] = end - i === 1 || resolution !== 'merge' ? rows[i] : merged(rows.slice(i, end));
     i = end;
   }
@@ -286,19 +313,15 @@ function merged(run) {
  * @returns {UserRow}
  */
 function laterOver(m, r) {
-  return {
-    email: r.email,
-    name: r.name,
-    phone: r.phone ?? m.phone,
-    passwordHash: r.passwordHash ?? m.passwordHash,
-    changedAt: r.changedAt,
-  };
+  const row = { ...r };
+  for (const field of KEPT_FIELDS) row[field] = r[field] ?? m[field];
+  return row;
 }
 
 const ORDER = ORDER_COLUMN.field;
 
-export const byEmail = (/** @type {UserRow} */ a, /** @type {UserRow} */ b) =>
-  a.email < b.email ? -1 : a.email > b.email ? 1 : 0;
+/** Rows in their key's order. @param {UserRow} a @param {UserRow} b */
+export const byEmail = (a, b) => (a[KEY] < b[KEY] ? -1 : a[KEY] > b[KEY] ? 1 : 0);
 
 // For the OpenAPI document, generated from the very schema ajv compiles.
 export { userSchema, MESSAGES, UNKNOWN_FIELD };

@@ -1,21 +1,48 @@
-import format from 'pg-format';
-import { KEY_COLUMN as KEY, ORDER_COLUMN as ORDER, USER_COLUMNS } from '../user-columns.js';
+import { lastResult } from '../db/transaction-settings.js';
+import {
+  CREATED_AT,
+  KEY_COLUMN as KEY,
+  ORDER_COLUMN as ORDER,
+  READ_FIELDS,
+  SHOWN_FIELDS,
+  UPDATED_AT,
+  USER_COLUMNS,
+} from '../user-columns.js';
 
-// Every statement that writes users, built from the columns' declaration (user-columns.js), and
-// how what it returned is read; the row source and the conflict clause are chosen apart.
+// The users table's statements, built from the columns' declaration (user-columns.js), each beside
+// its decoder, the one function that reads what it answers; the row source and the conflict clause
+// are chosen apart.
 
 /** @typedef {import('../user-columns.js').UserRow} UserRow */
 /** @typedef {import('../user-columns.js').WrittenUser} WrittenUser */
 /** @typedef {import('../user-columns.js').UserField} UserField */
+/** @typedef {import('../db/statement.js').Answer} Answer */
 /**
- * A stored email: fail (23505), skip (DO NOTHING), merge (DO UPDATE where a value changes).
+ * @template T
+ * @typedef {import('../db/statement.js').Statement<T>} Statement
+ */
+/** @typedef {{ inserted: number, updated: number }} WriteCounts */
+
+/**
+ * A key already stored: fail (23505), skip (DO NOTHING), merge (DO UPDATE where a value changes).
  * @typedef {'fail' | 'skip' | 'merge'} OnConflict
  */
 /**
- * Its answer: the command tag, a counts row, a row per email, or each row for a representation
- * (RETURNED_AS_TEXT).
+ * Its answer: the command tag, a counts row, a row per key written, or each row for a
+ * representation (RETURNED_AS_TEXT).
  * @typedef {'none' | 'counts' | 'emails' | 'rows'} Returning
  */
+// The row sources (row-sources.js), for the modules that build statements from them.
+export {
+  ROWS_AS_PARAMETERS,
+  columnArrays,
+  csvField,
+  csvLine,
+  literal,
+  rowsAsArrays,
+  rowsAsCsv,
+  rowsAsValues,
+} from './row-sources.js';
 
 /**
  * The columns a merge updates: all but the key (KEY, the conflict target; ORDER is the ordering
@@ -23,7 +50,7 @@ import { KEY_COLUMN as KEY, ORDER_COLUMN as ORDER, USER_COLUMNS } from '../user-
  */
 const UPDATED = USER_COLUMNS.filter((c) => c.merge !== 'key');
 
-/** `email, name, phone, password_hash, changed_at` */
+/** Every column, in the declaration's order: what every row source gives. */
 export const COLUMNS = USER_COLUMNS.map((c) => c.column).join(', ');
 
 /**
@@ -40,8 +67,8 @@ const mergedValues = (sent, stored) =>
 /** @param {string} stored */
 const storedValues = (stored) => UPDATED.map((c) => `${stored}.${c.column}`).join(', ');
 /**
- * A sent change no newer than the stored row (older, the same, or without changedAt while the
- * stored row has one): merge writes nothing of it. NULL-safe, as NOT EXISTS negates it.
+ * A sent change no newer than the stored row (older, the same, or without an ordering value while
+ * the stored row has one): merge writes nothing of it. NULL-safe, as NOT EXISTS negates it.
  * @param {string} sent @param {string} stored
  */
 export const notNewer = (sent, stored) => {
@@ -50,9 +77,9 @@ export const notNewer = (sent, stored) => {
 };
 
 const MERGED_SENT = mergedValues('EXCLUDED', 'users');
-// Unchanged or stale rows are left alone; updated_at NULL in a returned row means inserted.
+// Unchanged or stale rows are left alone; UPDATED_AT NULL in a returned row means inserted.
 export const MERGE = `ON CONFLICT (${KEY.column}) DO UPDATE SET
-  (${UPDATED.map((c) => c.column).join(', ')}, updated_at) = (${MERGED_SENT}, now())
+  (${UPDATED.map((c) => c.column).join(', ')}, ${UPDATED_AT.column}) = (${MERGED_SENT}, now())
   WHERE (${storedValues('users')}) IS DISTINCT FROM (${MERGED_SENT})
     AND NOT ${notNewer('EXCLUDED', 'users')}`;
 
@@ -60,8 +87,7 @@ export const MERGE = `ON CONFLICT (${KEY.column}) DO UPDATE SET
 const ON_CONFLICT = { fail: '', skip: `ON CONFLICT (${KEY.column}) DO NOTHING`, merge: MERGE };
 
 /**
- * Merge's rows less those stored unchanged or newer: a key probe a row (`OFFSET 0`), in email
- * order.
+ * Merge's rows less those stored unchanged or newer: a key probe a row (`OFFSET 0`), in key order.
  * @param {string} source
  */
 const changedRows = (source) => {
@@ -71,21 +97,107 @@ const changedRows = (source) => {
     AND ((${stored}) IS NOT DISTINCT FROM (${merged}) OR ${stale}) OFFSET 0)`;
 };
 
-// What a representation needs of each row written that the request does not hold: its email,
-// and in merge mode created_at, the kept columns and updated_at. Rows only inserted were created at
-// the transaction's start: CREATED_NOW asks now() once, in the same query. Timestamps as text.
-const SHOWN = USER_COLUMNS.filter((c) => c.shown === true);
-const RETURNED_KEPT = SHOWN.filter((c) => c.merge === 'kept');
+/**
+ * The statement around a row source (`SELECT ...` or `VALUES ...` giving COLUMNS), as text; each
+ * answer has its decoder below (`writeWith...` pair them).
+ * @param {string} source
+ * @param {OnConflict} onConflict
+ * @param {Returning} returning
+ */
+export function writeStatement(source, onConflict, returning) {
+  const insert = insertStatement(source, onConflict);
+  if (returning === 'emails') return `${insert} RETURNING ${KEY.column}, ${INSERTED}`;
+  if (returning === 'rows')
+    return `${CREATED_NOW[onConflict]}${insert}${RETURNING_ROWS[onConflict]}`;
+  if (returning === 'none') return insert;
+  return `WITH written AS (${insert} RETURNING ${INSERTED})
+    SELECT count(*) FILTER (WHERE inserted)::int AS inserted,
+      count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`;
+}
+const INSERTED = `${UPDATED_AT.column} IS NULL AS inserted`;
+
+/** @param {string} source @param {OnConflict} onConflict */
+const insertStatement = (source, onConflict) =>
+  `INSERT INTO users (${COLUMNS}) ${onConflict === 'merge' ? changedRows(source) : source}
+  ${ON_CONFLICT[onConflict]}`;
+
+/** 'none': the command tag counts the rows inserted (a merge's would count its updates too). */
+const insertedOf = (/** @type {Answer} */ answer) => ({
+  inserted: lastResult(answer).rowCount ?? 0,
+  updated: 0,
+});
+/** 'counts': its one row. @param {Answer} answer @returns {WriteCounts} */
+const countsOf = (answer) => lastResult(answer).rows[0];
+
+/**
+ * A write answered by what it did, in counts: 'counts' when it merges, else the command tag.
+ * @param {string} source
+ * @param {OnConflict} onConflict
+ * @param {unknown[]} [values]  the source's parameters
+ * @returns {Statement<WriteCounts>}
+ */
+export const writeWithCounts = (source, onConflict, values) =>
+  onConflict === 'merge'
+    ? { text: writeStatement(source, onConflict, 'counts'), values, decode: countsOf }
+    : { text: writeStatement(source, onConflict, 'none'), values, decode: insertedOf };
+
+/**
+ * 'emails': each key written, and whether its row was inserted (else updated).
+ * @param {Answer} answer
+ * @returns {Map<string, boolean>}
+ */
+export const decodeWrittenEmails = (answer) =>
+  new Map(lastResult(answer).rows.map((row) => [row[KEY.column], row.inserted]));
+
+/**
+ * A write answered by each key it wrote, and whether it inserted its row.
+ * @param {string} source @param {OnConflict} onConflict
+ * @returns {Statement<Map<string, boolean>>}
+ */
+export const writeWithEmails = (source, onConflict) => ({
+  text: writeStatement(source, onConflict, 'emails'),
+  decode: decodeWrittenEmails,
+});
+
+/**
+ * A staged chunk written with its conflict clause, answered in counts; the staging table then
+ * emptied for the next chunk, in the same round trip.
+ * @param {OnConflict} onConflict
+ * @returns {Statement<WriteCounts>}
+ */
+export function writeFromStaging(onConflict) {
+  const write = writeWithCounts(FROM_STAGING, onConflict);
+  return {
+    text: `${write.text}; ${EMPTY_STAGING}`,
+    // Two statements, two results: the write's is the first.
+    decode: (answer) => write.decode(Array.isArray(answer) ? answer[0] : answer),
+  };
+}
+
+// 'rows': what a representation needs of each row written that the request does not hold: its key,
+// and in merge mode CREATED_AT, the kept columns shown and UPDATED_AT, in that order, the key first
+// in both (rowMode 'array': RETURNED_AS_TEXT). Rows only inserted were created at the transaction's
+// start: CREATED_NOW asks now() once, in the same query. Timestamps as text.
+const RETURNED_KEPT = USER_COLUMNS.filter((c) => c.shown === true && c.merge === 'kept');
+const MERGE_RETURNS = [
+  KEY.column,
+  CREATED_AT.column,
+  ...RETURNED_KEPT.map((c) => c.column),
+  UPDATED_AT.column,
+];
 const RETURNING_ROWS = {
   fail: '',
   skip: ` RETURNING ${KEY.column}`,
-  merge: ` RETURNING ${[
-    KEY.column,
-    'created_at',
-    ...RETURNED_KEPT.map((c) => c.column),
-    'updated_at',
-  ].join(', ')}`,
+  merge: ` RETURNING ${MERGE_RETURNS.join(', ')}`,
 };
+/** Where each value is in a returned row. */
+const AT = {
+  key: MERGE_RETURNS.indexOf(KEY.column),
+  created: MERGE_RETURNS.indexOf(CREATED_AT.column),
+  kept: RETURNED_KEPT.map((c) => MERGE_RETURNS.indexOf(c.column)),
+  updated: MERGE_RETURNS.indexOf(UPDATED_AT.column),
+};
+const KEPT_SHOWN = RETURNED_KEPT.map((c) => c.field);
 /**
  * The statement before a write that returns rows, unless it merges: when the rows it inserts are
  * created.
@@ -93,7 +205,7 @@ const RETURNING_ROWS = {
 const CREATED_NOW = { fail: 'SELECT now(); ', skip: 'SELECT now(); ', merge: '' };
 /**
  * CREATED_NOW's answer among a query's results, as JSON writes it.
- * @param {import('pg').QueryResult | import('pg').QueryResult[]} result
+ * @param {Answer} result
  */
 export const createdNowOf = (result) =>
   timestampAsJson(
@@ -114,7 +226,7 @@ export function timestampAsJson(text) {
 }
 const ISO_TIMESTAMPTZ =
   /^(\d{4,}-\d\d-\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,6})?)([+-]\d\d)(:\d\d)?(:\d\d)?$/;
-// Every row a statement inserts has the same created_at (its transaction's start): one conversion.
+// Every row a statement inserts has the same CREATED_AT (its transaction's start): one conversion.
 let lastText = '';
 let lastJson = '';
 
@@ -124,155 +236,94 @@ export const RETURNED_AS_TEXT = Object.freeze({
   types: { getTypeParser: () => (/** @type {string} */ v) => v },
 });
 
-// The row functions below are written out a column (tsc holds them to WrittenUser and the
-// declaration): one object shape and plain property reads a row on the hot path.
+/** A representation's row before its values: every field, in order (one shape for every row). */
+const NOT_WRITTEN = Object.fromEntries(READ_FIELDS.map((f) => [f, null]));
 
 /**
  * A row inserted, as a representation shows it: its columns shown as sent, and when it was created.
- * @param {UserRow} row @param {string} createdAt
+ * @param {UserRow} row @param {string} created
  * @returns {WrittenUser}
  */
-export const insertedUser = (row, createdAt) => ({
-  email: row.email,
-  name: row.name,
-  phone: row.phone,
-  createdAt,
-  updatedAt: null,
-});
+export function insertedUser(row, created) {
+  /** @type {Record<string, string | null>} */
+  const user = { ...NOT_WRITTEN };
+  for (let i = 0; i < SHOWN_FIELDS.length; i++) user[SHOWN_FIELDS[i]] = row[SHOWN_FIELDS[i]];
+  user[CREATED_AT.field] = created;
+  return /** @type {WrittenUser} */ (user);
+}
 
 /**
  * A row a merge wrote, as a representation shows it, from the row sent and what RETURNING_ROWS
- * returned of it (the key, created_at, the kept columns shown, updated_at): the phone as stored
- * (a merge keeps a stored one where the item had none), the others as sent.
+ * returned of it: the kept columns as stored (a merge keeps a stored value where the item had
+ * none), the others as sent.
  * @param {UserRow} row @param {(string | null)[]} r
  * @returns {WrittenUser}
  */
-export const mergedUser = (row, r) => ({
-  email: row.email,
-  name: row.name,
-  phone: r[2],
-  createdAt: timestampAsJson(/** @type {string} */ (r[1])),
-  updatedAt: r[3] === null ? null : timestampAsJson(r[3]),
-});
+export function mergedUser(row, r) {
+  /** @type {Record<string, string | null>} */
+  const user = { ...NOT_WRITTEN };
+  for (let i = 0; i < SHOWN_FIELDS.length; i++) user[SHOWN_FIELDS[i]] = row[SHOWN_FIELDS[i]];
+  for (let i = 0; i < KEPT_SHOWN.length; i++) user[KEPT_SHOWN[i]] = r[AT.kept[i]];
+  user[CREATED_AT.field] = timestampAsJson(/** @type {string} */ (r[AT.created]));
+  const updated = r[AT.updated];
+  user[UPDATED_AT.field] = updated === null ? null : timestampAsJson(updated);
+  return /** @type {WrittenUser} */ (user);
+}
 
 /**
- * The statement around a row source (`SELECT ...` or `VALUES ...` giving COLUMNS).
+ * 'rows': the rows a statement wrote, from the rows sent and what it returned, side by side else
+ * by key.
+ * @param {UserRow[]} sent
+ * @param {Answer} answer
+ * @param {OnConflict} onConflict
+ * @returns {WrittenUser[]}
+ */
+export function decodeWrittenUsers(sent, answer, onConflict) {
+  // Without a conflict clause the statement wrote every row, or failed.
+  if (onConflict === 'fail') {
+    const now = createdNowOf(answer);
+    return sent.map((row) => insertedUser(row, now));
+  }
+  /** @type {(string | null)[][]} */
+  const returned = lastResult(answer).rows;
+  const now = onConflict === 'merge' ? '' : createdNowOf(answer);
+  /** @param {UserRow} row @param {(string | null)[]} r @returns {WrittenUser} */
+  const user = onConflict === 'merge' ? mergedUser : (row) => insertedUser(row, now);
+  /** @type {WrittenUser[]} */
+  const users = [];
+  let next = 0;
+  for (const row of sent) {
+    if (next === returned.length) break;
+    if (returned[next][AT.key] === row[KEY.field]) users.push(user(row, returned[next++]));
+  }
+  if (next === returned.length) return users;
+  const byKey = new Map(returned.map((r) => [r[AT.key], r]));
+  users.length = 0;
+  for (const row of sent) {
+    const r = byKey.get(row[KEY.field]);
+    if (r) users.push(user(row, r));
+  }
+  return users;
+}
+
+/**
+ * A write answered by the rows it wrote, as a representation shows them.
+ * @param {UserRow[]} sent the rows the source gives
  * @param {string} source
  * @param {OnConflict} onConflict
- * @param {Returning} returning
+ * @returns {Statement<WrittenUser[]>}
  */
-export function writeStatement(source, onConflict, returning) {
-  const insert = insertStatement(source, onConflict);
-  if (returning === 'emails') return `${insert} RETURNING email, updated_at IS NULL AS inserted`;
-  if (returning === 'rows')
-    return `${CREATED_NOW[onConflict]}${insert}${RETURNING_ROWS[onConflict]}`;
-  if (returning === 'none') return insert;
-  return `WITH written AS (${insert} RETURNING updated_at IS NULL AS inserted)
-    SELECT count(*) FILTER (WHERE inserted)::int AS inserted,
-      count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`;
-}
-
-/** @param {string} source @param {OnConflict} onConflict */
-const insertStatement = (source, onConflict) =>
-  `INSERT INTO users (${COLUMNS}) ${onConflict === 'merge' ? changedRows(source) : source}
-  ${ON_CONFLICT[onConflict]}`;
-
-// A value without a quote or a backslash is quoted directly; any other through pg-format (same
-// SQL).
-const NEEDS_ESCAPING = /['\\]/;
-/** @param {string | null} v */
-export const literal = (v) =>
-  v === null ? 'NULL' : NEEDS_ESCAPING.test(v) ? format.literal(v) : `'${v}'`;
-
-/**
- * A column as one array constant (PostgreSQL parses one literal a column): each element
- * double-quoted, `"` and `\` escaped, the whole quoted as a SQL literal.
- * @param {UserRow[]} rows @param {UserField} field
- */
-function arrayLiteral(rows, field) {
-  let text = '{';
-  let plain = true;
-  for (let i = 0; i < rows.length; i++) {
-    const v = rows[i][field];
-    if (i > 0) text += ',';
-    if (v === null) text += 'NULL';
-    else if (!SPECIAL.test(v)) text += `"${v}"`;
-    else {
-      plain = false;
-      text += `"${v.replace(ARRAY_SPECIALS, '\\$&')}"`;
-    }
-  }
-  text += '}';
-  return plain ? `'${text}'` : format.literal(text);
-}
-const SPECIAL = /["'\\]/;
-const ARRAY_SPECIALS = /["\\]/g;
-
-/** `%s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[]`, or `$1::text[], ...` */
-const castArrays = (/** @type {(i: number) => string} */ placeholder) =>
-  USER_COLUMNS.map((c, i) => `${placeholder(i)}::${c.type}[]`).join(', ');
-const ROWS_AS_ARRAYS = `SELECT * FROM unnest(${castArrays(() => '%s')})`;
-
-/**
- * The rows as `unnest` over one array constant a column (a sparse column no row has: `'{}'`).
- * @param {UserRow[]} rows
- */
-export function rowsAsArrays(rows) {
-  return format(
-    ROWS_AS_ARRAYS,
-    ...USER_COLUMNS.map((c) =>
-      'sparse' in c && !rows.some((r) => r[c.field] !== null)
-        ? "'{}'"
-        : arrayLiteral(rows, c.field),
-    ),
-  );
-}
-
-/** A literal's cast to a column's type; none to text. @param {string} type */
-const castTo = (type) => (type === 'text' ? '' : `::${type}`);
-
-/**
- * The rows as a VALUES list (bench:db; the reference the array form is checked against).
- * @param {UserRow[]} rows
- */
-export function rowsAsValues(rows) {
-  return format(
-    'VALUES %s',
-    rows
-      .map((r) => `(${USER_COLUMNS.map((c) => literal(r[c.field]) + castTo(c.type)).join(', ')})`)
-      .join(', '),
-  );
-}
-
-/** The row source of the `unnest` strategy: an array parameter a column, $1 to $5 today. */
-export const ROWS_AS_PARAMETERS = `SELECT * FROM unnest(${castArrays((i) => `$${i + 1}`)})`;
-
-/**
- * The column arrays ROWS_AS_PARAMETERS takes.
- * @param {UserRow[]} rows
- * @returns {(string | null)[][]}
- */
-export const columnArrays = (rows) => USER_COLUMNS.map((c) => rows.map((r) => r[c.field]));
-
-/**
- * A CSV field for COPY: quoted (so an empty string stays one), NULL as nothing at all.
- * @param {string | null} v
- */
-export const csvField = (v) => (v === null ? '' : `"${v.replaceAll('"', '""')}"`);
-
-/** One row as a CSV line for COPY, its fields in COLUMNS' order. @param {UserRow} r */
-export const csvLine = (r) =>
-  `${csvField(r.email)},${csvField(r.name)},${csvField(r.phone)},${csvField(r.passwordHash)}` +
-  `,${csvField(r.changedAt)}\n`;
-/** @param {UserRow[]} rows */
-export const rowsAsCsv = (rows) => rows.map(csvLine).join('');
+export const writeWithUsers = (sent, source, onConflict) => ({
+  text: writeStatement(source, onConflict, 'rows'),
+  ...RETURNED_AS_TEXT,
+  decode: (answer) => decodeWrittenUsers(sent, answer, onConflict),
+});
 
 /** @param {string} table */
 export const copySql = (table) => `COPY ${table} (${COLUMNS}) FROM STDIN (FORMAT csv)`;
 
 /**
- * The columns of a staging table: `email text, name text, ...`; the key compared as bytes when
- * `collateC`.
+ * The columns of a staging table, each with its type; the key compared as bytes when `collateC`.
  * @param {boolean} collateC
  */
 const stagedColumns = (collateC) =>
@@ -288,15 +339,15 @@ export const EMPTY_STAGING = `TRUNCATE ${STAGING_TABLE}`;
 export const FROM_STAGING = `SELECT ${COLUMNS} FROM ${STAGING_TABLE}`;
 
 // A streamed import's statements (stream-import.js): its staging table numbers the lines as sent
-// (`ord`), which decides which of an email's lines wins; its key compares bytes (COLLATE "C").
+// (`ord`), which decides which of a key's lines wins; its key compares bytes (COLLATE "C").
 const STREAM_STAGING = 'users_stream';
 export const CREATE_STREAM_STAGING = `CREATE TEMPORARY TABLE ${STREAM_STAGING}
   (ord bigint GENERATED ALWAYS AS IDENTITY, ${stagedColumns(true)}) ON COMMIT DROP`;
 export const EMPTY_STREAM_STAGING = `TRUNCATE ${STREAM_STAGING}`;
 export const COPY_STREAM_STAGING = copySql(STREAM_STAGING);
 export const COPY_USERS = copySql('users');
-// Every email once, sorted: ignore keeps its first line; merge each column by its declaration,
-// changes ordered by changedAt (none oldest, a tie to the later line), as parseUserBatch merges.
+// Every key once, sorted: ignore keeps its first line; merge each column by its declaration,
+// changes ordered by ORDER (none oldest, a tie to the later line), as parseUserBatch merges.
 export const FIRST_OF_EACH = `SELECT DISTINCT ON (${KEY.column}) ${COLUMNS} FROM ${STREAM_STAGING}
   ORDER BY ${KEY.column}, ord`;
 const NEWEST_FIRST = `${ORDER.column} DESC NULLS LAST, ord DESC`;
@@ -309,5 +360,5 @@ const newestOf = (c) =>
 export const MERGED_OF_EACH = `SELECT ${KEY.column}, ${UPDATED.map(newestOf).join(',\n  ')}
   FROM ${STREAM_STAGING} GROUP BY ${KEY.column} ORDER BY ${KEY.column}`;
 export const ALL_AS_SENT = `SELECT ${COLUMNS} FROM ${STREAM_STAGING} ORDER BY ${KEY.column}`;
-/** Merge mode's first attempt: every staged row as new (a stored or repeated email fails it). */
+/** Merge mode's first attempt: every staged row as new (a stored or repeated key fails it). */
 export const INSERT_ALL_AS_SENT = `INSERT INTO users (${COLUMNS}) ${ALL_AS_SENT}`;

@@ -1,6 +1,7 @@
-// The row functions of the hot path are written out a column (user-schema.js, user-sql.js); each is
-// checked here against what the declaration (user-columns.js) says it must give, so a column added,
-// or one whose merge or representation changes, fails here until they follow.
+// The row functions of the hot path (user-schema.js, user-sql.js) loop over the declaration
+// (user-columns.js); each is checked here against what the declaration says it must give, by an
+// oracle of its own, so a column added, or one whose merge or representation changes, is checked
+// too.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';

@@ -2,7 +2,17 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import format from 'pg-format';
-import { rowsAsArrays, rowsAsValues, writeStatement } from '../../src/users/user-sql.js';
+import {
+  decodeWrittenUsers,
+  rowsAsArrays,
+  rowsAsValues,
+  writeFromStaging,
+  writeStatement,
+  writeWithCounts,
+  writeWithEmails,
+  writeWithUsers,
+} from '../../src/users/user-sql.js';
+import { userRow } from '../../../test/support/user-rows.js';
 
 /** @typedef {import('../../src/users/user-schema.js').UserRow} UserRow */
 
@@ -210,6 +220,97 @@ describe('the statement of return=representation (unit)', () => {
       writeStatement('VALUES (1)', 'fail', 'none'),
       /RETURNING/,
       'the default path returns nothing',
+    );
+  });
+});
+
+/** A pg result as a query answers it. @param {string} command @param {unknown[]} rows @returns {any} */
+const result = (command, rows) => ({ command, rows, rowCount: rows.length, oid: 0, fields: [] });
+
+describe("each statement's decoder, beside it (unit)", () => {
+  test('a write answered in counts: its counts row when it merges, else its command tag', () => {
+    const merge = writeWithCounts('SELECT 1', 'merge', ['v']);
+    assert.equal(merge.text, writeStatement('SELECT 1', 'merge', 'counts'));
+    assert.deepEqual(merge.values, ['v']);
+    const counts = { inserted: 2, updated: 3 };
+    assert.equal(merge.decode([result('SET', []), result('SELECT', [counts])]), counts);
+    for (const onConflict of /** @type {const} */ (['fail', 'skip'])) {
+      const write = writeWithCounts('SELECT 1', onConflict);
+      assert.equal(write.text, writeStatement('SELECT 1', onConflict, 'none'));
+      assert.deepEqual(write.decode(result('INSERT', [{}, {}])), { inserted: 2, updated: 0 });
+    }
+    const staged = writeFromStaging('skip');
+    assert.equal(
+      staged.text,
+      `${writeWithCounts('SELECT email, name, phone, password_hash, changed_at FROM users_staging', 'skip').text}; TRUNCATE users_staging`,
+    );
+    assert.deepEqual(
+      staged.decode([result('INSERT', [{}]), result('TRUNCATE', [])]),
+      { inserted: 1, updated: 0 },
+      "the write's result, the first",
+    );
+  });
+
+  test('a write answered by each email it wrote, and whether it inserted it', () => {
+    const write = writeWithEmails('SELECT 1', 'merge');
+    assert.equal(write.text, writeStatement('SELECT 1', 'merge', 'emails'));
+    const rows = [
+      { email: 'a@x.io', inserted: true },
+      { email: 'b@x.io', inserted: false },
+    ];
+    assert.deepEqual(
+      write.decode([result('SET', []), result('INSERT', rows)]),
+      new Map([
+        ['a@x.io', true],
+        ['b@x.io', false],
+      ]),
+    );
+  });
+
+  test('a write answered by the rows it wrote: as sent, else as stored (merge), in the order sent whatever the order returned', () => {
+    const CREATED = '2026-11-25 04:15:04.123456+00';
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.emailAddress(), { minLength: 1, maxLength: 20 }),
+        fc.func(fc.boolean()),
+        fc.boolean(),
+        fc.constantFrom('fail', 'skip', 'merge'),
+        (emails, written, shuffled, onConflict) => {
+          const sent = emails.sort().map((e, i) =>
+            userRow({
+              email: e,
+              name: `name ${i}`,
+              phone: i % 2 ? null : `+1555010010${i % 10}`,
+            }),
+          );
+          const merge = onConflict === 'merge';
+          const kept = onConflict === 'fail' ? sent : sent.filter((r) => written(r.email));
+          const returned = kept.map((r) =>
+            merge
+              ? [r.email, CREATED, '+15550100999', r.phone ? null : '2026-11-26 00:00:00+01']
+              : [r.email],
+          );
+          if (shuffled) returned.reverse();
+          const answer = merge
+            ? result('INSERT', returned)
+            : [result('SET', []), result('SELECT', [[CREATED]]), result('INSERT', returned)];
+          const statement = writeWithUsers(sent, 'SELECT 1', onConflict);
+          assert.equal(statement.text, writeStatement('SELECT 1', onConflict, 'rows'));
+          assert.equal(statement.rowMode, 'array');
+          const users = statement.decode(answer);
+          assert.deepEqual(users, decodeWrittenUsers(sent, answer, onConflict));
+          assert.deepEqual(
+            users.map((u) => u.email),
+            kept.map((r) => r.email),
+          );
+          for (const [i, u] of users.entries()) {
+            assert.equal(u.name, kept[i].name);
+            assert.equal(u.phone, merge ? '+15550100999' : kept[i].phone);
+            assert.equal(u.createdAt, '2026-11-25T04:15:04.123456+00:00');
+            assert.equal(u.updatedAt, merge && !kept[i].phone ? '2026-11-26T00:00:00+01:00' : null);
+          }
+        },
+      ),
     );
   });
 });

@@ -1,0 +1,238 @@
+import { lastResult } from '../db/transaction-settings.js';
+import { keptErrors } from './kept-item.js';
+
+// The quarantined_items table's statements (migrations 0006, 0007), each beside its decoder: what
+// a request keeps and the bytes it adds to its client scope's (quarantine.js), the background
+// purge's batch (quarantine-purge.js), and what `npm run quarantine` lists, exports and purges.
+
+/** @typedef {import('./quarantine.js').QuarantinedItem} QuarantinedItem */
+/**
+ * @template T
+ * @typedef {import('../db/statement.js').Statement<T>} Statement
+ */
+/**
+ * A request's items to keep, and whose they are.
+ * @typedef {{ client: string, scope: string, requestId: string, clientRequestId: string | null,
+ *   format: string, csvHeader: string | null, items: readonly QuarantinedItem[] }} KeptBatch
+ */
+/**
+ * The bytes keeping a batch adds to its scope's, and those the scope holds before.
+ * @typedef {{ added: number, held: number }} ScopeBytes
+ */
+
+// An item's key: its format, CSV header and text. An item twice in one request is kept once (its
+// first place), as ON CONFLICT DO UPDATE may meet a row only once a statement; new rows in the
+// order sent, so that an export lists them so. A row this request's transaction wrote already (a
+// stream keeps its items in several statements: same request id, same now()) is left as it is, so
+// times_seen counts requests, not statements.
+const ITEM_SHA256 =
+  `sha256(convert_to($1 || E'\\n' || ` + `coalesce($2, '') || E'\\n' || i.item, 'UTF8'))`;
+const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client_scope, client,
+  request_id, client_request_id, format, csv_header, item_sha256, position, line, reason, errors,
+  item, truncated)
+SELECT $9, $10, $11, $12, $1, $2, o.item_sha256, o.position, o.line, o.reason, o.errors, o.item,
+  o.truncated
+FROM (
+  SELECT DISTINCT ON (s.item_sha256) s.*
+  FROM (
+    SELECT i.*, ${ITEM_SHA256} AS item_sha256
+    FROM unnest($3::integer[], $4::integer[], $5::text[], $6::jsonb[], $7::text[], $8::boolean[])
+    AS i(position, line, reason, errors, item, truncated)
+  ) s
+  ORDER BY s.item_sha256, s.position
+) o
+ORDER BY o.position
+ON CONFLICT ON CONSTRAINT quarantined_items_once DO UPDATE SET
+  client = EXCLUDED.client, request_id = EXCLUDED.request_id,
+  client_request_id = EXCLUDED.client_request_id,
+  received_at = EXCLUDED.received_at, position = EXCLUDED.position, line = EXCLUDED.line,
+  reason = EXCLUDED.reason, errors = EXCLUDED.errors, times_seen = kept.times_seen + 1
+WHERE kept.request_id <> EXCLUDED.request_id OR kept.received_at <> EXCLUDED.received_at`;
+
+// A row weighs its item's and errors' bytes and ROW_BYTES more (its other columns), so that many
+// small items count too. What a scope holds is read on the index of its rows, and so is which
+// items are new.
+const ROW_BYTES = 200;
+const NEW_ROWS_BYTES = `(SELECT
+       coalesce(sum(octet_length(i.item) + octet_length(i.errors::text) + ${ROW_BYTES}), 0)
+     FROM unnest($3::text[], $4::jsonb[]) AS i(item, errors)
+     WHERE NOT EXISTS (SELECT FROM quarantined_items k WHERE k.client_scope = $5
+     AND k.item_sha256 = ${ITEM_SHA256}))`;
+const NEW_BYTES = `SELECT ${NEW_ROWS_BYTES} AS new`;
+const SCOPE_BYTES = `SELECT ${NEW_ROWS_BYTES} AS new,
+  (SELECT coalesce(sum(row_bytes + ${ROW_BYTES}), 0) FROM quarantined_items
+    WHERE client_scope = $5) AS total`;
+
+/** @param {import('../db/statement.js').Answer} answer @returns {ScopeBytes} */
+function scopeBytesOf(answer) {
+  const [row] = lastResult(answer).rows;
+  return { added: Number(row.new), held: Number(row.total) };
+}
+
+/**
+ * The statements that keep a batch: `size` reads the bytes its new rows add to the scope's, and
+ * what the scope holds unless `held` is known; `keep` keeps them (an item already kept for the
+ * scope is updated, not kept twice). Their parameters are made once, for both.
+ * @param {KeptBatch} batch
+ * @param {number | undefined} held
+ * @returns {{ size: Statement<ScopeBytes>, keep: Statement<void> }}
+ */
+export function keepStatements(batch, held) {
+  const { format, csvHeader, items, scope } = batch;
+  const texts = items.map((i) => i.item);
+  const errors = items.map((i) => keptErrors(i.errors));
+  return {
+    size: {
+      text: held === undefined ? SCOPE_BYTES : NEW_BYTES,
+      values: [format, csvHeader, texts, errors, scope],
+      decode:
+        held === undefined
+          ? scopeBytesOf
+          : (answer) => ({ added: Number(lastResult(answer).rows[0].new), held }),
+    },
+    keep: {
+      text: INSERT_QUARANTINED,
+      values: [
+        format,
+        csvHeader,
+        items.map((i) => i.position),
+        items.map((i) => i.line),
+        items.map((i) => i.reason),
+        errors,
+        texts,
+        items.map((i) => i.truncated),
+        scope,
+        batch.client,
+        batch.requestId,
+        batch.clientRequestId,
+      ],
+      operation: 'INSERT',
+      decode: () => undefined,
+    },
+  };
+}
+
+/**
+ * The background purge's batch: up to `batchRows` rows last sent more than `retentionDays` ago,
+ * oldest first, skipping rows a writer holds; answered by the rows it deleted. Its text takes
+ * settings before it (no parameters).
+ * @param {number} retentionDays
+ * @param {number} batchRows
+ * @returns {Statement<number>}
+ */
+export const purgeOldBatch = (retentionDays, batchRows) => ({
+  text: `DELETE FROM quarantined_items WHERE id IN (
+    SELECT id FROM quarantined_items
+    WHERE received_at < now() - interval '${Math.trunc(retentionDays)} days'
+    ORDER BY received_at LIMIT ${Math.trunc(batchRows)} FOR UPDATE SKIP LOCKED)`,
+  decode: (answer) => lastResult(answer).rowCount ?? 0,
+});
+
+// `npm run quarantine`'s statements (scripts/quarantine.js), each after the filters it was given.
+
+/** @typedef {{ client?: string, request?: string, since?: Date, until?: Date }} ItemFilters */
+/**
+ * A line of `list`: a day (UTC), a client scope, a reason, and how many items.
+ * @typedef {{ day: string, client: string, reason: string, items: number }} ItemCount
+ */
+/**
+ * A kept item as `export` reads it; `id` as PostgreSQL sent it (a bigint), the page's keyset.
+ * @typedef {{ id: string, client: string, clientScope: string, requestId: string,
+ *   clientRequestId: string | null, receivedAt: Date, format: string, position: number,
+ *   line: number | null, reason: string, errors: unknown, item: string, truncated: boolean,
+ *   csvHeader: string | null }} KeptRow
+ */
+
+/** A client as a scope (its credential's kind), not a name. @param {string} client */
+const isScope = (client) => client === 'anonymous' || /^(token|jwt|unscoped):/.test(client);
+
+/**
+ * The WHERE clause and its values, after a first condition of its own.
+ * @param {ItemFilters} filters
+ * @param {string} [first]
+ * @param {unknown[]} [firstValues]
+ * @returns {[string, unknown[]]}
+ */
+function where({ client, request, since, until }, first, firstValues = []) {
+  const conditions = first ? [first] : [];
+  const values = [...firstValues];
+  for (const [sql, value] of /** @type {[string, unknown][]} */ ([
+    [client !== undefined && isScope(client) ? 'client_scope = $' : 'client = $', client],
+    ['request_id = $', request],
+    ['received_at >= $', since],
+    ['received_at < $', until],
+  ])) {
+    if (value === undefined) continue;
+    values.push(value);
+    conditions.push(`${sql}${values.length}`);
+  }
+  return [conditions.length ? `WHERE ${conditions.join(' AND ')}` : '', values];
+}
+
+/**
+ * The items counted by day (UTC), client scope and reason, newest day first.
+ * @param {ItemFilters} filters
+ * @returns {Statement<ItemCount[]>}
+ */
+export function countItems(filters) {
+  const [clause, values] = where(filters);
+  return {
+    text: `SELECT to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, client_scope
+    AS client, reason, count(*)::int AS items
+     FROM quarantined_items ${clause} GROUP BY 1, 2, 3 ORDER BY 1 DESC, 2, 3`,
+    values,
+    decode: (answer) => lastResult(answer).rows,
+  };
+}
+
+/** @param {any} row @returns {KeptRow} */
+const keptRowOf = (row) => ({
+  id: row.id,
+  client: row.client,
+  clientScope: row.client_scope,
+  requestId: row.request_id,
+  clientRequestId: row.client_request_id,
+  receivedAt: row.received_at,
+  format: row.format,
+  position: row.position,
+  line: row.line,
+  reason: row.reason,
+  errors: row.errors,
+  item: row.item,
+  truncated: row.truncated,
+  csvHeader: row.csv_header,
+});
+
+/**
+ * A page of at most `limit` items after `after` (an id), in id order: a keyset, so that an export
+ * holds one page at a time however many there are.
+ * @param {ItemFilters} filters
+ * @param {string} after
+ * @param {number} limit
+ * @returns {Statement<KeptRow[]>}
+ */
+export function itemPage(filters, after, limit) {
+  const [clause, values] = where(filters, `id > $1`, [after]);
+  return {
+    text: `SELECT id, client, client_scope, request_id, client_request_id, received_at, format,
+        position, line, reason, errors, item, truncated, csv_header
+      FROM quarantined_items ${clause} ORDER BY id LIMIT ${Math.trunc(limit)}`,
+    values,
+    decode: (answer) => lastResult(answer).rows.map(keptRowOf),
+  };
+}
+
+/**
+ * Deletes the items kept before `olderThan`, or those of `request` (with `client`, only that
+ * client's); answered by how many it deleted.
+ * @param {{ olderThan?: Date, request?: string, client?: string }} filters
+ * @returns {Statement<number>}
+ */
+export function deleteItems({ olderThan, request, client }) {
+  const [clause, values] = where({ client, request, until: olderThan });
+  return {
+    text: `DELETE FROM quarantined_items ${clause}`,
+    values,
+    decode: (answer) => lastResult(answer).rowCount ?? 0,
+  };
+}
