@@ -180,6 +180,11 @@ function theColumn(merge) {
 export const KEY_COLUMN = theColumn('key');
 export const ORDER_COLUMN = theColumn('order');
 
+/** A row's key (its email), whatever the declaration calls it. @param {{ email: string }} row */
+export const keyOf = (row) => row[KEY_COLUMN.field];
+/** Whether a row as written was inserted (never updated). @param {WrittenUser} user */
+export const wasInserted = (user) => user[UPDATED_AT.field] === null;
+
 const secrets = USER_COLUMNS.filter((c) => c.shown === 'never');
 if (secrets.length !== 1) throw new Error("user-columns.js: one column must be shown: 'never'");
 /** The one column never shown: the password's hash. */

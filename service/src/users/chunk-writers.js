@@ -18,7 +18,7 @@ import {
 /** @typedef {import('./user-schema.js').UserRow} UserRow */
 /** @typedef {import('./user-sql.js').OnConflict} OnConflict */
 /** @typedef {import('../db/lending.js').Lending} Lending */
-/** @typedef {import('./user-writer.js').Counts} Counts */
+/** @typedef {import('./write-types.js').RowCounts} Counts */
 /** @typedef {import('./user-sql.js').WriteCounts} WriteCounts */
 /**
  * Writes one chunk (a stored email fails it, 23505, when `onConflict` is 'fail').
@@ -40,12 +40,13 @@ export const insertQuery = (text, config) => ({ ...config, text, operation: 'INS
 /**
  * A write sent after its settings (SET LOCALs), labelled INSERT, and its answer as its decoder
  * reads it.
+ * @template T
  * @param {Lending} client
- * @param {import('../db/statement.js').Statement<WriteCounts>} statement
+ * @param {import('../db/statement.js').Statement<T>} statement
  * @param {string} [settings]
- * @returns {Promise<WriteCounts>}
+ * @returns {Promise<T>}
  */
-const sendWrite = async (client, statement, settings = '') =>
+export const sendWrite = async (client, statement, settings = '') =>
   statement.decode(await client.query(insertQuery(settings + statement.text, statement)));
 
 /** One pg-format statement a chunk, its settings before it in one query. @type {ChunkWriter} */

@@ -1,16 +1,9 @@
-import { lastResult } from '../db/transaction-settings.js';
+import { keyOf, wasInserted } from '../user-columns.js';
 import { allNewFirst } from './all-new-first.js';
-import { STRATEGIES, insertQuery } from './chunk-writers.js';
+import { STRATEGIES, sendWrite } from './chunk-writers.js';
 import { createReplayGuess } from './replay-guess.js';
 import { byEmail } from './user-schema.js';
-import {
-  RETURNED_AS_TEXT,
-  createdNowOf,
-  insertedUser,
-  mergedUser,
-  rowsAsArrays,
-  writeStatement,
-} from './user-sql.js';
+import { rowsAsArrays, writeWithCounts, writeWithEmails, writeWithUsers } from './user-sql.js';
 import { createWritePolicy } from './write-policy.js';
 import { canWriteAtOnce, writeAllNewAtOnce, writeUnit } from './write-unit.js';
 
@@ -194,11 +187,10 @@ function chunksCounted({ chunkRows, chunkWriter }, rows, onConflict) {
 function chunksReturningRows({ chunkRows }, rows, onConflict) {
   return inChunks(
     chunkRows,
-    async (client, chunk, settings) => {
-      const text = settings + writeStatement(rowsAsArrays(chunk), onConflict, 'rows');
-      const result = await client.query(insertQuery(text, RETURNED_AS_TEXT));
-      return counted(writtenUsers(chunk, result, onConflict));
-    },
+    async (client, chunk, settings) =>
+      counted(
+        await sendWrite(client, writeWithUsers(chunk, rowsAsArrays(chunk), onConflict), settings),
+      ),
     { oneStatement: rows.length <= chunkRows },
   );
 }
@@ -206,7 +198,7 @@ function chunksReturningRows({ chunkRows }, rows, onConflict) {
 /** @param {WrittenUser[]} users @returns {Counts} */
 function counted(users) {
   let inserted = 0;
-  for (const u of users) if (u.updatedAt === null) inserted++;
+  for (const u of users) if (wasInserted(u)) inserted++;
   return { inserted, updated: users.length - inserted, users };
 }
 
@@ -233,7 +225,7 @@ function writeGroup(writer, { rows, resolution, parts }) {
   });
   /** @param {OnConflict} onConflict */
   const unit = (onConflict) => writeUnit(writer, { parts, limits, rows: groupRows(onConflict) });
-  const statement = () => writeStatement(rowsAsArrays(rows), 'fail', 'none');
+  const statement = () => writeWithCounts(rowsAsArrays(rows), 'fail').text;
   const asNew = canWriteAtOnce(parts)
     ? () => writeAllNewAtOnce(writer, { parts, limits, statement: statement() })
     : () => unit('fail');
@@ -250,18 +242,14 @@ function writeGroup(writer, { rows, resolution, parts }) {
  * @returns {Promise<'all' | Map<string, boolean | WrittenUser>>}
  */
 async function groupStatement(client, rows, onConflict, withRows, settings) {
-  /** @param {import('./user-sql.js').Returning} returning */
-  const query = (returning) =>
-    client.query(
-      insertQuery(
-        settings + writeStatement(rowsAsArrays(rows), onConflict, returning),
-        returning === 'rows' ? RETURNED_AS_TEXT : undefined,
-      ),
-    );
-  if (withRows)
-    return new Map(writtenUsers(rows, await query('rows'), onConflict).map((u) => [u.email, u]));
-  if (onConflict === 'fail') return query('none').then(() => 'all');
-  return new Map(lastResult(await query('emails')).rows.map((row) => [row.email, row.inserted]));
+  const source = rowsAsArrays(rows);
+  if (withRows) {
+    const users = await sendWrite(client, writeWithUsers(rows, source, onConflict), settings);
+    return new Map(users.map((u) => [keyOf(u), u]));
+  }
+  if (onConflict === 'fail')
+    return sendWrite(client, writeWithCounts(source, onConflict), settings).then(() => 'all');
+  return sendWrite(client, writeWithEmails(source, onConflict), settings);
 }
 
 /**
@@ -278,46 +266,12 @@ export function credit(rows, written, withRows = false) {
   /** @type {WrittenUser[] | undefined} */
   const users = withRows ? [] : undefined;
   for (const row of rows) {
-    const w = written.get(row.email);
-    const inserted = typeof w === 'object' ? w.updatedAt === null : w;
+    const w = written.get(keyOf(row));
+    const inserted = typeof w === 'object' ? wasInserted(w) : w;
     if (inserted === true) counts.inserted++;
     else if (inserted === false) counts.updated++;
     if (users && typeof w === 'object') users.push(w);
   }
   if (users) counts.users = users;
   return counts;
-}
-
-/**
- * The rows a statement wrote, from the rows sent and what it returned (RETURNING_ROWS), side by
- * side else by email.
- * @param {UserRow[]} sent
- * @param {import('pg').QueryResult | import('pg').QueryResult[]} result
- * @param {OnConflict} onConflict
- * @returns {WrittenUser[]}
- */
-export function writtenUsers(sent, result, onConflict) {
-  /** @type {(string | null)[][]} */
-  const returned = lastResult(result).rows;
-  const merge = onConflict === 'merge';
-  const now = merge ? '' : createdNowOf(result);
-  /** @param {UserRow} row @param {(string | null)[]} r @returns {WrittenUser} */
-  const user = merge ? mergedUser : (/** @type {UserRow} */ row) => insertedUser(row, now);
-  // Without a conflict clause the statement wrote every row, or failed.
-  if (onConflict === 'fail') return sent.map((row) => user(row, []));
-  /** @type {WrittenUser[]} */
-  const users = [];
-  let next = 0;
-  for (const row of sent) {
-    if (next === returned.length) break;
-    if (returned[next][0] === row.email) users.push(user(row, returned[next++]));
-  }
-  if (next === returned.length) return users;
-  const byEmail = new Map(returned.map((r) => [r[0], r]));
-  users.length = 0;
-  for (const row of sent) {
-    const r = byEmail.get(row.email);
-    if (r) users.push(user(row, r));
-  }
-  return users;
 }

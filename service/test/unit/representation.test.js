@@ -3,8 +3,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { READ_COLUMNS } from '../../src/http/write-query.js';
 import { representation as representationText } from '../../src/http/representation.js';
-import { writtenUsers } from '../../src/users/user-writer.js';
-import { timestampAsJson } from '../../src/users/user-sql.js';
+import { decodeWrittenUsers as writtenUsers, timestampAsJson } from '../../src/users/user-sql.js';
 import { userRow } from '../../../test/support/user-rows.js';
 
 /** @param {string} email @param {boolean} inserted */
