@@ -41,7 +41,9 @@ export const timeoutOf = (err) => classifyFailure(err).timeout;
 /**
  * @typedef {object} Database
  * @property {pg.Pool} pool
- * @property {<T>(fn: (client: Lending) => Promise<T>) => Promise<T>} withClient
+ * @property {<T>(fn: (client: Lending) => Promise<T>) => Promise<T>} withClient a connection lent
+ *   to fn; its failure thrown as a DatabaseFailure when it is the database's (classifyFailure
+ *   reads it)
  * @property {<T>(fn: (client: Lending, begun: import('pg').QueryResult[]) => Promise<T>,
  *   options?: { limits?: import('./transaction-settings.js').TimeLimits,
  *   then?: string }) => Promise<T>} transaction BEGIN under the settings (limits: overrides; then:
