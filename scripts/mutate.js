@@ -49,7 +49,7 @@ const of = (file, list) => list.map(([name, find, replace]) => ({ file, name, fi
 /** @type {Mutant[]} */
 export const MUTANTS = [
   ...of('service/src/users/write-policy.js', [
-    ['in doubt ignored', 'if (outcomeInDoubt(cause)) return', 'if (false) return'],
+    ['in doubt ignored', 'if (inDoubt) return', 'if (false) return'],
     [
       'an outcome_unknown wrapped again',
       'cause instanceof OutcomeUnknownError ? cause : new OutcomeUnknownError(cause)',
@@ -127,16 +127,16 @@ export const MUTANTS = [
     ['retried without end', 'if (previous === undefined) return', 'if (true) return'],
     [
       'an own failure as a 503',
-      'fail(refusalOfDatabaseState(diagnosis, err) ?? err);\n',
+      'fail(refusalOfDatabaseState(diagnosis, err) ?? failure.error);\n',
       "fail(refusalOfDatabaseState(diagnosis === 'own' " +
-        "? 'unavailable' : diagnosis, err) ?? err);\n",
+        "? 'unavailable' : diagnosis, err) ?? failure.error);\n",
     ],
     [
       "the second attempt's 503 lost",
-      'const refusal = refusalOfDatabaseState(diagnosis, err) ?? err;',
-      'const refusal = err;',
+      'const refusal = refusalOfDatabaseState(diagnosis, err) ?? classifyFailure(err).error;',
+      'const refusal = classifyFailure(err).error;',
     ],
-    ['a first attempt in doubt forgotten', '!outcomeInDoubt(previous) ||', 'true ||'],
+    ['a first attempt in doubt forgotten', '!first.inDoubt ||', 'true ||'],
     [
       "the second attempt's own doubt replaced",
       '|| refusal instanceof OutcomeUnknownError ?',

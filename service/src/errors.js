@@ -1,6 +1,7 @@
 // Every refusal and failure the API can answer, declared once: the error handler, the HTTP server's
 // own refusals and the OpenAPI document read it, so no answer goes undescribed. Column names come
 // from user-columns.js.
+import { errorCode } from './error-code.js';
 import { KEY_COLUMN, READ_FIELDS, SECRET_FIELDS, USER_FIELDS } from './user-columns.js';
 
 export const inCode = (/** @type {readonly string[]} */ names) =>
@@ -494,6 +495,41 @@ export class OutcomeUnknownError extends ApiError {
   constructor(cause) {
     super('outcome_unknown', undefined, { cause });
     this.name = 'OutcomeUnknownError';
+  }
+}
+
+/**
+ * What the lending of a connection saw when a failure came (db/lending.js): whether a commit had
+ * gone out (a COMMIT, or a statement outside BEGIN); whether it failed BEGIN's round trip (no
+ * transaction opened); whether the socket was gone, the statement unanswered its read timeout, or
+ * the connection had failed first with another error; whether the statement timeout in force had
+ * run out.
+ * @typedef {{ commitSent: boolean, atBegin: boolean, socketClosed: boolean, unanswered: boolean,
+ *   afterConnectionError: boolean, pastStatementTimeout: boolean }} ConnectionState
+ */
+
+/** @type {Readonly<ConnectionState>} the state of a failure no lending saw */
+export const NOTHING_SEEN = Object.freeze({
+  commitSent: false,
+  atBegin: false,
+  socketClosed: false,
+  unanswered: false,
+  afterConnectionError: false,
+  pastStatementTimeout: false,
+});
+
+/**
+ * Not an answer: a failure of the database's as its connection's lending saw it, `cause` as pg gave
+ * it and `code` its SQLSTATE or errno. db/failure.js tells what it means; a log shows the cause.
+ */
+export class DatabaseFailure extends Error {
+  /** @param {unknown} cause @param {Partial<ConnectionState>} [state] */
+  constructor(cause, state = {}) {
+    super('the database failed', { cause });
+    this.name = 'DatabaseFailure';
+    this.code = errorCode(cause);
+    /** @type {Readonly<ConnectionState>} */
+    this.state = Object.freeze({ ...NOTHING_SEEN, ...state });
   }
 }
 

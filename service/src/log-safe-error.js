@@ -2,6 +2,7 @@
 // (`detail`, `where`, a data exception's message), and a log line travels further than the table:
 // a database error is logged by its SQLSTATE, constraint, table and column, never its values.
 import { frozenWords } from '@sluice/env';
+import { DatabaseFailure } from './errors.js';
 
 // SQLSTATE classes whose messages name objects and states, never values (22P02 or 42601 quote one).
 const SAFE_MESSAGE_CLASSES = new Set(['08', '23', '25', '28', '3D', '40', '53', '55', '57', '58']);
@@ -31,6 +32,8 @@ const isDatabaseError = (/** @type {unknown} */ err) => {
  * @returns {Record<string, unknown> | string}
  */
 export function logSafeError(err, depth = 0) {
+  // What the connection's lending saw is for db/failure.js: the line shows what failed.
+  if (err instanceof DatabaseFailure) return logSafeError(err.cause, depth);
   if (!(err instanceof Error)) return isDatabaseError(err) ? databaseFields(err) : typeof err;
   /** @type {Record<string, unknown>} */
   const out = { type: err.name };

@@ -1,28 +1,13 @@
 import net from 'node:net';
 import pg from 'pg';
 import { DatabaseUnavailableError } from '../errors.js';
-import { createDbWatchdog, WatchdogCutError } from './watchdog.js';
-import { Lending, failedConnection, isStatementPooling, ranOutOfTime } from './lending.js';
+import { createDbWatchdog } from './watchdog.js';
+import { classifyFailure } from './failure.js';
+import { Lending } from './lending.js';
 import { STATEMENT_POOLING } from './start-problems.js';
 import { createTransactionSettings, lastResult } from './transaction-settings.js';
 import { statementTracer } from '../tracing/pg-spans.js';
 import { NO_TRACING } from '../tracing/tracing.js';
-import { errorCode } from '../error-code.js';
-
-// Failures from the database's state rather than the statement's, by errno and SQLSTATE class:
-// the connection went away, the server is starting, stopping or out of connections, the statement
-// was cancelled, deadlocked or out of serialization luck. `diagnose` confirms with a probe.
-const TRANSIENT_ERRNOS = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-]);
-const TRANSIENT_SQLSTATE_PREFIXES = ['08', '53', '57P0', '57014', '40001', '40P01'];
 
 const READY = "SELECT to_regclass('public.users') IS NOT NULL AS ready";
 // A query running this long makes the watchdog ask whether the database answers.
@@ -33,37 +18,17 @@ const UNREACHABLE_HOLD_MS = 1_000;
 export const READINESS_HOLD_MS = 1_000;
 
 /**
- * A passing failure: a transient errno or SQLSTATE, the watchdog's cut, or the connection's failure
- * as its lending saw it.
- * @param {unknown} err
- */
-export function isTransient(err) {
-  if (!(err instanceof Error)) return false;
-  if (err instanceof WatchdogCutError || failedConnection(err)) return true;
-  const code = errorCode(err);
-  return (
-    code !== undefined &&
-    (TRANSIENT_ERRNOS.has(code) || TRANSIENT_SQLSTATE_PREFIXES.some((p) => code.startsWith(p)))
-  );
-}
-
-/**
- * Which of the database's own time limits a failure is, if any: lock_timeout (55P03, also NOWAIT's
- * refusal) or statement_timeout (57014 once the statement timeout in force had run out, as its
- * lending saw it; an operator's pg_cancel_backend earlier is not).
+ * Which of the database's own time limits a failure is, if any (db/failure.js): lock_timeout (also
+ * NOWAIT's refusal) or statement_timeout (once the statement timeout in force had run out; an
+ * operator's cancel earlier is not).
  * @param {unknown} err
  * @returns {'lock_timeout' | 'statement_timeout' | undefined}
  */
-export function timeoutOf(err) {
-  const code = errorCode(err);
-  if (code === '55P03') return 'lock_timeout';
-  if (code === '57014' && ranOutOfTime(err)) return 'statement_timeout';
-  return undefined;
-}
+export const timeoutOf = (err) => classifyFailure(err).timeout;
 
 /**
  * What a failed write means: unavailable (no connection, or the probe failed too); a time limit;
- * transient (the database answers); own (the statement's). In doubt is lending.js's to say.
+ * transient (the database answers); own (the statement's). In doubt is db/failure.js's to say.
  * @typedef {'unavailable' | 'lock_timeout' | 'statement_timeout' | 'transient' | 'own'} Diagnosis
  */
 
@@ -76,7 +41,9 @@ export function timeoutOf(err) {
 /**
  * @typedef {object} Database
  * @property {pg.Pool} pool
- * @property {<T>(fn: (client: Lending) => Promise<T>) => Promise<T>} withClient
+ * @property {<T>(fn: (client: Lending) => Promise<T>) => Promise<T>} withClient a connection lent
+ *   to fn; its failure thrown as a DatabaseFailure when it is the database's (classifyFailure
+ *   reads it)
  * @property {<T>(fn: (client: Lending, begun: import('pg').QueryResult[]) => Promise<T>,
  *   options?: { limits?: import('./transaction-settings.js').TimeLimits,
  *   then?: string }) => Promise<T>} transaction BEGIN under the settings (limits: overrides; then:
@@ -128,10 +95,10 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
 
   /** @type {Database['diagnose']} */
   async function diagnose(err) {
-    if (err instanceof DatabaseUnavailableError) return 'unavailable';
-    const timeout = timeoutOf(err);
+    const { unavailable, timeout, transient } = classifyFailure(err);
+    if (unavailable) return 'unavailable';
     if (timeout) return timeout;
-    if (!isTransient(err)) return 'own';
+    if (!transient) return 'own';
     if (knownUnreachable()) return 'unavailable';
     return (await answers()) ? 'transient' : 'unavailable';
   }
@@ -303,7 +270,8 @@ function checkReadiness(withClient, settings, timeoutMs) {
       );
       return { ready: lastResult(begun).rows[0]?.ready === true };
     } catch (err) {
-      if (isStatementPooling(err)) return { ready: false, reason: STATEMENT_POOLING };
+      if (classifyFailure(client.failureOf(err)).statementPooling)
+        return { ready: false, reason: STATEMENT_POOLING };
       throw err;
     } finally {
       await client.rollback().catch(() => {});
@@ -383,7 +351,8 @@ function createProbe(connection, connectTimeoutMs, settings) {
 }
 
 /**
- * Runs `fn` with a lending, watched while held; the client is destroyed rather than lent again when
+ * Runs `fn` with a lending, watched while held; a failure thrown as the lending hands it on (a
+ * DatabaseFailure when it is the database's). The client is destroyed rather than lent again when
  * it may have lost its connection. We listen for 'error' (pg-pool stops for a lent client):
  * unhandled, it would take the process down.
  * @template T
@@ -393,25 +362,19 @@ function createProbe(connection, connectTimeoutMs, settings) {
  * @returns {Promise<T>}
  */
 async function holdClient(client, { lending, cut }, watchdog, fn) {
-  /** @type {unknown} */ let failure;
-  /** @type {unknown} */ let thrown;
-  const onError = (/** @type {Error} */ err) => {
-    failure ??= err;
-  };
+  const onError = (/** @type {Error} */ err) => lending.connectionFailed(err);
   client.on('error', onError);
   const done = watchdog.watch(cut);
   try {
     return await fn(lending);
   } catch (err) {
-    failure ??= err;
-    thrown = err;
-    throw err;
+    throw lending.handOn(err);
   } finally {
     done();
     client.off('error', onError);
-    lending.end(thrown, failure);
+    const first = lending.firstFailure();
     client.release(
-      failure !== undefined && isTransient(failure) ? /** @type {Error} */ (failure) : undefined,
+      first && classifyFailure(first).transient ? /** @type {Error} */ (first.cause) : undefined,
     );
   }
 }

@@ -1,32 +1,21 @@
 import { Writable } from 'node:stream';
-import pg from 'pg';
-import { errorCode } from '../error-code.js';
+import { DatabaseFailure } from '../errors.js';
 
 // One lending of a pooled connection: every statement goes through it, and BEGIN, COMMIT and
-// ROLLBACK through its own methods, so it knows whether a commit went out (a COMMIT, or a statement
-// outside BEGIN). A failure after that, other than PostgreSQL's refusal, may have committed.
+// ROLLBACK through its own methods, so it knows what had gone out when something failed (a COMMIT,
+// or a statement outside BEGIN, commits), how long the statement had run, and whether the
+// connection was gone. It hands a failure on with that state (a DatabaseFailure); db/failure.js
+// tells what it means.
 
-const ENDS_THE_SESSION = new Set(['FATAL', 'PANIC']);
-// Operator intervention (57P01, 57P02...): always FATAL, whatever the language of its severity.
-const OPERATOR_ENDED = '57P';
-
-/** @type {WeakSet<object>} failures after which the write may have been committed */
-const inDoubt = new WeakSet();
+/** @typedef {import('pg').ClientBase} ClientBase */
 /**
- * @type {WeakSet<object>} cancellations (57014) after the statement timeout in force had run out
+ * What a lending saw of one failure when it came (the rest of ConnectionState is known at the end).
+ * @typedef {Omit<import('../errors.js').ConnectionState, 'commitSent' | 'afterConnectionError'>}
+ *   Seen
  */
-const outOfTime = new WeakSet();
-/** @type {WeakSet<object>} BEGINs refused: no transaction was opened */
-const refusedBegins = new WeakSet();
-/**
- * @type {WeakSet<object>} failures of the connection, not of the statement (lost, or no answer in
- *   time)
- */
-const ofTheConnection = new WeakSet();
-
 /**
  * Text, or a query config whose `operation` labels its span, or a COPY stream.
- * @typedef {string | (pg.QueryConfig & { operation?: string,
+ * @typedef {string | (import('pg').QueryConfig & { operation?: string,
  *   query_timeout?: number }) | Writable} Statement
  */
 /**
@@ -44,12 +33,19 @@ export class Lending {
   #trace;
   #statementTimeoutMs;
   #sentAt = 0;
-  /** @type {WeakSet<object>} */ #noted = new WeakSet();
   #inTransaction = false;
   #commitSent = false;
   #withCommit = '';
+  /** @type {WeakSet<object>} failures of its statements and of its connection */
+  #databaseFailures = new WeakSet();
+  /** @type {WeakMap<object, Seen>} */
+  #seen = new WeakMap();
+  /** @type {unknown} the first error the connection emitted while lent */
+  #connectionError;
+  /** @type {unknown} what the borrower failed with */
+  #thrown;
 
-  /** @param {Pick<pg.ClientBase, 'query'>} client @param {LendingOptions} options */
+  /** @param {Pick<ClientBase, 'query'>} client @param {LendingOptions} options */
   constructor(
     client,
     {
@@ -70,7 +66,7 @@ export class Lending {
    * Sends a statement: outside BEGIN it commits itself.
    * @template {Statement} S
    * @param {S} statement
-   * @returns {S extends Writable ? S : Promise<pg.QueryResult<any>>}
+   * @returns {S extends Writable ? S : Promise<import('pg').QueryResult<any>>}
    */
   query(statement) {
     if (!this.#inTransaction) this.#commitSent = true;
@@ -91,9 +87,7 @@ export class Lending {
       operation: 'BEGIN',
       ...(readTimeoutMs ? { query_timeout: readTimeoutMs } : {}),
     };
-    return this.#send(statement).catch((/** @type {unknown} */ err) => {
-      throw refusedToBegin(err);
-    });
+    return this.#send(statement, true);
   }
 
   /**
@@ -112,43 +106,51 @@ export class Lending {
     return this.#send({ text, operation: 'COMMIT' });
   }
 
-  /** @param {unknown} [failure]  what failed the transaction, noted before ROLLBACK is sent */
+  /** @param {unknown} [failure]  what failed the transaction, seen before ROLLBACK is sent */
   rollback(failure) {
-    if (typeof failure === 'object' && failure !== null) this.#noteFailure(failure, 0);
+    this.#see(failure);
     this.#inTransaction = false;
     return this.#send({ text: 'ROLLBACK', operation: 'ROLLBACK' });
   }
 
-  /**
-   * Given back: `failure` after a commit was sent is in doubt unless PostgreSQL refused it and the
-   * session lives. connectionError: what the client emitted while lent; pg's own failure of a
-   * statement sent after it (refused at once, the socket not yet closed) is the connection's.
-   * @param {unknown} [failure] @param {unknown} [connectionError]
-   */
-  end(failure, connectionError) {
-    const connectionFailed = typeof connectionError === 'object' && connectionError !== null;
-    if (connectionFailed) this.#noteFailure(connectionError, 0);
-    if (typeof failure !== 'object' || failure === null) return;
-    this.#noteFailure(failure, 0);
-    if (
-      connectionFailed &&
-      failure !== connectionError &&
-      !(failure instanceof pg.DatabaseError) &&
-      errorCode(failure) === undefined
-    )
-      ofTheConnection.add(failure);
-    if (!this.#commitSent) return;
-    if (
-      failure instanceof pg.DatabaseError &&
-      !ENDS_THE_SESSION.has(failure.severity ?? '') &&
-      !(failure.code ?? '').startsWith(OPERATOR_ENDED)
-    )
-      return;
-    inDoubt.add(failure);
+  /** The client emitted `err` while lent: its connection failed. @param {unknown} err */
+  connectionFailed(err) {
+    if (this.#connectionError !== undefined) return;
+    this.#connectionError = err;
+    if (isObject(err)) this.#databaseFailures.add(err);
   }
 
-  /** @param {Statement} statement @returns {any} */
-  #send(statement) {
+  /**
+   * What to throw in place of `thrown`, the borrower's failure: a DatabaseFailure when one of its
+   * statements or its connection failed with it, or once a commit had gone out (whatever failed
+   * then, the write may have been committed); anything else as it came.
+   * @param {unknown} thrown
+   */
+  handOn(thrown) {
+    this.#thrown = thrown;
+    if (!isObject(thrown) || thrown instanceof DatabaseFailure) return thrown;
+    return this.#databaseFailures.has(thrown) || this.#commitSent ? this.failureOf(thrown) : thrown;
+  }
+
+  /** The first failure while lent, the connection's or else the borrower's, with its state. */
+  firstFailure() {
+    const first = this.#connectionError ?? this.#thrown;
+    return first === undefined ? undefined : this.failureOf(first);
+  }
+
+  /** `err` with what this lending saw of it. @param {unknown} err */
+  failureOf(err) {
+    this.#see(err);
+    const seen = isObject(err) ? this.#seen.get(err) : undefined;
+    return new DatabaseFailure(err, {
+      ...seen,
+      commitSent: this.#commitSent,
+      afterConnectionError: isObject(this.#connectionError) && err !== this.#connectionError,
+    });
+  }
+
+  /** @param {Statement} statement @param {boolean} [atBegin] @returns {any} */
+  #send(statement, atBegin = false) {
     const isCopy = statement instanceof Writable;
     const operation = isCopy
       ? 'COPY'
@@ -158,67 +160,43 @@ export class Lending {
     return this.#trace(operation, () => {
       this.#sentAt = performance.now();
       const answer = this.#client.query(/** @type {any} */ (statement));
-      if (isCopy) return answer;
+      if (isCopy) {
+        // pg answers a COPY with its stream, which fails with the server's refusal.
+        statement.on('error', (err) => this.#databaseFailures.add(err));
+        return answer;
+      }
       const sent = this.#sentAt;
       const timeoutMs =
         (typeof statement === 'object' && statement.query_timeout) || this.#readTimeoutMs;
       return answer.catch((/** @type {unknown} */ err) => {
-        if (typeof err === 'object' && err !== null)
-          this.#noteFailure(err, performance.now() - sent >= timeoutMs ? timeoutMs : 0);
+        if (isObject(err)) this.#databaseFailures.add(err);
+        const unanswered = timeoutMs > 0 && performance.now() - sent >= timeoutMs;
+        this.#see(err, { atBegin, unanswered });
         throw err;
       });
     });
   }
 
   /**
-   * pg's own failure (no SQLSTATE, no errno) is the connection's when its socket is gone or the
-   * statement went unanswered its read timeout.
-   * @param {object} err
-   * @param {number} timedOutAfterMs
+   * Notes what the lending sees of a failure: the socket each time; the time the statement had run
+   * once, at its answer (or before ROLLBACK is sent, or at the end).
+   * @param {unknown} err
+   * @param {{ atBegin?: boolean, unanswered?: boolean }} [at]
    */
-  #noteFailure(err, timedOutAfterMs) {
-    // Timed from the statement that failed: noted once, at its answer (or before ROLLBACK).
-    if (!this.#noted.has(err)) {
-      this.#noted.add(err);
-      if (
-        err instanceof pg.DatabaseError &&
-        err.code === '57014' &&
-        this.#statementTimeoutMs > 0 &&
-        performance.now() - this.#sentAt >= this.#statementTimeoutMs
-      )
-        outOfTime.add(err);
-    }
-    if (err instanceof pg.DatabaseError || errorCode(err) !== undefined) return;
-    if (this.#socket.destroyed || timedOutAfterMs > 0) ofTheConnection.add(err);
+  #see(err, { atBegin = false, unanswered = false } = {}) {
+    if (!isObject(err)) return;
+    const before = this.#seen.get(err);
+    this.#seen.set(err, {
+      pastStatementTimeout:
+        before?.pastStatementTimeout ??
+        (this.#statementTimeoutMs > 0 &&
+          performance.now() - this.#sentAt >= this.#statementTimeoutMs),
+      socketClosed: (before?.socketClosed ?? false) || this.#socket.destroyed,
+      unanswered: (before?.unanswered ?? false) || unanswered,
+      atBegin: (before?.atBegin ?? false) || atBegin,
+    });
   }
 }
 
-/** Whether the write that failed with `err` may have been committed. @param {unknown} err */
-export const outcomeInDoubt = (err) => typeof err === 'object' && err !== null && inDoubt.has(err);
-
-/**
- * Whether `err` was the connection's failure (lost, or unanswered), as a lending saw it.
- * @param {unknown} err
- */
-export const failedConnection = (err) =>
-  typeof err === 'object' && err !== null && ofTheConnection.has(err);
-
-/** Notes that `err` refused a BEGIN: no transaction was opened. @param {unknown} err */
-export function refusedToBegin(err) {
-  if (typeof err === 'object' && err !== null) refusedBegins.add(err);
-  return err;
-}
-
-/**
- * A pooler in statement mode (PgBouncer) refused to open a transaction: 08P01 to a BEGIN.
- * @param {unknown} err
- */
-export const isStatementPooling = (err) =>
-  err instanceof pg.DatabaseError && err.code === '08P01' && refusedBegins.has(err);
-
-/**
- * A cancellation (57014) that came once the statement timeout in force had run out:
- * statement_timeout, not an operator's cancel.
- * @param {unknown} err
- */
-export const ranOutOfTime = (err) => typeof err === 'object' && err !== null && outOfTime.has(err);
+/** @param {unknown} value @returns {value is object} */
+const isObject = (value) => typeof value === 'object' && value !== null;

@@ -1,9 +1,10 @@
 import pg from 'pg';
-import { isStatementPooling, refusedToBegin } from './lending.js';
-import { errorCode } from '../error-code.js';
+import { DatabaseFailure } from '../errors.js';
+import { classifyFailure } from './failure.js';
 
 // Why the service cannot start on a database, as one line with its cause and its fix, told by
-// SQLSTATE or errno (never a message), and the check made once at start-up that finds it.
+// what db/failure.js makes of the failure (never its message), and the check made once at start-up
+// that finds it.
 
 export const STATEMENT_POOLING =
   'the pooler in front of the database runs pool_mode = statement, ' +
@@ -12,7 +13,8 @@ export const STATEMENT_POOLING =
 
 // Wrong credentials, database or pooler mode stop the start; a database not reachable yet (refused,
 // a name not resolved) may be on its way, so the service says so and serves 503 until it answers.
-const MAY_COME = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
+/** @type {ReadonlySet<import('./failure.js').Misconfiguration | undefined>} */
+const MAY_COME = new Set(['refused', 'host']);
 
 /**
  * The one-liner for a failure to use the database at `url` (named by `variable`), or undefined
@@ -23,26 +25,25 @@ export function databaseProblem(err, { variable, url }) {
   const { hostname, port, username, pathname } = new URL(url);
   const at = `${hostname}:${port || 5432}`;
   const database = decodeURIComponent(pathname.slice(1)) || decodeURIComponent(username);
-  const code = errorCode(err);
-  if (isStatementPooling(err)) return STATEMENT_POOLING;
-  switch (code) {
-    case '28P01':
+  const { code, statementPooling, misconfiguration } = classifyFailure(err);
+  if (statementPooling) return STATEMENT_POOLING;
+  switch (misconfiguration) {
+    case 'password':
       return (
         `${variable}: PostgreSQL at ${at} refused the password of user ` +
         `"${decodeURIComponent(username)}" (28P01): put that user's password in ${variable}`
       );
-    case '3D000':
+    case 'database':
       return (
         `${variable}: database "${database}" does not exist at ${at} (3D000): ` +
         `create it (createdb ${database}) or name an existing one in ${variable}`
       );
-    case 'ECONNREFUSED':
+    case 'refused':
       return (
         `${variable}: nothing accepts connections at ${at} (ECONNREFUSED): ` +
         `start PostgreSQL there, or point ${variable} at where it runs`
       );
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
+    case 'host':
       return `${variable}: host "${hostname}" is not known (${code}): fix the host in ${variable}`;
     default:
       return undefined;
@@ -69,14 +70,15 @@ export async function checkDatabase(url, timeoutMs) {
   try {
     await client.connect();
     await client.query('BEGIN').catch((err) => {
-      throw refusedToBegin(err);
+      throw new DatabaseFailure(err, { atBegin: true });
     });
     await client.query('ROLLBACK');
     return undefined;
   } catch (err) {
     const line = databaseProblem(err, { variable: 'DATABASE_URL', url });
-    if (line) return { line, fatal: !MAY_COME.has(errorCode(err) ?? '') };
-    throw err;
+    const { error, misconfiguration } = classifyFailure(err);
+    if (line) return { line, fatal: !MAY_COME.has(misconfiguration) };
+    throw error;
   } finally {
     client.end().catch(() => {});
   }

@@ -2,12 +2,10 @@
 // or COPY, then only after its unique violation the write that resolves conflicts, which costs
 // PostgreSQL far more; almost every write is new users.
 
-import { errorCode } from '../error-code.js';
-
-const UNIQUE_VIOLATION = '23505';
+import { classifyFailure } from '../db/failure.js';
 
 /** Whether PostgreSQL refused a row for a stored (or repeated) key. @param {unknown} err */
-export const isUniqueViolation = (err) => errorCode(err) === UNIQUE_VIOLATION;
+export const isUniqueViolation = (err) => classifyFailure(err).uniqueViolation;
 
 /**
  * `asNew`, then `resolving` after its unique violation (`undo` first), or at once unless `tryNew`.

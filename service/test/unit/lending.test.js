@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pg from 'pg';
-import { Lending, outcomeInDoubt } from '../../src/db/lending.js';
+import { classifyFailure } from '../../src/db/failure.js';
+import { Lending } from '../../src/db/lending.js';
 import {
   DatabaseTimeoutError,
   DatabaseUnavailableError,
@@ -39,15 +40,10 @@ function fakeConnection(answer) {
   /** Lends the connection to `fn` as database.js's withClient does. @template T @param {(c: Lending) => Promise<T>} fn @returns {Promise<T>} */
   const withClient = async (fn) => {
     const lending = new Lending(client, { socket: { destroyed: false } });
-    /** @type {unknown} */
-    let thrown;
     try {
       return await fn(lending);
     } catch (err) {
-      thrown = err;
-      throw err;
-    } finally {
-      lending.end(thrown);
+      throw lending.handOn(err);
     }
   };
   return { client, sent, withClient };
@@ -56,17 +52,20 @@ function fakeConnection(answer) {
 /** Sends `s` as database.js would: BEGIN and COMMIT through the lending's own. @param {Lending} c @param {string} s */
 const send = (c, s) => (/^begin/i.test(s) ? c.begin(s) : s === 'COMMIT' ? c.commit() : c.query(s));
 
-/** The failure of `statements` on one lending, the last failing with `failure`. @param {string[]} statements @param {Error} failure */
+/** The failure of `statements` on one lending, the last failing with `failure`, as the lending hands it on. @param {string[]} statements @param {Error} failure */
 async function failureAfter(statements, failure) {
   const last = statements.at(-1);
   const { withClient } = fakeConnection((text) => (text === last ? failure : undefined));
-  await assert.rejects(
-    withClient(async (c) => {
-      for (const s of statements) await send(c, s);
-    }),
+  return withClient(async (c) => {
+    for (const s of statements) await send(c, s);
+  }).then(
+    () => assert.fail('the last statement fails'),
+    (/** @type {unknown} */ err) => err,
   );
-  return failure;
 }
+
+/** Whether the write may have been committed, as db/failure.js says. @param {unknown} err */
+const outcomeInDoubt = (err) => classifyFailure(err).inDoubt;
 
 describe('whether a failed write may have been committed (unit)', () => {
   test('a statement outside BEGIN commits itself: a lost connection after it was sent is in doubt', async () => {
@@ -150,7 +149,8 @@ describe('whether a failed write may have been committed (unit)', () => {
   });
 
   test('the refusal: outcome_unknown whatever the diagnosis when in doubt; otherwise as before', async () => {
-    const doubt = await failureAfter(['INSERT INTO users ...'], lost());
+    const lostOnce = lost();
+    const doubt = await failureAfter(['INSERT INTO users ...'], lostOnce);
     for (const diagnosis of /** @type {const} */ (['unavailable', 'transient', 'own']))
       assert.ok(refusalOfDatabaseState(diagnosis, doubt) instanceof OutcomeUnknownError, diagnosis);
     const sure = await failureAfter(['BEGIN', 'INSERT INTO users ...'], lost());
@@ -164,7 +164,8 @@ describe('whether a failed write may have been committed (unit)', () => {
     );
     assert.deepEqual(
       [refusal.status, refusal.code, refusal.cause],
-      [503, 'outcome_unknown', doubt],
+      [503, 'outcome_unknown', lostOnce],
+      'its cause: the failure as pg gave it',
     );
     assert.match(refusal.message, /may have been written; retrying is safe/);
   });
@@ -254,7 +255,8 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
   });
 
   test('group commit: every request of a group in doubt gets outcome_unknown; none is written alone', async () => {
-    const doubt = await failureAfter(['INSERT INTO users ...'], lost());
+    const lostOnce = lost();
+    const doubt = await failureAfter(['INSERT INTO users ...'], lostOnce);
     /** @type {string[]} */
     const writes = [];
     const gc = createGroupCommit({
@@ -275,7 +277,7 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
       assert.ok(
         a.status === 'rejected' &&
           a.reason instanceof OutcomeUnknownError &&
-          a.reason.cause === doubt,
+          a.reason.cause === lostOnce,
       );
     assert.ok(
       writes.every((w) => w === 'group'),

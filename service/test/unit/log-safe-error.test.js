@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
+import { DatabaseFailure } from '../../src/errors.js';
 import { logSafeError } from '../../src/log-safe-error.js';
 
 /** An error shaped as pg's DatabaseError. @param {Record<string, unknown>} fields */
@@ -57,6 +58,14 @@ describe('logSafeError (unit)', () => {
     assert.equal(out.cause.message, 'boom');
     assert.equal(out.errors[0].code, '42601');
     assert.doesNotMatch(JSON.stringify(out), /\$2b\$/);
+  });
+
+  test('a failure handed on by a lending is logged as what failed, alone or as a cause', () => {
+    const err = databaseError({ message: 'deadlock detected', code: '40P01', detail: 'x' });
+    const handedOn = new DatabaseFailure(err, { commitSent: true });
+    assert.deepEqual(logSafeError(handedOn), logSafeError(err));
+    const wrapping = /** @type {any} */ (logSafeError(new Error('outer', { cause: handedOn })));
+    assert.deepEqual(wrapping.cause, logSafeError(err));
   });
 
   test("whatever a database error quotes in detail, where, hint or a risky class's message, none of it is logged (property)", () => {

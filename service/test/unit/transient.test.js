@@ -1,9 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
-import { isTransient, timeoutOf } from '../../src/db/database.js';
+import { timeoutOf } from '../../src/db/database.js';
+import { classifyFailure } from '../../src/db/failure.js';
 import { Lending } from '../../src/db/lending.js';
 import { WatchdogCutError } from '../../src/db/watchdog.js';
+
+/** Whether db/failure.js calls `err` passing. @param {unknown} err */
+const isTransient = (err) => classifyFailure(err).transient;
+
+/** The failure of a statement on `lending`, as the lending hands it on. @param {Lending} lending */
+const failureOn = async (lending) =>
+  lending.handOn(await lending.query('SELECT 1').catch((e) => e));
 
 /** @param {string} code */
 const serverError = (code) =>
@@ -42,23 +50,15 @@ test("pg's own failure is the connection's when the lending saw its socket gone,
     query: async () => Promise.reject(new Error('Connection terminated unexpectedly')),
   };
   const gone = new Lending(failing, { socket: { destroyed: true } });
-  assert.equal(isTransient(await gone.query('SELECT 1').catch((e) => e)), true, 'socket gone');
+  assert.equal(isTransient(await failureOn(gone)), true, 'socket gone');
   const alive = new Lending(failing, { socket: { destroyed: false } });
-  assert.equal(
-    isTransient(await alive.query('SELECT 1').catch((e) => e)),
-    false,
-    'socket alive, answered at once',
-  );
+  assert.equal(isTransient(await failureOn(alive)), false, 'socket alive, answered at once');
   const slow = {
     query: () =>
       new Promise((_, reject) => setTimeout(() => reject(new Error('Query read timeout')), 30)),
   };
   const timedOut = new Lending(slow, { socket: { destroyed: false }, readTimeoutMs: 20 });
-  assert.equal(
-    isTransient(await timedOut.query('SELECT 1').catch((e) => e)),
-    true,
-    'unanswered its read timeout',
-  );
+  assert.equal(isTransient(await failureOn(timedOut)), true, 'unanswered its read timeout');
 });
 
 test("pg's own failure of a statement sent after the client emitted a connection error is the connection's, though its socket is still open", async () => {
@@ -67,9 +67,7 @@ test("pg's own failure of a statement sent after the client emitted a connection
       Promise.reject(new Error('Client has encountered a connection error and is not queryable')),
   };
   const lent = new Lending(failing, { socket: { destroyed: false } });
-  const refused = await lent.query('SELECT 1').catch((e) => e);
-  lent.end(
-    refused,
+  lent.connectionFailed(
     Object.assign(
       new pg.DatabaseError(
         'terminating connection because of crash of another server process',
@@ -79,12 +77,10 @@ test("pg's own failure of a statement sent after the client emitted a connection
       { code: '57P02', severity: 'FATAL' },
     ),
   );
-  assert.equal(isTransient(refused), true);
+  assert.equal(isTransient(await failureOn(lent)), true);
   const alone = new Lending(failing, { socket: { destroyed: false } });
-  const unexplained = await alone.query('SELECT 1').catch((e) => e);
-  alone.end(unexplained, undefined);
   assert.equal(
-    isTransient(unexplained),
+    isTransient(await failureOn(alone)),
     false,
     "no connection error while lent: not the connection's",
   );
@@ -96,10 +92,10 @@ test('a cancellation is statement_timeout once the timeout in force ran out, nev
     query: () => new Promise((_, reject) => setTimeout(() => reject(cancelled()), ms)),
   });
   const late = new Lending(after(30), { socket: { destroyed: false }, statementTimeoutMs: 20 });
-  assert.equal(timeoutOf(await late.query('SELECT 1').catch((e) => e)), 'statement_timeout');
+  assert.equal(timeoutOf(await failureOn(late)), 'statement_timeout');
   const early = new Lending(after(0), { socket: { destroyed: false }, statementTimeoutMs: 1000 });
   assert.equal(
-    timeoutOf(await early.query('SELECT 1').catch((e) => e)),
+    timeoutOf(await failureOn(early)),
     undefined,
     "an operator's cancel, or a trigger's",
   );
@@ -113,7 +109,7 @@ test('a cancellation is statement_timeout once the timeout in force ran out, nev
   });
   await none.begin('BEGIN', 0);
   assert.equal(
-    timeoutOf(await none.query('SELECT 1').catch((e) => e)),
+    timeoutOf(await failureOn(none)),
     undefined,
     'a transaction without a statement timeout',
   );

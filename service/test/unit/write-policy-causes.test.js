@@ -8,14 +8,13 @@ import { createWritePolicy, refusalOfDatabaseState } from '../../src/users/write
 const policyOf = (diagnosis) => createWritePolicy({ diagnose: async () => diagnosis });
 const failure = () => Object.assign(new Error('from the database'), { code: 'XX000' });
 
-/** `err`, made a failure after which the write may have been committed (its statement sent, then the connection lost). @template {Error} E @param {E} err */
+/** `err` as a lending hands it on once its statement (outside BEGIN) was sent: the write may have been committed. @param {Error} err */
 function inDoubt(err) {
   const lending = new Lending(/** @type {any} */ ({ query: async () => {} }), {
     socket: { destroyed: false },
   });
   void lending.query('INSERT INTO users ...');
-  lending.end(err);
-  return err;
+  return lending.handOn(err);
 }
 
 /** @param {import('../../src/users/write-policy.js').Decision} d */
@@ -23,9 +22,12 @@ const refusalIn = (d) => (d.then === 'fail' ? d.err : undefined);
 
 describe('the write policy keeps the refusal it was given, and the cause it names (unit)', () => {
   test('a failure that is already the 503 is answered as it is, not wrapped again', async () => {
-    const unknown = inDoubt(new OutcomeUnknownError(failure()));
-    assert.equal(refusalOfDatabaseState('transient', unknown), unknown);
-    assert.equal(refusalIn(await policyOf('unavailable').afterFailure('batch', unknown)), unknown);
+    const unknown = new OutcomeUnknownError(failure());
+    assert.equal(refusalOfDatabaseState('transient', inDoubt(unknown)), unknown);
+    assert.equal(
+      refusalIn(await policyOf('unavailable').afterFailure('batch', inDoubt(unknown))),
+      unknown,
+    );
     const unavailable = new DatabaseUnavailableError(failure());
     assert.equal(refusalOfDatabaseState('unavailable', unavailable), unavailable);
     assert.equal(
@@ -40,9 +42,11 @@ describe('the write policy keeps the refusal it was given, and the cause it name
 
   test('both attempts in doubt: the outcome_unknown names the second failure, the latest word on the row', async () => {
     const first = inDoubt(failure());
-    const second = inDoubt(failure());
+    const second = failure();
     for (const diagnosis of /** @type {const} */ (['transient', 'unavailable'])) {
-      const refusal = refusalIn(await policyOf(diagnosis).afterFailure('batch', second, first));
+      const refusal = refusalIn(
+        await policyOf(diagnosis).afterFailure('batch', inDoubt(second), first),
+      );
       assert.ok(refusal instanceof OutcomeUnknownError, diagnosis);
       assert.equal(refusal.cause, second, diagnosis);
     }

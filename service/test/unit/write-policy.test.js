@@ -23,16 +23,14 @@ const policyOf = (diagnosis, { tableLocked = false, lockTimeoutMs } = {}) =>
 
 const failure = () => Object.assign(new Error('from the database'), { code: 'XX000' });
 
-/** A failure after which the write may have been committed: lost once its statement (outside BEGIN) was sent. */
-function inDoubt() {
-  const err = new Error('Connection terminated unexpectedly');
+/** A failure after which the write may have been committed: lost once its statement (outside BEGIN) was sent, as the lending hands it on. @param {Error} [err] */
+function inDoubt(err = new Error('Connection terminated unexpectedly')) {
   const lending = new Lending(
     { query: async () => /** @type {any} */ ({}) },
     { socket: { destroyed: false } },
   );
   void lending.query('INSERT INTO users ...');
-  lending.end(err);
-  return err;
+  return lending.handOn(err);
 }
 
 /** @param {import('../../src/users/write-policy.js').Decision} d */
@@ -78,7 +76,8 @@ describe('the write policy (unit)', () => {
         await policyOf('unavailable').afterFailure('batch', failure(), failure()),
       ) instanceof DatabaseUnavailableError,
     );
-    const doubt = inDoubt();
+    const lost = new Error('Connection terminated unexpectedly');
+    const doubt = inDoubt(lost);
     for (const diagnosis of /** @type {const} */ ([
       'transient',
       'own',
@@ -86,7 +85,7 @@ describe('the write policy (unit)', () => {
       'lock_timeout',
     ])) {
       const refusal = refusalIn(await policyOf(diagnosis).afterFailure('batch', failure(), doubt));
-      assert.ok(refusal instanceof OutcomeUnknownError && refusal.cause === doubt, diagnosis);
+      assert.ok(refusal instanceof OutcomeUnknownError && refusal.cause === lost, diagnosis);
     }
   });
 
