@@ -1,5 +1,6 @@
 // The service's spans over the OpenTelemetry API (tracing.js's Tracing, made by sdk.js when tracing
 // is on). Nothing of OpenTelemetry is imported here: the API comes in from the SDK that started it.
+import { DatabaseFailure } from '../errors.js';
 
 /** @typedef {import('@opentelemetry/api').Span} Span */
 /** @typedef {import('@opentelemetry/api').Attributes} Attributes */
@@ -28,14 +29,14 @@ const pathOf = (url) => {
 };
 
 /**
- * Marks a span failed by the error's code or class, never its message (it may quote what a client
- * sent).
+ * Marks a span failed by the error's code or class (a database failure's, as PostgreSQL or pg gave
+ * it), never its message (it may quote what a client sent).
  * @param {Span} span
  * @param {unknown} err
  */
 function failSpan(span, err) {
   /** @type {{ name?: unknown, code?: unknown }} */
-  const e = err ?? {};
+  const e = (err instanceof DatabaseFailure ? err.cause : err) ?? {};
   const type = typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : 'error';
   span.setAttribute('error.type', type);
   span.setStatus({ code: 2 /* SpanStatusCode.ERROR */, message: type });
