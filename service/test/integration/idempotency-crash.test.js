@@ -311,6 +311,7 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
         if (s.answer?.status === 201)
           assert.equal(retry.text, s.answer.text, `${s.key}: the first answer, byte for byte`);
       } else {
+        if (retry.status === 500) { await new Promise((r) => setTimeout(r, 500)); console.error('DEBUG500', JSON.stringify(services.flatMap((x) => x.logs).filter((l) => l.level >= 50).slice(-5))); }
         assert.equal(retry.status, 201, `${s.key}: a retry writes: ${retry.text.slice(0, 200)}`);
         assert.equal(retry.replayed, null, s.key);
       }
