@@ -156,7 +156,8 @@ function createWriting({ config, db, logger, metrics, tracing }) {
  * @param {{ config: import('./config.js').Config,
  *   writer: import('./users/user-writer.js').UserWriter,
  *   policy: import('./users/write-policy.js').WritePolicy,
- *   metrics: import('./metrics.js').Metrics, tracing: import('./tracing/tracing.js').Tracing }} deps
+ *   metrics: import('./metrics.js').Metrics,
+ *   tracing: import('./tracing/tracing.js').Tracing }} deps
  * @returns {import('./http/post-users.js').WriteUsers}
  */
 function routeWrites({ config, writer, policy, metrics, tracing }) {

@@ -10,8 +10,8 @@ import { checkStreamHeaders, readStream } from './stream-body.js';
 // POST /users with a streamed body (NDJSON, CSV): its headers checked, admitted for what it holds
 // at once, `100 Continue` sent, its text read piece by piece into the import
 // (users/stream-import.js) and answered from what it wrote (with an Idempotency-Key: the outcome
-// stored with the import, or the one stored under the key replayed). A client gone mid-body gets no answer: its
-// socket is destroyed.
+// stored with the import, or the one stored under the key replayed). A client gone mid-body gets
+// no answer: its socket is destroyed.
 
 /** The media types of a stream, by the format of its records (byContentType's routes). */
 export const STREAM_TYPES = Object.freeze({
