@@ -430,6 +430,26 @@ describe('POST /users with Prefer: invalid=quarantine', () => {
     }
   });
 
+  test('a small request with an item set aside joins a group like any other, its items kept with the group', async () => {
+    const scrape = async () => (await fetch(`${ctx.app.baseUrl}/metrics`)).text();
+    const grouped = (/** @type {string} */ text) =>
+      Number(/^sluice_group_commit_requests_sum (\d+)/m.exec(text)?.[1] ?? 0);
+    const before = grouped(await scrape());
+    const valid = makeUsers(2);
+    const withBad = [...makeUsers(2), { email: `bad-${uniqueTag()}`, name: 'Bad' }];
+    const [a, b] = await Promise.all([
+      ctx.app.postUsers(valid),
+      ctx.app.postUsers(withBad, { headers: QUARANTINE }),
+    ]);
+    assert.equal(a.status, 201, a.text);
+    assert.equal(b.status, 201, b.text);
+    assert.equal(b.body.quarantined, 1);
+    assert.equal(grouped(await scrape()) - before, 2, 'both written by group commit');
+    const kept = await keptFor(ctx.db.pool, /** @type {string} */ (b.headers.get('x-request-id')));
+    assert.equal(kept.length, 1);
+    assert.equal((await ctx.db.usersByEmail([...valid, ...withBad].map((u) => u.email))).size, 4);
+  });
+
   test('the metric counts what was set aside, by reason', async () => {
     const scrape = async () => (await fetch(`${ctx.app.baseUrl}/metrics`)).text();
     const value = (/** @type {string} */ text, /** @type {string} */ reason) =>
