@@ -253,6 +253,13 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
    * is the stored one. Then each is retried with its key: a replay of what is stored, or a write.
    * @param {string} baseUrl @param {Sent[]} sent @param {(answer: NonNullable<Sent['answer']>) => 'stored' | 'nothing' | 'either'} meaning  what an answer says was written
    */
+  /** The log line of an answer's errorId, if a service logged one. @param {string} text */
+  function loggedFor(text) {
+    const errorId = /"errorId":"([^"]+)"/.exec(text)?.[1];
+    const line = errorId && services.flatMap((x) => x.logs).find((l) => l.errorId === errorId);
+    return line ? `; logged: ${JSON.stringify(line)}` : '';
+  }
+
   async function checkEachKey(baseUrl, sent, meaning) {
     const counts = { stored: 0, neither: 0, answered: 0, streams: 0, streamsCaught: 0 };
     /** @type {string[]} */ const problems = [];
@@ -311,8 +318,11 @@ describe('kill -9 mid-request with Idempotency-Keys: the rows and their answer, 
         if (s.answer?.status === 201)
           assert.equal(retry.text, s.answer.text, `${s.key}: the first answer, byte for byte`);
       } else {
-        if (retry.status === 500) { await new Promise((r) => setTimeout(r, 500)); console.error('DEBUG500', JSON.stringify(services.flatMap((x) => x.logs).filter((l) => l.level >= 50).slice(-5))); }
-        assert.equal(retry.status, 201, `${s.key}: a retry writes: ${retry.text.slice(0, 200)}`);
+        assert.equal(
+          retry.status,
+          201,
+          `${s.key}: a retry writes: ${retry.text.slice(0, 200)}${loggedFor(retry.text)}`,
+        );
         assert.equal(retry.replayed, null, s.key);
       }
     }
