@@ -33,8 +33,6 @@ export function createDbWatchdog({
   /** @type {Set<Watched>} */
   const inFlight = new Set();
   let checking = false;
-  /** @type {NodeJS.Timeout | undefined} */
-  let timer;
 
   async function check() {
     if (checking) return;
@@ -54,18 +52,7 @@ export function createDbWatchdog({
     }
   }
 
-  function arm() {
-    if (timer || inFlight.size === 0) return;
-    timer = setInterval(() => {
-      if (inFlight.size === 0) {
-        clearInterval(timer);
-        timer = undefined;
-        return;
-      }
-      void check();
-    }, intervalMs);
-    timer.unref();
-  }
+  const ticker = tickWhileBusy(() => inFlight.size > 0, check, intervalMs);
 
   return {
     /**
@@ -77,17 +64,38 @@ export function createDbWatchdog({
       /** @type {Watched} */
       const w = { since: now(), cut };
       inFlight.add(w);
-      arm();
+      ticker.start();
       return () => {
         inFlight.delete(w);
       };
     },
     /** Runs the check now (tests). */
     check,
-    stop() {
-      clearInterval(timer);
-      timer = undefined;
+    stop: ticker.stop,
+  };
+}
+
+/**
+ * Calls `tick` every `intervalMs` once started, until a tick finds nothing `busy`.
+ * @param {() => boolean} busy @param {() => Promise<void>} tick @param {number} intervalMs
+ */
+function tickWhileBusy(busy, tick, intervalMs) {
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer;
+  const stop = () => {
+    clearInterval(timer);
+    timer = undefined;
+  };
+  return {
+    start() {
+      if (timer || !busy()) return;
+      timer = setInterval(() => {
+        if (!busy()) return stop();
+        void tick();
+      }, intervalMs);
+      timer.unref();
     },
+    stop,
   };
 }
 
