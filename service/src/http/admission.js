@@ -55,6 +55,7 @@ function allowanceOf(budget, grant, metrics, clientMetrics) {
  * @returns {import('express').RequestHandler}
  */
 export function admitRequest({ budget, maxBodyBytes, metrics, clientMetrics, holdBytes }) {
+  const admission = { budget, metrics, clientMetrics };
   /** @param {import('express').Response} res @param {Grant} grant @param {boolean} asRead */
   function admitted(res, grant, asRead) {
     res.once('close', () => budget.release(grant));
@@ -87,47 +88,49 @@ export function admitRequest({ budget, maxBodyBytes, metrics, clientMetrics, hol
       admitted(res, now, asRead);
       return next();
     }
-    waitForBudget(res, upFront, client).then((grant) => {
+    waitForBudget(admission, res, upFront, client).then((grant) => {
       if (!grant) return;
       admitted(res, grant, asRead);
       next();
     }, next);
   };
+}
 
-  /**
-   * Waits for room; undefined when the client left meanwhile.
-   * @param {import('express').Response} res
-   * @param {number} bytes
-   * @param {import('./fair-share.js').FairClient} client
-   * @returns {Promise<Grant | undefined>}
-   */
-  async function waitForBudget(res, bytes, client) {
-    const aborted = new AbortController();
-    const onClose = () => aborted.abort();
-    res.once('close', onClose);
-    const started = performance.now();
-    /** @type {Grant} */
-    let grant;
-    try {
-      grant = await budget.acquire(bytes, aborted.signal, client);
-    } catch (err) {
-      if (err instanceof AdmissionRefusedError) {
-        metrics?.shed(err.reason);
-        if (err.reason !== 'aborted')
-          clientMetrics?.refused(client.label, err.reason === 'share' ? 'share' : 'budget');
-      }
-      // A client that left waiting gets no answer; the error handler sees the closed response.
-      throw err;
-    } finally {
-      res.off('close', onClose);
-      const seconds = (performance.now() - started) / 1000;
-      metrics?.waited(seconds);
-      clientMetrics?.waited(client.label, seconds);
+/**
+ * Waits for room; undefined when the client left meanwhile.
+ * @param {{ budget: AdmissionBudget, metrics?: AdmissionMetrics,
+ *   clientMetrics?: ClientAdmissionMetrics }} admission
+ * @param {import('express').Response} res
+ * @param {number} bytes
+ * @param {import('./fair-share.js').FairClient} client
+ * @returns {Promise<Grant | undefined>}
+ */
+async function waitForBudget({ budget, metrics, clientMetrics }, res, bytes, client) {
+  const aborted = new AbortController();
+  const onClose = () => aborted.abort();
+  res.once('close', onClose);
+  const started = performance.now();
+  /** @type {Grant} */
+  let grant;
+  try {
+    grant = await budget.acquire(bytes, aborted.signal, client);
+  } catch (err) {
+    if (err instanceof AdmissionRefusedError) {
+      metrics?.shed(err.reason);
+      if (err.reason !== 'aborted')
+        clientMetrics?.refused(client.label, err.reason === 'share' ? 'share' : 'budget');
     }
-    if (res.destroyed || res.writableFinished) {
-      budget.release(grant);
-      return undefined;
-    }
-    return grant;
+    // A client that left waiting gets no answer; the error handler sees the closed response.
+    throw err;
+  } finally {
+    res.off('close', onClose);
+    const seconds = (performance.now() - started) / 1000;
+    metrics?.waited(seconds);
+    clientMetrics?.waited(client.label, seconds);
   }
+  if (res.destroyed || res.writableFinished) {
+    budget.release(grant);
+    return undefined;
+  }
+  return grant;
 }

@@ -48,32 +48,7 @@ const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING, clients }) {
   if (!tokens && !verifyJwt) return (_req, _res, next) => next();
 
-  /**
-   * @param {import('express').Request} req
-   * @param {string} client
-   * @param {string} scope
-   * @param {string} label
-   * @param {import('./client-directory.js').Client} [limited]
-   */
-  const accept = (req, client, scope, label, limited) => {
-    req.clientName = client;
-    req.clientScope = scope;
-    if (limited) req.ingestClient = limited;
-    metrics.accepted(label);
-    tracing.activeSpan()?.setAttribute('sluice.client', client);
-  };
-  /**
-   * @param {import('express').Request} req
-   * @param {import('express').NextFunction} next
-   * @param {'missing' | 'malformed' | 'invalid'} kind
-   * @param {string} reason
-   * @param {string} [message]
-   */
-  const refuse = (req, next, kind, reason, message) => {
-    metrics.refused(reason);
-    req.refusedBecause = reason;
-    next(new UnauthorizedError(kind, message));
-  };
+  const { accept, refuse } = outcomes(metrics, tracing);
 
   return (req, _res, next) => {
     if (repeatedHeaders(req, ['authorization']).length > 0) {
@@ -105,4 +80,39 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING,
       },
     );
   };
+}
+
+/**
+ * A request accepted (its client set on it, counted, named on its span) or refused (counted, a
+ * 401 handed to `next`).
+ * @param {AuthMetrics} metrics @param {import('../tracing/tracing.js').Tracing} tracing
+ */
+function outcomes(metrics, tracing) {
+  /**
+   * @param {import('express').Request} req
+   * @param {string} client
+   * @param {string} scope
+   * @param {string} label
+   * @param {import('./client-directory.js').Client} [limited]
+   */
+  const accept = (req, client, scope, label, limited) => {
+    req.clientName = client;
+    req.clientScope = scope;
+    if (limited) req.ingestClient = limited;
+    metrics.accepted(label);
+    tracing.activeSpan()?.setAttribute('sluice.client', client);
+  };
+  /**
+   * @param {import('express').Request} req
+   * @param {import('express').NextFunction} next
+   * @param {'missing' | 'malformed' | 'invalid'} kind
+   * @param {string} reason
+   * @param {string} [message]
+   */
+  const refuse = (req, next, kind, reason, message) => {
+    metrics.refused(reason);
+    req.refusedBecause = reason;
+    next(new UnauthorizedError(kind, message));
+  };
+  return { accept, refuse };
 }
