@@ -265,31 +265,12 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
       }
       if (err) return next(describeReadError(err, decoder !== undefined));
       if (decoder) req.resume(); // anything after the compressed stream, so the request ends
-      // An Idempotency-Key's fingerprint is of the body as sent (decoded), whatever it parses to.
-      res.locals.idempotency?.update(/** @type {Buffer} */ (buffer));
-      try {
-        const setAside = res.locals.write.invalid
-          ? (/** @type {import('../errors.js').ItemError[]} */ errors) =>
-              (res.locals.duplicateKeys = errors)
-          : undefined;
-        req.body = parseJsonBody(/** @type {Buffer} */ (buffer), setAside);
-      } catch (parseError) {
-        return next(parseError);
-      }
-      next();
+      takeBody(req, res, /** @type {Buffer} */ (buffer), next);
     };
 
     const timer = setTimeout(() => {
       const bytes = stop();
-      settle(
-        new ApiError(
-          'body_timeout',
-          `the body did not arrive within BODY_READ_TIMEOUT_MS ` +
-            `(${bodyReadTimeoutMs} ms); nothing was written`,
-        ),
-        undefined,
-        bytes,
-      );
+      settle(bodyTimeout(bodyReadTimeoutMs), undefined, bytes);
     }, bodyReadTimeoutMs);
     const declared = req.headers['content-length'];
     const allowance = res.locals.bodyAllowance;
@@ -305,6 +286,36 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
     );
   };
 }
+
+/**
+ * The body read, parsed strictly onto req.body, or the parse's refusal handed to `next`.
+ * @param {import('express').Request} req
+ * @param {import('express').Response} res
+ * @param {Buffer} buffer
+ * @param {import('express').NextFunction} next
+ */
+function takeBody(req, res, buffer, next) {
+  // An Idempotency-Key's fingerprint is of the body as sent (decoded), whatever it parses to.
+  res.locals.idempotency?.update(buffer);
+  try {
+    const setAside = res.locals.write.invalid
+      ? (/** @type {import('../errors.js').ItemError[]} */ errors) =>
+          (res.locals.duplicateKeys = errors)
+      : undefined;
+    req.body = parseJsonBody(buffer, setAside);
+  } catch (parseError) {
+    return next(parseError);
+  }
+  next();
+}
+
+/** @param {number} bodyReadTimeoutMs */
+const bodyTimeout = (bodyReadTimeoutMs) =>
+  new ApiError(
+    'body_timeout',
+    `the body did not arrive within BODY_READ_TIMEOUT_MS ` +
+      `(${bodyReadTimeoutMs} ms); nothing was written`,
+  );
 
 /**
  * A read failure as the catalogue's answer: ours as they are; a decoder's is malformed_encoding.

@@ -56,25 +56,10 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
   let chunks = undefined;
   const { fail, next: nextChunk, stop: stopWatching } = watchFailures(req, decoder);
 
-  /** @type {NodeJS.Timeout | undefined} */
-  let timer = undefined;
-  const armTimer = () => {
-    clearTimeout(timer);
-    timer = setTimeout(
-      () =>
-        fail(
-          new ApiError(
-            'body_timeout',
-            `no part of the body arrived for STREAM_IDLE_TIMEOUT_MS ` +
-              `(${idleTimeoutMs} ms); nothing was written`,
-          ),
-        ),
-      idleTimeoutMs,
-    );
-  };
+  const idle = idleTimer(() => fail(idleTimeout(idleTimeoutMs)), idleTimeoutMs);
 
   function close() {
-    clearTimeout(timer);
+    idle.clear();
     stopWatching();
     // The iterator's listeners off: one left would keep unread-body.js from resuming the request.
     chunks?.return?.().catch(() => {});
@@ -96,24 +81,18 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
         /** @type {IteratorResult<Buffer>} */
         let next;
         // Timed only while waiting for the client: not while the consumer (COPY) is behind.
-        armTimer();
+        idle.arm();
         try {
           next = await nextChunk(iterator);
         } catch (err) {
-          if (err instanceof ApiError || err instanceof ClientGoneError) throw err;
-          if (decoder) throw new ApiError('malformed_encoding');
-          throw !req.complete ? new ClientGoneError() : err;
+          throw readFailure(err, req, decoder);
         } finally {
-          clearTimeout(timer);
+          idle.clear();
         }
         if (next.done) break;
         const chunk = next.value;
         read += chunk.length;
-        if (read > maxStreamBytes)
-          throw new ApiError(
-            'payload_too_large',
-            `the body is larger than MAX_STREAM_BYTES (${maxStreamBytes}); nothing was written`,
-          );
+        if (read > maxStreamBytes) throw tooLarge(maxStreamBytes);
         yield decodeUtf8(utf8, chunk, true);
       }
       const last = decodeUtf8(utf8, undefined, false);
@@ -121,6 +100,52 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
     },
   };
 }
+
+/**
+ * Calls `onIdle` once `ms` pass after `arm` without `clear`.
+ * @param {() => void} onIdle @param {number} ms
+ */
+function idleTimer(onIdle, ms) {
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer = undefined;
+  return {
+    arm() {
+      clearTimeout(timer);
+      timer = setTimeout(onIdle, ms);
+    },
+    clear() {
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * A failed read as what the reader throws: ours as they are, a decoder's malformed_encoding, the
+ * request's a ClientGoneError while it is incomplete.
+ * @param {unknown} err
+ * @param {import('node:http').IncomingMessage} req
+ * @param {import('node:stream').Transform | undefined} decoder
+ */
+function readFailure(err, req, decoder) {
+  if (err instanceof ApiError || err instanceof ClientGoneError) return err;
+  if (decoder) return new ApiError('malformed_encoding');
+  return !req.complete ? new ClientGoneError() : err;
+}
+
+/** @param {number} idleTimeoutMs */
+const idleTimeout = (idleTimeoutMs) =>
+  new ApiError(
+    'body_timeout',
+    `no part of the body arrived for STREAM_IDLE_TIMEOUT_MS ` +
+      `(${idleTimeoutMs} ms); nothing was written`,
+  );
+
+/** @param {number} maxStreamBytes */
+const tooLarge = (maxStreamBytes) =>
+  new ApiError(
+    'payload_too_large',
+    `the body is larger than MAX_STREAM_BYTES (${maxStreamBytes}); nothing was written`,
+  );
 
 /**
  * The first failure of a stream (client gone, bad encoding, idle timeout), which ends the wait for
