@@ -8,18 +8,16 @@ import { chargeRefused } from './rate-limit.js';
 import { ClientGoneError, readBody } from './read-body.js';
 import { repeatedHeaders } from './repeated-headers.js';
 
+/** @typedef {import('node:http').IncomingMessage} IncomingMessage */
+/** @typedef {import('node:stream').Transform} Transform */
+
 // Reads a JSON body strictly: what is parsed is exactly what was sent, or a refusal naming the
 // problem. Headers are checked before a byte is read, so a wrong type or size costs nothing.
 
-// RFC 9659 caps a zstd Content-Encoding's window at 8 MiB; zstd's own default would let a frame's
-// header make the decoder take 128 MiB before one byte is decoded.
+// RFC 9659's cap on a zstd window; zstd's own would let a frame's header take far more memory.
 const ZSTD_WINDOW_LOG_MAX = 23;
 
-/**
- * Content-Encodings taken, with their decoders. Others (compress, stacked) are 415; zstd needs
- * Node 22.15 or newer, and is 415 before.
- * @type {Record<string, () => import('node:stream').Transform>}
- */
+/** Others are 415. @type {Record<string, () => Transform>} */
 const DECODERS = {
   gzip: zlib.createGunzip,
   'x-gzip': zlib.createGunzip,
@@ -39,18 +37,9 @@ const CODINGS_TAKEN = Object.keys(DECODERS)
   .join(', ');
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
-/**
- * @typedef {{ error: ApiError }
- *   | { decoder: (() => import('node:stream').Transform) | null }} HeaderCheck a refusal, or the
- *   body's decoder
- */
+/** @typedef {{ error: ApiError } | { decoder: (() => Transform) | null }} HeaderCheck */
 
-/**
- * What is wrong with a JSON body's headers, or its decoder.
- * @param {import('node:http').IncomingMessage} req
- * @param {number} maxBodyBytes
- * @returns {HeaderCheck}
- */
+/** @param {IncomingMessage} req @param {number} maxBodyBytes @returns {HeaderCheck} */
 export function checkJsonHeaders(req, maxBodyBytes) {
   const [repeated] = repeatedHeaders(req, ['content-type']);
   if (repeated)
@@ -106,11 +95,8 @@ export function checkJsonHeaders(req, maxBodyBytes) {
 }
 
 /**
- * Transfer-Encoding, Content-Encoding and Content-Length checked for a body of at most `limit`
- * bytes (a JSON body's or a stream's).
- * @param {import('node:http').IncomingMessage} req
- * @param {number} limit
- * @param {string} [limitName]
+ * Transfer-Encoding, Content-Encoding and Content-Length checked for a body of at most `limit`.
+ * @param {IncomingMessage} req @param {number} limit @param {string} [limitName]
  * @returns {HeaderCheck}
  */
 export function checkCodings(req, limit, limitName = 'MAX_BODY_BYTES') {
@@ -168,10 +154,8 @@ const COMMON_TYPES = new Set([
 const PLAIN_BODY = Object.freeze({ decoder: null });
 
 /**
- * A Content-Length over the limit, refused before it is read (Node refused malformed ones already).
- * @param {import('node:http').IncomingMessage} req
- * @param {number} maxBodyBytes
- * @param {string} [limitName]
+ * Node refused a malformed Content-Length already.
+ * @param {IncomingMessage} req @param {number} maxBodyBytes @param {string} [limitName]
  */
 function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
   const declared = Number(req.headers['content-length'] ?? 0);
@@ -185,9 +169,7 @@ function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
 }
 
 /**
- * The parsed value of a decoded body, or why it cannot be taken as sent. `onItemDuplicates`: told
- * of the users that give a key twice instead of refusing them (they are set aside,
- * invalid=quarantine).
+ * `onItemDuplicates`: told of the users that give a key twice instead of refusing them.
  * @param {Buffer} buffer
  * @param {(errors: import('../errors.js').ItemError[]) => void} [onItemDuplicates]
  * @returns {unknown}
@@ -195,8 +177,7 @@ function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
 export function parseJsonBody(buffer, onItemDuplicates) {
   // Decoding would replace bad bytes with U+FFFD, which would then be stored as if sent.
   if (!isUtf8(buffer)) throw new ApiError('invalid_utf8');
-  // A byte-order mark is no part of the JSON text; RFC 8259 lets a parser ignore it, and sluice
-  // does.
+  // A byte-order mark is no part of the JSON text (RFC 8259 lets a parser ignore it).
   const start = buffer.subarray(0, 3).equals(UTF8_BOM) ? 3 : 0;
   const text = buffer.toString('utf8', start);
   if (text === '') return undefined;
@@ -234,8 +215,7 @@ export function parseJsonBody(buffer, onItemDuplicates) {
 }
 
 /**
- * Checks the headers, reads the body (decoded, within its limit, its time and admission's
- * allowance), parses it strictly onto req.body.
+ * Reads the body (decoded, within its limit, its time and admission's allowance) onto req.body.
  * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} options
  * @returns {import('express').RequestHandler}
  */
@@ -288,11 +268,8 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
 }
 
 /**
- * The body read, parsed strictly onto req.body, or the parse's refusal handed to `next`.
- * @param {import('express').Request} req
- * @param {import('express').Response} res
- * @param {Buffer} buffer
- * @param {import('express').NextFunction} next
+ * @param {import('express').Request} req @param {import('express').Response} res
+ * @param {Buffer} buffer @param {import('express').NextFunction} next
  */
 function takeBody(req, res, buffer, next) {
   // An Idempotency-Key's fingerprint is of the body as sent (decoded), whatever it parses to.
@@ -317,11 +294,7 @@ const bodyTimeout = (bodyReadTimeoutMs) =>
       `(${bodyReadTimeoutMs} ms); nothing was written`,
   );
 
-/**
- * A read failure as the catalogue's answer: ours as they are; a decoder's is malformed_encoding.
- * @param {unknown} err
- * @param {boolean} compressed
- */
+/** A decoder's failure is malformed_encoding. @param {unknown} err @param {boolean} compressed */
 function describeReadError(err, compressed) {
   if (err instanceof ApiError) return err;
   return compressed ? new ApiError('malformed_encoding') : err;

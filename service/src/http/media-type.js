@@ -4,14 +4,12 @@
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const QUOTED = '"(?:[^"\\\\\\x00-\\x08\\x0a-\\x1f\\x7f]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*"';
 const TYPE = new RegExp(`^${TOKEN}/${TOKEN}`);
-// OWS ";" OWS [ name "=" ( token / quoted-string ) ]: an empty parameter is allowed, a bare name
-// not.
+// OWS ";" OWS [ name "=" ( token / quoted-string ) ]: an empty parameter, not a bare name.
 const PARAMETER = new RegExp(`[ \\t]*;[ \\t]*(?:(${TOKEN})=(${TOKEN}|${QUOTED}))?`, 'y');
 
 /**
- * @param {string} header
- * @returns {{ type: string, parameters: Map<string, string> } | null} null: malformed; names
- *   lower-cased
+ * Names lower-cased; null: malformed.
+ * @param {string} header @returns {{ type: string, parameters: Map<string, string> } | null}
  */
 export function parseMediaType(header) {
   const type = TYPE.exec(header);

@@ -2,11 +2,9 @@ import { frozenWords } from '@sluice/env';
 import { ApiError } from '../errors.js';
 import { DEFAULT_MAX_INVALID, MAX_INVALID_LIMIT } from '../users/quarantine.js';
 
-// The Prefer header (RFC 7240) with PostgREST's words for writes: resolution, return, count,
-// handling; and sluice's `invalid=quarantine` (its parameter `max-invalid=N`, the bound). Others
-// are ignored, unless `handling=strict` (then 400, as in PostgREST).
+// The Prefer header (RFC 7240): PostgREST's words for writes, and sluice's `invalid=quarantine`.
+// Others are ignored, unless `handling=strict` (then 400, as in PostgREST).
 
-/** The `resolution` preferences (PostgREST's names), by the Resolution they select. */
 const RESOLUTIONS = Object.freeze({
   'ignore-duplicates': 'ignore',
   'merge-duplicates': 'merge',
@@ -28,9 +26,8 @@ const HANDLINGS = new Set(['lenient', 'strict']);
 const NONE = Object.freeze({ resolution: 'ignore', count: false });
 
 /**
- * A request's `Prefer` headers (joined with ", "): `name[=value][;...]` by commas, names in any
- * case, the first of a name counts but two resolutions that differ are refused
- * (unsupported_preference).
+ * A request's `Prefer` headers (joined with ", "): the first of a name counts, but two resolutions
+ * that differ are refused.
  * @param {string | undefined} header @returns {Preferences}
  */
 export function parsePreferences(header) {
@@ -69,11 +66,7 @@ export function parsePreferences(header) {
     : { resolution, return: ret, count, applied: applied || undefined };
 }
 
-/**
- * The header's preferences: the first value of each name, those not honoured as sent, and the
- * parameters of `invalid`.
- * @param {string} header
- */
+/** Each name's first value, those not honoured, `invalid`'s parameters. @param {string} header */
 function readPreferences(header) {
   /** @type {Map<string, string>} */
   const first = new Map();
@@ -103,10 +96,7 @@ function readPreferences(header) {
   return { first, unknown, invalidParameters };
 }
 
-/**
- * `name[=value]`: the name lowercased, the value unquoted.
- * @param {string} text
- */
+/** `name[=value]`, the name lowercased, the value unquoted. @param {string} text */
 function nameAndValue(text) {
   const eq = text.indexOf('=');
   const name = (eq === -1 ? text : text.slice(0, eq)).trim().toLowerCase();
@@ -120,10 +110,7 @@ function nameAndValue(text) {
   return { name, value };
 }
 
-/**
- * The Resolution a `resolution` value selects, or unsupported_preference.
- * @param {string} value @returns {import('../users/user-schema.js').Resolution}
- */
+/** @param {string} value @returns {import('../users/user-schema.js').Resolution} */
 function resolutionOf(value) {
   const resolved = Object.hasOwn(RESOLUTIONS, value)
     ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (value)]
@@ -139,8 +126,8 @@ function resolutionOf(value) {
 }
 
 /**
- * `invalid=quarantine`, with `max-invalid=N` (0 to MAX_INVALID_LIMIT) as its parameter; another
- * value or parameter is refused, so a typo never turns into all or nothing.
+ * `invalid=quarantine[; max-invalid=N]`; another value or parameter is refused, so a typo never
+ * turns into all or nothing.
  * @param {string} value @param {string[]} parameters @returns {{ maxInvalid: number }}
  */
 function invalidPreference(value, parameters) {
@@ -191,7 +178,6 @@ function isHonoured(name, value) {
 }
 
 /**
- * The `resolution` a request asks for.
  * @param {string | undefined} header
  * @returns {{ resolution: import('../users/user-schema.js').Resolution, applied?: string }}
  */

@@ -1,9 +1,7 @@
 /**
  * The names among `names` (lower-case) a request carries twice: Node keeps the first silently, so
  * callers refuse rather than guess.
- * @param {import('node:http').IncomingMessage} req
- * @param {string[]} names
- * @returns {string[]}
+ * @param {import('node:http').IncomingMessage} req @param {string[]} names @returns {string[]}
  */
 export function repeatedHeaders(req, names) {
   /** @type {Set<string>} */

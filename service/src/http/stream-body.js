@@ -4,13 +4,15 @@ import { parseMediaType } from './media-type.js';
 import { ClientGoneError } from './read-body.js';
 import { repeatedHeaders } from './repeated-headers.js';
 
+/** @typedef {import('node:http').IncomingMessage} IncomingMessage */
+/** @typedef {import('node:stream').Transform} Transform */
+
 // A streamed body (NDJSON, CSV) read piece by piece, never whole: its text handed out as it comes,
-// the request paused while the consumer is busy. Limits: MAX_STREAM_BYTES, an idle timeout.
+// the request paused while the consumer is busy.
 
 /**
- * What is wrong with a stream's headers, or its decoder.
- * @param {import('node:http').IncomingMessage} req
- * @param {number} maxStreamBytes
+ * @param {IncomingMessage} req @param {number} maxStreamBytes
+ * @returns {import('./json-body.js').HeaderCheck}
  */
 export function checkStreamHeaders(req, maxStreamBytes) {
   const [repeated] = repeatedHeaders(req, ['content-type']);
@@ -34,17 +36,15 @@ export function checkStreamHeaders(req, maxStreamBytes) {
 }
 
 /**
- * texts: the body's text piece by piece, checked UTF-8, or an ApiError or ClientGoneError; close:
- * the rest stays unread.
+ * texts: checked UTF-8, or an ApiError or ClientGoneError; close: the rest stays unread.
  * @typedef {{ texts: () => AsyncGenerator<string>, bytes: () => number,
  *   close: () => void }} StreamReader
  */
 
 /**
- * @param {import('node:http').IncomingMessage} req
- * @param {{ decoder: (() => import('node:stream').Transform) | null, maxStreamBytes: number,
+ * @param {IncomingMessage} req @returns {StreamReader}
+ * @param {{ decoder: (() => Transform) | null, maxStreamBytes: number,
  *   idleTimeoutMs: number }} options
- * @returns {StreamReader}
  */
 export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTimeoutMs }) {
   const decoder = makeDecoder?.();
@@ -119,13 +119,7 @@ function idleTimer(onIdle, ms) {
   };
 }
 
-/**
- * A failed read as what the reader throws: ours as they are, a decoder's malformed_encoding, the
- * request's a ClientGoneError while it is incomplete.
- * @param {unknown} err
- * @param {import('node:http').IncomingMessage} req
- * @param {import('node:stream').Transform | undefined} decoder
- */
+/** @param {unknown} err @param {IncomingMessage} req @param {Transform | undefined} decoder */
 function readFailure(err, req, decoder) {
   if (err instanceof ApiError || err instanceof ClientGoneError) return err;
   if (decoder) return new ApiError('malformed_encoding');
@@ -148,11 +142,9 @@ const tooLarge = (maxStreamBytes) =>
   );
 
 /**
- * The first failure of a stream (client gone, bad encoding, idle timeout), which ends the wait for
- * a chunk; not a Promise.race a read, whose reactions would keep every chunk alive
- * (nodejs/node#17469).
- * @param {import('node:http').IncomingMessage} req
- * @param {import('node:stream').Transform | undefined} decoder
+ * The first failure of a stream, which ends the wait for a chunk; not a Promise.race a read, whose
+ * reactions would keep every chunk alive (nodejs/node#17469).
+ * @param {IncomingMessage} req @param {Transform | undefined} decoder
  */
 function watchFailures(req, decoder) {
   /** @type {{ err: unknown } | undefined} */
@@ -175,11 +167,7 @@ function watchFailures(req, decoder) {
   decoder?.on('error', () => fail(new ApiError('malformed_encoding')));
   return {
     fail,
-    /**
-     * The next chunk, or the failure that comes first.
-     * @param {AsyncIterator<Buffer>} iterator
-     * @returns {Promise<IteratorResult<Buffer>>}
-     */
+    /** @param {AsyncIterator<Buffer>} iterator @returns {Promise<IteratorResult<Buffer>>} */
     async next(iterator) {
       if (failure) throw failure.err;
       try {
@@ -200,9 +188,7 @@ function watchFailures(req, decoder) {
 
 /**
  * Strict: a replacement U+FFFD would be stored as if sent.
- * @param {TextDecoder} utf8
- * @param {Buffer | undefined} chunk
- * @param {boolean} more
+ * @param {TextDecoder} utf8 @param {Buffer | undefined} chunk @param {boolean} more
  */
 function decodeUtf8(utf8, chunk, more) {
   try {
