@@ -1,4 +1,3 @@
-// The Lambda entry: the feeder composed from the environment at its first invocation.
 import { loadTracingConfig } from '@sluice/env';
 import { loadFeederConfig } from './config.js';
 import { createFeeder } from './feeder.js';
