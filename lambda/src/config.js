@@ -91,10 +91,7 @@ export const FEEDER_VARIABLES = defineVariables({
   },
 });
 
-/**
- * A bad variable fails naming every one at fault.
- * @param {NodeJS.ProcessEnv} [env] @returns {FeederConfig}
- */
+/** @param {NodeJS.ProcessEnv} [env] @returns {FeederConfig} */
 export function loadFeederConfig(env = process.env) {
   const v = loadEnv(FEEDER_VARIABLES, env, (values) =>
     values.INGEST_TOKEN_SECRET_ARN && values.INGEST_TOKEN

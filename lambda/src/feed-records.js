@@ -6,7 +6,6 @@ import { unpackRecords } from './records.js';
 /** @typedef {import('./config.js').FeederConfig} FeederConfig */
 /** @typedef {import('./failure-ledger.js').Failure} Failure */
 /**
- * replayed: users an earlier delivery of their chunk wrote.
  * @typedef {{ posts: number, retries: number, inserted: number, updated: number, stale: number,
  *   stored: number, quarantined: number, replayed: number }} FeedStats
  */

@@ -84,10 +84,7 @@ export function createFeeder({
   };
 }
 
-/**
- * Said once while the refusals last; again after a batch was let in.
- * @param {ReturnType<typeof createReports>} reports
- */
+/** @param {ReturnType<typeof createReports>} reports */
 function refusalsSaidOnce(reports) {
   let said = false;
   return {

@@ -13,8 +13,7 @@ async function composeFeeder(env) {
 }
 
 /**
- * Composes at the first invocation, not at import, so a bad variable fails an invocation that says
- * so (a ConfigError naming it); a failed composition is tried again at the next.
+ * Composed at the first invocation, not at import, so a bad variable fails one that says so.
  * @param {NodeJS.ProcessEnv} [env] @returns {import('./feeder.js').SqsHandler}
  */
 export function feederFromEnvironment(env = process.env) {

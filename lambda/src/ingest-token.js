@@ -8,8 +8,7 @@ import { ConfigError } from './errors.js';
  */
 
 /**
- * The token read from Secrets Manager (plain text, or INGEST_CLIENT_NAME's) at a cold start and on
- * a 401, which is how a rotated token reaches a warm environment.
+ * Read at a cold start and on a 401, which is how a rotated token reaches a warm environment.
  * @param {import('./config.js').FeederConfig} config @param {{ client?: SecretsClient }} [options]
  * @returns {Promise<import('./config.js').FeederConfig>}
  */

@@ -13,8 +13,7 @@ export function createPowertools() {
 /** @typedef {Pick<Metrics, 'addMetric' | 'publishStoredMetrics'>} FeederMetrics */
 /**
  * Counts only, never a user or the token. usersStored: inserted or already there; usersReplayed:
- * stored by an earlier delivery (not in inserted, updated, stale); heldMessages: failed behind
- * their group's failure.
+ * stored by an earlier delivery (not in inserted, updated, stale).
  * @typedef {{ requestId: string | undefined, records: number, users: number, usersStored: number,
  *   inserted: number, updated: number, stale: number, quarantined: number, usersReplayed: number,
  *   posts: number, retries: number, failedMessages: number, poisonMessages: number,

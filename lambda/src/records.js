@@ -21,7 +21,6 @@ const RESOLUTIONS = Object.freeze({
 const INVALID_USERS = frozenWords(['quarantine', 'refuse']);
 
 /**
- * Each record's users as items, with the `resolution` and `invalid` attributes, else the feeder's.
  * A body that is not JSON or not users, or an unknown attribute value, poisons its message alone.
  * @param {SqsRecordLike[]} records @param {Resolution} [defaultResolution]
  * @param {InvalidUsers} [defaultInvalid]

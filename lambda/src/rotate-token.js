@@ -1,5 +1,4 @@
-// Secrets Manager's rotation of the ingest tokens (client name → token): a Lambda of its own,
-// bundled from this file alone; a rotation gives every client a new token.
+// Secrets Manager's rotation of the ingest tokens: a Lambda of its own, bundled from this file.
 import { randomBytes } from 'node:crypto';
 import {
   DescribeSecretCommand,
@@ -85,20 +84,14 @@ export async function rotate(
 
 /** @typedef {{ client: RotationDeps['client'], secretId: string, version: string }} Rotated */
 
-/**
- * AWSCURRENT's, or the rotated version's as AWSPENDING.
- * @param {Rotated} secret @param {'AWSCURRENT' | 'AWSPENDING'} stage
- */
+/** @param {Rotated} secret @param {'AWSCURRENT' | 'AWSPENDING'} stage */
 async function secretText({ client, secretId, version }, stage) {
   const which = stage === 'AWSPENDING' ? { VersionId: version } : {};
   const read = new GetSecretValueCommand({ SecretId: secretId, ...which, VersionStage: stage });
   return (await client.send(read)).SecretString;
 }
 
-/**
- * createSecret: a new token for every client of AWSCURRENT, put as AWSPENDING unless there already.
- * @param {Rotated} secret
- */
+/** createSecret. @param {Rotated} secret */
 async function createPending(secret) {
   const current = clientsOf(await secretText(secret, 'AWSCURRENT'), 'AWSCURRENT');
   try {
@@ -124,10 +117,7 @@ async function createPending(secret) {
   );
 }
 
-/**
- * testSecret: AWSPENDING names the clients of AWSCURRENT, each with a new token of its own.
- * @param {Rotated} secret
- */
+/** testSecret. @param {Rotated} secret */
 async function testPending(secret) {
   const current = tokensOf(await secretText(secret, 'AWSCURRENT'), 'AWSCURRENT');
   const pending = tokensOf(await secretText(secret, 'AWSPENDING'), 'AWSPENDING');
@@ -140,7 +130,7 @@ async function testPending(secret) {
     throw new Error('AWSPENDING gives two clients the same token');
 }
 
-/** @param {Rotated} secret @param {Record<string, string[]>} stages */
+/** finishSecret. @param {Rotated} secret @param {Record<string, string[]>} stages */
 async function finish({ client, secretId, version }, stages) {
   const current = Object.entries(stages).find(([, s]) => s.includes('AWSCURRENT'))?.[0];
   await client.send(

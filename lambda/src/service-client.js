@@ -10,8 +10,7 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
  */
 
 /**
- * The answers typed from the service's OpenAPI document (`npm run lint` makes the .d.ts), so a
- * change to its catalogue breaks this type check rather than the feeder.
+ * Typed from the service's OpenAPI document: a change to its catalogue breaks the type check.
  * @typedef {import('../../.cache/openapi/sluice-api.js').operations['postUsers']['responses']} Answers
  * @typedef {import('../../.cache/openapi/sluice-api.js').components['schemas']['ItemError']} ItemError
  * @typedef {Exclude<Answers[201]['content']['application/json'], unknown[]>} BatchResult

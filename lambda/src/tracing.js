@@ -29,10 +29,7 @@ export const NO_TRACING = Object.freeze({
   currentTraceparent: () => undefined,
 });
 
-/**
- * NO_TRACING when off, else spans over the API, imported only then.
- * @param {import('@sluice/env/tracing').TracingConfig} config @returns {Promise<FeederTracing>}
- */
+/** @param {import('@sluice/env/tracing').TracingConfig} config @returns {Promise<FeederTracing>} */
 export async function loadFeederTracing(config) {
   if (!config.enabled) return NO_TRACING;
   return tracingOver(await import('@opentelemetry/api'));
