@@ -5,10 +5,7 @@ import { frozenWords } from '@sluice/env';
 /** Bodies up to this size may use the reserved share, so they never starve behind large ones. */
 export const SMALL_BODY_BYTES = 64 * 1024;
 export const RESERVED_SHARE = 1 / 16;
-/**
- * Bytes that may wait, in budgets: a waiting body stays unread in the kernel, while a refused one
- * is read, dropped and sent again, so a client that never backs off is cheaper queued.
- */
+/** In budgets: a waiting body stays unread in the kernel, a refused one is read and sent again. */
 export const WAITING_BUDGETS = 64;
 
 /** @typedef {import('./fair-share.js').FairClient} FairClient */
@@ -39,8 +36,7 @@ export class AdmissionRefusedError extends ApiError {
 
 /**
  * Large requests hold at most the budget less the reserve; small ones all of it, only the reserve
- * while a large one waits. Waiters queue per kind, clients in turn (fair-share.js), bounded in
- * time and bytes; while others wait a client holds and queues only its share, never past its cap.
+ * while a large one waits. Waiters queue per kind, clients in turn, bounded in time and bytes.
  */
 export class AdmissionBudget {
   #total = 0;
@@ -98,10 +94,7 @@ export class AdmissionBudget {
     return Math.min(bytes, this.largeShareBytes);
   }
 
-  /**
-   * Whether a grant holding `held` may hold `bytes` instead, whoever asks.
-   * @param {number} bytes @param {number} held @param {boolean} heldLarge
-   */
+  /** Room, whoever asks. @param {number} bytes @param {number} held @param {boolean} heldLarge */
   #fits(bytes, held = 0, heldLarge = false) {
     const large = bytes > this.smallBodyBytes;
     const total = this.#total - held + bytes;
@@ -153,10 +146,7 @@ export class AdmissionBudget {
     }
   }
 
-  /**
-   * A grant now if it fits, its client may hold it, and nobody of its kind waits.
-   * @param {number} bodyBytes @param {FairClient} [client] @returns {Grant | undefined}
-   */
+  /** @param {number} bodyBytes @param {FairClient} [client] @returns {Grant | undefined} */
   tryAcquire(bodyBytes, client = ONE_CLIENT) {
     const bytes = this.charge(bodyBytes);
     const queue = bytes > this.smallBodyBytes ? this.#largeQueue : this.#smallQueue;
@@ -168,7 +158,6 @@ export class AdmissionBudget {
   }
 
   /**
-   * A grant once it fits and it is its client's turn, within `maxWaitMs`, else refused.
    * @param {number} bodyBytes @param {AbortSignal} [signal] the client left
    * @param {FairClient} [client] @returns {Promise<Grant>}
    */
@@ -252,9 +241,8 @@ export class AdmissionBudget {
     this.#admitWaiters();
   }
 
-  // Large requests first, then small ones; within each, clients in turn (fair-share.js). A client
-  // at its share or cap is passed over; otherwise the next in turn is never passed by another of
-  // its kind, so a large request waiting for room is not starved by smaller ones.
+  // Large requests first; within a kind, clients in turn. A client at its share or cap is passed
+  // over; no other is, so a large request is not starved by smaller ones.
   #admitWaiters() {
     /** @param {FairClient} client @param {Waiter} first */
     const atLimit = (client, first) => !this.#withinShare(client, first.bytes);

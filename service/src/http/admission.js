@@ -36,9 +36,8 @@ function allowanceOf({ budget, metrics, clientMetrics }, grant) {
 }
 
 /**
- * Admits a request into the byte budget before its body is read, or 503 having read nothing; what
- * it holds is released once the response ends. holdBytes: charge at most this (a stream holds a
- * bounded part). A body of unknown size is charged as it is read (res.locals.bodyAllowance).
+ * Admits a request before its body is read, or 503 having read nothing; its hold ends with the
+ * response. holdBytes: charge at most this (a stream holds a bounded part).
  * @param {Admission & { maxBodyBytes: number, holdBytes?: number }} options
  * @returns {import('express').RequestHandler}
  */

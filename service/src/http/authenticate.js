@@ -22,10 +22,9 @@ const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
  */
 
 /**
- * Who may POST /users: a client's static token or a JWT; else 401, WWW-Authenticate telling
- * missing, malformed and invalid apart (RFC 6750). An accepted request carries `req.clientName`,
- * `req.clientScope` and, given a directory, `req.ingestClient`; a token is never kept or logged;
- * `apikey` is ignored, as PostgREST does. Nothing configured: every request passes.
+ * Who may POST /users: a static token or a JWT; else 401 telling missing, malformed and invalid
+ * apart (RFC 6750). A token is never kept or logged; `apikey` is ignored, as PostgREST does.
+ * Nothing configured: every request passes.
  * @param {{ tokens?: { current: { match: (token: string) => string | undefined } },
  *   verifyJwt?: (token: string) => Promise<string | undefined>, metrics: AuthMetrics,
  *   tracing?: import('../tracing/tracing.js').Tracing,
@@ -69,10 +68,7 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING,
   };
 }
 
-/**
- * Accepting (the client on the request, counted, on its span) and refusing (counted, a 401).
- * @param {AuthMetrics} metrics @param {import('../tracing/tracing.js').Tracing} tracing
- */
+/** @param {AuthMetrics} metrics @param {import('../tracing/tracing.js').Tracing} tracing */
 function outcomes(metrics, tracing) {
   /**
    * @param {import('express').Request} req @param {string} client @param {string} scope

@@ -11,9 +11,8 @@ import { TokenBucket } from './rate-limit.js';
  */
 
 /**
- * JWT clients remembered at most (subjects are the clients' own words). Past it, the idle ones are
- * forgotten (forgiving nothing), at most once a SWEEP_EVERY_MS; a new subject that finds no room
- * shares one overflow client.
+ * Subjects are the clients' own words: past it, the idle ones are forgotten at most once a
+ * SWEEP_EVERY_MS, and a new subject that finds no room shares one overflow client.
  */
 export const JWT_CLIENTS = 10_000;
 const SWEEP_EVERY_MS = 1_000;

@@ -1,7 +1,6 @@
 import { parseMediaType } from './media-type.js';
 
-// The types served aside (the streamed imports) by media type; any other goes on to the JSON body's
-// step, which refuses what it cannot read.
+// The types served aside (the streamed imports); any other goes on to the JSON body's step.
 
 /**
  * @param {Record<string, import('express').RequestHandler>} routes by lower-case media type

@@ -14,7 +14,6 @@ import { chargeRefused } from './rate-limit.js';
 import { finishUnreadBody } from './unread-body.js';
 
 /**
- * The answer to an error as the catalogue declares it; anything else a 500 with a fresh error id.
  * @param {unknown} err @returns {{ status: number, headers: Record<string, string>,
  *   body: Record<string, unknown>, apiError: ApiError | undefined }}
  */
@@ -60,8 +59,7 @@ export function describeError(err) {
 }
 
 /**
- * Where errors become responses: a 500's id in the answer and the log, no stack trace out; a body
- * not read is let arrive (unread-body.js), so the client reads the answer, not a reset.
+ * A 500's id in the answer and the log, no stack trace out; an unread body is let arrive.
  * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} limits
  * @returns {import('express').ErrorRequestHandler}
  */

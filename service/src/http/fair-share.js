@@ -1,5 +1,4 @@
-// Fairness between clients: who waiting for the admission budget goes next (start-time fair
-// queuing over bytes, by weight), and how much one client may hold while others wait.
+// Fairness between the admission budget's clients: start-time fair queuing over bytes, by weight.
 
 /**
  * key: the client's scope (authenticate.js); label: its bounded metric label.
@@ -16,9 +15,8 @@ export const ONE_CLIENT = Object.freeze({
 });
 
 /**
- * Whether `client`, holding `heldBytes`, may hold `bytes` more: always when it holds nothing (a
- * request larger than its share runs alone rather than never); else within its own cap, and, while
- * others wait, within its weighted share of `budgetBytes`.
+ * Always when it holds nothing (a request larger than its share runs alone rather than never);
+ * else within its own cap and, while others wait, its weighted share of `budgetBytes`.
  * @param {FairClient} client @param {number} heldBytes @param {number} bytes
  * @param {number} othersWaitingWeight @param {number} budgetBytes
  */
@@ -42,10 +40,9 @@ export const shareOf = (client, othersWaitingWeight, bytes) =>
  */
 
 /**
- * Waiting requests, a queue per client. The next is the head with the smallest start tag: its
- * client's previous finish, or the virtual time now if later; a finish is the start plus the bytes
- * over the weight. So a client that waited little goes before one with a backlog, and over time
- * each client is let in bytes in proportion to its weight.
+ * A queue per client; the next is the head with the smallest start: its client's previous finish,
+ * or the virtual time if later (a finish adds the bytes over the weight). So a client that waited
+ * little goes before one with a backlog, and each is let in bytes in proportion to its weight.
  * @template {{ bytes: number }} T
  */
 export class FairQueue {

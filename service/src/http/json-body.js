@@ -95,7 +95,6 @@ export function checkJsonHeaders(req, maxBodyBytes) {
 }
 
 /**
- * Transfer-Encoding, Content-Encoding and Content-Length checked for a body of at most `limit`.
  * @param {IncomingMessage} req @param {number} limit @param {string} [limitName]
  * @returns {HeaderCheck}
  */
@@ -170,9 +169,8 @@ function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
 
 /**
  * `onItemDuplicates`: told of the users that give a key twice instead of refusing them.
- * @param {Buffer} buffer
+ * @param {Buffer} buffer @returns {unknown}
  * @param {(errors: import('../errors.js').ItemError[]) => void} [onItemDuplicates]
- * @returns {unknown}
  */
 export function parseJsonBody(buffer, onItemDuplicates) {
   // Decoding would replace bad bytes with U+FFFD, which would then be stored as if sent.
@@ -215,7 +213,6 @@ export function parseJsonBody(buffer, onItemDuplicates) {
 }
 
 /**
- * Reads the body (decoded, within its limit, its time and admission's allowance) onto req.body.
  * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} options
  * @returns {import('express').RequestHandler}
  */

@@ -1,7 +1,6 @@
 import { ApiError } from '../errors.js';
 
-// What the service says about itself (clients' names, load, pool) is for the machine it runs on
-// unless the operator opens it; to any other address the route does not exist.
+// What the service says about itself is for the machine it runs on, unless the operator opens it.
 
 /** @param {string | undefined} address  a socket's remote address */
 export function isLoopback(address) {

@@ -1,5 +1,4 @@
-// A Content-Type parsed strictly (RFC 9110, 8.3.1): a parameter it cannot read, or two charsets,
-// make it malformed, since whatever is guessed about the charset would be stored.
+// Strict (RFC 9110, 8.3.1): whatever is guessed about a charset would be stored.
 
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const QUOTED = '"(?:[^"\\\\\\x00-\\x08\\x0a-\\x1f\\x7f]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*"';

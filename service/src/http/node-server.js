@@ -11,8 +11,7 @@ const PARSER_REFUSALS = {
 };
 
 /**
- * The HTTP server around the app: Node's own refusals (an unparsable request, an unknown `Expect`)
- * answered from the catalogue, and `100 Continue` held until the request is admitted.
+ * `100 Continue` held until the request is admitted.
  * @param {import('node:http').RequestListener} app
  * @param {{ headersTimeoutMs?: number, checkEveryMs?: number }} [timeouts] 408 after
  */

@@ -26,8 +26,7 @@ const HANDLINGS = new Set(['lenient', 'strict']);
 const NONE = Object.freeze({ resolution: 'ignore', count: false });
 
 /**
- * A request's `Prefer` headers (joined with ", "): the first of a name counts, but two resolutions
- * that differ are refused.
+ * The `Prefer` headers: the first of a name counts; two resolutions that differ are refused.
  * @param {string | undefined} header @returns {Preferences}
  */
 export function parsePreferences(header) {

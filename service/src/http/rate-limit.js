@@ -1,8 +1,7 @@
 import { RateLimitedError } from '../errors.js';
 
-// A client's rate in users a second (a token bucket): a request is charged from its Content-Length
-// before its body is read and settled to its users once answered; a refusal after its body was
-// read is charged what was read, so a body without a length pays for its reading.
+// A request is charged from its Content-Length before its body is read, settled to its users once
+// answered; a refusal is charged what was read, so a body without a length pays for its reading.
 
 /** A user's JSON before the body is read: its real count settles the charge. */
 export const ESTIMATED_USER_BYTES = 100;
@@ -30,8 +29,7 @@ export class TokenBucket {
   }
 
   /**
-   * Takes `users` (more than the burst once the bucket is full, into debt): 0, or the seconds until
-   * it could be taken (nothing taken).
+   * 0, or the seconds until `users` could be taken; more than the burst, into debt once full.
    * @param {number} users @param {number} now
    */
   take(users, now) {
@@ -86,7 +84,6 @@ export function chargeRefused(res) {
 }
 
 /**
- * Charges a request to its client's bucket, or refuses it with 429 before its body is read.
  * answer.js settles the charge through res.locals.settleUsers, chargeRefused a refusal's.
  * @param {{ refused: (label: string) => void, now?: () => number }} deps
  * @returns {import('express').RequestHandler}

@@ -13,8 +13,7 @@ export class ClientGoneError extends Error {
 }
 
 /**
- * Reads a whole body into one Buffer, memory bounded by its size however it is framed (small chunks
- * copied into shared blocks, a known length into one buffer).
+ * Into one Buffer, memory bounded by the body's size however it is framed.
  * @param {import('node:http').IncomingMessage} req
  * @param {import('node:stream').Readable} source the request or its decoder
  * @param {{ limit: number, length?: number,

@@ -1,6 +1,5 @@
 /**
- * The names among `names` (lower-case) a request carries twice: Node keeps the first silently, so
- * callers refuse rather than guess.
+ * Node keeps the first silently, so callers refuse rather than guess; `names` lower-case.
  * @param {import('node:http').IncomingMessage} req @param {string[]} names @returns {string[]}
  */
 export function repeatedHeaders(req, names) {

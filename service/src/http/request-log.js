@@ -22,9 +22,8 @@ export function loggedUrl(url) {
 }
 
 /**
- * Request ids, the access log and the HTTP metrics in one middleware and one 'finish' listener;
- * `req.log` made lazily by a getter on the request prototype. Never headers or bodies, nor a
- * query's values. quiet: never logged (probes, scrapes).
+ * One middleware and one 'finish' listener; `req.log` made lazily by a getter on the request
+ * prototype. Never headers or bodies, nor a query's values. quiet: never logged (probes, scrapes).
  * @param {import('express').Express} app @param {import('pino').Logger} logger
  * @param {import('../metrics.js').Metrics} metrics
  * @param {{ quiet?: (req: import('express').Request) => boolean }} [options]

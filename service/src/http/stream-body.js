@@ -7,8 +7,7 @@ import { repeatedHeaders } from './repeated-headers.js';
 /** @typedef {import('node:http').IncomingMessage} IncomingMessage */
 /** @typedef {import('node:stream').Transform} Transform */
 
-// A streamed body (NDJSON, CSV) read piece by piece, never whole: its text handed out as it comes,
-// the request paused while the consumer is busy.
+// Never whole: the text handed out as it comes, the request paused while the consumer is busy.
 
 /**
  * @param {IncomingMessage} req @param {number} maxStreamBytes
@@ -101,10 +100,7 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
   };
 }
 
-/**
- * Calls `onIdle` once `ms` pass after `arm` without `clear`.
- * @param {() => void} onIdle @param {number} ms
- */
+/** @param {() => void} onIdle @param {number} ms */
 function idleTimer(onIdle, ms) {
   /** @type {NodeJS.Timeout | undefined} */
   let timer = undefined;

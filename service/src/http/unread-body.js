@@ -1,7 +1,6 @@
 import { awaitsContinue } from './expect-continue.js';
 
-// Refusals that come from the body's own arrival: the client is too slow, stopped, or lied about
-// the length; reading on would only wait for more of the same.
+// The body's own arrival is the refusal: reading on would only wait for more of the same.
 const CLOSE_AT_ONCE = new Set(['body_timeout', 'bad_request']);
 // A large (or undeclared) body over the rate is held unread a while, then read and dropped: a
 // client that never backs off is slowed by its own connection, not costing a read of each body.
@@ -15,9 +14,8 @@ let heldBodies = 0;
 export const heldBodyCount = () => heldBodies;
 
 /**
- * A body not read when the answer goes out is read and dropped within a body's limits, so a client
- * still sending reads its answer rather than a reset; the connection is closed instead when the
- * body will not come (100 Continue), is declared over the limit, or its arrival is the refusal.
+ * A body left unread is read and dropped within its limits, so a client still sending reads its
+ * answer, not a reset; closed when the body will not come, is over the limit, or is the refusal.
  * @param {import('node:http').IncomingMessage} req @param {import('node:http').ServerResponse} res
  * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number, code?: string }} options
  */
@@ -60,7 +58,6 @@ export function finishUnreadBody(req, res, { maxBodyBytes, bodyReadTimeoutMs, co
 }
 
 /**
- * Reads and drops the rest of a body, cutting the connection past `maxBodyBytes` or `timeoutMs`.
  * @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes
  * @param {number} timeoutMs
  */

@@ -1,8 +1,6 @@
 import { ApiError } from '../errors.js';
 import { SECRET_FIELDS, SHOWN_FIELDS, USER_FIELDS, isOneOf } from '../user-columns.js';
 
-// The query parameters of PostgREST's insert that sluice reads on POST /users; others ignored.
-
 export const WRITE_COLUMNS = USER_FIELDS;
 /** In this order; never the password hash. */
 export const READ_COLUMNS =
