@@ -1,33 +1,21 @@
-/**
- * The command line of every sluice command, on commander: `-h`/`--help` prints the usage (what the
- * command does, its options with their defaults, the environment variables it reads) and exits 0;
- * an unknown option, a bad or missing value or an unexpected argument prints one line naming it,
- * then the usage, and exits 2. A command parses its arguments before it imports or starts anything
- * heavy, so both answers come at once and start nothing.
- *
- * It lives in @sluice/db because every command but the feeder's two can reach it there: the root
- * scripts and benchmarks, and the service image's two commands (migrate, the service), whose image
- * holds db/ and service/ only. lambda/bin/ cannot (the feeder's image holds lambda/ only, and
- * `sam build` installs lambda/'s dependencies from npm), so its commands set the same three
- * commander options themselves.
- */
+// The command line of every sluice command: `--help` prints the usage (options, defaults, the
+// environment read) and exits 0; a usage error prints one line naming it, then the usage, and exits
+// 2. A command parses its arguments before it imports or starts anything heavy. It lives in
+// @sluice/db, which every command but the feeder's can reach (the service image holds db/ and
+// service/ only); lambda/bin/ sets the same three commander options itself.
 import { Command, Help, InvalidArgumentError, Option } from 'commander';
 import { integer } from '@sluice/env';
 
 export { InvalidArgumentError, Option };
 
-/**
- * The exit code of a usage error, as POSIX utilities and Python's argparse use it (commander's own
- * is 1).
- */
+/** As POSIX utilities and Python's argparse use it (commander's own is 1). */
 const USAGE_ERROR = 2;
 
 /**
  * @param {string} invocation  what a person types before the options, e.g. `npm run bench:db --`
- * @param {string} description  what the command does
- * @param {Record<string, string>} [environment] each variable the command reads → its meaning and
- *   default: environmentHelp(declarations) of @sluice/env, so the usage is made from the
- *   declarations the loaders read
+ * @param {string} description
+ * @param {Record<string, string>} [environment] environmentHelp(declarations) of @sluice/env, so
+ *   the usage is made from the declarations the loaders read
  */
 export function createCommand(invocation, description, environment = {}) {
   const names = Object.keys(environment);
@@ -37,8 +25,7 @@ export function createCommand(invocation, description, environment = {}) {
     .showHelpAfterError()
     .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : USAGE_ERROR))
     .configureHelp({
-      // The variables as one more list after the options, aligned and wrapped by commander's own
-      // layout.
+      // The variables as one more list, aligned and wrapped by commander's own layout.
       padWidth: (cmd, helper) =>
         Math.max(Help.prototype.padWidth.call(helper, cmd, helper), ...names.map((n) => n.length)),
       formatHelp(cmd, helper) {
@@ -53,10 +40,7 @@ export function createCommand(invocation, description, environment = {}) {
     });
 }
 
-/**
- * An option's parser: a whole number of at least `min`.
- * @param {number} [min]
- */
+/** An option's parser. @param {number} [min] */
 export function wholeNumber(min = 1) {
   const parser = integer({ min });
   return (/** @type {string} */ value) => {
@@ -68,10 +52,7 @@ export function wholeNumber(min = 1) {
   };
 }
 
-/**
- * An option's parser: a comma-separated list, each item one of `allowed`.
- * @param {readonly string[]} allowed
- */
+/** An option's parser: a comma-separated list. @param {readonly string[]} allowed */
 export function listOf(allowed) {
   return (/** @type {string} */ value) => {
     const items = value

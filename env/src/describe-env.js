@@ -1,18 +1,15 @@
 /** @typedef {import('./load-env.js').Declarations} Declarations */
 
 /**
+ * defaultText: a value, "unset", "required" or a rule.
  * @typedef {{ name: string, kind: string, defaultText: string,
- *   description: string }} VariableDescription defaultText: a value, "unset", "required" or a rule
+ *   description: string }} VariableDescription
  */
 
 /** @param {unknown} value */
 const show = (value) => (typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value));
 
-/**
- * Every declared variable, in declaration order, in words: for docs/configuration.md.
- * @param {Declarations} declarations
- * @returns {VariableDescription[]}
- */
+/** In declaration order. @param {Declarations} declarations @returns {VariableDescription[]} */
 export function describeEnv(declarations) {
   return Object.entries(declarations).map(([name, v]) => ({
     name,
@@ -24,12 +21,7 @@ export function describeEnv(declarations) {
   }));
 }
 
-/**
- * The `Environment:` list of a command's --help: name → one line (db/src/command-line.js lays it
- * out).
- * @param {Declarations} declarations
- * @returns {Record<string, string>}
- */
+/** A command's --help: name → one line. @param {Declarations} declarations */
 export function environmentHelp(declarations) {
   return Object.fromEntries(
     describeEnv(declarations).map((d) => [

@@ -3,8 +3,8 @@ import { ConfigError } from './config-error.js';
 /** @template T @typedef {import('./parsers.js').Parser<T>} Parser */
 
 /**
- * One variable, declared once (the loader, --help and docs/configuration.md are made from it).
- * defaultText: the default in words, when a rule makes it; a blank value is unset.
+ * The loader, --help and docs/configuration.md are made from it. defaultText: the default in
+ * words, when a rule makes it.
  * @template [T=unknown]
  * @typedef {{ description: string, parser: Parser<T>, default?: T, defaultText?: string,
  *   required?: boolean }} Variable
@@ -14,7 +14,7 @@ import { ConfigError } from './config-error.js';
 
 /* eslint-disable jsdoc/valid-types -- a mapped type with -readonly, TypeScript syntax the jsdoc parser does not read; tsc checks it */
 /**
- * loadEnv's result: each value, `undefined` only where there is neither a default nor `required`.
+ * `undefined` only where there is neither a default nor `required`.
  * @template {Declarations} D
  * @typedef {{ -readonly [K in keyof D]: D[K] extends { parser: Parser<infer T> }
  *   ? (D[K] extends { default: {} } | { required: true } ? T : T | undefined) : never }} Values
@@ -22,21 +22,15 @@ import { ConfigError } from './config-error.js';
 /* eslint-enable jsdoc/valid-types */
 
 /**
- * A component's variables: the identity, for the types (defaults kept as written).
- * @template {Declarations} const D
- * @param {D} declarations
- * @returns {D}
+ * The identity, for the types.
+ * @template {Declarations} const D @param {D} declarations @returns {D}
  */
 export const defineVariables = (declarations) => declarations;
 
-/**
- * A problem a component's rule finds across variables.
- * @typedef {{ variable: string, problem: string }} Problem
- */
+/** @typedef {{ variable: string, problem: string }} Problem */
 
 /**
- * Reads every declared variable from `env`; every problem, the `rules`' too, thrown as one
- * ConfigError.
+ * Every problem, the `rules`' too, thrown as one ConfigError.
  * @template {Declarations} D @param {D} declarations @param {NodeJS.ProcessEnv} env
  * @param {(values: Values<D>) => Problem[]} [rules] @returns {Values<D>}
  */

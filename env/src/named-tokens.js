@@ -1,21 +1,16 @@
-// The one reading of named tokens (the service's INGEST_TOKENS, its file and secret; the feeder's
-// secret; the rotation's versions): here because the service and the feeder both import this
-// package.
+// The one reading of named tokens: here because the service and the feeder both import this.
 
-/** A client's name, as the access log, the span and the metric label carry it: short and plain. */
+/** The access log, the span and the metric label carry it: short and plain. */
 const CLIENT_NAME = /^[A-Za-z0-9][\w.:@-]{0,63}$/;
 
 /**
- * A client's own limits, declared beside its token (unset: none; the service reads them, the feeder
- * ignores them). rate: users a second, refilled continuously; burst: users at most at once
- * (default: one second's rate); weight: its share of the admission budget against the others
- * waiting (default 1); maxInFlightBytes: request body bytes it may hold at once.
+ * Declared beside its token (the feeder ignores them). rate: users a second; burst: users at once
+ * (default: one second's rate); weight: its share against the others waiting (default 1).
  * @typedef {{ rate?: number, burst?: number, weight?: number,
  *   maxInFlightBytes?: number }} ClientLimits
  */
 /** @typedef {{ name: string, token: string, limits?: ClientLimits }} NamedToken */
 
-/** Each limit's bounds: a positive number, whole where it counts bytes. */
 const LIMITS = Object.freeze({
   rate: { min: 0.001, max: 1e9, whole: false },
   burst: { min: 1, max: 1e9, whole: false },
@@ -24,10 +19,8 @@ const LIMITS = Object.freeze({
 });
 
 /**
- * A client's value: its token, or an object of its token and limits.
- * @param {string} name
- * @param {unknown} value
- * @returns {{ token: unknown, limits?: ClientLimits }}
+ * Its token, or an object of its token and limits.
+ * @param {string} name @param {unknown} value @returns {{ token: unknown, limits?: ClientLimits }}
  */
 function tokenAndLimits(name, value) {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { token: value };
@@ -65,8 +58,7 @@ const refuse = (problem) => {
 };
 
 /**
- * The clients of a JSON object of client name → token (or → { token, rate, burst, weight,
- * maxInFlightBytes }), checked: a problem is a TypeError that follows the variable's name and
+ * A JSON object of client name → token (or → { token, ...limits }): a problem is a TypeError that
  * quotes names only; one token for two clients is refused (the log could not tell them apart).
  * @param {string} text @returns {NamedToken[]}
  */
@@ -83,7 +75,7 @@ export function parseNamedTokens(text) {
     refuse('must be a JSON object of client name → token');
   const entries = Object.entries(/** @type {Record<string, unknown>} */ (parsed));
   if (entries.length === 0) refuse('holds no client: give at least one name → token');
-  /** @type {Map<string, string>} token → the name that has it */
+  /** @type {Map<string, string>} */
   const owners = new Map();
   return entries.map(([name, value], position) => {
     // Not quoted: a name and its token swapped by mistake would put the token in the message.

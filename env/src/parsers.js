@@ -3,22 +3,14 @@ import { redactUrl } from './redact-url.js';
 // The parsers a declaration names: text to value, or a TypeError whose message follows the
 // variable's name ("must be ..."); `kind` says what it accepts, for --help and the doc.
 
-/**
- * @template T
- * @typedef {{ kind: string, parse: (text: string) => T }} Parser parse: `text` is never blank
- *   (blank is unset)
- */
+/** @template T @typedef {{ kind: string, parse: (text: string) => T }} Parser */
 
 /** @param {string} problem */
 const refuse = (problem) => {
   throw new TypeError(problem);
 };
 
-/**
- * A whole number within bounds, in decimal digits only.
- * @param {{ min?: number, max?: number, unit?: string }} [bounds]
- * @returns {Parser<number>}
- */
+/** @param {{ min?: number, max?: number, unit?: string }} [bounds] @returns {Parser<number>} */
 export function integer({ min = 0, max = Number.MAX_SAFE_INTEGER, unit } = {}) {
   const range = max === Number.MAX_SAFE_INTEGER ? `at least ${min}` : `from ${min} to ${max}`;
   return {
@@ -34,9 +26,8 @@ export function integer({ min = 0, max = Number.MAX_SAFE_INTEGER, unit } = {}) {
 }
 
 /**
- * A number within bounds: digits, an optional fraction (`.5`), no sign or exponent.
- * @param {{ min: number, max: number }} bounds
- * @returns {Parser<number>}
+ * Digits, an optional fraction (`.5`), no sign or exponent.
+ * @param {{ min: number, max: number }} bounds @returns {Parser<number>}
  */
 export function decimal({ min, max }) {
   return {
@@ -70,19 +61,12 @@ export const boolean = {
 };
 
 /**
- * A frozen list of words, each its own type: `(typeof LIST)[number]` names them.
- * @template {string} const T
- * @param {readonly T[]} words
- * @returns {readonly T[]}
+ * Each word its own type: `(typeof LIST)[number]` names them.
+ * @template {string} const T @param {readonly T[]} words @returns {readonly T[]}
  */
 export const frozenWords = (words) => Object.freeze(words);
 
-/**
- * One of a fixed list of words, each its own type.
- * @template {string} const T
- * @param {readonly T[]} allowed
- * @returns {Parser<T>}
- */
+/** @template {string} const T @param {readonly T[]} allowed @returns {Parser<T>} */
 export function oneOf(allowed) {
   return {
     kind: `one of ${allowed.join(', ')}`,
@@ -96,10 +80,8 @@ export function oneOf(allowed) {
 }
 
 /**
- * A URL of `protocols` (no colon), trimmed, without trailing slashes when `trimSlashes`; a refusal
- * quotes it redacted.
- * @param {{ protocols: string[], trimSlashes?: boolean }} options
- * @returns {Parser<string>}
+ * `protocols` without a colon; a refusal quotes it redacted.
+ * @param {{ protocols: string[], trimSlashes?: boolean }} options @returns {Parser<string>}
  */
 export function url({ protocols, trimSlashes = false }) {
   const names = `a URL (${protocols.map((p) => `${p}://`).join(' or ')})`;
@@ -121,12 +103,7 @@ export function url({ protocols, trimSlashes = false }) {
   };
 }
 
-/**
- * Any text matching `pattern`, trimmed.
- * @param {RegExp} pattern
- * @param {string} kind
- * @returns {Parser<string>}
- */
+/** Trimmed. @param {RegExp} pattern @param {string} kind @returns {Parser<string>} */
 export function matching(pattern, kind) {
   return {
     kind,
@@ -139,9 +116,8 @@ export function matching(pattern, kind) {
 }
 
 /**
- * Any text, trimmed unless `trim: false` (a secret may hold any character).
- * @param {{ trim?: boolean }} [options]
- * @returns {Parser<string>}
+ * `trim: false`: a secret may hold any character.
+ * @param {{ trim?: boolean }} [options] @returns {Parser<string>}
  */
 export function text({ trim = true } = {}) {
   return { kind: 'text', parse: (value) => (trim ? value.trim() : value) };

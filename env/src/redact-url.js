@@ -1,17 +1,12 @@
-// A URL-valued variable as a message may show it, on the text as written (so a value no URL parser
-// takes is covered too), erring towards hiding too much.
+// On the text as written (so a value no URL parser takes is covered too), erring towards hiding too
+// much.
 
 const HIDDEN = '***';
-// A query or libpq keyword parameter that carries a secret: password, sslpassword, token,
-// X-Amz-Signature...
+// A query or libpq keyword parameter that carries a secret.
 const SECRET_PARAMETER =
   /(^|[?&;\s])([\w.-]*(?:pass|pwd|token|secret|key|sig|credential|auth)[\w.-]*)=('[^']*'?|[^&;\s#]*)/gi;
 
-/**
- * From the first `:` after the scheme to the last `@`: a password with an unescaped `@`, `/` or `?`
- * too.
- * @param {string} text
- */
+/** To the last `@`: a password with an unescaped `@`, `/` or `?` too. @param {string} text */
 function hideUserPassword(text) {
   const scheme = text.indexOf('://');
   const start = scheme === -1 ? 0 : scheme + 3;
@@ -24,10 +19,7 @@ function hideUserPassword(text) {
   return `${text.slice(0, colon + 1)}${HIDDEN}${text.slice(at)}`;
 }
 
-/**
- * `text` with the user part's password and every secret parameter replaced by ***.
- * @param {string} text
- */
+/** @param {string} text */
 export function redactUrl(text) {
   return hideUserPassword(text).replace(
     SECRET_PARAMETER,

@@ -1,10 +1,8 @@
 import { defineVariables, loadEnv } from './load-env.js';
 import { decimal, integer, oneOf, text, url } from './parsers.js';
 
-/**
- * OpenTelemetry's own variables (the spec's meanings), declared so that --help and the doc list
- * them, a bad one stops start-up, and every component turns tracing on by one rule (TracingConfig).
- */
+// OpenTelemetry's own variables, declared so that --help and the doc list them, a bad one stops
+// start-up, and every component turns tracing on by one rule.
 export const TRACING_VARIABLES = defineVariables({
   OTEL_TRACES_EXPORTER: {
     parser: oneOf(['otlp', 'none']),
@@ -104,27 +102,21 @@ export const TRACING_VARIABLES = defineVariables({
 /** @typedef {import('./load-env.js').Values<typeof TRACING_VARIABLES>} TracingValues */
 
 /**
- * Tracing as the variables above set it, read once: a component builds its SDK from this, never
- * from process.env again. Unset values are undefined (the SDK's defaults then).
+ * A component builds its SDK from this, never from process.env again; undefined: the SDK's default.
  * @typedef {object} TracingConfig
  * @property {boolean} enabled  OTEL_TRACES_EXPORTER=otlp, or an OTLP endpoint, unless
  *   OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true
- * @property {string} tracesUrl  where spans are sent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
- *   OTEL_EXPORTER_OTLP_ENDPOINT's /v1/traces, else localhost's
+ * @property {string} tracesUrl
  * @property {'http/protobuf' | 'http/json'} protocol
  * @property {string | undefined} serviceName
  * @property {NonNullable<TracingValues['OTEL_TRACES_SAMPLER']>} sampler
  * @property {number} samplerRatio  the ratio samplers' ratio, 0 to 1
  * @property {{ scheduledDelayMillis?: number, maxQueueSize?: number, maxExportBatchSize?: number,
- *   exportTimeoutMillis?: number }} batch the batch span processor (OTEL_BSP_*)
- * @property {string | undefined} logLevel  the SDK's own messages (OTEL_LOG_LEVEL)
+ *   exportTimeoutMillis?: number }} batch OTEL_BSP_*
+ * @property {string | undefined} logLevel  the SDK's own messages
  */
 
-/**
- * The tracing configuration of variables loadEnv read.
- * @param {TracingValues} v
- * @returns {TracingConfig}
- */
+/** @param {TracingValues} v @returns {TracingConfig} */
 export function tracingConfigFrom(v) {
   const off = v.OTEL_SDK_DISABLED === 'true' || v.OTEL_TRACES_EXPORTER === 'none';
   const asked =
@@ -151,10 +143,6 @@ export function tracingConfigFrom(v) {
   };
 }
 
-/**
- * Reads and checks every OTEL_ variable declared above (a ConfigError names the bad ones), so a
- * typo fails at start-up rather than inside the SDK.
- * @param {NodeJS.ProcessEnv} [env]
- */
+/** A typo fails at start-up rather than inside the SDK. @param {NodeJS.ProcessEnv} [env] */
 export const loadTracingConfig = (env = process.env) =>
   tracingConfigFrom(loadEnv(TRACING_VARIABLES, env));

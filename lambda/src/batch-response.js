@@ -1,7 +1,6 @@
 /**
  * Lambda's partial batch response: these messages return to the queue, the others are deleted.
  * @param {Iterable<string>} failedMessageIds
- * @returns {{ batchItemFailures: { itemIdentifier: string }[] }}
  */
 export function toBatchItemFailures(failedMessageIds) {
   return { batchItemFailures: [...failedMessageIds].map((itemIdentifier) => ({ itemIdentifier })) };

@@ -18,7 +18,6 @@ import {
  *   invalidUsers: import('./records.js').InvalidUsers }} FeederConfig
  */
 
-/** Every variable the handler reads, declared once. */
 export const FEEDER_VARIABLES = defineVariables({
   SERVICE_URL: {
     parser: url({ protocols: ['http', 'https'], trimSlashes: true }),
@@ -84,8 +83,7 @@ export const FEEDER_VARIABLES = defineVariables({
       'and stores the rest of its message) or refuse (the message fails, to the ' +
       "dead-letter queue), unless a message's invalid attribute says otherwise",
   },
-  // Read by Powertools' Logger itself (observability.js); declared so that --help and the doc say
-  // so.
+  // Read by Powertools' Logger itself; declared so that --help and the doc say so.
   POWERTOOLS_LOG_LEVEL: {
     parser: text(),
     defaultText: 'INFO',
@@ -93,11 +91,7 @@ export const FEEDER_VARIABLES = defineVariables({
   },
 });
 
-/**
- * Parsed and checked once; a bad variable fails naming every one at fault.
- * @param {NodeJS.ProcessEnv} [env]
- * @returns {FeederConfig}
- */
+/** @param {NodeJS.ProcessEnv} [env] @returns {FeederConfig} */
 export function loadFeederConfig(env = process.env) {
   const v = loadEnv(FEEDER_VARIABLES, env, (values) =>
     values.INGEST_TOKEN_SECRET_ARN && values.INGEST_TOKEN

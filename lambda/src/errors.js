@@ -1,4 +1,3 @@
-// The feeder's errors, by name (a message's failure is a value: failure-ledger.js).
 export { ConfigError } from '@sluice/env';
 
 /** Every message failed for an outage: Lambda retries the batch later and slows its polling. */

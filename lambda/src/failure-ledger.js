@@ -1,10 +1,8 @@
 /**
  * Which messages of a batch failed, and why: poison (never storable as it is), unavailable (may be
  * later), or held. On a FIFO queue each group's first failure holds every later message of the
- * group (posted or not), so SQS hands them back in order; that one record answers both what a
- * chunk may still post and what the batch reports, as Powertools' SqsFifoPartialProcessor does.
- * @typedef {{ kind: 'poison' | 'unavailable' | 'held', reason: string }} Failure the reason names a
- *   rule or an error id, never a user
+ * group, so SQS hands them back in order. A reason names a rule or an error id, never a user.
+ * @typedef {{ kind: 'poison' | 'unavailable' | 'held', reason: string }} Failure
  * @typedef {{ messageId: string, attributes?: { MessageGroupId?: string } }} GroupedRecord
  */
 
@@ -21,10 +19,7 @@ export function createFailureLedger(records) {
   );
   /** @type {Map<string, Failure>} */
   const own = new Map();
-  /**
-   * @type {Map<string | undefined, { index: number, messageId: string }>} each group's first
-   *   failure
-   */
+  /** @type {Map<string | undefined, { index: number, messageId: string }>} first failures */
   const failedGroups = new Map();
 
   /** The earlier failure of its group the message waits behind. @param {string} messageId */

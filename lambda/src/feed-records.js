@@ -4,9 +4,8 @@ import { unpackRecords } from './records.js';
 
 /** @typedef {import('./records.js').Item} Item */
 /** @typedef {import('./config.js').FeederConfig} FeederConfig */
+/** @typedef {import('./failure-ledger.js').Failure} Failure */
 /**
- * replayed: users whose chunk an earlier delivery wrote (its answer replayed under the chunk's
- * key).
  * @typedef {{ posts: number, retries: number, inserted: number, updated: number, stale: number,
  *   stored: number, quarantined: number, replayed: number }} FeedStats
  */
@@ -18,18 +17,10 @@ import { unpackRecords } from './records.js';
  *   credentialsRefused?: (status: number) => void }} FeedOptions
  */
 
-/**
- * Items that go in one POST: the same resolution and the same `invalid` (a POST has one Prefer).
- * @param {Item} a
- * @param {Item} b
- */
+/** A POST has one Prefer. @param {Item} a @param {Item} b */
 const samePrefer = (a, b) => a.resolution === b.resolution && a.invalid === b.invalid;
 
-/**
- * Chunks of at most `size` items, each of one Prefer.
- * @param {Item[]} items
- * @param {number} size
- */
+/** Each of one Prefer. @param {Item[]} items @param {number} size */
 function chunksOf(items, size) {
   /** @type {Item[][]} */
   const chunks = [];
@@ -43,11 +34,7 @@ function chunksOf(items, size) {
   return chunks;
 }
 
-/**
- * FIFO: chunks in the batch's order, so no message overtakes its group's.
- * @param {Item[]} items
- * @param {number} size
- */
+/** FIFO: no message overtakes its group's. @param {Item[]} items @param {number} size */
 function chunksInOrder(items, size) {
   /** @type {Item[][]} */
   const chunks = [];
@@ -83,10 +70,7 @@ function tokenKeeper(config, rereadToken) {
   };
 }
 
-/**
- * Each item's place in its message (a message's users are contiguous, in order), for chunkKey.
- * @param {Item[]} items @returns {Map<Item, number>}
- */
+/** A message's users are contiguous. @param {Item[]} items @returns {Map<Item, number>} */
 function placesInMessages(items) {
   const places = new Map();
   let message = '';
@@ -100,9 +84,8 @@ function placesInMessages(items) {
 }
 
 /**
- * A chunk's Idempotency-Key: the same whenever SQS delivers its messages again and the same users
- * of them go together (a message's body never changes), another for any other set: a hash of the
- * resolution and each user's message id and place in it.
+ * The same whenever SQS delivers the same users of the same messages together again (a message's
+ * body never changes), another for any other set.
  * @param {Item[]} chunk @param {Map<Item, number>} places
  */
 export function chunkKey(chunk, places) {
@@ -112,22 +95,12 @@ export function chunkKey(chunk, places) {
 }
 
 /**
- * What feeding a chunk needs: where its outcome goes (ledger, stats), the token, each item's place.
- * @typedef {FeedOptions & {
- *   ledger: import('./failure-ledger.js').FailureLedger,
- *   tokens: ReturnType<typeof tokenKeeper>,
- *   stats: FeedStats,
- *   places: Map<Item, number>,
- * }} Feed
- * @typedef {import('./service-client.js').PostOutcome} PostOutcome
+ * @typedef {FeedOptions & { ledger: import('./failure-ledger.js').FailureLedger,
+ *   tokens: ReturnType<typeof tokenKeeper>, stats: FeedStats, places: Map<Item, number> }} Feed
  */
+/** @typedef {import('./service-client.js').PostOutcome} PostOutcome */
 
-/**
- * Feeds a chunk and enters what the answer means for its messages in the ledger.
- * @param {Feed} feed
- * @param {Item[]} chunk
- * @returns {Promise<void>}
- */
+/** @param {Feed} feed @param {Item[]} chunk @returns {Promise<void>} */
 async function feedChunk(feed, chunk) {
   const { ledger, tokens, stats } = feed;
   let pending = chunk;
@@ -158,11 +131,8 @@ async function feedChunk(feed, chunk) {
 
 /**
  * Enters an answer for the chunk's messages; true when what is left is to be posted again.
- * @param {Feed} feed
- * @param {Item[]} pending
- * @param {PostOutcome} outcome
- * @param {FeederConfig} used  the configuration, token included, the post was sent with
- * @returns {Promise<boolean>}
+ * @param {Feed} feed @param {Item[]} pending @param {PostOutcome} outcome
+ * @param {FeederConfig} used  the post's, token included @returns {Promise<boolean>}
  */
 async function settled(feed, pending, outcome, used) {
   switch (outcome.kind) {
@@ -191,8 +161,7 @@ async function settled(feed, pending, outcome, used) {
 }
 
 /**
- * @param {FeedStats} stats
- * @param {number} sent  the chunk's users
+ * @param {FeedStats} stats @param {number} sent
  * @param {Extract<PostOutcome, { kind: 'stored' }>} outcome
  */
 function countStored(stats, sent, outcome) {
@@ -211,18 +180,15 @@ function countStored(stats, sent, outcome) {
 
 /**
  * A 400 fails the messages of the users it names; true when the rest is to be posted again.
- * @param {Feed} feed
- * @param {Item[]} pending
- * @param {import('./service-client.js').ItemError[]} errors
- * @returns {Promise<boolean>}
+ * @param {Feed} feed @param {Item[]} pending
+ * @param {import('./service-client.js').ItemError[]} errors @returns {Promise<boolean>}
  */
 async function failInvalid(feed, pending, errors) {
   if (errors.length === 0) {
     await splitByMessage(feed, pending, 'HTTP 400 invalid_batch naming no user');
     return false;
   }
-  // An index outside the chunk (a proxy, another version): the answer is not about this chunk,
-  // and posting it again would get the same answer.
+  // An index outside the chunk (a proxy, another version): posting it again gets the same answer.
   const outside = errors.find((e) => !(e.index >= 0 && e.index < pending.length));
   if (outside) {
     const why =
@@ -237,11 +203,7 @@ async function failInvalid(feed, pending, errors) {
   return true;
 }
 
-/**
- * A 413 halves the chunk; one user alone over the limit fails its message.
- * @param {Feed} feed
- * @param {Item[]} pending
- */
+/** @param {Feed} feed @param {Item[]} pending */
 async function halve(feed, pending) {
   if (pending.length === 1) {
     feed.ledger.fail(
@@ -255,12 +217,7 @@ async function halve(feed, pending) {
   await feedChunk(feed, pending.slice(half));
 }
 
-/**
- * Bisects a refused chunk by message; a message alone still refused fails.
- * @param {Feed} feed
- * @param {Item[]} pending
- * @param {string} reason
- */
+/** @param {Feed} feed @param {Item[]} pending @param {string} reason */
 async function splitByMessage(feed, pending, reason) {
   const ids = [...new Set(pending.map((item) => item.messageId))];
   if (ids.length === 1) return feed.ledger.fail(ids[0], poison(reason));
@@ -275,19 +232,14 @@ async function splitByMessage(feed, pending, reason) {
   );
 }
 
-/**
- * @param {Feed} feed
- * @param {Item[]} pending
- * @param {import('./failure-ledger.js').Failure} failure
- */
+/** @param {Feed} feed @param {Item[]} pending @param {Failure} failure */
 function failAll(feed, pending, failure) {
   for (const item of pending) feed.ledger.fail(item.messageId, failure);
 }
 
 /**
  * `concurrency` chunks at a time, in order; a chunk waits for earlier ones that share a group.
- * @param {Item[][]} chunks
- * @param {number} concurrency
+ * @param {Item[][]} chunks @param {number} concurrency
  * @param {(chunk: Item[]) => Promise<void>} feedChunk
  */
 async function feedInGroupOrder(chunks, concurrency, feedChunk) {
@@ -312,8 +264,8 @@ async function feedInGroupOrder(chunks, concurrency, feedChunk) {
 }
 
 /**
- * Posts the batch's users in chunks and works out which messages were not stored whole. A 400
- * fails the messages it names; a 413 halves; another refusal that is no outage bisects by message.
+ * Which messages were not stored whole. A 400 fails the messages it names, a 413 halves, another
+ * refusal that is no outage bisects by message.
  * @param {import('./records.js').SqsRecordLike[]} records @param {FeedOptions} options
  */
 export async function feedRecords(records, options) {

@@ -26,8 +26,7 @@ import { NO_TRACING } from './tracing.js';
  */
 
 /**
- * The SQS handler (ReportBatchItemFailures) built from its parts, as Powertools' BatchProcessor
- * is; what it keeps between invocations lives in it, not in a module.
+ * What the handler keeps between invocations lives in it, not in a module.
  * @param {FeederParts} parts @returns {SqsHandler}
  */
 export function createFeeder({
@@ -85,10 +84,7 @@ export function createFeeder({
   };
 }
 
-/**
- * Refused credentials, said once while the refusals last; again after a batch was let in.
- * @param {ReturnType<typeof createReports>} reports
- */
+/** @param {ReturnType<typeof createReports>} reports */
 function refusalsSaidOnce(reports) {
   let said = false;
   return {
@@ -109,8 +105,7 @@ function refusalsSaidOnce(reports) {
 }
 
 /**
- * The failed messages, or a ServiceUnavailableError when all failed for an outage (Lambda backs
- * off).
+ * The failed messages; all failed for an outage: a ServiceUnavailableError (Lambda backs off).
  * @param {unknown[]} records @param {Awaited<ReturnType<typeof feedRecords>>} fed
  * @param {{ requestId: string | undefined, durationMs: number,
  *   reports: ReturnType<typeof createReports> }} invocation

@@ -1,4 +1,3 @@
-// The Lambda entry: the feeder composed from the environment at its first invocation.
 import { loadTracingConfig } from '@sluice/env';
 import { loadFeederConfig } from './config.js';
 import { createFeeder } from './feeder.js';
@@ -14,8 +13,7 @@ async function composeFeeder(env) {
 }
 
 /**
- * Composes at the first invocation, not at import, so a bad variable fails an invocation that says
- * so (a ConfigError naming it); a failed composition is tried again at the next.
+ * Composed at the first invocation, not at import, so a bad variable fails one that says so.
  * @param {NodeJS.ProcessEnv} [env] @returns {import('./feeder.js').SqsHandler}
  */
 export function feederFromEnvironment(env = process.env) {

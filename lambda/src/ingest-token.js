@@ -8,9 +8,7 @@ import { ConfigError } from './errors.js';
  */
 
 /**
- * The configuration with its token: on AWS read from Secrets Manager (AWSCURRENT of
- * INGEST_TOKEN_SECRET_ARN; plain text, or client name → token and INGEST_CLIENT_NAME's entry),
- * at a cold start and on a 401, which is how a rotated token reaches a warm environment.
+ * Read at a cold start and on a 401, which is how a rotated token reaches a warm environment.
  * @param {import('./config.js').FeederConfig} config @param {{ client?: SecretsClient }} [options]
  * @returns {Promise<import('./config.js').FeederConfig>}
  */
@@ -23,11 +21,7 @@ export async function withIngestToken(config, { client } = {}) {
   return { ...config, ingestToken: tokenOf(SecretString, config.ingestClientName) };
 }
 
-/**
- * The token for `clientName`; the value never reaches a message.
- * @param {string | undefined} text
- * @param {string} clientName
- */
+/** Never in a message. @param {string | undefined} text @param {string} clientName */
 function tokenOf(text, clientName) {
   const trimmed = text?.trim();
   if (!trimmed)

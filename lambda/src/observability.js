@@ -1,10 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 
-/**
- * Powertools' Logger and Metrics, once a cold start; its own POWERTOOLS_ variables apply.
- * @returns {{ logger: Logger, metrics: Metrics }}
- */
+/** Once a cold start; Powertools' own POWERTOOLS_ variables apply. */
 export function createPowertools() {
   return {
     logger: new Logger({ serviceName: 'sluice-feeder' }),
@@ -15,10 +12,8 @@ export function createPowertools() {
 /** @typedef {Pick<Logger, 'info' | 'warn' | 'error' | 'setCorrelationId'>} FeederLogger */
 /** @typedef {Pick<Metrics, 'addMetric' | 'publishStoredMetrics'>} FeederMetrics */
 /**
- * Counts only, never a user or the token. usersStored: accepted (inserted or already there);
- * stale: merge mode, no newer than the row; quarantined: set aside by the service (invalid);
- * usersReplayed: stored by an earlier delivery, its answer replayed (not in inserted, updated,
- * stale); heldMessages: failed behind their group's failure.
+ * Counts only, never a user or the token. usersStored: inserted or already there; usersReplayed:
+ * stored by an earlier delivery (not in inserted, updated, stale).
  * @typedef {{ requestId: string | undefined, records: number, users: number, usersStored: number,
  *   inserted: number, updated: number, stale: number, quarantined: number, usersReplayed: number,
  *   posts: number, retries: number, failedMessages: number, poisonMessages: number,
@@ -32,10 +27,7 @@ const LISTED_FAILURES = 20;
 export function createReports({ logger, metrics }) {
   return { reportInvocation, reportFailures, reportCredentialsRefused };
 
-  /**
-   * One log line an invocation (the request id as correlation id) and one EMF record.
-   * @param {InvocationReport} report
-   */
+  /** The request id as correlation id, and one EMF record. @param {InvocationReport} report */
   function reportInvocation({ requestId, ...counts }) {
     logger.setCorrelationId(requestId);
     logger.info('sqs batch fed', counts);
@@ -54,8 +46,7 @@ export function createReports({ logger, metrics }) {
   }
 
   /**
-   * One warning an invocation: each failed message by id, kind and reason (a rule or an error id,
-   * never a user), to find it in the dead-letter queue and the service's log.
+   * By id, kind and reason (never a user), to find each in the dead-letter queue and the log.
    * @param {Map<string, { kind: string, reason: string }>} failures
    */
   function reportFailures(failures) {

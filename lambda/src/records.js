@@ -7,10 +7,7 @@ import { messageGroupOf, poison } from './failure-ledger.js';
  *   attributes?: { MessageGroupId?: string } }} SqsRecordLike
  */
 /** @typedef {'ignore' | 'merge'} Resolution */
-/**
- * What the service does with an invalid user: sets it aside, or refuses its post.
- * @typedef {'quarantine' | 'refuse'} InvalidUsers
- */
+/** @typedef {'quarantine' | 'refuse'} InvalidUsers */
 /**
  * @typedef {{ messageId: string, user: unknown, resolution: Resolution, invalid: InvalidUsers,
  *   group?: string }} Item
@@ -24,12 +21,8 @@ const RESOLUTIONS = Object.freeze({
 const INVALID_USERS = frozenWords(['quarantine', 'refuse']);
 
 /**
- * Each record's body (one user object, or an array of them) as items that remember their message,
- * group, resolution (the `resolution` attribute, else the feeder's) and what becomes of its invalid
- * users (the `invalid` attribute, else the feeder's). A body that is not JSON or not users, or an
- * unknown attribute value, poisons its message alone.
- * @param {SqsRecordLike[]} records
- * @param {Resolution} [defaultResolution]
+ * A body that is not JSON or not users, or an unknown attribute value, poisons its message alone.
+ * @param {SqsRecordLike[]} records @param {Resolution} [defaultResolution]
  * @param {InvalidUsers} [defaultInvalid]
  * @returns {{ items: Item[], poisoned: Map<string, import('./failure-ledger.js').Failure> }}
  */

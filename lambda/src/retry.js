@@ -1,18 +1,13 @@
 /**
  * Exponential backoff with full jitter, so invocations retrying at once spread out.
- * @param {number} attempt 0 for the first retry
- * @param {{ baseMs: number, maxMs: number }} options
+ * @param {number} attempt 0 for the first retry @param {{ baseMs: number, maxMs: number }} options
  * @param {() => number} [random]
  */
 export function backoffMs(attempt, { baseMs, maxMs }, random = Math.random) {
   return random() * Math.min(maxMs, baseMs * 2 ** attempt);
 }
 
-/**
- * Retry-After in ms (delta-seconds or an HTTP date), undefined when unreadable.
- * @param {string | null} header
- * @param {number} [now]
- */
+/** Delta-seconds or an HTTP date, in ms. @param {string | null} header @param {number} [now] */
 export function parseRetryAfter(header, now = Date.now()) {
   const value = header?.trim();
   if (!value) return undefined;

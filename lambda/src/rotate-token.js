@@ -1,5 +1,4 @@
-// Secrets Manager's rotation of the ingest tokens (client name → token): a Lambda of its own,
-// bundled from this file alone; a rotation gives every client a new token.
+// Secrets Manager's rotation of the ingest tokens: a Lambda of its own, bundled from this file.
 import { randomBytes } from 'node:crypto';
 import {
   DescribeSecretCommand,
@@ -31,14 +30,9 @@ export const ROTATION_VARIABLES = defineVariables({
  *   sleep: (ms: number) => Promise<void> }} RotationDeps
  */
 
-/** 48 URL-safe characters. */
 const newToken = () => randomBytes(36).toString('base64url');
 
-/**
- * A secret's clients read as the services read them; the message names no token.
- * @param {string | undefined} text
- * @param {string} what
- */
+/** The message names no token. @param {string | undefined} text @param {string} what */
 function clientsOf(text, what) {
   try {
     return parseNamedTokens(text ?? '');
@@ -55,11 +49,9 @@ const tokensOf = (text, what) =>
   Object.fromEntries(clientsOf(text, what).map(({ name, token }) => [name, token]));
 
 /**
- * One step of Secrets Manager's rotation protocol. setSecret waits until every service (reading
- * AWSPENDING beside AWSCURRENT) accepts the new tokens before finishSecret gives them out. A step
- * may run twice (a retry): each checks whether it is done.
- * @param {RotationEvent} event
- * @param {RotationDeps} deps
+ * setSecret waits until every service (reading AWSPENDING too) accepts the new tokens before
+ * finishSecret gives them out. A step may run twice (a retry): each checks whether it is done.
+ * @param {RotationEvent} event @param {RotationDeps} deps
  */
 export async function rotate(
   { Step: step, SecretId: secretId, ClientRequestToken: version },
@@ -90,26 +82,16 @@ export async function rotate(
   }
 }
 
-/**
- * The secret a rotation works on: its id and the version being rotated in.
- * @typedef {{ client: RotationDeps['client'], secretId: string, version: string }} Rotated
- */
+/** @typedef {{ client: RotationDeps['client'], secretId: string, version: string }} Rotated */
 
-/**
- * A version's text: AWSCURRENT's, or the rotated version's as AWSPENDING.
- * @param {Rotated} secret
- * @param {'AWSCURRENT' | 'AWSPENDING'} stage
- */
+/** @param {Rotated} secret @param {'AWSCURRENT' | 'AWSPENDING'} stage */
 async function secretText({ client, secretId, version }, stage) {
   const which = stage === 'AWSPENDING' ? { VersionId: version } : {};
   const read = new GetSecretValueCommand({ SecretId: secretId, ...which, VersionStage: stage });
   return (await client.send(read)).SecretString;
 }
 
-/**
- * createSecret: a new token for every client of AWSCURRENT, put as AWSPENDING unless there already.
- * @param {Rotated} secret
- */
+/** createSecret. @param {Rotated} secret */
 async function createPending(secret) {
   const current = clientsOf(await secretText(secret, 'AWSCURRENT'), 'AWSCURRENT');
   try {
@@ -135,10 +117,7 @@ async function createPending(secret) {
   );
 }
 
-/**
- * testSecret: AWSPENDING names the clients of AWSCURRENT, each with a new token of its own.
- * @param {Rotated} secret
- */
+/** testSecret. @param {Rotated} secret */
 async function testPending(secret) {
   const current = tokensOf(await secretText(secret, 'AWSCURRENT'), 'AWSCURRENT');
   const pending = tokensOf(await secretText(secret, 'AWSPENDING'), 'AWSPENDING');
@@ -151,11 +130,7 @@ async function testPending(secret) {
     throw new Error('AWSPENDING gives two clients the same token');
 }
 
-/**
- * finishSecret: the rotated version made AWSCURRENT.
- * @param {Rotated} secret
- * @param {Record<string, string[]>} stages
- */
+/** finishSecret. @param {Rotated} secret @param {Record<string, string[]>} stages */
 async function finish({ client, secretId, version }, stages) {
   const current = Object.entries(stages).find(([, s]) => s.includes('AWSCURRENT'))?.[0];
   await client.send(

@@ -1,11 +1,8 @@
 import { backoffMs, parseRetryAfter, sleep } from './retry.js';
 
 /**
- * One POST's end, after retries. stored: quarantined, the users the service set aside (asked with
- * `quarantine`); refused: no outage, and retrying cannot fix it (a 4xx, the service's own 500);
- * unavailable: 429, 409 (its key in flight), 5xx or the network until the time ran out. stored,
- * replayed: the answer of an earlier delivery's write under the same key, not of one of these
- * attempts (its counts are that write's).
+ * After retries. refused: retrying cannot fix it (a 4xx, the service's own 500); unavailable: 429,
+ * 409, 5xx or the network until the time ran out; replayed: an earlier delivery's write's answer.
  * @typedef {{ kind: 'stored', inserted: number, updated: number, stale: number,
  *   quarantined: number, replayed?: true } | { kind: 'invalid',
  *   errors: ItemError[] } | { kind: 'tooLarge' } | { kind: 'refused', status: number,
@@ -13,21 +10,16 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
  */
 
 /**
- * The answers typed from the service's OpenAPI document (`npm run lint` makes the .d.ts), so a
- * change to its catalogue breaks this type check rather than the feeder.
+ * Typed from the service's OpenAPI document: a change to its catalogue breaks the type check.
  * @typedef {import('../../.cache/openapi/sluice-api.js').operations['postUsers']['responses']} Answers
  * @typedef {import('../../.cache/openapi/sluice-api.js').components['schemas']['ItemError']} ItemError
- * @typedef {Exclude<Answers[201]['content']['application/json'], unknown[]>} BatchResult the
- *   counts: the feeder asks for no representation
+ * @typedef {Exclude<Answers[201]['content']['application/json'], unknown[]>} BatchResult
  * @typedef {Extract<Answers[400]['content']['application/json'],
  *   { error: 'invalid_batch' }>} InvalidBatch
  * @typedef {Answers[500]['content']['application/json']} InternalError
  */
 
-/**
- * The service's 503s that say nothing was written: any other 5xx (outcome_unknown, a proxy's 502)
- * may have written.
- */
+/** Any other 5xx (outcome_unknown, a proxy's 502) may have written. */
 const NOTHING_WRITTEN = new Set([
   'database_unavailable',
   'overloaded',
@@ -39,26 +31,18 @@ const PREFER = { ignore: 'resolution=ignore-duplicates', merge: 'resolution=merg
 const QUARANTINE = ', invalid=quarantine';
 
 /**
- * One attempt's request.
- * @typedef {object} Attempt
- * @property {unknown[]} users
- * @property {import('./records.js').Resolution} resolution
- * @property {boolean} quarantine
- * @property {number} timeoutMs
- * @property {string | undefined} traceparent
- * @property {string | undefined} idempotencyKey
+ * @typedef {{ users: unknown[], resolution: import('./records.js').Resolution,
+ *   quarantine: boolean, timeoutMs: number, traceparent: string | undefined,
+ *   idempotencyKey: string | undefined }} Attempt
  */
-
 /**
- * What one attempt came to. lost: the attempt may have written, its answer unknown; throttled: a
- * 429.
+ * lost: the attempt may have written, its answer unknown; throttled: a 429.
  * @typedef {PostOutcome & { retryAfterMs?: number, lost?: true,
  *   throttled?: boolean }} AttemptOutcome
  */
 
 /**
- * @param {import('./config.js').FeederConfig} config
- * @param {Attempt} attempt
+ * @param {import('./config.js').FeederConfig} config @param {Attempt} attempt
  * @returns {Promise<AttemptOutcome>}
  */
 async function postOnce(config, attempt) {
@@ -87,10 +71,8 @@ async function postOnce(config, attempt) {
 }
 
 /**
- * An answer as an outcome, typed by status, each field still checked: a proxy may answer anything.
- * @param {Response} res
- * @param {any} body
- * @returns {AttemptOutcome}
+ * Typed by status, each field still checked: a proxy may answer anything.
+ * @param {Response} res @param {any} body @returns {AttemptOutcome}
  */
 function outcomeOf(res, body) {
   if (res.status === 200 || res.status === 201) {
@@ -108,8 +90,7 @@ function outcomeOf(res, body) {
       ? { ...counts, replayed: true }
       : counts;
   }
-  // The service's own 500 is this request's failure (retrying fails the same); other 5xx, the
-  // way there.
+  // The service's own 500 is this request's failure (retried, it fails the same).
   /** @type {Partial<InternalError> | undefined} */
   const failure = body;
   if (res.status === 500 && failure?.error === 'internal') {
@@ -156,11 +137,8 @@ function safeJson(text) {
 }
 
 /**
- * POST /users, retrying 429, 409, 5xx and network errors with backoff, never less than
- * Retry-After, never past `deadline` (epoch ms), each attempt with the same `idempotencyKey`: a
- * replay after an attempt of ours was lost is that attempt's answer, so not `replayed`. A 429 with
- * Retry-After (this client over its rate: the service is fine) waits just that and does not grow
- * the backoff: the feeder keeps to its rate.
+ * Each attempt with the same `idempotencyKey`: a replay after an attempt of ours was lost is that
+ * attempt's answer, so not `replayed`. A 429 (this client over its rate) waits its Retry-After.
  * @param {import('./config.js').FeederConfig} config @param {unknown[]} users
  * @param {{ deadline: number, resolution?: import('./records.js').Resolution, quarantine?: boolean,
  *   onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined,

@@ -1,7 +1,6 @@
 // W3C traceparent and X-Ray headers by hand: one format each way, and no propagator to register.
 
 /**
- * OpenTelemetry's SpanContext from another process.
  * @typedef {{ traceId: string, spanId: string, traceFlags: number,
  *   isRemote: boolean }} RemoteContext
  */
@@ -10,11 +9,7 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 const ZERO_TRACE = '0'.repeat(32);
 const ZERO_SPAN = '0'.repeat(16);
 
-/**
- * A version-00 `traceparent`'s context, else undefined.
- * @param {string | undefined} header
- * @returns {RemoteContext | undefined}
- */
+/** Version 00 only. @param {string | undefined} header @returns {RemoteContext | undefined} */
 export function parseTraceparent(header) {
   const m = TRACEPARENT.exec(header?.trim().toLowerCase() ?? '');
   if (!m || m[1] === ZERO_TRACE || m[2] === ZERO_SPAN) return undefined;
@@ -22,8 +17,7 @@ export function parseTraceparent(header) {
 }
 
 /**
- * An X-Ray header's context (SQS's AWSTraceHeader, `Root=1-5759e988-bd86…;Parent=…;Sampled=1`):
- * the trace id is OpenTelemetry's without the version and dashes.
+ * SQS's AWSTraceHeader: its trace id is OpenTelemetry's without the version and dashes.
  * @param {string | undefined} header @returns {RemoteContext | undefined}
  */
 export function parseXrayHeader(header) {

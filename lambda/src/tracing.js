@@ -8,35 +8,28 @@ import { formatTraceparent, parseTraceparent, parseXrayHeader } from './tracepar
  *   attributes?: { AWSTraceHeader?: string }, eventSourceARN?: string }} TracedRecord
  */
 
-/**
- * A message's producer context: its `traceparent` attribute, else SQS's X-Ray header.
- * @param {TracedRecord} record
- */
+/** Its `traceparent` attribute, else SQS's X-Ray header. @param {TracedRecord} record */
 export const producerContextOf = (record) =>
   parseTraceparent(record.messageAttributes?.traceparent?.stringValue) ??
   parseXrayHeader(record.attributes?.AWSTraceHeader);
 
 /**
- * @typedef {{ startInvocationSpan: (records: TracedRecord[],
- *   context: { awsRequestId?: string }) => Span | undefined, runInSpan: <T>(span: Span | undefined,
- *   fn: () => Promise<T>) => Promise<T>, endInvocationSpan: (span: Span | undefined,
- *   counts: Record<string, number>, err?: unknown) => void,
- *   currentTraceparent: () => string | undefined }} FeederTracing
+ * @typedef {{ startInvocationSpan: (records: TracedRecord[], context: { awsRequestId?: string })
+ *   => Span | undefined,
+ *   runInSpan: <T>(span: Span | undefined, fn: () => Promise<T>) => Promise<T>,
+ *   endInvocationSpan: (span: Span | undefined, counts: Record<string, number>, err?: unknown)
+ *   => void, currentTraceparent: () => string | undefined }} FeederTracing
  */
 
-/** Tracing off: no span, `fn` run as it is, no header. @type {FeederTracing} */
+/** @type {FeederTracing} */
 export const NO_TRACING = Object.freeze({
   startInvocationSpan: () => undefined,
-  runInSpan: (/** @type {Span | undefined} */ _span, /** @type {() => Promise<any>} */ fn) => fn(),
+  runInSpan: (_span, fn) => fn(),
   endInvocationSpan: () => {},
   currentTraceparent: () => undefined,
 });
 
-/**
- * NO_TRACING when off, else spans over the API, imported only then.
- * @param {import('@sluice/env/tracing').TracingConfig} config
- * @returns {Promise<FeederTracing>}
- */
+/** @param {import('@sluice/env/tracing').TracingConfig} config @returns {Promise<FeederTracing>} */
 export async function loadFeederTracing(config) {
   if (!config.enabled) return NO_TRACING;
   return tracingOver(await import('@opentelemetry/api'));
@@ -53,10 +46,7 @@ export function tracingOver(api) {
 
   /**
    * `fn` with `span` active, so its posts carry its context.
-   * @template T
-   * @param {Span | undefined} span
-   * @param {() => Promise<T>} fn
-   * @returns {Promise<T>}
+   * @template T @param {Span | undefined} span @param {() => Promise<T>} fn @returns {Promise<T>}
    */
   function runInSpan(span, fn) {
     if (!span) return fn();
@@ -64,10 +54,8 @@ export function tracingOver(api) {
   }
 
   /**
-   * The counts on the span (never a user), then its end.
-   * @param {Span | undefined} span
-   * @param {Record<string, number>} counts
-   * @param {unknown} [err]
+   * Counts only, never a user.
+   * @param {Span | undefined} span @param {Record<string, number>} counts @param {unknown} [err]
    */
   function endInvocationSpan(span, counts, err) {
     if (!span) return;
@@ -79,7 +67,6 @@ export function tracingOver(api) {
     span.end();
   }
 
-  /** The `traceparent` header for a request made now: the active span's, or undefined. */
   function currentTraceparent() {
     const span = api.trace.getActiveSpan();
     if (!span) return undefined;
@@ -89,12 +76,9 @@ export function tracingOver(api) {
 }
 
 /**
- * A CONSUMER "process" span (OpenTelemetry's messaging conventions for a batch), linked to each
- * message's producer (a link, not a parent: a batch has many).
- * @param {typeof import('@opentelemetry/api')} api
- * @param {TracedRecord[]} records
- * @param {{ awsRequestId?: string }} context
- * @returns {Span | undefined}
+ * OpenTelemetry's messaging conventions for a batch: linked to each producer, a batch has many.
+ * @param {typeof import('@opentelemetry/api')} api @param {TracedRecord[]} records
+ * @param {{ awsRequestId?: string }} context @returns {Span | undefined}
  */
 function startInvocationSpan(api, records, context) {
   const queue = records[0]?.eventSourceARN?.split(':').at(-1);

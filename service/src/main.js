@@ -64,6 +64,19 @@ async function serve(config, logger, tracing) {
     );
   });
 
+  stopOnSignals({ server, config, logger, tracing, auth, db });
+}
+
+/**
+ * On SIGTERM or SIGINT: stops accepting, lets in-flight requests finish (at most
+ * SHUTDOWN_TIMEOUT_MS), closes the credentials' watch and the pool, flushes the spans and exits 0.
+ * @param {{ server: import('node:http').Server,
+ *   config: import('./config.js').Config, logger: import('pino').Logger,
+ *   tracing: import('./tracing/tracing.js').Tracing,
+ *   auth: import('./auth/start-auth.js').Authentication,
+ *   db: import('./db/database.js').Database }} options
+ */
+function stopOnSignals({ server, config, logger, tracing, auth, db }) {
   let stopping = false;
   server.on('request', (_req, res) => {
     // Keep-alive clients learn to reconnect elsewhere instead of reusing a closing socket.
@@ -111,6 +124,36 @@ async function authenticationOrExit(config, logger) {
   }
 }
 
+/** The configuration, or exit 1 saying what is wrong with it. */
+function configOrExit() {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(`sluice: bad configuration: ${err.message}`);
+    process.exit(1);
+  }
+}
+
+/**
+ * A misconfigured database (password, name, a pooler in statement mode) stops the start here with
+ * its fix; one not reachable yet is said the same way, and served 503 until it answers.
+ * @param {string} databaseUrl
+ * @param {import('./config.js').Config} config @param {import('pino').Logger} logger
+ */
+async function checkDatabaseOrExit(databaseUrl, config, logger) {
+  const problem = await checkDatabase(databaseUrl, config.dbConnectTimeoutMs).catch((err) => {
+    logger.warn({ err }, 'the database does not answer yet: serving, 503 until it does');
+    return undefined;
+  });
+  if (problem)
+    console.error(
+      `sluice: ${problem.line}` +
+        `${problem.fatal ? '' : ' (serving meanwhile: 503 until it answers)'}`,
+    );
+  if (problem?.fatal) process.exit(1);
+}
+
 async function main() {
   createCommand(
     'node service/src/server.js',
@@ -119,14 +162,7 @@ async function main() {
       'declares each variable; docs/configuration.md lists them).',
     environmentHelp({ ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES }),
   ).parse();
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    console.error(`sluice: bad configuration: ${err.message}`);
-    process.exit(1);
-  }
+  const config = configOrExit();
   // A cluster's primary serves no request: it records no span, and loads no tracing SDK.
   const runsWorkers = cluster.isPrimary && config.workers > 0;
   const tracing = runsWorkers ? NO_TRACING : await startTracing(config.tracing);
@@ -143,20 +179,7 @@ async function main() {
     );
     process.exit(1);
   }
-  if (cluster.isPrimary) {
-    // A misconfigured database (password, name, a pooler in statement mode) stops the start here
-    // with its fix; one not reachable yet is said the same way, and served 503 until it answers.
-    const problem = await checkDatabase(databaseUrl, config.dbConnectTimeoutMs).catch((err) => {
-      logger.warn({ err }, 'the database does not answer yet: serving, 503 until it does');
-      return undefined;
-    });
-    if (problem)
-      console.error(
-        `sluice: ${problem.line}` +
-          `${problem.fatal ? '' : ' (serving meanwhile: 503 until it answers)'}`,
-      );
-    if (problem?.fatal) process.exit(1);
-  }
+  if (cluster.isPrimary) await checkDatabaseOrExit(databaseUrl, config, logger);
   if (cluster.isPrimary && !authRequired(config.auth)) {
     logger.warn(
       'no credentials are configured (INGEST_TOKEN, INGEST_TOKENS, JWT_SECRET, ' +

@@ -19,6 +19,33 @@ export function createMetrics(db) {
     admission: admissionMetrics(registers),
     clients: clientMetrics(registers),
     auth: authMetrics(registers),
+    ...httpMetrics(registers),
+    ...userMetrics(registers),
+    ...groupCommitMetrics(registers),
+  };
+  if (db) {
+    const { pool } = db;
+    new client.Gauge({
+      name: 'sluice_db_pool_connections',
+      help: 'Pooled connections by state',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.set({ state: 'total' }, pool.totalCount);
+        this.set({ state: 'idle' }, pool.idleCount);
+        this.set({ state: 'waiting' }, pool.waitingCount);
+      },
+    });
+  }
+  return metrics;
+}
+
+/**
+ * Requests answered and their durations.
+ * @param {client.Registry[]} registers
+ */
+function httpMetrics(registers) {
+  return {
     httpRequests: new client.Counter({
       name: 'sluice_http_requests_total',
       help: 'HTTP requests answered',
@@ -32,6 +59,15 @@ export function createMetrics(db) {
       registers,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     }),
+  };
+}
+
+/**
+ * Users received, written, set aside; batch and stream sizes; the time a write takes.
+ * @param {client.Registry[]} registers
+ */
+function userMetrics(registers) {
+  return {
     usersReceived: new client.Counter({
       name: 'sluice_users_received_total',
       help: 'Users received in valid batches',
@@ -82,6 +118,15 @@ export function createMetrics(db) {
       registers,
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     }),
+  };
+}
+
+/**
+ * How group commit gathers small requests: requests and rows a statement, time waited.
+ * @param {client.Registry[]} registers
+ */
+function groupCommitMetrics(registers) {
+  return {
     groupRequests: new client.Histogram({
       name: 'sluice_group_commit_requests',
       help: 'Requests written together by one group-commit statement',
@@ -101,21 +146,6 @@ export function createMetrics(db) {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     }),
   };
-  if (db) {
-    const { pool } = db;
-    new client.Gauge({
-      name: 'sluice_db_pool_connections',
-      help: 'Pooled connections by state',
-      labelNames: ['state'],
-      registers,
-      collect() {
-        this.set({ state: 'total' }, pool.totalCount);
-        this.set({ state: 'idle' }, pool.idleCount);
-        this.set({ state: 'waiting' }, pool.waitingCount);
-      },
-    });
-  }
-  return metrics;
 }
 
 /**
@@ -129,55 +159,10 @@ export const CLIENT_REFUSAL_REASONS = frozenWords(['rate', 'share', 'budget']);
 // Idempotency-Keys. Children kept by label.
 /** @param {client.Registry[]} registers */
 function clientMetrics(registers) {
-  const users = new client.Counter({
-    name: 'sluice_client_users_received_total',
-    help: 'Users of the writes answered 2xx, by client (a configured name, jwt, anonymous)',
-    labelNames: ['client'],
-    registers,
-  });
-  const refused = new client.Counter({
-    name: 'sluice_client_refused_total',
-    help:
-      'Requests refused, by client and reason: rate (429), share (its ' +
-      'share of the waiting room, 503), budget (the admission budget, 503)',
-    labelNames: ['client', 'reason'],
-    registers,
-  });
-  new client.Gauge({
-    name: 'sluice_refused_bodies_held',
-    help: 'Bodies of requests refused over their rate held unread before they are read and dropped',
-    registers,
-    collect() {
-      this.set(heldBodyCount());
-    },
-  });
   /** @type {{ heldByLabel: () => Iterable<[string, number]> } | undefined} */
   let budget;
-  new client.Gauge({
-    name: 'sluice_client_in_flight_bytes',
-    help: 'Request body bytes admitted and not yet released, by client',
-    labelNames: ['client'],
-    registers,
-    // Read when scraped: the budget changes on every request, the scrape is rare.
-    collect() {
-      for (const [label, bytes] of budget?.heldByLabel() ?? []) this.set({ client: label }, bytes);
-    },
-  });
-  const wait = new client.Histogram({
-    name: 'sluice_client_admission_wait_seconds',
-    help:
-      'Time a request that did not fit at once waited ' +
-      'for admission (admitted or not), by client',
-    labelNames: ['client'],
-    registers,
-    buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
-  });
-  const replays = new client.Counter({
-    name: 'sluice_idempotent_replays_total',
-    help: 'Answers replayed from a stored Idempotency-Key (Idempotent-Replayed: true), by client',
-    labelNames: ['client'],
-    registers,
-  });
+  const heldByLabel = () => budget?.heldByLabel() ?? [];
+  const { users, refused, wait, replays } = clientSeries(registers, heldByLabel);
   /** @type {Map<string, import('prom-client').Counter.Internal>} */
   const usersBy = new Map();
   // A client's series all appear with its first event, at zero: a rate misses a series' first
@@ -219,6 +204,62 @@ function clientMetrics(registers) {
       budget = admission;
     },
   };
+}
+
+/**
+ * The series by client, and the unread bodies held.
+ * @param {client.Registry[]} registers
+ * @param {() => Iterable<[string, number]>} heldByLabel  the bytes each client holds now
+ */
+function clientSeries(registers, heldByLabel) {
+  const users = new client.Counter({
+    name: 'sluice_client_users_received_total',
+    help: 'Users of the writes answered 2xx, by client (a configured name, jwt, anonymous)',
+    labelNames: ['client'],
+    registers,
+  });
+  const refused = new client.Counter({
+    name: 'sluice_client_refused_total',
+    help:
+      'Requests refused, by client and reason: rate (429), share (its ' +
+      'share of the waiting room, 503), budget (the admission budget, 503)',
+    labelNames: ['client', 'reason'],
+    registers,
+  });
+  new client.Gauge({
+    name: 'sluice_refused_bodies_held',
+    help: 'Bodies of requests refused over their rate held unread before they are read and dropped',
+    registers,
+    collect() {
+      this.set(heldBodyCount());
+    },
+  });
+  new client.Gauge({
+    name: 'sluice_client_in_flight_bytes',
+    help: 'Request body bytes admitted and not yet released, by client',
+    labelNames: ['client'],
+    registers,
+    // Read when scraped: the budget changes on every request, the scrape is rare.
+    collect() {
+      for (const [label, bytes] of heldByLabel()) this.set({ client: label }, bytes);
+    },
+  });
+  const wait = new client.Histogram({
+    name: 'sluice_client_admission_wait_seconds',
+    help:
+      'Time a request that did not fit at once waited ' +
+      'for admission (admitted or not), by client',
+    labelNames: ['client'],
+    registers,
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
+  });
+  const replays = new client.Counter({
+    name: 'sluice_idempotent_replays_total',
+    help: 'Answers replayed from a stored Idempotency-Key (Idempotent-Replayed: true), by client',
+    labelNames: ['client'],
+    registers,
+  });
+  return { users, refused, wait, replays };
 }
 
 /**

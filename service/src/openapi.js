@@ -662,15 +662,20 @@ function operationsPaths() {
 }
 
 /**
- * The document's schemas. The user object is the schema ajv validates with (each field described
- * by its declaration, user-columns.js), so the document cannot drift from the rules.
+ * The user object: the schema ajv validates with, each field described by its declaration
+ * (user-columns.js), so the document cannot drift from the rules.
  */
-function schemas() {
+function describedUserSchema() {
   const user = structuredClone(userSchema);
   for (const c of USER_COLUMNS)
     /** @type {Record<string, any>} */ (user.properties)[c.field].description = c.description;
+  return user;
+}
+
+/** The document's schemas. */
+function schemas() {
   return {
-    User: user,
+    User: describedUserSchema(),
     BatchResult: {
       type: 'object',
       required: ['received', 'inserted', 'updated', 'duplicates'],

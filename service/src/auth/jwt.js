@@ -1,14 +1,11 @@
 import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
 import { JWT_REFUSAL_REASONS, JwtRefusal } from './refusals.js';
 
-// Verifies a JWT as PostgREST does: the signature (HS256 for JWT_SECRET, asymmetric only for a key
-// set, `none` never), `exp` and `nbf`, `aud` and `iss` when configured, and a role claim that
-// grants writing. Loaded only when a JWT is configured (jose). A verified token is remembered for a
-// while, as PostgREST's JWT cache does: the price is that a key removed still admits its tokens
-// that long.
+// Verifies a JWT as PostgREST does: the signature (`none` never), `exp` and `nbf`, `aud` and `iss`
+// when configured, a role claim that grants writing. A verified token is remembered a while, as
+// PostgREST's JWT cache does: the price is that a key removed still admits its tokens that long.
 
 /**
- * The JWT_ variables (docs/configuration.md).
  * @typedef {{ secret: string | undefined, jwksUrl: string | undefined,
  *   audience: string | undefined, issuer: string | undefined, roleClaim: string,
  *   roles: string[] | undefined, clientClaim: string, jwksTimeoutMs: number }} JwtConfig
@@ -105,11 +102,9 @@ export async function createJwtVerifier(config) {
 }
 
 /**
- * The client a claim names: its first MAX_CLIENT_CHARS characters (a pair of surrogates never cut
- * apart), or none for no string or an empty one. The name goes into SQL text (the Idempotency-Key
- * store's scope) and the log: a control character (PostgreSQL's text holds no NUL) or a lone
- * surrogate (stored as another character, so the key read back would not be the key claimed)
- * refuses the token, naming the claim, never quoting it.
+ * The name goes into SQL text (the keys' scope) and the log: a control character (text holds no
+ * NUL) or a lone surrogate (stored as another character, so the key read back would not be the key
+ * claimed) refuses the token, naming the claim, never quoting it.
  * @param {unknown} claimed @param {string} claim
  */
 function clientOf(claimed, claim) {
@@ -130,9 +125,8 @@ function clientOf(claimed, claim) {
 }
 
 /**
- * jose's error as a refusal, by its class: its message may quote a claim's value.
- * @param {unknown} err
- * @param {boolean} keySet
+ * By its class: jose's message may quote a claim's value.
+ * @param {unknown} err @param {boolean} keySet
  */
 function refusalOf(err, keySet) {
   if (err instanceof errors.JWTExpired) return new JwtRefusal('the token has expired', 'expired');

@@ -1,5 +1,4 @@
-// Why credentials are refused (the 401's message, the metric's label); a leaf, so naming one loads
-// no jose.
+// Why credentials are refused; a leaf, so naming one loads no jose.
 import { frozenWords } from '@sluice/env';
 
 export const JWT_REFUSAL_REASONS = frozenWords([
@@ -23,9 +22,7 @@ export const AUTH_REFUSAL_REASONS = frozenWords([
   ...JWT_REFUSAL_REASONS,
 ]);
 
-/**
- * Why a JWT was refused: a message quoting nothing of the token, and a fixed word for the metric.
- */
+/** A message quoting nothing of the token, and a fixed word for the metric. */
 export class JwtRefusal extends Error {
   constructor(
     /** @type {string} */ message,

@@ -6,8 +6,6 @@ import { startTokenSource } from './token-source.js';
  *   close: () => void }} Authentication
  */
 
-// The static tokens (kept current) and the JWT verifier (jose imported only then) that
-// authenticate.js checks against.
 /**
  * @param {import('../config.js').Auth} config
  * @param {{ logger: import('pino').Logger,

@@ -4,6 +4,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 export const DEFAULT_CLIENT = 'default';
 
 /** @typedef {import('@sluice/env/named-tokens').NamedToken} NamedToken */
+/** @typedef {import('@sluice/env/named-tokens').ClientLimits} ClientLimits */
 
 const digestOf = (/** @type {string} */ token) => createHash('sha256').update(token).digest();
 
@@ -20,16 +21,13 @@ export class TokenSet {
   constructor(tokens) {
     this.clients = tokens.map(({ name, token }) => ({ name, digest: digestOf(token) }));
     this.names = new Set(this.clients.map((c) => c.name));
-    /**
-     * Each client's declared limits (a client named twice, in a rotation: its first declaration).
-     * @type {Map<string, import('@sluice/env/named-tokens').ClientLimits>}
-     */
+    /** A client named twice (a rotation): its first. @type {Map<string, ClientLimits>} */
     this.limits = new Map();
     for (const { name, limits } of tokens)
       if (limits && !this.limits.has(name)) this.limits.set(name, limits);
   }
 
-  /** The limits declared with a client's token, or undefined. @param {string} name */
+  /** @param {string} name */
   limitsOf(name) {
     return this.limits.get(name);
   }
@@ -38,7 +36,7 @@ export class TokenSet {
     return this.clients.length;
   }
 
-  /** The client whose token this is, or undefined. @param {string} token */
+  /** Its client's name. @param {string} token */
   match(token) {
     const digest = digestOf(token);
     /** @type {string | undefined} */

@@ -6,23 +6,19 @@ import { DEFAULT_CLIENT, TokenSet, mergeNamedTokens } from './token-set.js';
 /** @typedef {import('./token-set.js').NamedToken} NamedToken */
 
 /**
- * The INGEST_TOKEN* variables, INGEST_TOKENS parsed.
  * @typedef {{ ingestToken: string | undefined, ingestTokens: NamedToken[] | undefined,
  *   ingestTokensFile: string | undefined, ingestTokensSecretArn: string | undefined,
  *   ingestTokensRefreshMs: number }} TokenSourceConfig
  */
 /**
- * What GetSecretValue answers (tests inject one).
  * @typedef {{ getSecretString: (secretId: string,
  *   versionStage: string) => Promise<string | undefined> }} SecretReader
  */
 
-// The static tokens in force, kept current: INGEST_TOKEN and INGEST_TOKENS once; a file or a
-// Secrets Manager secret at start and every INGEST_TOKENS_REFRESH_MS (polled, not watched: fs.watch
-// misses an atomic rename), so a client is added, rotated or revoked without a restart. A secret is
-// read AWSPENDING first, then AWSCURRENT, both accepted: a rotation ending between the two reads
-// still leaves the new tokens in. Unreadable at start: a ConfigError; later: logged, the tokens
-// stay.
+// The static tokens in force: a file or a secret is read again every INGEST_TOKENS_REFRESH_MS
+// (polled: fs.watch misses an atomic rename). A secret's AWSPENDING and AWSCURRENT are both
+// accepted, so a rotation ending between the two reads still leaves the new tokens in. Unreadable
+// at start: a ConfigError; later: logged, the tokens stay.
 export class TokenSource {
   /**
    * @param {TokenSourceConfig} config
@@ -61,10 +57,7 @@ export class TokenSource {
     );
   }
 
-  /**
-   * Reads the file or the secret, then refreshes it; rejects with a ConfigError naming the
-   * variable.
-   */
+  /** Rejects with a ConfigError naming the variable. */
   async start() {
     if (!this.refreshes) return this;
     try {
@@ -123,8 +116,7 @@ export class TokenSource {
 }
 
 /**
- * A problem, after the variable's name: a parse error's message (names only), else a code, never
- * what was read.
+ * After the variable's name: a parse error's message (names only) or a code, never what was read.
  * @param {unknown} err
  */
 function problemOf(err) {

@@ -1,24 +1,19 @@
-// A background purge by batches: a round deletes batch after batch (one short transaction each)
-// until one finds fewer than `batchRows` or MAX_BATCHES_A_ROUND ran, so a backlog is worked off
-// over several rounds without hogging a connection. Rounds never overlap; it stops with its pool.
+// A round deletes batch after batch (one short transaction each) until one finds fewer than
+// `batchRows` or MAX_BATCHES_A_ROUND ran: a backlog is worked off without hogging a connection.
 
 const MAX_BATCHES_A_ROUND = 100;
 
 /**
  * @typedef {object} BatchedPurge
  * @property {import('./database.js').Database} db
- * @property {() => Promise<number>} deleteBatch  deletes one batch, answering its rows
+ * @property {() => Promise<number>} deleteBatch  its rows
  * @property {number} batchRows
  * @property {number} intervalMs
- * @property {(deleted: number) => void} roundDone  told of a round's rows (log, metric)
+ * @property {(deleted: number) => void} roundDone
  * @property {(err: unknown) => void} roundFailed
  */
 
-/**
- * @param {BatchedPurge} purge
- * @returns {{ round: () => Promise<number>, stop: () => void }} round: one round now (the rows
- *   deleted)
- */
+/** @param {BatchedPurge} purge @returns {{ round: () => Promise<number>, stop: () => void }} */
 export function startBatchedPurge({
   db,
   deleteBatch,

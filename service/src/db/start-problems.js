@@ -17,8 +17,7 @@ export const STATEMENT_POOLING =
 const MAY_COME = new Set(['refused', 'host']);
 
 /**
- * The one-liner for a failure to use the database at `url` (named by `variable`), or undefined
- * when it is none of the misconfigurations a person must fix.
+ * Undefined when it is none of the misconfigurations a person must fix.
  * @param {unknown} err @param {{ variable: string, url: string }} where
  */
 export function databaseProblem(err, { variable, url }) {
@@ -55,8 +54,7 @@ export function databaseProblem(err, { variable, url }) {
  * statement mode refuses a query that leaves a transaction open). Resolves with the one-liner of a
  * misconfiguration (fatal: the start must stop), undefined when the database can hold a
  * transaction; throws any other failure.
- * @param {string} url
- * @param {number} timeoutMs
+ * @param {string} url @param {number} timeoutMs
  * @returns {Promise<{ line: string, fatal: boolean } | undefined>}
  */
 export async function checkDatabase(url, timeoutMs) {

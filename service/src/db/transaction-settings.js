@@ -1,9 +1,8 @@
-// PostgreSQL's time limits for the service's writes, set by each transaction for itself (SET LOCAL
-// in the round trip of its first statement), never on the connection: behind a transaction pooler
-// each transaction may get another server connection, and a session setting would hold on some.
+// Time limits set by each transaction for itself (SET LOCAL), never on the connection: behind a
+// transaction pooler, a session setting would stay on a server connection others then get.
 
 /**
- * A transaction's limits in ms: one left out is not set, 0 sets none.
+ * One left out is not set, 0 sets none.
  * @typedef {{ statementTimeoutMs?: number, lockTimeoutMs?: number }} TimeLimits
  */
 
@@ -17,10 +16,8 @@ const settingsOf = (limits) =>
   setLocal('lock_timeout', limits.lockTimeoutMs);
 
 /**
- * The service's defaults (DB_STATEMENT_TIMEOUT_MS, DB_LOCK_TIMEOUT_MS), which a writer overrides as
- * the write policy says. `statement(sql)`: the settings then `sql` in one simple query, one
- * implicit transaction (no `$n` parameters; its answer is `lastResult`). `begin(limits, then)`:
- * BEGIN, the settings and `then` in one round trip.
+ * `statement(sql)`: the settings then `sql` in one simple query, one implicit transaction (no `$n`
+ * parameters); `begin(limits, then)`: BEGIN, the settings and `then` in one round trip.
  * @param {{ statementTimeoutMs: number, lockTimeoutMs?: number }} defaults
  */
 export function createTransactionSettings(defaults) {
@@ -39,7 +36,7 @@ export function createTransactionSettings(defaults) {
 /** @typedef {ReturnType<typeof createTransactionSettings>} TransactionSettings */
 
 /**
- * The answer of a query's last statement (pg answers several statements with an array).
+ * pg answers several statements with an array.
  * @param {import('pg').QueryResult | import('pg').QueryResult[]} result
  */
 export const lastResult = (result) => (Array.isArray(result) ? result[result.length - 1] : result);

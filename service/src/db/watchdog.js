@@ -1,10 +1,8 @@
 // A database that stops answering without closing anything (a partition, a dead failover) hangs a
 // query until TCP gives up; keepalive covers only idle connections and statement_timeout is the
 // unreachable server's. So a query running past `stallMs` makes the watchdog ask a fresh connection
-// whether the database answers, and when it does not, the connections in flight are cut: their
-// queries fail at once, diagnosed as the database unavailable (503).
+// whether the database answers; when it does not, the connections in flight are cut (503).
 
-/** The watchdog's cut of a connection whose database stopped answering. */
 export class WatchdogCutError extends Error {
   constructor() {
     super('database unreachable: connection cut by the watchdog');
@@ -12,16 +10,11 @@ export class WatchdogCutError extends Error {
   }
 }
 
-/**
- * @typedef {object} Watched
- * @property {number} since  performance.now() when the query started
- * @property {(err: Error) => void} cut  ends the connection under it
- */
+/** since: its query's start. @typedef {{ since: number, cut: (err: Error) => void }} Watched */
 
 /**
  * @param {{ probe: () => Promise<boolean>, stallMs: number, intervalMs?: number,
- *   onCut?: (count: number) => void, now?: () => number }} options probe: does the database answer
- *   on a fresh connection (bounded in time); onCut: told how many it cut
+ *   onCut?: (count: number) => void, now?: () => number }} options probe: bounded in time
  */
 export function createDbWatchdog({
   probe,
@@ -33,8 +26,6 @@ export function createDbWatchdog({
   /** @type {Set<Watched>} */
   const inFlight = new Set();
   let checking = false;
-  /** @type {NodeJS.Timeout | undefined} */
-  let timer;
 
   async function check() {
     if (checking) return;
@@ -44,8 +35,7 @@ export function createDbWatchdog({
     checking = true;
     try {
       if (await probe()) return;
-      // Only those that were stalled when asked: a query that began since may be on a new
-      // connection.
+      // Only those stalled when asked: a query that began since may be on a new connection.
       const cut = stalled.filter((w) => inFlight.delete(w));
       for (const w of cut) w.cut(new WatchdogCutError());
       if (cut.length) onCut(cut.length);
@@ -54,40 +44,46 @@ export function createDbWatchdog({
     }
   }
 
-  function arm() {
-    if (timer || inFlight.size === 0) return;
-    timer = setInterval(() => {
-      if (inFlight.size === 0) {
-        clearInterval(timer);
-        timer = undefined;
-        return;
-      }
-      void check();
-    }, intervalMs);
-    timer.unref();
-  }
+  const ticker = tickWhileBusy(() => inFlight.size > 0, check, intervalMs);
 
   return {
-    /**
-     * Watches one lending until `done` is called.
-     * @param {(err: Error) => void} cut
-     * @returns {() => void} done
-     */
+    /** Watches one lending until done. @param {(err: Error) => void} cut @returns {() => void} */
     watch(cut) {
       /** @type {Watched} */
       const w = { since: now(), cut };
       inFlight.add(w);
-      arm();
+      ticker.start();
       return () => {
         inFlight.delete(w);
       };
     },
     /** Runs the check now (tests). */
     check,
-    stop() {
-      clearInterval(timer);
-      timer = undefined;
+    stop: ticker.stop,
+  };
+}
+
+/**
+ * Calls `tick` every `intervalMs` once started, until nothing is `busy`.
+ * @param {() => boolean} busy @param {() => Promise<void>} tick @param {number} intervalMs
+ */
+function tickWhileBusy(busy, tick, intervalMs) {
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer;
+  const stop = () => {
+    clearInterval(timer);
+    timer = undefined;
+  };
+  return {
+    start() {
+      if (timer || !busy()) return;
+      timer = setInterval(() => {
+        if (!busy()) return stop();
+        void tick();
+      }, intervalMs);
+      timer.unref();
     },
+    stop,
   };
 }
 

@@ -2,32 +2,15 @@ import { ApiError } from '../errors.js';
 import { FairQueue, ONE_CLIENT, shareOf, withinShare } from './fair-share.js';
 import { frozenWords } from '@sluice/env';
 
-// The in-flight work budget in body bytes (what a request holds grows with its body): bookkeeping
-// of what requests hold and wait for, no HTTP (http/admission.js is its Express adapter).
-
-/**
- * Bodies up to this size are "small" and may use the reserved share, so they never starve behind
- * large ones.
- */
+/** Bodies up to this size may use the reserved share, so they never starve behind large ones. */
 export const SMALL_BODY_BYTES = 64 * 1024;
-/** The share of the budget that large requests may never take. */
 export const RESERVED_SHARE = 1 / 16;
-/**
- * Bytes that may wait, in budgets: a waiting body stays unread in the kernel, so waiting costs a
- * socket, while a refusal costs reading and dropping the body and the client's next try: a client
- * that never backs off is cheaper queued than refused (docs/benchmarks.md, "A client that floods").
- */
+/** In budgets: a waiting body stays unread in the kernel, a refused one is read and sent again. */
 export const WAITING_BUDGETS = 64;
 
 /** @typedef {import('./fair-share.js').FairClient} FairClient */
-/**
- * @typedef {{ bytes: number, large: boolean, released: boolean, client: FairClient }} Grant what
- *   one request holds; released once
- */
-/**
- * Why admission control refuses a request (metrics.js exports each from the start); share: its
- * client already waits for its share of the waiting room while others wait too.
- */
+/** @typedef {{ bytes: number, large: boolean, released: boolean, client: FairClient }} Grant */
+/** share: its client already fills its share of the waiting room while others wait too. */
 export const REFUSAL_REASONS = frozenWords([
   'queue_full',
   'timeout',
@@ -52,11 +35,8 @@ export class AdmissionRefusedError extends ApiError {
  */
 
 /**
- * Large requests hold at most the budget less the reserve; small ones the whole budget, only the
- * reserve while a large one waits. Waiting: per kind, clients in turn (fair-share.js), each
- * client's in its order; bounded in time and to WAITING_BUDGETS budgets of bytes (beyond, refused
- * at once), of which a client may fill only its share while others wait. A client holds at most its
- * share of the budget while others wait, and never more than its own cap.
+ * Large requests hold at most the budget less the reserve; small ones all of it, only the reserve
+ * while a large one waits. Waiters queue per kind, clients in turn, bounded in time and bytes.
  */
 export class AdmissionBudget {
   #total = 0;
@@ -64,19 +44,15 @@ export class AdmissionBudget {
   /** @type {FairQueue<Waiter>} */ #largeQueue = new FairQueue();
   /** @type {FairQueue<Waiter>} */ #smallQueue = new FairQueue();
   #waitingBytes = 0;
-  /** Bytes held, by client key. @type {Map<string, number>} */ #held = new Map();
-  /** Bytes held, by metric label. @type {Map<string, number>} */ #heldByLabel = new Map();
-  /**
-   * Bytes waiting, by client key, with the client.
-   * @type {Map<string, { client: FairClient, bytes: number }>}
-   */
+  /** By client key. @type {Map<string, number>} */ #held = new Map();
+  /** By metric label. @type {Map<string, number>} */ #heldByLabel = new Map();
+  /** @type {Map<string, { client: FairClient, bytes: number }>} by client key */
   #waitingBy = new Map();
   #waitingWeight = 0;
 
   /**
    * @param {{ budgetBytes: number, maxWaitMs: number,
-   *   onChange?: (budget: AdmissionBudget) => void }} options onChange: after every change
-   *   (metrics)
+   *   onChange?: (budget: AdmissionBudget) => void }} options
    */
   constructor({ budgetBytes, maxWaitMs, onChange = () => {} }) {
     this.budgetBytes = budgetBytes;
@@ -97,12 +73,12 @@ export class AdmissionBudget {
     };
   }
 
-  /** Bytes held by each metric label that has held any. @returns {Iterable<[string, number]>} */
+  /** @returns {Iterable<[string, number]>} */
   heldByLabel() {
     return this.#heldByLabel.entries();
   }
 
-  /** Bytes a client holds. @param {FairClient} client */
+  /** @param {FairClient} client */
   heldBy(client) {
     return this.#held.get(client.key) ?? 0;
   }
@@ -113,20 +89,12 @@ export class AdmissionBudget {
     return this.#waitingWeight - (mine ? mine.client.weight : 0);
   }
 
-  /**
-   * What `bytes` of body cost: at most the large share (then it runs alone, rather than never).
-   * @param {number} bytes
-   */
+  /** At most the large share: such a body runs alone, rather than never. @param {number} bytes */
   charge(bytes) {
     return Math.min(bytes, this.largeShareBytes);
   }
 
-  /**
-   * Whether the budget has room for a grant holding `held` to hold `bytes` instead, whoever asks.
-   * @param {number} bytes
-   * @param {number} held
-   * @param {boolean} heldLarge
-   */
+  /** Room, whoever asks. @param {number} bytes @param {number} held @param {boolean} heldLarge */
   #fits(bytes, held = 0, heldLarge = false) {
     const large = bytes > this.smallBodyBytes;
     const total = this.#total - held + bytes;
@@ -136,12 +104,7 @@ export class AdmissionBudget {
     return large || this.#largeQueue.length === 0 || total - largeTotal <= this.reservedBytes;
   }
 
-  /**
-   * Whether `client` may hold `bytes` more, as its share and cap allow.
-   * @param {FairClient} client
-   * @param {number} bytes
-   * @param {number} [held] of its grant, already counted
-   */
+  /** @param {FairClient} client @param {number} bytes @param {number} [held] already counted */
   #withinShare(client, bytes, held = 0) {
     return withinShare(
       client,
@@ -183,12 +146,7 @@ export class AdmissionBudget {
     }
   }
 
-  /**
-   * A grant now if it fits, its client may hold it, and nobody of its kind waits.
-   * @param {number} bodyBytes
-   * @param {FairClient} [client]
-   * @returns {Grant | undefined}
-   */
+  /** @param {number} bodyBytes @param {FairClient} [client] @returns {Grant | undefined} */
   tryAcquire(bodyBytes, client = ONE_CLIENT) {
     const bytes = this.charge(bodyBytes);
     const queue = bytes > this.smallBodyBytes ? this.#largeQueue : this.#smallQueue;
@@ -200,12 +158,8 @@ export class AdmissionBudget {
   }
 
   /**
-   * A grant once it fits and it is its client's turn, within `maxWaitMs`, else
-   * AdmissionRefusedError.
-   * @param {number} bodyBytes
-   * @param {AbortSignal} [signal] the client left
-   * @param {FairClient} [client]
-   * @returns {Promise<Grant>}
+   * @param {number} bodyBytes @param {AbortSignal} [signal] the client left
+   * @param {FairClient} [client] @returns {Promise<Grant>}
    */
   acquire(bodyBytes, signal, client = ONE_CLIENT) {
     const now = this.tryAcquire(bodyBytes, client);
@@ -214,8 +168,7 @@ export class AdmissionBudget {
     const room = this.budgetBytes * WAITING_BUDGETS;
     if (this.maxWaitMs === 0 || this.#waitingBytes + bytes > room)
       return Promise.reject(new AdmissionRefusedError('queue_full'));
-    // While others wait too, a client fills at most its share of the waiting room (it may always
-    // wait once).
+    // While others wait too, a client fills at most its share of the waiting room (but waits once).
     const mine = this.#waitingBy.get(client.key)?.bytes ?? 0;
     const others = this.#othersWaitingWeight(client);
     if (mine > 0 && others > 0 && mine + bytes > shareOf(client, others, room))
@@ -232,8 +185,7 @@ export class AdmissionBudget {
         signal?.removeEventListener('abort', onAbort);
         clearTimeout(waiter.timer);
         reject(new AdmissionRefusedError(reason));
-        // A request that stops waiting may unblock those held back for it (small ones, other
-        // clients' shares).
+        // Those held back for it (small ones, other clients' shares) may go now.
         this.#admitWaiters();
       };
       const onAbort = () => giveUp('aborted');
@@ -258,10 +210,8 @@ export class AdmissionBudget {
   }
 
   /**
-   * A grant grown to `bodyBytes` without waiting (a body without a length); false: cut it off.
-   * @param {Grant} grant
-   * @param {number} bodyBytes
-   * @returns {boolean}
+   * A grant grown without waiting (a body without a length); false: cut it off.
+   * @param {Grant} grant @param {number} bodyBytes @returns {boolean}
    */
   grow(grant, bodyBytes) {
     const bytes = this.charge(bodyBytes);
@@ -291,9 +241,8 @@ export class AdmissionBudget {
     this.#admitWaiters();
   }
 
-  // Large requests first, then small ones; within each, clients in turn (fair-share.js). A client
-  // at its share or cap is passed over; otherwise the next in turn is never passed by another of
-  // its kind, so a large request waiting for room is not starved by smaller ones.
+  // Large requests first; within a kind, clients in turn. A client at its share or cap is passed
+  // over; no other is, so a large request is not starved by smaller ones.
   #admitWaiters() {
     /** @param {FairClient} client @param {Waiter} first */
     const atLimit = (client, first) => !this.#withinShare(client, first.bytes);

@@ -1,38 +1,28 @@
 import { AdmissionRefusedError } from './admission-budget.js';
 import { ONE_CLIENT } from './fair-share.js';
 
-// Admission control's Express adapter: a request is admitted into the byte budget
-// (admission-budget.js) before its body is read, or refused with 503 having read nothing. It never
-// reads the body: a body of unknown size is charged by the reader through res.locals.bodyAllowance.
-
-/**
- * @typedef {import('./admission-budget.js').AdmissionBudget} AdmissionBudget
- * @typedef {import('./admission-budget.js').Grant} Grant
- */
+/** @typedef {import('./admission-budget.js').AdmissionBudget} AdmissionBudget */
+/** @typedef {import('./admission-budget.js').Grant} Grant */
 /**
  * @typedef {{ shed: (reason: import('./admission-budget.js').RefusalReason) => void,
  *   waited: (seconds: number) => void,
  *   observe: (budget: AdmissionBudget) => void }} AdmissionMetrics
  */
 /**
- * By client label: refused for its share or the budget, time waited.
  * @typedef {{ refused: (label: string, reason: 'share' | 'budget') => void,
  *   waited: (label: string, seconds: number) => void }} ClientAdmissionMetrics
  */
 /**
- * Given the bytes read so far: nothing while they fit (the grant grown), else the 503 that stops
- * the read.
+ * @typedef {{ budget: AdmissionBudget, metrics?: AdmissionMetrics,
+ *   clientMetrics?: ClientAdmissionMetrics }} Admission
+ */
+/**
+ * Nothing while the bytes read so far fit (the grant grown), else the 503 that stops the read.
  * @typedef {(bytesRead: number) => AdmissionRefusedError | undefined} BodyAllowance
  */
 
-/**
- * @param {AdmissionBudget} budget
- * @param {Grant} grant
- * @param {AdmissionMetrics | undefined} metrics
- * @param {ClientAdmissionMetrics | undefined} clientMetrics
- * @returns {BodyAllowance}
- */
-function allowanceOf(budget, grant, metrics, clientMetrics) {
+/** @param {Admission} admission @param {Grant} grant @returns {BodyAllowance} */
+function allowanceOf({ budget, metrics, clientMetrics }, grant) {
   /** @type {AdmissionRefusedError | undefined} */
   let refused = undefined;
   return (bytesRead) => {
@@ -46,19 +36,18 @@ function allowanceOf(budget, grant, metrics, clientMetrics) {
 }
 
 /**
- * Admits a request before its body is read, or 503 with Retry-After; what it holds is released once
- * when the response ends. holdBytes: charge at most this (a stream holds a bounded part). Its
- * client (req.ingestClient, else one client for all) waits its turn and holds its share
- * (fair-share.js).
- * @param {{ budget: AdmissionBudget, maxBodyBytes: number, metrics?: AdmissionMetrics,
- *   clientMetrics?: ClientAdmissionMetrics, holdBytes?: number }} options
+ * Admits a request before its body is read, or 503 having read nothing; its hold ends with the
+ * response. holdBytes: charge at most this (a stream holds a bounded part).
+ * @param {Admission & { maxBodyBytes: number, holdBytes?: number }} options
  * @returns {import('express').RequestHandler}
  */
 export function admitRequest({ budget, maxBodyBytes, metrics, clientMetrics, holdBytes }) {
+  /** @type {Admission} */
+  const admission = { budget, metrics, clientMetrics };
   /** @param {import('express').Response} res @param {Grant} grant @param {boolean} asRead */
   function admitted(res, grant, asRead) {
     res.once('close', () => budget.release(grant));
-    if (asRead) res.locals.bodyAllowance = allowanceOf(budget, grant, metrics, clientMetrics);
+    if (asRead) res.locals.bodyAllowance = allowanceOf(admission, grant);
   }
 
   return (req, res, next) => {
@@ -87,47 +76,45 @@ export function admitRequest({ budget, maxBodyBytes, metrics, clientMetrics, hol
       admitted(res, now, asRead);
       return next();
     }
-    waitForBudget(res, upFront, client).then((grant) => {
+    waitForBudget(admission, res, upFront, client).then((grant) => {
       if (!grant) return;
       admitted(res, grant, asRead);
       next();
     }, next);
   };
+}
 
-  /**
-   * Waits for room; undefined when the client left meanwhile.
-   * @param {import('express').Response} res
-   * @param {number} bytes
-   * @param {import('./fair-share.js').FairClient} client
-   * @returns {Promise<Grant | undefined>}
-   */
-  async function waitForBudget(res, bytes, client) {
-    const aborted = new AbortController();
-    const onClose = () => aborted.abort();
-    res.once('close', onClose);
-    const started = performance.now();
-    /** @type {Grant} */
-    let grant;
-    try {
-      grant = await budget.acquire(bytes, aborted.signal, client);
-    } catch (err) {
-      if (err instanceof AdmissionRefusedError) {
-        metrics?.shed(err.reason);
-        if (err.reason !== 'aborted')
-          clientMetrics?.refused(client.label, err.reason === 'share' ? 'share' : 'budget');
-      }
-      // A client that left waiting gets no answer; the error handler sees the closed response.
-      throw err;
-    } finally {
-      res.off('close', onClose);
-      const seconds = (performance.now() - started) / 1000;
-      metrics?.waited(seconds);
-      clientMetrics?.waited(client.label, seconds);
+/**
+ * Waits for room; undefined when the client left meanwhile.
+ * @param {Admission} admission @param {import('express').Response} res @param {number} bytes
+ * @param {import('./fair-share.js').FairClient} client @returns {Promise<Grant | undefined>}
+ */
+async function waitForBudget({ budget, metrics, clientMetrics }, res, bytes, client) {
+  const aborted = new AbortController();
+  const onClose = () => aborted.abort();
+  res.once('close', onClose);
+  const started = performance.now();
+  /** @type {Grant} */
+  let grant;
+  try {
+    grant = await budget.acquire(bytes, aborted.signal, client);
+  } catch (err) {
+    if (err instanceof AdmissionRefusedError) {
+      metrics?.shed(err.reason);
+      if (err.reason !== 'aborted')
+        clientMetrics?.refused(client.label, err.reason === 'share' ? 'share' : 'budget');
     }
-    if (res.destroyed || res.writableFinished) {
-      budget.release(grant);
-      return undefined;
-    }
-    return grant;
+    // A client that left waiting gets no answer; the error handler sees the closed response.
+    throw err;
+  } finally {
+    res.off('close', onClose);
+    const seconds = (performance.now() - started) / 1000;
+    metrics?.waited(seconds);
+    clientMetrics?.waited(client.label, seconds);
   }
+  if (res.destroyed || res.writableFinished) {
+    budget.release(grant);
+    return undefined;
+  }
+  return grant;
 }

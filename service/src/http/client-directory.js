@@ -1,12 +1,8 @@
 import { JWT_LABEL, jwtScope, tokenScope } from './authenticate.js';
 import { TokenBucket } from './rate-limit.js';
 
-// Who a request is for, as admission and the rate limit see it (without credentials, nobody is set:
-// fair-share.js's ONE_CLIENT, `anonymous`): a client's name, its bounded metric
-// label, its weight and cap (fair-share.js) and its token bucket (rate-limit.js), from the limits
-// declared with its token (INGEST_TOKENS, read again with it: a changed limit applies at once, the
-// bucket's level carried over) or, for a JWT's client, the JWT_CLIENT_ defaults. Made once a client
-// and kept, so a request allocates nothing here.
+// Who a request is for, as admission and the rate limit see it, from its token's limits or the
+// JWT_CLIENT_ defaults; made once a client and kept, so a request allocates nothing here.
 
 /** @typedef {import('@sluice/env/named-tokens').ClientLimits} ClientLimits */
 /**
@@ -15,9 +11,8 @@ import { TokenBucket } from './rate-limit.js';
  */
 
 /**
- * JWT clients remembered at most (their subjects are the clients' own words). Past it, those whose
- * bucket is idle (full, nothing in flight: forgetting them forgives nothing) are forgotten, at most
- * once a SWEEP_EVERY_MS; a new subject that finds no room meanwhile shares one overflow client.
+ * Subjects are the clients' own words: past it, the idle ones are forgotten at most once a
+ * SWEEP_EVERY_MS, and a new subject that finds no room shares one overflow client.
  */
 export const JWT_CLIENTS = 10_000;
 const SWEEP_EVERY_MS = 1_000;
@@ -25,12 +20,8 @@ const SWEEP_EVERY_MS = 1_000;
 const OVERFLOW_KEY = 'overflow:jwt';
 
 /**
- * @param {string} key
- * @param {string} name
- * @param {string} label
- * @param {ClientLimits | undefined} limits
- * @param {number} now
- * @returns {Client}
+ * @param {string} key @param {string} name @param {string} label
+ * @param {ClientLimits | undefined} limits @param {number} now @returns {Client}
  */
 function clientOf(key, name, label, limits, now) {
   return {
@@ -62,8 +53,7 @@ export class ClientDirectory {
 
   /**
    * @param {{ tokens?: { current: { limitsOf: (name: string) => ClientLimits | undefined } },
-   *   jwtLimits?: ClientLimits, now?: () => number }} options tokens: the static tokens in force
-   *   (auth/token-source.js); jwtLimits: every JWT client's
+   *   jwtLimits?: ClientLimits, now?: () => number }} options
    */
   constructor({ tokens, jwtLimits, now = () => performance.now() } = {}) {
     this.tokens = tokens;
@@ -71,7 +61,7 @@ export class ClientDirectory {
     this.now = now;
   }
 
-  /** The client of a static token, by its configured name (its own label). @param {string} name */
+  /** A static token's client, its name its label. @param {string} name */
   named(name) {
     const set = this.tokens?.current;
     if (set !== this.#set) this.#reread(set);
@@ -84,10 +74,7 @@ export class ClientDirectory {
     return client;
   }
 
-  /**
-   * A JWT's client, by its claim (undefined: one for all), labelled `jwt`.
-   * @param {string | undefined} subject
-   */
+  /** @param {string | undefined} subject */
   jwt(subject) {
     const key = jwtScope(subject);
     let client = this.#jwt.get(key);
@@ -101,15 +88,11 @@ export class ClientDirectory {
     return client;
   }
 
-  /** JWT clients remembered. */
   get jwtClients() {
     return this.#jwt.size;
   }
 
-  /**
-   * Forgets the JWT clients without a bucket or with an idle one (never one in debt).
-   * @param {number} now
-   */
+  /** Never one in debt. @param {number} now */
   #forgetIdle(now) {
     if (now - this.#sweptAt < SWEEP_EVERY_MS) return;
     this.#sweptAt = now;
@@ -117,11 +100,7 @@ export class ClientDirectory {
       if (!client.bucket || client.bucket.idle(now)) this.#jwt.delete(key);
   }
 
-  /**
-   * The tokens were read again: a client whose limits changed is made again, its bucket's level
-   * kept.
-   * @param {unknown} set
-   */
+  /** A client whose limits changed is made again, its bucket's level kept. @param {unknown} set */
   #reread(set) {
     this.#set = set;
     const current =

@@ -1,11 +1,9 @@
 import { parseMediaType } from './media-type.js';
 
-// Which way a POST body goes, by its media type, as fastify's content-type parser: a registry of
-// the types served aside (the streamed imports); any other goes on to the next step, the JSON
-// body's, which refuses what it cannot read.
+// The types served aside (the streamed imports); any other goes on to the JSON body's step.
 
 /**
- * @param {Record<string, import('express').RequestHandler>} routes by media type, lower-case
+ * @param {Record<string, import('express').RequestHandler>} routes by lower-case media type
  * @returns {import('express').RequestHandler}
  */
 export function byContentType(routes) {

@@ -14,10 +14,8 @@ import { chargeRefused } from './rate-limit.js';
 import { finishUnreadBody } from './unread-body.js';
 
 /**
- * The answer to an error as the catalogue declares it; anything else a 500 with a fresh error id.
- * @param {unknown} err
- * @returns {{ status: number, headers: Record<string, string>, body: Record<string, unknown>,
- *   apiError: ApiError | undefined }}
+ * @param {unknown} err @returns {{ status: number, headers: Record<string, string>,
+ *   body: Record<string, unknown>, apiError: ApiError | undefined }}
  */
 export function describeError(err) {
   const apiError = err instanceof ApiError ? err : undefined;
@@ -46,15 +44,12 @@ export function describeError(err) {
     message: apiError.message,
   };
   if (apiError instanceof InvalidBatchError) body.errors = apiError.errors;
-  // PostgREST's shape beside sluice's, for its clients (postgrest-js reads code, message, details,
-  // hint).
+  // PostgREST's shape beside sluice's, for its clients (postgrest-js).
   body.code = spec.pgrst;
   body.details =
     apiError.details ??
     (apiError instanceof InvalidBatchError ? itemErrorsAsDetails(apiError.errors) : null);
   body.hint = spec.hint ?? null;
-  // A 401 says in WWW-Authenticate which credential it refused (one of the values the document
-  // lists); a 429 its own Retry-After and RateLimit fields.
   const own =
     apiError instanceof UnauthorizedError || apiError instanceof RateLimitedError
       ? apiError.headers
@@ -64,9 +59,7 @@ export function describeError(err) {
 }
 
 /**
- * Where errors become responses: a 500's id in the answer and the log, no stack trace out; what
- * of the body was read charged to the client's rate; a body not read is let arrive
- * (unread-body.js), so the client reads the answer, not a reset.
+ * A 500's id in the answer and the log, no stack trace out; an unread body is let arrive.
  * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} limits
  * @returns {import('express').ErrorRequestHandler}
  */

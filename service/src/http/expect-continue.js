@@ -4,24 +4,15 @@
 /** @type {WeakSet<import('node:http').ServerResponse>} */
 const held = new WeakSet();
 
-/**
- * The server holds back this response's `100 Continue` until the body is wanted.
- * @param {import('node:http').ServerResponse} res
- */
+/** @param {import('node:http').ServerResponse} res */
 export function holdContinue(res) {
   held.add(res);
 }
 
-/**
- * Lets the body come: sends the held `100 Continue`, once.
- * @param {import('node:http').ServerResponse} res
- */
+/** Lets the body come, once. @param {import('node:http').ServerResponse} res */
 export function sendContinue(res) {
   if (held.delete(res) && !res.headersSent) res.writeContinue();
 }
 
-/**
- * True while the client waits for `100 Continue` and has not been sent it.
- * @param {import('node:http').ServerResponse} res
- */
+/** @param {import('node:http').ServerResponse} res */
 export const awaitsContinue = (res) => held.has(res);

@@ -1,20 +1,13 @@
-// Where fairness between clients is decided: who waiting for the admission budget goes next
-// (start-time fair queuing over bytes, by weight: each client's requests in its own order, the
-// clients in turn), and how much one client may hold while others wait (its weighted share). No
-// HTTP and no budget: admission-budget.js asks it.
+// Fairness between the admission budget's clients: start-time fair queuing over bytes, by weight.
 
 /**
- * Who a request is for: key, the client's identity (its scope: authenticate.js); label, its bounded
- * metric label; weight, its share against the others; maxInFlightBytes, what it may hold at once.
+ * key: the client's scope (authenticate.js); label: its bounded metric label.
  * @typedef {{ key: string, label: string, weight: number, maxInFlightBytes?: number }} FairClient
  */
 
-/**
- * The name of a request's client when no credential is configured: one client for all (its keys,
- * its set-aside items, its share).
- */
+/** The one client of a service without credentials. */
 export const ANONYMOUS_CLIENT = 'anonymous';
-/** A service without credentials, or a caller that names none: one client. @type {FairClient} */
+/** @type {FairClient} */
 export const ONE_CLIENT = Object.freeze({
   key: ANONYMOUS_CLIENT,
   label: ANONYMOUS_CLIENT,
@@ -22,14 +15,10 @@ export const ONE_CLIENT = Object.freeze({
 });
 
 /**
- * Whether `client`, holding `heldBytes`, may hold `bytes` more: always when it holds nothing (a
- * request larger than its share runs alone rather than never); else within its own cap, and, while
- * others wait, within its weighted share of `budgetBytes`.
- * @param {FairClient} client
- * @param {number} heldBytes
- * @param {number} bytes
- * @param {number} othersWaitingWeight
- * @param {number} budgetBytes
+ * Always when it holds nothing (a request larger than its share runs alone rather than never);
+ * else within its own cap and, while others wait, its weighted share of `budgetBytes`.
+ * @param {FairClient} client @param {number} heldBytes @param {number} bytes
+ * @param {number} othersWaitingWeight @param {number} budgetBytes
  */
 export function withinShare(client, heldBytes, bytes, othersWaitingWeight, budgetBytes) {
   if (heldBytes <= 0) return true;
@@ -41,12 +30,7 @@ export function withinShare(client, heldBytes, bytes, othersWaitingWeight, budge
   );
 }
 
-/**
- * A client's share of `bytes` against the others waiting.
- * @param {FairClient} client
- * @param {number} othersWaitingWeight
- * @param {number} bytes
- */
+/** @param {FairClient} client @param {number} othersWaitingWeight @param {number} bytes */
 export const shareOf = (client, othersWaitingWeight, bytes) =>
   (bytes * client.weight) / (client.weight + othersWaitingWeight);
 
@@ -56,11 +40,9 @@ export const shareOf = (client, othersWaitingWeight, bytes) =>
  */
 
 /**
- * Waiting requests, a queue per client. The next is the head with the smallest start tag: a
- * request's start is its client's previous finish, or the virtual time now if later, and its finish
- * that plus its bytes over its client's weight. So a client that has waited little goes before one
- * with a backlog, whatever the backlog, and over time each client is let in bytes in proportion to
- * its weight.
+ * A queue per client; the next is the head with the smallest start: its client's previous finish,
+ * or the virtual time if later (a finish adds the bytes over the weight). So a client that waited
+ * little goes before one with a backlog, and each is let in bytes in proportion to its weight.
  * @template {{ bytes: number }} T
  */
 export class FairQueue {
@@ -72,12 +54,12 @@ export class FairQueue {
     return this.#length;
   }
 
-  /** The clients waiting, each once. @returns {Iterable<FairClient>} */
+  /** @returns {Iterable<FairClient>} */
   *clients() {
     for (const flow of this.#flows.values()) yield flow.client;
   }
 
-  /** Whether `key` has a request waiting here. @param {string} key */
+  /** @param {string} key */
   has(key) {
     return this.#flows.has(key);
   }
@@ -93,10 +75,8 @@ export class FairQueue {
   }
 
   /**
-   * The next request, its client's first, of the clients `skip` leaves in (it skips a client whose
-   * first is over its own limit); undefined when none.
-   * @param {(client: FairClient, first: T) => boolean} [skip]
-   * @returns {T | undefined}
+   * The next request of the clients `skip` leaves in (one whose first is over its own limit).
+   * @param {(client: FairClient, first: T) => boolean} [skip] @returns {T | undefined}
    */
   peek(skip) {
     /** @type {(T & { start: number }) | undefined} */
@@ -112,19 +92,14 @@ export class FairQueue {
     return next;
   }
 
-  /**
-   * Takes `item` out (let in or given up); false when it is not waiting.
-   * @param {FairClient} client
-   * @param {T} item
-   */
+  /** False when it is not waiting. @param {FairClient} client @param {T} item */
   remove(client, item) {
     const flow = this.#flows.get(client.key);
     const at = flow ? flow.queue.indexOf(/** @type {T & { start: number }} */ (item)) : -1;
     if (!flow || at === -1) return false;
     const [taken] = flow.queue.splice(at, 1);
     this.#length--;
-    // Let in: the virtual time moves to where it started. A client with nothing left waiting starts
-    // afresh.
+    // Let in: the virtual time moves to where it started.
     if (at === 0) this.#virtual = Math.max(this.#virtual, taken.start);
     if (flow.queue.length === 0) this.#flows.delete(client.key);
     return true;

@@ -8,18 +8,16 @@ import { chargeRefused } from './rate-limit.js';
 import { ClientGoneError, readBody } from './read-body.js';
 import { repeatedHeaders } from './repeated-headers.js';
 
+/** @typedef {import('node:http').IncomingMessage} IncomingMessage */
+/** @typedef {import('node:stream').Transform} Transform */
+
 // Reads a JSON body strictly: what is parsed is exactly what was sent, or a refusal naming the
 // problem. Headers are checked before a byte is read, so a wrong type or size costs nothing.
 
-// RFC 9659 caps a zstd Content-Encoding's window at 8 MiB; zstd's own default would let a frame's
-// header make the decoder take 128 MiB before one byte is decoded.
+// RFC 9659's cap on a zstd window; zstd's own would let a frame's header take far more memory.
 const ZSTD_WINDOW_LOG_MAX = 23;
 
-/**
- * Content-Encodings taken, with their decoders. Others (compress, stacked) are 415; zstd needs
- * Node 22.15 or newer, and is 415 before.
- * @type {Record<string, () => import('node:stream').Transform>}
- */
+/** Others are 415. @type {Record<string, () => Transform>} */
 const DECODERS = {
   gzip: zlib.createGunzip,
   'x-gzip': zlib.createGunzip,
@@ -39,18 +37,9 @@ const CODINGS_TAKEN = Object.keys(DECODERS)
   .join(', ');
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
-/**
- * @typedef {{ error: ApiError }
- *   | { decoder: (() => import('node:stream').Transform) | null }} HeaderCheck a refusal, or the
- *   body's decoder
- */
+/** @typedef {{ error: ApiError } | { decoder: (() => Transform) | null }} HeaderCheck */
 
-/**
- * What is wrong with a JSON body's headers, or its decoder.
- * @param {import('node:http').IncomingMessage} req
- * @param {number} maxBodyBytes
- * @returns {HeaderCheck}
- */
+/** @param {IncomingMessage} req @param {number} maxBodyBytes @returns {HeaderCheck} */
 export function checkJsonHeaders(req, maxBodyBytes) {
   const [repeated] = repeatedHeaders(req, ['content-type']);
   if (repeated)
@@ -106,11 +95,7 @@ export function checkJsonHeaders(req, maxBodyBytes) {
 }
 
 /**
- * Transfer-Encoding, Content-Encoding and Content-Length checked for a body of at most `limit`
- * bytes (a JSON body's or a stream's).
- * @param {import('node:http').IncomingMessage} req
- * @param {number} limit
- * @param {string} [limitName]
+ * @param {IncomingMessage} req @param {number} limit @param {string} [limitName]
  * @returns {HeaderCheck}
  */
 export function checkCodings(req, limit, limitName = 'MAX_BODY_BYTES') {
@@ -168,10 +153,8 @@ const COMMON_TYPES = new Set([
 const PLAIN_BODY = Object.freeze({ decoder: null });
 
 /**
- * A Content-Length over the limit, refused before it is read (Node refused malformed ones already).
- * @param {import('node:http').IncomingMessage} req
- * @param {number} maxBodyBytes
- * @param {string} [limitName]
+ * Node refused a malformed Content-Length already.
+ * @param {IncomingMessage} req @param {number} maxBodyBytes @param {string} [limitName]
  */
 function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
   const declared = Number(req.headers['content-length'] ?? 0);
@@ -185,18 +168,14 @@ function withinLimit(req, maxBodyBytes, limitName = 'MAX_BODY_BYTES') {
 }
 
 /**
- * The parsed value of a decoded body, or why it cannot be taken as sent. `onItemDuplicates`: told
- * of the users that give a key twice instead of refusing them (they are set aside,
- * invalid=quarantine).
- * @param {Buffer} buffer
+ * `onItemDuplicates`: told of the users that give a key twice instead of refusing them.
+ * @param {Buffer} buffer @returns {unknown}
  * @param {(errors: import('../errors.js').ItemError[]) => void} [onItemDuplicates]
- * @returns {unknown}
  */
 export function parseJsonBody(buffer, onItemDuplicates) {
   // Decoding would replace bad bytes with U+FFFD, which would then be stored as if sent.
   if (!isUtf8(buffer)) throw new ApiError('invalid_utf8');
-  // A byte-order mark is no part of the JSON text; RFC 8259 lets a parser ignore it, and sluice
-  // does.
+  // A byte-order mark is no part of the JSON text (RFC 8259 lets a parser ignore it).
   const start = buffer.subarray(0, 3).equals(UTF8_BOM) ? 3 : 0;
   const text = buffer.toString('utf8', start);
   if (text === '') return undefined;
@@ -234,8 +213,6 @@ export function parseJsonBody(buffer, onItemDuplicates) {
 }
 
 /**
- * Checks the headers, reads the body (decoded, within its limit, its time and admission's
- * allowance), parses it strictly onto req.body.
  * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number }} options
  * @returns {import('express').RequestHandler}
  */
@@ -265,31 +242,12 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
       }
       if (err) return next(describeReadError(err, decoder !== undefined));
       if (decoder) req.resume(); // anything after the compressed stream, so the request ends
-      // An Idempotency-Key's fingerprint is of the body as sent (decoded), whatever it parses to.
-      res.locals.idempotency?.update(/** @type {Buffer} */ (buffer));
-      try {
-        const setAside = res.locals.write.invalid
-          ? (/** @type {import('../errors.js').ItemError[]} */ errors) =>
-              (res.locals.duplicateKeys = errors)
-          : undefined;
-        req.body = parseJsonBody(/** @type {Buffer} */ (buffer), setAside);
-      } catch (parseError) {
-        return next(parseError);
-      }
-      next();
+      takeBody(req, res, /** @type {Buffer} */ (buffer), next);
     };
 
     const timer = setTimeout(() => {
       const bytes = stop();
-      settle(
-        new ApiError(
-          'body_timeout',
-          `the body did not arrive within BODY_READ_TIMEOUT_MS ` +
-            `(${bodyReadTimeoutMs} ms); nothing was written`,
-        ),
-        undefined,
-        bytes,
-      );
+      settle(bodyTimeout(bodyReadTimeoutMs), undefined, bytes);
     }, bodyReadTimeoutMs);
     const declared = req.headers['content-length'];
     const allowance = res.locals.bodyAllowance;
@@ -307,10 +265,33 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
 }
 
 /**
- * A read failure as the catalogue's answer: ours as they are; a decoder's is malformed_encoding.
- * @param {unknown} err
- * @param {boolean} compressed
+ * @param {import('express').Request} req @param {import('express').Response} res
+ * @param {Buffer} buffer @param {import('express').NextFunction} next
  */
+function takeBody(req, res, buffer, next) {
+  // An Idempotency-Key's fingerprint is of the body as sent (decoded), whatever it parses to.
+  res.locals.idempotency?.update(buffer);
+  try {
+    const setAside = res.locals.write.invalid
+      ? (/** @type {import('../errors.js').ItemError[]} */ errors) =>
+          (res.locals.duplicateKeys = errors)
+      : undefined;
+    req.body = parseJsonBody(buffer, setAside);
+  } catch (parseError) {
+    return next(parseError);
+  }
+  next();
+}
+
+/** @param {number} bodyReadTimeoutMs */
+const bodyTimeout = (bodyReadTimeoutMs) =>
+  new ApiError(
+    'body_timeout',
+    `the body did not arrive within BODY_READ_TIMEOUT_MS ` +
+      `(${bodyReadTimeoutMs} ms); nothing was written`,
+  );
+
+/** A decoder's failure is malformed_encoding. @param {unknown} err @param {boolean} compressed */
 function describeReadError(err, compressed) {
   if (err instanceof ApiError) return err;
   return compressed ? new ApiError('malformed_encoding') : err;

@@ -2,8 +2,7 @@ import net from 'node:net';
 
 /**
  * Why a server cannot listen on HOST:PORT, in one line; undefined when not about the address.
- * @param {unknown} err
- * @param {{ host: string, port: number }} address
+ * @param {unknown} err @param {{ host: string, port: number }} address
  */
 export function listenProblem(err, { host, port }) {
   switch (/** @type {NodeJS.ErrnoException} */ (err)?.code) {
@@ -27,10 +26,8 @@ export function listenProblem(err, { host, port }) {
 }
 
 /**
- * Listens on HOST:PORT a moment and lets go, before anything starts: a busy port is one line at
- * once.
- * @param {{ host: string, port: number }} address
- * @returns {Promise<string | undefined>} the problem, as listenProblem words it
+ * Listens on HOST:PORT a moment and lets go, before anything starts: a busy port is said at once.
+ * @param {{ host: string, port: number }} address @returns {Promise<string | undefined>}
  */
 export function checkCanListen({ host, port }) {
   if (port === 0) return Promise.resolve(undefined);

@@ -1,8 +1,6 @@
 import { ApiError } from '../errors.js';
 
-// What the service says about itself (clients' names, load, pool) is for the machine it runs on,
-// unless the operator serves it further, whatever address the service listens on; to any other
-// address the route does not exist.
+// What the service says about itself is for the machine it runs on, unless the operator opens it.
 
 /** @param {string | undefined} address  a socket's remote address */
 export function isLoopback(address) {
@@ -12,8 +10,7 @@ export function isLoopback(address) {
 }
 
 /**
- * @param {string} route the route it guards, for the refusal
- * @param {{ open: boolean }} options open: every address served
+ * @param {string} route for the refusal @param {{ open: boolean }} options
  * @returns {import('express').RequestHandler}
  */
 export function loopbackOnly(route, { open }) {

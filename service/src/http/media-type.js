@@ -1,17 +1,14 @@
-// A Content-Type parsed strictly (RFC 9110, 8.3.1): a parameter it cannot read, or two charsets,
-// make it malformed, since whatever is guessed about the charset would be stored.
+// Strict (RFC 9110, 8.3.1): whatever is guessed about a charset would be stored.
 
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const QUOTED = '"(?:[^"\\\\\\x00-\\x08\\x0a-\\x1f\\x7f]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*"';
 const TYPE = new RegExp(`^${TOKEN}/${TOKEN}`);
-// OWS ";" OWS [ name "=" ( token / quoted-string ) ]: an empty parameter is allowed, a bare name
-// not.
+// OWS ";" OWS [ name "=" ( token / quoted-string ) ]: an empty parameter, not a bare name.
 const PARAMETER = new RegExp(`[ \\t]*;[ \\t]*(?:(${TOKEN})=(${TOKEN}|${QUOTED}))?`, 'y');
 
 /**
- * @param {string} header
- * @returns {{ type: string, parameters: Map<string, string> } | null} null: malformed; names
- *   lower-cased
+ * Names lower-cased; null: malformed.
+ * @param {string} header @returns {{ type: string, parameters: Map<string, string> } | null}
  */
 export function parseMediaType(header) {
   const type = TYPE.exec(header);

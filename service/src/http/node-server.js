@@ -11,19 +11,16 @@ const PARSER_REFUSALS = {
 };
 
 /**
- * The HTTP server around the app: Node's own refusals (an unparsable request, an unknown `Expect`)
- * answered from the catalogue, and `100 Continue` held until the request is admitted.
+ * `100 Continue` held until the request is admitted.
  * @param {import('node:http').RequestListener} app
- * @param {{ headersTimeoutMs?: number, checkEveryMs?: number }} [timeouts] 408 after; tests shorten
- *   both
+ * @param {{ headersTimeoutMs?: number, checkEveryMs?: number }} [timeouts] 408 after
  */
 export function createHttpServer(app, { headersTimeoutMs = 66_000, checkEveryMs = 30_000 } = {}) {
   const server = http.createServer(
     { headersTimeout: headersTimeoutMs, connectionsCheckingInterval: checkEveryMs },
     app,
   );
-  // Longer than a typical load balancer's idle timeout, so the balancer closes first, never us
-  // mid-reuse.
+  // Longer than a load balancer's idle timeout, so the balancer closes first, never us mid-reuse.
   server.keepAliveTimeout = 65_000;
 
   server.on('checkContinue', (req, res) => {
@@ -47,7 +44,7 @@ export function createHttpServer(app, { headersTimeoutMs = 66_000, checkEveryMs 
   return server;
 }
 
-/** The headers of a JSON answer after which the connection closes. @param {string} text */
+/** @param {string} text */
 const jsonHeaders = (text) => ({
   'Content-Type': 'application/json; charset=utf-8',
   'Content-Length': String(Buffer.byteLength(text)),

@@ -2,11 +2,9 @@ import { frozenWords } from '@sluice/env';
 import { ApiError } from '../errors.js';
 import { DEFAULT_MAX_INVALID, MAX_INVALID_LIMIT } from '../users/quarantine.js';
 
-// The Prefer header (RFC 7240) with PostgREST's words for writes: resolution, return, count,
-// handling; and sluice's `invalid=quarantine` (its parameter `max-invalid=N`, the bound). Others
-// are ignored, unless `handling=strict` (then 400, as in PostgREST).
+// The Prefer header (RFC 7240): PostgREST's words for writes, and sluice's `invalid=quarantine`.
+// Others are ignored, unless `handling=strict` (then 400, as in PostgREST).
 
-/** The `resolution` preferences (PostgREST's names), by the Resolution they select. */
 const RESOLUTIONS = Object.freeze({
   'ignore-duplicates': 'ignore',
   'merge-duplicates': 'merge',
@@ -28,62 +26,16 @@ const HANDLINGS = new Set(['lenient', 'strict']);
 const NONE = Object.freeze({ resolution: 'ignore', count: false });
 
 /**
- * A request's `Prefer` headers (joined with ", "): `name[=value][;...]` by commas, names in any
- * case, the first of a name counts but two resolutions that differ are refused
- * (unsupported_preference).
+ * The `Prefer` headers: the first of a name counts; two resolutions that differ are refused.
  * @param {string | undefined} header @returns {Preferences}
  */
 export function parsePreferences(header) {
   if (!header) return NONE;
-  /** @type {Map<string, string>} */
-  const first = new Map();
-  /** @type {string[]} */
-  const unknown = [];
-  /** @type {string[]} */
-  let invalidParameters = [];
-  for (const preference of header.split(',')) {
-    const [nameValue, ...parameters] = preference.split(';');
-    const eq = nameValue.indexOf('=');
-    const name = (eq === -1 ? nameValue : nameValue.slice(0, eq)).trim().toLowerCase();
-    if (name === '') continue;
-    const value =
-      eq === -1
-        ? ''
-        : nameValue
-            .slice(eq + 1)
-            .trim()
-            .replace(/^"(.*)"$/, '$1');
-    if (first.has(name)) {
-      if (name === 'resolution' && first.get(name) !== value) {
-        throw new ApiError(
-          'unsupported_preference',
-          `Prefer: resolution is given twice with different values ` +
-            `(${JSON.stringify(first.get(name)).slice(1, -1)}, ` +
-            `${JSON.stringify(value).slice(1, -1)}); send one`,
-        );
-      }
-      continue;
-    }
-    first.set(name, value);
-    if (name === 'invalid') invalidParameters = parameters;
-    if (!isHonoured(name, value)) unknown.push(preference.trim());
-  }
+  const { first, unknown, invalidParameters } = readPreferences(header);
 
   const resolutionValue = first.get('resolution');
-  let resolution = NONE.resolution;
-  if (resolutionValue !== undefined) {
-    const resolved = Object.hasOwn(RESOLUTIONS, resolutionValue)
-      ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (resolutionValue)]
-      : undefined;
-    if (!resolved) {
-      throw new ApiError(
-        'unsupported_preference',
-        `Prefer: resolution=${JSON.stringify(resolutionValue).slice(1, -1)} is not ` +
-          `supported; send resolution=merge-duplicates or resolution=ignore-duplicates`,
-      );
-    }
-    resolution = resolved;
-  }
+  const resolution =
+    resolutionValue === undefined ? NONE.resolution : resolutionOf(resolutionValue);
   const strict = first.get('handling') === 'strict';
   if (strict && unknown.length > 0) {
     throw new ApiError('unsupported_preference', 'Invalid preferences given with handling=strict', {
@@ -113,9 +65,68 @@ export function parsePreferences(header) {
     : { resolution, return: ret, count, applied: applied || undefined };
 }
 
+/** Each name's first value, those not honoured, `invalid`'s parameters. @param {string} header */
+function readPreferences(header) {
+  /** @type {Map<string, string>} */
+  const first = new Map();
+  /** @type {string[]} */
+  const unknown = [];
+  /** @type {string[]} */
+  let invalidParameters = [];
+  for (const preference of header.split(',')) {
+    const [nameValue, ...parameters] = preference.split(';');
+    const { name, value } = nameAndValue(nameValue);
+    if (name === '') continue;
+    if (first.has(name)) {
+      if (name === 'resolution' && first.get(name) !== value) {
+        throw new ApiError(
+          'unsupported_preference',
+          `Prefer: resolution is given twice with different values ` +
+            `(${JSON.stringify(first.get(name)).slice(1, -1)}, ` +
+            `${JSON.stringify(value).slice(1, -1)}); send one`,
+        );
+      }
+      continue;
+    }
+    first.set(name, value);
+    if (name === 'invalid') invalidParameters = parameters;
+    if (!isHonoured(name, value)) unknown.push(preference.trim());
+  }
+  return { first, unknown, invalidParameters };
+}
+
+/** `name[=value]`, the name lowercased, the value unquoted. @param {string} text */
+function nameAndValue(text) {
+  const eq = text.indexOf('=');
+  const name = (eq === -1 ? text : text.slice(0, eq)).trim().toLowerCase();
+  const value =
+    eq === -1
+      ? ''
+      : text
+          .slice(eq + 1)
+          .trim()
+          .replace(/^"(.*)"$/, '$1');
+  return { name, value };
+}
+
+/** @param {string} value @returns {import('../users/user-schema.js').Resolution} */
+function resolutionOf(value) {
+  const resolved = Object.hasOwn(RESOLUTIONS, value)
+    ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (value)]
+    : undefined;
+  if (!resolved) {
+    throw new ApiError(
+      'unsupported_preference',
+      `Prefer: resolution=${JSON.stringify(value).slice(1, -1)} is not ` +
+        `supported; send resolution=merge-duplicates or resolution=ignore-duplicates`,
+    );
+  }
+  return resolved;
+}
+
 /**
- * `invalid=quarantine`, with `max-invalid=N` (0 to MAX_INVALID_LIMIT) as its parameter; another
- * value or parameter is refused, so a typo never turns into all or nothing.
+ * `invalid=quarantine[; max-invalid=N]`; another value or parameter is refused, so a typo never
+ * turns into all or nothing.
  * @param {string} value @param {string[]} parameters @returns {{ maxInvalid: number }}
  */
 function invalidPreference(value, parameters) {
@@ -128,16 +139,8 @@ function invalidPreference(value, parameters) {
   }
   let maxInvalid = DEFAULT_MAX_INVALID;
   for (const parameter of parameters) {
-    const eq = parameter.indexOf('=');
-    const name = (eq === -1 ? parameter : parameter.slice(0, eq)).trim().toLowerCase();
+    const { name, value: given } = nameAndValue(parameter);
     if (name === '') continue;
-    const given =
-      eq === -1
-        ? ''
-        : parameter
-            .slice(eq + 1)
-            .trim()
-            .replace(/^"(.*)"$/, '$1');
     if (
       name !== 'max-invalid' ||
       !/^[0-9]{1,6}$/.test(given) ||
@@ -174,7 +177,6 @@ function isHonoured(name, value) {
 }
 
 /**
- * The `resolution` a request asks for.
  * @param {string | undefined} header
  * @returns {{ resolution: import('../users/user-schema.js').Resolution, applied?: string }}
  */

@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Quarantine } from '../users/quarantine.js';
 import { ANONYMOUS_CLIENT } from './fair-share.js';
 
-// A request's quarantine (Prefer: invalid=quarantine): its rows scoped by the credential's kind and
-// name, as its Idempotency-Keys are, so that no client names another's; its request named by an
-// id the service made (a client's X-Request-Id is its own word, kept beside, never the key).
+// Scoped as a request's keys are, so no client names another's; named by an id the service made
+// (a client's X-Request-Id is its own word, kept beside).
 
 /**
  * @param {import('express').Request} req

@@ -1,17 +1,10 @@
 import { RateLimitedError } from '../errors.js';
 
-// A client's rate in users a second, with a burst (a token bucket, as Loki's ingestion_rate and
-// ingestion_burst_size): a request is charged before its body is read, from its Content-Length
-// (ESTIMATED_USER_BYTES a user), and settled to the users it held once answered; a refusal after
-// its body was read (in part) is charged what was read, if that is more, so a body without a length
-// pays for its reading and checking whether it is written or not. Over the rate, 429 with
-// Retry-After and the IETF httpapi RateLimit headers, nothing read or written.
+// A request is charged from its Content-Length before its body is read, settled to its users once
+// answered; a refusal is charged what was read, so a body without a length pays for its reading.
 
-/**
- * Bytes of JSON a user is taken to be before the body is read: its real count settles the charge.
- */
+/** A user's JSON before the body is read: its real count settles the charge. */
 export const ESTIMATED_USER_BYTES = 100;
-/** The RateLimit-Policy's name: the quota is of users. */
 const POLICY = '"users"';
 
 /** @typedef {{ rate: number, burst?: number }} Rate */
@@ -23,7 +16,7 @@ export class TokenBucket {
     this.burst = burst;
     this.tokens = burst;
     this.updated = now;
-    /** Requests charged whose answer is not done: each may yet settle for more users. */
+    /** Requests charged whose answer is not done. */
     this.pending = 0;
     this.policy = `${POLICY};q=${Math.round(burst)};w=${Math.max(1, Math.ceil(burst / rate))}`;
   }
@@ -36,10 +29,8 @@ export class TokenBucket {
   }
 
   /**
-   * Takes `users` (a request larger than the burst once the bucket holds the burst, into debt),
-   * answering 0, or the seconds until it could be taken (nothing taken).
-   * @param {number} users
-   * @param {number} now
+   * 0, or the seconds until `users` could be taken; more than the burst, into debt once full.
+   * @param {number} users @param {number} now
    */
   take(users, now) {
     this.#refill(now);
@@ -51,27 +42,18 @@ export class TokenBucket {
     return (needed - this.tokens) / this.rate;
   }
 
-  /**
-   * What was taken corrected by `users` (more: taken too; fewer: given back).
-   * @param {number} users
-   */
+  /** More: taken too; fewer: given back. @param {number} users */
   settle(users) {
     this.tokens = Math.min(this.burst, this.tokens - users);
   }
 
-  /**
-   * Whether forgetting the bucket forgives nothing: full now, and no request of it in flight.
-   * @param {number} now
-   */
+  /** Whether forgetting the bucket forgives nothing. @param {number} now */
   idle(now) {
     this.#refill(now);
     return this.pending === 0 && this.tokens >= this.burst;
   }
 
-  /**
-   * The RateLimit header: users left now and seconds until the bucket is full.
-   * @param {number} now
-   */
+  /** The RateLimit header. @param {number} now */
   state(now) {
     this.#refill(now);
     const remaining = Math.max(0, Math.floor(this.tokens));
@@ -82,11 +64,7 @@ export class TokenBucket {
   }
 }
 
-/**
- * Users a request is charged before its body is read: from its Content-Length, else 1 (settled once
- * read).
- * @param {import('node:http').IncomingMessage} req
- */
+/** @param {import('node:http').IncomingMessage} req */
 export function estimatedUsers(req) {
   const length = Number(req.headers['content-length']);
   return Number.isSafeInteger(length) && length > 0
@@ -94,31 +72,19 @@ export function estimatedUsers(req) {
     : 1;
 }
 
-/**
- * What a body refused after it was read (in part) cost, in users: those counted once it was parsed,
- * or one a ESTIMATED_USER_BYTES read if more (what bytes the readers left in res.locals).
- * @param {import('express').Response['locals']} locals
- */
+/** A body read (in part), in users. @param {import('express').Response['locals']} locals */
 export function usersRead({ bodyBytes = 0, bodyUsers = 0 }) {
   return Math.max(bodyUsers, Math.ceil(bodyBytes / ESTIMATED_USER_BYTES));
 }
 
-/**
- * A request refused (or its client gone) once its body was read, in part: its charge raised to what
- * was read, never lowered (nothing is given back for a refusal). Once a request; nothing without a
- * rate.
- * @param {import('express').Response} res
- */
+/** A refusal once the body was read: charged that. @param {import('express').Response} res */
 export function chargeRefused(res) {
   const settle = res.locals.settleUsers;
   if (settle) settle(usersRead(res.locals), true);
 }
 
 /**
- * The step that charges a request to its client's bucket (http/client-directory.js gives a client
- * one when its rate is declared), or refuses it with 429 before its body is read. The answer to a
- * client with a rate carries RateLimit-Policy and RateLimit whatever its status; answer.js settles
- * the charge through res.locals.settleUsers, chargeRefused a refusal's.
+ * answer.js settles the charge through res.locals.settleUsers, chargeRefused a refusal's.
  * @param {{ refused: (label: string) => void, now?: () => number }} deps
  * @returns {import('express').RequestHandler}
  */

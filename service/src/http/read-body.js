@@ -5,7 +5,6 @@ import { errorCode } from '../error-code.js';
 const SMALL_CHUNK = 4 * 1024;
 const BLOCK = 16 * 1024;
 
-/** The client went away before its body was complete: nobody is left to answer. */
 export class ClientGoneError extends Error {
   constructor() {
     super('the client closed the connection before its body was complete');
@@ -14,15 +13,12 @@ export class ClientGoneError extends Error {
 }
 
 /**
- * Reads a whole body into one Buffer, memory bounded by its size however it is framed (small chunks
- * copied into shared blocks, a known length into one buffer). Errors: the allowance's refusal,
- * payload_too_large, bad_request (not its length), ClientGoneError, the source's own.
+ * Into one Buffer, memory bounded by the body's size however it is framed.
  * @param {import('node:http').IncomingMessage} req
  * @param {import('node:stream').Readable} source the request or its decoder
  * @param {{ limit: number, length?: number,
  *   allowance?: import('./admission.js').BodyAllowance }} options
- * @param {(err: unknown, body: Buffer | undefined, bytes: number) => void} callback called once,
- *   with the bytes kept
+ * @param {(err: unknown, body: Buffer | undefined, bytes: number) => void} callback called once
  * @returns {() => number}  stops reading, without the callback; the bytes kept
  */
 export function readBody(req, source, { limit, length, allowance }, callback) {
@@ -120,13 +116,12 @@ function keptBody(length) {
         blockUsed += chunk.length;
       }
     },
-    /** The whole body, once read. @param {number} size  its bytes */
+    /** @param {number} size */
     body(size) {
       if (length !== undefined) return block ?? Buffer.alloc(0);
       sealBlock();
       return parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
     },
-    /** Lets the chunks go (the body is answered, or refused). */
     release() {
       parts.length = 0;
     },

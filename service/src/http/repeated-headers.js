@@ -1,9 +1,6 @@
 /**
- * The names among `names` (lower-case) a request carries twice: Node keeps the first silently, so
- * callers refuse rather than guess.
- * @param {import('node:http').IncomingMessage} req
- * @param {string[]} names
- * @returns {string[]}
+ * Node keeps the first silently, so callers refuse rather than guess; `names` lower-case.
+ * @param {import('node:http').IncomingMessage} req @param {string[]} names @returns {string[]}
  */
 export function repeatedHeaders(req, names) {
   /** @type {Set<string>} */

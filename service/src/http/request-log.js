@@ -5,11 +5,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 /** A query parameter's name as logged; another (a value sent without `=`, say) is logged as `*`. */
 const PARAMETER_NAME = /^[A-Za-z_][\w.-]{0,63}$/;
 
-/**
- * A URL as a log line holds it: its path, and of its query only the parameters' names (a value
- * may be a token, `?apikey=`, or an email, `?email=eq.`): `/users?apikey&email`.
- * @param {string} url
- */
+/** Its query's names only: a value may be a token or an email. @param {string} url */
 export function loggedUrl(url) {
   const mark = url.indexOf('?');
   if (mark === -1) return url;
@@ -26,13 +22,9 @@ export function loggedUrl(url) {
 }
 
 /**
- * Request ids (X-Request-Id), the access log and the HTTP metrics in one middleware and one
- * 'finish' listener; `req.log` made lazily by a getter on the request prototype. One line a
- * finished request: 4xx and 503 at warn, other 5xx at error, successes at debug; never headers or
- * bodies, of the query only its names (loggedUrl), the accepted client's name. quiet: never logged
- * (probes, scrapes).
- * @param {import('express').Express} app
- * @param {import('pino').Logger} logger
+ * One middleware and one 'finish' listener; `req.log` made lazily by a getter on the request
+ * prototype. Never headers or bodies, nor a query's values. quiet: never logged (probes, scrapes).
+ * @param {import('express').Express} app @param {import('pino').Logger} logger
  * @param {import('../metrics.js').Metrics} metrics
  * @param {{ quiet?: (req: import('express').Request) => boolean }} [options]
  * @returns {import('express').RequestHandler}
@@ -60,7 +52,7 @@ export function observeRequests(app, logger, metrics, { quiet = () => false } = 
       counted(req.method, req.route?.path ?? 'unmatched', status, seconds);
       const level = status >= 500 && status !== 503 ? 'error' : status >= 400 ? 'warn' : 'debug';
       if (!logger.isLevelEnabled(level) || quiet(req)) return;
-      // The client's name when its credentials were accepted (http/authenticate.js), never a token.
+      // The accepted client's name, never its token.
       const { clientName: client, refusedBecause: authRefusal } =
         /** @type {import('express').Request} */ (req);
       req.log[level](
@@ -78,10 +70,7 @@ export function observeRequests(app, logger, metrics, { quiet = () => false } = 
   };
 }
 
-/**
- * A finished request counted and timed, through labelled children kept by method, route and status.
- * @param {import('../metrics.js').Metrics} metrics
- */
+/** Children kept by method, route and status. @param {import('../metrics.js').Metrics} metrics */
 function labelledChildren(metrics) {
   /**
    * @type {Map<string, { requests: import('prom-client').Counter.Internal,

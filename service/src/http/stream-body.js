@@ -4,13 +4,14 @@ import { parseMediaType } from './media-type.js';
 import { ClientGoneError } from './read-body.js';
 import { repeatedHeaders } from './repeated-headers.js';
 
-// A streamed body (NDJSON, CSV) read piece by piece, never whole: its text handed out as it comes,
-// the request paused while the consumer is busy. Limits: MAX_STREAM_BYTES, an idle timeout.
+/** @typedef {import('node:http').IncomingMessage} IncomingMessage */
+/** @typedef {import('node:stream').Transform} Transform */
+
+// Never whole: the text handed out as it comes, the request paused while the consumer is busy.
 
 /**
- * What is wrong with a stream's headers, or its decoder.
- * @param {import('node:http').IncomingMessage} req
- * @param {number} maxStreamBytes
+ * @param {IncomingMessage} req @param {number} maxStreamBytes
+ * @returns {import('./json-body.js').HeaderCheck}
  */
 export function checkStreamHeaders(req, maxStreamBytes) {
   const [repeated] = repeatedHeaders(req, ['content-type']);
@@ -34,17 +35,15 @@ export function checkStreamHeaders(req, maxStreamBytes) {
 }
 
 /**
- * texts: the body's text piece by piece, checked UTF-8, or an ApiError or ClientGoneError; close:
- * the rest stays unread.
+ * texts: checked UTF-8, or an ApiError or ClientGoneError; close: the rest stays unread.
  * @typedef {{ texts: () => AsyncGenerator<string>, bytes: () => number,
  *   close: () => void }} StreamReader
  */
 
 /**
- * @param {import('node:http').IncomingMessage} req
- * @param {{ decoder: (() => import('node:stream').Transform) | null, maxStreamBytes: number,
+ * @param {IncomingMessage} req @returns {StreamReader}
+ * @param {{ decoder: (() => Transform) | null, maxStreamBytes: number,
  *   idleTimeoutMs: number }} options
- * @returns {StreamReader}
  */
 export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTimeoutMs }) {
   const decoder = makeDecoder?.();
@@ -56,25 +55,10 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
   let chunks = undefined;
   const { fail, next: nextChunk, stop: stopWatching } = watchFailures(req, decoder);
 
-  /** @type {NodeJS.Timeout | undefined} */
-  let timer = undefined;
-  const armTimer = () => {
-    clearTimeout(timer);
-    timer = setTimeout(
-      () =>
-        fail(
-          new ApiError(
-            'body_timeout',
-            `no part of the body arrived for STREAM_IDLE_TIMEOUT_MS ` +
-              `(${idleTimeoutMs} ms); nothing was written`,
-          ),
-        ),
-      idleTimeoutMs,
-    );
-  };
+  const idle = idleTimer(() => fail(idleTimeout(idleTimeoutMs)), idleTimeoutMs);
 
   function close() {
-    clearTimeout(timer);
+    idle.clear();
     stopWatching();
     // The iterator's listeners off: one left would keep unread-body.js from resuming the request.
     chunks?.return?.().catch(() => {});
@@ -96,24 +80,18 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
         /** @type {IteratorResult<Buffer>} */
         let next;
         // Timed only while waiting for the client: not while the consumer (COPY) is behind.
-        armTimer();
+        idle.arm();
         try {
           next = await nextChunk(iterator);
         } catch (err) {
-          if (err instanceof ApiError || err instanceof ClientGoneError) throw err;
-          if (decoder) throw new ApiError('malformed_encoding');
-          throw !req.complete ? new ClientGoneError() : err;
+          throw readFailure(err, req, decoder);
         } finally {
-          clearTimeout(timer);
+          idle.clear();
         }
         if (next.done) break;
         const chunk = next.value;
         read += chunk.length;
-        if (read > maxStreamBytes)
-          throw new ApiError(
-            'payload_too_large',
-            `the body is larger than MAX_STREAM_BYTES (${maxStreamBytes}); nothing was written`,
-          );
+        if (read > maxStreamBytes) throw tooLarge(maxStreamBytes);
         yield decodeUtf8(utf8, chunk, true);
       }
       const last = decodeUtf8(utf8, undefined, false);
@@ -122,12 +100,47 @@ export function readStream(req, { decoder: makeDecoder, maxStreamBytes, idleTime
   };
 }
 
+/** @param {() => void} onIdle @param {number} ms */
+function idleTimer(onIdle, ms) {
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer = undefined;
+  return {
+    arm() {
+      clearTimeout(timer);
+      timer = setTimeout(onIdle, ms);
+    },
+    clear() {
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** @param {unknown} err @param {IncomingMessage} req @param {Transform | undefined} decoder */
+function readFailure(err, req, decoder) {
+  if (err instanceof ApiError || err instanceof ClientGoneError) return err;
+  if (decoder) return new ApiError('malformed_encoding');
+  return !req.complete ? new ClientGoneError() : err;
+}
+
+/** @param {number} idleTimeoutMs */
+const idleTimeout = (idleTimeoutMs) =>
+  new ApiError(
+    'body_timeout',
+    `no part of the body arrived for STREAM_IDLE_TIMEOUT_MS ` +
+      `(${idleTimeoutMs} ms); nothing was written`,
+  );
+
+/** @param {number} maxStreamBytes */
+const tooLarge = (maxStreamBytes) =>
+  new ApiError(
+    'payload_too_large',
+    `the body is larger than MAX_STREAM_BYTES (${maxStreamBytes}); nothing was written`,
+  );
+
 /**
- * The first failure of a stream (client gone, bad encoding, idle timeout), which ends the wait for
- * a chunk; not a Promise.race a read, whose reactions would keep every chunk alive
- * (nodejs/node#17469).
- * @param {import('node:http').IncomingMessage} req
- * @param {import('node:stream').Transform | undefined} decoder
+ * The first failure of a stream, which ends the wait for a chunk; not a Promise.race a read, whose
+ * reactions would keep every chunk alive (nodejs/node#17469).
+ * @param {IncomingMessage} req @param {Transform | undefined} decoder
  */
 function watchFailures(req, decoder) {
   /** @type {{ err: unknown } | undefined} */
@@ -150,11 +163,7 @@ function watchFailures(req, decoder) {
   decoder?.on('error', () => fail(new ApiError('malformed_encoding')));
   return {
     fail,
-    /**
-     * The next chunk, or the failure that comes first.
-     * @param {AsyncIterator<Buffer>} iterator
-     * @returns {Promise<IteratorResult<Buffer>>}
-     */
+    /** @param {AsyncIterator<Buffer>} iterator @returns {Promise<IteratorResult<Buffer>>} */
     async next(iterator) {
       if (failure) throw failure.err;
       try {
@@ -175,9 +184,7 @@ function watchFailures(req, decoder) {
 
 /**
  * Strict: a replacement U+FFFD would be stored as if sent.
- * @param {TextDecoder} utf8
- * @param {Buffer | undefined} chunk
- * @param {boolean} more
+ * @param {TextDecoder} utf8 @param {Buffer | undefined} chunk @param {boolean} more
  */
 function decodeUtf8(utf8, chunk, more) {
   try {

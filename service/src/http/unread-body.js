@@ -1,35 +1,23 @@
 import { awaitsContinue } from './expect-continue.js';
 
-// Refusals that come from the body's own arrival: the client is too slow, stopped, or lied about
-// the length; reading on would only wait for more of the same.
+// The body's own arrival is the refusal: reading on would only wait for more of the same.
 const CLOSE_AT_ONCE = new Set(['body_timeout', 'bad_request']);
-// Refusals of a client over its rate: a large body it sends on with is held unread for a while
-// before it is read and dropped, so that a client which never backs off is slowed by its own
-// connection instead of costing the service a read of every body it sends. A body without a length
-// is held too, whatever it turns out to be: it may be as large as any. A small declared one is read
-// at once: it fits in the request's own buffer, so holding it would not slow its sender.
+// A large (or undeclared) body over the rate is held unread a while, then read and dropped: a
+// client that never backs off is slowed by its own connection, not costing a read of each body.
 const HOLD_FIRST = new Set(['rate_limited']);
-/**
- * Bodies declared larger than this, or not declared, are held; smaller ones cost little to read.
- */
 export const HOLD_ABOVE_BYTES = 64 * 1024;
-/** How long a refused body is held unread before it is read and dropped. */
 export const REFUSED_BODY_HOLD_MS = 1000;
-/** Bodies held at once, at most: each holds a socket's receive buffer in the kernel. */
+/** Each holds a socket's receive buffer in the kernel. */
 export const MAX_HELD_BODIES = 256;
 let heldBodies = 0;
 
-/** The refused bodies held unread now (the metric sluice_refused_bodies_held). */
 export const heldBodyCount = () => heldBodies;
 
 /**
- * A body not read when the answer goes out is read and dropped within a body's limits, so a client
- * still sending reads its answer rather than a reset; the connection is closed instead when the
- * body will not come (100 Continue), is declared over the limit, or its arrival is the refusal.
- * @param {import('node:http').IncomingMessage} req
- * @param {import('node:http').ServerResponse} res not yet answered
- * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number, code?: string }} options code: the
- *   refusal's
+ * A body left unread is read and dropped within its limits, so a client still sending reads its
+ * answer, not a reset; closed when the body will not come, is over the limit, or is the refusal.
+ * @param {import('node:http').IncomingMessage} req @param {import('node:http').ServerResponse} res
+ * @param {{ maxBodyBytes: number, bodyReadTimeoutMs: number, code?: string }} options
  */
 export function finishUnreadBody(req, res, { maxBodyBytes, bodyReadTimeoutMs, code }) {
   if (req.complete) return;
@@ -70,9 +58,7 @@ export function finishUnreadBody(req, res, { maxBodyBytes, bodyReadTimeoutMs, co
 }
 
 /**
- * Reads and drops the rest of a body, cutting the connection past `maxBodyBytes` or `timeoutMs`.
- * @param {import('node:http').IncomingMessage} req
- * @param {number} maxBodyBytes
+ * @param {import('node:http').IncomingMessage} req @param {number} maxBodyBytes
  * @param {number} timeoutMs
  */
 function dropBody(req, maxBodyBytes, timeoutMs) {

@@ -1,9 +1,7 @@
 import { parsePreferences } from './prefer.js';
 import { parseWriteQuery } from './write-query.js';
 
-// A write's options, read once from the Prefer header and the query before the body is read (a
-// refused one costs nothing), and left for the rest of the route in res.locals.write
-// (response-locals.d.ts).
+// Read before the body is, so a refused write costs nothing; left in res.locals.write.
 
 /**
  * @typedef {import('./prefer.js').Preferences

@@ -1,31 +1,18 @@
 import { ApiError } from '../errors.js';
 import { KEY_COLUMN, READ_FIELDS, SECRET_FIELDS, USER_FIELDS, isOneOf } from '../user-columns.js';
 
-// The query parameters of PostgREST's insert that sluice reads on POST /users: `on_conflict`,
-// `columns` (the keys read from each object), `select` (a representation's columns); others
-// ignored.
-
-/** The keys a user object may have (user-columns.js): the columns one can write. */
 export const WRITE_COLUMNS = USER_FIELDS;
-/**
- * The columns a representation holds, in this order: those the declaration shows (never the
- * password hash), then when the row was created and updated.
- */
+/** In this order: those the declaration shows (never the password hash), then the times. */
 export const READ_COLUMNS = READ_FIELDS;
 /** `outcome` in `select` (never in `*`): a representation of every item, with what became of it. */
 export const OUTCOME = 'outcome';
-/**
- * @typedef {typeof READ_COLUMNS[number] | typeof OUTCOME} ReadColumn
- * @typedef {typeof WRITE_COLUMNS[number]} WriteColumn
- */
+/** @typedef {typeof READ_COLUMNS[number] | typeof OUTCOME} ReadColumn */
+/** @typedef {typeof WRITE_COLUMNS[number]} WriteColumn */
 /** @typedef {{ columns?: (WriteColumn | 'password')[], select?: ReadColumn[] }} WriteQuery */
 
 const NOTHING = /** @type {Readonly<WriteQuery>} */ (Object.freeze({}));
 
-/**
- * Column names as postgrest-js sends them (`"email","name"`), trimmed and unquoted.
- * @param {string} value
- */
+/** As postgrest-js sends them (`"email","name"`). @param {string} value */
 const names = (value) => value.split(',').map((n) => n.trim().replace(/^"(.*)"$/, '$1'));
 
 /** @param {URLSearchParams} params @param {string} name @returns {string | undefined} */
@@ -42,11 +29,7 @@ function single(params, name) {
   return values[0];
 }
 
-/**
- * The query of a POST /users (without the `?`), or an ApiError.
- * @param {string} search
- * @returns {WriteQuery}
- */
+/** Without the `?`. @param {string} search @returns {WriteQuery} */
 export function parseWriteQuery(search) {
   if (search === '') return NOTHING;
   const params = new URLSearchParams(search);
@@ -83,9 +66,8 @@ export function parseWriteQuery(search) {
 }
 
 /**
- * `select`: `*` or column names (PostgREST's embedding, casts and paths have nothing to apply to).
- * @param {string} select
- * @returns {ReadColumn[]}
+ * `*` or column names (PostgREST's embedding, casts and paths have nothing to apply to).
+ * @param {string} select @returns {ReadColumn[]}
  */
 function parseSelect(select) {
   /** @type {Set<ReadColumn>} */

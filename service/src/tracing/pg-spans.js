@@ -2,10 +2,7 @@
 // the active span, named by the operation the statement carries, with its row count; never its
 // text, values or an error's message (pg-format inlines the users a statement writes).
 
-/**
- * The rows a query affected or returned; of the last statement, when one query held several.
- * @param {unknown} result
- */
+/** Of the last statement, when one query held several. @param {unknown} result */
 export function rowCountOf(result) {
   const last = Array.isArray(result) ? result[result.length - 1] : result;
   const count = /** @type {{ rowCount?: unknown } | undefined} */ (last)?.rowCount;
@@ -15,7 +12,7 @@ export function rowCountOf(result) {
 /**
  * How a connection's statements are traced: `send` runs inside a span in a request the sampler
  * kept, and alone otherwise (one check).
- * @param {{ database?: string, host?: string, port?: number }} server  the connection's parameters
+ * @param {{ database?: string, host?: string, port?: number }} server
  * @param {import('./tracing.js').Tracing} tracing
  * @returns {(operation: string | undefined, send: () => any) => any}
  */

@@ -1,6 +1,5 @@
 // OpenTelemetry's tracing SDK, loaded only when tracing is on: traces only, from the SDK's parts
-// (not sdk-node: docs/tracing.md), no instrumentation library (the spans are spans.js's and
-// pg-spans.js's).
+// (not sdk-node), no instrumentation library (spans.js and pg-spans.js make the spans).
 import * as otel from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -40,7 +39,7 @@ function diagLevel(name) {
 }
 
 /**
- * The sampler OTEL_TRACES_SAMPLER (and _ARG) names; parentbased_always_on by default.
+ * OTEL_TRACES_SAMPLER's (and _ARG's); parentbased_always_on by default.
  * @param {TracingConfig} config
  */
 function samplerOf({ sampler, samplerRatio }) {
@@ -61,10 +60,7 @@ function samplerOf({ sampler, samplerRatio }) {
   }
 }
 
-/**
- * OTLP/HTTP (protobuf unless http/json), batched as the OTEL_BSP_ variables say.
- * @param {TracingConfig} config
- */
+/** Protobuf unless http/json, batched as OTEL_BSP_ says. @param {TracingConfig} config */
 function batchProcessor({ tracesUrl, protocol, batch }) {
   const exporter =
     protocol === 'http/json'
@@ -74,10 +70,8 @@ function batchProcessor({ tracesUrl, protocol, batch }) {
 }
 
 /**
- * The SDK started (its context manager, propagator and provider the API's globals), and the tracing
- * over it.
- * @param {TracingConfig} config
- * @returns {import('./tracing.js').Tracing}
+ * Its context manager, propagator and provider made the API's globals.
+ * @param {TracingConfig} config @returns {import('./tracing.js').Tracing}
  */
 export function startTracingSdk(config) {
   // The SDK's messages on stderr: stdout holds the JSON log only.

@@ -6,11 +6,12 @@ import { DatabaseFailure } from '../errors.js';
 /** @typedef {import('@opentelemetry/api').Attributes} Attributes */
 /** @typedef {import('./tracing.js').Step} Step */
 /** @typedef {import('./tracing.js').Tracing} Tracing */
+/** @typedef {import('@opentelemetry/api').Context} Context */
+/** @typedef {import('node:http').IncomingMessage} IncomingMessage */
+/** @typedef {import('node:http').RequestListener} RequestListener */
+/** @typedef {import('express').RequestHandler} RequestHandler */
 
-/**
- * Whether the sampler kept a span (every sampler leaves out the children of one it left out).
- * @param {Span | undefined} span
- */
+/** Every sampler leaves out the children of one it left out. @param {Span | undefined} span */
 export const sampled = (span) => span?.isRecording() === true;
 
 const STEPS = Symbol('sluice.steps');
@@ -29,10 +30,9 @@ const pathOf = (url) => {
 };
 
 /**
- * Marks a span failed by the error's code or class (a database failure's, as PostgreSQL or pg gave
- * it), never its message (it may quote what a client sent).
- * @param {Span} span
- * @param {unknown} err
+ * By the error's code or class (a database failure's cause's), never its message (it may quote
+ * what a client sent).
+ * @param {Span} span @param {unknown} err
  */
 function failSpan(span, err) {
   /** @type {{ name?: unknown, code?: unknown }} */
@@ -63,11 +63,7 @@ export class OtelTracing {
     this.#provider = provider;
   }
 
-  /**
-   * Exports the spans still held, for at most `limitMs`: an unreachable receiver must not hold up a
-   * shutdown.
-   * @param {number} [limitMs]
-   */
+  /** An unreachable receiver must not hold up a shutdown. @param {number} [limitMs] */
   flush = async (limitMs = 2000) => {
     await Promise.race([
       this.#provider.shutdown().catch(() => {}),
@@ -79,16 +75,12 @@ export class OtelTracing {
 
   activeSpanSampled = () => sampled(this.#otel.trace.getActiveSpan());
 
-  /**
-   * A CLIENT span under the active one, which the caller found sampled.
-   * @param {string} name
-   * @param {Attributes} attributes
-   */
+  /** Its caller checked sampling. @param {string} name @param {Attributes} attributes */
   startClientSpan = (name, attributes) =>
     this.#tracer.startSpan(name, { kind: this.#otel.SpanKind.CLIENT, attributes });
 
   /**
-   * The active span's ids for a log line (pino's mixin; a new object, pino merges into it).
+   * pino's mixin: a new object, pino merges into it.
    * @returns {{ trace_id?: string, span_id?: string, trace_flags?: string }}
    */
   traceFieldsOfLog = () => {
@@ -109,14 +101,10 @@ export class OtelTracing {
   runInSpan = (span, fn) =>
     this.#otel.context.with(this.#otel.trace.setSpan(this.#otel.context.active(), span), fn);
 
-  // Runs an async step in its own span, ended when it settles (none when sampled out). Callers
-  // check `enabled` once, when built.
   /**
-   * @template T
-   * @param {string} name
-   * @param {Attributes} attributes
-   * @param {() => Promise<T>} fn
-   * @returns {Promise<T>}
+   * Ended when it settles; none when sampled out.
+   * @template T @param {string} name @param {Attributes} attributes
+   * @param {() => Promise<T>} fn @returns {Promise<T>}
    */
   inSpan = async (name, attributes, fn) => {
     const active = this.#otel.trace.getActiveSpan();
@@ -144,23 +132,14 @@ export class OtelTracing {
     return step;
   };
 
-  /**
-   * A step ends (failed when `err` is given); one never ended ends with its request.
-   * @param {Step | undefined} step
-   * @param {unknown} [err]
-   */
+  /** One not ended ends with its request. @param {Step | undefined} step @param {unknown} [err] */
   endStep = (step, err) => {
     if (!step) return;
     step.end = clock();
     step.err = err;
   };
 
-  /**
-   * An Express middleware as a step, from its call until it calls next.
-   * @param {string} name
-   * @param {import('express').RequestHandler} middleware
-   * @returns {import('express').RequestHandler}
-   */
+  /** @param {string} name @param {RequestHandler} middleware @returns {RequestHandler} */
   tracedMiddleware = (name, middleware) => {
     const otel = this.#otel;
     return (req, res, next) => {
@@ -178,13 +157,9 @@ export class OtelTracing {
     };
   };
 
-  // The HTTP listener with a SERVER span a request (W3C `traceparent` honoured), named by its
-  // route; made here, not by instrumentation-http/-express, which wrap every listener and router
-  // layer (docs/tracing.md).
-  /**
-   * @param {import('node:http').RequestListener} listener
-   * @returns {import('node:http').RequestListener}
-   */
+  // A SERVER span a request, named by its route; made here, not by instrumentation-http/-express,
+  // which wrap every listener and router layer.
+  /** @param {RequestListener} listener @returns {RequestListener} */
   tracedRequests = (listener) => (req, res) => {
     const path = pathOf(req.url ?? '/');
     if (UNTRACED.has(path)) return listener(req, res);
@@ -204,11 +179,7 @@ export class OtelTracing {
     );
   };
 
-  /**
-   * @param {import('node:http').IncomingMessage} req
-   * @param {string} path
-   * @param {import('@opentelemetry/api').Context} parent
-   */
+  /** @param {IncomingMessage} req @param {string} path @param {Context} parent */
   #startServerSpan(req, path, parent) {
     const [host, port] = (req.headers.host ?? '').split(':');
     return this.#tracer.startSpan(
@@ -232,12 +203,8 @@ export class OtelTracing {
   }
 
   /**
-   * The request's span ends; its steps become spans.
-   * @param {import('node:http').IncomingMessage} req
-   * @param {import('node:http').ServerResponse} res
-   * @param {Span} span
-   * @param {Step[]} steps
-   * @param {import('@opentelemetry/api').Context} context
+   * @param {IncomingMessage} req @param {import('node:http').ServerResponse} res @param {Span} span
+   * @param {Step[]} steps @param {Context} context
    */
   #endRequest(req, res, span, steps, context) {
     const route = /** @type {{ route?: { path?: unknown } }} */ (/** @type {unknown} */ (req)).route

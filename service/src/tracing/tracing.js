@@ -9,32 +9,19 @@
 const same = (x) => x;
 const nothing = () => undefined;
 
-/**
- * Tracing off: every method does nothing (a listener or middleware is returned as it came).
- * @type {Tracing}
- */
+/** Tracing off: a listener or middleware is returned as it came. @type {Tracing} */
 export const NO_TRACING = Object.freeze({
   enabled: false,
   tracedRequests: same,
-  tracedMiddleware: (
-    /** @type {string} */ _name,
-    /** @type {import('express').RequestHandler} */ middleware,
-  ) => middleware,
+  tracedMiddleware: (_name, middleware) => middleware,
   startStep: nothing,
   endStep: nothing,
-  inSpan: (
-    /** @type {string} */ _name,
-    /** @type {import('@opentelemetry/api').Attributes} */ _attributes,
-    /** @type {() => Promise<any>} */ fn,
-  ) => fn(),
+  inSpan: (_name, _attributes, fn) => fn(),
   activeSpan: nothing,
   activeSpanSampled: () => false,
   startClientSpan: nothing,
   startGroupSpan: nothing,
-  runInSpan: (
-    /** @type {import('@opentelemetry/api').Span} */ _span,
-    /** @type {() => any} */ fn,
-  ) => fn(),
+  runInSpan: (_span, fn) => fn(),
   endSpan: nothing,
   traceFieldsOfLog: () => ({}),
   flush: () => Promise.resolve(),
@@ -42,8 +29,7 @@ export const NO_TRACING = Object.freeze({
 
 /**
  * NO_TRACING when off, else the SDK started and the spans made through it.
- * @param {import('@sluice/env/tracing').TracingConfig} config
- * @returns {Promise<Tracing>}
+ * @param {import('@sluice/env/tracing').TracingConfig} config @returns {Promise<Tracing>}
  */
 export async function startTracing(config) {
   if (!config.enabled) return NO_TRACING;

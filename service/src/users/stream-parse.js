@@ -144,24 +144,15 @@ export function createCsvParser({ onUnreadable } = {}) {
         continue;
       }
       if (fields.length !== columns.length) {
-        const problem =
-          `the record ` +
-          `has ${fields.length} field${fields.length === 1 ? '' : 's'} where ` +
-          `the header names ${columns.length}`;
+        const problem = fieldCountProblem(fields.length, columns.length);
         if (onUnreadable) {
           onUnreadable(at, recordText(rest, start, pos), problem);
           continue;
         }
         throw malformed(problem, at);
       }
-      /** @type {Record<string, string>} */
-      const user = {};
-      for (let c = 0; c < columns.length; c++) {
-        const value = fields[c];
-        if (value !== undefined) user[columns[c]] = value;
-      }
       // Its text only where it may be kept (set aside when invalid).
-      onRecord(user, at, [], onUnreadable ? recordText(rest, start, pos) : '');
+      onRecord(userOf(columns, fields), at, [], onUnreadable ? recordText(rest, start, pos) : '');
     }
     rest = rest.slice(pos);
     if (rest.length > MAX_RECORD_CHARS) throw malformed(tooLongRecord(rest, 0));
@@ -222,16 +213,7 @@ function parseRecord(s, pos, final, line) {
       fields.push(value);
     } else {
       const start = i;
-      for (; i < s.length; i++) {
-        const c = s.charCodeAt(i);
-        if (c === COMMA || c === LF) break;
-        if (c === QUOTE)
-          throw malformedCsv(
-            'a double quote inside a field that does not start ' +
-              'with one (quote the field and double the quote)',
-            line + lines,
-          );
-      }
+      i = unquotedFieldEnd(s, start, line + lines);
       if (i >= s.length && !final) return undefined;
       const end = i > start && s.charCodeAt(i - 1) === CR ? i - 1 : i;
       fields.push(end > start ? s.slice(start, end) : undefined);
@@ -253,6 +235,45 @@ function parseRecord(s, pos, final, line) {
     );
   }
 }
+
+/**
+ * Where an unquoted field starting at `start` ends: at a comma, a line feed or the end of the text.
+ * @param {string} s @param {number} start @param {number} line  the line it is on
+ */
+function unquotedFieldEnd(s, start, line) {
+  let i = start;
+  for (; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === COMMA || c === LF) break;
+    if (c === QUOTE)
+      throw malformedCsv(
+        'a double quote inside a field that does not start ' +
+          'with one (quote the field and double the quote)',
+        line,
+      );
+  }
+  return i;
+}
+
+/**
+ * A CSV record as the user it sends: each column's field, those not sent left out.
+ * @param {readonly string[]} columns @param {(string | undefined)[]} fields
+ */
+function userOf(columns, fields) {
+  /** @type {Record<string, string>} */
+  const user = {};
+  for (let c = 0; c < columns.length; c++) {
+    const value = fields[c];
+    if (value !== undefined) user[columns[c]] = value;
+  }
+  return user;
+}
+
+/** @param {number} count @param {number} expected */
+const fieldCountProblem = (count, expected) =>
+  `the record ` +
+  `has ${count} field${count === 1 ? '' : 's'} where ` +
+  `the header names ${expected}`;
 
 /**
  * Why a record past MAX_RECORD_CHARS is refused, read from its first MAX_RECORD_CHARS characters
