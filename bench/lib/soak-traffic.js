@@ -105,12 +105,18 @@ export function startTraffic({ client, ledger, stats, graceMs = 60_000 }) {
     retriedNetwork: 0,
     usersInserted: 0,
   };
-  /** Attempts answered while PostgreSQL was down, and the first 2xx after it came back. */
+  /**
+   * Attempts answered while PostgreSQL was down, and the first 2xx after it came back; of the
+   * attempts sent after it came back, when the first went and how many were still refused (what
+   * the recovery's delay is made of: the clients' Retry-After sleep, or the service's refusals).
+   */
   const outage = {
     down: false,
     upAt: 0,
     during: { ok: 0, unavailable: 0, other: 0, network: 0 },
     recoveredAt: 0,
+    firstSentAfterUp: 0,
+    refusedAfterUp: 0,
   };
   const seq = { s: 0, b: 0, x: 0 };
 
@@ -120,8 +126,13 @@ export function startTraffic({ client, ledger, stats, graceMs = 60_000 }) {
     let saw503 = false,
       sawDoubt = false;
     for (;;) {
+      const sentAt = Date.now();
+      if (outage.upAt && !outage.firstSentAfterUp && sentAt >= outage.upAt)
+        outage.firstSentAfterUp = sentAt;
       const a = await client.postUsers(json);
       stats.record(kind, a);
+      if (outage.upAt && sentAt >= outage.upAt && !outage.recoveredAt && a.status === 503)
+        outage.refusedAfterUp++;
       if (outage.down) {
         const s = a.status;
         const bucket =

@@ -4,13 +4,9 @@
 const MAX_BATCHES_A_ROUND = 100;
 
 /**
- * @typedef {object} BatchedPurge
- * @property {import('./database.js').Database} db
- * @property {() => Promise<number>} deleteBatch  its rows
- * @property {number} batchRows
- * @property {number} intervalMs
- * @property {(deleted: number) => void} roundDone
- * @property {(err: unknown) => void} roundFailed
+ * @typedef {{ db: import('./db-types.js').Database, deleteBatch: () => Promise<number>,
+ *   batchRows: number, intervalMs: number, roundDone: (deleted: number) => void,
+ *   roundFailed: (err: unknown) => void }} BatchedPurge
  */
 
 /** @param {BatchedPurge} purge @returns {{ round: () => Promise<number>, stop: () => void }} */

@@ -10,58 +10,23 @@ import { statementTracer } from '../tracing/pg-spans.js';
 import { NO_TRACING } from '../tracing/tracing.js';
 
 const READY = "SELECT to_regclass('public.users') IS NOT NULL AS ready";
-// A query running this long makes the watchdog ask whether the database answers.
+// How long a query runs before the watchdog asks whether the database answers; how long a probe
+// that found it unreachable is believed (503 at once meanwhile); how long /readyz's verdict holds.
 const STALL_MS = 2_000;
-// A probe that found the database unreachable is believed this long: 503 at once meanwhile.
 const UNREACHABLE_HOLD_MS = 1_000;
-// /readyz's verdict is kept this long: however many probes come, one check a second at most.
 export const READINESS_HOLD_MS = 1_000;
 
-/**
- * Which of the database's own time limits a failure is, if any (db/failure.js): lock_timeout (also
- * NOWAIT's refusal) or statement_timeout (once the statement timeout in force had run out; an
- * operator's cancel earlier is not).
- * @param {unknown} err
- * @returns {'lock_timeout' | 'statement_timeout' | undefined}
- */
+/** Which of the database's own time limits ended a failure, if any. @param {unknown} err */
 export const timeoutOf = (err) => classifyFailure(err).timeout;
 
-/**
- * What a failed write means: unavailable (no connection, or the probe failed too); a time limit;
- * transient (the database answers); own (the statement's). In doubt is db/failure.js's to say.
- * @typedef {'unavailable' | 'lock_timeout' | 'statement_timeout' | 'transient' | 'own'} Diagnosis
- */
+/** @typedef {import('./db-types.js').Database} Database */
+/** @typedef {import('./db-types.js').Diagnosis} Diagnosis */
+/** @typedef {import('./db-types.js').Readiness} Readiness */
+/** @typedef {import('./transaction-settings.js').TransactionSettings} Settings */
 
 /**
- * Whether the database answers through the pool, the schema is in place and a transaction can be
- * opened; reason: a misconfiguration found (a pooler in statement mode).
- * @typedef {{ ready: boolean, reason?: string }} Readiness
- */
-
-/**
- * @typedef {object} Database
- * @property {pg.Pool} pool
- * @property {<T>(fn: (client: Lending) => Promise<T>) => Promise<T>} withClient a connection lent
- *   to fn; its failure thrown as a DatabaseFailure when it is the database's (classifyFailure
- *   reads it)
- * @property {<T>(fn: (client: Lending, begun: import('pg').QueryResult[]) => Promise<T>,
- *   options?: { limits?: import('./transaction-settings.js').TimeLimits,
- *   then?: string }) => Promise<T>} transaction BEGIN under the settings (limits: overrides; then:
- *   more statements in BEGIN's round trip, whose answers fn gets in `begun`), fn, COMMIT; ROLLBACK
- *   when fn fails
- * @property {import('./transaction-settings.js').TransactionSettings} settings each transaction's
- *   own time limits
- * @property {() => Promise<Readiness>} readiness  /readyz's verdict, at most READINESS_HOLD_MS old
- * @property {(err: unknown) => Promise<Diagnosis>} diagnose
- * @property {() => Promise<boolean>} isTableLocked another session holds a lock on users that stops
- *   every insert
- * @property {() => Promise<void>} close
- */
-
-/**
- * The one module that owns the pool: every statement goes through a lending of one of its
- * connections (lending.js); no connection carries state from one transaction to the next, so
- * DATABASE_URL may be a transaction pooler's.
+ * The one owner of the pool: every statement goes through a lending (lending.js); no connection
+ * carries state between transactions, so DATABASE_URL may be a transaction pooler's.
  * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number,
  *   dbStatementTimeoutMs: number, dbLockTimeoutMs?: number }} config
  * @param {import('pino').Logger} logger @param {import('../tracing/tracing.js').Tracing} [tracing]
@@ -119,11 +84,9 @@ export function createDatabase(config, logger, tracing = NO_TRACING) {
 }
 
 /**
- * The pool, its connections each on a socket of ours (pg's `stream` option), which the watchdog
- * cuts and a lending reads; `lend` makes a lending of one of its clients.
- * @param {{ databaseUrl: string, dbPoolMax: number, dbConnectTimeoutMs: number,
- *   dbStatementTimeoutMs: number }} config
- * @param {import('pino').Logger} logger @param {import('../tracing/tracing.js').Tracing} tracing
+ * The pool, each connection on a socket of ours (pg's `stream`), which the watchdog cuts.
+ * @param {Parameters<typeof createDatabase>[0]} config @param {import('pino').Logger} logger
+ * @param {import('../tracing/tracing.js').Tracing} tracing
  */
 function createPool(config, logger, tracing) {
   const connection = {
@@ -174,12 +137,9 @@ function createPool(config, logger, tracing) {
 }
 
 /**
- * Lends a client to `fn`, or 503 (DatabaseUnavailableError) while a probe just found the database
- * unreachable or none can be had in time.
- * @param {pg.Pool} pool
- * @param {ReturnType<typeof createPool>['lend']} lend
- * @param {ReturnType<typeof createDbWatchdog>} watchdog
- * @param {() => boolean} knownUnreachable
+ * Lends a client to `fn`, or 503 while the database is known unreachable or none is free in time.
+ * @param {pg.Pool} pool @param {ReturnType<typeof createPool>['lend']} lend
+ * @param {ReturnType<typeof createDbWatchdog>} watchdog @param {() => boolean} knownUnreachable
  * @returns {Database['withClient']}
  */
 function createLender(pool, lend, watchdog, knownUnreachable) {
@@ -199,8 +159,7 @@ function createLender(pool, lend, watchdog, knownUnreachable) {
 }
 
 /**
- * @param {Database['withClient']} withClient
- * @param {import('./transaction-settings.js').TransactionSettings} settings
+ * @param {Database['withClient']} withClient @param {Settings} settings
  * @returns {Database['transaction']}
  */
 function createTransaction(withClient, settings) {
@@ -224,12 +183,9 @@ function createTransaction(withClient, settings) {
 }
 
 /**
- * /readyz's verdict, kept READINESS_HOLD_MS: probes in between, however many, are answered from it,
- * and those that come while a check runs share it. Checked through the pool (a connection the
- * writes use, no new session), or on a fresh connection while the pool is busy.
+ * /readyz's verdict, kept READINESS_HOLD_MS; checked through the pool, or fresh while it is busy.
  * @param {{ pooled: () => Promise<Readiness>, fresh: () => Promise<Readiness>,
  *   poolBusy: () => boolean }} checks
- * @returns {() => Promise<Readiness>}
  */
 export function createReadiness({ pooled, fresh, poolBusy }) {
   /** @type {{ at: number, verdict: Readiness } | undefined} */ let last;
@@ -251,14 +207,9 @@ export function createReadiness({ pooled, fresh, poolBusy }) {
 }
 
 /**
- * The check itself, on a pooled connection: BEGIN and the schema's query in one round trip, then
- * ROLLBACK. A pooler in statement mode refuses the BEGIN (a query that leaves a transaction open):
- * the pooler's own answer, found by every check until it runs another mode. Bounded by the connect
- * timeout on both sides, as the fresh probe is.
- * @param {Database['withClient']} withClient
- * @param {import('./transaction-settings.js').TransactionSettings} settings
- * @param {number} timeoutMs
- * @returns {Promise<Readiness>}
+ * BEGIN and the schema's query in one round trip, then ROLLBACK (a pooler in statement mode
+ * refuses the BEGIN). @param {Database['withClient']} withClient @param {Settings} settings
+ * @param {number} timeoutMs @returns {Promise<Readiness>}
  */
 function checkReadiness(withClient, settings, timeoutMs) {
   return withClient(async (client) => {
@@ -281,11 +232,8 @@ function checkReadiness(withClient, settings, timeoutMs) {
 
 /**
  * Does another session hold a lock on users that stops every insert? ROW EXCLUSIVE is what every
- * INSERT takes; NOWAIT refuses at once if a SHARE lock or stronger is held or queued. The SET
- * LOCALs make the query one implicit transaction, which lets the lock go with it.
- * @param {Database['withClient']} withClient
- * @param {import('./transaction-settings.js').TransactionSettings} settings
- * @returns {Promise<boolean>}
+ * INSERT takes; NOWAIT refuses at once if a SHARE lock or stronger is held or queued.
+ * @param {Database['withClient']} withClient @param {Settings} settings @returns {Promise<boolean>}
  */
 function isTableLocked(withClient, settings) {
   return withClient(async (client) => {
@@ -303,11 +251,8 @@ function isTableLocked(withClient, settings) {
 }
 
 /**
- * Does the database answer, and is the schema in place? Asked on a fresh connection of its own
- * (a pooled one may be the one that hangs), within the connect timeout; concurrent callers share
- * one probe, and a database found unreachable is believed UNREACHABLE_HOLD_MS.
- * @param {pg.ClientConfig} connection @param {number} connectTimeoutMs
- * @param {import('./transaction-settings.js').TransactionSettings} settings
+ * Does the database answer, the schema in place? On a fresh connection (a pooled one may hang).
+ * @param {pg.ClientConfig} connection @param {number} connectTimeoutMs @param {Settings} settings
  */
 function createProbe(connection, connectTimeoutMs, settings) {
   /** @type {{ at: number, answered: boolean, ready: boolean } | undefined} */ let lastProbe;
@@ -351,14 +296,11 @@ function createProbe(connection, connectTimeoutMs, settings) {
 }
 
 /**
- * Runs `fn` with a lending, watched while held; a failure thrown as the lending hands it on (a
- * DatabaseFailure when it is the database's). The client is destroyed rather than lent again when
- * it may have lost its connection. We listen for 'error' (pg-pool stops for a lent client):
- * unhandled, it would take the process down.
+ * Runs `fn` with a lending, watched while held; the client destroyed rather than lent again when it
+ * may have lost its connection, and its 'error' listened for (unhandled, it would end the process).
  * @template T
  * @param {pg.PoolClient} client @param {ReturnType<ReturnType<typeof createPool>['lend']>} lent
- * @param {ReturnType<typeof createDbWatchdog>} watchdog
- * @param {(client: Lending) => Promise<T>} fn
+ * @param {ReturnType<typeof createDbWatchdog>} watchdog @param {(client: Lending) => Promise<T>} fn
  * @returns {Promise<T>}
  */
 async function holdClient(client, { lending, cut }, watchdog, fn) {

@@ -8,22 +8,7 @@ import { WatchdogCutError } from './watchdog.js';
 // connection (a DatabaseFailure's state). The write policy, the pool and the start-up check ask;
 // none of them reads a code.
 
-/**
- * What a failure means. error: what failed, as it came (the cause a refusal names); code: its
- * SQLSTATE or errno; unavailable: no connection could be had; statementPooling: a pooler in
- * statement mode refused to open a transaction; timeout: which of the database's own time limits
- * ended it; transient: passing, from the database's state rather than the statement's; inDoubt:
- * the write may have been committed; uniqueViolation: a stored (or repeated) key refused a row;
- * misconfiguration: what a person may have to fix before the service can use the database.
- * @typedef {{ error: unknown, code: string | undefined, unavailable: boolean,
- *   statementPooling: boolean, timeout: 'lock_timeout' | 'statement_timeout' | undefined,
- *   transient: boolean, inDoubt: boolean, uniqueViolation: boolean,
- *   misconfiguration: Misconfiguration | undefined }} FailureClass
- */
-/**
- * The password refused, no such database, nothing listening at the address, a host not known.
- * @typedef {'password' | 'database' | 'refused' | 'host'} Misconfiguration
- */
+/** @import { FailureClass, Misconfiguration } from './db-types.js' */
 
 // Passing failures, by errno and SQLSTATE class: the connection went away, the server is starting,
 // stopping or out of connections, the statement was cancelled, deadlocked or out of serialization
@@ -60,9 +45,7 @@ const MISCONFIGURATIONS = new Map([
 
 /**
  * What `failure` means: a DatabaseFailure by its cause and the connection's state, anything else
- * by itself alone (no lending saw it).
- * @param {unknown} failure
- * @returns {Readonly<FailureClass>}
+ * by itself alone. @param {unknown} failure @returns {Readonly<FailureClass>}
  */
 export function classifyFailure(failure) {
   const seen = failure instanceof DatabaseFailure;

@@ -8,23 +8,9 @@ import { DatabaseFailure } from '../errors.js';
 // tells what it means.
 
 /** @typedef {import('pg').ClientBase} ClientBase */
-/**
- * What a lending saw of one failure when it came (the rest of ConnectionState is known at the end).
- * @typedef {Omit<import('../errors.js').ConnectionState, 'commitSent' | 'afterConnectionError'>}
- *   Seen
- */
-/**
- * Text, or a query config whose `operation` labels its span, or a COPY stream.
- * @typedef {string | (import('pg').QueryConfig & { operation?: string,
- *   query_timeout?: number }) | Writable} Statement
- */
-/**
- * socket: the connection's own; readTimeoutMs: pg's query_timeout; statementTimeoutMs: the default
- * statement_timeout (0 or none: not set); trace: a statement's span (tracing/pg-spans.js).
- * @typedef {{ socket: { readonly destroyed: boolean }, readTimeoutMs?: number,
- *   statementTimeoutMs?: number,
- *   trace?: (operation: string | undefined, send: () => any) => any }} LendingOptions
- */
+/** @typedef {import('./lending-types.js').Seen} Seen */
+/** @typedef {import('./lending-types.js').Statement} Statement */
+/** @typedef {import('./lending-types.js').LendingOptions} LendingOptions */
 
 export class Lending {
   #client;
@@ -64,8 +50,7 @@ export class Lending {
 
   /**
    * Sends a statement: outside BEGIN it commits itself.
-   * @template {Statement} S
-   * @param {S} statement
+   * @template {Statement} S @param {S} statement
    * @returns {S extends Writable ? S : Promise<import('pg').QueryResult<any>>}
    */
   query(statement) {
@@ -74,10 +59,9 @@ export class Lending {
   }
 
   /**
-   * @param {string} text BEGIN and its round trip's statements
-   * @param {number} [statementTimeoutMs] the transaction's own, when it sets one
-   * @param {number} [readTimeoutMs] its answer awaited this long rather than the lending's read
-   *   timeout
+   * BEGIN and its round trip's statements, under the transaction's own statement timeout if it
+   * sets one, its answer awaited `readTimeoutMs` rather than the lending's read timeout.
+   * @param {string} text @param {number} [statementTimeoutMs] @param {number} [readTimeoutMs]
    */
   begin(text, statementTimeoutMs, readTimeoutMs) {
     this.#inTransaction = true;
@@ -90,10 +74,7 @@ export class Lending {
     return this.#send(statement, true);
   }
 
-  /**
-   * Statements for the COMMIT's round trip, before it: they commit with the transaction or fail it.
-   * @param {string} sql ending with `; `
-   */
+  /** Statements (ending `; `) that commit with COMMIT or fail it. @param {string} sql */
   withCommit(sql) {
     this.#withCommit = sql;
   }
@@ -121,9 +102,8 @@ export class Lending {
   }
 
   /**
-   * What to throw in place of `thrown`, the borrower's failure: a DatabaseFailure when one of its
-   * statements or its connection failed with it, or once a commit had gone out (whatever failed
-   * then, the write may have been committed); anything else as it came.
+   * What to throw in place of the borrower's failure: a DatabaseFailure when one of its statements
+   * or its connection failed with it, or once a commit had gone out; anything else as it came.
    * @param {unknown} thrown
    */
   handOn(thrown) {
@@ -178,10 +158,8 @@ export class Lending {
   }
 
   /**
-   * Notes what the lending sees of a failure: the socket each time; the time the statement had run
-   * once, at its answer (or before ROLLBACK is sent, or at the end).
-   * @param {unknown} err
-   * @param {{ atBegin?: boolean, unanswered?: boolean }} [at]
+   * Notes the socket's state at each failure, and the time the statement had run once.
+   * @param {unknown} err @param {{ atBegin?: boolean, unanswered?: boolean }} [at]
    */
   #see(err, { atBegin = false, unanswered = false } = {}) {
     if (!isObject(err)) return;

@@ -13,7 +13,7 @@ export const STATEMENT_POOLING =
 
 // Wrong credentials, database or pooler mode stop the start; a database not reachable yet (refused,
 // a name not resolved) may be on its way, so the service says so and serves 503 until it answers.
-/** @type {ReadonlySet<import('./failure.js').Misconfiguration | undefined>} */
+/** @type {ReadonlySet<import('./db-types.js').Misconfiguration | undefined>} */
 const MAY_COME = new Set(['refused', 'host']);
 
 /**
@@ -50,10 +50,9 @@ export function databaseProblem(err, { variable, url }) {
 }
 
 /**
- * Opens a transaction on a connection of its own and rolls it back (two round trips: a pooler in
- * statement mode refuses a query that leaves a transaction open). Resolves with the one-liner of a
- * misconfiguration (fatal: the start must stop), undefined when the database can hold a
- * transaction; throws any other failure.
+ * Opens a transaction on a connection of its own and rolls it back (a pooler in statement mode
+ * refuses a query that leaves one open): a misconfiguration's one-liner (fatal: the start must
+ * stop), or undefined; any other failure thrown.
  * @param {string} url @param {number} timeoutMs
  * @returns {Promise<{ line: string, fatal: boolean } | undefined>}
  */

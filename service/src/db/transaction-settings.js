@@ -1,10 +1,7 @@
 // Time limits set by each transaction for itself (SET LOCAL), never on the connection: behind a
 // transaction pooler, a session setting would stay on a server connection others then get.
 
-/**
- * One left out is not set, 0 sets none.
- * @typedef {{ statementTimeoutMs?: number, lockTimeoutMs?: number }} TimeLimits
- */
+/** @typedef {import('./db-types.js').TimeLimits} TimeLimits */
 
 /** @param {string} name @param {number | undefined} ms */
 const setLocal = (name, ms) =>
@@ -35,8 +32,5 @@ export function createTransactionSettings(defaults) {
 
 /** @typedef {ReturnType<typeof createTransactionSettings>} TransactionSettings */
 
-/**
- * pg answers several statements with an array.
- * @param {import('pg').QueryResult | import('pg').QueryResult[]} result
- */
+/** pg answers several statements with an array. @param {import('./db-types.js').Answer} result */
 export const lastResult = (result) => (Array.isArray(result) ? result[result.length - 1] : result);

@@ -57,7 +57,6 @@ export function createDbWatchdog({
         inFlight.delete(w);
       };
     },
-    /** Runs the check now (tests). */
     check,
     stop: ticker.stop,
   };

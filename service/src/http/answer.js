@@ -23,11 +23,9 @@ import { READ_COLUMNS } from './write-query.js';
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
- * The rendering of a write under `options`; `sent`, the rows in the order sent, when it wants its
- * rows back.
+ * A write's rendering; `sent`: its rows in the order sent, for a representation.
  * @param {import('./write-options.js').WriteOptions} options
- * @param {import('../users/user-schema.js').UserRow[]} [sent]
- * @returns {Rendering}
+ * @param {import('../users/user-schema.js').UserRow[]} [sent] @returns {Rendering}
  */
 export function renderingOf(options, sent) {
   /** @type {Rendering} */
@@ -45,16 +43,10 @@ export function renderingOf(options, sent) {
   return rendering;
 }
 
-/**
- * The users written or found already there: those received less those set aside.
- * @param {Written} written
- */
+/** The users written or found already there: not set aside. @param {Written} written */
 const validOf = ({ received, quarantined }) => received - (quarantined?.count ?? 0);
 
-/**
- * The answer to `written` as `rendering` shapes it.
- * @param {Rendering} rendering @param {Written} written @returns {Answer}
- */
+/** @param {Rendering} rendering @param {Written} written @returns {Answer} */
 export function renderAnswer(rendering, written) {
   const { received, inserted, updated, quarantined } = written;
   /** @type {Record<string, string>} */
@@ -89,12 +81,9 @@ export function renderAnswer(rendering, written) {
 }
 
 /**
- * Counts what was written in the metrics, and settles the client's rate charge to the users it
- * sent.
- * @param {import('express').Response} res
- * @param {import('../metrics.js').Metrics} metrics
- * @param {Written} written
- * @param {import('../users/quarantine.js').Quarantine} [quarantine] the items it set aside
+ * Counts what was written in the metrics, and settles the client's rate charge to the users sent.
+ * @param {import('express').Response} res @param {import('../metrics.js').Metrics} metrics
+ * @param {Written} written @param {import('../users/quarantine.js').Quarantine} [quarantine]
  */
 export function countWritten(res, metrics, written, quarantine) {
   const { received, inserted, updated } = written;
