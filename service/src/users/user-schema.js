@@ -174,22 +174,11 @@ function codePoints(/** @type {string} */ s) {
   return n;
 }
 
-/**
- * A value sent as the column stores it (the key lower-cased), or null when it cannot be stored as
- * sent.
- * @param {import('../user-columns.js').DeclaredColumn} c
- * @returns {(sent: string) => string | null}
- */
-function asStoredBy(c) {
-  if (c.type === 'timestamptz') return (sent) => (isRealDateTime(sent) ? sent : null);
-  if (c !== KEY_COLUMN) return (sent) => (isWellFormed(sent) ? sent : null);
-  return (sent) => {
-    const stored = sent.toLowerCase();
-    return isWellFormed(sent) && (stored === sent || emailStillFits(stored)) ? stored : null;
-  };
-}
 const FIELDS = USER_COLUMNS.map((c) => c.field);
-const AS_STORED = USER_COLUMNS.map(asStoredBy);
+/** Whether a value sent can be stored as sent, by its column's type. */
+const STORABLE = USER_COLUMNS.map((c) =>
+  c.type === 'timestamptz' ? isRealDateTime : isWellFormed,
+);
 /** A row before its values: every field, in the declaration's order (one shape for every row). */
 const NOT_SENT = Object.fromEntries(FIELDS.map((f) => [f, null]));
 
@@ -200,14 +189,19 @@ const NOT_SENT = Object.fromEntries(FIELDS.map((f) => [f, null]));
  * @returns {UserRow | null}
  */
 function storedRow(u) {
-  /** @type {Record<string, string | null>} */
-  const row = { ...NOT_SENT };
+  // The item passed the schema: its fields are the declaration's, laid over the template so that
+  // every row has one shape.
+  /** @type {Record<string, string | null | undefined>} */
+  const row = { ...NOT_SENT, ...u };
   for (let i = 0; i < FIELDS.length; i++) {
-    const sent = u[FIELDS[i]];
-    if (sent === undefined) continue;
-    const stored = AS_STORED[i](sent);
-    if (stored === null) return null;
-    row[FIELDS[i]] = stored;
+    const value = row[FIELDS[i]];
+    if (value != null && !STORABLE[i](value)) return null;
+  }
+  const sent = /** @type {string} */ (row[KEY]);
+  const stored = sent.toLowerCase();
+  if (stored !== sent) {
+    if (!emailStillFits(stored)) return null;
+    row[KEY] = stored;
   }
   return /** @type {UserRow} */ (row);
 }
