@@ -6,10 +6,10 @@ import type { UserColumn, UserField, UserRow, WrittenUser } from '../user-column
 export type { Answer, Statement, UserColumn, UserField, UserRow, WrittenUser };
 
 /** What a write did, as its 'counts' answer or its command tag tells it. */
-export interface WriteCounts {
+export type WriteCounts = {
   inserted: number;
   updated: number;
-}
+};
 
 /** A key already stored: fail (23505), skip (DO NOTHING), merge (DO UPDATE where a value changes). */
 export type OnConflict = 'fail' | 'skip' | 'merge';

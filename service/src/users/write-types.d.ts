@@ -18,11 +18,13 @@ import type { WritePolicy } from './write-policy.js';
 export type {
   Database,
   Diagnosis,
+  Hash,
   InsertStrategy,
   ItemError,
   KeyStore,
   Lending,
   OnConflict,
+  Quarantine,
   QueryResult,
   Statement,
   TimeLimits,
@@ -164,7 +166,7 @@ export interface WriteRequest {
 }
 
 /** Writes one chunk (a stored email fails it, 23505, when `onConflict` is 'fail'). */
-export interface ChunkWriter {
+export type ChunkWriter = {
   /** `settings`: SET LOCALs before its statement, when BEGIN set none. */
   write: (
     client: Lending,
@@ -176,14 +178,14 @@ export interface ChunkWriter {
   needsTransaction?: boolean;
   /** Statements for BEGIN's round trip. */
   beginWith?: (onConflict: OnConflict) => string;
-}
+};
 
 /** What the user writer's steps share; `keys`, the Idempotency-Key store, for keyed requests. */
-export interface Writer {
+export type Writer = {
   db: Database;
   chunkRows: number;
   chunkWriter: ChunkWriter;
   replays: ReplayGuess;
   policy: WritePolicy;
   keys: KeyStore | undefined;
-}
+};
