@@ -14,7 +14,7 @@ import { quarantineOf } from './quarantine-request.js';
 
 /**
  * @typedef {import('../users/user-schema.js').UserRow} UserRow
- * @typedef {import('../users/user-schema.js').Resolution} Resolution
+ * @typedef {import('../users/write-types.js').Resolution} Resolution
  * @typedef {import('../users/quarantine.js').Quarantine} Quarantine
  */
 /**
