@@ -25,8 +25,7 @@ export const insertQuery = (text, config) => ({ ...config, text, operation: 'INS
 
 /**
  * A write sent after its settings (SET LOCALs), answered as its decoder reads it.
- * @template T
- * @param {Lending} client @param {Statement<T>} statement @param {string} [settings]
+ * @template T @param {Lending} client @param {Statement<T>} statement @param {string} [settings]
  * @returns {Promise<T>}
  */
 export const sendWrite = async (client, statement, settings = '') =>

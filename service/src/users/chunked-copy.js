@@ -62,7 +62,6 @@ export class ChunkedCopy {
     return this.#inserted;
   }
 
-  /** Nothing will be written: the COPY in progress is abandoned. */
   abandon = () => {
     this.#copy?.abandon();
   };

@@ -6,9 +6,8 @@ import { byEmail } from './user-schema.js';
 const GROUP = 'group';
 
 // Group commit: small requests that arrive while a group is written go out together, one statement
-// sorted by email, each answered its own outcome once committed; per email in the order sent. A
-// failed group asks the write policy (every request's 503, or each written alone; one locked out
-// alone to the slow lane). The rules: docs/architecture.md, "Group commit".
+// sorted by email, each answered its own outcome once committed; a failed group asks the write
+// policy. The rules: docs/architecture.md, "Group commit".
 
 /** @import { Lanes, Observe, Outcome, Part, Resolution } from './group-types.js' */
 /** @import { Tracing, Waiting, Write, WritePolicy } from './group-types.js' */
@@ -58,10 +57,7 @@ export function createGroupCommit({
   const writeLone = (w) => writeAlone(lanes, w);
 
   return {
-    /**
-     * One request's part, with whatever else waits; its outcome once committed.
-     * @param {Part} part @param {Resolution} resolution @returns {Promise<Outcome>}
-     */
+    /** @param {Part} part @param {Resolution} resolution @returns {Promise<Outcome>} */
     writeUsers(part, resolution) {
       return new Promise((resolve, reject) => {
         /** @type {Waiting} */
@@ -111,8 +107,7 @@ async function writeGroup({ write, policy, tracing, busy, alone }, group, observ
 
 /**
  * A request of a failed group, alone; locked out by another writer, it waits for its row in the
- * slow lane, outside the write slots, when one is free.
- * @param {Lanes} lanes @param {Waiting} w
+ * slow lane, outside the write slots, when one is free. @param {Lanes} lanes @param {Waiting} w
  */
 async function writeAlone({ write, policy, tracing, busy, slowSlots }, w) {
   try {
@@ -210,7 +205,6 @@ function traceGroup(tracing, group, rows, started) {
 }
 
 /**
- * One request on its own (alone, slow), in its span's context.
  * @param {Tracing} tracing @param {Write} write @param {Waiting} w @param {'alone' | 'slow'} kind
  * @returns {Promise<Outcome>}
  */

@@ -1,11 +1,10 @@
 import { SECRET_COLUMN } from '../user-columns.js';
 import { MAX_RECORD_CHARS } from './stream-parse.js';
 
-// What is kept of an item set aside (quarantine.js): never a password, never more than a streamed
-// line may hold, never a character PostgreSQL cannot store. A password is found by the parsed
-// item's keys (any depth, any case, however escaped), never by its text; a hash's field whose value
-// is not a hash may hold a plaintext, so it is redacted too. A record that did not parse has no
-// keys: only where it was and its length are kept.
+// What is kept of an item set aside: never a password, never more than a streamed line may hold,
+// never a character PostgreSQL cannot store. A password is found by the parsed item's keys (any
+// depth, any case, however escaped), never by its text, and so is a hash's field holding no hash; a
+// record that did not parse has no keys: only where it was and its length are kept.
 
 export const REDACTED = '[redacted]';
 /** Characters of an item kept at most (a streamed line's bound); a longer one is kept cut. */
@@ -20,10 +19,7 @@ const HASH_KEY = SECRET_COLUMN.field.toLowerCase();
 
 /** @typedef {{ item: string, truncated: boolean }} KeptText */
 
-/**
- * String.prototype.toWellFormed, which TypeScript's ES2022 library does not declare.
- * @param {string} s @returns {string}
- */
+/** String.prototype.toWellFormed, which TypeScript's ES2022 library lacks. @param {string} s */
 const wellFormed = (s) =>
   /** @type {{ toWellFormed(): string }} */ (/** @type {unknown} */ (s)).toWellFormed();
 
@@ -91,9 +87,8 @@ export function keptJson(value, text) {
 
 /**
  * A CSV record that parsed: as sent when it holds no secret, else written again from its fields
- * (each quoted) with each secret's value replaced.
+ * (each quoted) with each secret's value replaced. @returns {KeptText}
  * @param {Record<string, string>} user @param {readonly string[]} columns @param {string} text
- * @returns {KeptText}
  */
 export function keptCsv(user, columns, text) {
   if (!holdsSecret(user)) return bounded(text);

@@ -1,9 +1,8 @@
 import { startBatchedPurge } from '../db/batched-purge.js';
 import { PURGE_BATCH_ROWS, purgeExpiredKeys } from './idempotency-keys.js';
 
-// The background purge of expired Idempotency-Keys, every quarter of the keys' lifetime (within 1 s
-// and 60 s), in short batches that skip rows a writer holds: every process purges (replicas,
-// cluster workers) and their batches skip each other's rows.
+// The background purge of expired Idempotency-Keys, in short batches that skip rows a writer
+// holds: every process purges (replicas, cluster workers), their batches skipping each other's.
 
 /** @param {number} ttlSeconds */
 export const purgeIntervalMs = (ttlSeconds) =>
@@ -12,7 +11,6 @@ export const purgeIntervalMs = (ttlSeconds) =>
 /**
  * @param {{ db: import('../db/database.js').Database, ttlSeconds: number,
  *   logger: import('pino').Logger, batchRows?: number, intervalMs?: number }} options
- * @returns {{ round: () => Promise<number>, stop: () => void }}
  */
 export function startKeyPurge({
   db,

@@ -18,10 +18,8 @@ async function purgeBatch(db, retentionDays, batchRows) {
 }
 
 /**
- * `purged`: told of the rows each round deleted (the metric); `round`: one round now.
  * @param {{ db: Database, retentionDays: number, logger: import('pino').Logger,
  *   purged: (rows: number) => void, batchRows?: number, intervalMs?: number }} options
- * @returns {{ round: () => Promise<number>, stop: () => void }}
  */
 export function startQuarantinePurge({
   db,

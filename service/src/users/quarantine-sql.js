@@ -1,17 +1,15 @@
 import { lastResult } from '../db/transaction-settings.js';
 import { keptErrors } from './kept-item.js';
 
-// The quarantined_items table's statements (migrations 0006, 0007), each beside its decoder: what
-// a request keeps and the bytes it adds to its client scope's (quarantine.js), the background
-// purge's batch (quarantine-purge.js), and what `npm run quarantine` lists, exports and purges.
+// The quarantined_items table's statements, each beside its decoder: what a request keeps, the
+// background purge's batch, and what `npm run quarantine` lists, exports and purges.
 
 /** @import { Answer, ItemCount, ItemFilters, KeptBatch } from './quarantine-types.js' */
 /** @import { KeptRow, ScopeBytes, Statement } from './quarantine-types.js' */
 
 // An item's key: its format, CSV header and text. An item twice in one request is kept once, at its
-// first place (ON CONFLICT DO UPDATE meets a row once a statement); new rows in the order sent, as
-// an export lists them. A row this transaction wrote already (a stream's earlier statement) is left
-// as it is, so times_seen counts requests, not statements.
+// first place (ON CONFLICT DO UPDATE meets a row once a statement), in the order sent; a row this
+// transaction wrote already is left as it is, so times_seen counts requests, not statements.
 const ITEM_SHA256 =
   `sha256(convert_to($1 || E'\\n' || ` + `coalesce($2, '') || E'\\n' || i.item, 'UTF8'))`;
 const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client_scope, client,
@@ -115,7 +113,6 @@ export const purgeOldBatch = (retentionDays, batchRows) => ({
 const isScope = (client) => client === 'anonymous' || /^(token|jwt|unscoped):/.test(client);
 
 /**
- * The WHERE clause and its values, after a first condition of its own.
  * @param {ItemFilters} filters @param {string} [first] @param {unknown[]} [firstValues]
  * @returns {[string, unknown[]]}
  */
@@ -170,9 +167,8 @@ const keptRowOf = (row) => ({
 
 /**
  * A page of at most `limit` items after `after` (an id), in id order: a keyset, so that an export
- * holds one page at a time however many there are.
+ * holds one page at a time however many there are. @returns {Statement<KeptRow[]>}
  * @param {ItemFilters} filters @param {string} after @param {number} limit
- * @returns {Statement<KeptRow[]>}
  */
 export function itemPage(filters, after, limit) {
   const [clause, values] = where(filters, `id > $1`, [after]);

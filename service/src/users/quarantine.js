@@ -4,10 +4,9 @@ import { keptJson } from './kept-item.js';
 import { keepStatements } from './quarantine-sql.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 
-// The items a request with `Prefer: invalid=quarantine` sets aside: collected while its body is
-// checked (a Quarantine), refused whole past its bound, kept in quarantined_items by the
-// transaction that writes its valid users. An item is kept once a client scope, so a retry keeps
-// nothing twice; a scope's rows are bounded in bytes, past which its items are refused.
+// The items a request with `Prefer: invalid=quarantine` sets aside, kept in quarantined_items by
+// the transaction that writes its valid users: once a client scope, so a retry keeps nothing twice,
+// and within the scope's bound in bytes, past which its items are refused.
 
 /** @import { ItemError, Lending, QuarantinedItem } from './quarantine-types.js' */
 /** @import { QuarantineReason, QuarantineRequest, UserRow } from './quarantine-types.js' */
@@ -24,7 +23,6 @@ export const QUARANTINE_HOLD_CHARS = 1024 * 1024;
 /** Past it, a stream keeps its items at its next chunk's end (not a statement a chunk). */
 export const QUARANTINE_KEEP_CHARS = 256 * 1024;
 /**
- * The refusal of a request past its bound: nothing written, nothing kept.
  * @param {number} invalid @param {number} received @param {number} maxInvalid
  * @param {ItemError[]} errors @param {boolean} [complete]
  */
@@ -39,10 +37,7 @@ export function overBound(invalid, received, maxInvalid, errors, complete = true
   );
 }
 
-/**
- * The items one request sets aside, at most `maxInvalid`: `count` in all, `items` those not yet
- * kept (a stream keeps them as it goes), `errors` the first problems, as a 400 names them.
- */
+/** One request's set-aside items; `items`: those not yet kept (a stream keeps them as it goes). */
 export class Quarantine {
   /** @param {QuarantineRequest} request */
   constructor({ client, scope, requestId, clientRequestId, format, maxInvalid, bound }) {
@@ -89,10 +84,7 @@ export class Quarantine {
   }
 }
 
-/**
- * What each scope's rows hold, as last read and since added to by this process: the sum over its
- * rows is read at most once in USAGE_TTL_MS, however often a client near its bound sends.
- */
+/** What each scope's rows hold, as last read (at most once in USAGE_TTL_MS) and added to since. */
 export class ScopeUsage {
   /** @type {Map<string, { bytes: number, readAt: number }>} */
   #scopes = new Map();
@@ -122,8 +114,7 @@ const USAGE_TTL_MS = 10_000;
 const USAGE_SCOPES = 10_000;
 
 /**
- * Keeps a request's set-aside items on its transaction's connection (which a writer may roll back
- * and try again: they are held until the request is answered).
+ * Held until the request is answered: a writer may roll its transaction back and try again.
  * @param {Lending} client @param {Quarantine} quarantine
  */
 export async function keepQuarantined(client, quarantine) {
@@ -160,9 +151,8 @@ export async function keepQuarantinedSoFar(client, quarantine) {
 /**
  * A JSON array's items checked one by one: the valid ones' rows in the order sent, the invalid ones
  * set aside; past the bound, a 400 (nothing written, nothing kept). `duplicateKeys`: the items that
- * give a key twice, invalid whatever they hold.
+ * give a key twice, invalid whatever they hold. @returns {UserRow[]}
  * @param {unknown[]} items @param {Quarantine} quarantine @param {ItemError[]} [duplicateKeys]
- * @returns {UserRow[]}
  */
 export function setAsideInvalid(items, quarantine, duplicateKeys = []) {
   const rows = [];

@@ -14,16 +14,13 @@ import {
 import { STREAM_LIMITS } from './write-policy.js';
 import { writeUnit } from './write-unit.js';
 
-// A streamed import: a body (NDJSON or CSV) of any size, parsed and checked record by record and
-// sent on through COPY as it comes, all or nothing in the write unit's one transaction. Ignore mode
-// copies into users a chunk at a time (chunked-copy.js); merge mode stages the whole body, then
-// writes it all-new first. A key taken ends the transaction at once, and the body is read to its
-// end, for its fingerprint, writing nothing.
+// A streamed import: a body of any size, parsed and checked record by record and sent on through
+// COPY as it comes, all or nothing in the write unit's one transaction. Ignore mode copies into
+// users a chunk at a time; merge mode stages the whole body, then writes it all-new first.
 
 /** @import { Database, Hash, IdempotencyKey, KeyStore, Lending, Part } from './write-types.js' */
-/** @import { Quarantine, Resolution, RowCounts, RowsStep, StreamKey } from './write-types.js' */
-/** @import { StreamTaken, WritePolicy, Written } from './write-types.js' */
-/** @import { StreamFormat } from './stream-types.js' */
+/** @import { Quarantine, Resolution, RowCounts, RowsStep, StreamFormat } from './write-types.js' */
+/** @import { StreamKey, StreamTaken, WritePolicy, Written } from './write-types.js' */
 
 /** What a stream holds at once (buffers, a record, COPY's lead, a chunk), for admission control. */
 export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
@@ -72,8 +69,8 @@ async function* hashed(texts, hash) {
 }
 
 /**
- * The stream's rows for the write unit: its import by mode (merge mode's staging table created in
- * BEGIN's round trip); the key's fingerprint set once the body is read.
+ * Its import by mode (merge mode's staging table created in BEGIN's round trip), then the key's
+ * fingerprint.
  * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Resolution} resolution
  * @param {Hash} [hash] @returns {RowsStep}
  */
@@ -114,7 +111,6 @@ function watchedSource(texts) {
 }
 
 /**
- * Ignore mode: straight into users a chunk at a time.
  * @param {Lending} client @param {AsyncIterable<string>} texts @param {StreamFormat} format
  * @param {Quarantine} [quarantine] @returns {Promise<RowCounts>}
  */
@@ -126,8 +122,7 @@ async function importIgnoring(client, texts, format, quarantine) {
     for await (const csv of body.pieces(chunks.abandon)) {
       await chunks.send(csv);
       if (body.received - chunkStart >= CHUNK_ROWS) {
-        // Between two chunks no COPY runs: the items set aside so far are kept there, once they
-        // are many.
+        // Between two chunks no COPY runs: the items set aside so far are kept there, once many.
         const keep =
           quarantine && quarantine.heldChars >= QUARANTINE_KEEP_CHARS
             ? () => keepQuarantinedSoFar(client, quarantine)
@@ -145,7 +140,6 @@ async function importIgnoring(client, texts, format, quarantine) {
 }
 
 /**
- * Merge mode: all staged, then into users.
  * @param {Lending} client @param {AsyncIterable<string>} texts @param {StreamFormat} format
  * @param {Quarantine} [quarantine] @returns {Promise<RowCounts>}
  */
@@ -174,10 +168,7 @@ async function importMerging(client, texts, format, quarantine) {
   return { received: body.received, ...(await writeMerged(client)) };
 }
 
-/**
- * Merge mode's staged rows into users, all-new first.
- * @param {Lending} client @returns {Promise<{ inserted: number, updated: number }>}
- */
+/** @param {Lending} client @returns {Promise<{ inserted: number, updated: number }>} */
 function writeMerged(client) {
   const asNew = async () => {
     await client.query('SAVEPOINT all_new');

@@ -61,9 +61,8 @@ const validateUser = new Ajv({ allErrors: true, strict: true, unicodeRegExp: tru
 );
 
 /**
- * ajv's findings about one item as the contract's error entries.
+ * ajv's findings about one item as the contract's error entries. @returns {ItemError[]}
  * @param {number} index @param {import('ajv').ErrorObject[]} errors @param {unknown} item
- * @returns {ItemError[]}
  */
 function describe(index, errors, item) {
   return errors.map((e) => {

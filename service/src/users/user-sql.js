@@ -106,10 +106,7 @@ export const writeWithCounts = (source, onConflict, values) =>
     ? { text: writeStatement(source, onConflict, 'counts'), values, decode: countsOf }
     : { text: writeStatement(source, onConflict, 'none'), values, decode: insertedOf };
 
-/**
- * 'emails': each key written, and whether it was inserted.
- * @param {Answer} answer @returns {Map<string, boolean>}
- */
+/** 'emails': each key, whether inserted. @param {Answer} answer @returns {Map<string, boolean>} */
 export const decodeWrittenEmails = (answer) =>
   new Map(lastResult(answer).rows.map((row) => [row[KEY.column], row.inserted]));
 
@@ -136,8 +133,7 @@ export function writeFromStaging(onConflict) {
 }
 
 // 'rows': what a representation needs of each row written that the request does not hold: its key,
-// and when merging CREATED_AT, the kept columns shown and UPDATED_AT (RETURNED_AS_TEXT). Rows only
-// inserted were created at the transaction's start, which CREATED_NOW asks once, in the same query.
+// and when merging CREATED_AT, the kept columns shown and UPDATED_AT (RETURNED_AS_TEXT).
 const RETURNED_KEPT = USER_COLUMNS.filter((c) => c.shown === true && c.merge === 'kept');
 const MERGE_RETURNS = [
   KEY.column,
@@ -191,10 +187,7 @@ export const RETURNED_AS_TEXT = Object.freeze({
 /** A representation's row before its values: every field, in order (one shape for every row). */
 const NOT_WRITTEN = Object.fromEntries(READ_FIELDS.map((f) => [f, null]));
 
-/**
- * A row inserted, as a representation shows it: its columns shown as sent, and when it was created.
- * @param {UserRow} row @param {string} created @returns {WrittenUser}
- */
+/** @param {UserRow} row @param {string} created @returns {WrittenUser} */
 export function insertedUser(row, created) {
   /** @type {Record<string, string | null>} */
   const user = { ...NOT_WRITTEN };
@@ -220,9 +213,8 @@ export function mergedUser(row, r) {
 }
 
 /**
- * 'rows': the rows written, from those sent and those returned, side by side else by key.
+ * 'rows': the rows written, matched to those sent in order, else by key. @returns {WrittenUser[]}
  * @param {UserRow[]} sent @param {Answer} answer @param {OnConflict} onConflict
- * @returns {WrittenUser[]}
  */
 export function decodeWrittenUsers(sent, answer, onConflict) {
   // Without a conflict clause the statement wrote every row, or failed.

@@ -8,9 +8,8 @@ import { createWritePolicy } from './write-policy.js';
 import { canWriteAtOnce, writeAllNewAtOnce, writeUnit } from './write-unit.js';
 
 // The user writer: `write`, the one way in for every kind of write but the stream, each through the
-// write unit all-new first, resolving conflicts at once while replays are likely. Only how the rows
-// go differs by kind: a request's in chunks (by INSERT_STRATEGY, or by pg-format when it wants them
-// back), a group's in one statement. write-policy.js times each kind and reads its failures.
+// write unit all-new first, resolving conflicts at once while replays are likely. A request's rows
+// go in chunks (by INSERT_STRATEGY, or pg-format to get them back), a group's in one statement.
 
 /** @import { Database, InsertStrategy, KeyStore, Lending, OnConflict } from './write-types.js' */
 /** @import { Outcome, Part, Resolution, RowCounts, RowsStep, UserRow } from './write-types.js' */
@@ -51,9 +50,7 @@ export function createUserWriter(
 /** @typedef {ReturnType<typeof createUserWriter>} UserWriter */
 
 /**
- * An attempt, and once more when the policy says so.
- * @template T
- * @param {Writer} writer @param {WriteKind} kind @param {() => Promise<T>} attempt
+ * @template T @param {Writer} writer @param {WriteKind} kind @param {() => Promise<T>} attempt
  * @returns {Promise<T>}
  */
 async function tried({ policy }, kind, attempt) {
@@ -75,7 +72,6 @@ async function tried({ policy }, kind, attempt) {
 }
 
 /**
- * All-new first, but resolving at once while replays are likely.
  * @param {Writer} writer @param {Part[]} parts
  * @param {() => Promise<Outcome[]>} asNew @param {() => Promise<Outcome[]>} resolving
  */
@@ -198,7 +194,6 @@ function writeGroup(writer, { rows, resolution, parts }) {
 }
 
 /**
- * A group's one statement (after `settings`), telling what it did to each email.
  * @param {Lending} client @param {UserRow[]} rows @param {OnConflict} onConflict
  * @param {boolean} withRows @param {string} settings
  * @returns {Promise<'all' | Map<string, boolean | WrittenUser>>}

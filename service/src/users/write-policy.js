@@ -61,9 +61,8 @@ function limitsOfEachKind(lockTimeoutMs) {
 }
 
 /**
- * The write policy (docs/architecture.md, "One request never fails another"): batch, alone and slow
- * retry a transient failure once (a first attempt in doubt keeps the answer outcome_unknown); a
- * group answers the database's state to all (locked: only the whole table), else writes each alone.
+ * The write policy (docs/architecture.md, "One request never fails another"): a request retries a
+ * transient failure once; a group answers the database's state to all, else writes each alone.
  * @param {{ diagnose: (err: unknown) => Promise<Diagnosis>,
  *   isTableLocked?: () => Promise<boolean> }} db @param {{ lockTimeoutMs?: number }} [options]
  */
@@ -77,7 +76,6 @@ export function createWritePolicy(
     limits: (kind) => limits[kind],
 
     /**
-     * `previous`: the first attempt's failure.
      * @param {WriteKind} kind @param {unknown} err @param {unknown} [previous]
      * @returns {Promise<Decision>}
      */
@@ -117,9 +115,8 @@ export function createWritePolicy(
 }
 
 /**
- * A second attempt's answer: its own, unless the first may have been written (then no failure of
- * the second can say nothing was). @param {Diagnosis} diagnosis @param {unknown} err
- * @param {unknown} previous
+ * Its own answer, unless the first attempt may have been written: then it is outcome_unknown.
+ * @param {Diagnosis} diagnosis @param {unknown} err @param {unknown} previous
  */
 function secondRefusal(diagnosis, err, previous) {
   const refusal = refusalOfDatabaseState(diagnosis, err) ?? classifyFailure(err).error;

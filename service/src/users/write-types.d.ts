@@ -13,6 +13,7 @@ import type { InsertStrategy } from './insert-strategies.js';
 import type { Quarantine } from './quarantine.js';
 import type { ReplayGuess } from './replay-guess.js';
 import type { OnConflict, Statement, WriteCounts } from './sql-types.js';
+import type { StreamFormat } from './stream-types.js';
 import type { WritePolicy } from './write-policy.js';
 
 export type {
@@ -27,6 +28,7 @@ export type {
   Quarantine,
   QueryResult,
   Statement,
+  StreamFormat,
   TimeLimits,
   UserRow,
   WriteCounts,

@@ -5,8 +5,7 @@ import { keepQuarantined } from './quarantine.js';
 // The write unit: every write (a request, a group, a stream) is one transaction of one shape: its
 // keys claimed in BEGIN's round trip, its rows, the items it sets aside, its outcomes stored under
 // its keys in COMMIT's round trip. A part whose key is taken writes nothing: that is its outcome.
-// It returns domain values (counts, rows written, items set aside); the caller renders the answer
-// after COMMIT.
+// It returns domain values; the caller renders the answer after COMMIT.
 
 /** @import { IdempotencyKey, KeyDone, KeyStore, Lending, Outcome } from './write-types.js' */
 /** @import { Part, QueryResult, RowCounts, TakenKey, TimeLimits } from './write-types.js' */
@@ -50,11 +49,10 @@ export async function writeUnit({ db, keys }, { parts, rows, limits }) {
 }
 
 /**
- * Every row new, so the outcome is known before it runs: `statement` (failing on a stored email)
- * and its keys inserted complete, in one statement; a key stored meanwhile fails it too (23505: the
- * caller writes it with writeUnit). Only for parts that want no rows back, keep nothing and give no
- * key twice. @param {UnitDeps} deps @returns {Promise<Outcome[]>}
- * @param {{ parts: Part[], statement: string, limits?: TimeLimits }} unit
+ * Every row new, so the outcome is known before it runs: `statement` and its keys inserted complete
+ * in one statement (a key stored meanwhile fails it too: 23505, and the caller goes to writeUnit).
+ * For parts that want no rows back, keep nothing, give no key twice. @returns {Promise<Outcome[]>}
+ * @param {UnitDeps} deps @param {{ parts: Part[], statement: string, limits?: TimeLimits }} unit
  */
 export async function writeAllNewAtOnce({ db, keys }, { parts, statement, limits }) {
   const written = new Map(
