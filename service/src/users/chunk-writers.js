@@ -44,10 +44,7 @@ const unnestWriter = {
     sendWrite(client, writeWithCounts(ROWS_AS_PARAMETERS, onConflict, columnArrays(rows))),
 };
 
-/**
- * COPY into users when every email must be new; else into the staging table, then INSERT ... SELECT
- * with the conflict clause. @type {ChunkWriter}
- */
+/** COPY into users when every email must be new, else via the staging table. @type {ChunkWriter} */
 const copyWriter = {
   needsTransaction: true,
   beginWith: (onConflict) => (onConflict === 'fail' ? '' : CREATE_STAGING),

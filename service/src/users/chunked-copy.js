@@ -56,7 +56,6 @@ export class ChunkedCopy {
     if (!this.#staged) this.#copy = await startCopy(this.#client, COPY_USERS, 'chunk');
   }
 
-  /** Ends the last chunk: the rows inserted in all. */
   async end() {
     await this.#endChunk();
     return this.#inserted;

@@ -107,10 +107,7 @@ export const keyInFlight = (cause) =>
 /** Rows a purge deletes in one transaction: short, so no writer waits long on one. */
 export const PURGE_BATCH_ROWS = 1000;
 
-/**
- * Deletes up to `batchRows` expired keys, oldest first, skipping rows another transaction holds (a
- * claim taking one again). @param {Database} db @param {number} [batchRows]
- */
+/** Oldest first, skipping rows a claim holds. @param {Database} db @param {number} [batchRows] */
 export async function purgeExpiredKeys(db, batchRows = PURGE_BATCH_ROWS) {
   const result = await db.withClient((client) =>
     client.query(

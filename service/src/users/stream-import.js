@@ -30,8 +30,7 @@ const CHUNK_ROWS = 7_500;
 /** @param {{ db: Database, policy: WritePolicy, keys?: KeyStore }} deps */
 export function createStreamImport({ db, policy, keys }) {
   /**
-   * The outcome once committed (with a key, stored under it), or the key taken; a failure of
-   * `texts` itself thrown as it came, any other as the policy answers a stream's.
+   * A failure of `texts` itself thrown as it came, any other as the policy answers a stream's.
    * @param {AsyncIterable<string>} texts @param {StreamFormat} format
    * @param {Resolution} resolution @param {{ key?: StreamKey, quarantine?: Quarantine }} [options]
    * @returns {Promise<Written | StreamTaken>}
@@ -69,8 +68,7 @@ async function* hashed(texts, hash) {
 }
 
 /**
- * Its import by mode (merge mode's staging table created in BEGIN's round trip), then the key's
- * fingerprint.
+ * Its import by mode (merge mode's staging table in BEGIN's round trip), then the fingerprint.
  * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Resolution} resolution
  * @param {Hash} [hash] @returns {RowsStep}
  */

@@ -229,8 +229,7 @@ function parseRecord(s, pos, final, line) {
 }
 
 /**
- * Why a record past MAX_RECORD_CHARS is refused, read from its first MAX_RECORD_CHARS characters
- * alone (whole or not yet, however the body was cut): a quoted field still open there is named.
+ * Why it is refused, from its first MAX_RECORD_CHARS characters: alike however the body is cut.
  * @param {string} s @param {number} pos  where the record starts
  */
 function tooLongRecord(s, pos) {

@@ -210,7 +210,6 @@ async function groupStatement(client, rows, onConflict, withRows, settings) {
 }
 
 /**
- * One request's share of its group's statement.
  * @param {UserRow[]} rows @param {'all' | Map<string, boolean | WrittenUser>} written
  * @param {boolean} [withRows] @returns {RowCounts}
  */

@@ -14,10 +14,7 @@ import {
 /** A group's lock wait: one locked email must not hold back its statement. */
 export const GROUP_LOCK_TIMEOUT_MS = 250;
 
-/**
- * A streamed import's statements may run for minutes: no statement timeout (the watchdog still
- * cuts). @type {Readonly<TimeLimits>}
- */
+/** A stream may run for minutes: no statement timeout. @type {Readonly<TimeLimits>} */
 export const STREAM_LIMITS = Object.freeze({ statementTimeoutMs: 0 });
 
 const RETRY = Object.freeze({ then: 'retry' });
