@@ -1,9 +1,9 @@
 // The values of the items a request sets aside (quarantine.js) and of their table's statements
 // (quarantine-sql.js, scripts/quarantine.js).
+import type { Lending } from '../db/lending.js';
 import type { Answer, Statement } from '../db/statement.js';
 import type { ItemError } from '../errors.js';
 import type { UserRow } from '../user-columns.js';
-import type { Lending } from '../db/lending.js';
 import type { ScopeUsage } from './quarantine.js';
 
 export type { Answer, ItemError, Lending, Statement, UserRow };

@@ -12,7 +12,7 @@ import type { KeyStore } from './idempotency-keys.js';
 import type { InsertStrategy } from './insert-strategies.js';
 import type { Quarantine } from './quarantine.js';
 import type { ReplayGuess } from './replay-guess.js';
-import type { OnConflict, Statement, WriteCounts } from './sql-types.js';
+import type { OnConflict, Statement } from './sql-types.js';
 import type { StreamFormat } from './stream-types.js';
 import type { WritePolicy } from './write-policy.js';
 
@@ -31,7 +31,6 @@ export type {
   StreamFormat,
   TimeLimits,
   UserRow,
-  WriteCounts,
   WritePolicy,
   WrittenUser,
 };
