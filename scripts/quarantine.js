@@ -109,7 +109,7 @@ program
   });
 program.parse();
 
-/** @typedef {import('../service/src/users/quarantine-sql.js').ItemFilters} Filters */
+/** @typedef {import('../service/src/users/quarantine-types.js').ItemFilters} Filters */
 
 /** Rows an export reads at once. */
 const PAGE = 1000;
@@ -203,7 +203,7 @@ async function exportItems(db, options, out) {
   const page = (after) => runStatement(db, itemPage(options, after, PAGE));
   /**
    * The item as JSON when it is, a CSV record as an object of its header's columns, else its text.
-   * @param {import('../service/src/users/quarantine-sql.js').KeptRow} row
+   * @param {import('../service/src/users/quarantine-types.js').KeptRow} row
    */
   const itemOf = (row) => {
     if (row.format === 'csv') {

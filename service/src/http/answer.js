@@ -14,7 +14,7 @@ import { READ_COLUMNS } from './write-query.js';
 /**
  * What an answer is rendered from besides the outcome (and stored with it under a key): the
  * write options that shape it; for a representation, the columns and the emails in the order sent.
- * @typedef {{ resolution: import('../users/user-schema.js').Resolution,
+ * @typedef {{ resolution: import('../users/write-types.js').Resolution,
  *   return?: import('./prefer.js').Preferences['return'], count: boolean, applied?: string,
  *   invalid: boolean, select?: import('./write-query.js').ReadColumn[], emails?: string[] }}
  *   Rendering

@@ -21,10 +21,10 @@ export const STREAM_TYPES = Object.freeze({
 });
 
 /**
- * @typedef {{ format: import('../users/stream-import.js').StreamFormat,
+ * @typedef {{ format: import('../users/stream-types.js').StreamFormat,
  *   importUsers: ReturnType<typeof import('../users/stream-import.js').createStreamImport>,
  *   admit: import('express').RequestHandler, maxStreamBytes: number, idleTimeoutMs: number,
- *   quarantineBound: import('../users/quarantine.js').ClientBound,
+ *   quarantineBound: import('../users/quarantine-types.js').ClientBound,
  *   metrics: import('../metrics.js').Metrics }} StreamRoute
  */
 

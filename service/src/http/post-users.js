@@ -14,7 +14,7 @@ import { quarantineOf } from './quarantine-request.js';
 
 /**
  * @typedef {import('../users/user-schema.js').UserRow} UserRow
- * @typedef {import('../users/user-schema.js').Resolution} Resolution
+ * @typedef {import('../users/write-types.js').Resolution} Resolution
  * @typedef {import('../users/quarantine.js').Quarantine} Quarantine
  */
 /**
@@ -71,7 +71,7 @@ function onlyColumns(item, columns) {
 
 /**
  * @param {{ writeUsers: WriteUsers, maxBatchItems: number,
- *   quarantineBound: import('../users/quarantine.js').ClientBound,
+ *   quarantineBound: import('../users/quarantine-types.js').ClientBound,
  *   metrics: import('../metrics.js').Metrics,
  *   tracing?: import('../tracing/tracing.js').Tracing }} deps
  * @returns {import('express').RequestHandler}

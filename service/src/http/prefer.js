@@ -17,7 +17,7 @@ const HANDLINGS = new Set(['lenient', 'strict']);
 /**
  * return: none is sluice's counts; count: Content-Range; invalid: set invalid items aside, at most
  * maxInvalid of them; applied: Preference-Applied's value.
- * @typedef {{ resolution: import('../users/user-schema.js').Resolution,
+ * @typedef {{ resolution: import('../users/write-types.js').Resolution,
  *   return?: 'minimal' | 'headers-only' | 'representation', count: boolean,
  *   invalid?: { maxInvalid: number }, applied?: string }} Preferences
  */
@@ -109,7 +109,7 @@ function nameAndValue(text) {
   return { name, value };
 }
 
-/** @param {string} value @returns {import('../users/user-schema.js').Resolution} */
+/** @param {string} value @returns {import('../users/write-types.js').Resolution} */
 function resolutionOf(value) {
   const resolved = Object.hasOwn(RESOLUTIONS, value)
     ? RESOLUTIONS[/** @type {keyof typeof RESOLUTIONS} */ (value)]
@@ -178,7 +178,7 @@ function isHonoured(name, value) {
 
 /**
  * @param {string | undefined} header
- * @returns {{ resolution: import('../users/user-schema.js').Resolution, applied?: string }}
+ * @returns {{ resolution: import('../users/write-types.js').Resolution, applied?: string }}
  */
 export function resolutionPreference(header) {
   const { resolution, applied } = parsePreferences(header);

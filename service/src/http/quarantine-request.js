@@ -7,9 +7,9 @@ import { ANONYMOUS_CLIENT } from './fair-share.js';
 
 /**
  * @param {import('express').Request} req
- * @param {import('../users/quarantine.js').QuarantineFormat} format
+ * @param {import('../users/quarantine-types.js').QuarantineFormat} format
  * @param {{ maxInvalid: number }} invalid
- * @param {import('../users/quarantine.js').ClientBound} bound
+ * @param {import('../users/quarantine-types.js').ClientBound} bound
  */
 export function quarantineOf(req, format, { maxInvalid }, bound) {
   return new Quarantine({

@@ -9,11 +9,8 @@ export const isUniqueViolation = (err) => classifyFailure(err).uniqueViolation;
 
 /**
  * `asNew`, then `resolving` after its unique violation (`undo` first), or at once unless `tryNew`.
- * @template T
- * @param {() => Promise<T>} asNew
- * @param {() => Promise<T>} resolving
- * @param {{ tryNew?: boolean, undo?: () => Promise<unknown> }} [options]
- * @returns {Promise<T>}
+ * @template T @param {() => Promise<T>} asNew @param {() => Promise<T>} resolving
+ * @param {{ tryNew?: boolean, undo?: () => Promise<unknown> }} [options] @returns {Promise<T>}
  */
 export async function allNewFirst(asNew, resolving, { tryNew = true, undo } = {}) {
   if (tryNew) {

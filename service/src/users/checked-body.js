@@ -5,17 +5,12 @@ import { createCsvParser, createNdjsonParser } from './stream-parse.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 import { csvLine } from './user-sql.js';
 
-// A stream's body as its users, parsed and checked (the one schema) as they are read, as the CSV
-// COPY takes. Once one is invalid nothing more is sent: reading goes on only to name up to
-// MAX_REPORTED_ERRORS. Given a quarantine, an invalid record is set aside instead, until one past
-// its bound; past it, the body is refused as it is without a quarantine.
+// A stream's body as the CSV COPY takes, its users parsed and checked (the one schema) as they are
+// read. Once one is invalid nothing more is sent, and reading goes on only to name the problems;
+// given a quarantine, an invalid record is set aside instead, until one past its bound.
 
-/**
- * @typedef {import('./quarantine.js').Quarantine} Quarantine
- * @typedef {import('./quarantine.js').QuarantinedItem} QuarantinedItem
- * @typedef {import('../errors.js').ItemError} ItemError
- * @typedef {'ndjson' | 'csv'} StreamFormat
- */
+/** @import { ItemError, OnRecord, OnUnreadable, Quarantine } from './stream-types.js' */
+/** @import { QuarantinedItem, StreamFormat } from './stream-types.js' */
 
 const TWICE = 'is given more than once in this object; send each field once';
 
@@ -32,8 +27,7 @@ export class CheckedBody {
   #settingAside;
 
   /**
-   * @param {AsyncIterable<string>} texts
-   * @param {StreamFormat} format
+   * @param {AsyncIterable<string>} texts @param {StreamFormat} format
    * @param {Quarantine} [quarantine]
    */
   constructor(texts, format, quarantine) {
@@ -41,24 +35,22 @@ export class CheckedBody {
     this.#format = format;
     this.#quarantine = quarantine;
     this.#settingAside = quarantine !== undefined;
-    /** @type {import('./stream-parse.js').OnUnreadable} */
+    /** @type {OnUnreadable} */
     const onUnreadable = (line, text, message) => this.#unreadable(line, text, message);
     const options = quarantine && { onUnreadable };
     this.#parser = format === 'csv' ? createCsvParser(options) : createNdjsonParser(options);
   }
 
-  /** The records parsed so far. */
   get received() {
     return this.#received;
   }
 
   /**
    * The CSV of each piece read; `onInvalid` told after each once a user is invalid.
-   * @param {() => void} onInvalid
-   * @returns {AsyncGenerator<string>}
+   * @param {() => void} onInvalid @returns {AsyncGenerator<string>}
    */
   async *pieces(onInvalid) {
-    /** @type {import('./stream-parse.js').OnRecord} */
+    /** @type {OnRecord} */
     const onRecord = (item, line, duplicates, text) => this.#record(item, line, duplicates, text);
     for await (const text of this.#texts) {
       this.#parser.feed(text, onRecord);
@@ -81,8 +73,7 @@ export class CheckedBody {
   }
 
   /**
-   * @param {unknown} item @param {number} line @param {string[]} duplicates
-   * @param {string} text
+   * @param {unknown} item @param {number} line @param {string[]} duplicates @param {string} text
    */
   #record(item, line, duplicates, text) {
     const index = this.#received++;
@@ -100,7 +91,6 @@ export class CheckedBody {
   }
 
   /**
-   * An invalid record: set aside, or the body refused.
    * @param {{ item: unknown, index: number, line: number, text: string }} record
    * @param {ItemError[]} found
    */

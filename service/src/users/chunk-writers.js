@@ -15,35 +15,17 @@ import {
 
 // How one chunk of a request's rows is written, by INSERT_STRATEGY (user-writer.js chunks).
 
-/** @typedef {import('./user-schema.js').UserRow} UserRow */
-/** @typedef {import('./user-sql.js').OnConflict} OnConflict */
-/** @typedef {import('../db/lending.js').Lending} Lending */
-/** @typedef {import('./write-types.js').RowCounts} Counts */
-/** @typedef {import('./user-sql.js').WriteCounts} WriteCounts */
-/**
- * Writes one chunk (a stored email fails it, 23505, when `onConflict` is 'fail').
- * @typedef {object} ChunkWriter
- * @property {(client: Lending, rows: UserRow[], onConflict: OnConflict,
- *   settings?: string) => Promise<Counts>} write settings: SET LOCALs before its statement, when
- *   BEGIN set none
- * @property {boolean} [needsTransaction] its statement cannot carry the settings (parameters, COPY)
- * @property {(onConflict: OnConflict) => string} [beginWith]  statements for BEGIN's round trip
- */
+/** @import { ChunkWriter, Lending, Statement, UserRow } from './write-types.js' */
 
 /**
- * A writer's statement, labelled INSERT whatever comes before it (settings, CREATED_NOW).
- * @param {string} text
- * @param {Omit<import('pg').QueryConfig, 'text'>} [config]
+ * Labelled INSERT whatever comes before it (settings, CREATED_NOW).
+ * @param {string} text @param {Omit<import('pg').QueryConfig, 'text'>} [config]
  */
 export const insertQuery = (text, config) => ({ ...config, text, operation: 'INSERT' });
 
 /**
- * A write sent after its settings (SET LOCALs), labelled INSERT, and its answer as its decoder
- * reads it.
- * @template T
- * @param {Lending} client
- * @param {import('../db/statement.js').Statement<T>} statement
- * @param {string} [settings]
+ * A write sent after its settings (SET LOCALs), answered as its decoder reads it.
+ * @template T @param {Lending} client @param {Statement<T>} statement @param {string} [settings]
  * @returns {Promise<T>}
  */
 export const sendWrite = async (client, statement, settings = '') =>
@@ -55,21 +37,14 @@ export const formatWriter = {
     sendWrite(client, writeWithCounts(rowsAsArrays(rows), onConflict), settings),
 };
 
-/**
- * Array parameters instead of literals; alone in its query, so always in BEGIN/COMMIT.
- * @type {ChunkWriter}
- */
+/** Array parameters, alone in its query: always in BEGIN/COMMIT. @type {ChunkWriter} */
 const unnestWriter = {
   needsTransaction: true,
   write: async (client, rows, onConflict) =>
     sendWrite(client, writeWithCounts(ROWS_AS_PARAMETERS, onConflict, columnArrays(rows))),
 };
 
-/**
- * COPY into users when every email must be new; else into the staging table, then INSERT ... SELECT
- * with the conflict clause.
- * @type {ChunkWriter}
- */
+/** COPY into users when every email must be new, else via the staging table. @type {ChunkWriter} */
 const copyWriter = {
   needsTransaction: true,
   beginWith: (onConflict) => (onConflict === 'fail' ? '' : CREATE_STAGING),
@@ -94,4 +69,3 @@ export const STRATEGIES = Object.freeze({
   unnest: unnestWriter,
   copy: copyWriter,
 });
-/** @typedef {keyof typeof STRATEGIES} Strategy */

@@ -13,8 +13,7 @@ import {
 // Ignore mode's chunks, all-new first: COPY into users under a savepoint; a chunk that meets a
 // stored or repeated email goes through the staging table, and so does every chunk after it.
 
-/** @typedef {import('../db/lending.js').Lending} Lending */
-/** @typedef {import('./copy-from.js').CopyInto} CopyInto */
+/** @import { CopyInto, Lending } from './stream-types.js' */
 
 /** Bytes a chunk holds until it is in users. */
 const CHUNK_BYTES = 1024 * 1024;
@@ -39,10 +38,7 @@ export class ChunkedCopy {
     this.#client = client;
   }
 
-  /**
-   * Rows on to COPY and into the chunk; a unique violation waits for the chunk's end.
-   * @param {string} csv
-   */
+  /** A unique violation waits for the chunk's end. @param {string} csv */
   async send(csv) {
     // Kept as bytes: a string built row by row is a rope holding all its pieces.
     if (csv !== '') {
@@ -53,23 +49,18 @@ export class ChunkedCopy {
     if (failure && !isUniqueViolation(failure)) throw failure;
   }
 
-  /**
-   * Ends the chunk, runs `between` (no COPY in progress), and begins the next.
-   * @param {() => Promise<void>} [between]
-   */
+  /** `between` runs while no COPY is in progress. @param {() => Promise<void>} [between] */
   async next(between) {
     await this.#endChunk();
     await between?.();
     if (!this.#staged) this.#copy = await startCopy(this.#client, COPY_USERS, 'chunk');
   }
 
-  /** Ends the last chunk: the rows inserted in all. */
   async end() {
     await this.#endChunk();
     return this.#inserted;
   }
 
-  /** Nothing will be written: the COPY in progress is abandoned. */
   abandon = () => {
     this.#copy?.abandon();
   };
@@ -110,9 +101,7 @@ export class ChunkedCopy {
 
 /**
  * A chunk through the staging table, an email's first line, ON CONFLICT DO NOTHING.
- * @param {Lending} client
- * @param {Buffer} csv
- * @param {boolean} first
+ * @param {Lending} client @param {Buffer} csv @param {boolean} first
  */
 async function insertStaged(client, csv, first) {
   await client.query(first ? CREATE_STREAM_STAGING : EMPTY_STREAM_STAGING);

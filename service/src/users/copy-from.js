@@ -9,19 +9,11 @@ const NO_QUERY_TIMEOUT = 2 ** 31 - 1;
 /** The CSV a COPY buffers before the import waits: parsing and PostgreSQL work at once. */
 const COPY_AHEAD_BYTES = 256 * 1024;
 
-/**
- * write waits while COPY is behind; abandon: it must write nothing; error: its failure so far.
- * @typedef {{ write: (bytes: Buffer) => Promise<void>,
- *   finish: () => Promise<{ rows: number, error: Error | undefined }>, abandon: () => void,
- *   error: () => Error | undefined }} CopyInto
- */
+/** @import { CopyInto, Lending } from './stream-types.js' */
 
 /**
- * A COPY, under a savepoint when named; its failure kept for the caller.
- * @param {import('../db/lending.js').Lending} client
- * @param {string} sql
- * @param {string} [savepoint]
- * @returns {Promise<CopyInto>}
+ * A COPY, under a savepoint when named; its failure kept for the caller. @param {Lending} client
+ * @param {string} sql @param {string} [savepoint] @returns {Promise<CopyInto>}
  */
 export async function startCopy(client, sql, savepoint) {
   if (savepoint) await client.query(`SAVEPOINT ${savepoint}`);
@@ -59,9 +51,7 @@ export async function startCopy(client, sql, savepoint) {
 
 /**
  * A COPY of all of `bytes`, its failure thrown; the rows it wrote.
- * @param {import('../db/lending.js').Lending} client
- * @param {string} sql
- * @param {Buffer} bytes
+ * @param {Lending} client @param {string} sql @param {Buffer} bytes
  */
 export async function copyAll(client, sql, bytes) {
   const copy = await startCopy(client, sql);
@@ -71,11 +61,7 @@ export async function copyAll(client, sql, bytes) {
   return rows;
 }
 
-/**
- * A statement without pg's client-side timeout.
- * @param {import('../db/lending.js').Lending} client
- * @param {string} text
- */
+/** A statement without pg's client-side timeout. @param {Lending} client @param {string} text */
 export const longQuery = (client, text) =>
   client.query(
     /** @type {import('pg').QueryConfig} */ (
@@ -83,10 +69,7 @@ export const longQuery = (client, text) =>
     ),
   );
 
-/**
- * Waits for a writable that is behind to drain; rejects if it fails or closes first.
- * @param {import('node:stream').Writable} writable
- */
+/** Rejects if it fails or closes first. @param {import('node:stream').Writable} writable */
 function drained(writable) {
   return new Promise((resolve, reject) => {
     const onDrain = () => {

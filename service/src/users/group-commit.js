@@ -4,39 +4,20 @@ import { byEmail } from './user-schema.js';
 
 /** @type {'group'} */
 const GROUP = 'group';
-/**
- * @typedef {import('./user-schema.js').UserRow} UserRow
- * @typedef {import('./user-schema.js').Resolution} Resolution
- */
-/**
- * @typedef {import('./write-types.js').Outcome} Outcome
- * @typedef {import('./write-types.js').Part} Part
- */
-/**
- * @typedef {import('./user-writer.js').UserWriter['write']} Write
- * @typedef {import('../tracing/tracing.js').Tracing} Tracing
- */
-/**
- * A request waiting for a write slot, its part of a group's write; since: when it came.
- * @typedef {Part & { resolution: Resolution, resolve: (outcome: Outcome) => void,
- *   reject: (err: unknown) => void, since: number,
- *   span: import('../tracing/tracing.js').Span | undefined }} Waiting
- */
 
 // Group commit: small requests that arrive while a group is written go out together, one statement
-// sorted by email, each answered with its own outcome once committed (a keyed request with its own
-// key, an item set aside kept with it: write-unit.js); per email in the order sent. A failed group asks the write
-// policy (every request's 503, or each written alone; one locked out alone to the slow lane). The
-// rules: docs/architecture.md, "Group commit".
+// sorted by email, each answered its own outcome once committed; a failed group asks the write
+// policy. The rules: docs/architecture.md, "Group commit".
+
+/** @import { Lanes, Observe, Outcome, Part, Resolution } from './group-types.js' */
+/** @import { Tracing, Waiting, Write, WritePolicy } from './group-types.js' */
 
 /** Group commit's write slots, each a statement on a pooled connection at once. */
 export const GROUP_WRITE_SLOTS = 2;
 
 /**
- * @param {{ write: Write, policy: import('./write-policy.js').WritePolicy, maxRows: number,
- *   maxInFlight?: number, maxSlow?: number,
- *   observe?: (group: { requests: number, rows: number, waitedSeconds: number[] }) => void,
- *   tracing?: Tracing }} options
+ * @param {{ write: Write, policy: WritePolicy, maxRows: number, maxInFlight?: number,
+ *   maxSlow?: number, observe?: Observe, tracing?: Tracing }} options
  */
 export function createGroupCommit({
   write,
@@ -76,12 +57,7 @@ export function createGroupCommit({
   const writeLone = (w) => writeAlone(lanes, w);
 
   return {
-    /**
-     * One request's part, with whatever else waits; its outcome once committed.
-     * @param {Part} part
-     * @param {Resolution} resolution
-     * @returns {Promise<Outcome>}
-     */
+    /** @param {Part} part @param {Resolution} resolution @returns {Promise<Outcome>} */
     writeUsers(part, resolution) {
       return new Promise((resolve, reject) => {
         /** @type {Waiting} */
@@ -101,19 +77,9 @@ export function createGroupCommit({
 }
 
 /**
- * What a group's write and a request's alone share: the writer, the policy, the emails taken, the
- * line of requests to write alone first, the slow lane.
- * @typedef {{ write: Write, policy: import('./write-policy.js').WritePolicy, tracing: Tracing,
- *   busy: Set<string>, alone: Waiting[], slowSlots: ReturnType<typeof createSlots> }} Lanes
- */
-
-/**
  * A group written and each request answered its own outcome; a failure as the policy says: every
  * request answered it, or each written alone, first in line, its emails still busy, so nothing
- * overtakes it.
- * @param {Lanes} lanes
- * @param {Waiting[]} group
- * @param {(group: { requests: number, rows: number, waitedSeconds: number[] }) => void} observe
+ * overtakes it. @param {Lanes} lanes @param {Waiting[]} group @param {Observe} observe
  */
 async function writeGroup({ write, policy, tracing, busy, alone }, group, observe) {
   const started = performance.now();
@@ -141,8 +107,7 @@ async function writeGroup({ write, policy, tracing, busy, alone }, group, observ
 
 /**
  * A request of a failed group, alone; locked out by another writer, it waits for its row in the
- * slow lane, outside the write slots, when one is free.
- * @param {Lanes} lanes @param {Waiting} w
+ * slow lane, outside the write slots, when one is free. @param {Lanes} lanes @param {Waiting} w
  */
 async function writeAlone({ write, policy, tracing, busy, slowSlots }, w) {
   try {
@@ -158,11 +123,7 @@ async function writeAlone({ write, policy, tracing, busy, slowSlots }, w) {
   }
 }
 
-/**
- * Slots for writes at once; `onFree` lets the next in.
- * @param {number} max
- * @param {() => void} onFree
- */
+/** `onFree` lets the next in. @param {number} max @param {() => void} onFree */
 function createSlots(max, onFree) {
   let used = 0;
   const release = () => {
@@ -180,9 +141,7 @@ function createSlots(max, onFree) {
 }
 
 /**
- * Answers a request, freeing its emails.
- * @param {Set<string>} busy
- * @param {Waiting} w
+ * Answers a request, freeing its emails. @param {Set<string>} busy @param {Waiting} w
  * @param {{ counts: Outcome } | { err: unknown }} outcome
  */
 function answer(busy, w, outcome) {
@@ -229,10 +188,7 @@ function takeGroup(waiting, busy, maxRows) {
 
 /**
  * Traced: each request's span records its group; the statement's links to every request.
- * @param {Tracing} tracing
- * @param {Waiting[]} group
- * @param {number} rows
- * @param {number} started
+ * @param {Tracing} tracing @param {Waiting[]} group @param {number} rows @param {number} started
  */
 function traceGroup(tracing, group, rows, started) {
   for (const w of group) {
@@ -249,11 +205,7 @@ function traceGroup(tracing, group, rows, started) {
 }
 
 /**
- * One request on its own (alone, slow), in its span's context.
- * @param {Tracing} tracing
- * @param {Write} write
- * @param {Waiting} w
- * @param {'alone' | 'slow'} kind
+ * @param {Tracing} tracing @param {Write} write @param {Waiting} w @param {'alone' | 'slow'} kind
  * @returns {Promise<Outcome>}
  */
 function writeFor(tracing, write, w, kind) {

@@ -2,19 +2,14 @@ import { lastResult } from '../db/transaction-settings.js';
 import { ApiError } from '../errors.js';
 import { literal } from './user-sql.js';
 
-// The idempotency_keys table: a key is claimed in the round trip of its write's BEGIN (a key in
-// flight in another transaction is waited for, within the write's lock timeout) and completed,
-// fingerprint and outcome, in the round trip of its COMMIT, so the rows and their outcome commit
-// together or not at all. A key taken (complete, not expired) is that request's outcome instead of
-// a write. Expired keys are purged in small batches (purgeExpiredKeys).
+// The idempotency_keys table: a key is claimed in its write's BEGIN round trip (one in flight
+// elsewhere waited for, within the lock timeout) and completed, fingerprint and outcome, in its
+// COMMIT round trip, so the rows and their outcome commit together or not at all.
 
-/** @import { KeyDone, KeyName, StoredOutcome, TakenKey } from './write-types.js' */
+/** @import { Database, KeyDone, KeyName, Lending } from './write-types.js' */
+/** @import { QueryResult, StoredOutcome, TakenKey } from './write-types.js' */
 
-/**
- * A key's scope and name as one Map key (a NUL is in neither: a key is visible ASCII, a client a
- * credential's name).
- * @param {KeyName} k
- */
+/** As one Map key: no NUL is in a key (visible ASCII) or a credential's name. @param {KeyName} k */
 export const scopedKey = (k) => `${k.client}\u0000${k.key}`;
 
 /** @param {KeyName} a @param {KeyName} b */
@@ -30,18 +25,14 @@ function completeValues({ key, written }) {
   return `(${literal(key.client)}, ${literal(key.key)}, ${fingerprint}, ${outcome}::json)`;
 }
 
-/**
- * The key store's statements; ttlSeconds: how long a key is kept (IDEMPOTENCY_KEY_TTL_SECONDS).
- * @param {{ ttlSeconds: number }} options
- */
+/** `ttlSeconds`: IDEMPOTENCY_KEY_TTL_SECONDS. @param {{ ttlSeconds: number }} options */
 export function createKeyStore({ ttlSeconds }) {
   const expiresAt = `now() + interval '${Math.trunc(ttlSeconds)} seconds'`;
   return {
     ttlSeconds,
     /**
-     * The claim of `keys` (each once, in one order: two claims never wait on each other in a
-     * cycle), for a BEGIN's round trip; its answer is read by `claimed`. An expired row is
-     * claimed again as a new key.
+     * The claim of `keys` (each once, in one order: no two claims wait on each other in a cycle),
+     * for a BEGIN's round trip, read by `claimed`; an expired row is claimed again as a new key.
      * @param {readonly KeyName[]} keys
      */
     claim: (keys) => `INSERT INTO idempotency_keys (client, key, expires_at)
@@ -52,9 +43,8 @@ export function createKeyStore({ ttlSeconds }) {
   WHERE idempotency_keys.expires_at <= now()
   RETURNING client, key`,
     /**
-     * The keys' rows inserted complete, for a write whose outcome is known before it runs (all
-     * new, in one statement): a key stored or in flight elsewhere fails it (23505 once the other
-     * commits), and the write is done again with claims. In one order, as `claim`.
+     * The keys' rows inserted complete, for a write whose outcome is known before it runs: a key
+     * stored or in flight elsewhere fails it (23505), and the write goes again with claims.
      * @param {readonly KeyDone[]} done
      */
     insertComplete: (done) =>
@@ -66,22 +56,16 @@ export function createKeyStore({ ttlSeconds }) {
 
 /** @typedef {ReturnType<typeof createKeyStore>} KeyStore */
 
-/**
- * The statement that completes claimed keys with their fingerprints and outcomes, for the
- * COMMIT's round trip. @param {readonly KeyDone[]} done
- */
+/** For the COMMIT's round trip. @param {readonly KeyDone[]} done */
 export const completeKeys = (done) => `UPDATE idempotency_keys AS k
   SET fingerprint = v.f, outcome = v.o
   FROM (VALUES ${done.map(completeValues).join(', ')}) AS v (c, k, f, o)
   WHERE k.client = v.c AND k.key = v.k; `;
 
 /**
- * What a claim found, from the last answer of its BEGIN's round trip: each key claimed now, or
- * taken (its row, read in one more round trip only when a key was not claimed; null when it is
- * not complete, or purged meanwhile: in flight for the client).
- * @param {import('../db/lending.js').Lending} client
- * @param {import('pg').QueryResult[]} begun
- * @param {readonly KeyName[]} keys
+ * What a claim found, from its BEGIN's last answer: each key claimed now, or taken (its row, read
+ * only when a key was not claimed; null when not complete or purged meanwhile: in flight).
+ * @param {Lending} client @param {QueryResult[]} begun @param {readonly KeyName[]} keys
  * @returns {Promise<Map<string, 'claimed' | TakenKey>>}
  */
 export async function claimed(client, begun, keys) {
@@ -99,18 +83,15 @@ export async function claimed(client, begun, keys) {
 }
 
 /**
- * A complete row as a taken key.
  * @param {{ fingerprint: Buffer, outcome: StoredOutcome | null, status: number,
- *   headers: Record<string, string>, body: string }} row
- * @returns {TakenKey}
+ *   headers: Record<string, string>, body: string }} row @returns {TakenKey}
  */
 function takenKeyOf({ fingerprint, outcome, status, headers, body }) {
   return { fingerprint, stored: outcome ?? { answer: { status, headers, body } } };
 }
 
 /**
- * What a request whose key was taken gets: the stored outcome when its fingerprint is this
- * request's; else 422, or 409 while the first is in flight.
+ * The stored outcome when the fingerprint is this request's; else 422, or 409 while in flight.
  * @param {TakenKey} taken @param {Buffer} fingerprint @returns {StoredOutcome}
  */
 export function storedOutcomeOf(taken, fingerprint) {
@@ -119,21 +100,14 @@ export function storedOutcomeOf(taken, fingerprint) {
   return taken.stored;
 }
 
-/**
- * The write a key in flight elsewhere kept waiting past its lock timeout: 409.
- * @param {unknown} cause
- */
+/** A write a key in flight elsewhere kept past its lock timeout: 409. @param {unknown} cause */
 export const keyInFlight = (cause) =>
   new ApiError('idempotency_key_in_flight', undefined, { cause });
 
 /** Rows a purge deletes in one transaction: short, so no writer waits long on one. */
 export const PURGE_BATCH_ROWS = 1000;
 
-/**
- * Deletes up to `batchRows` expired keys, oldest first, skipping rows another transaction holds
- * (a claim taking an expired key again): the rows deleted.
- * @param {import('../db/database.js').Database} db @param {number} [batchRows]
- */
+/** Oldest first, skipping rows a claim holds. @param {Database} db @param {number} [batchRows] */
 export async function purgeExpiredKeys(db, batchRows = PURGE_BATCH_ROWS) {
   const result = await db.withClient((client) =>
     client.query(

@@ -1,14 +1,11 @@
 import { SECRET_COLUMN } from '../user-columns.js';
 import { MAX_RECORD_CHARS } from './stream-parse.js';
 
-// What is kept of an item set aside (quarantine.js): never a password, never more than a streamed
-// line may hold, never a character PostgreSQL cannot store. A password is found by the keys of the
-// parsed item (any depth, any case, whatever escapes spelled them), never by its text; a hash's
-// field (SECRET_COLUMN) whose value is not a hash may hold a plaintext, so it is redacted too. A
-// record that did not parse has no keys to go by: none of its text is kept, only where it was and
-// its length.
+// What is kept of an item set aside: never a password, never more than a streamed line may hold,
+// never a character PostgreSQL cannot store. A password is found by the parsed item's keys (any
+// depth, any case, however escaped), never by its text, and so is a hash's field holding no hash; a
+// record that did not parse has no keys: only where it was and its length are kept.
 
-/** What replaces a secret's value. */
 export const REDACTED = '[redacted]';
 /** Characters of an item kept at most (a streamed line's bound); a longer one is kept cut. */
 export const MAX_KEPT_CHARS = MAX_RECORD_CHARS;
@@ -18,23 +15,15 @@ const MAX_KEPT_FIELD_CHARS = 256;
 
 const HASH = SECRET_COLUMN.schema;
 const HASH_PATTERN = new RegExp(HASH.pattern, 'u');
-/** The hash's field as a key is compared: lower-cased. */
 const HASH_KEY = SECRET_COLUMN.field.toLowerCase();
 
 /** @typedef {{ item: string, truncated: boolean }} KeptText */
 
-/**
- * String.prototype.toWellFormed, which TypeScript's ES2022 library does not declare.
- * @param {string} s
- * @returns {string}
- */
+/** String.prototype.toWellFormed, which TypeScript's ES2022 library lacks. @param {string} s */
 const wellFormed = (s) =>
   /** @type {{ toWellFormed(): string }} */ (/** @type {unknown} */ (s)).toWellFormed();
 
-/**
- * Text PostgreSQL stores as it is: no NUL, no lone surrogate (each becomes U+FFFD).
- * @param {string} s
- */
+/** No NUL, no lone surrogate (each becomes U+FFFD): text PostgreSQL stores. @param {string} s */
 const storable = (s) => wellFormed(s).replaceAll('\0', '\uFFFD');
 
 /** @param {unknown} value */
@@ -46,19 +35,14 @@ const isHash = (value) =>
 
 /**
  * A key whose value is not kept: `password` in its name (any case), but for the hash's field
- * holding a hash.
- * @param {string} key
- * @param {unknown} value
+ * holding a hash. @param {string} key @param {unknown} value
  */
 function isSecret(key, value) {
   const lower = key.toLowerCase();
   return lower.includes('password') && !(lower === HASH_KEY && isHash(value));
 }
 
-/**
- * Whether a parsed value holds a secret at any depth (without recursion: a body may nest deeply).
- * @param {unknown} value
- */
+/** At any depth, without recursion (a body may nest deeply). @param {unknown} value */
 export function holdsSecret(value) {
   const pending = [value];
   while (pending.length > 0) {
@@ -76,11 +60,7 @@ export function holdsSecret(value) {
   return false;
 }
 
-/**
- * JSON.stringify's replacer: a secret's value replaced.
- * @param {string} key
- * @param {unknown} value
- */
+/** JSON.stringify's replacer. @param {string} key @param {unknown} value */
 const redacting = (key, value) => (key !== '' && isSecret(key, value) ? REDACTED : value);
 
 /** Text kept: storable, cut past MAX_KEPT_CHARS. @param {string} text @returns {KeptText} */
@@ -91,8 +71,7 @@ function bounded(text) {
 
 /**
  * An item that parsed as JSON: `text` as sent when the item holds no secret, else its JSON with
- * each secret's value replaced.
- * @param {unknown} value @param {string} [text] @returns {KeptText}
+ * each secret's value replaced. @param {unknown} value @param {string} [text] @returns {KeptText}
  */
 export function keptJson(value, text) {
   if (text !== undefined && !holdsSecret(value)) return bounded(text);
@@ -108,11 +87,8 @@ export function keptJson(value, text) {
 
 /**
  * A CSV record that parsed: as sent when it holds no secret, else written again from its fields
- * (each quoted) with each secret's value replaced.
- * @param {Record<string, string>} user
- * @param {readonly string[]} columns
- * @param {string} text
- * @returns {KeptText}
+ * (each quoted) with each secret's value replaced. @returns {KeptText}
+ * @param {Record<string, string>} user @param {readonly string[]} columns @param {string} text
  */
 export function keptCsv(user, columns, text) {
   if (!holdsSecret(user)) return bounded(text);
@@ -124,12 +100,7 @@ export function keptCsv(user, columns, text) {
   return bounded(fields.join(','));
 }
 
-/**
- * A record that did not parse (an NDJSON line, a CSV record): only where it was and its length.
- * @param {number} line
- * @param {string} text
- * @returns {KeptText}
- */
+/** @param {number} line @param {string} text @returns {KeptText} */
 export const keptUnreadable = (line, text) => ({
   item: `[not kept: line ${line}, ${text.length} characters]`,
   truncated: false,

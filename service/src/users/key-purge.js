@@ -1,11 +1,8 @@
 import { startBatchedPurge } from '../db/batched-purge.js';
 import { PURGE_BATCH_ROWS, purgeExpiredKeys } from './idempotency-keys.js';
 
-// The background purge of expired Idempotency-Keys: every few seconds to a minute (a quarter of
-// the keys' lifetime, within 1 s and 60 s), batches of PURGE_BATCH_ROWS deleted one short
-// transaction each until a batch finds fewer; rows a writer holds are skipped, never waited for.
-// Every process purges (replicas, cluster workers): the batches skip each other's rows. It stops
-// with its pool.
+// The background purge of expired Idempotency-Keys, in short batches that skip rows a writer
+// holds: every process purges (replicas, cluster workers), their batches skipping each other's.
 
 /** @param {number} ttlSeconds */
 export const purgeIntervalMs = (ttlSeconds) =>
@@ -14,8 +11,6 @@ export const purgeIntervalMs = (ttlSeconds) =>
 /**
  * @param {{ db: import('../db/database.js').Database, ttlSeconds: number,
  *   logger: import('pino').Logger, batchRows?: number, intervalMs?: number }} options
- * @returns {{ round: () => Promise<number>, stop: () => void }} round: one round now (the rows
- *   deleted)
  */
 export function startKeyPurge({
   db,

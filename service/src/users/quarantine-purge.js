@@ -2,17 +2,14 @@ import { startBatchedPurge } from '../db/batched-purge.js';
 import { purgeOldBatch } from './quarantine-sql.js';
 
 // The background purge of quarantined_items: every process, every few minutes, deletes the rows
-// last sent more than the retention ago, in batches of PURGE_BATCH_ROWS a short transaction each,
-// oldest first, skipping rows a writer holds (never waiting for them). It stops with its pool.
+// last sent more than the retention ago, in short batches that skip rows a writer holds.
+
+/** @import { Database } from '../db/database.js' */
 
 const PURGE_BATCH_ROWS = 1000;
 const INTERVAL_MS = 5 * 60_000;
 
-/**
- * @param {import('../db/database.js').Database} db
- * @param {number} retentionDays
- * @param {number} batchRows
- */
+/** @param {Database} db @param {number} retentionDays @param {number} batchRows */
 async function purgeBatch(db, retentionDays, batchRows) {
   const batch = purgeOldBatch(retentionDays, batchRows);
   return batch.decode(
@@ -21,11 +18,8 @@ async function purgeBatch(db, retentionDays, batchRows) {
 }
 
 /**
- * @param {{ db: import('../db/database.js').Database, retentionDays: number,
- *   logger: import('pino').Logger, purged: (rows: number) => void, batchRows?: number,
- *   intervalMs?: number }} options purged: told of the rows each round deleted (the metric)
- * @returns {{ round: () => Promise<number>, stop: () => void }} round: one round now (the rows
- *   deleted)
+ * @param {{ db: Database, retentionDays: number, logger: import('pino').Logger,
+ *   purged: (rows: number) => void, batchRows?: number, intervalMs?: number }} options
  */
 export function startQuarantinePurge({
   db,

@@ -1,30 +1,15 @@
 import { lastResult } from '../db/transaction-settings.js';
 import { keptErrors } from './kept-item.js';
 
-// The quarantined_items table's statements (migrations 0006, 0007), each beside its decoder: what
-// a request keeps and the bytes it adds to its client scope's (quarantine.js), the background
-// purge's batch (quarantine-purge.js), and what `npm run quarantine` lists, exports and purges.
+// The quarantined_items table's statements, each beside its decoder: what a request keeps, the
+// background purge's batch, and what `npm run quarantine` lists, exports and purges.
 
-/** @typedef {import('./quarantine.js').QuarantinedItem} QuarantinedItem */
-/**
- * @template T
- * @typedef {import('../db/statement.js').Statement<T>} Statement
- */
-/**
- * A request's items to keep, and whose they are.
- * @typedef {{ client: string, scope: string, requestId: string, clientRequestId: string | null,
- *   format: string, csvHeader: string | null, items: readonly QuarantinedItem[] }} KeptBatch
- */
-/**
- * The bytes keeping a batch adds to its scope's, and those the scope holds before.
- * @typedef {{ added: number, held: number }} ScopeBytes
- */
+/** @import { Answer, ItemCount, ItemFilters, KeptBatch } from './quarantine-types.js' */
+/** @import { KeptRow, ScopeBytes, Statement } from './quarantine-types.js' */
 
-// An item's key: its format, CSV header and text. An item twice in one request is kept once (its
-// first place), as ON CONFLICT DO UPDATE may meet a row only once a statement; new rows in the
-// order sent, so that an export lists them so. A row this request's transaction wrote already (a
-// stream keeps its items in several statements: same request id, same now()) is left as it is, so
-// times_seen counts requests, not statements.
+// An item's key: its format, CSV header and text. An item twice in one request is kept once, at its
+// first place (ON CONFLICT DO UPDATE meets a row once a statement), in the order sent; a row this
+// transaction wrote already is left as it is, so times_seen counts requests, not statements.
 const ITEM_SHA256 =
   `sha256(convert_to($1 || E'\\n' || ` + `coalesce($2, '') || E'\\n' || i.item, 'UTF8'))`;
 const INSERT_QUARANTINED = `INSERT INTO quarantined_items AS kept (client_scope, client,
@@ -50,8 +35,7 @@ ON CONFLICT ON CONSTRAINT quarantined_items_once DO UPDATE SET
 WHERE kept.request_id <> EXCLUDED.request_id OR kept.received_at <> EXCLUDED.received_at`;
 
 // A row weighs its item's and errors' bytes and ROW_BYTES more (its other columns), so that many
-// small items count too. What a scope holds is read on the index of its rows, and so is which
-// items are new.
+// small items count too.
 const ROW_BYTES = 200;
 const NEW_ROWS_BYTES = `(SELECT
        coalesce(sum(octet_length(i.item) + octet_length(i.errors::text) + ${ROW_BYTES}), 0)
@@ -63,18 +47,16 @@ const SCOPE_BYTES = `SELECT ${NEW_ROWS_BYTES} AS new,
   (SELECT coalesce(sum(row_bytes + ${ROW_BYTES}), 0) FROM quarantined_items
     WHERE client_scope = $5) AS total`;
 
-/** @param {import('../db/statement.js').Answer} answer @returns {ScopeBytes} */
+/** @param {Answer} answer @returns {ScopeBytes} */
 function scopeBytesOf(answer) {
   const [row] = lastResult(answer).rows;
   return { added: Number(row.new), held: Number(row.total) };
 }
 
 /**
- * The statements that keep a batch: `size` reads the bytes its new rows add to the scope's, and
- * what the scope holds unless `held` is known; `keep` keeps them (an item already kept for the
- * scope is updated, not kept twice). Their parameters are made once, for both.
- * @param {KeptBatch} batch
- * @param {number | undefined} held
+ * `size`: the bytes a batch's new rows add to its scope's, and what the scope holds unless `held`
+ * is known; `keep`: the batch kept (an item kept already for the scope updated, not kept twice).
+ * @param {KeptBatch} batch @param {number | undefined} held
  * @returns {{ size: Statement<ScopeBytes>, keep: Statement<void> }}
  */
 export function keepStatements(batch, held) {
@@ -113,11 +95,8 @@ export function keepStatements(batch, held) {
 }
 
 /**
- * The background purge's batch: up to `batchRows` rows last sent more than `retentionDays` ago,
- * oldest first, skipping rows a writer holds; answered by the rows it deleted. Its text takes
- * settings before it (no parameters).
- * @param {number} retentionDays
- * @param {number} batchRows
+ * The background purge's batch, oldest first, skipping rows a writer holds; without parameters, so
+ * settings go before it. @param {number} retentionDays @param {number} batchRows
  * @returns {Statement<number>}
  */
 export const purgeOldBatch = (retentionDays, batchRows) => ({
@@ -130,27 +109,11 @@ export const purgeOldBatch = (retentionDays, batchRows) => ({
 
 // `npm run quarantine`'s statements (scripts/quarantine.js), each after the filters it was given.
 
-/** @typedef {{ client?: string, request?: string, since?: Date, until?: Date }} ItemFilters */
-/**
- * A line of `list`: a day (UTC), a client scope, a reason, and how many items.
- * @typedef {{ day: string, client: string, reason: string, items: number }} ItemCount
- */
-/**
- * A kept item as `export` reads it; `id` as PostgreSQL sent it (a bigint), the page's keyset.
- * @typedef {{ id: string, client: string, clientScope: string, requestId: string,
- *   clientRequestId: string | null, receivedAt: Date, format: string, position: number,
- *   line: number | null, reason: string, errors: unknown, item: string, truncated: boolean,
- *   csvHeader: string | null }} KeptRow
- */
-
 /** A client as a scope (its credential's kind), not a name. @param {string} client */
 const isScope = (client) => client === 'anonymous' || /^(token|jwt|unscoped):/.test(client);
 
 /**
- * The WHERE clause and its values, after a first condition of its own.
- * @param {ItemFilters} filters
- * @param {string} [first]
- * @param {unknown[]} [firstValues]
+ * @param {ItemFilters} filters @param {string} [first] @param {unknown[]} [firstValues]
  * @returns {[string, unknown[]]}
  */
 function where({ client, request, since, until }, first, firstValues = []) {
@@ -171,8 +134,7 @@ function where({ client, request, since, until }, first, firstValues = []) {
 
 /**
  * The items counted by day (UTC), client scope and reason, newest day first.
- * @param {ItemFilters} filters
- * @returns {Statement<ItemCount[]>}
+ * @param {ItemFilters} filters @returns {Statement<ItemCount[]>}
  */
 export function countItems(filters) {
   const [clause, values] = where(filters);
@@ -205,11 +167,8 @@ const keptRowOf = (row) => ({
 
 /**
  * A page of at most `limit` items after `after` (an id), in id order: a keyset, so that an export
- * holds one page at a time however many there are.
- * @param {ItemFilters} filters
- * @param {string} after
- * @param {number} limit
- * @returns {Statement<KeptRow[]>}
+ * holds one page at a time however many there are. @returns {Statement<KeptRow[]>}
+ * @param {ItemFilters} filters @param {string} after @param {number} limit
  */
 export function itemPage(filters, after, limit) {
   const [clause, values] = where(filters, `id > $1`, [after]);
@@ -224,8 +183,7 @@ export function itemPage(filters, after, limit) {
 
 /**
  * Deletes the items kept before `olderThan`, or those of `request` (with `client`, only that
- * client's); answered by how many it deleted.
- * @param {{ olderThan?: Date, request?: string, client?: string }} filters
+ * client's). @param {{ olderThan?: Date, request?: string, client?: string }} filters
  * @returns {Statement<number>}
  */
 export function deleteItems({ olderThan, request, client }) {

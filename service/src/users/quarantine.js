@@ -4,37 +4,12 @@ import { keptJson } from './kept-item.js';
 import { keepStatements } from './quarantine-sql.js';
 import { MAX_REPORTED_ERRORS, checkUser } from './user-schema.js';
 
-// The items a request with `Prefer: invalid=quarantine` sets aside: collected while its body is
-// checked (a Quarantine), refused whole past its bound, and kept in quarantined_items by the
-// transaction that writes its valid users. What is kept of an item is kept-item.js's (no password,
-// bounded, storable); an item is kept once a client scope (keyed by its SHA-256), so a retry, or
-// the same users posted again in other chunks, keeps nothing twice: the row then names the latest
-// request. A client's rows are bounded in all (their bytes), past which its items are refused. The
-// statements are quarantine-sql.js's.
+// The items a request with `Prefer: invalid=quarantine` sets aside, kept in quarantined_items by
+// the transaction that writes its valid users: once a client scope, so a retry keeps nothing twice,
+// and within the scope's bound in bytes, past which its items are refused.
 
-/** @typedef {import('../errors.js').ItemError} ItemError */
-/**
- * Why an item was set aside.
- * @typedef {'invalid_user' | 'malformed_json' | 'malformed_csv'} QuarantineReason
- */
-/** The body's format. @typedef {'json' | 'ndjson' | 'csv'} QuarantineFormat */
-/**
- * item, truncated: kept-item.js's.
- * @typedef {{ position: number, line: number | null, reason: QuarantineReason, errors: ItemError[],
- *   item: string, truncated: boolean }} QuarantinedItem
- */
-/**
- * Whose and which request: `client` the credential's name (shown), `scope` its kind and name (the
- * key, http/authenticate.js); `requestId` made by the service, `clientRequestId` the client's
- * X-Request-Id (kept beside, never a key); `bound` what a scope's rows may hold in all.
- * @typedef {{ client: string, scope: string, requestId: string, clientRequestId?: string,
- *   format: QuarantineFormat, maxInvalid: number, bound: ClientBound }} QuarantineRequest
- */
-/**
- * What a scope's rows may hold in all (QUARANTINE_CLIENT_MAX_BYTES), and what each holds as this
- * process last read it (one per process, shared by its requests).
- * @typedef {{ maxBytes: number, usage: ScopeUsage }} ClientBound
- */
+/** @import { ItemError, Lending, QuarantinedItem } from './quarantine-types.js' */
+/** @import { QuarantineReason, QuarantineRequest, UserRow } from './quarantine-types.js' */
 
 /** @type {readonly QuarantineReason[]} */
 export const QUARANTINE_REASONS = ['invalid_user', 'malformed_json', 'malformed_csv'];
@@ -43,23 +18,13 @@ export const QUARANTINE_REASONS = ['invalid_user', 'malformed_json', 'malformed_
 export const DEFAULT_MAX_INVALID = 100;
 /** The largest bound a client may set (`max-invalid`). */
 export const MAX_INVALID_LIMIT = 10_000;
-/**
- * Characters of set-aside items a streamed body may hold before it keeps them (ignore mode: at each
- * chunk's end; merge mode: at its end), past which it is refused as over its bound.
- */
+/** Characters of set-aside items a stream may hold until it keeps them; past it, it is refused. */
 export const QUARANTINE_HOLD_CHARS = 1024 * 1024;
-/**
- * Characters of set-aside items past which a stream keeps them at its next chunk's end (fewer round
- * trips than a statement a chunk).
- */
+/** Past it, a stream keeps its items at its next chunk's end (not a statement a chunk). */
 export const QUARANTINE_KEEP_CHARS = 256 * 1024;
 /**
- * The refusal of a request past its bound: nothing written, nothing kept.
- * @param {number} invalid
- * @param {number} received
- * @param {number} maxInvalid
- * @param {ItemError[]} errors
- * @param {boolean} [complete]
+ * @param {number} invalid @param {number} received @param {number} maxInvalid
+ * @param {ItemError[]} errors @param {boolean} [complete]
  */
 export function overBound(invalid, received, maxInvalid, errors, complete = true) {
   const some = complete
@@ -72,11 +37,7 @@ export function overBound(invalid, received, maxInvalid, errors, complete = true
   );
 }
 
-/**
- * The items one request sets aside, at most `maxInvalid`: `count` in all, `items` those not yet
- * kept (a stream keeps them as it goes); `errors`: the first MAX_REPORTED_ERRORS problems, as a 400
- * names them.
- */
+/** One request's set-aside items; `items`: those not yet kept (a stream keeps them as it goes). */
 export class Quarantine {
   /** @param {QuarantineRequest} request */
   constructor({ client, scope, requestId, clientRequestId, format, maxInvalid, bound }) {
@@ -99,12 +60,10 @@ export class Quarantine {
     this.reasons = {};
   }
 
-  /** How many of each reason. */
   byReason() {
     return this.reasons;
   }
 
-  /** Past the bound (count, or the characters held). */
   get isOver() {
     return this.count > this.maxInvalid || this.heldChars > QUARANTINE_HOLD_CHARS;
   }
@@ -125,11 +84,7 @@ export class Quarantine {
   }
 }
 
-/**
- * What each scope's rows hold, as last read (or read and since added to by this process), for
- * USAGE_TTL_MS: the sum over a scope's rows is read at most once in that time, however often a
- * client near its bound sends; rows kept by other processes meanwhile are seen at the next read.
- */
+/** What each scope's rows hold, as last read (at most once in USAGE_TTL_MS) and added to since. */
 export class ScopeUsage {
   /** @type {Map<string, { bytes: number, readAt: number }>} */
   #scopes = new Map();
@@ -159,9 +114,8 @@ const USAGE_TTL_MS = 10_000;
 const USAGE_SCOPES = 10_000;
 
 /**
- * Keeps a request's set-aside items, on the connection of its transaction (which a writer may roll
- * back and try again, so they are held until the request is answered).
- * @param {import('../db/lending.js').Lending} client @param {Quarantine} quarantine
+ * Held until the request is answered: a writer may roll its transaction back and try again.
+ * @param {Lending} client @param {Quarantine} quarantine
  */
 export async function keepQuarantined(client, quarantine) {
   if (quarantine.items.length === 0) return;
@@ -175,11 +129,7 @@ export async function keepQuarantined(client, quarantine) {
   bound.usage.add(scope, added);
 }
 
-/**
- * The refusal of items past their client's bound: nothing written, nothing kept.
- * @param {Quarantine} quarantine
- * @param {number} bytes
- */
+/** @param {Quarantine} quarantine @param {number} bytes */
 function clientFull(quarantine, bytes) {
   return new InvalidBatchError(
     `this client's quarantine would hold ${bytes} bytes, over ` +
@@ -191,9 +141,7 @@ function clientFull(quarantine, bytes) {
 
 /**
  * Keeps a stream's items held so far and lets them go (a stream's transaction is never tried
- * again).
- * @param {import('../db/lending.js').Lending} client
- * @param {Quarantine} quarantine
+ * again). @param {Lending} client @param {Quarantine} quarantine
  */
 export async function keepQuarantinedSoFar(client, quarantine) {
   await keepQuarantined(client, quarantine);
@@ -202,13 +150,9 @@ export async function keepQuarantinedSoFar(client, quarantine) {
 
 /**
  * A JSON array's items checked one by one: the valid ones' rows in the order sent, the invalid ones
- * set aside; past the bound, the refusal a 400 gives today (nothing written, nothing kept).
- * `duplicateKeys`: the items that give a key twice (the JSON parser found them), invalid whatever
- * they hold.
- * @param {unknown[]} items
- * @param {Quarantine} quarantine
- * @param {ItemError[]} [duplicateKeys]
- * @returns {import('./user-schema.js').UserRow[]}
+ * set aside; past the bound, a 400 (nothing written, nothing kept). `duplicateKeys`: the items that
+ * give a key twice, invalid whatever they hold. @returns {UserRow[]}
+ * @param {unknown[]} items @param {Quarantine} quarantine @param {ItemError[]} [duplicateKeys]
  */
 export function setAsideInvalid(items, quarantine, duplicateKeys = []) {
   const rows = [];
@@ -219,7 +163,7 @@ export function setAsideInvalid(items, quarantine, duplicateKeys = []) {
   for (const e of duplicateKeys) twice.set(e.index, [...(twice.get(e.index) ?? []), e]);
   let invalid = 0;
   for (let i = 0; i < items.length; i++) {
-    // Described whole: a kept item keeps all its problems, the answer names the first 100.
+    // Described whole: a kept item keeps all its problems.
     const checked = twice.get(i) ?? checkUser(items[i], i);
     if (!Array.isArray(checked)) {
       rows.push(checked);

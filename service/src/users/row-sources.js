@@ -1,23 +1,19 @@
 import format from 'pg-format';
 import { USER_COLUMNS } from '../user-columns.js';
 
-// A write's rows as its statement's source (user-sql.js builds the statement around it), from the
-// columns' declaration (user-columns.js): one array literal a column (the default), a VALUES list
-// (the reference it is checked against), array parameters (`unnest`), CSV lines for COPY.
+// A write's rows as its statement's source, from the columns' declaration: one array literal a
+// column (the default), a VALUES list, array parameters (`unnest`), CSV lines for COPY.
 
-/** @typedef {import('../user-columns.js').UserRow} UserRow */
-/** @typedef {import('../user-columns.js').UserField} UserField */
+/** @import { UserField, UserRow } from './sql-types.js' */
 
-// A value without a quote or a backslash is quoted directly; any other through pg-format (same
-// SQL).
+// A value without a quote or a backslash is quoted directly: the SQL pg-format would write.
 const NEEDS_ESCAPING = /['\\]/;
 /** @param {string | null} v */
 export const literal = (v) =>
   v === null ? 'NULL' : NEEDS_ESCAPING.test(v) ? format.literal(v) : `'${v}'`;
 
 /**
- * A column as one array constant (PostgreSQL parses one literal a column): each element
- * double-quoted, `"` and `\` escaped, the whole quoted as a SQL literal.
+ * A column as one array constant (PostgreSQL parses one literal a column), each element quoted.
  * @param {UserRow[]} rows @param {UserField} field
  */
 function arrayLiteral(rows, field) {
@@ -39,15 +35,11 @@ function arrayLiteral(rows, field) {
 const SPECIAL = /["'\\]/;
 const ARRAY_SPECIALS = /["\\]/g;
 
-/** `%s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[]`, or `$1::text[], ...` */
 const castArrays = (/** @type {(i: number) => string} */ placeholder) =>
   USER_COLUMNS.map((c, i) => `${placeholder(i)}::${c.type}[]`).join(', ');
 const ROWS_AS_ARRAYS = `SELECT * FROM unnest(${castArrays(() => '%s')})`;
 
-/**
- * The rows as `unnest` over one array constant a column (a sparse column no row has: `'{}'`).
- * @param {UserRow[]} rows
- */
+/** One array constant a column; '{}' for a sparse column no row has. @param {UserRow[]} rows */
 export function rowsAsArrays(rows) {
   return format(
     ROWS_AS_ARRAYS,
@@ -62,10 +54,7 @@ export function rowsAsArrays(rows) {
 /** A literal's cast to a column's type; none to text. @param {string} type */
 const castTo = (type) => (type === 'text' ? '' : `::${type}`);
 
-/**
- * The rows as a VALUES list (bench:db; the reference the array form is checked against).
- * @param {UserRow[]} rows
- */
+/** For bench:db, the reference the array form is checked against. @param {UserRow[]} rows */
 export function rowsAsValues(rows) {
   return format(
     'VALUES %s',
@@ -75,20 +64,13 @@ export function rowsAsValues(rows) {
   );
 }
 
-/** The row source of the `unnest` strategy: an array parameter a column, $1 to $5 today. */
+/** The `unnest` strategy's row source: an array parameter a column. */
 export const ROWS_AS_PARAMETERS = `SELECT * FROM unnest(${castArrays((i) => `$${i + 1}`)})`;
 
-/**
- * The column arrays ROWS_AS_PARAMETERS takes.
- * @param {UserRow[]} rows
- * @returns {(string | null)[][]}
- */
+/** What ROWS_AS_PARAMETERS takes. @param {UserRow[]} rows @returns {(string | null)[][]} */
 export const columnArrays = (rows) => USER_COLUMNS.map((c) => rows.map((r) => r[c.field]));
 
-/**
- * A CSV field for COPY: quoted (so an empty string stays one), NULL as nothing at all.
- * @param {string | null} v
- */
+/** Quoted, so that an empty string stays one; NULL as nothing at all. @param {string | null} v */
 export const csvField = (v) => (v === null ? '' : `"${v.replaceAll('"', '""')}"`);
 
 const FIELDS = USER_COLUMNS.map((c) => c.field);

@@ -14,61 +14,30 @@ import {
 import { STREAM_LIMITS } from './write-policy.js';
 import { writeUnit } from './write-unit.js';
 
-// A streamed import: the text of a body (NDJSON or CSV) of any size, parsed and checked record by
-// record and sent on through COPY as it comes, all or nothing in the write unit's one transaction
-// (write-unit.js: its key claimed first, its items set aside kept, its outcome stored). Ignore
-// mode copies straight into users a chunk at a time, all-new first (a chunk that meets a stored or
-// repeated email goes through the staging table, and so does every chunk after it); merge mode
-// stages the whole body, then writes it all-new first (an email's last line wins). Given a
-// Quarantine, an invalid record is set aside instead. A key taken ends the transaction at once,
-// and the body is read to its end, for its fingerprint, writing nothing.
+// A streamed import: a body of any size, parsed and checked record by record and sent on through
+// COPY as it comes, all or nothing in the write unit's one transaction. Ignore mode copies into
+// users a chunk at a time; merge mode stages the whole body, then writes it all-new first.
 
-/** @typedef {import('./quarantine.js').Quarantine} Quarantine */
-/** @typedef {'ndjson' | 'csv'} StreamFormat */
-/**
- * @typedef {import('./write-types.js').Written} Written
- * @typedef {import('./write-types.js').RowCounts} RowCounts
- * @typedef {import('./write-types.js').RowsStep} RowsStep
- * @typedef {import('../db/lending.js').Lending} Lending
- */
-/**
- * A stream's key: its fingerprint begun (`hash`, with what changes the answer besides the body),
- * the body's text added to it as it is read.
- * @typedef {Omit<import('./write-types.js').IdempotencyKey, 'fingerprint'>
- *   & { hash: import('node:crypto').Hash }} StreamKey
- */
-/**
- * A key taken: nothing written; the body's fingerprint, to tell a replay from a reuse.
- * @typedef {{ taken: import('./write-types.js').TakenKey, fingerprint: Buffer }} StreamTaken
- */
+/** @import { Database, Hash, IdempotencyKey, KeyStore, Lending, Part } from './write-types.js' */
+/** @import { Quarantine, Resolution, RowCounts, RowsStep, StreamFormat } from './write-types.js' */
+/** @import { StreamKey, StreamTaken, WritePolicy, Written } from './write-types.js' */
 
-/**
- * What a stream holds at once (buffers, a piece, a record, COPY's lead, a chunk), for admission
- * control.
- */
+/** What a stream holds at once (buffers, a record, COPY's lead, a chunk), for admission control. */
 export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
 /** Rows a chunk of ignore mode holds until it is in users (chunked-copy.js holds its bytes). */
 const CHUNK_ROWS = 7_500;
 
-/**
- * @param {{ db: import('../db/database.js').Database,
- *   policy: import('./write-policy.js').WritePolicy,
- *   keys?: import('./idempotency-keys.js').KeyStore }} deps
- */
+/** @param {{ db: Database, policy: WritePolicy, keys?: KeyStore }} deps */
 export function createStreamImport({ db, policy, keys }) {
   /**
-   * The outcome once committed (with a key, stored under it), or the key taken; a failure of
-   * `texts` itself thrown as it came, any other as the policy answers a stream's.
-   * @param {AsyncIterable<string>} texts
-   * @param {StreamFormat} format
-   * @param {import('./user-schema.js').Resolution} resolution
-   * @param {{ key?: StreamKey, quarantine?: Quarantine }} [options] a key to claim; where to set
-   *   invalid records aside
+   * A failure of `texts` itself thrown as it came, any other as the policy answers a stream's.
+   * @param {AsyncIterable<string>} texts @param {StreamFormat} format
+   * @param {Resolution} resolution @param {{ key?: StreamKey, quarantine?: Quarantine }} [options]
    * @returns {Promise<Written | StreamTaken>}
    */
   return async function importUsers(texts, format, resolution, { key, quarantine } = {}) {
     const source = watchedSource(key ? hashed(texts, key.hash) : texts);
-    /** @type {import('./write-types.js').Part} */
+    /** @type {Part} */
     const part = { rows: [], received: 0, withRows: false, key: key && keyOf(key), quarantine };
     const rows = streamRows(source.texts, format, resolution, key?.hash);
     try {
@@ -87,16 +56,10 @@ export function createStreamImport({ db, policy, keys }) {
   };
 }
 
-/**
- * The unit's key: its fingerprint set once the body is read (streamRows).
- * @param {StreamKey} key @returns {import('./write-types.js').IdempotencyKey}
- */
+/** Fingerprinted once the body is read. @param {StreamKey} key @returns {IdempotencyKey} */
 const keyOf = ({ client, key, rendering }) => ({ client, key, rendering });
 
-/**
- * The body's text as read, each piece into its fingerprint.
- * @param {AsyncIterable<string>} texts @param {import('node:crypto').Hash} hash
- */
+/** Each piece into the fingerprint. @param {AsyncIterable<string>} texts @param {Hash} hash */
 async function* hashed(texts, hash) {
   for await (const text of texts) {
     hash.update(text);
@@ -105,13 +68,9 @@ async function* hashed(texts, hash) {
 }
 
 /**
- * The stream's rows for the write unit: its import by mode (merge mode's staging table created in
- * BEGIN's round trip); the key's fingerprint set once the body is read.
- * @param {AsyncIterable<string>} texts
- * @param {StreamFormat} format
- * @param {import('./user-schema.js').Resolution} resolution
- * @param {import('node:crypto').Hash} [hash] the key's fingerprint, as the body is read
- * @returns {RowsStep}
+ * Its import by mode (merge mode's staging table in BEGIN's round trip), then the fingerprint.
+ * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Resolution} resolution
+ * @param {Hash} [hash] @returns {RowsStep}
  */
 function streamRows(texts, format, resolution, hash) {
   const merge = resolution === 'merge';
@@ -131,10 +90,7 @@ function streamRows(texts, format, resolution, hash) {
   };
 }
 
-/**
- * The text source, and whether a failure is its own (the reader's, not the database's).
- * @param {AsyncIterable<string>} texts
- */
+/** Tells the reader's failures from the database's. @param {AsyncIterable<string>} texts */
 function watchedSource(texts) {
   /** @type {{ err: unknown } | undefined} */
   let failure = undefined;
@@ -153,12 +109,8 @@ function watchedSource(texts) {
 }
 
 /**
- * Ignore mode: straight into users a chunk at a time.
- * @param {Lending} client
- * @param {AsyncIterable<string>} texts
- * @param {StreamFormat} format
- * @param {Quarantine} [quarantine]
- * @returns {Promise<RowCounts>}
+ * @param {Lending} client @param {AsyncIterable<string>} texts @param {StreamFormat} format
+ * @param {Quarantine} [quarantine] @returns {Promise<RowCounts>}
  */
 async function importIgnoring(client, texts, format, quarantine) {
   const body = new CheckedBody(texts, format, quarantine);
@@ -168,8 +120,7 @@ async function importIgnoring(client, texts, format, quarantine) {
     for await (const csv of body.pieces(chunks.abandon)) {
       await chunks.send(csv);
       if (body.received - chunkStart >= CHUNK_ROWS) {
-        // Between two chunks no COPY runs: the items set aside so far are kept there, once they
-        // are many.
+        // Between two chunks no COPY runs: the items set aside so far are kept there, once many.
         const keep =
           quarantine && quarantine.heldChars >= QUARANTINE_KEEP_CHARS
             ? () => keepQuarantinedSoFar(client, quarantine)
@@ -187,12 +138,8 @@ async function importIgnoring(client, texts, format, quarantine) {
 }
 
 /**
- * Merge mode: all staged, then into users.
- * @param {Lending} client
- * @param {AsyncIterable<string>} texts
- * @param {StreamFormat} format
- * @param {Quarantine} [quarantine]
- * @returns {Promise<RowCounts>}
+ * @param {Lending} client @param {AsyncIterable<string>} texts @param {StreamFormat} format
+ * @param {Quarantine} [quarantine] @returns {Promise<RowCounts>}
  */
 async function importMerging(client, texts, format, quarantine) {
   const body = new CheckedBody(texts, format, quarantine);
@@ -219,11 +166,7 @@ async function importMerging(client, texts, format, quarantine) {
   return { received: body.received, ...(await writeMerged(client)) };
 }
 
-/**
- * Merge mode's staged rows into users, all-new first.
- * @param {import('../db/lending.js').Lending} client
- * @returns {Promise<{ inserted: number, updated: number }>}
- */
+/** @param {Lending} client @returns {Promise<{ inserted: number, updated: number }>} */
 function writeMerged(client) {
   const asNew = async () => {
     await client.query('SAVEPOINT all_new');

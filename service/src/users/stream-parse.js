@@ -5,16 +5,13 @@ import { REQUIRED_FIELDS, USER_FIELDS, isOneOf } from '../user-columns.js';
 // The records of a streamed body (NDJSON, CSV), parsed as the text arrives; only the unfinished one
 // is kept. Lines are counted as editors count them, so an error names the line a person goes to.
 
-/**
- * Longest line (NDJSON) or record (CSV, its line break counted) in UTF-16 units: no user is longer.
- */
+/** Longest NDJSON line or CSV record (with its line break) in UTF-16 units: no user is longer. */
 export const MAX_RECORD_CHARS = 64 * 1024;
 
 /** The columns a CSV header may name: the user's fields (user-columns.js), those required first. */
 const CSV_COLUMNS = USER_FIELDS;
 const THE_COLUMNS =
   `the columns ` + `are ${CSV_COLUMNS.join(', ')} (${REQUIRED_FIELDS.join(' and ')} required)`;
-/** `email,name[,phone][,passwordHash][,changedAt]` */
 const HEADER_SHAPE = [
   REQUIRED_FIELDS.join(','),
   ...CSV_COLUMNS.filter((f) => !isOneOf(REQUIRED_FIELDS, f)).map((f) => `[,${f}]`),
@@ -24,33 +21,13 @@ const QUOTE = 34;
 const LF = 10;
 const CR = 13;
 
-/**
- * A record, the line it starts on, its fields given twice (NDJSON), its text.
- * @typedef {(item: unknown, line: number, duplicates: string[], text: string) => void} OnRecord
- */
-/**
- * A record that is not one (an NDJSON line not JSON, a CSV record of another field count): its
- * line, its text, why.
- * @typedef {(line: number, text: string, message: string) => void} OnUnreadable
- */
-/**
- * columns: a CSV body's header, once read.
- * @typedef {object} RecordParser
- * @property {(text: string, onRecord: OnRecord) => void} feed
- * @property {(onRecord: OnRecord) => void} end
- * @property {readonly string[]} [columns]
- */
-/**
- * onUnreadable: told of a record that is not one, instead of refusing the body.
- * @typedef {{ onUnreadable?: OnUnreadable }} ParserOptions
- */
+/** @import { OnRecord, ParserOptions, RecordParser } from './stream-types.js' */
 
 const tooLong = () => `is longer than ${MAX_RECORD_CHARS} characters, which no user is`;
 
 /**
  * NDJSON / JSON Lines: a JSON value a line (JSON.parse), LF or CRLF, blank lines skipped.
- * @param {ParserOptions} [options]
- * @returns {RecordParser}
+ * @param {ParserOptions} [options] @returns {RecordParser}
  */
 export function createNdjsonParser({ onUnreadable } = {}) {
   let rest = '';
@@ -177,10 +154,7 @@ export function createCsvParser({ onUnreadable } = {}) {
 
 /**
  * The CSV record at `pos`, or undefined when the text ends first and more may come.
- * @param {string} s
- * @param {number} pos
- * @param {boolean} final
- * @param {number} line
+ * @param {string} s @param {number} pos @param {boolean} final @param {number} line
  * @returns {{ fields: (string | undefined)[], next: number, lines: number } | undefined}
  */
 function parseRecord(s, pos, final, line) {
@@ -276,8 +250,7 @@ const fieldCountProblem = (count, expected) =>
   `the header names ${expected}`;
 
 /**
- * Why a record past MAX_RECORD_CHARS is refused, read from its first MAX_RECORD_CHARS characters
- * alone (whole or not yet, however the body was cut): a quoted field still open there is named.
+ * Why it is refused, from its first MAX_RECORD_CHARS characters: alike however the body is cut.
  * @param {string} s @param {number} pos  where the record starts
  */
 function tooLongRecord(s, pos) {
@@ -302,11 +275,7 @@ function tooLongRecord(s, pos) {
     : `the record ${tooLong()}`;
 }
 
-/**
- * The columns a CSV header names, checked.
- * @param {(string | undefined)[]} fields
- * @param {number} at its line
- */
+/** @param {(string | undefined)[]} fields @param {number} at its line */
 function headerColumns(fields, at) {
   /** @param {string} message */
   const malformed = (message) => malformedCsv(message, at);
@@ -328,12 +297,7 @@ function headerColumns(fields, at) {
   return names;
 }
 
-/**
- * A record's text, without its line break.
- * @param {string} s
- * @param {number} start
- * @param {number} end
- */
+/** Without its line break. @param {string} s @param {number} start @param {number} end */
 function recordText(s, start, end) {
   let to = end;
   if (s.charCodeAt(to - 1) === LF) to--;

@@ -11,23 +11,12 @@ import {
   USER_FIELDS,
 } from '../user-columns.js';
 
-// The one validator of every body format (a JSON array, NDJSON, CSV): ajv's schema built from the
-// declaration (user-columns.js), its findings in the contract's words, the rules applied again to a
-// value as stored, and the rows to write, each email once, sorted so that writers lock in one
-// order.
+// The one validator of every body format: ajv's schema built from the declaration
+// (user-columns.js), its findings in the contract's words, the rules applied again to a value as
+// stored, and the rows to write, each email once, sorted so that writers lock in one order.
 
-/** @typedef {import('../errors.js').ItemError} ItemError */
+/** @import { ItemError, Resolution, UserItem } from './write-types.js' */
 /** @typedef {import('../user-columns.js').UserRow} UserRow */
-/* eslint-disable jsdoc/valid-types -- a mapped type, which tsc reads and jsdoc does not */
-/**
- * An item the schema passed: every field a string, the optional ones perhaps absent.
- * @typedef {{ [F in keyof UserRow]: null extends UserRow[F] ? string | undefined : string }} UserItem
- */
-/* eslint-enable jsdoc/valid-types */
-/**
- * What becomes of an email already stored: skipped, or updated with what was sent.
- * @typedef {'ignore' | 'merge'} Resolution
- */
 
 export const MAX_REPORTED_ERRORS = 100;
 
@@ -72,11 +61,8 @@ const validateUser = new Ajv({ allErrors: true, strict: true, unicodeRegExp: tru
 );
 
 /**
- * ajv's findings about one item as the contract's error entries.
- * @param {number} index
- * @param {import('ajv').ErrorObject[]} errors
- * @param {unknown} item
- * @returns {ItemError[]}
+ * ajv's findings about one item as the contract's error entries. @returns {ItemError[]}
+ * @param {number} index @param {import('ajv').ErrorObject[]} errors @param {unknown} item
  */
 function describe(index, errors, item) {
   return errors.map((e) => {
@@ -105,11 +91,7 @@ function describe(index, errors, item) {
 
 // The rules apply to the value as stored: a lone surrogate would be stored as U+FFFD, and
 // lower-casing can lengthen an email ('İ' becomes 'i' and a combining dot).
-/**
- * @param {number} index
- * @param {Record<string, unknown>} item
- * @returns {ItemError[] | null} null: nothing wrong
- */
+/** @param {number} index @param {Record<string, unknown>} item @returns {ItemError[] | null} */
 function storageProblems(index, item) {
   /** @type {ItemError[]} */
   const found = [];
@@ -131,10 +113,7 @@ function storageProblems(index, item) {
   return found.length > 0 ? found : null;
 }
 
-/**
- * What is wrong with an email once lower-cased when the email as sent passed; null: nothing.
- * @param {string} sent
- */
+/** What is wrong with an email once lower-cased when it passed as sent. @param {string} sent */
 function emailAsStoredProblem(sent) {
   const stored = sent.toLowerCase();
   if (stored === sent) return null;
@@ -149,10 +128,7 @@ function emailAsStoredProblem(sent) {
   return null;
 }
 
-/**
- * String.prototype.isWellFormed, which TypeScript's ES2022 library does not declare.
- * @param {string} s
- */
+/** String.prototype.isWellFormed, which TypeScript's ES2022 library lacks. @param {string} s */
 const isWellFormed = (s) =>
   /** @type {{ isWellFormed(): boolean }} */ (/** @type {unknown} */ (s)).isWellFormed();
 
@@ -160,10 +136,7 @@ function emailStillFits(/** @type {string} */ stored) {
   return fitsEmailLength(stored) && EMAIL_PATTERN.test(stored);
 }
 
-/**
- * At most MAX_EMAIL_LENGTH code points (counted only when the UTF-16 length may be over).
- * @param {string} s
- */
+/** Code points counted only when the UTF-16 length may be over. @param {string} s */
 function fitsEmailLength(s) {
   return s.length <= MAX_EMAIL_LENGTH || codePoints(s) <= MAX_EMAIL_LENGTH;
 }
@@ -184,9 +157,7 @@ const NOT_SENT = Object.fromEntries(FIELDS.map((f) => [f, null]));
 
 /**
  * An item that passed the schema as its row (null where not sent), or null when a value could not
- * be stored as sent.
- * @param {UserItem} u
- * @returns {UserRow | null}
+ * be stored as sent. @param {UserItem} u @returns {UserRow | null}
  */
 function storedRow(u) {
   // The item passed the schema: its fields are the declaration's, laid over the template so that
@@ -207,8 +178,7 @@ function storedRow(u) {
 }
 
 /**
- * A batch's rows to write when every item passes (oncePerEmail), else an InvalidBatchError naming
- * up to 100 problems, in index order.
+ * A batch's rows to write when every item passes, else an InvalidBatchError naming its problems.
  * @param {unknown[]} items @param {Resolution} [resolution] @returns {UserRow[]}
  */
 export function parseUserBatch(items, resolution = 'ignore') {
@@ -217,8 +187,7 @@ export function parseUserBatch(items, resolution = 'ignore') {
 
 /**
  * A row an item, in the order sent, repeats kept, when all pass; else an InvalidBatchError.
- * @param {unknown[]} items
- * @returns {UserRow[]}
+ * @param {unknown[]} items @returns {UserRow[]}
  */
 export function checkUserBatch(items) {
   /** @type {ItemError[]} */
@@ -247,9 +216,7 @@ export function checkUserBatch(items) {
 
 /**
  * One item's row when it passes, else what is wrong with it ([] when not `describeProblems`).
- * @param {unknown} item
- * @param {number} index
- * @param {boolean} [describeProblems]
+ * @param {unknown} item @param {number} index @param {boolean} [describeProblems]
  * @returns {UserRow | ItemError[]}
  */
 export function checkUser(item, index, describeProblems = true) {
@@ -286,11 +253,7 @@ export function oncePerEmail(rows, resolution) {
   return rows;
 }
 
-/**
- * One email's items, in the order sent, merged in the order of their changes.
- * @param {UserRow[]} run
- * @returns {UserRow}
- */
+/** One email's items, in the order sent, merged. @param {UserRow[]} run @returns {UserRow} */
 function merged(run) {
   // Stable: a tie keeps the order sent.
   if (run.some((r) => r[ORDER] !== null)) run.sort((a, b) => compareChanges(a[ORDER], b[ORDER]));
@@ -301,10 +264,7 @@ function merged(run) {
 
 /**
  * A later change over an earlier one: the later's values, but for `kept` columns sent only in the
- * earlier.
- * @param {UserRow} m
- * @param {UserRow} r
- * @returns {UserRow}
+ * earlier. @param {UserRow} m @param {UserRow} r @returns {UserRow}
  */
 function laterOver(m, r) {
   const row = { ...r };

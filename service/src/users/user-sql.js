@@ -10,29 +10,11 @@ import {
 } from '../user-columns.js';
 
 // The users table's statements, built from the columns' declaration (user-columns.js), each beside
-// its decoder, the one function that reads what it answers; the row source and the conflict clause
-// are chosen apart.
+// its decoder, the one function that reads what it answers.
 
-/** @typedef {import('../user-columns.js').UserRow} UserRow */
-/** @typedef {import('../user-columns.js').WrittenUser} WrittenUser */
-/** @typedef {import('../user-columns.js').UserField} UserField */
-/** @typedef {import('../db/statement.js').Answer} Answer */
-/**
- * @template T
- * @typedef {import('../db/statement.js').Statement<T>} Statement
- */
-/** @typedef {{ inserted: number, updated: number }} WriteCounts */
+/** @import { Answer, OnConflict, Returning, Statement, UserColumn } from './sql-types.js' */
+/** @import { UserRow, WriteCounts, WrittenUser } from './sql-types.js' */
 
-/**
- * A key already stored: fail (23505), skip (DO NOTHING), merge (DO UPDATE where a value changes).
- * @typedef {'fail' | 'skip' | 'merge'} OnConflict
- */
-/**
- * Its answer: the command tag, a counts row, a row per key written, or each row for a
- * representation (RETURNED_AS_TEXT).
- * @typedef {'none' | 'counts' | 'emails' | 'rows'} Returning
- */
-// The row sources (row-sources.js), for the modules that build statements from them.
 export {
   ROWS_AS_PARAMETERS,
   columnArrays,
@@ -44,20 +26,13 @@ export {
   rowsAsValues,
 } from './row-sources.js';
 
-/**
- * The columns a merge updates: all but the key (KEY, the conflict target; ORDER is the ordering
- * value).
- */
+/** The columns a merge updates: all but the key, the conflict target. */
 const UPDATED = USER_COLUMNS.filter((c) => c.merge !== 'key');
 
 /** Every column, in the declaration's order: what every row source gives. */
 export const COLUMNS = USER_COLUMNS.map((c) => c.column).join(', ');
 
-/**
- * What a merge stores: the sent value, COALESCE'd with the stored one when `kept`.
- * @param {string} sent
- * @param {string} stored
- */
+/** @param {string} sent @param {string} stored */
 const mergedValues = (sent, stored) =>
   UPDATED.map((c) =>
     c.merge === 'kept'
@@ -67,9 +42,8 @@ const mergedValues = (sent, stored) =>
 /** @param {string} stored */
 const storedValues = (stored) => UPDATED.map((c) => `${stored}.${c.column}`).join(', ');
 /**
- * A sent change no newer than the stored row (older, the same, or without an ordering value while
- * the stored row has one): merge writes nothing of it. NULL-safe, as NOT EXISTS negates it.
- * @param {string} sent @param {string} stored
+ * A sent change no newer than the stored row (older, equal, or unordered against an ordered one):
+ * merge skips it. NULL-safe, as NOT EXISTS negates it. @param {string} sent @param {string} stored
  */
 export const notNewer = (sent, stored) => {
   const [fromSent, fromStored] = [`${sent}.${ORDER.column}`, `${stored}.${ORDER.column}`];
@@ -86,10 +60,7 @@ export const MERGE = `ON CONFLICT (${KEY.column}) DO UPDATE SET
 /** @type {Record<OnConflict, string>} */
 const ON_CONFLICT = { fail: '', skip: `ON CONFLICT (${KEY.column}) DO NOTHING`, merge: MERGE };
 
-/**
- * Merge's rows less those stored unchanged or newer: a key probe a row (`OFFSET 0`), in key order.
- * @param {string} source
- */
+/** Merge's rows less those stored unchanged or newer, a key probe a row. @param {string} source */
 const changedRows = (source) => {
   const [stored, merged, stale] = [storedValues('u'), mergedValues('t', 'u'), notNewer('t', 'u')];
   return `SELECT ${COLUMNS} FROM (${source}) AS t (${COLUMNS})
@@ -98,11 +69,8 @@ const changedRows = (source) => {
 };
 
 /**
- * The statement around a row source (`SELECT ...` or `VALUES ...` giving COLUMNS), as text; each
- * answer has its decoder below (`writeWith...` pair them).
- * @param {string} source
- * @param {OnConflict} onConflict
- * @param {Returning} returning
+ * The statement around a row source giving COLUMNS; each answer has its decoder below.
+ * @param {string} source @param {OnConflict} onConflict @param {Returning} returning
  */
 export function writeStatement(source, onConflict, returning) {
   const insert = insertStatement(source, onConflict);
@@ -130,27 +98,19 @@ const insertedOf = (/** @type {Answer} */ answer) => ({
 const countsOf = (answer) => lastResult(answer).rows[0];
 
 /**
- * A write answered by what it did, in counts: 'counts' when it merges, else the command tag.
- * @param {string} source
- * @param {OnConflict} onConflict
- * @param {unknown[]} [values]  the source's parameters
- * @returns {Statement<WriteCounts>}
+ * In counts: 'counts' when it merges, else the command tag. @param {string} source
+ * @param {OnConflict} onConflict @param {unknown[]} [values] @returns {Statement<WriteCounts>}
  */
 export const writeWithCounts = (source, onConflict, values) =>
   onConflict === 'merge'
     ? { text: writeStatement(source, onConflict, 'counts'), values, decode: countsOf }
     : { text: writeStatement(source, onConflict, 'none'), values, decode: insertedOf };
 
-/**
- * 'emails': each key written, and whether its row was inserted (else updated).
- * @param {Answer} answer
- * @returns {Map<string, boolean>}
- */
+/** 'emails': each key, whether inserted. @param {Answer} answer @returns {Map<string, boolean>} */
 export const decodeWrittenEmails = (answer) =>
   new Map(lastResult(answer).rows.map((row) => [row[KEY.column], row.inserted]));
 
 /**
- * A write answered by each key it wrote, and whether it inserted its row.
  * @param {string} source @param {OnConflict} onConflict
  * @returns {Statement<Map<string, boolean>>}
  */
@@ -160,10 +120,8 @@ export const writeWithEmails = (source, onConflict) => ({
 });
 
 /**
- * A staged chunk written with its conflict clause, answered in counts; the staging table then
- * emptied for the next chunk, in the same round trip.
- * @param {OnConflict} onConflict
- * @returns {Statement<WriteCounts>}
+ * A staged chunk written, in counts, and the staging table emptied in the same round trip.
+ * @param {OnConflict} onConflict @returns {Statement<WriteCounts>}
  */
 export function writeFromStaging(onConflict) {
   const write = writeWithCounts(FROM_STAGING, onConflict);
@@ -175,9 +133,7 @@ export function writeFromStaging(onConflict) {
 }
 
 // 'rows': what a representation needs of each row written that the request does not hold: its key,
-// and in merge mode CREATED_AT, the kept columns shown and UPDATED_AT, in that order, the key first
-// in both (rowMode 'array': RETURNED_AS_TEXT). Rows only inserted were created at the transaction's
-// start: CREATED_NOW asks now() once, in the same query. Timestamps as text.
+// and when merging CREATED_AT, the kept columns shown and UPDATED_AT (RETURNED_AS_TEXT).
 const RETURNED_KEPT = USER_COLUMNS.filter((c) => c.shown === true && c.merge === 'kept');
 const MERGE_RETURNS = [
   KEY.column,
@@ -190,7 +146,6 @@ const RETURNING_ROWS = {
   skip: ` RETURNING ${KEY.column}`,
   merge: ` RETURNING ${MERGE_RETURNS.join(', ')}`,
 };
-/** Where each value is in a returned row. */
 const AT = {
   key: MERGE_RETURNS.indexOf(KEY.column),
   created: MERGE_RETURNS.indexOf(CREATED_AT.column),
@@ -198,15 +153,9 @@ const AT = {
   updated: MERGE_RETURNS.indexOf(UPDATED_AT.column),
 };
 const KEPT_SHOWN = RETURNED_KEPT.map((c) => c.field);
-/**
- * The statement before a write that returns rows, unless it merges: when the rows it inserts are
- * created.
- */
+/** Before a write that returns rows, unless it merges: when the rows it inserts are created. */
 const CREATED_NOW = { fail: 'SELECT now(); ', skip: 'SELECT now(); ', merge: '' };
-/**
- * CREATED_NOW's answer among a query's results, as JSON writes it.
- * @param {Answer} result
- */
+/** CREATED_NOW's answer among a query's results, as JSON writes it. @param {Answer} result */
 export const createdNowOf = (result) =>
   timestampAsJson(
     (Array.isArray(result) ? result : [result]).find((r) => r.command === 'SELECT')?.rows[0][0],
@@ -214,8 +163,7 @@ export const createdNowOf = (result) =>
 
 /**
  * A timestamptz's ISO text (`2026-11-25 04:15:04.123456+00`) as JSON writes it (`...T...+00:00`);
- * other text as it came.
- * @param {string} text
+ * other text as it came. @param {string} text
  */
 export function timestampAsJson(text) {
   if (text === lastText) return lastJson;
@@ -239,11 +187,7 @@ export const RETURNED_AS_TEXT = Object.freeze({
 /** A representation's row before its values: every field, in order (one shape for every row). */
 const NOT_WRITTEN = Object.fromEntries(READ_FIELDS.map((f) => [f, null]));
 
-/**
- * A row inserted, as a representation shows it: its columns shown as sent, and when it was created.
- * @param {UserRow} row @param {string} created
- * @returns {WrittenUser}
- */
+/** @param {UserRow} row @param {string} created @returns {WrittenUser} */
 export function insertedUser(row, created) {
   /** @type {Record<string, string | null>} */
   const user = { ...NOT_WRITTEN };
@@ -253,11 +197,9 @@ export function insertedUser(row, created) {
 }
 
 /**
- * A row a merge wrote, as a representation shows it, from the row sent and what RETURNING_ROWS
- * returned of it: the kept columns as stored (a merge keeps a stored value where the item had
- * none), the others as sent.
- * @param {UserRow} row @param {(string | null)[]} r
- * @returns {WrittenUser}
+ * A row a merge wrote, as a representation shows it: the kept columns as stored (a merge keeps a
+ * stored value where the item had none), the others as sent.
+ * @param {UserRow} row @param {(string | null)[]} r what RETURNING_ROWS gave @returns {WrittenUser}
  */
 export function mergedUser(row, r) {
   /** @type {Record<string, string | null>} */
@@ -271,12 +213,8 @@ export function mergedUser(row, r) {
 }
 
 /**
- * 'rows': the rows a statement wrote, from the rows sent and what it returned, side by side else
- * by key.
- * @param {UserRow[]} sent
- * @param {Answer} answer
- * @param {OnConflict} onConflict
- * @returns {WrittenUser[]}
+ * 'rows': the rows written, matched to those sent in order, else by key. @returns {WrittenUser[]}
+ * @param {UserRow[]} sent @param {Answer} answer @param {OnConflict} onConflict
  */
 export function decodeWrittenUsers(sent, answer, onConflict) {
   // Without a conflict clause the statement wrote every row, or failed.
@@ -307,11 +245,8 @@ export function decodeWrittenUsers(sent, answer, onConflict) {
 }
 
 /**
- * A write answered by the rows it wrote, as a representation shows them.
- * @param {UserRow[]} sent the rows the source gives
- * @param {string} source
- * @param {OnConflict} onConflict
- * @returns {Statement<WrittenUser[]>}
+ * @param {UserRow[]} sent the rows the source gives @param {string} source
+ * @param {OnConflict} onConflict @returns {Statement<WrittenUser[]>}
  */
 export const writeWithUsers = (sent, source, onConflict) => ({
   text: writeStatement(source, onConflict, 'rows'),
@@ -322,10 +257,7 @@ export const writeWithUsers = (sent, source, onConflict) => ({
 /** @param {string} table */
 export const copySql = (table) => `COPY ${table} (${COLUMNS}) FROM STDIN (FORMAT csv)`;
 
-/**
- * The columns of a staging table, each with its type; the key compared as bytes when `collateC`.
- * @param {boolean} collateC
- */
+/** Each with its type; the key compared as bytes when `collateC`. @param {boolean} collateC */
 const stagedColumns = (collateC) =>
   USER_COLUMNS.map(
     (c) => `${c.column} ${c.type}${collateC && c === KEY ? ' COLLATE "C"' : ''}`,
@@ -351,7 +283,7 @@ export const COPY_USERS = copySql('users');
 export const FIRST_OF_EACH = `SELECT DISTINCT ON (${KEY.column}) ${COLUMNS} FROM ${STREAM_STAGING}
   ORDER BY ${KEY.column}, ord`;
 const NEWEST_FIRST = `${ORDER.column} DESC NULLS LAST, ord DESC`;
-/** @param {import('../user-columns.js').UserColumn} c */
+/** @param {UserColumn} c */
 const newestOf = (c) =>
   c.merge === 'order'
     ? `max(${c.column})`

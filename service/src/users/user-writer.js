@@ -7,35 +7,20 @@ import { rowsAsArrays, writeWithCounts, writeWithEmails, writeWithUsers } from '
 import { createWritePolicy } from './write-policy.js';
 import { canWriteAtOnce, writeAllNewAtOnce, writeUnit } from './write-unit.js';
 
-// The user writer: `write`, the one way in for every kind of write but the stream (write-policy.js
-// says how each kind is timed and what its failure means). Each goes through the write unit
-// (write-unit.js) all-new first (all-new-first.js), resolving conflicts at once while replays are
-// likely (replay-guess.js); what differs by kind is only how the rows go: a request's in chunks
-// (by INSERT_STRATEGY, or by pg-format when it wants them back), a group's in one statement.
+// The user writer: `write`, the one way in for every kind of write but the stream, each through the
+// write unit all-new first, resolving conflicts at once while replays are likely. A request's rows
+// go in chunks (by INSERT_STRATEGY, or pg-format to get them back), a group's in one statement.
 
-/**
- * @import { Database } from '../db/database.js'
- * @import { ChunkWriter } from './chunk-writers.js'
- * @import { KeyStore } from './idempotency-keys.js'
- * @import { InsertStrategy } from './insert-strategies.js'
- * @import { OnConflict } from './user-sql.js'
- * @import { WriteKind, WritePolicy } from './write-policy.js'
- * @import { Lending, Outcome, Part, Resolution, RowsStep, UserRow, WriteRequest, WrittenUser }
- *   from './write-types.js'
- * @typedef {import('./write-types.js').RowCounts} Counts
- * @typedef {{ db: Database, chunkRows: number, chunkWriter: ChunkWriter,
- *   replays: ReturnType<typeof createReplayGuess>, policy: WritePolicy,
- *   keys: KeyStore | undefined }} Writer
- */
+/** @import { Database, InsertStrategy, KeyStore, Lending, OnConflict } from './write-types.js' */
+/** @import { Outcome, Part, Resolution, RowCounts, RowsStep, UserRow } from './write-types.js' */
+/** @import { WriteKind, WritePolicy, WriteRequest, Writer, WrittenUser } from './write-types.js' */
 
 /** @param {Resolution} resolution @returns {OnConflict} */
 const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip');
 
 /**
- * keys: the Idempotency-Key store, for requests with a key.
- * @param {Database} db
- * @param {{ chunkRows: number, strategy: InsertStrategy, policy?: WritePolicy,
- *   keys?: KeyStore }} options
+ * @param {Database} db @param {{ chunkRows: number, strategy: InsertStrategy,
+ *   policy?: WritePolicy, keys?: KeyStore }} options
  */
 export function createUserWriter(
   db,
@@ -52,10 +37,8 @@ export function createUserWriter(
   };
   return {
     /**
-     * Each part's outcome, in order. A failure as the policy answers it; a group's as it came, for
-     * group commit.
-     * @param {WriteRequest} request
-     * @returns {Promise<Outcome[]>}
+     * Each part's outcome, in order; a failure as the policy answers it, a group's as it came, for
+     * group commit. @param {WriteRequest} request @returns {Promise<Outcome[]>}
      */
     write: (request) =>
       request.kind === 'group'
@@ -67,11 +50,7 @@ export function createUserWriter(
 /** @typedef {ReturnType<typeof createUserWriter>} UserWriter */
 
 /**
- * An attempt, and once more when the policy says so.
- * @template T
- * @param {Writer} writer
- * @param {WriteKind} kind
- * @param {() => Promise<T>} attempt
+ * @template T @param {Writer} writer @param {WriteKind} kind @param {() => Promise<T>} attempt
  * @returns {Promise<T>}
  */
 async function tried({ policy }, kind, attempt) {
@@ -93,12 +72,8 @@ async function tried({ policy }, kind, attempt) {
 }
 
 /**
- * All-new first, but resolving at once while replays are likely; `asNew` and `resolving` each
- * give every part's outcome.
- * @param {Writer} writer
- * @param {Part[]} parts
- * @param {() => Promise<Outcome[]>} asNew
- * @param {() => Promise<Outcome[]>} resolving
+ * @param {Writer} writer @param {Part[]} parts
+ * @param {() => Promise<Outcome[]>} asNew @param {() => Promise<Outcome[]>} resolving
  */
 function newFirst({ replays }, parts, asNew, resolving) {
   let rows = 0;
@@ -116,10 +91,7 @@ function newFirst({ replays }, parts, asNew, resolving) {
   return allNewFirst(asNew, resolved, { tryNew: !replays.likely() });
 }
 
-/**
- * One request: its rows in chunks by its strategy, or by pg-format when it wants them back.
- * @param {Writer} writer @param {WriteRequest} request
- */
+/** @param {Writer} writer @param {WriteRequest} request */
 function writeRequest(writer, { kind, resolution, parts }) {
   const limits = writer.policy.limits(kind);
   /** @param {OnConflict} onConflict */
@@ -140,19 +112,17 @@ function writeRequest(writer, { kind, resolution, parts }) {
 }
 
 /**
- * A request's rows, `chunkRows` a statement, by `writeChunk`; one chunk alone carries the
- * unit's settings.
+ * A request's rows, `chunkRows` a statement; one chunk alone carries the unit's settings.
  * @param {number} chunkRows
- * @param {(client: Lending, chunk: UserRow[], settings: string) => Promise<Counts>} writeChunk
- * @param {{ oneStatement: boolean, beginWith?: string }} shape
- * @returns {RowsStep}
+ * @param {(client: Lending, chunk: UserRow[], settings: string) => Promise<RowCounts>} writeChunk
+ * @param {{ oneStatement: boolean, beginWith?: string }} shape @returns {RowsStep}
  */
 function inChunks(chunkRows, writeChunk, shape) {
   return {
     ...shape,
     async write(client, [{ rows }], settings) {
       if (rows.length <= chunkRows) return [await writeChunk(client, rows, settings)];
-      /** @type {Counts} */
+      /** @type {RowCounts} */
       const total = { inserted: 0, updated: 0 };
       for (let start = 0; start < rows.length; start += chunkRows) {
         const counts = await writeChunk(client, rows.slice(start, start + chunkRows), '');
@@ -165,10 +135,7 @@ function inChunks(chunkRows, writeChunk, shape) {
   };
 }
 
-/**
- * Counts only, by the request's strategy.
- * @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict
- */
+/** @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict */
 function chunksCounted({ chunkRows, chunkWriter }, rows, onConflict) {
   return inChunks(
     chunkRows,
@@ -180,10 +147,7 @@ function chunksCounted({ chunkRows, chunkWriter }, rows, onConflict) {
   );
 }
 
-/**
- * Rows written and returned (return=representation): pg-format a chunk.
- * @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict
- */
+/** @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict */
 function chunksReturningRows({ chunkRows }, rows, onConflict) {
   return inChunks(
     chunkRows,
@@ -195,7 +159,7 @@ function chunksReturningRows({ chunkRows }, rows, onConflict) {
   );
 }
 
-/** @param {WrittenUser[]} users @returns {Counts} */
+/** @param {WrittenUser[]} users @returns {RowCounts} */
 function counted(users) {
   let inserted = 0;
   for (const u of users) if (wasInserted(u)) inserted++;
@@ -203,12 +167,9 @@ function counted(users) {
 }
 
 /**
- * A group: one pg-format statement for the rows of every part that goes, telling what it did to
- * each email; each part credited its share; a failure thrown undiagnosed. All new and nothing
- * wanted back, with its keys in that one statement.
- * @param {Writer} writer
- * @param {WriteRequest} request
- * @returns {Promise<Outcome[]>}
+ * A group: one statement for the rows of every part that goes, each part credited its share; a
+ * failure thrown undiagnosed. All new and nothing wanted back, its keys go in that statement too.
+ * @param {Writer} writer @param {WriteRequest} request @returns {Promise<Outcome[]>}
  */
 function writeGroup(writer, { rows, resolution, parts }) {
   const limits = writer.policy.limits('group');
@@ -233,12 +194,8 @@ function writeGroup(writer, { rows, resolution, parts }) {
 }
 
 /**
- * A group's one statement (after `settings`), telling what it did to each email.
- * @param {Lending} client
- * @param {UserRow[]} rows
- * @param {OnConflict} onConflict
- * @param {boolean} withRows
- * @param {string} settings
+ * @param {Lending} client @param {UserRow[]} rows @param {OnConflict} onConflict
+ * @param {boolean} withRows @param {string} settings
  * @returns {Promise<'all' | Map<string, boolean | WrittenUser>>}
  */
 async function groupStatement(client, rows, onConflict, withRows, settings) {
@@ -253,15 +210,12 @@ async function groupStatement(client, rows, onConflict, withRows, settings) {
 }
 
 /**
- * One request's share of its group's statement.
- * @param {UserRow[]} rows
- * @param {'all' | Map<string, boolean | WrittenUser>} written
- * @param {boolean} [withRows]
- * @returns {Counts}
+ * @param {UserRow[]} rows @param {'all' | Map<string, boolean | WrittenUser>} written
+ * @param {boolean} [withRows] @returns {RowCounts}
  */
 export function credit(rows, written, withRows = false) {
   if (written === 'all') return { inserted: rows.length, updated: 0 };
-  /** @type {Counts} */
+  /** @type {RowCounts} */
   const counts = { inserted: 0, updated: 0 };
   /** @type {WrittenUser[] | undefined} */
   const users = withRows ? [] : undefined;

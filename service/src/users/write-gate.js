@@ -24,10 +24,9 @@ export function createWriteGate(slots) {
 }
 
 /**
- * Slots for requests written alone: at most half the pool, and never group commit's `reserved`
- * connections. More large writes at once than that only make them take turns inside PostgreSQL,
- * and every other request waits behind them (docs/benchmarks.md, "A client that floods").
- * @param {number} poolMax @param {number} reserved
+ * Slots for requests written alone: at most half the pool, never group commit's `reserved`. More
+ * would only take turns inside PostgreSQL while every other request waits behind them
+ * (docs/benchmarks.md, "A client that floods"). @param {number} poolMax @param {number} reserved
  */
 export const writeSlotsFor = (poolMax, reserved) =>
   Math.max(1, Math.min(poolMax - reserved, Math.ceil(poolMax / 2)));

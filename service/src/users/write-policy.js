@@ -7,33 +7,15 @@ import {
 } from '../errors.js';
 
 // What happens after a failed write, from what it means (db/failure.js and the database's
-// diagnosis), and the time limits of each kind of write, decided here for every writer; the
-// writers carry the decisions out.
+// diagnosis), and each kind of write's time limits: decided here, carried out by the writers.
 
-/** @typedef {import('../db/transaction-settings.js').TimeLimits} TimeLimits */
-/** @typedef {import('../db/database.js').Diagnosis} Diagnosis */
+/** @import { Decision, Diagnosis, TimeLimits, WriteKind } from './write-types.js' */
 
-/**
- * A group's lock wait: one locked email must not hold back its statement (never over
- * DB_LOCK_TIMEOUT_MS).
- */
+/** A group's lock wait: one locked email must not hold back its statement. */
 export const GROUP_LOCK_TIMEOUT_MS = 250;
 
-/**
- * A streamed import's statements may run for minutes: no statement timeout (the watchdog still
- * cuts).
- * @type {Readonly<TimeLimits>}
- */
+/** A stream may run for minutes: no statement timeout. @type {Readonly<TimeLimits>} */
 export const STREAM_LIMITS = Object.freeze({ statementTimeoutMs: 0 });
-
-/**
- * batch: a request alone; group: several in one statement; alone: a request of a failed group;
- * slow: the slow lane; stream: an import.
- * @typedef {'batch' | 'group' | 'alone' | 'slow' | 'stream'} WriteKind
- */
-/**
- * @typedef {{ then: 'retry' } | { then: 'each_alone' } | { then: 'fail', err: unknown }} Decision
- */
 
 const RETRY = Object.freeze({ then: 'retry' });
 const EACH_ALONE = Object.freeze({ then: 'each_alone' });
@@ -42,9 +24,7 @@ const fail = (err) => ({ then: 'fail', err });
 
 /**
  * The 503 of a failure from the database's state (or undefined); outcome_unknown whenever it may
- * have committed. Its cause: the failure as it came.
- * @param {Diagnosis} diagnosis
- * @param {unknown} failure
+ * have committed. @param {Diagnosis} diagnosis @param {unknown} failure
  * @returns {DatabaseUnavailableError | DatabaseTimeoutError | OutcomeUnknownError | undefined}
  */
 export function refusalOfDatabaseState(diagnosis, failure) {
@@ -58,10 +38,8 @@ export function refusalOfDatabaseState(diagnosis, failure) {
 }
 
 /**
- * The overrides of the settings' defaults each kind of write runs under: a group and its requests
- * alone wait GROUP_LOCK_TIMEOUT_MS for a row (never over DB_LOCK_TIMEOUT_MS); a stream sets no
- * statement timeout.
- * @param {number | undefined} lockTimeoutMs
+ * The overrides of the settings' defaults each kind of write runs under (a group's lock wait never
+ * over DB_LOCK_TIMEOUT_MS). @param {number | undefined} lockTimeoutMs
  * @returns {Readonly<Record<WriteKind, Readonly<TimeLimits> | undefined>>}
  */
 function limitsOfEachKind(lockTimeoutMs) {
@@ -80,13 +58,10 @@ function limitsOfEachKind(lockTimeoutMs) {
 }
 
 /**
- * The write policy: batch, alone and slow retry a transient failure once, else answer its 503 or
- * the failure itself (a first attempt in doubt keeps the answer outcome_unknown); a group answers
- * the database's state to every request (a lock timeout only when the whole table is locked) and
- * writes each alone otherwise; a stream never retries. Group and alone wait GROUP_LOCK_TIMEOUT_MS.
+ * The write policy (docs/architecture.md, "One request never fails another"): a request retries a
+ * transient failure once; a group answers the database's state to all, else writes each alone.
  * @param {{ diagnose: (err: unknown) => Promise<Diagnosis>,
- *   isTableLocked?: () => Promise<boolean> }} db
- * @param {{ lockTimeoutMs?: number }} [options]  DB_LOCK_TIMEOUT_MS, which a group's never exceeds
+ *   isTableLocked?: () => Promise<boolean> }} db @param {{ lockTimeoutMs?: number }} [options]
  */
 export function createWritePolicy(
   { diagnose, isTableLocked = async () => false },
@@ -94,16 +69,11 @@ export function createWritePolicy(
 ) {
   const limits = limitsOfEachKind(lockTimeoutMs);
   return {
-    /**
-     * The overrides of the settings' defaults a kind of write runs under.
-     * @param {WriteKind} kind
-     */
+    /** @param {WriteKind} kind */
     limits: (kind) => limits[kind],
 
     /**
-     * @param {WriteKind} kind
-     * @param {unknown} err
-     * @param {unknown} [previous] the first attempt's failure
+     * @param {WriteKind} kind @param {unknown} err @param {unknown} [previous]
      * @returns {Promise<Decision>}
      */
     async afterFailure(kind, err, previous) {
@@ -134,9 +104,7 @@ export function createWritePolicy(
 
     /**
      * A request locked out alone for the brief lock timeout waits in the slow lane when a slot is
-     * free.
-     * @param {unknown} err
-     * @param {boolean} slotFree
+     * free. @param {unknown} err @param {boolean} slotFree
      */
     goesSlow: (err, slotFree) =>
       slotFree && err instanceof DatabaseTimeoutError && err.code === 'lock_timeout',
@@ -144,10 +112,8 @@ export function createWritePolicy(
 }
 
 /**
- * A second attempt's answer: its own, unless the first may have been written (then no failure of
- * the second can say nothing was).
- * @param {Diagnosis} diagnosis
- * @param {unknown} err @param {unknown} previous
+ * Its own answer, unless the first attempt may have been written: then it is outcome_unknown.
+ * @param {Diagnosis} diagnosis @param {unknown} err @param {unknown} previous
  */
 function secondRefusal(diagnosis, err, previous) {
   const refusal = refusalOfDatabaseState(diagnosis, err) ?? classifyFailure(err).error;

@@ -1,18 +1,56 @@
 // The write unit's values (write-unit.js), shared by every writer and by http/, which renders
-// them: what a write is given, what it does and what is stored under a key.
+// them: what a write is given, what it does and what is stored under a key; and the writers' own
+// shapes (user-writer.js, chunk-writers.js, write-policy.js).
 import type { Hash } from 'node:crypto';
 import type { QueryResult } from 'pg';
-import type { Database } from '../db/database.js';
+import type { Database, Diagnosis } from '../db/database.js';
 import type { Lending } from '../db/lending.js';
 import type { TimeLimits } from '../db/transaction-settings.js';
 import type { ItemError } from '../errors.js';
-import type { WrittenUser } from '../user-columns.js';
+import type { UserRow, WrittenUser } from '../user-columns.js';
 import type { KeyStore } from './idempotency-keys.js';
+import type { InsertStrategy } from './insert-strategies.js';
 import type { Quarantine } from './quarantine.js';
-import type { Resolution, UserRow } from './user-schema.js';
-import type { WriteKind } from './write-policy.js';
+import type { ReplayGuess } from './replay-guess.js';
+import type { OnConflict, Statement } from './sql-types.js';
+import type { StreamFormat } from './stream-types.js';
+import type { WritePolicy } from './write-policy.js';
 
-export type { QueryResult, Lending, WrittenUser, UserRow, Resolution };
+export type {
+  Database,
+  Diagnosis,
+  Hash,
+  InsertStrategy,
+  ItemError,
+  KeyStore,
+  Lending,
+  OnConflict,
+  Quarantine,
+  QueryResult,
+  Statement,
+  StreamFormat,
+  TimeLimits,
+  UserRow,
+  WritePolicy,
+  WrittenUser,
+};
+
+/** What becomes of an email already stored: skipped, or updated with what was sent. */
+export type Resolution = 'ignore' | 'merge';
+
+/** An item the schema passed: every field a string, the optional ones perhaps absent. */
+export type UserItem = {
+  [F in keyof UserRow]: null extends UserRow[F] ? string | undefined : string;
+};
+
+/**
+ * batch: a request alone; group: several in one statement; alone: a request of a failed group;
+ * slow: the slow lane; stream: an import.
+ */
+export type WriteKind = 'batch' | 'group' | 'alone' | 'slow' | 'stream';
+
+/** What the write policy says after a failure. */
+export type Decision = { then: 'retry' } | { then: 'each_alone' } | { then: 'fail'; err: unknown };
 
 /** A key's scope (its client's credential) and name. */
 export interface KeyName {
@@ -127,3 +165,28 @@ export interface WriteRequest {
   resolution: Resolution;
   parts: Part[];
 }
+
+/** Writes one chunk (a stored email fails it, 23505, when `onConflict` is 'fail'). */
+export type ChunkWriter = {
+  /** `settings`: SET LOCALs before its statement, when BEGIN set none. */
+  write: (
+    client: Lending,
+    rows: UserRow[],
+    onConflict: OnConflict,
+    settings?: string,
+  ) => Promise<RowCounts>;
+  /** Its statement cannot carry the settings (parameters, COPY). */
+  needsTransaction?: boolean;
+  /** Statements for BEGIN's round trip. */
+  beginWith?: (onConflict: OnConflict) => string;
+};
+
+/** What the user writer's steps share; `keys`, the Idempotency-Key store, for keyed requests. */
+export type Writer = {
+  db: Database;
+  chunkRows: number;
+  chunkWriter: ChunkWriter;
+  replays: ReplayGuess;
+  policy: WritePolicy;
+  keys: KeyStore | undefined;
+};

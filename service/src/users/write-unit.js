@@ -2,21 +2,14 @@ import { timeoutOf } from '../db/database.js';
 import { byScopedKey, claimed, completeKeys, keyInFlight, scopedKey } from './idempotency-keys.js';
 import { keepQuarantined } from './quarantine.js';
 
-// The write unit: every write (a request, a group of them, a stream) is one transaction of one
-// shape: its keys claimed (in BEGIN's round trip), its rows, the items it sets aside, then its
-// outcomes stored under its keys (in COMMIT's round trip). A part whose key is taken writes
-// nothing: that is its outcome. What it returns, and what it stores under a key, are domain
-// values (counts, rows written, items set aside) beside the rendering the request gave; the
-// answer is built by the caller, after COMMIT. With no key and no item to keep, a write that is
-// one statement goes alone, without BEGIN; one whose outcome is known before it runs (all new,
-// no rows wanted back) goes in one statement with its keys complete (writeAllNewAtOnce).
+// The write unit: every write (a request, a group, a stream) is one transaction of one shape: its
+// keys claimed in BEGIN's round trip, its rows, the items it sets aside, its outcomes stored under
+// its keys in COMMIT's round trip. A part whose key is taken writes nothing: that is its outcome.
+// It returns domain values; the caller renders the answer after COMMIT.
 
-/**
- * @import { KeyStore } from './idempotency-keys.js'
- * @import { IdempotencyKey, KeyDone, Lending, Outcome, Part, QueryResult, RowCounts, TakenKey,
- *   Unit, UnitDeps, Written } from './write-types.js'
- * @import { TimeLimits } from '../db/transaction-settings.js'
- */
+/** @import { IdempotencyKey, KeyDone, KeyStore, Lending, Outcome } from './write-types.js' */
+/** @import { Part, QueryResult, RowCounts, TakenKey, TimeLimits } from './write-types.js' */
+/** @import { Unit, UnitDeps, Written } from './write-types.js' */
 
 /**
  * The unit's transaction: each part's outcome, in order. A claim that waited out its lock timeout
@@ -56,13 +49,10 @@ export async function writeUnit({ db, keys }, { parts, rows, limits }) {
 }
 
 /**
- * A write whose every row is new and whose outcome is therefore known before it runs, in one
- * statement: `statement` (its rows, failing on a stored email) and its keys inserted complete (a
- * key stored meanwhile fails it too: 23505, and the caller writes it again with writeUnit). Only
- * for parts that want no rows back, set nothing aside and give no key twice.
- * @param {UnitDeps} deps
- * @param {{ parts: Part[], statement: string, limits?: TimeLimits }} unit
- * @returns {Promise<Outcome[]>}
+ * Every row new, so the outcome is known before it runs: `statement` and its keys inserted complete
+ * in one statement (a key stored meanwhile fails it too: 23505, and the caller goes to writeUnit).
+ * For parts that want no rows back, keep nothing, give no key twice. @returns {Promise<Outcome[]>}
+ * @param {UnitDeps} deps @param {{ parts: Part[], statement: string, limits?: TimeLimits }} unit
  */
 export async function writeAllNewAtOnce({ db, keys }, { parts, statement, limits }) {
   const written = new Map(
@@ -96,8 +86,7 @@ const keyOf = (part) => /** @type {IdempotencyKey} */ (part.key);
 
 /**
  * The keyed parts, the first of each key only, in key order (two units never wait on each other
- * in a cycle).
- * @param {readonly Part[]} parts
+ * in a cycle). @param {readonly Part[]} parts
  */
 function firstOfEachKey(parts) {
   /** @type {Map<string, Part>} */
@@ -112,8 +101,7 @@ function firstOfEachKey(parts) {
 
 /**
  * The parts that write nothing: a key taken (or in flight), or given again by a later part (in
- * flight: its first is this unit's).
- * @param {Lending} client @param {QueryResult[]} begun
+ * flight: its first is this unit's). @param {Lending} client @param {QueryResult[]} begun
  * @param {readonly Part[]} parts @param {readonly Part[]} keyed
  */
 async function takenKeys(client, begun, parts, keyed) {

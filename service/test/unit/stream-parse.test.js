@@ -10,12 +10,12 @@ import {
 
 /**
  * Every record of `text` fed in the pieces `cuts` make of it.
- * @param {import('../../src/users/stream-parse.js').RecordParser} parser @param {string} text @param {number[]} [cuts]
+ * @param {import('../../src/users/stream-types.js').RecordParser} parser @param {string} text @param {number[]} [cuts]
  */
 function parseAll(parser, text, cuts = []) {
   /** @type {{ item: unknown, line: number, duplicates: string[] }[]} */
   const records = [];
-  /** @type {import('../../src/users/stream-parse.js').OnRecord} */
+  /** @type {import('../../src/users/stream-types.js').OnRecord} */
   const onRecord = (item, line, duplicates) => records.push({ item, line, duplicates });
   let from = 0;
   for (const cut of [...new Set(cuts)].sort((a, b) => a - b)) {

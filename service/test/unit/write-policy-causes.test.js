@@ -17,7 +17,7 @@ function inDoubt(err) {
   return lending.handOn(err);
 }
 
-/** @param {import('../../src/users/write-policy.js').Decision} d */
+/** @param {import('../../src/users/write-types.js').Decision} d */
 const refusalIn = (d) => (d.then === 'fail' ? d.err : undefined);
 
 describe('the write policy keeps the refusal it was given, and the cause it names (unit)', () => {

@@ -33,7 +33,7 @@ function inDoubt(err = new Error('Connection terminated unexpectedly')) {
   return lending.handOn(err);
 }
 
-/** @param {import('../../src/users/write-policy.js').Decision} d */
+/** @param {import('../../src/users/write-types.js').Decision} d */
 const refusalIn = (d) => (d.then === 'fail' ? d.err : undefined);
 
 describe('the write policy (unit)', () => {
