@@ -3,10 +3,8 @@ import { DatabaseFailure, DatabaseUnavailableError, NOTHING_SEEN } from '../erro
 import { errorCode } from '../error-code.js';
 import { WatchdogCutError } from './watchdog.js';
 
-// What a failure of the database means, decided here alone: from what PostgreSQL or the socket
-// said (SQLSTATE or errno, a severity that ended the session) and from what the lending saw of its
-// connection (a DatabaseFailure's state). The write policy, the pool and the start-up check ask;
-// none of them reads a code.
+// What a failure of the database means, decided here alone, from what PostgreSQL or the socket
+// said and what the lending saw of its connection: nothing else reads a code.
 
 /** @import { FailureClass, Misconfiguration } from './db-types.js' */
 

@@ -1,11 +1,9 @@
 import { Writable } from 'node:stream';
 import { DatabaseFailure } from '../errors.js';
 
-// One lending of a pooled connection: every statement goes through it, and BEGIN, COMMIT and
-// ROLLBACK through its own methods, so it knows what had gone out when something failed (a COMMIT,
-// or a statement outside BEGIN, commits), how long the statement had run, and whether the
-// connection was gone. It hands a failure on with that state (a DatabaseFailure); db/failure.js
-// tells what it means.
+// One lending of a pooled connection: every statement, BEGIN, COMMIT and ROLLBACK go through it,
+// so it knows what had gone out when something failed, how long the statement had run and whether
+// the connection was gone, and hands the failure on with that state (failure.js tells its meaning).
 
 /** @typedef {import('pg').ClientBase} ClientBase */
 /** @typedef {import('./lending-types.js').Seen} Seen */

@@ -1,7 +1,6 @@
-// A database that stops answering without closing anything (a partition, a dead failover) hangs a
-// query until TCP gives up; keepalive covers only idle connections and statement_timeout is the
-// unreachable server's. So a query running past `stallMs` makes the watchdog ask a fresh connection
-// whether the database answers; when it does not, the connections in flight are cut (503).
+// A database that stops answering (a partition, a dead failover) hangs a query until TCP gives up:
+// a query running past `stallMs` makes the watchdog ask a fresh connection whether the database
+// answers; when it does not, the connections in flight are cut (503).
 
 export class WatchdogCutError extends Error {
   constructor() {
