@@ -12,7 +12,8 @@ import { ConfigError } from './config-error.js';
 
 /** @typedef {Record<string, Variable<any>>} Declarations */
 
-/* eslint-disable jsdoc/valid-types -- a mapped type with -readonly, TypeScript syntax the jsdoc parser does not read; tsc checks it */
+/* eslint-disable jsdoc/valid-types -- a mapped type with -readonly, TypeScript syntax the jsdoc
+   parser does not read; tsc checks it */
 /**
  * `undefined` only where there is neither a default nor `required`.
  * @template {Declarations} D

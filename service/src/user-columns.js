@@ -143,7 +143,7 @@ export const USER_COLUMNS = /** @type {const} @satisfies {readonly UserColumn[]}
  *   updatedAt: string | null }} WrittenUser
  */
 
-/** The columns the table fills itself: when a row was inserted, and when a merge last changed it. */
+/** The columns the table fills itself: when a row was inserted, when a merge last changed it. */
 export const CREATED_AT = /** @type {const} */ ({ field: 'createdAt', column: 'created_at' });
 export const UPDATED_AT = /** @type {const} */ ({ field: 'updatedAt', column: 'updated_at' });
 
