@@ -42,9 +42,9 @@ import { createWritePolicy } from './users/write-policy.js';
 export function createApp(deps) {
   /** @type {Parts} */
   const parts = {
-    renderMetrics: () => deps.metrics.registry.metrics(),
-    tracing: NO_TRACING,
     ...deps,
+    renderMetrics: deps.renderMetrics ?? (() => deps.metrics.registry.metrics()),
+    tracing: deps.tracing ?? NO_TRACING,
   };
   const { config, logger, metrics, auth, tracing } = parts;
   const writing = createWriting(parts);
