@@ -12,7 +12,7 @@ import { createGroupCommit } from '../../src/users/group-commit.js';
 import { createTransactionSettings } from '../../src/db/transaction-settings.js';
 import { createUserWriter } from '../../src/users/user-writer.js';
 import { createWritePolicy, refusalOfDatabaseState } from '../../src/users/write-policy.js';
-import { userRow } from '../../../test/support/user-rows.js';
+import { part, userRow } from '../../../test/support/user-rows.js';
 
 const lost = () =>
   Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined });
@@ -210,7 +210,10 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
       writeUsers: (
         /** @type {import('../../src/users/user-schema.js').UserRow[]} */ r,
         /** @type {'ignore'} */ resolution,
-      ) => write({ kind: 'batch', rows: r, resolution }).then(([counts]) => counts),
+      ) =>
+        write({ kind: 'batch', rows: r, resolution, parts: [part(r)] }).then(
+          ([outcome]) => outcome,
+        ),
     };
   }
   const rows = [userRow({ email: 'a@x.co', name: 'A' }), userRow({ email: 'b@x.co', name: 'B' })];
@@ -223,7 +226,7 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
       rows,
       'ignore',
     );
-    assert.deepEqual(counts, { inserted: 1, updated: 0 });
+    assert.deepEqual(counts, { received: 2, inserted: 1, updated: 0 });
   });
 
   test('in doubt, then refused for want of a connection: still outcome_unknown, never "nothing was written"', async () => {
@@ -270,8 +273,8 @@ describe('the writer tries a passing failure once more, and keeps the doubt (uni
       maxRows: 1000,
     });
     const answers = await Promise.allSettled([
-      gc.writeUsers([rows[0]], 'ignore'),
-      gc.writeUsers([rows[1]], 'ignore'),
+      gc.writeUsers(part([rows[0]]), 'ignore'),
+      gc.writeUsers(part([rows[1]]), 'ignore'),
     ]);
     for (const a of answers)
       assert.ok(
