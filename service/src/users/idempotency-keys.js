@@ -1,3 +1,4 @@
+import { runStatement } from '../db/statement.js';
 import { lastResult } from '../db/transaction-settings.js';
 import { ApiError } from '../errors.js';
 import { literal } from './user-sql.js';
@@ -74,13 +75,23 @@ export async function claimed(client, begun, keys) {
   for (const row of begun[begun.length - 1].rows) found.set(scopedKey(row), 'claimed');
   if (found.size === keys.length) return found;
   const taken = keys.filter((k) => !found.has(scopedKey(k)));
-  const read = await client.query(`SELECT client, key, fingerprint, outcome, status, headers, body
-    FROM idempotency_keys
-    WHERE (client, key) IN (VALUES ${taken.map(rowOf).join(', ')}) AND fingerprint IS NOT NULL`);
   for (const k of taken) found.set(scopedKey(k), null);
-  for (const row of read.rows) found.set(scopedKey(row), takenKeyOf(row));
+  for (const [scoped, key] of await runStatement(client, completeRows(taken)))
+    found.set(scoped, key);
   return found;
 }
+
+/**
+ * The complete rows of `keys`, each as a taken key by its scoped name.
+ * @param {readonly KeyName[]} keys
+ * @returns {import('../db/db-types.js').Statement<Map<string, TakenKey>>}
+ */
+const completeRows = (keys) => ({
+  text: `SELECT client, key, fingerprint, outcome, status, headers, body FROM idempotency_keys
+    WHERE (client, key) IN (VALUES ${keys.map(rowOf).join(', ')}) AND fingerprint IS NOT NULL`,
+  decode: (answer) =>
+    new Map(lastResult(answer).rows.map((row) => [scopedKey(row), takenKeyOf(row)])),
+});
 
 /**
  * @param {{ fingerprint: Buffer, outcome: StoredOutcome | null, status: number,
@@ -108,13 +119,12 @@ export const keyInFlight = (cause) =>
 export const PURGE_BATCH_ROWS = 1000;
 
 /** Oldest first, skipping rows a claim holds. @param {Database} db @param {number} [batchRows] */
-export async function purgeExpiredKeys(db, batchRows = PURGE_BATCH_ROWS) {
-  const result = await db.withClient((client) =>
-    client.query(
-      db.settings.statement(`DELETE FROM idempotency_keys WHERE (client, key) IN (
+export const purgeExpiredKeys = (db, batchRows = PURGE_BATCH_ROWS) =>
+  db.withClient((client) =>
+    runStatement(client, {
+      text: db.settings.statement(`DELETE FROM idempotency_keys WHERE (client, key) IN (
     SELECT client, key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at
     LIMIT ${Math.trunc(batchRows)} FOR UPDATE SKIP LOCKED)`),
-    ),
+      decode: (answer) => lastResult(answer).rowCount ?? 0,
+    }),
   );
-  return lastResult(result).rowCount ?? 0;
-}
