@@ -87,6 +87,8 @@ async function serve(config, logger, tracing) {
     await closed;
     clearInterval(idleCloser);
     auth.close();
+    // Its shares of the clients' rates go to the other processes now, not once they expire.
+    await app.locals.sharedRates.close();
     await db.close();
     await tracing.flush();
     logger.info('stopped');
