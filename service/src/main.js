@@ -42,7 +42,8 @@ async function serve(config, logger, tracing) {
     logger,
     metrics,
     auth,
-    renderMetrics: inCluster ? askPrimaryForMetrics : undefined,
+    // Only a worker asks the primary; a key set to undefined would replace the app's own renderer.
+    ...(inCluster ? { renderMetrics: askPrimaryForMetrics } : {}),
     tracing,
   });
 
