@@ -328,8 +328,7 @@ function rateMetrics(registers) {
     name: 'sluice_rate_lease_statements_total',
     help:
       'Statements of the rate leases (a renewal, a release) sent to the database, by ' +
-      'outcome: ok, or failed (a renewal with no answer in time falls back at once, ' +
-      'and is counted when it ends)',
+      'outcome: ok, or failed (an error, its own time limits included)',
     labelNames: ['outcome'],
     registers,
   });

@@ -9,9 +9,9 @@ import { TokenBucket, policyOf, stateOf } from './rate-limit.js';
 // every lease it holds and its heartbeat (every RENEW_MS, or RENEW_SOON_MS after its shares
 // changed), gives back the leases no longer asked for, and reads the others' demand; a process that
 // dies stops renewing, and its share is the others' once its rows expire (LEASE_TTL_MS).
-// A client seen for the first time waits for its lease, at most LEASE_WAIT_MS. A statement that
-// fails or does not answer in that time never fails or delays a request: every share falls back to
-// the rate over the processes last known (said once in the log and in a metric) until a renewal
+// A client seen for the first time waits for its lease, at most LEASE_WAIT_MS (not at all while a
+// renewal is late). A statement that fails never fails or delays a request: every share falls back
+// to the rate over the processes last known (said once in the log and in a metric) until a renewal
 // goes through again. Without a rate, nothing here runs: no statement, no timer.
 
 /** Leases renewed this often while nothing changes. */
@@ -175,6 +175,8 @@ export class SharedRates {
   /** The last renewal changed who shares: the next one soon. */
   #changed = false;
   #fallback = false;
+  /** A renewal has not answered in time: no request waits for a lease until one does. */
+  #late = false;
   #closed = false;
   /** Processes leasing rates, this one included, as the last renewal found them. */
   #processes = 1;
@@ -233,7 +235,8 @@ export class SharedRates {
 
   /**
    * A bucket out of the leases asks for one: at once its fallback share while the shares cannot be
-   * reached, else a promise of its lease (or of the fallback, once a renewal is late).
+   * reached or a renewal is late, else a promise of its lease (or of the fallback share, once the
+   * renewal is late).
    * @param {SharedBucket} bucket
    * @returns {Promise<void> | undefined}
    */
@@ -246,7 +249,7 @@ export class SharedRates {
     bucket.periodStart = bucket.windowStart = now;
     this.#buckets.set(bucket.key, bucket);
     this.#soon(0);
-    if (this.#fallback || this.#closed) {
+    if (this.#fallback || this.#late || this.#closed) {
       this.#hold(bucket, 1 / this.#processes, now, 1);
       return undefined;
     }
@@ -279,7 +282,9 @@ export class SharedRates {
     }
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => this.#renew(), ms);
-    this.#timer.unref();
+    // A renewal due at once is what a request may be waiting for; the periodic ones keep nothing
+    // alive.
+    if (ms > 0) this.#timer.unref();
   }
 
   /** One renewal: the leases asked for in the last two periods kept, the others given back. */
@@ -290,7 +295,8 @@ export class SharedRates {
     const now = this.#now();
     const all = [...this.#buckets.values()];
     const kept = all.filter((b) => b.status === 'joining' || b.asked + b.askedBefore > 0);
-    const released = all.filter((b) => !kept.includes(b)).map((b) => b.key);
+    const keeping = new Set(kept);
+    const released = all.filter((b) => !keeping.has(b)).map((b) => b.key);
     for (const key of released) {
       const bucket = /** @type {SharedBucket} */ (this.#buckets.get(key));
       bucket.status = 'out';
@@ -306,16 +312,16 @@ export class SharedRates {
   }
 
   /**
-   * The renewal's statement, its answer applied; late or failed, the fallback.
+   * The renewal's statement, its answer applied; failed, the fallback. Late, the requests waiting
+   * for a lease go on, on the fallback share, until it answers.
    * @param {Map<SharedBucket, number>} demand the leases kept, and what each was asked for
    * @param {string[]} released
    */
   async #send(demand, released) {
-    const late = setTimeout(
-      () => this.#fallBack(new Error('no answer in time')),
-      this.#timings.waitMs,
-    );
-    late.unref();
+    const late = setTimeout(() => {
+      this.#late = true;
+      this.#holdJoining(1 / this.#processes);
+    }, this.#timings.waitMs);
     try {
       const answer = await this.#store.renew({
         process: this.process,
@@ -356,6 +362,7 @@ export class SharedRates {
     this.#metrics.statement(true);
     this.#metrics.processes(processes);
     this.#processes = processes;
+    this.#late = false;
     const now = this.#now();
     let changed = this.#fallback;
     for (const [bucket, mine] of demand) {
@@ -376,8 +383,9 @@ export class SharedRates {
   }
 
   /**
-   * The shares cannot be reached (a failure, or no answer in time): each lease takes the rate over
-   * the processes last known, said once.
+   * The shares cannot be reached (a renewal failed: the database down, its time limits, the pool
+   * or a pooler with no connection to give): each lease takes the rate over the processes last
+   * known, said once.
    * @param {unknown} err
    */
   #fallBack(err) {
@@ -391,9 +399,20 @@ export class SharedRates {
         'the shared rates cannot be reached: each process takes its rates over the processes it knows',
       );
     }
+    this.#holdJoining(share);
+    for (const bucket of this.#buckets.values())
+      if (bucket.share !== share) bucket.reshare(share, now);
+  }
+
+  /**
+   * The buckets waiting for a lease go on, on `share`, starting full (each process's part of the
+   * burst).
+   * @param {number} share
+   */
+  #holdJoining(share) {
+    const now = this.#now();
     for (const bucket of this.#buckets.values())
       if (bucket.status === 'joining') this.#hold(bucket, share, now, 1);
-      else if (bucket.share !== share) bucket.reshare(share, now);
   }
 
   /** @param {SharedBucket} bucket @param {number} share @param {number} now @param {number} [level] */
@@ -413,9 +432,7 @@ export class SharedRates {
   /** The pool is closing: no more statements; whoever waits takes the fallback. */
   #stop() {
     this.#closed = true;
-    const now = this.#now();
-    for (const bucket of this.#buckets.values())
-      if (bucket.status === 'joining') this.#hold(bucket, 1 / this.#processes, now, 1);
+    this.#holdJoining(1 / this.#processes);
   }
 }
 

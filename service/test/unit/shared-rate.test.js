@@ -264,15 +264,22 @@ describe("shared rates: a client's rate leased by share from the database (unit)
   test('a database that does not answer: the first request waits at most the lease wait, then goes on the fallback share', async () => {
     const db = fakeDatabase();
     db.set('silent');
-    const p = processOf(db, 'a');
+    const p = processOf(
+      db,
+      'a',
+      '{"bulk": {"token": "t", "rate": 1000}, "also": {"token": "u", "rate": 1000}}',
+    );
     const started = performance.now();
     assert.equal(await p.request(10), undefined);
     const waited = performance.now() - started;
     assert.ok(waited >= TIMINGS.waitMs - 5 && waited < TIMINGS.waitMs + 50, `waited ${waited} ms`);
-    assert.equal(p.rates.fallback, true);
+    assert.equal(p.rates.fallback, false, 'late is not failed: the shares stand');
     const again = performance.now();
     await p.request(10);
     assert.ok(performance.now() - again < 10, 'then at once');
+    const other = performance.now();
+    assert.equal(await p.request(10, 'also'), undefined);
+    assert.ok(performance.now() - other < 10, 'a new client too, while the renewal is late');
   });
 
   test('a lease asked for nothing in two periods is given back, and then no timer runs', async () => {
