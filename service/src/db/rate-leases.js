@@ -24,10 +24,9 @@ import { lastResult } from './transaction-settings.js';
  *   ttlMs: number }} Renewal
  */
 /**
- * What the other live processes hold: for each client renewed, their demand in all and how many
- * they are (none: absent); and how many processes lease rates now, this one included.
- * @typedef {{ processes: number, others: Map<string, { demand: number, sharing: number }> }}
- *   LeaseAnswer
+ * What the other live processes hold: for each client renewed, each one's demand (none: absent);
+ * and how many processes lease rates now, this one included.
+ * @typedef {{ processes: number, others: Map<string, number[]> }} LeaseAnswer
  */
 
 /** The limiter's own time limits: a slow or locked table is a fallback, never a slow request. */
@@ -84,8 +83,8 @@ export function renewLeases({ process, leases, released, ttlMs }) {
 SELECT
   (SELECT count(*)::int FROM rate_processes WHERE expires_at > now() AND process <> ${me})
     AS other_processes,
-  (SELECT coalesce(json_agg(json_build_array(client, demand, sharing)), '[]'::json) FROM (
-    SELECT client, sum(demand) AS demand, count(*)::int AS sharing FROM rate_leases
+  (SELECT coalesce(json_agg(json_build_array(client, demands)), '[]'::json) FROM (
+    SELECT client, json_agg(demand) AS demands FROM rate_leases
     WHERE client IN (SELECT client FROM wanted) AND process <> ${me} AND expires_at > now()
     GROUP BY client) o) AS others`,
     operation: 'RATE LEASE',
@@ -99,16 +98,11 @@ SELECT
  */
 export function decodeLeases(answer) {
   const [row] = lastResult(answer).rows;
-  /** @type {[string, number, number][]} */
+  /** @type {[string, number[]][]} */
   const others = row.others;
   return {
     processes: Number(row.other_processes) + 1,
-    others: new Map(
-      others.map(([client, demand, sharing]) => [
-        client,
-        { demand: Number(demand), sharing: Number(sharing) },
-      ]),
-    ),
+    others: new Map(others.map(([client, demands]) => [client, demands.map(Number)])),
   };
 }
 

@@ -3,9 +3,9 @@ import os from 'node:os';
 import { TokenBucket, policyOf, stateOf } from './rate-limit.js';
 
 // A client's rate held for the whole deployment: each process that serves the client leases a
-// share of it from the database, in proportion to the users it was asked for against what the
-// other live processes were asked for, and spends its share in a token bucket of its own
-// (share × rate, share × burst), so a request costs no statement. One statement a process renews
+// share of it from the database, fair by what each live process was asked for (fairShare), and
+// spends its share in a token bucket of its own (share × rate, share × burst), so a request costs
+// no statement. One statement a process renews
 // every lease it holds and its heartbeat (every RENEW_MS, or RENEW_SOON_MS after its shares
 // changed), gives back the leases no longer asked for, and reads the others' demand; a process that
 // dies stops renewing, and its share is the others' once its rows expire (LEASE_TTL_MS).
@@ -16,16 +16,24 @@ import { TokenBucket, policyOf, stateOf } from './rate-limit.js';
 
 /** Leases renewed this often while nothing changes. */
 export const RENEW_MS = 3000;
-/** ... and this soon after a lease was taken, the process left its fallback, or sharing changed. */
+/**
+ * ... and this soon after a lease was taken, the process left its fallback, a renewal was late, or
+ * sharing changed.
+ */
 export const RENEW_SOON_MS = 500;
 /** A renewal tried again this often while the shares cannot be reached. */
 export const RETRY_MS = 1000;
 /** A lease, and a process's heartbeat, hold this long unless renewed: two renewals' time. */
 export const LEASE_TTL_MS = 2 * RENEW_MS + 500;
-/** The longest a request waits for its client's lease, or a renewal for its answer. */
-export const LEASE_WAIT_MS = 250;
+/**
+ * The longest a request waits for its client's lease (a renewal's answer, which may need a new
+ * connection first); past it, requests wait for none until a renewal answers.
+ */
+export const LEASE_WAIT_MS = 500;
 /** A process asked for anything gets at least this share: its next renewal says how much more. */
 const MIN_SHARE = 0.01;
+/** What a process needs of a rate: this many times what it was asked for, room to grow. */
+const HEADROOM = 2;
 /** Demand is users over at least this long: a lease just taken has seen one request or a few. */
 const MIN_WINDOW_MS = RENEW_SOON_MS;
 
@@ -35,7 +43,7 @@ const MIN_WINDOW_MS = RENEW_SOON_MS;
  * The leases' statements (db/rate-leases.js's createLeaseStore).
  * @typedef {{ renew: (renewal: { process: string, leases: { client: string, demand: number }[],
  *   released: string[], ttlMs: number }) => Promise<{ processes: number,
- *   others: Map<string, { demand: number, sharing: number }> }>,
+ *   others: Map<string, number[]> }>,
  *   release: (leases: { process: string, clients: string[] }) => Promise<void>,
  *   closed: () => boolean }} LeaseStore
  */
@@ -362,20 +370,28 @@ export class SharedRates {
     this.#metrics.statement(true);
     this.#metrics.processes(processes);
     this.#processes = processes;
-    this.#late = false;
     const now = this.#now();
-    let changed = this.#fallback;
+    // After a fallback, or an answer so late that requests went on without it: soon again.
+    let changed = this.#fallback || this.#late;
+    this.#late = false;
     for (const [bucket, mine] of demand) {
-      const theirs = others.get(bucket.key) ?? { demand: 0, sharing: 0 };
-      const share = theirs.demand > 0 ? Math.max(MIN_SHARE, mine / (mine + theirs.demand)) : 1;
+      const theirs = others.get(bucket.key) ?? [];
+      const share = Math.max(MIN_SHARE, fairShare(bucket.rate, mine, theirs));
       const first = bucket.status === 'joining';
-      changed ||= first || bucket.sharing !== theirs.sharing;
-      bucket.sharing = theirs.sharing;
+      changed ||= first || bucket.sharing !== theirs.length;
+      bucket.sharing = theirs.length;
       // A first lease starts full only when no other process is asked for the client: else the
       // burst is in their buckets already.
-      this.#hold(bucket, share, now, first ? (theirs.demand > 0 ? 0 : 1) : undefined);
+      this.#hold(bucket, share, now, first ? (theirs.length > 0 ? 0 : 1) : undefined);
     }
     this.#changed = changed;
+    this.#logger.debug(
+      {
+        processes,
+        shares: Object.fromEntries([...demand.keys()].map((b) => [b.key, b.share])),
+      },
+      'rate leases renewed',
+    );
     if (!this.#fallback) return;
     this.#fallback = false;
     this.#metrics.fallback(false);
@@ -434,6 +450,31 @@ export class SharedRates {
     this.#closed = true;
     this.#holdJoining(1 / this.#processes);
   }
+}
+
+/**
+ * A process's share of a rate, max-min fair: each process needs HEADROOM times the users a second
+ * it was asked for; those that need less than an even split of what is left get what they need,
+ * the others split the rest evenly, and what nobody needs is split evenly among all. Computed alike
+ * by every process from the same demands, the shares add up to one; processes all asked for more
+ * than the rate get one each of the same part, however their demands differ.
+ * @param {number} rate users a second
+ * @param {number} mine this process's demand, users a second
+ * @param {readonly number[]} others the other processes' demands
+ */
+export function fairShare(rate, mine, others) {
+  const needs = [mine, ...others].map((d) => HEADROOM * Math.max(0, d));
+  const total = needs.reduce((sum, need) => sum + need, 0);
+  if (total <= rate) return (needs[0] + (rate - total) / needs.length) / rate;
+  const ascending = [...needs].sort((a, b) => a - b);
+  let left = rate;
+  let level = rate;
+  for (const [i, need] of ascending.entries()) {
+    level = left / (ascending.length - i);
+    if (need >= level) break;
+    left -= need;
+  }
+  return Math.min(needs[0], level) / rate;
 }
 
 /** This process's name in the leases: its host and pid (for whoever reads the table), and a random part. */

@@ -6,7 +6,7 @@ import { parseNamedTokens } from '@sluice/env/named-tokens';
 import { TokenSet } from '../../src/auth/token-set.js';
 import { ClientDirectory } from '../../src/http/client-directory.js';
 import { ESTIMATED_USER_BYTES, limitRate } from '../../src/http/rate-limit.js';
-import { SharedRates } from '../../src/http/shared-rate.js';
+import { SharedRates, fairShare } from '../../src/http/shared-rate.js';
 import { RateLimitedError } from '../../src/errors.js';
 import { decodeLeases, releaseLeases, renewLeases } from '../../src/db/rate-leases.js';
 
@@ -45,13 +45,12 @@ function fakeDatabase() {
           expiresAt: now + r.ttlMs,
         });
       for (const client of r.released) leases.delete(`${client}\u0000${r.process}`);
-      /** @type {Map<string, { demand: number, sharing: number }>} */
+      /** @type {Map<string, number[]>} */
       const others = new Map();
       for (const l of leases.values()) {
         if (l.process === r.process || l.expiresAt <= now) continue;
         if (!r.leases.some((w) => w.client === l.client)) continue;
-        const o = others.get(l.client) ?? { demand: 0, sharing: 0 };
-        others.set(l.client, { demand: o.demand + l.demand, sharing: o.sharing + 1 });
+        others.set(l.client, [...(others.get(l.client) ?? []), l.demand]);
       }
       const alive = [...processes].filter(([p, at]) => p !== r.process && at > now).length;
       return { processes: alive + 1, others };
@@ -89,7 +88,10 @@ function keptLog() {
   const lines = [];
   const at = (/** @type {string} */ level) => (/** @type {any} */ a, /** @type {any} */ b) =>
     lines.push({ level, msg: typeof a === 'string' ? a : b });
-  return { lines, logger: /** @type {any} */ ({ info: at('info'), warn: at('warn') }) };
+  return {
+    lines,
+    logger: /** @type {any} */ ({ debug: at('debug'), info: at('info'), warn: at('warn') }),
+  };
 }
 
 function keptMetrics() {
@@ -152,24 +154,30 @@ describe("shared rates: a client's rate leased by share from the database (unit)
     await p.rates.close();
   });
 
-  test('two processes asked alike share the rate by halves; one asked three times as much takes three quarters', async () => {
+  test('two processes both asked for more than the rate split it by halves, however much each was asked; one asked for little keeps twice that', async () => {
     const db = fakeDatabase();
     const [a, b] = [processOf(db, 'a'), processOf(db, 'b')];
     const bucketOf = (/** @type {typeof a} */ p) =>
       /** @type {import('../../src/http/shared-rate.js').SharedBucket} */ (
         p.clients.named('bulk').bucket
       );
-    const until = performance.now() + 400;
-    while (performance.now() < until) {
-      await a.request(30);
-      await a.request(30);
-      await a.request(30);
-      await b.request(30);
-      await sleep(2);
-    }
-    const [sa, sb] = [bucketOf(a).share, bucketOf(b).share];
-    assert.ok(Math.abs(sa - 0.75) < 0.1 && Math.abs(sb - 0.25) < 0.1, `shares ${sa} ${sb}`);
-    assert.ok(sa + sb < 1.05, 'never much more than the whole rate');
+    const run = async (/** @type {number} */ ms, /** @type {number} */ bUsers) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until) {
+        await a.request(90);
+        await b.request(bUsers);
+        await sleep(5);
+      }
+    };
+    // a asks about 18,000 users a second, b 6,000: both far over the rate of 1,000.
+    await run(300, 30);
+    let [sa, sb] = [bucketOf(a).share, bucketOf(b).share];
+    assert.ok(Math.abs(sa - 0.5) < 0.02 && Math.abs(sb - 0.5) < 0.02, `shares ${sa} ${sb}`);
+    // b asks for little: it needs twice that (its headroom), a the rest.
+    await run(400, 1);
+    [sa, sb] = [bucketOf(a).share, bucketOf(b).share];
+    assert.ok(sb < 0.5 && sa > 0.5, `shares ${sa} ${sb}`);
+    assert.ok(sa + sb < 1.1, `never much more than the whole rate: ${sa + sb}`);
     assert.match(a.clients.named('bulk').bucket?.state(performance.now()) ?? '', STATE);
     await Promise.all([a.rates.close(), b.rates.close()]);
   });
@@ -332,6 +340,45 @@ describe("shared rates: a client's rate leased by share from the database (unit)
   });
 });
 
+describe('fairShare: max-min fair shares of a rate (unit)', () => {
+  const demands = fc.array(fc.double({ min: 0, max: 1e6, noNaN: true }), {
+    minLength: 1,
+    maxLength: 12,
+  });
+  const shares = (/** @type {number} */ rate, /** @type {number[]} */ d) =>
+    d.map((mine, i) => fairShare(rate, mine, [...d.slice(0, i), ...d.slice(i + 1)]));
+
+  test('every process computing from the same demands: the shares add up to the whole rate, none above it', () => {
+    fc.assert(
+      fc.property(fc.double({ min: 0.001, max: 1e9, noNaN: true }), demands, (rate, d) => {
+        const all = shares(rate, d);
+        const sum = all.reduce((a, b) => a + b, 0);
+        return Math.abs(sum - 1) < 1e-9 && all.every((s) => s >= 0 && s <= 1 + 1e-12);
+      }),
+    );
+  });
+
+  test('processes all asked for more than an even split each get exactly one, however their demands differ', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 100_000 }),
+        fc.array(fc.double({ min: 1, max: 1000, noNaN: true }), { minLength: 1, maxLength: 12 }),
+        (rate, factors) => {
+          const d = factors.map((f) => (f * rate) / factors.length);
+          return shares(rate, d).every((s) => Math.abs(s - 1 / d.length) < 1e-9);
+        },
+      ),
+    );
+  });
+
+  test('one asked for less than an even split keeps twice what it asked; what nobody needs is split evenly', () => {
+    assert.equal(fairShare(1000, 100, [5000, 5000]), 0.2);
+    assert.equal(fairShare(1000, 5000, [100, 5000]), 0.4);
+    assert.equal(fairShare(1000, 100, [100]), 0.5);
+    assert.equal(fairShare(1000, 100, []), 1);
+  });
+});
+
 describe('rate-leases statements (unit)', () => {
   test("a renewal quotes every client as a literal (a JWT subject is the client's own words) and its demand as a number", () => {
     const { text } = renewLeases({
@@ -355,10 +402,10 @@ describe('rate-leases statements (unit)', () => {
     const answer = decodeLeases([
       /** @type {any} */ ({ rows: [] }),
       /** @type {any} */ ({
-        rows: [{ other_processes: 2, others: [['token:bulk', 1500.5, 2]] }],
+        rows: [{ other_processes: 2, others: [['token:bulk', [1500.5, 20]]] }],
       }),
     ]);
     assert.equal(answer.processes, 3);
-    assert.deepEqual(answer.others.get('token:bulk'), { demand: 1500.5, sharing: 2 });
+    assert.deepEqual(answer.others.get('token:bulk'), [1500.5, 20]);
   });
 });
