@@ -34,6 +34,12 @@ export const LEASE_WAIT_MS = 500;
 const MIN_SHARE = 0.01;
 /** What a process needs of a rate: this many times what it was asked for, room to grow. */
 const HEADROOM = 2;
+/**
+ * A share's bucket holds up to this many times its part of the burst (never more than the whole
+ * burst): filled at its share of the rate only, it can wait a while for a request without letting
+ * its part of the rate go unused, as a bucket of a few requests' size would whenever none comes.
+ */
+const SHARE_ROOM = 2;
 /** Demand is users over at least this long: a lease just taken has seen one request or a few. */
 const MIN_WINDOW_MS = RENEW_SOON_MS;
 
@@ -118,12 +124,8 @@ export class SharedBucket {
 
   /** The RateLimit field of the deployment's bucket, as this process's share tells it. */
   state(/** @type {number} */ now) {
-    const level = this.#local.level(now);
-    const { rate, burst } = this.#local;
-    return stateOf(
-      Math.min(this.burst, level / this.share),
-      (burst - Math.min(burst, level)) / rate,
-    );
+    const left = Math.min(this.burst, this.#local.level(now) / this.share);
+    return stateOf(left, (this.burst - left) / this.rate);
   }
 
   /** Users in this process's bucket now (below 0: owed). @param {number} now */
@@ -140,17 +142,17 @@ export class SharedBucket {
   }
 
   /**
-   * This process's share from now on: its level kept (at most the new burst), or `level` shares
-   * of the burst given.
-   * @param {number} share @param {number} now @param {number} [level] a fraction of its burst
+   * This process's share from now on: its level kept (at most what its bucket holds now), or
+   * `level` times its part of the burst.
+   * @param {number} share @param {number} now @param {number} [level]
    */
   reshare(share, now, level) {
     this.share = share;
-    const burst = this.burst * share;
+    const part = this.burst * share;
     this.#local.resize(
-      { rate: this.rate * share, burst },
+      { rate: this.rate * share, burst: Math.min(this.burst, SHARE_ROOM * part) },
       now,
-      level === undefined ? level : burst * level,
+      level === undefined ? level : part * level,
     );
   }
 
