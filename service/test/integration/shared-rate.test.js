@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -54,6 +55,18 @@ async function flood(baseUrls, connections, seconds, tag) {
     ),
   );
   return results;
+}
+
+/** The SQL of operations.md's runbook "A client's rate does not hold". */
+function runbookQueries() {
+  const doc = readFileSync(new URL('../../../docs/operations.md', import.meta.url), 'utf8');
+  const start = doc.indexOf("### A client's rate does not hold");
+  const section = doc.slice(start, doc.indexOf('\n### ', start + 5));
+  const [sql] = [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]);
+  return sql
+    .split(';')
+    .map((q) => q.trim())
+    .filter(Boolean);
 }
 
 /** Every answer of these results: no 500, only 2xx and 429 (and what a database outage gives). */
@@ -140,6 +153,12 @@ describe('three replicas, one with two workers, two of them through PgBouncer: o
     assert.equal(otherResult.okShare, 1, JSON.stringify(otherResult.statuses));
 
     assert.deepEqual(known, [4, 4, 4], 'every replica knew the four processes');
+    // operations.md's runbook "A client's rate does not hold", its queries as written.
+    const [processes, leases] = runbookQueries();
+    const live = (await db.pool.query(processes)).rows.filter((r) => r.live);
+    assert.equal(live.length, 4, JSON.stringify(live));
+    const bulkLeases = (await db.pool.query(leases)).rows.filter((r) => r.client === 'token:bulk');
+    assert.equal(bulkLeases.length, 4, JSON.stringify(bulkLeases));
     const errors = replicas.flatMap((r) => r.logs).filter((l) => l.level >= 50);
     assert.deepEqual(errors, []);
   });
