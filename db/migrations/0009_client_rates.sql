@@ -1,7 +1,7 @@
 -- Up Migration
 -- A client's rate (users a second, declared with its credential) is one budget for the whole
--- deployment: every process that serves the client leases a share of it, in proportion to the
--- users it was asked for (demand, users a second), and spends that share on its own. A lease and a
+-- deployment: every process that serves the client leases a share of it, fair by the users each
+-- was asked for (demand, users a second), and spends that share on its own. A lease and a
 -- process are alive until expires_at, the database's clock, renewed every few seconds by the
 -- process itself; a process that dies stops renewing, and its share goes to the others once its
 -- rows expire. Rows expired a minute ago are deleted by whichever process renews next.
