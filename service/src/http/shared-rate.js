@@ -143,7 +143,7 @@ export class SharedBucket {
 
   /**
    * This process's share from now on: its level kept (at most what its bucket holds now), or
-   * `level` times its part of the burst.
+   * lowered to `level` times its part of the burst (a debt is never forgiven).
    * @param {number} share @param {number} now @param {number} [level]
    */
   reshare(share, now, level) {
@@ -152,7 +152,7 @@ export class SharedBucket {
     this.#local.resize(
       { rate: this.rate * share, burst: Math.min(this.burst, SHARE_ROOM * part) },
       now,
-      level === undefined ? level : part * level,
+      level === undefined ? level : Math.min(part * level, this.#local.level(now)),
     );
   }
 

@@ -306,6 +306,20 @@ describe("shared rates: a client's rate leased by share from the database (unit)
     await p.rates.close();
   });
 
+  test('a client in debt keeps its debt when its lease is given back and taken again', async () => {
+    const db = fakeDatabase();
+    const p = processOf(db, 'a', '{"slow": {"token": "t", "rate": 1, "burst": 10}}');
+    assert.equal(await p.request(500, 'slow'), undefined, 'over the burst, into debt');
+    const bucket = /** @type {import('../../src/http/shared-rate.js').SharedBucket} */ (
+      p.clients.named('slow').bucket
+    );
+    await sleep(TIMINGS.renewMs * 4);
+    assert.equal(p.rates.leases, 0, 'given back');
+    assert.ok((await p.request(1, 'slow')) instanceof RateLimitedError, 'still owed');
+    assert.ok(bucket.level(performance.now()) < -400);
+    await p.rates.close();
+  });
+
   test('a client without a rate makes no statement and no timer', async () => {
     const db = fakeDatabase();
     const p = processOf(db, 'a', '{"free": "t"}');
