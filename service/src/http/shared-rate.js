@@ -4,15 +4,15 @@ import { TokenBucket, policyOf, stateOf } from './rate-limit.js';
 
 // A client's rate held for the whole deployment: each process that serves the client leases a
 // share of it from the database, fair by what each live process was asked for (fairShare), and
-// spends its share in a token bucket of its own (share × rate, share × burst), so a request costs
-// no statement. One statement a process renews
-// every lease it holds and its heartbeat (every RENEW_MS, or RENEW_SOON_MS after its shares
-// changed), gives back the leases no longer asked for, and reads the others' demand; a process that
-// dies stops renewing, and its share is the others' once its rows expire (LEASE_TTL_MS).
-// A client seen for the first time waits for its lease, at most LEASE_WAIT_MS (not at all while a
-// renewal is late). A statement that fails never fails or delays a request: every share falls back
-// to the rate over the processes last known (said once in the log and in a metric) until a renewal
-// goes through again. Without a rate, nothing here runs: no statement, no timer.
+// spends its share in a token bucket of its own (share × rate, filled up to SHARE_ROOM × share ×
+// burst), so a request costs no statement. One statement a process renews every lease it holds and
+// its heartbeat (every RENEW_MS, or RENEW_SOON_MS after its shares changed), gives back the leases
+// no longer asked for, and reads the others' demand; a process that dies stops renewing, and its
+// share is the others' once its rows expire (LEASE_TTL_MS). A client seen for the first time waits
+// for its lease, at most LEASE_WAIT_MS (not at all while a renewal is late). A statement that
+// fails never fails or delays a request: every share falls back to the rate over the processes
+// last known (said once in the log and in a metric) until a renewal goes through again. Without a
+// rate, nothing here runs: no statement, no timer.
 
 /** Leases renewed this often while nothing changes. */
 export const RENEW_MS = 3000;
