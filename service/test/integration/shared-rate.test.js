@@ -148,6 +148,9 @@ describe('three replicas, one with two workers, two of them through PgBouncer: o
       stored <= budget * 1.25 && stored >= budget * 0.6,
       `${stored} users stored in ${seconds} s at ${RATE} a second (burst ${RATE}); per process it would be up to ${4 * budget}`,
     );
+    console.log(
+      `# bulk stored ${stored} users in ${seconds} s (a bucket allows ${budget}); other ${JSON.stringify(otherResult.statuses)}, p99 ${otherResult.p99ms} ms`,
+    );
     for (const { status, n } of statusesOf(bulk))
       assert.ok(status === '201' || status === '429', `${n} answered ${status}`);
     assert.equal(otherResult.okShare, 1, JSON.stringify(otherResult.statuses));
@@ -200,8 +203,8 @@ describe('a process that dies', () => {
     const expiredAfter = (performance.now() - died) / 1000;
     assert.ok(expiredAfter < 8, `expired after ${expiredAfter} s`);
     // One renewal of the survivor later its share is whole: what it stores over the next 6 s is
-    // its rate's (this load takes about 85 % of a bucket alone, its requests 1,000 users each),
-    // not half of it.
+    // its rate's (this load takes 65 to 85 % of a bucket alone: requests of 1,000 users, each
+    // connection held a second after a 429), not half of it.
     await sleep(3500);
     const countBulk = async () =>
       (
@@ -213,8 +216,11 @@ describe('a process that dies', () => {
     await sleep(6000);
     const stored = (await countBulk()) - from;
     await keepAsking;
+    console.log(
+      `# the dead lease expired after ${expiredAfter} s; the survivor then stored ${stored} users in 6 s`,
+    );
     assert.ok(
-      stored >= RATE * 6 * 0.6 && stored <= RATE * 6 * 1.2 + BATCH,
+      stored >= RATE * 6 * 0.55 && stored <= RATE * 6 * 1.2 + BATCH,
       `${stored} users in 6 s alone at ${RATE} a second`,
     );
   });
