@@ -128,7 +128,14 @@ PgBouncer 1.18 that way.
 - **Migrations.** \`npm run migrate\` applies every pending migration in one transaction under a
   transaction-scoped advisory lock, so it is safe through the pooler; \`DIRECT_DATABASE_URL\` sends
   it (and \`npm start\`'s) straight to the server instead, out of reach of the pooler's timeouts and
-  of RDS Proxy's pinning.`.split('\n');
+  of RDS Proxy's pinning.
+- **Rates.** A client's \`rate\` (\`INGEST_TOKENS\`, \`JWT_CLIENT_RATE\`) holds for the whole
+  deployment, every replica and worker: each process leases its share in PostgreSQL
+  (\`rate_leases\`), one statement every 3 s whatever its load, a simple query with its own
+  \`SET LOCAL\` limits (200 ms, a lock 100 ms), so the pooler changes nothing for it. What stays
+  a process's own: the admission budget (\`ADMISSION_BUDGET_BYTES\`, \`maxInFlightBytes\`), the
+  shares of it by \`weight\` and the waiting room. The rate's design:
+  [architecture.md](architecture.md#a-rate-held-for-the-deployment).`.split('\n');
 
 /** @param {Declarations} declarations */
 const table = (declarations) =>

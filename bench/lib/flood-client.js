@@ -8,8 +8,11 @@ import { percentile } from './stats.js';
 
 const MARK = '00000000';
 
-/** @param {string} tag @param {number} users */
-function bodyTemplate(tag, users) {
+/**
+ * Bodies of `users` new users each, a request's number written over a marker: the next one's.
+ * @param {string} tag @param {number} users
+ */
+export function bodyTemplate(tag, users) {
   const parts = [];
   for (let i = 0; i < users; i++)
     parts.push(
@@ -31,10 +34,18 @@ function bodyTemplate(tag, users) {
 }
 
 /**
- * Runs until `signal` aborts; answers what it saw.
- * @param {{ baseUrl: string, token?: string, tag: string, users: number, connections: number, signal: AbortSignal }} options
+ * Runs until `signal` aborts; answers what it saw (and each request's milliseconds, when asked).
+ * @param {{ baseUrl: string, token?: string, tag: string, users: number, connections: number, signal: AbortSignal, withLatencies?: boolean }} options
  */
-export async function runFloodClient({ baseUrl, token, tag, users, connections, signal }) {
+export async function runFloodClient({
+  baseUrl,
+  token,
+  tag,
+  users,
+  connections,
+  signal,
+  withLatencies = false,
+}) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   const nextBody = bodyTemplate(tag, users);
   const url = new URL('/users', baseUrl);
@@ -117,5 +128,6 @@ export async function runFloodClient({ baseUrl, token, tag, users, connections, 
           p99ms429OnItsConnection: Math.round(percentile(throttledOnWire, 0.99) ?? NaN),
         }
       : {}),
+    ...(withLatencies ? { latencies } : {}),
   };
 }

@@ -13,6 +13,8 @@ import { observeRequests } from './http/request-log.js';
 import { authenticate } from './http/authenticate.js';
 import { ClientDirectory } from './http/client-directory.js';
 import { limitRate } from './http/rate-limit.js';
+import { SharedRates } from './http/shared-rate.js';
+import { createLeaseStore } from './db/rate-leases.js';
 import { readWriteOptions } from './http/write-options.js';
 import { createOpenApiDocument } from './openapi.js';
 import { NO_TRACING } from './tracing/tracing.js';
@@ -48,7 +50,7 @@ export function createApp(deps) {
   };
   const { config, logger, metrics, auth, tracing } = parts;
   const writing = createWriting(parts);
-  const { clients, rateLimit, admission } = createAdmission(parts);
+  const { clients, rateLimit, admission, rates } = createAdmission(parts);
 
   const app = express();
   app.disable('x-powered-by');
@@ -85,6 +87,7 @@ export function createApp(deps) {
   );
   serveTheRest(app, parts);
   app.locals.quarantinePurge = writing.quarantinePurge;
+  app.locals.sharedRates = rates;
   return app;
 }
 
@@ -93,8 +96,14 @@ export function createApp(deps) {
  * the admission budget that is fair between clients.
  * @param {Parts} parts
  */
-function createAdmission({ config, metrics, auth }) {
-  const clients = new ClientDirectory({ tokens: auth.tokens, jwtLimits: config.auth?.jwtLimits });
+function createAdmission({ config, db, logger, metrics, auth }) {
+  // A client's rate is the deployment's: each process leases its share in the database.
+  const rates = new SharedRates({ store: createLeaseStore(db), logger, metrics: metrics.rates });
+  const clients = new ClientDirectory({
+    tokens: auth.tokens,
+    jwtLimits: config.auth?.jwtLimits,
+    buckets: rates,
+  });
   // Without credentials nobody has a rate: the step is left out rather than passed through.
   const rateLimit =
     auth.tokens || auth.verifyJwt
@@ -107,7 +116,7 @@ function createAdmission({ config, metrics, auth }) {
   });
   metrics.clients.watch(budget);
   const admission = { budget, metrics: metrics.admission, clientMetrics: metrics.clients };
-  return { clients, rateLimit, admission };
+  return { clients, rateLimit, admission, rates };
 }
 
 /**

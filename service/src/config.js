@@ -104,10 +104,12 @@ export const SERVICE_VARIABLES = defineVariables({
       "time), so a new token is added before the old one is removed; the client's name, " +
       "never its token, goes in the access log, the request's span and a metric label. " +
       'A client given as an object declares its limits beside its token, read again with ' +
-      'it: rate (users a second; over it, 429 with Retry-After and RateLimit headers ' +
-      'before the body is read) and burst (users at once, default one second of the rate), ' +
-      'weight (its share of the admission budget against the other clients waiting, default ' +
-      '1), maxInFlightBytes (body bytes it may hold at once); unset, no rate, equal weights',
+      'it: rate (users a second, for the whole deployment: every process leases its share ' +
+      'in PostgreSQL; over it, 429 with Retry-After and RateLimit headers before the body ' +
+      'is read) and burst (users at once, default one second of the rate), weight (its share ' +
+      "of a process's admission budget against the other clients waiting, default 1), " +
+      'maxInFlightBytes (body bytes it may hold at once in a process); unset, no rate, ' +
+      'equal weights',
   },
   INGEST_TOKENS_FILE: {
     parser: text(),
@@ -173,7 +175,8 @@ export const SERVICE_VARIABLES = defineVariables({
     parser: decimal({ min: 0.001, max: 1e9 }),
     description:
       "every JWT client's rate, in users a second, each client (by " +
-      'JWT_CLIENT_CLAIM) its own token bucket: over it, 429 with ' +
+      'JWT_CLIENT_CLAIM) its own token bucket for the whole deployment ' +
+      '(every process leases its share in PostgreSQL): over it, 429 with ' +
       'Retry-After and RateLimit headers before the body is read (a static ' +
       "token's client declares its own in INGEST_TOKENS); unset, no rate",
   },
@@ -192,8 +195,8 @@ export const SERVICE_VARIABLES = defineVariables({
   JWT_CLIENT_MAX_IN_FLIGHT_BYTES: {
     parser: integer({ min: 1024, max: 2 ** 40, unit: 'bytes' }),
     description:
-      'request body bytes one JWT client may hold at once ' +
-      '(admission control); unset, its fair share alone',
+      'request body bytes one JWT client may hold at once in a ' +
+      'process (admission control); unset, its fair share alone',
   },
   DB_POOL_MAX: {
     parser: integer({ min: 1, max: 1000 }),

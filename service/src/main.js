@@ -42,7 +42,8 @@ async function serve(config, logger, tracing) {
     logger,
     metrics,
     auth,
-    renderMetrics: inCluster ? askPrimaryForMetrics : undefined,
+    // Only a worker asks the primary; a key set to undefined would replace the app's own renderer.
+    ...(inCluster ? { renderMetrics: askPrimaryForMetrics } : {}),
     tracing,
   });
 
@@ -64,7 +65,7 @@ async function serve(config, logger, tracing) {
     );
   });
 
-  stopOnSignals({ server, config, logger, tracing, auth, db });
+  stopOnSignals({ server, config, logger, tracing, auth, db, app });
 }
 
 /**
@@ -74,9 +75,9 @@ async function serve(config, logger, tracing) {
  *   config: import('./config.js').Config, logger: import('pino').Logger,
  *   tracing: import('./tracing/tracing.js').Tracing,
  *   auth: import('./auth/start-auth.js').Authentication,
- *   db: import('./db/database.js').Database }} options
+ *   db: import('./db/database.js').Database, app: import('express').Express }} options
  */
-function stopOnSignals({ server, config, logger, tracing, auth, db }) {
+function stopOnSignals({ server, config, logger, tracing, auth, db, app }) {
   let stopping = false;
   server.on('request', (_req, res) => {
     // Keep-alive clients learn to reconnect elsewhere instead of reusing a closing socket.
@@ -100,6 +101,8 @@ function stopOnSignals({ server, config, logger, tracing, auth, db }) {
     await closed;
     clearInterval(idleCloser);
     auth.close();
+    // Its shares of the clients' rates go to the other processes now, not once they expire.
+    await app.locals.sharedRates.close();
     await db.close();
     await tracing.flush();
     logger.info('stopped');

@@ -19,6 +19,7 @@ export function createMetrics(db) {
     admission: admissionMetrics(registers),
     clients: clientMetrics(registers),
     auth: authMetrics(registers),
+    rates: rateMetrics(registers),
     ...httpMetrics(registers),
     ...userMetrics(registers),
     ...groupCommitMetrics(registers),
@@ -337,6 +338,50 @@ function authMetrics(registers) {
 }
 
 /** @typedef {ReturnType<typeof createMetrics>} Metrics */
+
+/** A lease renewal's outcome (http/shared-rate.js): answered, or failed or late. */
+export const LEASE_OUTCOMES = frozenWords(['ok', 'failed']);
+
+/**
+ * The rates held for the deployment (http/shared-rate.js): the processes sharing them, those on
+ * their local fallback, the lease statements sent. Under WORKERS the primary adds the workers' up,
+ * but the processes known, which each worker knows whole (their largest).
+ * @param {client.Registry[]} registers
+ * @returns {import('./http/shared-rate.js').SharedRateMetrics}
+ */
+function rateMetrics(registers) {
+  const processes = new client.Gauge({
+    name: 'sluice_rate_processes',
+    help:
+      "Processes leasing a share of the clients' rates, as the last renewal found them " +
+      '(this one included; 0: it leases none)',
+    registers,
+    aggregator: 'max',
+  });
+  const fallback = new client.Gauge({
+    name: 'sluice_rate_local_fallback',
+    help:
+      'Processes on their local share of every rate (the rate over the processes ' +
+      'known) while the shared rates cannot be reached',
+    registers,
+  });
+  const statements = new client.Counter({
+    name: 'sluice_rate_lease_statements_total',
+    help:
+      'Statements of the rate leases (a renewal, a release) sent to the database, by ' +
+      'outcome: ok, or failed (an error, its own time limits included)',
+    labelNames: ['outcome'],
+    registers,
+  });
+  processes.set(0);
+  fallback.set(0);
+  for (const outcome of LEASE_OUTCOMES) statements.inc({ outcome }, 0);
+  return {
+    statement: (ok) => statements.inc({ outcome: ok ? 'ok' : 'failed' }),
+    fallback: (on) => fallback.set(on ? 1 : 0),
+    processes: (count) => processes.set(count),
+  };
+}
 
 /**
  * Items set aside by `Prefer: invalid=quarantine`, by reason, each from 0.

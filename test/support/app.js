@@ -76,6 +76,7 @@ export async function startTestApp({ databaseUrl, env = {}, serverTimeouts, secr
       auth.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+      await app.locals.sharedRates.close();
       await db.close();
     },
   };

@@ -115,6 +115,7 @@ describe('migration 0007 scopes the quarantine rows it finds, by no credential o
     assert.deepEqual(await migrate(db.url), [
       '0007_quarantine_scopes',
       '0008_idempotency_outcomes',
+      '0009_client_rates',
     ]);
   });
   after(() => db?.drop());

@@ -1,14 +1,35 @@
 import { JWT_LABEL, jwtScope, tokenScope } from './authenticate.js';
 import { TokenBucket } from './rate-limit.js';
 
-// Who a request is for, as admission and the rate limit see it, from its token's limits or the
-// JWT_CLIENT_ defaults; made once a client and kept, so a request allocates nothing here.
+// Who a request is for, as admission and the rate limit see it (without credentials, nobody is set:
+// fair-share.js's ONE_CLIENT, `anonymous`): a client's name, its bounded metric
+// label, its weight and cap (fair-share.js) and its bucket (made by `buckets`: the deployment's
+// shared-rate.js in the service, a TokenBucket of its own by default), from the limits declared
+// with its token (INGEST_TOKENS, read again with it: a changed limit applies at once, the bucket's
+// level carried over) or, for a JWT's client, the JWT_CLIENT_ defaults. Made once a client and
+// kept, so a request allocates nothing here.
 
 /** @typedef {import('@sluice/env/named-tokens').ClientLimits} ClientLimits */
+/** @typedef {import('./rate-limit.js').RateBucket} RateBucket */
 /**
- * @typedef {import('./fair-share.js').FairClient & { name: string, bucket?: TokenBucket,
+ * @typedef {import('./fair-share.js').FairClient & { name: string, bucket?: RateBucket,
  *   limits?: ClientLimits }} Client
  */
+/**
+ * What makes a client's bucket from its declared rate: `make(key, rate, now, before)`, before: its
+ * bucket under the limits it had (a level to carry over).
+ * @typedef {{ make: (key: string, rate: import('./rate-limit.js').Rate, now: number,
+ *   before?: RateBucket) => RateBucket }} Buckets
+ */
+
+/** A bucket of the process's own for each client: its rate held per process. @type {Buckets} */
+export const LOCAL_BUCKETS = {
+  make(_key, rate, now, before) {
+    const bucket = new TokenBucket(rate, now);
+    if (before instanceof TokenBucket) bucket.tokens = Math.min(bucket.burst, before.tokens);
+    return bucket;
+  },
+};
 
 /**
  * Subjects are the clients' own words: past it, the idle ones are forgotten at most once a
@@ -20,10 +41,14 @@ const SWEEP_EVERY_MS = 1_000;
 const OVERFLOW_KEY = 'overflow:jwt';
 
 /**
- * @param {string} key @param {string} name @param {string} label
- * @param {ClientLimits | undefined} limits @param {number} now @returns {Client}
+ * @param {{ key: string, name: string, label: string }} who
+ * @param {ClientLimits | undefined} limits
+ * @param {Buckets} buckets
+ * @param {number} now
+ * @param {RateBucket} [before] its bucket under its limits before
+ * @returns {Client}
  */
-function clientOf(key, name, label, limits, now) {
+function clientOf({ key, name, label }, limits, buckets, now, before) {
   return {
     key,
     name,
@@ -34,7 +59,7 @@ function clientOf(key, name, label, limits, now) {
       ? { maxInFlightBytes: limits.maxInFlightBytes }
       : {}),
     ...(limits?.rate !== undefined
-      ? { bucket: new TokenBucket({ rate: limits.rate, burst: limits.burst }, now) }
+      ? { bucket: buckets.make(key, { rate: limits.rate, burst: limits.burst }, now, before) }
       : {}),
   };
 }
@@ -53,12 +78,15 @@ export class ClientDirectory {
 
   /**
    * @param {{ tokens?: { current: { limitsOf: (name: string) => ClientLimits | undefined } },
-   *   jwtLimits?: ClientLimits, now?: () => number }} options
+   *   jwtLimits?: ClientLimits, now?: () => number, buckets?: Buckets }} options tokens: the
+   *   static tokens in force (auth/token-source.js); jwtLimits: every JWT client's; buckets: what
+   *   makes a client's bucket (default: one of the process's own)
    */
-  constructor({ tokens, jwtLimits, now = () => performance.now() } = {}) {
+  constructor({ tokens, jwtLimits, now = () => performance.now(), buckets = LOCAL_BUCKETS } = {}) {
     this.tokens = tokens;
     this.jwtLimits = jwtLimits;
     this.now = now;
+    this.buckets = buckets;
   }
 
   /** A static token's client, its name its label. @param {string} name */
@@ -66,11 +94,11 @@ export class ClientDirectory {
     const set = this.tokens?.current;
     if (set !== this.#set) this.#reread(set);
     let client = this.#named.get(name);
-    if (!client)
-      this.#named.set(
-        name,
-        (client = clientOf(tokenScope(name), name, name, set?.limitsOf(name), this.now())),
-      );
+    if (!client) {
+      const who = { key: tokenScope(name), name, label: name };
+      client = clientOf(who, set?.limitsOf(name), this.buckets, this.now());
+      this.#named.set(name, client);
+    }
     return client;
   }
 
@@ -82,8 +110,14 @@ export class ClientDirectory {
     const now = this.now();
     if (this.#jwt.size >= JWT_CLIENTS) this.#forgetIdle(now);
     if (this.#jwt.size >= JWT_CLIENTS)
-      return (this.#overflow ??= clientOf(OVERFLOW_KEY, JWT_LABEL, JWT_LABEL, this.jwtLimits, now));
-    client = clientOf(key, subject ?? JWT_LABEL, JWT_LABEL, this.jwtLimits, now);
+      return (this.#overflow ??= clientOf(
+        { key: OVERFLOW_KEY, name: JWT_LABEL, label: JWT_LABEL },
+        this.jwtLimits,
+        this.buckets,
+        now,
+      ));
+    const who = { key, name: subject ?? JWT_LABEL, label: JWT_LABEL };
+    client = clientOf(who, this.jwtLimits, this.buckets, now);
     this.#jwt.set(key, client);
     return client;
   }
@@ -108,10 +142,8 @@ export class ClientDirectory {
     for (const [name, old] of this.#named) {
       const limits = current?.limitsOf(name);
       if (sameLimits(old.limits, limits)) continue;
-      const made = clientOf(tokenScope(name), name, name, limits, this.now());
-      if (made.bucket && old.bucket)
-        made.bucket.tokens = Math.min(made.bucket.burst, old.bucket.tokens);
-      this.#named.set(name, made);
+      const who = { key: tokenScope(name), name, label: name };
+      this.#named.set(name, clientOf(who, limits, this.buckets, this.now(), old.bucket));
     }
   }
 }

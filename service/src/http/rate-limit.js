@@ -8,6 +8,29 @@ export const ESTIMATED_USER_BYTES = 100;
 const POLICY = '"users"';
 
 /** @typedef {{ rate: number, burst?: number }} Rate */
+/**
+ * What limitRate charges: a process's own TokenBucket, or its share of a rate held for the
+ * deployment (http/shared-rate.js), whose `wait` is told of every request first and answers a
+ * promise while the share is being leased. rate, burst and policy are the client's declared ones.
+ * @typedef {{ rate: number, burst: number, policy: string, pending: number,
+ *   wait?: (users: number) => Promise<void> | undefined,
+ *   take: (users: number, now: number) => number, settle: (users: number) => void,
+ *   idle: (now: number) => boolean, state: (now: number) => string }} RateBucket
+ */
+
+/**
+ * The RateLimit-Policy field of a rate: the burst over the seconds it takes to fill.
+ * @param {{ rate: number, burst: number }} limit
+ */
+export const policyOf = ({ rate, burst }) =>
+  `${POLICY};q=${Math.round(burst)};w=${Math.max(1, Math.ceil(burst / rate))}`;
+
+/**
+ * The RateLimit field: users left now and seconds until the bucket is full.
+ * @param {number} remaining @param {number} secondsToFull
+ */
+export const stateOf = (remaining, secondsToFull) =>
+  `${POLICY};r=${Math.max(0, Math.floor(remaining))};t=${Math.ceil(secondsToFull)}`;
 
 export class TokenBucket {
   /** @param {Rate} limit @param {number} now  ms (performance.now) */
@@ -18,7 +41,7 @@ export class TokenBucket {
     this.updated = now;
     /** Requests charged whose answer is not done. */
     this.pending = 0;
-    this.policy = `${POLICY};q=${Math.round(burst)};w=${Math.max(1, Math.ceil(burst / rate))}`;
+    this.policy = policyOf({ rate, burst });
   }
 
   /** @param {number} now */
@@ -26,6 +49,25 @@ export class TokenBucket {
     if (now > this.updated)
       this.tokens = Math.min(this.burst, this.tokens + ((now - this.updated) / 1000) * this.rate);
     this.updated = now;
+  }
+
+  /**
+   * Another rate and burst from now on: what was filled until now at the old rate kept, never above
+   * the new burst; `level`, when given, in its place (at most the new burst).
+   * @param {{ rate: number, burst: number }} limit @param {number} now @param {number} [level]
+   */
+  resize({ rate, burst }, now, level) {
+    this.#refill(now);
+    this.rate = rate;
+    this.burst = burst;
+    this.tokens = Math.min(burst, level ?? this.tokens);
+    this.policy = policyOf({ rate, burst });
+  }
+
+  /** Users in the bucket now (below 0: owed). @param {number} now */
+  level(now) {
+    this.#refill(now);
+    return this.tokens;
   }
 
   /**
@@ -56,11 +98,7 @@ export class TokenBucket {
   /** The RateLimit header. @param {number} now */
   state(now) {
     this.#refill(now);
-    const remaining = Math.max(0, Math.floor(this.tokens));
-    return (
-      `${POLICY};r=${remaining};t=` +
-      `${Math.ceil((this.burst - Math.min(this.burst, this.tokens)) / this.rate)}`
-    );
+    return stateOf(this.tokens, (this.burst - Math.min(this.burst, this.tokens)) / this.rate);
   }
 }
 
@@ -89,12 +127,13 @@ export function chargeRefused(res) {
  * @returns {import('express').RequestHandler}
  */
 export function limitRate({ refused, now = () => performance.now() }) {
-  return (req, res, next) => {
-    const bucket = req.ingestClient?.bucket;
-    if (!bucket) return next();
-    const client = /** @type {import('./client-directory.js').Client} */ (req.ingestClient);
+  /**
+   * @param {import('express').Response} res @param {import('express').NextFunction} next
+   * @param {import('./client-directory.js').Client} client @param {RateBucket} bucket
+   * @param {number} charged
+   */
+  function charge(res, next, client, bucket, charged) {
     const at = now();
-    const charged = estimatedUsers(req);
     const waitSeconds = bucket.take(charged, at);
     if (waitSeconds > 0) {
       refused(client.label);
@@ -116,5 +155,16 @@ export function limitRate({ refused, now = () => performance.now() }) {
     bucket.pending++;
     res.once('close', () => bucket.pending--);
     next();
+  }
+  return (req, res, next) => {
+    const client = req.ingestClient;
+    const bucket = client?.bucket;
+    if (!client || !bucket) return next();
+    const charged = estimatedUsers(req);
+    // A share of a deployment's rate being leased: the charge waits for it (briefly: the lease
+    // falls back to a local share rather than keep it waiting).
+    const leasing = bucket.wait?.(charged);
+    if (leasing) return leasing.then(() => charge(res, next, client, bucket, charged));
+    charge(res, next, client, bucket, charged);
   };
 }
