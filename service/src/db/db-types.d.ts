@@ -1,4 +1,5 @@
-// The database layer's values (database.js, failure.js, statement.js, transaction-settings.js).
+// The database layer's values (database.js, failure.js, statement.js, transaction-settings.js,
+// rate-leases.js).
 import type pg from 'pg';
 import type { Lending } from './lending.js';
 import type { TransactionSettings } from './transaction-settings.js';
@@ -80,4 +81,24 @@ export interface Database {
   /** Another session holds a lock on users that stops every insert. */
   isTableLocked: () => Promise<boolean>;
   close: () => Promise<void>;
+}
+
+/** A lease to renew: the client's scope (`token:feeder`) and the users a second asked for. */
+export interface WantedLease {
+  client: string;
+  demand: number;
+}
+
+/** One renewal: its leases, the clients whose leases it gives back, how long they hold. */
+export interface Renewal {
+  process: string;
+  leases: WantedLease[];
+  released: string[];
+  ttlMs: number;
+}
+
+/** Each other live process's demand by client renewed; processes leasing now, this one included. */
+export interface LeaseAnswer {
+  processes: number;
+  others: Map<string, number[]>;
 }

@@ -1,55 +1,28 @@
 import format from 'pg-format';
 import { lastResult } from './transaction-settings.js';
 
-// The rate_processes and rate_leases tables (migration 0009): each process's leases of its
-// clients' rates, renewed together in one statement beside its decoder, and given back in one
-// when it stops. A statement is bounded by time limits of its own, far below a write's, and sent
-// with its values as literals after its SET LOCALs in one simple query (one round trip, one
-// implicit transaction: nothing is left on the connection, so a transaction pooler may sit
-// between). The database's clock says when a lease expires, so the hosts' clocks never matter.
+// Each process's leases of its clients' rates. A statement is sent with its values as literals
+// after its SET LOCALs in one simple query: nothing is left on the connection, so a transaction
+// pooler may sit between. The database's clock says when a lease expires, so hosts' clocks never
+// matter.
 
-/**
- * @template T
- * @typedef {import('./db-types.js').Statement<T>} Statement
- */
-/**
- * A lease to renew: the client's scope (`token:feeder`, `jwt:crm`) and the users a second this
- * process was asked for.
- * @typedef {{ client: string, demand: number }} WantedLease
- */
-/**
- * What one renewal asks: who asks, its leases, the clients whose leases it gives back, how long
- * they hold.
- * @typedef {{ process: string, leases: WantedLease[], released: string[],
- *   ttlMs: number }} Renewal
- */
-/**
- * What the other live processes hold: for each client renewed, each one's demand (none: absent);
- * and how many processes lease rates now, this one included.
- * @typedef {{ processes: number, others: Map<string, number[]> }} LeaseAnswer
- */
+/** @template T @typedef {import('./db-types.js').Statement<T>} Statement */
+/** @typedef {import('./db-types.js').Renewal} Renewal */
+/** @typedef {import('./db-types.js').LeaseAnswer} LeaseAnswer */
 
 /** The limiter's own time limits: a slow or locked table is a fallback, never a slow request. */
 export const LEASE_LIMITS = Object.freeze({ statementTimeoutMs: 200, lockTimeoutMs: 100 });
-/**
- * Rows expired this long ago are deleted, a few at a time, by another process's renewal (never its
- * own: one statement changes a row once).
- */
+/** Another process's renewal deletes them: one statement changes a row once. */
 const FORGET_AFTER = "interval '1 minute'";
 const FORGET_ROWS = 100;
 
 /** @param {number} ms */
 const ttl = (ms) => `now() + interval '${Math.max(1, Math.trunc(ms))} milliseconds'`;
 
-/** A finite, non-negative number, as SQL. @param {number} n */
+/** @param {number} n */
 const demandOf = (n) => (Number.isFinite(n) && n > 0 ? n : 0);
 
-/**
- * Renews a process's leases and its heartbeat, gives back those it no longer needs, deletes a few
- * rows long expired, and reads what the other live processes hold of the same clients.
- * @param {Renewal} renewal
- * @returns {Statement<LeaseAnswer>}
- */
+/** @param {Renewal} renewal @returns {Statement<LeaseAnswer>} */
 export function renewLeases({ process, leases, released, ttlMs }) {
   const me = format.literal(process);
   const wanted = format.literal(
@@ -92,10 +65,7 @@ SELECT
   };
 }
 
-/**
- * @param {import('./db-types.js').Answer} answer
- * @returns {LeaseAnswer}
- */
+/** @param {import('./db-types.js').Answer} answer @returns {LeaseAnswer} */
 export function decodeLeases(answer) {
   const [row] = lastResult(answer).rows;
   /** @type {[string, number[]][]} */
@@ -107,10 +77,8 @@ export function decodeLeases(answer) {
 }
 
 /**
- * A stopping process's leases and heartbeat deleted: its share is the others' at their next
- * renewal, rather than once it expires.
- * @param {{ process: string, clients: string[] }} leases
- * @returns {Statement<void>}
+ * So that a stopping process's share is the others' at their next renewal, not once it expires.
+ * @param {{ process: string, clients: string[] }} leases @returns {Statement<void>}
  */
 export function releaseLeases({ process, clients }) {
   const me = format.literal(process);
@@ -125,17 +93,9 @@ DELETE FROM rate_processes WHERE process = ${me}`,
   };
 }
 
-/**
- * The leases' statements run on the pool, each under LEASE_LIMITS: a lock, a slow or an absent
- * database fails it rather than letting it wait.
- * @param {import('./database.js').Database} db
- */
+/** @param {import('./database.js').Database} db */
 export function createLeaseStore(db) {
-  /**
-   * @template T
-   * @param {Statement<T>} statement
-   * @returns {Promise<T>}
-   */
+  /** @template T @param {Statement<T>} statement @returns {Promise<T>} */
   const run = (statement) =>
     db.withClient(async (client) =>
       statement.decode(
@@ -151,7 +111,6 @@ export function createLeaseStore(db) {
     renew: (renewal) => run(renewLeases(renewal)),
     /** @param {{ process: string, clients: string[] }} leases */
     release: (leases) => run(releaseLeases(leases)),
-    /** Whether the pool is closing: no statement should be sent any more. */
     closed: () => db.pool.ending || db.pool.ended,
   };
 }

@@ -1,13 +1,8 @@
 import { JWT_LABEL, jwtScope, tokenScope } from './authenticate.js';
 import { TokenBucket } from './rate-limit.js';
 
-// Who a request is for, as admission and the rate limit see it (without credentials, nobody is set:
-// fair-share.js's ONE_CLIENT, `anonymous`): a client's name, its bounded metric
-// label, its weight and cap (fair-share.js) and its bucket (made by `buckets`: the deployment's
-// shared-rate.js in the service, a TokenBucket of its own by default), from the limits declared
-// with its token (INGEST_TOKENS, read again with it: a changed limit applies at once, the bucket's
-// level carried over) or, for a JWT's client, the JWT_CLIENT_ defaults. Made once a client and
-// kept, so a request allocates nothing here.
+// Who a request is for, as admission and the rate limit see it. Made once a client and kept, so a
+// request allocates nothing here; a changed limit applies at once, the bucket's level carried over.
 
 /** @typedef {import('@sluice/env/named-tokens').ClientLimits} ClientLimits */
 /** @typedef {import('./rate-limit.js').RateBucket} RateBucket */
@@ -15,14 +10,9 @@ import { TokenBucket } from './rate-limit.js';
  * @typedef {import('./fair-share.js').FairClient & { name: string, bucket?: RateBucket,
  *   limits?: ClientLimits }} Client
  */
-/**
- * What makes a client's bucket from its declared rate: `make(key, rate, now, before)`, before: its
- * bucket under the limits it had (a level to carry over).
- * @typedef {{ make: (key: string, rate: import('./rate-limit.js').Rate, now: number,
- *   before?: RateBucket) => RateBucket }} Buckets
- */
+/** @typedef {import('./rate-types.js').Buckets} Buckets */
 
-/** A bucket of the process's own for each client: its rate held per process. @type {Buckets} */
+/** @type {Buckets} */
 export const LOCAL_BUCKETS = {
   make(_key, rate, now, before) {
     const bucket = new TokenBucket(rate, now);
@@ -42,11 +32,8 @@ const OVERFLOW_KEY = 'overflow:jwt';
 
 /**
  * @param {{ key: string, name: string, label: string }} who
- * @param {ClientLimits | undefined} limits
- * @param {Buckets} buckets
- * @param {number} now
- * @param {RateBucket} [before] its bucket under its limits before
- * @returns {Client}
+ * @param {ClientLimits | undefined} limits @param {Buckets} buckets @param {number} now
+ * @param {RateBucket} [before] @returns {Client}
  */
 function clientOf({ key, name, label }, limits, buckets, now, before) {
   return {
@@ -78,9 +65,7 @@ export class ClientDirectory {
 
   /**
    * @param {{ tokens?: { current: { limitsOf: (name: string) => ClientLimits | undefined } },
-   *   jwtLimits?: ClientLimits, now?: () => number, buckets?: Buckets }} options tokens: the
-   *   static tokens in force (auth/token-source.js); jwtLimits: every JWT client's; buckets: what
-   *   makes a client's bucket (default: one of the process's own)
+   *   jwtLimits?: ClientLimits, now?: () => number, buckets?: Buckets }} options
    */
   constructor({ tokens, jwtLimits, now = () => performance.now(), buckets = LOCAL_BUCKETS } = {}) {
     this.tokens = tokens;
@@ -89,7 +74,7 @@ export class ClientDirectory {
     this.buckets = buckets;
   }
 
-  /** A static token's client, its name its label. @param {string} name */
+  /** @param {string} name */
   named(name) {
     const set = this.tokens?.current;
     if (set !== this.#set) this.#reread(set);
@@ -134,7 +119,7 @@ export class ClientDirectory {
       if (!client.bucket || client.bucket.idle(now)) this.#jwt.delete(key);
   }
 
-  /** A client whose limits changed is made again, its bucket's level kept. @param {unknown} set */
+  /** @param {unknown} set */
   #reread(set) {
     this.#set = set;
     const current =

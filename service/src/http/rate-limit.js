@@ -7,28 +7,14 @@ import { RateLimitedError } from '../errors.js';
 export const ESTIMATED_USER_BYTES = 100;
 const POLICY = '"users"';
 
-/** @typedef {{ rate: number, burst?: number }} Rate */
-/**
- * What limitRate charges: a process's own TokenBucket, or its share of a rate held for the
- * deployment (http/shared-rate.js), whose `wait` is told of every request first and answers a
- * promise while the share is being leased. rate, burst and policy are the client's declared ones.
- * @typedef {{ rate: number, burst: number, policy: string, pending: number,
- *   wait?: (users: number) => Promise<void> | undefined,
- *   take: (users: number, now: number) => number, settle: (users: number) => void,
- *   idle: (now: number) => boolean, state: (now: number) => string }} RateBucket
- */
+/** @typedef {import('./rate-types.js').Rate} Rate */
+/** @typedef {import('./rate-types.js').RateBucket} RateBucket */
 
-/**
- * The RateLimit-Policy field of a rate: the burst over the seconds it takes to fill.
- * @param {{ rate: number, burst: number }} limit
- */
+/** The burst over the seconds it takes to fill. @param {{ rate: number, burst: number }} limit */
 export const policyOf = ({ rate, burst }) =>
   `${POLICY};q=${Math.round(burst)};w=${Math.max(1, Math.ceil(burst / rate))}`;
 
-/**
- * The RateLimit field: users left now and seconds until the bucket is full.
- * @param {number} remaining @param {number} secondsToFull
- */
+/** @param {number} remaining @param {number} secondsToFull */
 export const stateOf = (remaining, secondsToFull) =>
   `${POLICY};r=${Math.max(0, Math.floor(remaining))};t=${Math.ceil(secondsToFull)}`;
 
@@ -39,7 +25,6 @@ export class TokenBucket {
     this.burst = burst;
     this.tokens = burst;
     this.updated = now;
-    /** Requests charged whose answer is not done. */
     this.pending = 0;
     this.policy = policyOf({ rate, burst });
   }
@@ -51,11 +36,7 @@ export class TokenBucket {
     this.updated = now;
   }
 
-  /**
-   * Another rate and burst from now on: what was filled until now at the old rate kept, never above
-   * the new burst; `level`, when given, in its place (at most the new burst).
-   * @param {{ rate: number, burst: number }} limit @param {number} now @param {number} [level]
-   */
+  /** @param {{ rate: number, burst: number }} limit @param {number} now @param {number} [level] */
   resize({ rate, burst }, now, level) {
     this.#refill(now);
     this.rate = rate;
@@ -64,16 +45,13 @@ export class TokenBucket {
     this.policy = policyOf({ rate, burst });
   }
 
-  /** Users in the bucket now (below 0: owed). @param {number} now */
+  /** Below 0: owed. @param {number} now */
   level(now) {
     this.#refill(now);
     return this.tokens;
   }
 
-  /**
-   * 0, or the seconds until `users` could be taken; more than the burst, into debt once full.
-   * @param {number} users @param {number} now
-   */
+  /** More than the burst goes into debt once full. @param {number} users @param {number} now */
   take(users, now) {
     this.#refill(now);
     const needed = Math.max(1, Math.min(users, this.burst));
@@ -84,7 +62,7 @@ export class TokenBucket {
     return (needed - this.tokens) / this.rate;
   }
 
-  /** More: taken too; fewer: given back. @param {number} users */
+  /** @param {number} users */
   settle(users) {
     this.tokens = Math.min(this.burst, this.tokens - users);
   }
@@ -95,7 +73,7 @@ export class TokenBucket {
     return this.pending === 0 && this.tokens >= this.burst;
   }
 
-  /** The RateLimit header. @param {number} now */
+  /** @param {number} now */
   state(now) {
     this.#refill(now);
     return stateOf(this.tokens, (this.burst - Math.min(this.burst, this.tokens)) / this.rate);
@@ -161,8 +139,7 @@ export function limitRate({ refused, now = () => performance.now() }) {
     const bucket = client?.bucket;
     if (!client || !bucket) return next();
     const charged = estimatedUsers(req);
-    // A share of a deployment's rate being leased: the charge waits for it (briefly: the lease
-    // falls back to a local share rather than keep it waiting).
+    // Briefly: a lease falls back to a local share rather than keep a charge waiting.
     const leasing = bucket.wait?.(charged);
     if (leasing) return leasing.then(() => charge(res, next, client, bucket, charged));
     charge(res, next, client, bucket, charged);

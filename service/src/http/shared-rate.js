@@ -2,96 +2,50 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { TokenBucket, policyOf, stateOf } from './rate-limit.js';
 
-// A client's rate held for the whole deployment: each process that serves the client leases a
-// share of it from the database, fair by what each live process was asked for (fairShare), and
-// spends its share in a token bucket of its own (share × rate, filled up to SHARE_ROOM × share ×
-// burst), so a request costs no statement. One statement a process renews every lease it holds and
-// its heartbeat (every RENEW_MS, or RENEW_SOON_MS after its shares changed), gives back the leases
-// no longer asked for, and reads the others' demand; a process that dies stops renewing, and its
-// share is the others' once its rows expire (LEASE_TTL_MS). A client seen for the first time waits
-// for its lease, at most LEASE_WAIT_MS (not at all while a renewal is late). A statement that
-// fails never fails or delays a request: every share falls back to the rate over the processes
-// last known (said once in the log and in a metric) until a renewal goes through again. Without a
-// rate, nothing here runs: no statement, no timer.
+// A client's rate held for the whole deployment: each process leases a share of it, fair by
+// demand, and spends it in a bucket of its own, so a request costs no statement. A failed
+// statement never fails or delays a request: shares fall back to the rate over the processes last
+// known until a renewal goes through again.
 
-/** Leases renewed this often while nothing changes. */
 export const RENEW_MS = 3000;
-/**
- * ... and this soon after a lease was taken, the process left its fallback, a renewal was late, or
- * sharing changed.
- */
+/** Soon after a lease was taken, a fallback left, a late renewal or a change in sharing. */
 export const RENEW_SOON_MS = 500;
-/** A renewal tried again this often while the shares cannot be reached. */
 export const RETRY_MS = 1000;
-/** A lease, and a process's heartbeat, hold this long unless renewed: two renewals' time. */
+/** Two renewals' time: one late renewal loses no lease. */
 export const LEASE_TTL_MS = 2 * RENEW_MS + 500;
-/**
- * The longest a request waits for its client's lease (a renewal's answer, which may need a new
- * connection first); past it, requests wait for none until a renewal answers.
- */
+/** Past it, requests wait for no lease until a renewal answers. */
 export const LEASE_WAIT_MS = 500;
-/** A process asked for anything gets at least this share: its next renewal says how much more. */
 const MIN_SHARE = 0.01;
-/** What a process needs of a rate: this many times what it was asked for, room to grow. */
+/** Room to grow: a process needs this many times what it was asked for. */
 const HEADROOM = 2;
-/**
- * A share's bucket holds up to this many times its part of the burst (never more than the whole
- * burst): filled at its share of the rate only, it can wait a while for a request without letting
- * its part of the rate go unused, as a bucket of a few requests' size would whenever none comes.
- */
+/** Times its part of the burst a share's bucket holds, so its part of the rate is not lost idle. */
 const SHARE_ROOM = 2;
-/** Demand is users over at least this long: a lease just taken has seen one request or a few. */
+/** A lease just taken has seen a request or a few: demand is over at least this long. */
 const MIN_WINDOW_MS = RENEW_SOON_MS;
 
-/** @typedef {import('./rate-limit.js').RateBucket} RateBucket */
-/** @typedef {{ rate: number, burst: number }} Limits */
-/**
- * The leases' statements (db/rate-leases.js's createLeaseStore).
- * @typedef {{ renew: (renewal: { process: string, leases: { client: string, demand: number }[],
- *   released: string[], ttlMs: number }) => Promise<{ processes: number,
- *   others: Map<string, number[]> }>,
- *   release: (leases: { process: string, clients: string[] }) => Promise<void>,
- *   closed: () => boolean }} LeaseStore
- */
-/**
- * statement: one renewal answered, or failed; fallback: on its local share or not; processes: the
- * processes known to lease rates, this one included.
- * @typedef {{ statement: (ok: boolean) => void, fallback: (on: boolean) => void,
- *   processes: (count: number) => void }} SharedRateMetrics
- */
-/**
- * @typedef {{ renewMs: number, renewSoonMs: number, retryMs: number, ttlMs: number,
- *   waitMs: number }} Timings
- */
+/** @typedef {import('./rate-types.js').RateBucket} RateBucket */
+/** @typedef {import('./rate-types.js').Limits} Limits */
+/** @typedef {import('./rate-types.js').LeaseStore} LeaseStore */
+/** @typedef {import('./rate-types.js').SharedRateMetrics} SharedRateMetrics */
+/** @typedef {import('./rate-types.js').Timings} Timings */
 
-/**
- * One client's bucket in this process: the client's declared rate and burst (its policy, its 429's
- * words) over a local bucket of this process's share of them.
- * @implements {RateBucket}
- */
+/** Declared limits (policy, 429's words) over this process's share. @implements {RateBucket} */
 export class SharedBucket {
-  /** Requests charged whose answer is not done. */
   pending = 0;
   /** Users asked for since the last renewal, and in the period before it. */
   asked = 0;
   askedBefore = 0;
-  /** When the period of `asked` began, and that of `askedBefore`. */
   periodStart = 0;
   windowStart = 0;
-  /** Out of the leases (new, or given back), joining them, or held. */
   status = /** @type {'out' | 'joining' | 'held'} */ ('out');
   share = 1;
-  /** Other processes leasing this client's rate, at the last renewal. */
   sharing = 0;
   /** @type {{ promise: Promise<void>, resolve: () => void } | undefined} */
   joined;
   #local;
   #rates;
 
-  /**
-   * @param {SharedRates} rates @param {string} key the client's scope @param {Limits} limits
-   * @param {number} now
-   */
+  /** @param {SharedRates} rates @param {string} key @param {Limits} limits @param {number} now */
   constructor(rates, key, limits, now) {
     this.#rates = rates;
     this.key = key;
@@ -101,7 +55,7 @@ export class SharedBucket {
     this.#local = new TokenBucket(limits, now);
   }
 
-  /** Told of each request first: a promise while the lease is being taken. @param {number} users */
+  /** @param {number} users */
   wait(users) {
     this.asked += users;
     return this.status === 'held' ? undefined : this.#rates.join(this);
@@ -117,23 +71,22 @@ export class SharedBucket {
     this.#local.settle(users);
   }
 
-  /** Full, and no request in flight: forgetting the client forgives nothing. @param {number} now */
+  /** Forgetting the client forgives nothing. @param {number} now */
   idle(now) {
     return this.pending === 0 && this.#local.level(now) >= this.#local.burst;
   }
 
-  /** The RateLimit field of the deployment's bucket, as this process's share tells it. */
   state(/** @type {number} */ now) {
     const left = Math.min(this.burst, this.#local.level(now) / this.share);
     return stateOf(left, (this.burst - left) / this.rate);
   }
 
-  /** Users in this process's bucket now (below 0: owed). @param {number} now */
+  /** @param {number} now */
   level(now) {
     return this.#local.level(now);
   }
 
-  /** The client's limits read again with its token. @param {Limits} limits @param {number} now */
+  /** @param {Limits} limits @param {number} now */
   limit(limits, now) {
     this.rate = limits.rate;
     this.burst = limits.burst;
@@ -141,11 +94,7 @@ export class SharedBucket {
     this.reshare(this.share, now);
   }
 
-  /**
-   * This process's share from now on: its level kept (at most what its bucket holds now), or
-   * lowered to `level` times its part of the burst (a debt is never forgiven).
-   * @param {number} share @param {number} now @param {number} [level]
-   */
+  /** A debt is never forgiven. @param {number} share @param {number} now @param {number} [level] */
   reshare(share, now, level) {
     this.share = share;
     const part = this.burst * share;
@@ -156,14 +105,14 @@ export class SharedBucket {
     );
   }
 
-  /** Users a second asked for over the last two periods. @param {number} now */
+  /** @param {number} now */
   demand(now) {
     return (
       (this.asked + this.askedBefore) / (Math.max(now - this.windowStart, MIN_WINDOW_MS) / 1000)
     );
   }
 
-  /** A renewal begins a period. @param {number} now */
+  /** @param {number} now */
   nextPeriod(now) {
     this.askedBefore = this.asked;
     this.asked = 0;
@@ -172,23 +121,16 @@ export class SharedBucket {
   }
 }
 
-/**
- * The process's leases of its clients' rates, and the one renewal that keeps them; its buckets by
- * client scope (ClientDirectory makes them through `make`).
- */
 export class SharedRates {
   /** @type {Map<string, SharedBucket>} */ #buckets = new Map();
   /** @type {ReturnType<typeof setTimeout> | undefined} */ #timer;
   /** @type {Promise<void> | undefined} */ #renewing;
-  /** A lease was asked for while a renewal ran: the next one at once. */
   #again = false;
-  /** The last renewal changed who shares: the next one soon. */
   #changed = false;
   #fallback = false;
-  /** A renewal has not answered in time: no request waits for a lease until one does. */
+  /** No request waits for a lease until the late renewal answers. */
   #late = false;
   #closed = false;
-  /** Processes leasing rates, this one included, as the last renewal found them. */
   #processes = 1;
   #store;
   #logger;
@@ -198,8 +140,7 @@ export class SharedRates {
 
   /**
    * @param {{ store: LeaseStore, logger: import('pino').Logger, metrics: SharedRateMetrics,
-   *   now?: () => number, name?: string, timings?: Partial<Timings> }} options name: this
-   *   process's in the leases (default: its host, pid and a random part)
+   *   now?: () => number, name?: string, timings?: Partial<Timings> }} options
    */
   constructor({ store, logger, metrics, now = () => performance.now(), name, timings = {} }) {
     this.#store = store;
@@ -218,11 +159,8 @@ export class SharedRates {
   }
 
   /**
-   * The bucket of a client (by scope) with these limits: the one leased or `before`, its limits
-   * updated, or a new one.
    * @param {string} key @param {{ rate: number, burst?: number }} declared @param {number} now
-   * @param {RateBucket} [before] the client's bucket under the limits it had
-   * @returns {SharedBucket}
+   * @param {RateBucket} [before] @returns {SharedBucket}
    */
   make(key, { rate, burst = rate }, now, before) {
     const bucket =
@@ -233,23 +171,15 @@ export class SharedRates {
     return bucket;
   }
 
-  /** Whether the shares are the local fallback's. */
   get fallback() {
     return this.#fallback;
   }
 
-  /** Leases held or being taken. */
   get leases() {
     return this.#buckets.size;
   }
 
-  /**
-   * A bucket out of the leases asks for one: at once its fallback share while the shares cannot be
-   * reached or a renewal is late, else a promise of its lease (or of the fallback share, once the
-   * renewal is late).
-   * @param {SharedBucket} bucket
-   * @returns {Promise<void> | undefined}
-   */
+  /** No wait while on the fallback or a renewal is late. @param {SharedBucket} bucket */
   join(bucket) {
     if (bucket.status === 'joining') return bucket.joined?.promise;
     const now = this.#now();
@@ -269,7 +199,6 @@ export class SharedRates {
     return promise;
   }
 
-  /** Stops renewing and gives the leases back at once (a stopping process). */
   async close() {
     this.#closed = true;
     clearTimeout(this.#timer);
@@ -283,7 +212,7 @@ export class SharedRates {
     ).catch(() => {});
   }
 
-  /** The next renewal in `ms`, or at once after the one running. @param {number} ms */
+  /** @param {number} ms */
   #soon(ms) {
     if (this.#closed) return;
     if (this.#renewing) {
@@ -292,12 +221,10 @@ export class SharedRates {
     }
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => this.#renew(), ms);
-    // A renewal due at once is what a request may be waiting for; the periodic ones keep nothing
-    // alive.
+    // A renewal due at once may have a request waiting; the periodic ones keep nothing alive.
     if (ms > 0) this.#timer.unref();
   }
 
-  /** One renewal: the leases asked for in the last two periods kept, the others given back. */
   #renew() {
     this.#timer = undefined;
     this.#again = false;
@@ -321,12 +248,7 @@ export class SharedRates {
     });
   }
 
-  /**
-   * The renewal's statement, its answer applied; failed, the fallback. Late, the requests waiting
-   * for a lease go on, on the fallback share, until it answers.
-   * @param {Map<SharedBucket, number>} demand the leases kept, and what each was asked for
-   * @param {string[]} released
-   */
+  /** @param {Map<SharedBucket, number>} demand @param {string[]} released */
   async #send(demand, released) {
     const late = setTimeout(() => {
       this.#late = true;
@@ -348,11 +270,7 @@ export class SharedRates {
     }
   }
 
-  /**
-   * The last leases given back: the process leases nothing now (a failure is no fallback: their
-   * rows expire).
-   * @param {string[]} released
-   */
+  /** A failure is no fallback: the rows expire. @param {string[]} released */
   async #giveBack(released) {
     try {
       await this.#store.release({ process: this.process, clients: released });
@@ -364,9 +282,8 @@ export class SharedRates {
   }
 
   /**
-   * A renewal's answer: each lease's share of its rate, by demand against the other processes'.
    * @param {Awaited<ReturnType<LeaseStore['renew']>>} answer
-   * @param {Map<SharedBucket, number>} demand what each lease renewed was asked for
+   * @param {Map<SharedBucket, number>} demand
    */
   #apply({ processes, others }, demand) {
     this.#metrics.statement(true);
@@ -382,8 +299,7 @@ export class SharedRates {
       const first = bucket.status === 'joining';
       changed ||= first || bucket.sharing !== theirs.length;
       bucket.sharing = theirs.length;
-      // A first lease starts full only when no other process is asked for the client: else the
-      // burst is in their buckets already.
+      // A first lease starts empty when others share the client: the burst is in their buckets.
       this.#hold(bucket, share, now, first ? (theirs.length > 0 ? 0 : 1) : undefined);
     }
     this.#changed = changed;
@@ -400,12 +316,7 @@ export class SharedRates {
     this.#logger.info({ processes }, 'the shared rates are reached again');
   }
 
-  /**
-   * The shares cannot be reached (a renewal failed: the database down, its time limits, the pool
-   * or a pooler with no connection to give): each lease takes the rate over the processes last
-   * known, said once.
-   * @param {unknown} err
-   */
+  /** Each lease takes the rate over the processes last known, said once. @param {unknown} err */
   #fallBack(err) {
     const now = this.#now();
     const share = 1 / this.#processes;
@@ -422,11 +333,7 @@ export class SharedRates {
       if (bucket.share !== share) bucket.reshare(share, now);
   }
 
-  /**
-   * The buckets waiting for a lease go on, on `share`, starting full (each process's part of the
-   * burst).
-   * @param {number} share
-   */
+  /** @param {number} share */
   #holdJoining(share) {
     const now = this.#now();
     for (const bucket of this.#buckets.values())
@@ -447,7 +354,6 @@ export class SharedRates {
     this.#soon(this.#again ? 0 : this.#fallback ? retryMs : this.#changed ? renewSoonMs : renewMs);
   }
 
-  /** The pool is closing: no more statements; whoever waits takes the fallback. */
   #stop() {
     this.#closed = true;
     this.#holdJoining(1 / this.#processes);
@@ -455,14 +361,9 @@ export class SharedRates {
 }
 
 /**
- * A process's share of a rate, max-min fair: each process needs HEADROOM times the users a second
- * it was asked for; those that need less than an even split of what is left get what they need,
- * the others split the rest evenly, and what nobody needs is split evenly among all. Computed alike
- * by every process from the same demands, the shares add up to one; processes all asked for more
- * than the rate get one each of the same part, however their demands differ.
- * @param {number} rate users a second
- * @param {number} mine this process's demand, users a second
- * @param {readonly number[]} others the other processes' demands
+ * Max-min fair, so that every process computes the same shares from the same demands and they add
+ * up to one; what nobody needs is split evenly among all.
+ * @param {number} rate @param {number} mine @param {readonly number[]} others
  */
 export function fairShare(rate, mine, others) {
   const needs = [mine, ...others].map((d) => HEADROOM * Math.max(0, d));
@@ -479,14 +380,10 @@ export function fairShare(rate, mine, others) {
   return Math.min(needs[0], level) / rate;
 }
 
-/** This process's name in the leases: its host and pid (for whoever reads the table), and a random part. */
+/** Host and pid for whoever reads the table. */
 const processName = () => `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 
-/**
- * @template T
- * @param {Promise<T>} promise @param {number} ms
- * @returns {Promise<T>}
- */
+/** @template T @param {Promise<T>} promise @param {number} ms @returns {Promise<T>} */
 function withDeadline(promise, ms) {
   /** @type {ReturnType<typeof setTimeout> | undefined} */ let timer;
   const late = new Promise((_resolve, reject) => {
