@@ -325,7 +325,8 @@ export class SharedRates {
       this.#metrics.fallback(true);
       this.#logger.warn(
         { err, processes: this.#processes },
-        'the shared rates cannot be reached: each process takes its rates over the processes it knows',
+        'the shared rates cannot be reached: ' +
+          'each process takes its rates over the processes it knows',
       );
     }
     this.#holdJoining(share);
@@ -340,7 +341,10 @@ export class SharedRates {
       if (bucket.status === 'joining') this.#hold(bucket, share, now, 1);
   }
 
-  /** @param {SharedBucket} bucket @param {number} share @param {number} now @param {number} [level] */
+  /**
+   * @param {SharedBucket} bucket @param {number} share @param {number} now
+   * @param {number} [level]
+   */
   #hold(bucket, share, now, level) {
     bucket.reshare(share, now, level);
     bucket.status = 'held';
