@@ -93,6 +93,10 @@ const INGEST_TOKENS = JSON.stringify({
 const STATEMENTS = 'sluice_rate_lease_statements_total';
 
 /** @typedef {Awaited<ReturnType<typeof startServerProcess>>} Server */
+/**
+ * @typedef {{ cpuMsARequest: number, statementsARequest: number,
+ *   statuses: Record<string, number> }} CostRound
+ */
 
 /**
  * The service with `env`, once each of its `workers` listens.
@@ -262,7 +266,7 @@ async function cost(serverUrl) {
   const databaseUrl = await freshDatabase(serverUrl, 'bench_shared_rate_cost');
   const server = await startService({ DATABASE_URL: databaseUrl }, 1);
   const perSecond = RATE / opts.users;
-  /** @type {Record<'rated' | 'unlimited', { cpuMsARequest: number, statementsARequest: number, statuses: Record<string, number> }[]>} */
+  /** @type {Record<'rated' | 'unlimited', CostRound[]>} */
   const rounds = { rated: [], unlimited: [] };
   try {
     for (let round = 0; round < opts.rounds; round++)

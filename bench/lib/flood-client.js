@@ -35,7 +35,8 @@ export function bodyTemplate(tag, users) {
 
 /**
  * Runs until `signal` aborts; answers what it saw (and each request's milliseconds, when asked).
- * @param {{ baseUrl: string, token?: string, tag: string, users: number, connections: number, signal: AbortSignal, withLatencies?: boolean }} options
+ * @param {{ baseUrl: string, token?: string, tag: string, users: number, connections: number,
+ *   signal: AbortSignal, withLatencies?: boolean }} options
  */
 export async function runFloodClient({
   baseUrl,

@@ -42,8 +42,7 @@ async function serve(config, logger, tracing) {
     logger,
     metrics,
     auth,
-    // Only a worker asks the primary; a key set to undefined would replace the app's own renderer.
-    ...(inCluster ? { renderMetrics: askPrimaryForMetrics } : {}),
+    renderMetrics: inCluster ? askPrimaryForMetrics : undefined,
     tracing,
   });
 

@@ -15,10 +15,10 @@ const MAX_KEY_LENGTH = 255;
 
 /**
  * A request's key: its scope and name, and the fingerprint taken of it so far (`hash`: what
- * changes the answer besides the body, then the body's bytes or text, in order, by `update`;
- * `fingerprint()` once it is read).
+ * changes the answer besides the body, then the body's bytes or text, in order; `fingerprint()`
+ * once it is read).
  * @typedef {{ client: string, key: string, hash: import('node:crypto').Hash,
- *   update: (body: Buffer | string) => void, fingerprint: () => Buffer }} RequestKey
+ *   fingerprint: () => Buffer }} RequestKey
  */
 
 /**
@@ -85,7 +85,6 @@ export function readIdempotencyKey() {
       client: req.clientScope ?? ANONYMOUS_CLIENT,
       key,
       hash,
-      update: (body) => void hash.update(body),
       fingerprint: () => (fingerprint ??= hash.digest()),
     };
     next();

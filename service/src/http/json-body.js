@@ -270,7 +270,7 @@ export function readJsonBody({ maxBodyBytes, bodyReadTimeoutMs }) {
  */
 function takeBody(req, res, buffer, next) {
   // An Idempotency-Key's fingerprint is of the body as sent (decoded), whatever it parses to.
-  res.locals.idempotency?.update(buffer);
+  res.locals.idempotency?.hash.update(buffer);
   try {
     const setAside = res.locals.write.invalid
       ? (/** @type {import('../errors.js').ItemError[]} */ errors) =>
