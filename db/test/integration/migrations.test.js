@@ -116,6 +116,7 @@ describe('migration 0007 scopes the quarantine rows it finds, by no credential o
       '0007_quarantine_scopes',
       '0008_idempotency_outcomes',
       '0009_client_rates',
+      '0010_erasures',
     ]);
   });
   after(() => db?.drop());
