@@ -13,11 +13,12 @@ import { READ_COLUMNS } from './write-query.js';
 /** @typedef {{ status: number, headers: Record<string, string>, body: string }} Answer */
 /**
  * What an answer is rendered from besides the outcome (and stored with it under a key): the
- * write options that shape it; for a representation, the columns and the emails in the order sent.
+ * write options that shape it; for a representation, the columns and the emails in the order sent,
+ * and how many of its users were erased since (their rows taken out of it, users/erase.js).
  * @typedef {{ resolution: import('../users/write-types.js').Resolution,
  *   return?: import('./prefer.js').Preferences['return'], count: boolean, applied?: string,
- *   invalid: boolean, select?: import('./write-query.js').ReadColumn[], emails?: string[] }}
- *   Rendering
+ *   invalid: boolean, select?: import('./write-query.js').ReadColumn[], emails?: string[],
+ *   erased?: number }} Rendering
  */
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -46,6 +47,18 @@ export function renderingOf(options, sent) {
 /** The users written or found already there: not set aside. @param {Written} written */
 const validOf = ({ received, quarantined }) => received - (quarantined?.count ?? 0);
 
+/**
+ * The items that wrote nothing as no newer change: in merge mode every such item, else those an
+ * erasure kept out; duplicates are the rest of what wrote nothing. @param {Written} written
+ * @param {Rendering['resolution']} resolution
+ */
+function staleAndDuplicates(written, resolution) {
+  const unwritten = validOf(written) - written.inserted;
+  const keptOut = written.tombstoned ?? 0;
+  const stale = resolution === 'merge' ? unwritten - written.updated : keptOut;
+  return { stale, duplicates: unwritten - keptOut };
+}
+
 /** @param {Rendering} rendering @param {Written} written @returns {Answer} */
 export function renderAnswer(rendering, written) {
   const { received, inserted, updated, quarantined } = written;
@@ -57,23 +70,19 @@ export function renderAnswer(rendering, written) {
   if (quarantined && quarantined.count > 0)
     headers['Quarantine-Request-Id'] = quarantined.requestId;
   const status = inserted > 0 ? 201 : 200;
+  if (rendering.erased) headers['Users-Erased'] = String(rendering.erased);
   if (rendering.select) {
     const rows = representation(rendering.emails ?? [], written.users ?? [], rendering.select);
     return { status, headers: { ...headers, 'Content-Type': JSON_TYPE }, body: rows };
   }
   if (rendering.return !== undefined) return { status, headers, body: '' };
   headers['Content-Type'] = JSON_TYPE;
-  const valid = validOf(written);
+  const { stale, duplicates } = staleAndDuplicates(written, rendering.resolution);
+  // Ignore mode says `stale` only when an erasure kept an item out.
   const counts =
-    rendering.resolution === 'merge'
-      ? {
-          received,
-          inserted,
-          updated,
-          stale: valid - inserted - updated,
-          duplicates: valid - inserted,
-        }
-      : { received, inserted, updated, duplicates: valid - inserted };
+    rendering.resolution === 'merge' || stale > 0
+      ? { received, inserted, updated, stale, duplicates }
+      : { received, inserted, updated, duplicates };
   if (!rendering.invalid) return { status, headers, body: JSON.stringify(counts) };
   const count = quarantined?.count ?? 0;
   const errors = count > 0 ? { errors: quarantined?.errors } : {};
@@ -96,7 +105,7 @@ export function countWritten(res, metrics, written, quarantine) {
   if (quarantine)
     for (const [reason, n] of Object.entries(quarantine.byReason()))
       metrics.usersQuarantined.inc({ reason }, n);
-  const stale = merge ? validOf(written) - inserted - updated : 0;
+  const { stale } = staleAndDuplicates(written, merge ? 'merge' : 'ignore');
   if (stale > 0) metrics.usersStale.inc(stale);
 }
 

@@ -1,8 +1,10 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
+import { guarded } from './erasure-sql.js';
 import {
   CREATE_STAGING,
+  FROM_STAGING,
   ROWS_AS_PARAMETERS,
   STAGING_TABLE,
   columnArrays,
@@ -33,26 +35,39 @@ export const sendWrite = async (client, statement, settings = '') =>
 
 /** One pg-format statement a chunk, its settings before it in one query. @type {ChunkWriter} */
 export const formatWriter = {
-  write: async (client, rows, onConflict, settings) =>
-    sendWrite(client, writeWithCounts(rowsAsArrays(rows), onConflict), settings),
+  write: async (client, rows, { onConflict, settings, assertion }) =>
+    sendWrite(
+      client,
+      writeWithCounts(guarded(rowsAsArrays(rows), assertion(rows)), onConflict),
+      settings,
+    ),
 };
 
 /** Array parameters, alone in its query: always in BEGIN/COMMIT. @type {ChunkWriter} */
 const unnestWriter = {
   needsTransaction: true,
-  write: async (client, rows, onConflict) =>
-    sendWrite(client, writeWithCounts(ROWS_AS_PARAMETERS, onConflict, columnArrays(rows))),
+  write: async (client, rows, { onConflict, assertion }) =>
+    sendWrite(
+      client,
+      writeWithCounts(guarded(ROWS_AS_PARAMETERS, assertion(rows)), onConflict, columnArrays(rows)),
+    ),
 };
 
-/** COPY into users when every email must be new, else via the staging table. @type {ChunkWriter} */
+/**
+ * COPY into users when every email must be new, its assertion after it (the COPY holds the lock an
+ * erasure waits for), else via the staging table. @type {ChunkWriter}
+ */
 const copyWriter = {
   needsTransaction: true,
   beginWith: (onConflict) => (onConflict === 'fail' ? '' : CREATE_STAGING),
-  async write(client, rows, onConflict) {
-    if (onConflict === 'fail')
-      return { inserted: await copyInto(client, 'users', rows), updated: 0 };
+  async write(client, rows, { onConflict, assertion }) {
+    if (onConflict === 'fail') {
+      const inserted = await copyInto(client, 'users', rows);
+      await client.query(`SELECT WHERE NOT EXISTS (${assertion(rows)})`);
+      return { inserted, updated: 0 };
+    }
     await copyInto(client, STAGING_TABLE, rows);
-    return sendWrite(client, writeFromStaging(onConflict));
+    return sendWrite(client, writeFromStaging(onConflict, guarded(FROM_STAGING, assertion(rows))));
   },
 };
 

@@ -121,10 +121,11 @@ export const writeWithEmails = (source, onConflict) => ({
 
 /**
  * A staged chunk written, in counts, and the staging table emptied in the same round trip.
- * @param {OnConflict} onConflict @returns {Statement<WriteCounts>}
+ * @param {OnConflict} onConflict @param {string} [source] the staged rows, guarded
+ * @returns {Statement<WriteCounts>}
  */
-export function writeFromStaging(onConflict) {
-  const write = writeWithCounts(FROM_STAGING, onConflict);
+export function writeFromStaging(onConflict, source = FROM_STAGING) {
+  const write = writeWithCounts(source, onConflict);
   return {
     text: `${write.text}; ${EMPTY_STAGING}`,
     // Two statements, two results: the write's is the first.
@@ -273,10 +274,14 @@ export const FROM_STAGING = `SELECT ${COLUMNS} FROM ${STAGING_TABLE}`;
 // A streamed import's statements (stream-import.js): its staging table numbers the lines as sent
 // (`ord`), which decides which of a key's lines wins; its key compares bytes (COLLATE "C").
 const STREAM_STAGING = 'users_stream';
+// `email_hmac`: each line's email hashed, when the import leaves out what erasures keep out.
 export const CREATE_STREAM_STAGING = `CREATE TEMPORARY TABLE ${STREAM_STAGING}
-  (ord bigint GENERATED ALWAYS AS IDENTITY, ${stagedColumns(true)}) ON COMMIT DROP`;
+  (ord bigint GENERATED ALWAYS AS IDENTITY, ${stagedColumns(true)}, email_hmac bytea)
+  ON COMMIT DROP`;
 export const EMPTY_STREAM_STAGING = `TRUNCATE ${STREAM_STAGING}`;
 export const COPY_STREAM_STAGING = copySql(STREAM_STAGING);
+export const COPY_STREAM_STAGING_HASHED = `COPY ${STREAM_STAGING} (${COLUMNS}, email_hmac)
+  FROM STDIN (FORMAT csv)`;
 export const COPY_USERS = copySql('users');
 // Every key once, sorted: ignore keeps its first line; merge each column by its declaration,
 // changes ordered by ORDER (none oldest, a tie to the later line), as parseUserBatch merges.

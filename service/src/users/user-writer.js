@@ -4,6 +4,8 @@ import { STRATEGIES, sendWrite } from './chunk-writers.js';
 import { createReplayGuess } from './replay-guess.js';
 import { byEmail } from './user-schema.js';
 import { rowsAsArrays, writeWithCounts, writeWithEmails, writeWithUsers } from './user-sql.js';
+import { createErasureGuard } from './erasure-guard.js';
+import { withoutErased } from './without-erased.js';
 import { createWritePolicy } from './write-policy.js';
 import { canWriteAtOnce, writeAllNewAtOnce, writeUnit } from './write-unit.js';
 
@@ -14,18 +16,19 @@ import { canWriteAtOnce, writeAllNewAtOnce, writeUnit } from './write-unit.js';
 /** @import { Database, InsertStrategy, KeyStore, Lending, OnConflict } from './write-types.js' */
 /** @import { Outcome, Part, Resolution, RowCounts, RowsStep, UserRow } from './write-types.js' */
 /** @import { WriteKind, WritePolicy, WriteRequest, Writer, WrittenUser } from './write-types.js' */
+/** @import { ErasureGuard } from './erasure-guard.js' */
 
 /** @param {Resolution} resolution @returns {OnConflict} */
 const onConflictFor = (resolution) => (resolution === 'merge' ? 'merge' : 'skip');
 
 /**
+ * `erasures`: the assertion each write carries against erased emails.
  * @param {Database} db @param {{ chunkRows: number, strategy: InsertStrategy,
- *   policy?: WritePolicy, keys?: KeyStore }} options
+ *   policy?: WritePolicy, keys?: KeyStore, erasures?: ErasureGuard }} options
  */
-export function createUserWriter(
-  db,
-  { chunkRows, strategy, policy = createWritePolicy(db), keys },
-) {
+export function createUserWriter(db, options) {
+  const { chunkRows, strategy, keys, erasures = createErasureGuard() } = options;
+  const policy = options.policy ?? createWritePolicy(db);
   /** @type {Writer} */
   const writer = {
     db,
@@ -34,16 +37,19 @@ export function createUserWriter(
     replays: createReplayGuess(),
     policy,
     keys,
+    erasures,
   };
+  /** @param {WriteRequest} request */
+  const attempt = (request) =>
+    request.kind === 'group'
+      ? writeGroup(writer, request)
+      : tried(writer, request.kind, () => writeRequest(writer, request));
   return {
     /**
      * Each part's outcome, in order; a failure as the policy answers it, a group's as it came, for
      * group commit. @param {WriteRequest} request @returns {Promise<Outcome[]>}
      */
-    write: (request) =>
-      request.kind === 'group'
-        ? writeGroup(writer, request)
-        : tried(writer, request.kind, () => writeRequest(writer, request)),
+    write: (request) => withoutErased(writer, request, attempt),
   };
 }
 
@@ -136,10 +142,11 @@ function inChunks(chunkRows, writeChunk, shape) {
 }
 
 /** @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict */
-function chunksCounted({ chunkRows, chunkWriter }, rows, onConflict) {
+function chunksCounted({ chunkRows, chunkWriter, erasures }, rows, onConflict) {
   return inChunks(
     chunkRows,
-    (client, chunk, settings) => chunkWriter.write(client, chunk, onConflict, settings),
+    (client, chunk, settings) =>
+      chunkWriter.write(client, chunk, { onConflict, settings, assertion: erasures.assertion }),
     {
       oneStatement: rows.length <= chunkRows && !chunkWriter.needsTransaction,
       beginWith: chunkWriter.beginWith?.(onConflict),
@@ -148,13 +155,13 @@ function chunksCounted({ chunkRows, chunkWriter }, rows, onConflict) {
 }
 
 /** @param {Writer} writer @param {UserRow[]} rows @param {OnConflict} onConflict */
-function chunksReturningRows({ chunkRows }, rows, onConflict) {
+function chunksReturningRows({ chunkRows, erasures }, rows, onConflict) {
   return inChunks(
     chunkRows,
-    async (client, chunk, settings) =>
-      counted(
-        await sendWrite(client, writeWithUsers(chunk, rowsAsArrays(chunk), onConflict), settings),
-      ),
+    async (client, chunk, settings) => {
+      const source = erasures.guard(rowsAsArrays(chunk), chunk);
+      return counted(await sendWrite(client, writeWithUsers(chunk, source, onConflict), settings));
+    },
     { oneStatement: rows.length <= chunkRows },
   );
 }
@@ -180,13 +187,22 @@ function writeGroup(writer, { rows, resolution, parts }) {
       const goingRows =
         going.length === parts.length ? rows : going.flatMap((part) => part.rows).sort(byEmail);
       const withRows = going.some((part) => part.withRows);
-      const written = await groupStatement(client, goingRows, onConflict, withRows, settings);
+      const source = writer.erasures.guard(rowsAsArrays(goingRows), goingRows);
+      const written = await groupStatement(
+        client,
+        { source, rows: goingRows, withRows },
+        {
+          onConflict,
+          settings,
+        },
+      );
       return going.map((part) => credit(part.rows, written, part.withRows));
     },
   });
   /** @param {OnConflict} onConflict */
   const unit = (onConflict) => writeUnit(writer, { parts, limits, rows: groupRows(onConflict) });
-  const statement = () => writeWithCounts(rowsAsArrays(rows), 'fail').text;
+  const statement = () =>
+    writeWithCounts(writer.erasures.guard(rowsAsArrays(rows), rows), 'fail').text;
   const asNew = canWriteAtOnce(parts)
     ? () => writeAllNewAtOnce(writer, { parts, limits, statement: statement() })
     : () => unit('fail');
@@ -194,12 +210,11 @@ function writeGroup(writer, { rows, resolution, parts }) {
 }
 
 /**
- * @param {Lending} client @param {UserRow[]} rows @param {OnConflict} onConflict
- * @param {boolean} withRows @param {string} settings
+ * @param {Lending} client @param {{ source: string, rows: UserRow[], withRows: boolean }} group
+ * @param {{ onConflict: OnConflict, settings: string }} how
  * @returns {Promise<'all' | Map<string, boolean | WrittenUser>>}
  */
-async function groupStatement(client, rows, onConflict, withRows, settings) {
-  const source = rowsAsArrays(rows);
+async function groupStatement(client, { source, rows, withRows }, { onConflict, settings }) {
   if (withRows) {
     const users = await sendWrite(client, writeWithUsers(rows, source, onConflict), settings);
     return new Map(users.map((u) => [keyOf(u), u]));

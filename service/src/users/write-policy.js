@@ -1,4 +1,5 @@
 import { classifyFailure } from '../db/failure.js';
+import { isErasedWrite } from './erasure-guard.js';
 import {
   ApiError,
   DatabaseTimeoutError,
@@ -77,6 +78,8 @@ export function createWritePolicy(
      * @returns {Promise<Decision>}
      */
     async afterFailure(kind, err, previous) {
+      // Not a failure: the writer leaves out what an erasure keeps out (without-erased.js).
+      if (isErasedWrite(err)) return fail(err);
       const failure = classifyFailure(err);
       // A pooler in statement mode refused the transaction: trying again cannot help.
       if (failure.statementPooling)

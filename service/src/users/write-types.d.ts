@@ -88,6 +88,7 @@ export interface Part {
 export interface RowCounts {
   inserted: number;
   updated: number;
+  tombstoned?: number;
   users?: WrittenUser[];
   received?: number;
 }
@@ -99,11 +100,15 @@ export interface SetAside {
   errors: ItemError[];
 }
 
-/** A part's outcome once committed; `users`, the rows as written, when it wanted them. */
+/**
+ * A part's outcome once committed; `users`, the rows as written, when it wanted them;
+ * `tombstoned`, its rows an erasure kept out (none: absent).
+ */
 export interface Written {
   received: number;
   inserted: number;
   updated: number;
+  tombstoned?: number;
   users?: WrittenUser[];
   quarantined?: SetAside;
 }
@@ -166,15 +171,19 @@ export interface WriteRequest {
   parts: Part[];
 }
 
+/**
+ * How a chunk is written: `settings`, SET LOCALs before its statement when BEGIN set none;
+ * `assertion`, what its statement asserts against erased emails (erasure-guard.js).
+ */
+export interface ChunkWrite {
+  onConflict: OnConflict;
+  settings?: string;
+  assertion: (rows: readonly UserRow[]) => string;
+}
+
 /** Writes one chunk (a stored email fails it, 23505, when `onConflict` is 'fail'). */
 export type ChunkWriter = {
-  /** `settings`: SET LOCALs before its statement, when BEGIN set none. */
-  write: (
-    client: Lending,
-    rows: UserRow[],
-    onConflict: OnConflict,
-    settings?: string,
-  ) => Promise<RowCounts>;
+  write: (client: Lending, rows: UserRow[], how: ChunkWrite) => Promise<RowCounts>;
   /** Its statement cannot carry the settings (parameters, COPY). */
   needsTransaction?: boolean;
   /** Statements for BEGIN's round trip. */
@@ -189,4 +198,5 @@ export type Writer = {
   replays: ReplayGuess;
   policy: WritePolicy;
   keys: KeyStore | undefined;
+  erasures: import('./erasure-guard.js').ErasureGuard;
 };

@@ -119,9 +119,10 @@ async function takenKeys(client, begun, parts, keyed) {
 }
 
 /** @param {Part} part @param {RowCounts} counts @returns {Written} */
-function writtenOf(part, { inserted, updated, users, received }) {
+function writtenOf(part, { inserted, updated, users, received, tombstoned }) {
   /** @type {Written} */
   const written = { received: received ?? part.received, inserted, updated };
+  if (tombstoned) written.tombstoned = tombstoned;
   if (part.withRows) written.users = users ?? [];
   const q = part.quarantine;
   if (q) written.quarantined = { count: q.count, requestId: q.requestId, errors: q.errors };
