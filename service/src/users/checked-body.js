@@ -25,12 +25,15 @@ export class CheckedBody {
   #problems = [];
   #csv = '';
   #settingAside;
+  #lineOf;
 
   /**
+   * `lineOf`: a row's CSV line (its email's hash after it, when the import hashes them).
    * @param {AsyncIterable<string>} texts @param {StreamFormat} format
-   * @param {Quarantine} [quarantine]
+   * @param {Quarantine} [quarantine] @param {(row: import('./sql-types.js').UserRow) => string} [lineOf]
    */
-  constructor(texts, format, quarantine) {
+  constructor(texts, format, quarantine, lineOf = csvLine) {
+    this.#lineOf = lineOf;
     this.#texts = texts;
     this.#format = format;
     this.#quarantine = quarantine;
@@ -43,6 +46,11 @@ export class CheckedBody {
 
   get received() {
     return this.#received;
+  }
+
+  /** Whether each line carries its email's hash. */
+  get hashed() {
+    return this.#lineOf !== csvLine;
   }
 
   /**
@@ -84,7 +92,7 @@ export class CheckedBody {
     const named = this.#settingAside || this.#problems.length < MAX_REPORTED_ERRORS;
     const checked = checkUser(item, index, named);
     if (!Array.isArray(checked)) {
-      if (this.#invalid === 0) this.#csv += csvLine(checked);
+      if (this.#invalid === 0) this.#csv += this.#lineOf(checked);
       return;
     }
     this.#invalidItem({ item, index, line, text }, /** @type {ItemError[]} */ (checked));

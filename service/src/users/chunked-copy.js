@@ -1,8 +1,11 @@
 import { allNewFirst, isUniqueViolation } from './all-new-first.js';
 import { ChunkBuffer } from './chunk-buffer.js';
 import { copyAll, longQuery, startCopy } from './copy-from.js';
+import { runStatement } from '../db/statement.js';
+import { LEAVE_OUT_STAGED } from './erasure-sql.js';
 import {
   COPY_STREAM_STAGING,
+  COPY_STREAM_STAGING_HASHED,
   COPY_USERS,
   CREATE_STREAM_STAGING,
   EMPTY_STREAM_STAGING,
@@ -23,14 +26,26 @@ export class ChunkedCopy {
   #chunk = new ChunkBuffer(CHUNK_BYTES);
   #staged = false;
   #inserted = 0;
+  #leftOut = 0;
+  #hashed = false;
   /** @type {CopyInto | undefined} none once staged */
   #copy;
 
-  /** The first chunk begun. @param {Lending} client */
-  static async begin(client) {
+  /**
+   * The first chunk begun; `hashed`, lines with their email's hash: every chunk through the
+   * staging table, what an erasure keeps out left out.
+   * @param {Lending} client @param {boolean} [hashed]
+   */
+  static async begin(client, hashed = false) {
     const chunks = new ChunkedCopy(client);
-    chunks.#copy = await startCopy(client, COPY_USERS, 'chunk');
+    chunks.#hashed = hashed;
+    if (!hashed) chunks.#copy = await startCopy(client, COPY_USERS, 'chunk');
     return chunks;
+  }
+
+  /** The lines an erasure kept out. */
+  get leftOut() {
+    return this.#leftOut;
   }
 
   /** @param {Lending} client */
@@ -53,7 +68,8 @@ export class ChunkedCopy {
   async next(between) {
     await this.#endChunk();
     await between?.();
-    if (!this.#staged) this.#copy = await startCopy(this.#client, COPY_USERS, 'chunk');
+    if (!this.#staged && !this.#hashed)
+      this.#copy = await startCopy(this.#client, COPY_USERS, 'chunk');
   }
 
   async end() {
@@ -93,19 +109,23 @@ export class ChunkedCopy {
   }
 
   async #stagedChunk() {
-    const rows = await insertStaged(this.#client, this.#chunk.bytes(), !this.#staged);
+    const client = this.#client;
+    const rows = await insertStaged(client, this.#chunk.bytes(), !this.#staged, this.#hashed);
     this.#staged = true;
-    return rows;
+    if (!this.#hashed) return rows;
+    const leftOut = await runStatement(client, LEAVE_OUT_STAGED);
+    this.#leftOut += leftOut;
+    return rows - leftOut;
   }
 }
 
 /**
  * A chunk through the staging table, an email's first line, ON CONFLICT DO NOTHING.
- * @param {Lending} client @param {Buffer} csv @param {boolean} first
+ * @param {Lending} client @param {Buffer} csv @param {boolean} first @param {boolean} hashed
  */
-async function insertStaged(client, csv, first) {
+async function insertStaged(client, csv, first, hashed) {
   await client.query(first ? CREATE_STREAM_STAGING : EMPTY_STREAM_STAGING);
-  await copyAll(client, COPY_STREAM_STAGING, csv);
+  await copyAll(client, hashed ? COPY_STREAM_STAGING_HASHED : COPY_STREAM_STAGING, csv);
   const result = await longQuery(client, writeStatement(FIRST_OF_EACH, 'skip', 'counts'));
   return /** @type {{ inserted: number }} */ (result.rows[0]).inserted;
 }

@@ -4,8 +4,12 @@ import { CheckedBody } from './checked-body.js';
 import { ChunkedCopy } from './chunked-copy.js';
 import { longQuery, startCopy } from './copy-from.js';
 import { QUARANTINE_KEEP_CHARS, keepQuarantinedSoFar } from './quarantine.js';
+import { runStatement } from '../db/statement.js';
+import { createErasureGuard, isErasedWrite } from './erasure-guard.js';
+import { ASSERT_NO_TOMBSTONE, LEAVE_OUT_STAGED } from './erasure-sql.js';
 import {
   COPY_STREAM_STAGING,
+  COPY_STREAM_STAGING_HASHED,
   CREATE_STREAM_STAGING,
   INSERT_ALL_AS_SENT,
   MERGED_OF_EACH,
@@ -21,14 +25,21 @@ import { writeUnit } from './write-unit.js';
 /** @import { Database, Hash, IdempotencyKey, KeyStore, Lending, Part } from './write-types.js' */
 /** @import { Quarantine, Resolution, RowCounts, RowsStep, StreamFormat } from './write-types.js' */
 /** @import { StreamKey, StreamTaken, WritePolicy, Written } from './write-types.js' */
+/** @import { ErasureGuard } from './erasure-guard.js' */
+/** @typedef {(row: import('./write-types.js').UserRow) => string} LineOf */
 
 /** What a stream holds at once (buffers, a record, COPY's lead, a chunk), for admission control. */
 export const STREAM_HOLD_BYTES = 1.5 * 1024 * 1024;
 /** Rows a chunk of ignore mode holds until it is in users (chunked-copy.js holds its bytes). */
 const CHUNK_ROWS = 7_500;
 
-/** @param {{ db: Database, policy: WritePolicy, keys?: KeyStore }} deps */
-export function createStreamImport({ db, policy, keys }) {
+/**
+ * `erasures`: what keeps erased emails out (erasure-guard.js): a process that has seen a tombstone
+ * hashes each line's email and leaves out what a tombstone keeps out; one that has not asserts at
+ * the end that none exists.
+ * @param {{ db: Database, policy: WritePolicy, keys?: KeyStore, erasures?: ErasureGuard }} deps
+ */
+export function createStreamImport({ db, policy, keys, erasures = createErasureGuard() }) {
   /**
    * A failure of `texts` itself thrown as it came, any other as the policy answers a stream's.
    * @param {AsyncIterable<string>} texts @param {StreamFormat} format
@@ -39,8 +50,10 @@ export function createStreamImport({ db, policy, keys }) {
     const source = watchedSource(key ? hashed(texts, key.hash) : texts);
     /** @type {Part} */
     const part = { rows: [], received: 0, withRows: false, key: key && keyOf(key), quarantine };
-    const rows = streamRows(source.texts, format, resolution, key?.hash);
     try {
+      await erasures.lookForTombstones(db);
+      const lineOf = erasures.hashedLine();
+      const rows = streamRows(source.texts, { format, resolution, lineOf }, key?.hash);
       const [outcome] = await writeUnit(
         { db, keys },
         { parts: [part], rows, limits: STREAM_LIMITS },
@@ -50,6 +63,10 @@ export function createStreamImport({ db, policy, keys }) {
       return { taken: outcome.taken, fingerprint: /** @type {StreamKey} */ (key).hash.digest() };
     } catch (err) {
       if (err instanceof ApiError || source.failedWith(err)) throw err;
+      if (isErasedWrite(err)) {
+        erasures.noteTombstones();
+        throw new ApiError('erasure_during_import', undefined, { cause: err });
+      }
       const decision = await policy.afterFailure('stream', err);
       throw 'err' in decision ? decision.err : err;
     }
@@ -68,22 +85,23 @@ async function* hashed(texts, hash) {
 }
 
 /**
- * Its import by mode (merge mode's staging table in BEGIN's round trip), then the fingerprint.
- * @param {AsyncIterable<string>} texts @param {StreamFormat} format @param {Resolution} resolution
+ * Its import by mode (merge mode's staging table in BEGIN's round trip), then what an erasure keeps
+ * out, then the fingerprint. `lineOf`: each line with its email's hash, else none is hashed.
+ * @param {AsyncIterable<string>} texts
+ * @param {{ format: StreamFormat, resolution: Resolution, lineOf?: LineOf }} how
  * @param {Hash} [hash] @returns {RowsStep}
  */
-function streamRows(texts, format, resolution, hash) {
+function streamRows(texts, { format, resolution, lineOf }, hash) {
   const merge = resolution === 'merge';
   return {
     oneStatement: false,
     beginWith: merge ? CREATE_STREAM_STAGING : undefined,
     async write(client, [{ key, quarantine }]) {
-      const counts = await (merge ? importMerging : importIgnoring)(
-        client,
-        texts,
-        format,
-        quarantine,
-      );
+      const body = new CheckedBody(texts, format, quarantine, lineOf);
+      const counts = merge
+        ? await importMerging(client, body)
+        : await importIgnoring(client, body, quarantine);
+      if (!lineOf) await client.query(ASSERT_NO_TOMBSTONE);
       if (key && hash) key.fingerprint = hash.digest();
       return [counts];
     },
@@ -109,12 +127,11 @@ function watchedSource(texts) {
 }
 
 /**
- * @param {Lending} client @param {AsyncIterable<string>} texts @param {StreamFormat} format
- * @param {Quarantine} [quarantine] @returns {Promise<RowCounts>}
+ * @param {Lending} client @param {CheckedBody} body @param {Quarantine} [quarantine]
+ * @returns {Promise<RowCounts>}
  */
-async function importIgnoring(client, texts, format, quarantine) {
-  const body = new CheckedBody(texts, format, quarantine);
-  const chunks = await ChunkedCopy.begin(client);
+async function importIgnoring(client, body, quarantine) {
+  const chunks = await ChunkedCopy.begin(client, body.hashed);
   try {
     let chunkStart = 0;
     for await (const csv of body.pieces(chunks.abandon)) {
@@ -130,20 +147,20 @@ async function importIgnoring(client, texts, format, quarantine) {
       }
     }
     await chunks.send(body.end());
-    return { received: body.received, inserted: await chunks.end(), updated: 0 };
+    const inserted = await chunks.end();
+    return { received: body.received, inserted, updated: 0, tombstoned: chunks.leftOut };
   } catch (err) {
     await chunks.close();
     throw err;
   }
 }
 
-/**
- * @param {Lending} client @param {AsyncIterable<string>} texts @param {StreamFormat} format
- * @param {Quarantine} [quarantine] @returns {Promise<RowCounts>}
- */
-async function importMerging(client, texts, format, quarantine) {
-  const body = new CheckedBody(texts, format, quarantine);
-  const copy = await startCopy(client, COPY_STREAM_STAGING);
+/** @param {Lending} client @param {CheckedBody} body @returns {Promise<RowCounts>} */
+async function importMerging(client, body) {
+  const copy = await startCopy(
+    client,
+    body.hashed ? COPY_STREAM_STAGING_HASHED : COPY_STREAM_STAGING,
+  );
   /** @param {string} csv */
   const send = async (csv) => {
     if (csv !== '') await copy.write(Buffer.from(csv));
@@ -163,7 +180,10 @@ async function importMerging(client, texts, format, quarantine) {
     await copy.finish();
     throw err;
   }
-  return { received: body.received, ...(await writeMerged(client)) };
+  const { inserted, updated } = await writeMerged(client);
+  if (!body.hashed) return { received: body.received, inserted, updated };
+  const tombstoned = await runStatement(client, LEAVE_OUT_STAGED);
+  return { received: body.received, inserted: inserted - tombstoned, updated, tombstoned };
 }
 
 /** @param {Lending} client @returns {Promise<{ inserted: number, updated: number }>} */
