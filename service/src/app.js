@@ -4,6 +4,7 @@ import { AdmissionBudget } from './http/admission-budget.js';
 import { admitRequest } from './http/admission.js';
 import { byContentType } from './http/content-types.js';
 import { errorHandler } from './http/error-handler.js';
+import { deleteUsers, postErasures } from './http/erasures.js';
 import { readIdempotencyKey } from './http/idempotency-key.js';
 import { readJsonBody } from './http/json-body.js';
 import { loopbackOnly } from './http/loopback-only.js';
@@ -19,6 +20,8 @@ import { readWriteOptions } from './http/write-options.js';
 import { createOpenApiDocument } from './openapi.js';
 import { NO_TRACING } from './tracing/tracing.js';
 import { GROUP_WRITE_SLOTS, createGroupCommit } from './users/group-commit.js';
+import { erasureKeyOf } from './config.js';
+import { createErasureGuard } from './users/erasure-guard.js';
 import { createKeyStore } from './users/idempotency-keys.js';
 import { startKeyPurge } from './users/key-purge.js';
 import { startQuarantinePurge } from './users/quarantine-purge.js';
@@ -51,6 +54,13 @@ export function createApp(deps) {
   const { config, logger, metrics, auth, tracing } = parts;
   const writing = createWriting(parts);
   const { clients, rateLimit, admission, rates } = createAdmission(parts);
+  const authenticated = authenticate({
+    tokens: auth.tokens,
+    verifyJwt: auth.verifyJwt,
+    metrics: metrics.auth,
+    tracing,
+    clients,
+  });
 
   const app = express();
   app.disable('x-powered-by');
@@ -65,13 +75,7 @@ export function createApp(deps) {
   // The hot route first; each step refuses what it can before the next costs anything.
   app.post(
     '/users',
-    authenticate({
-      tokens: auth.tokens,
-      verifyJwt: auth.verifyJwt,
-      metrics: metrics.auth,
-      tracing,
-      clients,
-    }),
+    authenticated,
     readWriteOptions(),
     readIdempotencyKey(),
     ...rateLimit,
@@ -85,10 +89,37 @@ export function createApp(deps) {
     tracing.tracedMiddleware('sluice.read_body', readJsonBody(config)),
     postUsers({ ...writing, maxBatchItems: config.maxBatchItems, metrics, tracing }),
   );
+  routeErasures(app, parts, { writing, authenticated, rateLimit, admission });
   serveTheRest(app, parts);
   app.locals.quarantinePurge = writing.quarantinePurge;
   app.locals.sharedRates = rates;
   return app;
+}
+
+/**
+ * Erasing: PostgREST's DELETE on /users and the bulk form, after the same credentials and fair
+ * shares as a write.
+ * @param {import('express').Express} app @param {Parts} parts
+ * @param {{ writing: ReturnType<typeof createWriting>,
+ *   authenticated: import('express').RequestHandler,
+ *   rateLimit: import('express').RequestHandler[],
+ *   admission: Omit<Parameters<typeof admitRequest>[0], 'maxBodyBytes'> }} steps
+ */
+function routeErasures(
+  app,
+  { config, db, metrics },
+  { writing, authenticated, rateLimit, admission },
+) {
+  const erasing = { db, erasures: writing.erasures, metrics, maxBatchItems: config.maxBatchItems };
+  app.delete('/users', authenticated, readWriteOptions(), ...rateLimit, deleteUsers(erasing));
+  app.post(
+    '/erasures',
+    authenticated,
+    ...rateLimit,
+    admitRequest({ ...admission, maxBodyBytes: config.maxBodyBytes }),
+    readJsonBody(config),
+    postErasures(erasing),
+  );
 }
 
 /**
@@ -126,6 +157,8 @@ function createAdmission({ config, db, logger, metrics, auth }) {
  */
 function createWriting({ config, db, logger, metrics, tracing }) {
   const policy = createWritePolicy(db, { lockTimeoutMs: config.dbLockTimeoutMs });
+  // Every write asserts that it brings back no erased email; erasures are keyed by ERASURE_KEY.
+  const erasures = createErasureGuard({ key: erasureKeyOf(config) });
   // Idempotency-Key: kept with each write, purged in the background once expired.
   const keys = createKeyStore({ ttlSeconds: config.idempotencyKeyTtlSeconds });
   startKeyPurge({ db, ttlSeconds: config.idempotencyKeyTtlSeconds, logger });
@@ -143,6 +176,7 @@ function createWriting({ config, db, logger, metrics, tracing }) {
     strategy: config.insertStrategy,
     policy,
     keys,
+    erasures,
   });
   const write = routeWrites({ config, writer, policy, metrics, tracing });
   // Traced, the write is a span of its own, parent of its statements (or linked from its group's).
@@ -155,8 +189,8 @@ function createWriting({ config, db, logger, metrics, tracing }) {
           () => write(part, resolution),
         )
     : write;
-  const importUsers = createStreamImport({ db, policy, keys });
-  return { writeUsers, importUsers, quarantineBound, quarantinePurge };
+  const importUsers = createStreamImport({ db, policy, keys, erasures });
+  return { writeUsers, importUsers, quarantineBound, quarantinePurge, erasures };
 }
 
 /**
@@ -233,8 +267,14 @@ function streamRoutes({ config, metrics }, { importUsers, quarantineBound }, adm
 function serveTheRest(app, { config, db, metrics, renderMetrics }) {
   // Any other method on /users: 405 with the method it serves (RFC 9110, 15.5.6).
   app.all('/users', (req, res, next) => {
+    res.setHeader('Allow', 'POST, DELETE');
+    next(
+      new ApiError('method_not_allowed', `${req.method} /users is not served: send POST or DELETE`),
+    );
+  });
+  app.all('/erasures', (req, res, next) => {
     res.setHeader('Allow', 'POST');
-    next(new ApiError('method_not_allowed', `${req.method} /users is not served: send POST`));
+    next(new ApiError('method_not_allowed', `${req.method} /erasures is not served: send POST`));
   });
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok', pid: process.pid });

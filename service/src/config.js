@@ -1,6 +1,8 @@
 import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import { DATABASE_VARIABLES, databaseRules, databaseUrlFrom } from '@sluice/db/database-url';
 import {
+  ConfigError,
   boolean,
   decimal,
   defineVariables,
@@ -30,6 +32,7 @@ import { INSERT_STRATEGIES } from './users/insert-strategies.js';
  *   groupCommitSmallRows: number, workers: number, shutdownTimeoutMs: number, logLevel: string,
  *   admissionBudgetBytes: number, admissionWaitMs: number, idempotencyKeyTtlSeconds: number,
  *   quarantineClientMaxBytes: number, quarantineRetentionDays: number,
+ *   erasureKey: string | undefined, erasureKeyFile: string | undefined,
  *   tracing: import('@sluice/env/tracing').TracingConfig }} Config
  */
 /**
@@ -79,6 +82,9 @@ const workersParser = integer({ min: 0, max: 256 });
  * Every variable the service reads besides DATABASE_VARIABLES (db/src/database-url.js), declared
  * once.
  */
+/** An erasure key's least length: 32 characters, as many bytes as the hash. */
+export const ERASURE_KEY_MIN_LENGTH = 32;
+
 export const SERVICE_VARIABLES = defineVariables({
   PORT: {
     parser: integer({ min: 0, max: 65535 }),
@@ -342,6 +348,19 @@ export const SERVICE_VARIABLES = defineVariables({
       'how long an item set aside by Prefer: invalid=quarantine is kept ' +
       'after it was last sent; then the service deletes it in the background',
   },
+  ERASURE_KEY: {
+    parser: text({ trim: false }),
+    description:
+      `the secret an erased email's tombstone is keyed by (HMAC-SHA-256; at least ` +
+      `${ERASURE_KEY_MIN_LENGTH} characters, the same for every process, never stored in ` +
+      'the database): without it (or ERASURE_KEY_FILE) an erasure is refused, 503 ' +
+      'erasure_key_missing; npm start makes one beside the embedded data. A new key forgets ' +
+      'the erasures made under the old one (docs/operations.md)',
+  },
+  ERASURE_KEY_FILE: {
+    parser: text(),
+    description: 'a file holding ERASURE_KEY instead (read at start-up; a final newline ignored)',
+  },
 });
 
 /**
@@ -354,7 +373,7 @@ export function loadConfig(env = process.env) {
   const v = loadEnv(
     { ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES },
     env,
-    (values) => [...databaseRules(values), ...authRules(values)],
+    (values) => [...databaseRules(values), ...authRules(values), ...erasureRules(values)],
   );
   const auth = authFrom(v);
   return {
@@ -387,11 +406,27 @@ export function loadConfig(env = process.env) {
     idempotencyKeyTtlSeconds: v.IDEMPOTENCY_KEY_TTL_SECONDS,
     quarantineClientMaxBytes: v.QUARANTINE_CLIENT_MAX_BYTES,
     quarantineRetentionDays: v.QUARANTINE_RETENTION_DAYS,
+    erasureKey: v.ERASURE_KEY,
+    erasureKeyFile: v.ERASURE_KEY_FILE,
     tracing: tracingConfigFrom(v),
   };
 }
 
 /** @typedef {ReturnType<typeof loadEnv<typeof SERVICE_VARIABLES>>} ServiceValues */
+
+/** @param {ServiceValues} v @returns {{ variable: string, problem: string }[]} */
+function erasureRules(v) {
+  if (v.ERASURE_KEY !== undefined && v.ERASURE_KEY_FILE !== undefined)
+    return [{ variable: 'ERASURE_KEY_FILE', problem: 'and ERASURE_KEY are both set: give one' }];
+  if (v.ERASURE_KEY !== undefined && v.ERASURE_KEY.length < ERASURE_KEY_MIN_LENGTH)
+    return [
+      {
+        variable: 'ERASURE_KEY',
+        problem: `must be at least ${ERASURE_KEY_MIN_LENGTH} characters long`,
+      },
+    ];
+  return [];
+}
 
 /**
  * Checks across the authentication variables: one token source, one kind of JWT key, no JWT
@@ -504,3 +539,27 @@ export const authRequired = (auth) =>
   auth.ingestTokensFile !== undefined ||
   auth.ingestTokensSecretArn !== undefined ||
   auth.jwt !== undefined;
+
+// ERASURE_KEY's bytes, from the variable or its file, read once at start-up.
+/**
+ * @param {{ erasureKey?: string, erasureKeyFile?: string }} config
+ * @returns {Buffer | undefined}
+ */
+export function erasureKeyOf({ erasureKey, erasureKeyFile }) {
+  if (erasureKey !== undefined) return Buffer.from(erasureKey);
+  if (erasureKeyFile === undefined) return undefined;
+  let text;
+  try {
+    text = readFileSync(erasureKeyFile, 'utf8');
+  } catch (err) {
+    const why = /** @type {NodeJS.ErrnoException} */ (err).code ?? 'unreadable';
+    throw new ConfigError('ERASURE_KEY_FILE', `cannot be read (${why})`);
+  }
+  const key = text.endsWith('\n') ? text.slice(0, -1) : text;
+  if (key.length < ERASURE_KEY_MIN_LENGTH)
+    throw new ConfigError(
+      'ERASURE_KEY_FILE',
+      `must hold at least ${ERASURE_KEY_MIN_LENGTH} characters`,
+    );
+  return Buffer.from(key);
+}

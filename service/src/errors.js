@@ -13,10 +13,11 @@ const KEY = KEY_COLUMN.field;
 
 // `pgrst`: the body's `code` (PostgREST's own for the same refusal, else PostgreSQL's SQLSTATE);
 // `message`: the usual one (a case may say more); `when`: the OpenAPI description; `scope`: POST
-// /users, any route, or unrouted.
+// /users (and the erasures), the erasures only, any route, or unrouted.
 /**
  * @typedef {{ status: number, pgrst: string, hint?: string, message: string, when: string,
- *   headers?: Record<string, string>, scope: 'users' | 'any' | 'unrouted' }} ApiErrorSpec
+ *   headers?: Record<string, string>, scope: 'users' | 'erasures' | 'any' | 'unrouted' }}
+ *   ApiErrorSpec
  */
 
 export const API_ERRORS = /** @type {const} */ ({
@@ -356,6 +357,44 @@ export const API_ERRORS = /** @type {const} */ ({
     scope: 'users',
     message: 'the database cannot take writes now; nothing was written, retry later',
     when: 'PostgreSQL is unreachable, or every pooled connection is busy.',
+    headers: { 'Retry-After': '2' },
+  },
+  missing_filter: {
+    status: 400,
+    pgrst: '21000',
+    scope: 'erasures',
+    message: 'DELETE requires a WHERE clause: filter by email (?email=eq.X or ?email=in.(X,Y))',
+    when: 'A `DELETE /users` without a filter: nothing is erased.',
+  },
+  unsupported_filter: {
+    status: 400,
+    pgrst: 'PGRST100',
+    scope: 'erasures',
+    message: '"failed to parse filter": only email=eq.X and email=in.(X,Y) are served',
+    when:
+      'A `DELETE /users` filter on another column, with another operator, given twice, or ' +
+      'naming an email that is not a plausible address: nothing is erased.',
+  },
+  erasure_during_import: {
+    status: 503,
+    pgrst: 'PGRST000',
+    scope: 'users',
+    message: 'an erasure was made while this import ran; nothing was written: send it again',
+    when:
+      'A streamed import that began before its process knew of any erasure, and met one at its ' +
+      'end: it is refused whole, and the same import sent again leaves the erased emails out.',
+    headers: { 'Retry-After': '1' },
+  },
+  erasure_key_missing: {
+    status: 503,
+    pgrst: 'PGRST000',
+    scope: 'users',
+    message:
+      'this process has no ERASURE_KEY: it cannot erase, nor write an email that was erased; ' +
+      'nothing was written',
+    when:
+      'An erasure asked of a process without `ERASURE_KEY` (or `ERASURE_KEY_FILE`), or a write ' +
+      'that names an erased email reaching one: every process must be given the same key.',
     headers: { 'Retry-After': '2' },
   },
   outcome_unknown: {

@@ -87,8 +87,13 @@ function userMetrics(registers) {
     usersStale: new client.Counter({
       name: 'sluice_users_stale_total',
       help:
-        'Items of merge mode that wrote nothing: not a newer ' +
-        'change than the row stored or another item of their email',
+        'Items that wrote nothing as no newer change: in merge mode than the row stored or ' +
+        'another item of their email; in either mode than the erasure of their email',
+      registers,
+    }),
+    usersErased: new client.Counter({
+      name: 'sluice_users_erased_total',
+      help: 'Stored users erased (DELETE /users, POST /erasures, npm run erase)',
       registers,
     }),
     usersQuarantined: quarantinedCounter(registers),

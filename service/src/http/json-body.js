@@ -272,7 +272,7 @@ function takeBody(req, res, buffer, next) {
   // An Idempotency-Key's fingerprint is of the body as sent (decoded), whatever it parses to.
   res.locals.idempotency?.hash.update(buffer);
   try {
-    const setAside = res.locals.write.invalid
+    const setAside = res.locals.write?.invalid
       ? (/** @type {import('../errors.js').ItemError[]} */ errors) =>
           (res.locals.duplicateKeys = errors)
       : undefined;

@@ -69,7 +69,7 @@ export function parseWriteQuery(search) {
  * `*` or column names (PostgREST's embedding, casts and paths have nothing to apply to).
  * @param {string} select @returns {ReadColumn[]}
  */
-function parseSelect(select) {
+export function parseSelect(select) {
   /** @type {Set<ReadColumn>} */
   const chosen = new Set();
   for (const name of names(select)) {

@@ -1,0 +1,113 @@
+import { lastResult } from '../db/transaction-settings.js';
+import { CREATED_AT, KEY_COLUMN, READ_FIELDS, UPDATED_AT, USER_COLUMNS } from '../user-columns.js';
+import {
+  DELETE_OLD_ANSWERS,
+  DELETE_QUARANTINED,
+  HOLD_WRITERS,
+  KEYS_NAMING,
+} from './erasure-sql.js';
+import { REWRITE_OUTCOMES, deleteUsers, recordTombstones } from './erasure-sql.js';
+import { RETURNED_AS_TEXT, timestampAsJson } from './user-sql.js';
+
+// An erasure: in one transaction, writers held off, a tombstone a person (their email's keyed hash
+// and the erasure's time) and every copy of them deleted: their row, the items set aside that name
+// them, and their rows in the answers stored under Idempotency-Keys (the answer kept, without them,
+// counting them as erased).
+
+/** @import { ErasureGuard } from './erasure-guard.js' */
+/** @import { Database, Lending, TimeLimits } from './write-types.js' */
+
+/** One email to erase (lower-cased, valid) and when it was erased at its source, if said. */
+/** @typedef {{ email: string, changedAt: string | null }} Erasure */
+/** @typedef {{ received: number, erased: number, absent: number, users: Record<string, string | null>[] }} Erased */
+
+/** The columns a representation of an erased user shows: every one a write shows. */
+const SHOWN = READ_FIELDS.map((field) => columnOf(field));
+
+/** @param {string} field */
+function columnOf(field) {
+  if (field === CREATED_AT.field) return CREATED_AT.column;
+  if (field === UPDATED_AT.field) return UPDATED_AT.column;
+  return /** @type {string} */ (USER_COLUMNS.find((c) => c.field === field)?.column);
+}
+/** @type {ReadonlySet<string>} */
+const TIMES = new Set([CREATED_AT.column, UPDATED_AT.column]);
+
+/**
+ * @param {{ db: Database, erasures: ErasureGuard }} deps
+ * @param {{ items: Erasure[], limits?: TimeLimits }} request
+ * @returns {Promise<Erased>}
+ */
+export async function eraseUsers({ db, erasures }, { items, limits }) {
+  const hmacs = erasures.hmacsOf(items.map((item) => item.email));
+  const emails = [...new Set(items.map((item) => item.email))];
+  return db.transaction(
+    async (client) => {
+      await client.query(
+        recordTombstones(
+          hmacs,
+          items.map((item) => item.changedAt),
+        ),
+      );
+      const deleted = await client.query({
+        ...deleteUsers(SHOWN),
+        ...RETURNED_AS_TEXT,
+        values: [emails],
+      });
+      await client.query({ text: DELETE_QUARANTINED, values: [emails] });
+      await client.query({ text: DELETE_OLD_ANSWERS, values: [emails] });
+      await scrubOutcomes(client, emails);
+      const users = lastResult(deleted).rows.map(userOf);
+      return {
+        received: items.length,
+        erased: users.length,
+        absent: emails.length - users.length,
+        users,
+      };
+    },
+    { limits, then: HOLD_WRITERS },
+  );
+}
+
+/** @param {(string | null)[]} row */
+function userOf(row) {
+  /** @type {Record<string, string | null>} */
+  const user = {};
+  READ_FIELDS.forEach((field, i) => {
+    const v = row[i];
+    user[field] = v !== null && TIMES.has(SHOWN[i]) ? timestampAsJson(v) : v;
+  });
+  return user;
+}
+
+/**
+ * Each stored outcome that shows one of the emails, without it: its rows out of the users written
+ * and of the emails its representation is rendered in, `erased` counting them.
+ * @param {Lending} client @param {readonly string[]} emails
+ */
+async function scrubOutcomes(client, emails) {
+  const found = lastResult(await client.query({ text: KEYS_NAMING, values: [emails] })).rows;
+  if (found.length === 0) return;
+  const gone = new Set(emails);
+  const keep = (/** @type {string} */ email) => !gone.has(email);
+  const outcomes = found.map(({ outcome }) => {
+    const { written, rendering } = outcome;
+    const shown = /** @type {string[]} */ (rendering.emails);
+    const erased = new Set(shown.filter((e) => !keep(e))).size;
+    return JSON.stringify({
+      written: {
+        ...written,
+        users: (written.users ?? []).filter((u) => keep(u[KEY_COLUMN.field])),
+      },
+      rendering: {
+        ...rendering,
+        emails: shown.filter(keep),
+        erased: (rendering.erased ?? 0) + erased,
+      },
+    });
+  });
+  await client.query({
+    text: REWRITE_OUTCOMES,
+    values: [found.map((r) => r.client), found.map((r) => r.key), outcomes],
+  });
+}
