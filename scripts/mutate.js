@@ -35,6 +35,7 @@ const TESTS = {
     'service/test/unit/token-source-secret.test.js',
   ],
   'service/src/http/authenticate.js': ['service/test/unit/authenticate.test.js'],
+  'service/src/http/require-erase.js': ['service/test/unit/require-erase.test.js'],
 };
 
 /** @typedef {{ file: keyof typeof TESTS, name: string, find: string, replace: string }} Mutant */
@@ -211,6 +212,12 @@ export const MUTANTS = [
       "typeof role === 'string'",
     ],
     ['JWT_ROLES ignored', 'roles ? roles.has(role) :', 'false ? roles.has(role) :'],
+    ['every role may erase', 'mayErase: eraseRoles.has(role),', 'mayErase: true,'],
+    [
+      'the cache forgets the right to erase',
+      'return known.identity;',
+      'return { ...known.identity, mayErase: false };',
+    ],
     ['a minute of clock skew', 'clockTolerance: CLOCK_TOLERANCE_S,', 'clockTolerance: 60,'],
     [
       'HS512 accepted for a secret',
@@ -235,6 +242,8 @@ export const MUTANTS = [
   ...of('service/src/auth/token-set.js', [
     ['one token for two clients', 'if (owner !== undefined) refuse(', 'if (false) refuse('],
     ["a client's repeated token refused", 'if (owner === name) continue;', ''],
+    ['a later entry grants erasing', 'if (seen.has(name)) continue;', ''],
+    ['no client may erase', 'if (erase === true) this.erasers.add(name);', ''],
   ]),
   ...of('service/src/auth/token-source.js', [
     [
@@ -261,6 +270,11 @@ export const MUTANTS = [
         "const pending = await secrets.getSecretString(secretId, 'AWSPENDING');",
     ],
     ['a bad refresh stops the service', 'if (throwOnError) throw err;', 'throw err;'],
+    [
+      'INGEST_TOKEN may not erase',
+      'token: config.ingestToken, erase: /** @type {const} */ (true) }',
+      'token: config.ingestToken }',
+    ],
     ['an unchanged read logged again', 'if (signature === this.lastRead) return;', ''],
   ]),
   ...of('service/src/http/authenticate.js', [
@@ -273,8 +287,14 @@ export const MUTANTS = [
     ['anything verified as a JWT', 'if (!verifyJwt || !JWT_SHAPE.test(token))', 'if (!verifyJwt)'],
     [
       "a JWT's subject as its label",
-      'accept(req, subject ?? JWT_LABEL, jwtScope(subject), JWT_LABEL,',
-      'accept(req, subject ?? JWT_LABEL, jwtScope(subject), subject ?? JWT_LABEL,',
+      'accept(req, { name, scope: jwtScope(subject), label: JWT_LABEL, mayErase });',
+      'accept(req, { name, scope: jwtScope(subject), label: name, mayErase });',
+    ],
+    ['every token may erase', 'const mayErase = set.mayErase(client);', 'const mayErase = true;'],
+    [
+      "a JWT's right to erase dropped",
+      'label: JWT_LABEL, mayErase });',
+      'label: JWT_LABEL, mayErase: false });',
     ],
     ['a verifier bug as a 401', 'if (!(err instanceof JwtRefusal)) return next(err);', ''],
     [
@@ -282,7 +302,21 @@ export const MUTANTS = [
       "return refuse(req, next, 'missing', 'missing');",
       "return refuse(req, next, 'malformed', 'missing');",
     ],
-    ['no match taken as a match', 'if (client !== undefined) {', 'if (client !== null) {'],
+    [
+      'no match taken as a match',
+      'if (set && client !== undefined) {',
+      'if (set && client !== null) {',
+    ],
+  ]),
+  ...of('service/src/http/require-erase.js', [
+    ['anyone may erase', 'if (req.mayErase === true) return next();', 'return next();'],
+    ['a truthy right taken', 'if (req.mayErase === true)', 'if (req.mayErase)'],
+    [
+      'closed without credentials',
+      'if (!tokens && !verifyJwt) return (_req, _res, next) => next();',
+      '',
+    ],
+    ['no credential closes it', 'if (!tokens && !verifyJwt)', 'if (!tokens || !verifyJwt)'],
   ]),
 ];
 

@@ -9,7 +9,10 @@ const CLIENT_NAME = /^[A-Za-z0-9][\w.:@-]{0,63}$/;
  * @typedef {{ rate?: number, burst?: number, weight?: number,
  *   maxInFlightBytes?: number }} ClientLimits
  */
-/** @typedef {{ name: string, token: string, limits?: ClientLimits }} NamedToken */
+/**
+ * `erase`: its client may erase users (a right beyond writing, granted only so).
+ * @typedef {{ name: string, token: string, limits?: ClientLimits, erase?: true }} NamedToken
+ */
 
 const LIMITS = Object.freeze({
   rate: { min: 0.001, max: 1e9, whole: false },
@@ -18,22 +21,41 @@ const LIMITS = Object.freeze({
   maxInFlightBytes: { min: 1024, max: 2 ** 40, whole: true },
 });
 
+/** The settings beside a token that are not limits. */
+const RIGHTS = Object.freeze(['erase']);
+
 /**
- * Its token, or an object of its token and limits.
- * @param {string} name @param {unknown} value @returns {{ token: unknown, limits?: ClientLimits }}
+ * Its token, or an object of its token, its limits and its right to erase.
+ * @param {string} name @param {unknown} value
+ * @returns {{ token: unknown, limits?: ClientLimits, erase?: true }}
  */
-function tokenAndLimits(name, value) {
+function tokenAndSettings(name, value) {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { token: value };
-  const { token, ...rest } = /** @type {Record<string, unknown>} */ (value);
+  const { token, erase, ...rest } = /** @type {Record<string, unknown>} */ (value);
+  if (erase !== undefined && typeof erase !== 'boolean')
+    refuse(`gives the client ${JSON.stringify(name)} an erase that is not true or false`);
+  const limits = limitsOf(name, rest);
+  return {
+    token,
+    ...(limits ? { limits } : {}),
+    ...(erase === true ? { erase } : {}),
+  };
+}
+
+/**
+ * @param {string} name @param {Record<string, unknown>} settings
+ * @returns {ClientLimits | undefined}
+ */
+function limitsOf(name, settings) {
   /** @type {Record<string, number>} */
   const limits = {};
-  for (const [key, limit] of Object.entries(rest)) {
+  for (const [key, limit] of Object.entries(settings)) {
     const bounds = LIMITS[/** @type {keyof typeof LIMITS} */ (key)];
     if (!bounds)
       refuse(
         `gives the client ${JSON.stringify(name)} a ` +
           `setting ${JSON.stringify(key.slice(0, 32))} that is ` +
-          `not one: token, ${Object.keys(LIMITS).join(', ')}`,
+          `not one: token, ${[...RIGHTS, ...Object.keys(LIMITS)].join(', ')}`,
       );
     if (
       typeof limit !== 'number' ||
@@ -49,7 +71,7 @@ function tokenAndLimits(name, value) {
   }
   if (limits.burst !== undefined && limits.rate === undefined)
     refuse(`gives the client ${JSON.stringify(name)} a burst without a rate: a burst is of a rate`);
-  return Object.keys(limits).length === 0 ? { token } : { token, limits };
+  return Object.keys(limits).length === 0 ? undefined : limits;
 }
 
 /** @param {string} problem @returns {never} */
@@ -58,7 +80,7 @@ const refuse = (problem) => {
 };
 
 /**
- * A JSON object of client name → token (or → { token, ...limits }): a problem is a TypeError that
+ * A JSON object of client name → token (or → { token, erase, ...limits }): a problem is a TypeError that
  * quotes names only; one token for two clients is refused (the log could not tell them apart).
  * @param {string} text @returns {NamedToken[]}
  */
@@ -84,7 +106,7 @@ export function parseNamedTokens(text) {
         `has a client name (its entry ${position + 1}) that is not one: a name is ` +
           `1 to 64 letters, digits and _ . : @ -, starting with a letter or digit`,
       );
-    const { token, limits } = tokenAndLimits(name, value);
+    const { token, ...settings } = tokenAndSettings(name, value);
     if (typeof token !== 'string' || token.length === 0)
       refuse(
         `gives the client ${JSON.stringify(name)} no token: each value ` +
@@ -97,6 +119,6 @@ export function parseNamedTokens(text) {
           `same token: each client needs its own`,
       );
     owners.set(token, name);
-    return limits ? { name, token, limits } : { name, token };
+    return { name, token, ...settings };
   });
 }

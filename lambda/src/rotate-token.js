@@ -100,11 +100,12 @@ async function createPending(secret) {
   } catch (err) {
     if (!(err instanceof ResourceNotFoundException)) throw err;
   }
-  // A client's limits, declared beside its token, go with it to its new token.
+  // A client's limits and its right to erase, declared beside its token, go with it to its new
+  // token.
   const next = Object.fromEntries(
-    current.map(({ name, limits }) => [
+    current.map(({ name, limits, erase }) => [
       name,
-      limits ? { token: newToken(), ...limits } : newToken(),
+      limits || erase ? { token: newToken(), ...(erase ? { erase } : {}), ...limits } : newToken(),
     ]),
   );
   await secret.client.send(

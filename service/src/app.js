@@ -5,6 +5,7 @@ import { admitRequest } from './http/admission.js';
 import { byContentType } from './http/content-types.js';
 import { errorHandler } from './http/error-handler.js';
 import { deleteUsers, postErasures } from './http/erasures.js';
+import { requireEraseRight } from './http/require-erase.js';
 import { readIdempotencyKey } from './http/idempotency-key.js';
 import { readJsonBody } from './http/json-body.js';
 import { loopbackOnly } from './http/loopback-only.js';
@@ -105,16 +106,23 @@ export function createApp(deps) {
  *   rateLimit: import('express').RequestHandler[],
  *   admission: Omit<Parameters<typeof admitRequest>[0], 'maxBodyBytes'> }} steps
  */
-function routeErasures(
-  app,
-  { config, db, metrics },
-  { writing, authenticated, rateLimit, admission },
-) {
+function routeErasures(app, parts, { writing, authenticated, rateLimit, admission }) {
+  const { config, db, metrics, auth } = parts;
   const erasing = { db, erasures: writing.erasures, metrics, maxBatchItems: config.maxBatchItems };
-  app.delete('/users', authenticated, readWriteOptions(), ...rateLimit, deleteUsers(erasing));
+  // Erasing is a right of its own, refused (403) before anything else is read.
+  const mayErase = requireEraseRight(auth);
+  app.delete(
+    '/users',
+    authenticated,
+    mayErase,
+    readWriteOptions(),
+    ...rateLimit,
+    deleteUsers(erasing),
+  );
   app.post(
     '/erasures',
     authenticated,
+    mayErase,
     ...rateLimit,
     admitRequest({ ...admission, maxBodyBytes: config.maxBodyBytes }),
     readJsonBody(config),

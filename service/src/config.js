@@ -18,6 +18,7 @@ import {
   url,
 } from '@sluice/env';
 import { parseNamedTokens } from '@sluice/env/named-tokens';
+import { ANONYMOUS_ROLE } from './auth/refusals.js';
 import { DEFAULT_CLIENT, mergeNamedTokens } from './auth/token-set.js';
 import { INSERT_STRATEGIES } from './users/insert-strategies.js';
 
@@ -48,7 +49,7 @@ import { INSERT_STRATEGIES } from './users/insert-strategies.js';
 const namedTokens = {
   kind:
     'a JSON object of client name → token, or → {"token", ' +
-    '"rate", "burst", "weight", "maxInFlightBytes"}',
+    '"erase", "rate", "burst", "weight", "maxInFlightBytes"}',
   parse: parseNamedTokens,
 };
 /** A comma-separated list of words, none empty. */
@@ -69,6 +70,7 @@ const JWT_ONLY = frozenWords([
   'JWT_AUDIENCE',
   'JWT_ISSUER',
   'JWT_ROLES',
+  'JWT_ERASE_ROLES',
   'JWT_CLIENT_RATE',
   'JWT_CLIENT_BURST',
   'JWT_CLIENT_MAX_IN_FLIGHT_BYTES',
@@ -100,7 +102,8 @@ export const SERVICE_VARIABLES = defineVariables({
     parser: text({ trim: false }),
     description:
       `when set, POST /users accepts it as a bearer token (Authorization ` +
-      `header, compared in constant time), the client named ${DEFAULT_CLIENT}; ` +
+      `header, compared in constant time), the client named ${DEFAULT_CLIENT}, which ` +
+      `may erase users too (the one operator credential); ` +
       `no credential of any kind set: a warning at start-up`,
   },
   INGEST_TOKENS: {
@@ -109,7 +112,9 @@ export const SERVICE_VARIABLES = defineVariables({
       'clients and their bearer tokens: any of them is accepted (compared in constant ' +
       "time), so a new token is added before the old one is removed; the client's name, " +
       "never its token, goes in the access log, the request's span and a metric label. " +
-      'A client given as an object declares its limits beside its token, read again with ' +
+      'A client given as an object may be given the right to erase users beside its token ' +
+      '("erase": true; without it, a request that erases is 403 forbidden), and ' +
+      'declares its limits there too, read again with ' +
       'it: rate (users a second, for the whole deployment: every process leases its share ' +
       'in PostgreSQL; over it, 429 with Retry-After and RateLimit headers before the body ' +
       'is read) and burst (users at once, default one second of the rate), weight (its share ' +
@@ -169,6 +174,13 @@ export const SERVICE_VARIABLES = defineVariables({
     description:
       'the values of JWT_ROLE_CLAIM that grant writing; unset, any but anon ' +
       "(Supabase's public anonymous key), and a JWT without the claim is refused",
+  },
+  JWT_ERASE_ROLES: {
+    parser: wordList,
+    description:
+      'the values of JWT_ROLE_CLAIM that grant erasing users besides writing (each one ' +
+      'a role that grants writing); a JWT of another role that erases is 403 forbidden; ' +
+      'unset, no JWT may erase',
   },
   JWT_CLIENT_CLAIM: {
     parser: text(),
@@ -485,7 +497,30 @@ function authRules(v) {
           problem: 'is set, but neither JWT_SECRET nor JWT_JWKS_URL is: no JWT would be accepted',
         });
   }
+  problems.push(...eraseRoleProblems(v));
   return problems;
+}
+
+/**
+ * An erasing role must grant writing too: a token of one that does not is refused before its
+ * right is looked at.
+ * @param {ServiceValues} v @returns {{ variable: string, problem: string }[]}
+ */
+function eraseRoleProblems(v) {
+  const writing = v.JWT_ROLES;
+  const refused = (v.JWT_ERASE_ROLES ?? []).filter((role) =>
+    writing ? !writing.includes(role) : role === ANONYMOUS_ROLE,
+  );
+  if (refused.length === 0) return [];
+  return [
+    {
+      variable: 'JWT_ERASE_ROLES',
+      problem:
+        `names ${refused.map((r) => JSON.stringify(r)).join(', ')}, which ` +
+        (writing ? 'JWT_ROLES does not name' : 'never grants writing') +
+        ': its tokens would be refused, and an erasing role must grant writing too',
+    },
+  ];
 }
 
 /** @param {ServiceValues} v @returns {Auth} */
@@ -507,6 +542,7 @@ function authFrom(v) {
             issuer: v.JWT_ISSUER,
             roleClaim: v.JWT_ROLE_CLAIM,
             roles: v.JWT_ROLES,
+            eraseRoles: v.JWT_ERASE_ROLES ?? [],
             clientClaim: v.JWT_CLIENT_CLAIM,
           }
         : undefined,

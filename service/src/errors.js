@@ -13,11 +13,11 @@ const KEY = KEY_COLUMN.field;
 
 // `pgrst`: the body's `code` (PostgREST's own for the same refusal, else PostgreSQL's SQLSTATE);
 // `message`: the usual one (a case may say more); `when`: the OpenAPI description; `scope`: POST
-// /users (and the erasures), the erasures only, any route, or unrouted.
+// /users (and the erasures), any route, unrouted, or the erasures only.
+/** @typedef {'users' | 'any' | 'unrouted' | 'erase'} ErrorScope */
 /**
  * @typedef {{ status: number, pgrst: string, hint?: string, message: string, when: string,
- *   headers?: Record<string, string>, scope: 'users' | 'erasures' | 'any' | 'unrouted' }}
- *   ApiErrorSpec
+ *   headers?: Record<string, string>, scope: ErrorScope }} ApiErrorSpec
  */
 
 export const API_ERRORS = /** @type {const} */ ({
@@ -166,6 +166,18 @@ export const API_ERRORS = /** @type {const} */ ({
       'have or a key set that cannot be fetched within JWT_JWKS_TIMEOUT_MS, a role claim ' +
       'that does not grant writing). The message says which, and names no secret.',
     headers: { 'WWW-Authenticate': 'Bearer' },
+  },
+  // PostgREST answers an authenticated role without the privilege so (401 is for no role at all).
+  forbidden: {
+    status: 403,
+    pgrst: '42501',
+    scope: 'erase',
+    message: "this client's credentials do not grant erasing; nothing was erased",
+    when:
+      'Only when a token or a JWT is required: a client whose credentials grant writing ' +
+      'but not erasing (a token of INGEST_TOKENS without `"erase": true`, a JWT whose ' +
+      'role claim is not one of JWT_ERASE_ROLES). Nothing was erased; the message names ' +
+      'the client.',
   },
   not_found: {
     status: 404,
@@ -362,14 +374,14 @@ export const API_ERRORS = /** @type {const} */ ({
   missing_filter: {
     status: 400,
     pgrst: '21000',
-    scope: 'erasures',
+    scope: 'erase',
     message: 'DELETE requires a WHERE clause: filter by email (?email=eq.X or ?email=in.(X,Y))',
     when: 'A `DELETE /users` without a filter: nothing is erased.',
   },
   unsupported_filter: {
     status: 400,
     pgrst: 'PGRST100',
-    scope: 'erasures',
+    scope: 'erase',
     message: '"failed to parse filter": only email=eq.X and email=in.(X,Y) are served',
     when:
       'A `DELETE /users` filter on another column, with another operator, given twice, or ' +
@@ -504,6 +516,19 @@ export class RateLimitedError extends ApiError {
       'RateLimit-Policy': bucket.policy,
       RateLimit: state,
     };
+  }
+}
+
+/** A client whose credentials do not grant erasing (http/require-erase.js): 403, nothing erased. */
+export class ForbiddenError extends ApiError {
+  /** @param {string | undefined} client its name */
+  constructor(client) {
+    super(
+      'forbidden',
+      `${client === undefined ? 'this client' : `the client ${JSON.stringify(client)}`} ` +
+        'may not erase: its credentials do not grant it; nothing was erased',
+    );
+    this.name = 'ForbiddenError';
   }
 }
 

@@ -180,7 +180,7 @@ const writeHeaders = {
 /**
  * The error answers of an operation, from the catalogue (errors.js): by status, every code its
  * scopes can answer, described by what gets it, with the headers the catalogue sends.
- * @param {('users' | 'erasures' | 'any' | 'unrouted')[]} scopes
+ * @param {import('./errors.js').ErrorScope[]} scopes
  * @param {Record<number, Record<string, unknown>>} [examples] more examples by status
  *   (docs/api.md's)
  */

@@ -333,7 +333,7 @@ describe('capacity plan and ratios', () => {
     for (const variant of ['token', 'tokens', 'jwt']) {
       const { TOKEN } = await credentialsFor(variant);
       const auth = await startAuthentication(loadConfig(VARIANTS[variant]).auth, { logger });
-      const client = auth.tokens?.current.match(TOKEN) ?? (await auth.verifyJwt?.(TOKEN));
+      const client = auth.tokens?.current.match(TOKEN) ?? (await auth.verifyJwt?.(TOKEN))?.client;
       assert.equal(client, variant === 'token' ? 'default' : 'bench', variant);
       auth.close();
     }

@@ -16,6 +16,25 @@ describe('parseNamedTokens (unit)', () => {
     );
   });
 
+  test('"erase": true beside a token grants its client the right to erase; false or none does not', () => {
+    assert.deepEqual(
+      parseNamedTokens(
+        JSON.stringify({
+          ops: { token: 'tok-1', erase: true },
+          feeder: { token: 'tok-2', erase: true, rate: 100 },
+          crm: { token: 'tok-3', erase: false },
+          web: 'tok-4',
+        }),
+      ),
+      [
+        { name: 'ops', token: 'tok-1', erase: true },
+        { name: 'feeder', token: 'tok-2', limits: { rate: 100 }, erase: true },
+        { name: 'crm', token: 'tok-3' },
+        { name: 'web', token: 'tok-4' },
+      ],
+    );
+  });
+
   for (const [text, problem] of /** @type {[string, RegExp][]} */ ([
     ['', /^must be a JSON object of client name → token, and is not valid JSON$/],
     ['plain-token-x', /and is not valid JSON$/],
@@ -29,6 +48,18 @@ describe('parseNamedTokens (unit)', () => {
     [`{"${'n'.repeat(65)}": "tok-x"}`, /^has a client name \(its entry 1\) that is not one/],
     ['{"feeder": 7}', /^gives the client "feeder" no token/],
     ['{"a": "tok-x", "b": "tok-y", "c": "tok-x"}', /^gives the clients "a" and "c" the same token/],
+    [
+      '{"ops": {"token": "tok-x", "erase": "true"}}',
+      /^gives the client "ops" an erase that is not/,
+    ],
+    ['{"ops": {"token": "tok-x", "erase": 1}}', /^gives the client "ops" an erase that is not/],
+    ['{"ops": {"token": "tok-x", "erase": null}}', /^gives the client "ops" an erase that is not/],
+    [
+      '{"ops": {"token": "tok-x", "erase": "tok-y"}}',
+      /^gives the client "ops" an erase that is not/,
+    ],
+    ['{"ops": {"token": "tok-x", "erases": true}}', /"erases" that is not one: token, erase, rate/],
+    ['{"ops": {"erase": true}}', /^gives the client "ops" no token/],
   ])) {
     test(`${JSON.stringify(text)} is refused: a TypeError that quotes a name at most, never a token`, () => {
       assert.throws(

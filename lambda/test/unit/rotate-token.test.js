@@ -61,10 +61,12 @@ describe('the token rotation function (unit, Secrets Manager stand-in)', () => {
     assert.equal(secrets.valueAt('AWSPENDING'), undefined, 'no pending version left behind');
   });
 
-  test("a client's limits, declared beside its token, go with it to its new token", async (t) => {
+  test("a client's limits and its right to erase, declared beside its token, go with it to its new token", async (t) => {
     const old = {
       feeder: 'old-feeder-token',
       backfill: { token: 'old-backfill-token', rate: 5000, burst: 10000, weight: 2 },
+      ops: { token: 'old-ops-token', erase: true },
+      crm: { token: 'old-crm-token', erase: false },
     };
     const { secrets, deps, close } = await withSecret(JSON.stringify(old));
     t.after(close);
@@ -81,6 +83,9 @@ describe('the token rotation function (unit, Secrets Manager stand-in)', () => {
     const { token, ...limits } = current.backfill;
     assert.match(token, /^[\w-]{48}$/);
     assert.deepEqual(limits, { rate: 5000, burst: 10000, weight: 2 });
+    assert.deepEqual(Object.keys(current.ops), ['token', 'erase']);
+    assert.equal(current.ops.erase, true);
+    assert.match(current.crm, /^[\w-]{48}$/, 'no right: a plain token, as it meant');
   });
 
   test('a current version that is not a JSON object of tokens fails createSecret, naming no token', async (t) => {

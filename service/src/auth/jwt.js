@@ -1,14 +1,20 @@
 import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
-import { JWT_REFUSAL_REASONS, JwtRefusal } from './refusals.js';
+import { ANONYMOUS_ROLE, JWT_REFUSAL_REASONS, JwtRefusal } from './refusals.js';
 
 // Verifies a JWT as PostgREST does: the signature (`none` never), `exp` and `nbf`, `aud` and `iss`
-// when configured, a role claim that grants writing. A verified token is remembered a while, as
-// PostgREST's JWT cache does: the price is that a key removed still admits its tokens that long.
+// when configured, a role claim that grants writing; the same claim grants erasing when its role is
+// one of eraseRoles. A verified token is remembered a while, as PostgREST's JWT cache does: the
+// price is that a key removed still admits its tokens that long.
 
 /**
  * @typedef {{ secret: string | undefined, jwksUrl: string | undefined,
  *   audience: string | undefined, issuer: string | undefined, roleClaim: string,
- *   roles: string[] | undefined, clientClaim: string, jwksTimeoutMs: number }} JwtConfig
+ *   roles: string[] | undefined, eraseRoles?: string[], clientClaim: string,
+ *   jwksTimeoutMs: number }} JwtConfig
+ */
+/**
+ * Who a verified token is for: its client claim, and whether it may erase.
+ * @typedef {{ client: string | undefined, mayErase: boolean }} JwtIdentity
  */
 
 export const CLOCK_TOLERANCE_S = 5;
@@ -37,14 +43,12 @@ const MAX_CLIENT_CHARS = 256;
 // C0, DEL and C1: none has a place in a name, and NUL cannot be stored.
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
-/** Supabase's role of its public anon key, which supabase-js sends when no user is signed in. */
-const ANONYMOUS_ROLE = 'anon';
 
 export { JWT_REFUSAL_REASONS, JwtRefusal };
 
 // A verifier against the secret or jose's remote key set (a fetch bounded by JWT_JWKS_TIMEOUT_MS),
-// resolving with the client claim.
-/** @param {JwtConfig} config @returns {Promise<(token: string) => Promise<string | undefined>>} */
+// resolving with the client claim and the right to erase.
+/** @param {JwtConfig} config @returns {Promise<(token: string) => Promise<JwtIdentity>>} */
 export async function createJwtVerifier(config) {
   const key =
     config.secret !== undefined
@@ -68,14 +72,15 @@ export async function createJwtVerifier(config) {
     ...(config.issuer !== undefined ? { issuer: config.issuer } : {}),
   };
   const roles = config.roles === undefined ? undefined : new Set(config.roles);
+  const eraseRoles = new Set(config.eraseRoles ?? []);
 
-  /** @type {Map<string, { client: string | undefined, until: number }>} */
+  /** @type {Map<string, { identity: JwtIdentity, until: number }>} */
   const verified = new Map();
 
   return async (token) => {
     const known = verified.get(token);
     if (known !== undefined) {
-      if (Date.now() < known.until) return known.client;
+      if (Date.now() < known.until) return known.identity;
       verified.delete(token);
     }
     let payload;
@@ -91,13 +96,16 @@ export async function createJwtVerifier(config) {
       (roles ? roles.has(role) : role !== ANONYMOUS_ROLE);
     if (!grants)
       throw new JwtRefusal(`the token's ${config.roleClaim} claim does not grant writing`, 'role');
-    const client = clientOf(payload[config.clientClaim], config.clientClaim);
+    const identity = {
+      client: clientOf(payload[config.clientClaim], config.clientClaim),
+      mayErase: eraseRoles.has(role),
+    };
     const now = Date.now();
     const expires =
       typeof payload.exp === 'number' ? payload.exp * 1000 + CLOCK_TOLERANCE_S * 1000 : Infinity;
     if (verified.size >= VERIFIED_CACHE_SIZE) verified.clear();
-    verified.set(token, { client, until: Math.min(now + VERIFIED_CACHE_MS, expires) });
-    return client;
+    verified.set(token, { identity, until: Math.min(now + VERIFIED_CACHE_MS, expires) });
+    return identity;
   };
 }
 

@@ -15,6 +15,9 @@ export const JWT_REFUSAL_REASONS = frozenWords([
   'role',
 ]);
 
+/** Supabase's role of its public anon key, which supabase-js sends when no user is signed in. */
+export const ANONYMOUS_ROLE = 'anon';
+
 export const AUTH_REFUSAL_REASONS = frozenWords([
   'missing',
   'malformed',

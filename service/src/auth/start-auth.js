@@ -2,7 +2,7 @@ import { startTokenSource } from './token-source.js';
 
 /**
  * @typedef {{ tokens: import('./token-source.js').TokenSource | undefined,
- *   verifyJwt: ((token: string) => Promise<string | undefined>) | undefined,
+ *   verifyJwt: ((token: string) => Promise<import('./jwt.js').JwtIdentity>) | undefined,
  *   close: () => void }} Authentication
  */
 

@@ -25,11 +25,25 @@ export class TokenSet {
     this.limits = new Map();
     for (const { name, limits } of tokens)
       if (limits && !this.limits.has(name)) this.limits.set(name, limits);
+    /** Who may erase; a client named twice: as its first entry says. @type {Set<string>} */
+    this.erasers = new Set();
+    /** @type {Set<string>} */
+    const seen = new Set();
+    for (const { name, erase } of tokens) {
+      if (seen.has(name)) continue;
+      seen.add(name);
+      if (erase === true) this.erasers.add(name);
+    }
   }
 
   /** @param {string} name */
   limitsOf(name) {
     return this.limits.get(name);
+  }
+
+  /** Whether its token was given with `"erase": true`. @param {string} name */
+  mayErase(name) {
+    return this.erasers.has(name);
   }
 
   get size() {

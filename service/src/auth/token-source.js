@@ -28,10 +28,12 @@ export class TokenSource {
     this.config = config;
     this.logger = logger;
     this.secrets = secrets;
+    // INGEST_TOKEN is the one credential of a deployment that has one: its operator's, which may
+    // erase as it may write (the feeder that carries erasures holds it too).
     /** The fixed part: INGEST_TOKEN and INGEST_TOKENS. @type {NamedToken[]} */
     this.fixed = [
       ...(config.ingestToken !== undefined
-        ? [{ name: DEFAULT_CLIENT, token: config.ingestToken }]
+        ? [{ name: DEFAULT_CLIENT, token: config.ingestToken, erase: /** @type {const} */ (true) }]
         : []),
       ...(config.ingestTokens ?? []),
     ];

@@ -22,11 +22,18 @@ const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
  */
 
 /**
+ * @typedef {{ match: (token: string) => string | undefined,
+ *   mayErase: (name: string) => boolean }} TokenMatcher
+ */
+
+/**
  * Who may POST /users: a static token or a JWT; else 401 telling missing, malformed and invalid
- * apart (RFC 6750). A token is never kept or logged; `apikey` is ignored, as PostgREST does.
+ * apart (RFC 6750). A token is never kept or logged; `apikey` is ignored, as PostgREST does. The
+ * request learns whether its credentials grant erasing (`mayErase`, read by require-erase.js).
  * Nothing configured: every request passes.
- * @param {{ tokens?: { current: { match: (token: string) => string | undefined } },
- *   verifyJwt?: (token: string) => Promise<string | undefined>, metrics: AuthMetrics,
+ * @param {{ tokens?: { current: TokenMatcher },
+ *   verifyJwt?: (token: string) => Promise<import('../auth/jwt.js').JwtIdentity>,
+ *   metrics: AuthMetrics,
  *   tracing?: import('../tracing/tracing.js').Tracing,
  *   clients?: import('./client-directory.js').ClientDirectory }} deps
  * @returns {import('express').RequestHandler}
@@ -48,16 +55,21 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING,
     if (!match) return refuse(req, next, 'malformed', 'malformed');
     const token = match[1];
 
-    const client = tokens?.current.match(token);
-    if (client !== undefined) {
-      accept(req, client, tokenScope(client), client, clients?.named(client));
+    const set = tokens?.current;
+    const client = set?.match(token);
+    if (set && client !== undefined) {
+      const mayErase = set.mayErase(client);
+      accept(req, { name: client, scope: tokenScope(client), label: client, mayErase });
+      if (clients) req.ingestClient = clients.named(client);
       return next();
     }
     if (!verifyJwt || !JWT_SHAPE.test(token)) return refuse(req, next, 'invalid', 'unknown_token');
     // Returned: Express 5 passes a rejection to the error handler rather than losing it.
     return verifyJwt(token).then(
-      (subject) => {
-        accept(req, subject ?? JWT_LABEL, jwtScope(subject), JWT_LABEL, clients?.jwt(subject));
+      ({ client: subject, mayErase }) => {
+        const name = subject ?? JWT_LABEL;
+        accept(req, { name, scope: jwtScope(subject), label: JWT_LABEL, mayErase });
+        if (clients) req.ingestClient = clients.jwt(subject);
         return next();
       },
       (err) => {
@@ -71,15 +83,15 @@ export function authenticate({ tokens, verifyJwt, metrics, tracing = NO_TRACING,
 /** @param {AuthMetrics} metrics @param {import('../tracing/tracing.js').Tracing} tracing */
 function outcomes(metrics, tracing) {
   /**
-   * @param {import('express').Request} req @param {string} client @param {string} scope
-   * @param {string} label @param {import('./client-directory.js').Client} [limited]
+   * @param {import('express').Request} req
+   * @param {{ name: string, scope: string, label: string, mayErase: boolean }} who
    */
-  const accept = (req, client, scope, label, limited) => {
-    req.clientName = client;
+  const accept = (req, { name, scope, label, mayErase }) => {
+    req.clientName = name;
     req.clientScope = scope;
-    if (limited) req.ingestClient = limited;
+    req.mayErase = mayErase;
     metrics.accepted(label);
-    tracing.activeSpan()?.setAttribute('sluice.client', client);
+    tracing.activeSpan()?.setAttribute('sluice.client', name);
   };
   /**
    * @param {import('express').Request} req @param {import('express').NextFunction} next

@@ -5,8 +5,10 @@ import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { API_ERRORS } from '../../src/errors.js';
+import { errorResponses } from '../../src/openapi.js';
 import { startTestApp } from '../../../test/support/app.js';
 import { createTestDatabase } from '../../../test/support/database.js';
+import { PROBE_PATH, startEraseProbe } from '../../../test/support/erase-probe.js';
 import { responseChecker } from '../../../test/support/openapi-check.js';
 import { startPgBouncer } from '../../../test/support/pgbouncer.js';
 import { postHead, rawExchange } from '../../../test/support/raw-http.js';
@@ -173,6 +175,20 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
       s.end('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header Line\r\n\r\n');
     });
     expectCode('bad_request', 'get', '/healthz', garbled);
+  });
+
+  test('403: a client whose credentials grant writing, not erasing (forbidden), on a route that erases', async (t) => {
+    const probe = await startEraseProbe({ env: { INGEST_TOKENS: JSON.stringify({ crm: TOKEN }) } });
+    t.after(() => probe.close());
+    // Checked against what the document says of every route that erases (the catalogue's scope).
+    const doc = await (await fetch(`${app.baseUrl}/openapi.json`)).json();
+    const erasing = { post: { responses: errorResponses(['erase', 'any']) } };
+    const res = await probe.erase(TOKEN);
+    responseChecker({ ...doc, paths: { [PROBE_PATH]: erasing } })('post', PROBE_PATH, res);
+    assert.equal(res.body?.error, 'forbidden', JSON.stringify(res.body));
+    assert.equal(res.status, API_ERRORS.forbidden.status);
+    assert.equal(res.body.code, '42501');
+    reached.add('forbidden');
   });
 
   test('401 (no credentials, a malformed Authorization, a token no client has), 404, 405', async () => {

@@ -229,3 +229,47 @@ for (const { label, env } of WRITE_VARIANTS) {
     });
   });
 }
+
+describe('erasure: a right of its own', () => {
+  const ctx = useAppAndDatabase({
+    ERASURE_KEY: KEY,
+    INGEST_TOKENS: JSON.stringify({
+      writer: 'writer-token-0123456789abcdef',
+      ops: { token: 'ops-token-0123456789abcdef', erase: true },
+    }),
+  });
+  /** @param {string} token @param {string} method @param {string} path @param {unknown} [body] */
+  const send = (token, method, path, body) =>
+    fetch(`${ctx.app.baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+
+  test('a client without it: 403 forbidden, nothing erased; one with it erases', async () => {
+    const [a] = makeUsers(1);
+    assert.equal((await send('writer-token-0123456789abcdef', 'POST', '/users', [a])).status, 201);
+    const refusals = [
+      await send('writer-token-0123456789abcdef', 'DELETE', `/users?email=eq.${a.email}`),
+      await send('writer-token-0123456789abcdef', 'POST', '/erasures', [{ email: a.email }]),
+    ];
+    for (const res of refusals) {
+      assert.equal(res.status, 403, JSON.stringify(ctx.app.logs.slice(-3)));
+      const body = await res.json();
+      assert.equal(body.error, 'forbidden');
+      assert.equal(body.code, '42501');
+    }
+    const rows = async () =>
+      (await ctx.db.pool.query('SELECT count(*)::int AS n FROM users WHERE email = $1', [a.email]))
+        .rows[0].n;
+    assert.equal(await rows(), 1, 'nothing erased');
+    const tombstones = await ctx.db.pool.query('SELECT count(*)::int AS n FROM erasures');
+    assert.equal(tombstones.rows[0].n, 0, 'no tombstone either');
+    const erased = await send('ops-token-0123456789abcdef', 'DELETE', `/users?email=eq.${a.email}`);
+    assert.equal(erased.status, 204);
+    assert.equal(await rows(), 0);
+    const logged = JSON.stringify(ctx.app.logs);
+    assert.ok(!logged.includes('token-0123456789abcdef'), 'no token in the log');
+    assert.ok(!logged.includes(a.email), 'no email in the log');
+  });
+});

@@ -93,7 +93,7 @@ describe('authenticate: who may POST /users (unit)', () => {
     const asked = [];
     const verifyJwt = async (/** @type {string} */ t) => (
       asked.push(t),
-      t === JWT ? 'billing' : undefined
+      { client: t === JWT ? 'billing' : undefined, mayErase: false }
     );
     const good = await run({ tokens, verifyJwt }, ['Authorization', `Bearer ${JWT}`]);
     assert.equal(good.err, undefined);
@@ -143,7 +143,7 @@ describe('authenticate: who may POST /users (unit)', () => {
 
   test('a token and a JWT of one name are two clients: one name, two scopes', async () => {
     const alice = { current: new TokenSet([{ name: 'alice', token: 'alice-token-1' }]) };
-    const verifyJwt = async () => 'alice';
+    const verifyJwt = async () => ({ client: 'alice', mayErase: false });
     const byToken = await run({ tokens: alice, verifyJwt }, [
       'Authorization',
       'Bearer alice-token-1',
@@ -151,16 +151,37 @@ describe('authenticate: who may POST /users (unit)', () => {
     const byJwt = await run({ tokens: alice, verifyJwt }, ['Authorization', `Bearer ${JWT}`]);
     assert.deepEqual([byToken.req.clientName, byToken.req.clientScope], ['alice', 'token:alice']);
     assert.deepEqual([byJwt.req.clientName, byJwt.req.clientScope], ['alice', 'jwt:alice']);
-    const nameless = await run({ verifyJwt: async () => undefined }, [
-      'Authorization',
-      `Bearer ${JWT}`,
-    ]);
+    const nameless = await run(
+      { verifyJwt: async () => ({ client: undefined, mayErase: false }) },
+      ['Authorization', `Bearer ${JWT}`],
+    );
     assert.equal(nameless.req.clientScope, 'jwt:');
     assert.equal(
       (await run({}, [])).req.clientScope,
       undefined,
       'nothing configured: no scope (one anonymous client)',
     );
+  });
+
+  test("the request learns whether its credentials grant erasing: a token's as declared, a JWT's as verified", async () => {
+    const declared = {
+      current: new TokenSet([
+        { name: 'ops', token: 'ops-token-1', erase: true },
+        { name: 'crm', token: 'crm-token-2' },
+      ]),
+    };
+    /** @param {string} t */
+    const verifyJwt = async (t) => ({ client: 'dpo', mayErase: t === JWT });
+    const mayErase = async (/** @type {string} */ bearer) =>
+      (await run({ tokens: declared, verifyJwt }, ['Authorization', `Bearer ${bearer}`])).req
+        .mayErase;
+    assert.equal(await mayErase('ops-token-1'), true);
+    assert.equal(await mayErase('crm-token-2'), false);
+    assert.equal(await mayErase(JWT), true);
+    assert.equal(await mayErase('a.b.c'), false);
+    const refused = await run({ tokens: declared }, ['Authorization', 'Bearer nope']);
+    assert.equal(refused.req.mayErase, undefined, 'refused: no right either');
+    assert.equal((await run({}, [])).req.mayErase, undefined, 'nothing configured: left unset');
   });
 
   test('no token name, JWT subject or the anonymous client share a scope', () => {

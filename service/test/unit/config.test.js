@@ -169,6 +169,38 @@ describe('configuration (unit)', () => {
       );
     });
   }
+  test('JWT_ERASE_ROLES: none by default; a list of roles that grant writing, else start-up stops naming it', () => {
+    const secret = { JWT_SECRET: 's'.repeat(32) };
+    assert.deepEqual(loadConfig(secret).auth.jwt?.eraseRoles, []);
+    assert.deepEqual(
+      loadConfig({ ...secret, JWT_ERASE_ROLES: ' ops , service_role' }).auth.jwt?.eraseRoles,
+      ['ops', 'service_role'],
+    );
+    assert.deepEqual(
+      loadConfig({ ...secret, JWT_ROLES: 'writer,ops', JWT_ERASE_ROLES: 'ops' }).auth.jwt
+        ?.eraseRoles,
+      ['ops'],
+    );
+    for (const [env, problem] of /** @type {[Record<string, string>, RegExp][]} */ ([
+      [{ JWT_ERASE_ROLES: 'ops' }, /^JWT_ERASE_ROLES is set, but neither JWT_SECRET nor/],
+      [{ ...secret, JWT_ERASE_ROLES: 'ops,,x' }, /^JWT_ERASE_ROLES must be a comma-separated/],
+      [
+        { ...secret, JWT_ROLES: 'writer', JWT_ERASE_ROLES: 'writer,ops,dpo' },
+        /^JWT_ERASE_ROLES names "ops", "dpo", which JWT_ROLES does not name: its tokens/,
+      ],
+      [
+        { ...secret, JWT_ERASE_ROLES: 'ops,anon' },
+        /^JWT_ERASE_ROLES names "anon", which never grants writing: its tokens/,
+      ],
+    ])) {
+      assert.throws(
+        () => loadConfig(env),
+        (err) => err instanceof ConfigError && problem.test(err.message),
+        JSON.stringify(env),
+      );
+    }
+  });
+
   test("tracing's OTEL_ variables are read with the rest, once: off by default, the SDK's settings from them", () => {
     const off = loadConfig({});
     assert.equal(off.tracing.enabled, false);

@@ -133,6 +133,67 @@ describe('named tokens: parsing and constant-time matching (unit)', () => {
   });
 });
 
+describe('the right to erase, declared with a token (unit)', () => {
+  test('"erase": true beside a token lets its client erase; none, false or a plain token does not', () => {
+    const c = loadConfig({
+      INGEST_TOKENS: JSON.stringify({
+        ops: { token: 'tok-ops', erase: true },
+        feeder: { token: 'tok-feeder', erase: true, rate: 100 },
+        crm: { token: 'tok-crm', erase: false },
+        web: 'tok-web',
+      }),
+    });
+    const set = new TokenSet(/** @type {any} */ (c.auth.ingestTokens));
+    assert.deepEqual(
+      ['ops', 'feeder', 'crm', 'web', 'nobody'].map((name) => set.mayErase(name)),
+      [true, true, false, false, false],
+    );
+    assert.deepEqual(set.limitsOf('feeder'), { rate: 100 }, 'its limits as before');
+  });
+
+  for (const value of ['"yes"', '1', 'null', '"tok-secret"', '[true]', '{}']) {
+    test(`INGEST_TOKENS with "erase": ${value}: start-up stops naming the variable and the client`, () => {
+      assert.throws(
+        () => loadConfig({ INGEST_TOKENS: `{"ops": {"token": "tok-x", "erase": ${value}}}` }),
+        (err) => {
+          assert.ok(err instanceof ConfigError);
+          assert.equal(
+            err.message,
+            'INGEST_TOKENS gives the client "ops" an erase that is not true or false',
+          );
+          return true;
+        },
+      );
+    });
+  }
+
+  test('INGEST_TOKEN, the one operator credential, may erase; the named clients beside it only as declared', async () => {
+    const { logger } = keptLogger();
+    const source = await new TokenSource(
+      {
+        ingestToken: 'operator-token',
+        ingestTokens: parseNamedTokens('{"feeder": "tok-feeder"}'),
+        ingestTokensFile: undefined,
+        ingestTokensSecretArn: undefined,
+        ingestTokensRefreshMs: 60_000,
+      },
+      { logger },
+    ).start();
+    assert.equal(source.current.match('operator-token'), 'default');
+    assert.equal(source.current.mayErase('default'), true);
+    assert.equal(source.current.mayErase('feeder'), false);
+  });
+
+  test('a client named twice (a rotation): its first entry says whether it may erase', () => {
+    const named = (/** @type {boolean[]} */ ...rights) =>
+      new TokenSet(
+        rights.map((erase, i) => ({ name: 'ops', token: `tok-${i}`, ...(erase ? { erase } : {}) })),
+      ).mayErase('ops');
+    assert.equal(named(true, false), true);
+    assert.equal(named(false, true), false, 'a later entry grants nothing');
+  });
+});
+
 describe('a token file, read again as it changes (unit)', () => {
   test('a client added, the old one removed: each change in force after a refresh; a bad rewrite keeps the tokens in force', async (t) => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-tokens-'));

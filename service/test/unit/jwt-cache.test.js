@@ -37,11 +37,17 @@ const refused = (verified, reason) =>
 
 afterEach(() => mock.timers.reset());
 
+/** The verifier, resolving with the client it names alone. */
+const clientOf =
+  (/** @type {(t: string) => Promise<{ client: string | undefined }>} */ verify) =>
+  async (/** @type {string} */ t) =>
+    (await verify(t)).client;
+
 describe('the verified-token cache and the key set host (unit)', () => {
   test('a remembered token is refused once it expires, though the cache would still keep it', async (t) => {
     // Date only: jose and the cache both read the clock through it.
     mock.timers.enable({ apis: ['Date'], now: Date.UTC(2030, 0, 1) });
-    const verify = await createJwtVerifier(BASE);
+    const verify = clientOf(await createJwtVerifier(BASE));
     const exp = Math.floor(Date.now() / 1000) + 10;
     const good = await token({}, exp);
     assert.equal(await verify(good), 'crm-import');
@@ -63,7 +69,7 @@ describe('the verified-token cache and the key set host (unit)', () => {
 
   test('a remembered token is verified again after VERIFIED_CACHE_MS', async (t) => {
     mock.timers.enable({ apis: ['Date'], now: Date.UTC(2030, 0, 1) });
-    const verify = await createJwtVerifier(BASE);
+    const verify = clientOf(await createJwtVerifier(BASE));
     const good = await token({}, Math.floor(Date.now() / 1000) + 3600);
     await verify(good);
     const signature = t.mock.method(crypto.subtle, 'verify');
@@ -76,7 +82,7 @@ describe('the verified-token cache and the key set host (unit)', () => {
   });
 
   test('the cache is bounded: past 1000 tokens it is emptied, and the first is verified again', async (t) => {
-    const verify = await createJwtVerifier(BASE);
+    const verify = clientOf(await createJwtVerifier(BASE));
     const exp = Math.floor(Date.now() / 1000) + 3600;
     const tokens = await Promise.all(
       Array.from({ length: 1001 }, (_, i) => token({ sub: `client-${i}` }, exp)),
@@ -92,7 +98,7 @@ describe('the verified-token cache and the key set host (unit)', () => {
   });
 
   test('a refused role is never remembered: anon, then a missing role, refused every time', async () => {
-    const verify = await createJwtVerifier(BASE);
+    const verify = clientOf(await createJwtVerifier(BASE));
     const exp = Math.floor(Date.now() / 1000) + 3600;
     const anon = await token({ role: 'anon' }, exp);
     const none = await token({ role: undefined }, exp);
@@ -104,7 +110,7 @@ describe('the verified-token cache and the key set host (unit)', () => {
   });
 
   test("a client's name is cut to 256 characters", async () => {
-    const verify = await createJwtVerifier(BASE);
+    const verify = clientOf(await createJwtVerifier(BASE));
     const exp = Math.floor(Date.now() / 1000) + 3600;
     assert.equal(await verify(await token({ sub: 'x'.repeat(300) }, exp)), 'x'.repeat(256));
     assert.equal(await verify(await token({ sub: 'y'.repeat(256) }, exp)), 'y'.repeat(256));
@@ -136,11 +142,13 @@ describe('the verified-token cache and the key set host (unit)', () => {
       await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)));
       t.after(() => server.close());
       const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
-      const verify = await createJwtVerifier({
-        ...BASE,
-        secret: undefined,
-        jwksUrl: `http://127.0.0.1:${port}/jwks`,
-      });
+      const verify = clientOf(
+        await createJwtVerifier({
+          ...BASE,
+          secret: undefined,
+          jwksUrl: `http://127.0.0.1:${port}/jwks`,
+        }),
+      );
       const { privateKey } = await generateKeyPair('ES256');
       await refused(
         verify(

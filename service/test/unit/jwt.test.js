@@ -42,9 +42,15 @@ const refused = (verified, reason) =>
     (err) => err instanceof JwtRefusal && err.reason === reason && !err.message.includes(SECRET),
   );
 
+/** The verifier, resolving with the client it names alone. */
+const clientOf =
+  (/** @type {(t: string) => Promise<{ client: string | undefined }>} */ verify) =>
+  async (/** @type {string} */ t) =>
+    (await verify(t)).client;
+
 describe('JWT verification (unit)', () => {
   test('a good token: its sub is the client, and it is verified once, then remembered', async (t) => {
-    const verify = await createJwtVerifier(BASE);
+    const verify = clientOf(await createJwtVerifier(BASE));
     const good = await token();
     assert.equal(await verify(good), 'crm-import');
     const sign = t.mock.method(crypto.subtle, 'verify');
@@ -58,7 +64,7 @@ describe('JWT verification (unit)', () => {
   });
 
   test('expired (past the clock tolerance), not yet valid, another audience, another issuer, a wrong signature: each refused, saying why', async () => {
-    const verify = await createJwtVerifier(BASE);
+    const verify = clientOf(await createJwtVerifier(BASE));
     await refused(verify(await token({}, { exp: now() - 60 })), 'expired');
     assert.equal(
       await verify(await token({}, { exp: now() - 2 })),
@@ -97,7 +103,7 @@ describe('JWT verification (unit)', () => {
   });
 
   test('no aud or no iss when they are required: refused saying the claim is missing, not that it is another', async () => {
-    const verify = await createJwtVerifier(BASE);
+    const verify = clientOf(await createJwtVerifier(BASE));
     /** @param {Promise<unknown>} verified @param {string} reason @param {string} message */
     const refusedWith = (verified, reason, message) =>
       assert.rejects(
@@ -138,7 +144,7 @@ describe('JWT verification (unit)', () => {
   });
 
   test('alg none, an algorithm other than HS256 for a secret: refused', async () => {
-    const verify = await createJwtVerifier(BASE);
+    const verify = clientOf(await createJwtVerifier(BASE));
     const none = new UnsecuredJWT({ role: 'writer', sub: 'x' })
       .setAudience('sluice')
       .setIssuer('https://auth.example')
@@ -153,22 +159,46 @@ describe('JWT verification (unit)', () => {
     await refused(verify(await token({}, { alg: 'ES256', key: privateKey })), 'algorithm');
   });
 
+  test('JWT_ERASE_ROLES: a token whose role is one of them may erase, remembered with it; any other role, or none listed, may not', async (t) => {
+    const verify = await createJwtVerifier({ ...BASE, eraseRoles: ['ops', 'service_role'] });
+    const ops = await token({ role: 'ops', sub: 'dpo' });
+    assert.deepEqual(await verify(ops), { client: 'dpo', mayErase: true });
+    const sign = t.mock.method(crypto.subtle, 'verify');
+    assert.deepEqual(await verify(ops), { client: 'dpo', mayErase: true }, 'from the cache');
+    assert.equal(sign.mock.callCount(), 0);
+    assert.deepEqual(await verify(await token()), { client: 'crm-import', mayErase: false });
+    assert.equal((await verify(await token({ role: 'Ops' }))).mayErase, false, 'exact, as roles');
+    const none = await createJwtVerifier(BASE);
+    assert.equal((await none(await token({ role: 'ops' }))).mayErase, false);
+    const renamed = await createJwtVerifier({
+      ...BASE,
+      roleClaim: 'sluice_role',
+      eraseRoles: ['ops'],
+    });
+    assert.equal((await renamed(await token({ sluice_role: 'ops', role: 'x' }))).mayErase, true);
+    assert.equal((await renamed(await token({ sluice_role: 'w', role: 'ops' }))).mayErase, false);
+  });
+
   test('the role claim: missing, empty or anon refused; JWT_ROLES restricts; JWT_ROLE_CLAIM and JWT_CLIENT_CLAIM rename', async () => {
-    const verify = await createJwtVerifier(BASE);
+    const verify = clientOf(await createJwtVerifier(BASE));
     await refused(verify(await token({ role: undefined })), 'role');
     await refused(verify(await token({ role: '' })), 'role');
     await refused(verify(await token({ role: 'anon' })), 'role');
     await refused(verify(await token({ role: ['writer'] })), 'role');
-    const restricted = await createJwtVerifier({ ...BASE, roles: ['service_role', 'ingest'] });
+    const restricted = clientOf(
+      await createJwtVerifier({ ...BASE, roles: ['service_role', 'ingest'] }),
+    );
     await refused(restricted(await token({ role: 'authenticated' })), 'role');
     assert.equal(await restricted(await token({ role: 'ingest' })), 'crm-import');
-    const renamed = await createJwtVerifier({
-      ...BASE,
-      roleClaim: 'sluice_role',
-      clientClaim: 'client_id',
-      audience: undefined,
-      issuer: undefined,
-    });
+    const renamed = clientOf(
+      await createJwtVerifier({
+        ...BASE,
+        roleClaim: 'sluice_role',
+        clientClaim: 'client_id',
+        audience: undefined,
+        issuer: undefined,
+      }),
+    );
     await refused(renamed(await token()), 'role');
     assert.equal(
       await renamed(await token({ sluice_role: 'writer', client_id: 'billing' })),
@@ -177,7 +207,7 @@ describe('JWT verification (unit)', () => {
   });
 
   test('a client claim with a control character or a lone surrogate: refused (claim), never quoted; a long one cut, never inside a pair', async () => {
-    const verify = await createJwtVerifier(BASE);
+    const verify = clientOf(await createJwtVerifier(BASE));
     for (const sub of [
       'a\u0000b',
       'tab\there',
@@ -219,11 +249,13 @@ describe('JWT verification (unit)', () => {
     await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)));
     t.after(() => server.close());
     const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
-    const verify = await createJwtVerifier({
-      ...BASE,
-      secret: undefined,
-      jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`,
-    });
+    const verify = clientOf(
+      await createJwtVerifier({
+        ...BASE,
+        secret: undefined,
+        jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+      }),
+    );
 
     assert.equal(
       await verify(await token({}, { alg: 'RS256', key: known.privateKey, kid: 'k1' })),
@@ -253,12 +285,14 @@ describe('JWT verification (unit)', () => {
       server.close();
     });
     const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
-    const verify = await createJwtVerifier({
-      ...BASE,
-      secret: undefined,
-      jwksUrl: `http://127.0.0.1:${port}/jwks`,
-      jwksTimeoutMs: 300,
-    });
+    const verify = clientOf(
+      await createJwtVerifier({
+        ...BASE,
+        secret: undefined,
+        jwksUrl: `http://127.0.0.1:${port}/jwks`,
+        jwksTimeoutMs: 300,
+      }),
+    );
     const { privateKey } = await generateKeyPair('ES256');
     const started = performance.now();
     await refused(
