@@ -192,7 +192,7 @@ export const API_ERRORS = /** @type {const} */ ({
     scope: 'unrouted',
     message: 'this method is not served on this path',
     when:
-      'A method a path does not serve (`/users` serves only ' +
+      'A method a path does not serve (`/users` serves POST and DELETE, `/erasures` ' +
       "POST); the answer's `Allow` names the methods it serves.",
   },
   idempotency_key_in_flight: {

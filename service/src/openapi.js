@@ -1,12 +1,8 @@
 import { createRequire } from 'node:module';
-import {
-  API_ERRORS,
-  emptyBatchMessage,
-  inCode,
-  inCodeSentence,
-  itemErrorsAsDetails,
-} from './errors.js';
+import { emptyBatchMessage, inCode, inCodeSentence, itemErrorsAsDetails } from './errors.js';
 import { READ_COLUMNS, WRITE_COLUMNS } from './http/write-query.js';
+import { Example, errorBody, errorExample, errorResponses, json } from './openapi-answers.js';
+import { deleteUsersOperation, erasureSchemas, postErasuresOperation } from './openapi-erasures.js';
 import {
   KEY_COLUMN,
   ORDER_COLUMN,
@@ -33,111 +29,6 @@ const shownProperties = () =>
       },
     ]),
   );
-
-/** @param {string} code */
-const specOf = (code) =>
-  /** @type {import('./errors.js').ApiErrorSpec} */ (
-    API_ERRORS[/** @type {keyof typeof API_ERRORS} */ (code)]
-  );
-
-/**
- * An error body whose `error` is one of `codes`, with PostgREST's `code`, `details` and `hint`
- * beside sluice's fields; `extra`: more required properties.
- */
-const errorBody = (/** @type {string[]} */ codes, extra = {}) => ({
-  type: 'object',
-  required: ['error', 'message', 'code', 'details', 'hint', ...Object.keys(extra)],
-  additionalProperties: false,
-  properties: {
-    error: { type: 'string', enum: codes, description: "sluice's code." },
-    message: { type: 'string' },
-    code: {
-      type: 'string',
-      enum: [...new Set(codes.map((c) => specOf(c).pgrst))],
-      description:
-        "PostgREST's code for the same refusal: PGRST... for its " +
-        "own, a SQLSTATE for the database's (docs/api.md maps each).",
-    },
-    details: {
-      type: ['string', 'null'],
-      description: "More about this case (PostgREST's `details`), or null.",
-    },
-    hint: {
-      type: ['string', 'null'],
-      description: "What to do about it (PostgREST's `hint`), or null.",
-    },
-    ...extra,
-  },
-});
-
-/**
- * The body of an error code as the error handler sends it with the catalogue's message.
- * @param {string} code
- * @param {Record<string, unknown>} [fields] the message, details and more of a case
- */
-export const errorExample = (code, fields = {}) => ({
-  error: code,
-  message: specOf(code).message,
-  code: specOf(code).pgrst,
-  details: null,
-  hint: specOf(code).hint ?? null,
-  ...fields,
-});
-
-/**
- * A JSON media type with named examples, each a plain value or an OpenAPI Example Object ({ value,
- * description }) when it says which request it answers.
- * @param {object} schema
- * @param {Record<string, unknown>} examples
- */
-const json = (schema, examples) => ({
-  'application/json': {
-    schema,
-    examples: Object.fromEntries(
-      Object.entries(examples).map(([name, e]) => [
-        name,
-        e instanceof Example ? { description: e.description, value: e.value } : { value: e },
-      ]),
-    ),
-  },
-});
-
-class Example {
-  /** @param {unknown} value @param {string} description */
-  constructor(value, description) {
-    this.value = value;
-    this.description = description;
-  }
-}
-
-const HEADER_SCHEMAS = {
-  'Retry-After': {
-    description: 'Seconds to wait before retrying.',
-    schema: { type: 'integer', minimum: 1 },
-  },
-  'RateLimit-Policy': {
-    description:
-      "The client's rate (IETF httpapi RateLimit header fields): a " +
-      'quota of `q` users refilled over `w` seconds, its burst and rate.',
-    schema: { type: 'string', examples: ['"users";q=5000;w=1'] },
-  },
-  RateLimit: {
-    description:
-      "The client's quota now (IETF httpapi RateLimit header " +
-      'fields): `r` users left, `t` seconds until it is full again.',
-    schema: { type: 'string', examples: ['"users";r=0;t=1'] },
-  },
-  'WWW-Authenticate': {
-    description:
-      'The scheme, and the RFC 6750 error code when credentials ' +
-      'were sent: `invalid_request` for a malformed header, ' +
-      '`invalid_token` for a token that is not valid.',
-    schema: {
-      type: 'string',
-      enum: ['Bearer', 'Bearer error="invalid_request"', 'Bearer error="invalid_token"'],
-    },
-  },
-};
 const preferenceApplied = {
   description:
     "The preferences of `Prefer` that were honoured, in PostgREST's " +
@@ -160,7 +51,8 @@ const idempotentReplayed = {
   description:
     'On a replay only: this is the stored answer of the first request sent with ' +
     'the same `Idempotency-Key` (and the same body, content type, `Prefer` and ' +
-    'query), repeated byte for byte; nothing was written by this request.',
+    'query), repeated byte for byte (but for the rows of users erased since: ' +
+    '`Users-Erased`); nothing was written by this request.',
   schema: { type: 'string', const: 'true' },
 };
 const quarantineRequestId = {
@@ -170,78 +62,20 @@ const quarantineRequestId = {
     'under, to export them (`npm run quarantine -- export --request <id>`).',
   schema: { type: 'string' },
 };
+const usersErased = {
+  description:
+    'On a replay of a `return=representation` answer only, when users it held were ' +
+    'erased since (`DELETE /users`, `POST /erasures`): how many. Their rows are left ' +
+    'out of the body; its status and other headers are as first answered.',
+  schema: { type: 'string', pattern: '^[1-9][0-9]*$' },
+};
 const writeHeaders = {
   'Preference-Applied': preferenceApplied,
   'Content-Range': contentRange,
   'Idempotent-Replayed': idempotentReplayed,
+  'Users-Erased': usersErased,
   'Quarantine-Request-Id': quarantineRequestId,
 };
-
-/**
- * The error answers of an operation, from the catalogue (errors.js): by status, every code its
- * scopes can answer, described by what gets it, with the headers the catalogue sends.
- * @param {import('./errors.js').ErrorScope[]} scopes
- * @param {Record<number, Record<string, unknown>>} [examples] more examples by status
- *   (docs/api.md's)
- */
-export function errorResponses(scopes, examples = {}) {
-  /** @type {Map<number, [string, import('./errors.js').ApiErrorSpec][]>} */
-  const byStatusCode = new Map();
-  for (const [code, spec] of Object.entries(API_ERRORS)) {
-    if (!scopes.includes(spec.scope)) continue;
-    byStatusCode.set(spec.status, [...(byStatusCode.get(spec.status) ?? []), [code, spec]]);
-  }
-  return Object.fromEntries(
-    [...byStatusCode.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([status, codes]) => {
-        const names = codes.map(([code]) => code);
-        const headerNames = [
-          ...new Set(codes.flatMap(([, spec]) => Object.keys(spec.headers ?? {}))),
-        ];
-        const plain = names.filter((c) => c !== 'invalid_batch' && c !== 'internal');
-        /** @type {object[]} */
-        const schemas = [];
-        if (names.includes('invalid_batch'))
-          schemas.push({ $ref: '#/components/schemas/InvalidBatch' });
-        if (names.includes('internal'))
-          schemas.push(errorBody(['internal'], { errorId: { type: 'string', format: 'uuid' } }));
-        if (plain.length) schemas.push(errorBody(plain));
-        return [
-          status,
-          {
-            description: codes.map(([code, spec]) => `\`${code}\`: ${spec.when}`).join(' '),
-            ...(headerNames.length
-              ? {
-                  headers: Object.fromEntries(
-                    headerNames.map((h) => [
-                      h,
-                      {
-                        required: codes.every(([, spec]) => h in (spec.headers ?? {})),
-                        .../** @type {Record<string, object>} */ (HEADER_SCHEMAS)[h],
-                      },
-                    ]),
-                  ),
-                }
-              : {}),
-            content: json(schemas.length === 1 ? schemas[0] : { oneOf: schemas }, {
-              ...Object.fromEntries(
-                codes
-                  .filter(([code]) => code !== 'invalid_batch')
-                  .map(([code]) => [
-                    code,
-                    code === 'internal'
-                      ? { ...errorExample(code), errorId: '0f8e4c1a-3b5d-4e2f-9a7c-6d1b2e3f4a5b' }
-                      : errorExample(code),
-                  ]),
-              ),
-              ...examples[status],
-            }),
-          },
-        ];
-      }),
-  );
-}
 
 const INVALID_ERRORS = [
   { index: 0, field: 'email', message: MESSAGES.email.pattern },
@@ -347,7 +181,8 @@ export function createOpenApiDocument({
       summary: 'Batch ingestion of users over HTTP into PostgreSQL.',
       description:
         'POST /users writes a JSON array of users, or a stream of them (NDJSON, ' +
-        'CSV) of any size, in one transaction, all or nothing. Every response ' +
+        'CSV) of any size, in one transaction, all or nothing; DELETE /users and ' +
+        'POST /erasures erase users, every copy, and keep them from coming back. Every response ' +
         'carries `X-Request-Id` (a sane one sent by the client is kept).',
       license: { name: 'UNLICENSED', identifier: 'UNLICENSED' },
     },
@@ -355,10 +190,18 @@ export function createOpenApiDocument({
     servers: [{ url: '/', description: 'the server that serves this document' }],
     tags: [
       { name: 'users', description: 'Ingestion.' },
+      {
+        name: 'erasure',
+        description: 'Erasing users: every copy sluice keeps, and a tombstone against replays.',
+      },
       { name: 'operations', description: 'Health, readiness, metrics and this document.' },
     ],
     paths: {
-      '/users': { post: postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }) },
+      '/users': {
+        post: postUsersOperation({ maxBatchItems, maxBodyBytes, maxStreamBytes }),
+        delete: deleteUsersOperation({ maxBatchItems }),
+      },
+      '/erasures': { post: postErasuresOperation({ maxBatchItems, maxBodyBytes }) },
       ...operationsPaths(),
     },
     components: {
@@ -372,11 +215,26 @@ export function createOpenApiDocument({
             'for asymmetric keys) whose role claim grants writing.',
         },
       },
-      schemas: schemas(),
+      schemas: { ...schemas(), ...erasureSchemas() },
       // A method and path this API does not serve: no operation to hang it on.
       responses: {
         NotFound: errorResponses(['unrouted'])[404],
-        MethodNotAllowed: errorResponses(['unrouted'])[405],
+        MethodNotAllowed: methodNotAllowed(),
+      },
+    },
+  };
+}
+
+/** The 405 of a path served, with the methods it serves. */
+function methodNotAllowed() {
+  return {
+    ...errorResponses(['unrouted'])[405],
+    headers: {
+      Allow: {
+        required: true,
+        description:
+          'The methods the path serves: `POST, DELETE` on `/users`, `POST` on `/erasures`.',
+        schema: { type: 'string', enum: ['POST, DELETE', 'POST'] },
       },
     },
   };
@@ -692,18 +550,23 @@ function schemas() {
           type: 'integer',
           minimum: 0,
           description:
-            'Merge mode only (absent otherwise): items that wrote nothing because ' +
-            'they were no newer change than the row stored (an older or equal ' +
-            '`changedAt`, none against a row that has one, or the same values) ' +
-            'or than another item of their email in the ' +
-            'request. inserted + updated + stale = received.',
+            'Items that wrote nothing as no newer change. In merge mode (always there): ' +
+            'than the row stored (an older or equal `changedAt`, none against a row that ' +
+            'has one, or the same values) or than another item of their email in the ' +
+            'request, so that inserted + updated + stale = received - quarantined. In ' +
+            "either mode: than their email's erasure (`DELETE /users`, `POST /erasures`): " +
+            'an item of an erased email without `changedAt`, or with one not newer than ' +
+            'the erasure, is kept out. Ignore mode has `stale` only when an erasure kept ' +
+            'an item out (absent otherwise).',
         },
         duplicates: {
           type: 'integer',
           minimum: 0,
           description:
-            'received - inserted - quarantined: emails already stored, ' +
-            'or repeated in the batch (in merge mode: updated + stale).',
+            'Items that wrote nothing but those an erasure kept out: emails already ' +
+            'stored, or repeated in the request (in merge mode: updated + the items ' +
+            'stale against the row stored or their email). inserted + duplicates + ' +
+            'quarantined + the items an erasure kept out = received.',
         },
         quarantined: {
           type: 'integer',
@@ -711,7 +574,7 @@ function schemas() {
           description:
             'With `Prefer: invalid=quarantine` only (absent otherwise): invalid ' +
             'items set aside, kept in the quarantine (`npm run quarantine`) and ' +
-            'not written. inserted + duplicates + quarantined = received.',
+            'not written.',
         },
         errors: {
           type: 'array',

@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { API_ERRORS } from '../../src/errors.js';
-import { errorResponses } from '../../src/openapi.js';
+import { errorResponses } from '../../src/openapi-answers.js';
 import { startTestApp } from '../../../test/support/app.js';
 import { createTestDatabase } from '../../../test/support/database.js';
 import { PROBE_PATH, startEraseProbe } from '../../../test/support/erase-probe.js';

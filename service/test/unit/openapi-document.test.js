@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { API_ERRORS } from '../../src/errors.js';
 import { createOpenApiDocument } from '../../src/openapi.js';
+import { DELETE_USERS_ERRORS, POST_ERASURES_ERRORS } from '../../src/openapi-erasures.js';
 import { userSchema } from '../../src/users/user-schema.js';
 
 describe('the OpenAPI document', () => {
@@ -45,6 +46,7 @@ describe('the OpenAPI document', () => {
 
   test('every route the service answers is in it', () => {
     assert.deepEqual(Object.keys(doc.paths).sort(), [
+      '/erasures',
       '/healthz',
       '/metrics',
       '/openapi.json',
@@ -68,6 +70,33 @@ describe('the OpenAPI document', () => {
       '501',
       '503',
     ]);
+    assert.deepEqual(Object.keys(doc.paths['/users']).sort(), ['delete', 'post']);
+  });
+
+  test("the routes that erase: PostgREST's answers to a delete, the bulk form's counts", () => {
+    const del = /** @type {any} */ (doc.paths['/users'].delete);
+    assert.equal(del.responses[204].content, undefined, '204: no body');
+    assert.deepEqual(del.responses[200].content['application/json'].schema, {
+      type: 'array',
+      items: { $ref: '#/components/schemas/UserRow' },
+    });
+    assert.ok(del.responses[204].headers['Content-Range']);
+    assert.equal(del.parameters.find((/** @type {any} */ p) => p.name === 'email').required, true);
+    const post = /** @type {any} */ (doc.paths['/erasures'].post);
+    const body = post.requestBody.content['application/json'].schema;
+    assert.equal(body.maxItems, 10_000);
+    const erasure = /** @type {any} */ (doc.components.schemas.Erasure);
+    assert.deepEqual(Object.keys(erasure.properties), ['email', 'changedAt']);
+    assert.equal(erasure.properties.email.pattern, userSchema.properties.email.pattern);
+    assert.deepEqual(/** @type {any} */ (doc.components.schemas.ErasureResult).required, [
+      'received',
+      'erased',
+      'absent',
+    ]);
+    const allow = /** @type {any} */ (doc.components.responses.MethodNotAllowed).headers.Allow;
+    assert.equal(allow.required, true);
+    assert.ok(allow.schema.enum.includes('POST, DELETE'));
+    assert.ok(doc.paths['/users'].post.responses[200].headers['Users-Erased']);
   });
 
   test('every code of the error catalogue is documented where it can be answered, with its headers', () => {
@@ -80,13 +109,22 @@ describe('the OpenAPI document', () => {
       );
     };
     for (const [code, spec] of Object.entries(API_ERRORS)) {
-      // The routes that erase, by the names the contract fixes, wherever the document has them.
-      const erasing = [doc.paths['/users']?.delete, doc.paths['/erasures']?.post].filter(Boolean);
+      // The routes that erase document what each can answer: the filter's codes on DELETE only.
+      const erasing = [
+        ...(DELETE_USERS_ERRORS.includes(/** @type {any} */ (code))
+          ? [doc.paths['/users'].delete]
+          : []),
+        ...(POST_ERASURES_ERRORS.includes(/** @type {any} */ (code))
+          ? [doc.paths['/erasures'].post]
+          : []),
+      ];
+      if (spec.scope === 'erase')
+        assert.ok(erasing.length > 0, `${code} is on a route that erases`);
       const operations =
         spec.scope === 'users'
-          ? [doc.paths['/users'].post]
+          ? [doc.paths['/users'].post, ...erasing]
           : spec.scope === 'any'
-            ? Object.values(doc.paths).map((p) => Object.values(p)[0])
+            ? Object.values(doc.paths).flatMap((p) => Object.values(p))
             : spec.scope === 'erase'
               ? erasing
               : [];
@@ -105,11 +143,12 @@ describe('the OpenAPI document', () => {
         assert.ok(documented.includes(code), `${code} (${spec.status}) is documented`);
       }
       for (const header of Object.keys('headers' in spec ? spec.headers : {})) {
-        assert.equal(
-          doc.paths['/users'].post.responses[spec.status].headers?.[header]?.required,
-          true,
-          `${code} documents ${header}`,
-        );
+        for (const responses of places)
+          assert.equal(
+            responses[spec.status].headers?.[header]?.required,
+            true,
+            `${code} documents ${header}`,
+          );
       }
     }
   });
