@@ -9,14 +9,14 @@ const pointer = (s) => s.replaceAll('~', '~0').replaceAll('/', '~1');
  * @typedef {object} Answer
  * @property {number} status
  * @property {Headers | Record<string, string>} headers  fetch's Headers, or lower-cased names (a raw exchange)
- * @property {unknown} body  the parsed JSON body
+ * @property {unknown} body  the parsed JSON body (undefined or '' when there is none)
  */
 
 /**
  * Checks answers against the document's own response schemas, compiled by ajv (JSON Schema
  * 2020-12, the dialect of OpenAPI 3.1), $refs into components included: the status must be listed
  * for the operation (a method and path the document does not have: components.responses.NotFound, or MethodNotAllowed for a 405), the
- * required headers present, and the body valid.
+ * required headers present, and the body valid (or absent, where the document gives it no content).
  * @param {any} doc  the OpenAPI document
  */
 export function responseChecker(doc) {
@@ -43,11 +43,20 @@ export function responseChecker(doc) {
     );
     const header = (/** @type {string} */ name) =>
       res.headers instanceof Headers ? res.headers.get(name) : res.headers[name.toLowerCase()];
-    assert.match(header('content-type') ?? '', /^application\/json/);
     for (const [name, spec] of Object.entries(documented.headers ?? {})) {
-      if (/** @type {any} */ (spec).required)
-        assert.ok(header(name), `${res.status} carries ${name}`);
+      const { required, schema } = /** @type {any} */ (spec);
+      const value = header(name);
+      if (required) assert.ok(value, `${res.status} carries ${name}`);
+      // A header's value is text: a string schema (a pattern, an enum) is checked as it stands.
+      if (value && schema?.type === 'string')
+        assert.ok(ajv.validate(schema, value), `${name}: ${value} matches the document`);
     }
+    // An answer documented without content (a 204) has none.
+    if (!documented.content) {
+      assert.ok(res.body === undefined || res.body === '', `${res.status} has no body`);
+      return;
+    }
+    assert.match(header('content-type') ?? '', /^application\/json/);
     const validate = ajv.getSchema(`${id}${where}/content/application~1json/schema`);
     assert.ok(validate, `a schema for ${method.toUpperCase()} ${path} ${res.status}`);
     assert.ok(

@@ -8,7 +8,12 @@ import { makeUsers } from '../../../test/support/users.js';
 import { responseChecker } from '../../../test/support/openapi-check.js';
 
 const TOKEN = 'openapi-test-token-0123456789';
-const LIMITS = { INGEST_TOKEN: TOKEN, MAX_BATCH_ITEMS: '3', MAX_BODY_BYTES: '4096' };
+const LIMITS = {
+  INGEST_TOKEN: TOKEN,
+  MAX_BATCH_ITEMS: '3',
+  MAX_BODY_BYTES: '4096',
+  ERASURE_KEY: 'an erasure key of forty characters, test!',
+};
 describe('the examples of docs/api.md against the real service, answers checked against the document', () => {
   const ctx = useAppAndDatabase(LIMITS);
   /** @type {any} */ let doc;
@@ -72,6 +77,78 @@ describe('the examples of docs/api.md against the real service, answers checked 
       'payload_too_large',
     );
     assert.equal((await post('[]', { token: TOKEN, contentType: 'text/plain' })).status, 415);
+  });
+
+  /**
+   * A request to the service, its answer checked against the document.
+   * @param {string} method @param {string} path
+   * @param {{ headers?: Record<string, string>, body?: unknown }} [options]
+   */
+  const send = async (method, path, { headers = {}, body } = {}) => {
+    const res = await fetch(`${ctx.app.baseUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    const answer = { status: res.status, headers: res.headers, body: text && JSON.parse(text) };
+    check(method.toLowerCase(), path.split('?')[0], answer);
+    return answer;
+  };
+
+  test("the routes that erase: PostgREST's delete, the bulk form's example, the replay, 405", async () => {
+    const [a, b, c] = makeUsers(3);
+    const keyed = {
+      token: TOKEN,
+      headers: { 'idempotency-key': '"openapi-erase"', prefer: 'return=representation' },
+    };
+    assert.equal((await post([a, b], keyed)).status, 201);
+    const one = await send('DELETE', `/users?email=eq.${a.email}`, {
+      headers: { prefer: 'return=representation, count=exact' },
+    });
+    assert.equal(one.status, 200);
+    assert.deepEqual(
+      one.body.map((/** @type {any} */ r) => r.email),
+      [a.email],
+    );
+    assert.equal(one.headers.get('content-range'), '*/1');
+    const several = await send('DELETE', `/users?email=in.(${b.email},${c.email})`, {
+      headers: { prefer: 'count=exact' },
+    });
+    assert.deepEqual([several.status, several.body], [204, '']);
+    assert.equal(several.headers.get('content-range'), '*/1');
+    const replay = await post([a, b], keyed);
+    assert.deepEqual([replay.status, replay.body], [201, []]);
+    assert.equal(replay.headers.get('users-erased'), '2');
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    const again = await post([a]);
+    assert.deepEqual(again.body, { received: 1, inserted: 0, updated: 0, stale: 1, duplicates: 0 });
+
+    const bulk = doc.paths['/erasures'].post;
+    const request = bulk.requestBody.content['application/json'].examples.two.value;
+    assert.equal((await post([{ email: request[0].email, name: 'Ada' }])).status, 201);
+    const counts = await send('POST', '/erasures', { body: request });
+    assert.equal(counts.status, 200);
+    assert.deepEqual(
+      counts.body,
+      bulk.responses[200].content['application/json'].examples.counts.value,
+    );
+    assert.equal(await ctx.db.countUsers(), 1, 'only new is left');
+
+    const unfiltered = await send('DELETE', '/users');
+    assert.equal(unfiltered.body.error, 'missing_filter');
+    const tooMany = await send('DELETE', `/users?email=in.(${makeUsers(4).map((u) => u.email)})`);
+    assert.equal(tooMany.body.error, 'too_many_items');
+    const notAnArray = await send('POST', '/erasures', { body: { email: a.email } });
+    assert.equal(notAnArray.body.error, 'not_an_array');
+    const get = await send('GET', '/users');
+    assert.deepEqual([get.status, get.headers.get('allow')], [405, 'POST, DELETE']);
+    const put = await send('PUT', '/erasures');
+    assert.deepEqual([put.status, put.headers.get('allow')], [405, 'POST']);
   });
 
   test('the health routes answer as documented', async () => {
