@@ -5,16 +5,15 @@ import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { API_ERRORS } from '../../src/errors.js';
-import { errorResponses } from '../../src/openapi-answers.js';
 import { startTestApp } from '../../../test/support/app.js';
 import { createTestDatabase } from '../../../test/support/database.js';
-import { PROBE_PATH, startEraseProbe } from '../../../test/support/erase-probe.js';
 import { responseChecker } from '../../../test/support/openapi-check.js';
 import { startPgBouncer } from '../../../test/support/pgbouncer.js';
 import { postHead, rawExchange } from '../../../test/support/raw-http.js';
 import { makeUsers } from '../../../test/support/users.js';
 
 const TOKEN = 'api-errors-test-token-0123456789';
+const ERASURE_KEY = 'an erasure key of forty characters, test!';
 
 /**
  * Every code of the error catalogue, reached over HTTP by the request that gets it, and each
@@ -177,18 +176,114 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     expectCode('bad_request', 'get', '/healthz', garbled);
   });
 
-  test('403: a client whose credentials grant writing, not erasing (forbidden), on a route that erases', async (t) => {
-    const probe = await startEraseProbe({ env: { INGEST_TOKENS: JSON.stringify({ crm: TOKEN }) } });
-    t.after(() => probe.close());
-    // Checked against what the document says of every route that erases (the catalogue's scope).
-    const doc = await (await fetch(`${app.baseUrl}/openapi.json`)).json();
-    const erasing = { post: { responses: errorResponses(['erase', 'any']) } };
-    const res = await probe.erase(TOKEN);
-    responseChecker({ ...doc, paths: { [PROBE_PATH]: erasing } })('post', PROBE_PATH, res);
-    assert.equal(res.body?.error, 'forbidden', JSON.stringify(res.body));
-    assert.equal(res.status, API_ERRORS.forbidden.status);
-    assert.equal(res.body.code, '42501');
-    reached.add('forbidden');
+  /**
+   * A request with the token, JSON the body when there is one.
+   * @param {Awaited<ReturnType<typeof startTestApp>>} target @param {string} method
+   * @param {string} path @param {unknown} [body]
+   */
+  const send = async (target, method, path, body) => {
+    const res = await fetch(`${target.baseUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+  };
+
+  test('403: a client whose credentials grant writing, not erasing (forbidden), on both routes that erase', async () => {
+    const writer = await startTestApp({
+      databaseUrl: db.url,
+      env: { INGEST_TOKENS: JSON.stringify({ crm: TOKEN }), ERASURE_KEY },
+    });
+    try {
+      const [a] = makeUsers(1);
+      const refused = await send(writer, 'DELETE', `/users?email=eq.${a.email}`);
+      expectCode('forbidden', 'delete', '/users', refused);
+      assert.equal(refused.body.code, '42501');
+      expectCode('forbidden', 'post', '/erasures', await send(writer, 'POST', '/erasures', [a]));
+    } finally {
+      await writer.close();
+    }
+  });
+
+  test('400s of a DELETE (missing_filter, unsupported_filter); 503 without ERASURE_KEY (erasure_key_missing)', async () => {
+    const [a] = makeUsers(1);
+    assert.equal((await post([a])).status, 201);
+    expectCode('missing_filter', 'delete', '/users', await send(app, 'DELETE', '/users'));
+    for (const query of ['name=eq.x', `email=like.${a.email}`, 'email=eq.not-an-email'])
+      expectCode(
+        'unsupported_filter',
+        'delete',
+        '/users',
+        await send(app, 'DELETE', `/users?${query}`),
+      );
+    // The app has no ERASURE_KEY: it cannot make a tombstone, so it erases nothing.
+    const keyless = await send(app, 'DELETE', `/users?email=eq.${a.email}`);
+    expectCode('erasure_key_missing', 'delete', '/users', keyless);
+    assert.equal(keyless.headers.get('retry-after'), '2');
+    const bulk = await send(app, 'POST', '/erasures', [{ email: a.email }]);
+    expectCode('erasure_key_missing', 'post', '/erasures', bulk);
+    const stored = await db.pool.query('SELECT count(*)::int AS n FROM users WHERE email = $1', [
+      a.email,
+    ]);
+    assert.equal(stored.rows[0].n, 1, 'nothing erased');
+  });
+
+  test('503: an erasure made while a merge-mode stream was read, in a process that knew of none (erasure_during_import)', async (t) => {
+    // A database of its own: the importer must begin knowing of no tombstone at all.
+    const fresh = await createTestDatabase();
+    const env = { INGEST_TOKEN: TOKEN, ERASURE_KEY };
+    const importer = await startTestApp({ databaseUrl: fresh.url, env });
+    const eraser = await startTestApp({ databaseUrl: fresh.url, env });
+    t.after(async () => {
+      await Promise.all([importer.close(), eraser.close()]);
+      await fresh.drop();
+    });
+    const [a, b] = makeUsers(2);
+    const line = (/** @type {object} */ user) => `${JSON.stringify(user)}\n`;
+    const chunk = (/** @type {string} */ text) =>
+      `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+    /** Merge mode stages the body, and touches users only once it has all of it. */
+    const importing = async () => {
+      const { rows } = await fresh.pool.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND state = 'active' AND query LIKE 'COPY users_stream%'`,
+      );
+      return rows[0].n > 0;
+    };
+    const res = await raw(async (s) => {
+      s.write(
+        postHead([
+          auth,
+          ['Content-Type', 'application/x-ndjson'],
+          ['Prefer', 'resolution=merge-duplicates'],
+          ['Transfer-Encoding', 'chunked'],
+          ['Connection', 'close'],
+        ]) + chunk(line(a)),
+      );
+      for (let i = 0; i < 200 && !(await importing()); i++)
+        await new Promise((r) => setTimeout(r, 25));
+      assert.ok(await importing(), 'the import is under way');
+      const erased = await send(eraser, 'POST', '/erasures', [{ email: a.email }]);
+      assert.deepEqual(erased.body, { received: 1, erased: 0, absent: 1 });
+      // Not end(): a client that half-closes mid-request is taken for one gone.
+      s.write(chunk(line(b)) + chunk(''));
+    }, importer);
+    expectCode('erasure_during_import', 'post', '/users', res);
+    assert.equal(res.headers['retry-after'], '1');
+    assert.equal(await fresh.countUsers(), 0, 'nothing written');
+    // Sent again, the same import leaves the erased email out.
+    const again = await importer.postUsers(line(a) + line(b), {
+      token: TOKEN,
+      contentType: 'application/x-ndjson',
+      headers: { prefer: 'resolution=merge-duplicates' },
+    });
+    check('post', '/users', again);
+    assert.deepEqual(again.body, { received: 2, inserted: 1, updated: 0, stale: 1, duplicates: 0 });
   });
 
   test('401 (no credentials, a malformed Authorization, a token no client has), 404, 405', async () => {
