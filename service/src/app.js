@@ -108,7 +108,8 @@ export function createApp(deps) {
  */
 function routeErasures(app, parts, { writing, authenticated, rateLimit, admission }) {
   const { config, db, metrics, auth } = parts;
-  const erasing = { db, erasures: writing.erasures, metrics, maxBatchItems: config.maxBatchItems };
+  const { erasures, policy } = writing;
+  const erasing = { db, erasures, policy, metrics, maxBatchItems: config.maxBatchItems };
   // Erasing is a right of its own, refused (403) before anything else is read.
   const mayErase = requireEraseRight(auth);
   app.delete(
@@ -198,7 +199,7 @@ function createWriting({ config, db, logger, metrics, tracing }) {
         )
     : write;
   const importUsers = createStreamImport({ db, policy, keys, erasures });
-  return { writeUsers, importUsers, quarantineBound, quarantinePurge, erasures };
+  return { writeUsers, importUsers, quarantineBound, quarantinePurge, erasures, policy };
 }
 
 /**

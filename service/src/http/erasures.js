@@ -15,14 +15,15 @@ import { READ_COLUMNS } from './write-query.js';
 /**
  * @typedef {{ db: import('../db/database.js').Database,
  *   erasures: import('../users/erasure-guard.js').ErasureGuard,
+ *   policy: import('../users/write-policy.js').WritePolicy,
  *   metrics: import('../metrics.js').Metrics, maxBatchItems: number }} ErasureDeps
  */
 
 /**
  * @param {ErasureDeps} deps @param {import('express').Request} req @param {Erasure[]} items
  */
-async function erase({ db, erasures, metrics }, req, items) {
-  const erased = await eraseUsers({ db, erasures }, { items });
+async function erase({ db, erasures, policy, metrics }, req, items) {
+  const erased = await eraseUsers({ db, erasures, policy }, { items });
   metrics.usersErased.inc(erased.erased);
   const { received, absent } = erased;
   const client = (req.ingestClient ?? ONE_CLIENT).label;

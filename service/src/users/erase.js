@@ -8,14 +8,16 @@ import {
 } from './erasure-sql.js';
 import { REWRITE_OUTCOMES, deleteUsers, recordTombstones } from './erasure-sql.js';
 import { RETURNED_AS_TEXT, timestampAsJson } from './user-sql.js';
+import { tried } from './user-writer.js';
 
 // An erasure: in one transaction, writers held off, a tombstone a person (their email's keyed hash
 // and the erasure's time) and every copy of them deleted: their row, the items set aside that name
 // them, and their rows in the answers stored under Idempotency-Keys (the answer kept, without them,
-// counting them as erased).
+// counting them as erased). A failure is answered as a write's: the database's state a 503, tried
+// again once when that may help (an erasure done twice erases nothing more).
 
 /** @import { ErasureGuard } from './erasure-guard.js' */
-/** @import { Database, Lending, TimeLimits } from './write-types.js' */
+/** @import { Database, Lending, TimeLimits, WritePolicy } from './write-types.js' */
 
 /** One email to erase (lower-cased, valid) and when it was erased at its source, if said. */
 /** @typedef {{ email: string, changedAt: string | null }} Erasure */
@@ -34,13 +36,25 @@ function columnOf(field) {
 const TIMES = new Set([CREATED_AT.column, UPDATED_AT.column]);
 
 /**
- * @param {{ db: Database, erasures: ErasureGuard }} deps
+ * `policy`: how a failure is answered (without one, as it came).
+ * @param {{ db: Database, erasures: ErasureGuard, policy?: WritePolicy }} deps
  * @param {{ items: Erasure[], limits?: TimeLimits }} request
  * @returns {Promise<Erased>}
  */
-export async function eraseUsers({ db, erasures }, { items, limits }) {
+export async function eraseUsers({ db, erasures, policy }, { items, limits }) {
   const hmacs = erasures.hmacsOf(items.map((item) => item.email));
   const emails = [...new Set(items.map((item) => item.email))];
+  const erase = () => eraseAll(db, { items, hmacs, emails, limits });
+  return policy ? tried({ policy }, 'batch', erase) : erase();
+}
+
+/**
+ * The erasure's one transaction.
+ * @param {Database} db
+ * @param {{ items: Erasure[], hmacs: Buffer[], emails: string[], limits?: TimeLimits }} erasure
+ * @returns {Promise<Erased>}
+ */
+function eraseAll(db, { items, hmacs, emails, limits }) {
   return db.transaction(
     async (client) => {
       await client.query(

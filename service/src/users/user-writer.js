@@ -56,10 +56,11 @@ export function createUserWriter(db, options) {
 /** @typedef {ReturnType<typeof createUserWriter>} UserWriter */
 
 /**
- * @template T @param {Writer} writer @param {WriteKind} kind @param {() => Promise<T>} attempt
- * @returns {Promise<T>}
+ * An attempt, tried again once when the policy says so; a failure as the policy answers it.
+ * @template T @param {{ policy: WritePolicy }} writer @param {WriteKind} kind
+ * @param {() => Promise<T>} attempt @returns {Promise<T>}
  */
-async function tried({ policy }, kind, attempt) {
+export async function tried({ policy }, kind, attempt) {
   /** @type {unknown} */
   let first = undefined;
   try {

@@ -477,7 +477,12 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
   test('503: a row held by another writer past DB_LOCK_TIMEOUT_MS (lock_timeout), a statement past DB_STATEMENT_TIMEOUT_MS (statement_timeout)', async () => {
     const slow = await startTestApp({
       databaseUrl: db.url,
-      env: { INGEST_TOKEN: TOKEN, DB_LOCK_TIMEOUT_MS: '200', DB_STATEMENT_TIMEOUT_MS: '500' },
+      env: {
+        INGEST_TOKEN: TOKEN,
+        DB_LOCK_TIMEOUT_MS: '200',
+        DB_STATEMENT_TIMEOUT_MS: '500',
+        ERASURE_KEY,
+      },
     });
     const holder = new pg.Client(db.url);
     await holder.connect();
@@ -488,6 +493,9 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
       const res = await post([locked], {}, slow);
       expectCode('lock_timeout', 'post', '/users', res);
       assert.equal(res.headers.get('retry-after'), '1');
+      // An erasure holds off every writer, so it waits for this one as long, then answers so.
+      const erasing = await send(slow, 'DELETE', `/users?email=eq.${locked.email}`);
+      expectCode('lock_timeout', 'delete', '/users', erasing);
       await holder.query('ROLLBACK');
 
       // A statement that runs past the limit: a trigger that sleeps for one name.
