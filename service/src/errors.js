@@ -402,11 +402,12 @@ export const API_ERRORS = /** @type {const} */ ({
     pgrst: 'PGRST000',
     scope: 'users',
     message:
-      'this process has no ERASURE_KEY: it cannot erase, nor write an email that was erased; ' +
-      'nothing was written',
+      'this process has no ERASURE_KEY: it cannot erase, nor write once an email was erased ' +
+      '(it cannot tell which); nothing was written',
     when:
-      'An erasure asked of a process without `ERASURE_KEY` (or `ERASURE_KEY_FILE`), or a write ' +
-      'that names an erased email reaching one: every process must be given the same key.',
+      'An erasure asked of a process without `ERASURE_KEY` (or `ERASURE_KEY_FILE`), or any ' +
+      'write reaching one once an erasure was made (it cannot tell an erased email from ' +
+      'another): every process must be given the same key.',
     headers: { 'Retry-After': '2' },
   },
   outcome_unknown: {

@@ -65,7 +65,9 @@ export function createStreamImport({ db, policy, keys, erasures = createErasureG
       if (err instanceof ApiError || source.failedWith(err)) throw err;
       if (isErasedWrite(err)) {
         erasures.noteTombstones();
-        throw new ApiError('erasure_during_import', undefined, { cause: err });
+        // Without the key no line can be hashed: sent again, it would fail the same way.
+        const code = erasures.hmacOf ? 'erasure_during_import' : 'erasure_key_missing';
+        throw new ApiError(code, undefined, { cause: err });
       }
       const decision = await policy.afterFailure('stream', err);
       throw 'err' in decision ? decision.err : err;

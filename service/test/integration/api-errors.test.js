@@ -239,8 +239,9 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     const env = { INGEST_TOKEN: TOKEN, ERASURE_KEY };
     const importer = await startTestApp({ databaseUrl: fresh.url, env });
     const eraser = await startTestApp({ databaseUrl: fresh.url, env });
+    const keyless = await startTestApp({ databaseUrl: fresh.url, env: { INGEST_TOKEN: TOKEN } });
     t.after(async () => {
-      await Promise.all([importer.close(), eraser.close()]);
+      await Promise.all([importer.close(), eraser.close(), keyless.close()]);
       await fresh.drop();
     });
     const [a, b] = makeUsers(2);
@@ -284,6 +285,14 @@ describe('every refusal in the catalogue, over HTTP, as the OpenAPI document des
     });
     check('post', '/users', again);
     assert.deepEqual(again.body, { received: 2, inserted: 1, updated: 0, stale: 1, duplicates: 0 });
+    // A process without the key cannot tell an erased email from another: it writes nothing.
+    const [c] = makeUsers(1);
+    expectCode('erasure_key_missing', 'post', '/users', await post([c], {}, keyless));
+    const stream = await keyless.postUsers(line(c), {
+      token: TOKEN,
+      contentType: 'application/x-ndjson',
+    });
+    expectCode('erasure_key_missing', 'post', '/users', stream);
   });
 
   test('401 (no credentials, a malformed Authorization, a token no client has), 404, 405', async () => {
