@@ -8,8 +8,10 @@ export const MAX_MESSAGE_BYTES = 262_144;
 const MAX_BATCH_ENTRIES = 10;
 
 /** @typedef {'merge-duplicates' | 'ignore-duplicates'} Resolution */
-/** The `operation` attribute's value: none (or upsert) stores users, `erase` erases them. */
-/** @typedef {'upsert' | 'erase'} Operation */
+/**
+ * The `operation` attribute's value: none (or upsert) stores users, `erase` erases them.
+ * @typedef {'upsert' | 'erase'} Operation
+ */
 /** @typedef {{ resolution?: Resolution, operation?: Operation }} Attributes */
 
 /** What a `traceparent` attribute takes of a message: its name, data type and 55-character value. */
