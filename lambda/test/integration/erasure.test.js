@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { after, describe, test } from 'node:test';
 import { runNode } from '../../../test/support/child-process.js';
+import { useAppAndDatabase } from '../../../test/support/fixture.js';
+import { uniqueTag } from '../../../test/support/users.js';
 import { messageGroupOf, sendMessages } from '../../local/producer.js';
 import { startFeeder } from '../support/pipeline.js';
 import { createQueuePair, makeSqsClient, sqsEndpoint, waitUntil } from '../support/queues.js';
@@ -259,5 +261,83 @@ describe('npm run produce -- --erase / --erase-file', () => {
         JSON.stringify(a).localeCompare(JSON.stringify(b)),
       ),
     );
+  });
+});
+
+describe('erasures through the queue to the real service: producer → ElasticMQ → runner → handler → service → table', () => {
+  const sqs = makeSqsClient();
+  after(() => sqs.destroy());
+  const ctx = useAppAndDatabase({ ERASURE_KEY: 'an erasure key of forty characters, test!' });
+
+  /** @param {string} queueUrl @param {unknown} body @param {'erase'} [operation] */
+  async function send(queueUrl, body, operation) {
+    async function* one() {
+      yield { body: JSON.stringify(body), users: 1 };
+    }
+    await sendMessages({ sqs, queueUrl, messages: one(), operation });
+  }
+  /** @param {string} email */
+  const stored = async (email) =>
+    (await ctx.db.pool.query('SELECT name FROM users WHERE email = $1', [email])).rows;
+
+  test('an erase message, then the old create redelivered: not stored, nothing in the dead-letter queue', async (t) => {
+    const queues = await createQueuePair(sqs, { visibilityTimeoutSeconds: 5, maxReceiveCount: 3 });
+    t.after(() => queues.delete());
+    const email = `gone-${uniqueTag()}@example.com`;
+    const create = { email, name: 'Gone' };
+    await send(queues.queueUrl, create);
+    const first = await startFeeder({
+      sqs,
+      queueUrl: queues.queueUrl,
+      serviceUrl: ctx.app.baseUrl,
+    });
+    t.after(first.stop);
+    await waitUntil(async () => (await queues.depth(queues.queueUrl)) === 0, 'the create stored');
+    await first.stop();
+    assert.equal((await stored(email)).length, 1);
+
+    await send(queues.queueUrl, [email], 'erase');
+    await send(queues.queueUrl, create);
+    const second = await startFeeder({
+      sqs,
+      queueUrl: queues.queueUrl,
+      serviceUrl: ctx.app.baseUrl,
+    });
+    t.after(second.stop);
+    await waitUntil(async () => (await queues.depth(queues.queueUrl)) === 0, 'both handled');
+    await second.stop();
+    assert.deepEqual(await stored(email), [], 'erased, and not brought back');
+    assert.equal(await queues.depth(queues.dlqUrl), 0);
+    const tombstones = await ctx.db.pool.query('SELECT count(*)::int AS n FROM erasures');
+    assert.ok(tombstones.rows[0].n >= 1);
+  });
+
+  test('a FIFO group of upsert, erase and an older upsert: the user stays erased', async (t) => {
+    const queues = await createQueuePair(sqs, {
+      visibilityTimeoutSeconds: 5,
+      maxReceiveCount: 3,
+      fifo: true,
+    });
+    t.after(() => queues.delete());
+    const email = `ordered-${uniqueTag()}@example.com`;
+    const change = (/** @type {string} */ changedAt) => ({
+      email,
+      name: `as of ${changedAt}`,
+      changedAt,
+    });
+    await send(queues.queueUrl, change('2024-05-02T00:00:00Z'));
+    await send(queues.queueUrl, { email, changedAt: '2024-05-03T00:00:00Z' }, 'erase');
+    await send(queues.queueUrl, change('2024-05-01T00:00:00Z'));
+    const feeder = await startFeeder({
+      sqs,
+      queueUrl: queues.queueUrl,
+      serviceUrl: ctx.app.baseUrl,
+      env: { CONFLICT_RESOLUTION: 'merge', POST_CONCURRENCY: '4' },
+    });
+    t.after(feeder.stop);
+    await waitUntil(async () => (await queues.depth(queues.queueUrl)) === 0, 'the group handled');
+    await feeder.stop();
+    assert.deepEqual(await stored(email), [], 'the older upsert did not bring it back');
+    assert.equal(await queues.depth(queues.dlqUrl), 0);
   });
 });
