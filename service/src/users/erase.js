@@ -1,4 +1,6 @@
+import { timeoutOf } from '../db/database.js';
 import { lastResult } from '../db/transaction-settings.js';
+import { claimed, completeKeys, keyInFlight, scopedKey } from './idempotency-keys.js';
 import { CREATED_AT, KEY_COLUMN, READ_FIELDS, UPDATED_AT, USER_COLUMNS } from '../user-columns.js';
 import {
   DELETE_OLD_ANSWERS,
@@ -15,7 +17,7 @@ import { RETURNED_AS_TEXT, timestampAsJson } from './user-sql.js';
 // counting them as erased).
 
 /** @import { ErasureGuard } from './erasure-guard.js' */
-/** @import { Database, Lending, TimeLimits } from './write-types.js' */
+/** @import { Database, IdempotencyKey, KeyStore, KeyTaken, Lending, TimeLimits } from './write-types.js' */
 
 /** One email to erase (lower-cased, valid) and when it was erased at its source, if said. */
 /** @typedef {{ email: string, changedAt: string | null }} Erasure */
@@ -34,39 +36,63 @@ function columnOf(field) {
 const TIMES = new Set([CREATED_AT.column, UPDATED_AT.column]);
 
 /**
- * @param {{ db: Database, erasures: ErasureGuard }} deps
- * @param {{ items: Erasure[], limits?: TimeLimits }} request
+ * With an Idempotency-Key (`key`, its store `keys`): claimed in BEGIN's round trip, the counts
+ * stored under it in COMMIT's; a key taken erases nothing, and says what it holds.
+ * @param {{ db: Database, erasures: ErasureGuard, keys?: KeyStore }} deps
+ * @param {{ items: Erasure[], key?: IdempotencyKey, limits?: TimeLimits }} request
+ * @returns {Promise<Erased | KeyTaken>}
+ */
+export async function eraseUsers({ db, erasures, keys }, { items, key, limits }) {
+  const hmacs = erasures.hmacsOf(items.map((item) => item.email));
+  // This process's writes send their hashes from now on: they will meet these tombstones.
+  erasures.noteTombstones();
+  const emails = [...new Set(items.map((item) => item.email))];
+  const claim = key && keys ? keys.claim([key]) : undefined;
+  let begun = false;
+  try {
+    return await db.transaction(
+      async (client, answers) => {
+        begun = true;
+        if (key && claim) {
+          const found = (await claimed(client, answers, [key])).get(scopedKey(key));
+          if (found !== 'claimed') return { taken: found ?? null };
+        }
+        await client.query(HOLD_WRITERS);
+        const erased = await eraseEveryCopy(client, { items, hmacs, emails });
+        const { users, ...counts } = erased;
+        if (key) client.withCommit(completeKeys([{ key, written: /** @type {any} */ (counts) }]));
+        return erased;
+      },
+      { limits, then: claim },
+    );
+  } catch (err) {
+    throw key && !begun && timeoutOf(err) === 'lock_timeout' ? keyInFlight(err) : err;
+  }
+}
+
+/**
+ * @param {Lending} client
+ * @param {{ items: Erasure[], hmacs: Buffer[], emails: string[] }} erasure
  * @returns {Promise<Erased>}
  */
-export async function eraseUsers({ db, erasures }, { items, limits }) {
-  const hmacs = erasures.hmacsOf(items.map((item) => item.email));
-  const emails = [...new Set(items.map((item) => item.email))];
-  return db.transaction(
-    async (client) => {
-      await client.query(
-        recordTombstones(
-          hmacs,
-          items.map((item) => item.changedAt),
-        ),
-      );
-      const deleted = await client.query({
-        ...deleteUsers(SHOWN),
-        ...RETURNED_AS_TEXT,
-        values: [emails],
-      });
-      await client.query({ text: DELETE_QUARANTINED, values: [emails] });
-      await client.query({ text: DELETE_OLD_ANSWERS, values: [emails] });
-      await scrubOutcomes(client, emails);
-      const users = lastResult(deleted).rows.map(userOf);
-      return {
-        received: items.length,
-        erased: users.length,
-        absent: emails.length - users.length,
-        users,
-      };
-    },
-    { limits, then: HOLD_WRITERS },
+async function eraseEveryCopy(client, { items, hmacs, emails }) {
+  await client.query(
+    recordTombstones(
+      hmacs,
+      items.map((item) => item.changedAt),
+    ),
   );
+  const deleted = await client.query({
+    ...deleteUsers(SHOWN),
+    ...RETURNED_AS_TEXT,
+    values: [emails],
+  });
+  await client.query({ text: DELETE_QUARANTINED, values: [emails] });
+  await client.query({ text: DELETE_OLD_ANSWERS, values: [emails] });
+  await scrubOutcomes(client, emails);
+  const users = lastResult(deleted).rows.map(userOf);
+  const absent = emails.length - users.length;
+  return { received: items.length, erased: users.length, absent, users };
 }
 
 /** @param {(string | null)[]} row */
