@@ -43,9 +43,10 @@ const TIMES = new Set([CREATED_AT.column, UPDATED_AT.column]);
  * @returns {Promise<Erased | KeyTaken>}
  */
 export async function eraseUsers({ db, erasures, keys }, { items, key, limits }) {
-  const hmacs = erasures.hmacsOf(items.map((item) => item.email));
-  // This process's writes send their hashes from now on: they will meet these tombstones.
-  erasures.noteTombstones();
+  const tombstones = {
+    ...erasures.tombstonesOf(items.map((item) => item.email)),
+    changes: items.map((item) => item.changedAt),
+  };
   const emails = [...new Set(items.map((item) => item.email))];
   const claim = key && keys ? keys.claim([key]) : undefined;
   let begun = false;
@@ -58,7 +59,7 @@ export async function eraseUsers({ db, erasures, keys }, { items, key, limits })
           if (found !== 'claimed') return { taken: found ?? null };
         }
         await client.query(HOLD_WRITERS);
-        const erased = await eraseEveryCopy(client, { items, hmacs, emails });
+        const erased = await eraseEveryCopy(client, { items, tombstones, emails });
         const { users, ...counts } = erased;
         if (key) client.withCommit(completeKeys([{ key, written: /** @type {any} */ (counts) }]));
         return erased;
@@ -72,16 +73,12 @@ export async function eraseUsers({ db, erasures, keys }, { items, key, limits })
 
 /**
  * @param {Lending} client
- * @param {{ items: Erasure[], hmacs: Buffer[], emails: string[] }} erasure
+ * @param {{ items: Erasure[], emails: string[],
+ *   tombstones: Parameters<typeof recordTombstones>[0] }} erasure
  * @returns {Promise<Erased>}
  */
-async function eraseEveryCopy(client, { items, hmacs, emails }) {
-  await client.query(
-    recordTombstones(
-      hmacs,
-      items.map((item) => item.changedAt),
-    ),
-  );
+async function eraseEveryCopy(client, { items, tombstones, emails }) {
+  await client.query(recordTombstones(tombstones));
   const deleted = await client.query({
     ...deleteUsers(SHOWN),
     ...RETURNED_AS_TEXT,
