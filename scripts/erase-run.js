@@ -138,7 +138,11 @@ async function eraseAll(deps, items, done) {
   const totals = { erased: 0, absent: 0 };
   for (let at = 0; at < items.length; at += BATCH) {
     const batch = items.slice(at, at + BATCH);
-    const { erased, absent } = await whileLocked(() => eraseUsers(deps, { items: batch }));
+    // Without an Idempotency-Key an erasure is always done: never a key taken.
+    const result = /** @type {import('../service/src/users/erase.js').Erased} */ (
+      await whileLocked(() => eraseUsers(deps, { items: batch }))
+    );
+    const { erased, absent } = result;
     totals.erased += erased;
     totals.absent += absent;
     done.count += batch.length;
