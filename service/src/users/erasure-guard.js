@@ -24,90 +24,105 @@ export const isErasedWrite = (err) =>
 const MAX_EMAIL_BYTES = 1024;
 
 /** `key`: ERASURE_KEY's bytes, when set. @param {{ key?: Buffer }} [options] */
-export function createErasureGuard({ key } = {}) {
-  const known = new KnownTombstones();
-  const tags = key && emailTags(key);
-  /** @param {readonly UserRow[]} rows the rows a tombstone read may name */
-  const candidates = (rows) =>
-    tags && known.size > 0 ? rows.filter((row) => known.has(tags(keyOf(row)))) : [];
-  const keyed = () => {
-    if (!key) throw new ApiError('erasure_key_missing');
-    return { hmac: emailHmac(key), tag: /** @type {(email: string) => number} */ (tags) };
-  };
-  /** @type {Promise<void> | undefined} */
-  let reading;
-  /** The tombstones missed, read once however many writes ask at once. @param {Database} db */
-  const readNewer = (db) =>
-    (reading ??= db
-      .withClient((client) => runStatement(client, tombstonesSince(known.generation)))
-      .then(({ generation, tags: read }) => known.absorb(generation, read))
-      .finally(() => {
-        reading = undefined;
-      }));
-  const guard = {
-    /** What a write of these rows asserts: a query that fails, or gives no row. */
-    assertion(/** @type {readonly UserRow[]} */ rows) {
-      const newer = newerTombstone(known.generation);
-      const named = candidates(rows);
-      if (named.length === 0) return newer;
-      const hmac = keyed().hmac;
-      const stale = staleTombstone(
-        hmacArray(named.map((row) => hmac(keyOf(row)))),
-        changedArray(named.map((row) => row[ORDER_COLUMN.field])),
-      );
-      return `${newer} UNION ALL ${stale}`;
-    },
-    /** A write's source with its assertion. @param {string} source @param {readonly UserRow[]} rows */
-    guard: (source, rows) => guarded(source, guard.assertion(rows)),
-    /**
-     * After a failed assertion: the tombstones missed read, then the rows they keep out.
-     * @param {Database} db @param {readonly UserRow[]} rows @returns {Promise<Set<UserRow>>}
-     */
-    async staleOf(db, rows) {
-      const { hmac } = keyed();
-      await readNewer(db);
-      const named = candidates(rows);
-      if (named.length === 0) return new Set();
-      const changes = named.map((row) => row[ORDER_COLUMN.field]);
-      const stale = staleRows(
-        named.map((r) => hmac(keyOf(r))),
-        changes,
-      );
-      const at = await db.withClient((client) => runStatement(client, stale));
-      return new Set(at.map((i) => named[i]));
-    },
-    /** An erasure's hashes and tags. @param {readonly string[]} emails */
-    tombstonesOf(emails) {
-      const { hmac, tag } = keyed();
-      return { hmacs: emails.map(hmac), tags: emails.map(tag) };
-    },
-    /**
-     * For a stream, read at its start: each line's CSV with its email's hash after it when a
-     * tombstone read may name it (else none), and what it asserts at its end.
-     * @param {Database} db
-     */
-    async forStream(db) {
-      if (key) await readNewer(db);
-      const generation = known.generation;
-      const hmac = key && emailHmac(key);
-      /** @type {((row: UserRow) => string) | undefined} */
-      const lineOf =
-        tags && hmac && known.size > 0
-          ? (row) => {
-              const line = csvLine(row).slice(0, -1);
-              const email = keyOf(row);
-              return known.has(tags(email))
-                ? `${line},\\x${hmac(email).toString('hex')}\n`
-                : `${line},\n`;
-            }
-          : undefined;
-      return { lineOf, assertion: `SELECT WHERE NOT EXISTS (${newerTombstone(generation)})` };
-    },
-  };
-  return guard;
-}
+export const createErasureGuard = ({ key } = {}) => new ErasureGuard(key);
 
-/** @typedef {ReturnType<typeof createErasureGuard>} ErasureGuard */
+export class ErasureGuard {
+  #known = new KnownTombstones();
+  #key;
+  #hmac;
+  #tag;
+  /** @type {Promise<void> | undefined} */
+  #reading;
+
+  /** @param {Buffer} [key] ERASURE_KEY's bytes */
+  constructor(key) {
+    this.#key = key;
+    this.#hmac = key && emailHmac(key);
+    this.#tag = key && emailTags(key);
+  }
+
+  /** What a write of these rows asserts: a query that fails, or gives no row. */
+  assertion(/** @type {readonly UserRow[]} */ rows) {
+    const newer = newerTombstone(this.#known.generation);
+    const named = this.#candidates(rows);
+    if (named.length === 0) return newer;
+    const { hmac } = this.#keyed();
+    const stale = staleTombstone(
+      hmacArray(named.map((row) => hmac(keyOf(row)))),
+      changedArray(named.map((row) => row[ORDER_COLUMN.field])),
+    );
+    return `${newer} UNION ALL ${stale}`;
+  }
+
+  /** A write's source with its assertion. @param {string} source @param {readonly UserRow[]} rows */
+  guard = (source, rows) => guarded(source, this.assertion(rows));
+
+  /**
+   * After a failed assertion: the tombstones missed read, then the rows they keep out.
+   * @param {Database} db @param {readonly UserRow[]} rows @returns {Promise<Set<UserRow>>}
+   */
+  async staleOf(db, rows) {
+    const { hmac } = this.#keyed();
+    await this.#readNewer(db);
+    const named = this.#candidates(rows);
+    if (named.length === 0) return new Set();
+    const changes = named.map((row) => row[ORDER_COLUMN.field]);
+    const stale = staleRows(
+      named.map((row) => hmac(keyOf(row))),
+      changes,
+    );
+    const at = await db.withClient((client) => runStatement(client, stale));
+    return new Set(at.map((i) => named[i]));
+  }
+
+  /** An erasure's hashes and tags. @param {readonly string[]} emails */
+  tombstonesOf(emails) {
+    const { hmac, tag } = this.#keyed();
+    return { hmacs: emails.map((email) => hmac(email)), tags: emails.map((email) => tag(email)) };
+  }
+
+  /**
+   * For a stream, read at its start: each line's CSV with its email's hash after it when a
+   * tombstone read may name it (else none), and what it asserts at its end.
+   * @param {Database} db
+   */
+  async forStream(db) {
+    if (this.#key) await this.#readNewer(db);
+    const assertion = `SELECT WHERE NOT EXISTS (${newerTombstone(this.#known.generation)})`;
+    const [hmac, tag, known] = [this.#hmac, this.#tag, this.#known];
+    if (!hmac || !tag || known.size === 0) return { lineOf: undefined, assertion };
+    /** @param {UserRow} row */
+    const lineOf = (row) => {
+      const line = csvLine(row).slice(0, -1);
+      const email = keyOf(row);
+      return known.has(tag(email)) ? `${line},\\x${hmac(email).toString('hex')}\n` : `${line},\n`;
+    };
+    return { lineOf, assertion };
+  }
+
+  /** The rows a tombstone read may name. @param {readonly UserRow[]} rows */
+  #candidates(rows) {
+    const tag = this.#tag;
+    if (!tag || this.#known.size === 0) return [];
+    return rows.filter((row) => this.#known.has(tag(keyOf(row))));
+  }
+
+  #keyed() {
+    if (!this.#hmac || !this.#tag) throw new ApiError('erasure_key_missing');
+    return { hmac: this.#hmac, tag: this.#tag };
+  }
+
+  /** The tombstones missed, read once however many writes ask at once. @param {Database} db */
+  #readNewer(db) {
+    this.#reading ??= db
+      .withClient((client) => runStatement(client, tombstonesSince(this.#known.generation)))
+      .then(({ generation, tags }) => this.#known.absorb(generation, tags))
+      .finally(() => {
+        this.#reading = undefined;
+      });
+    return this.#reading;
+  }
+}
 
 /** The email's tombstone name: HMAC-SHA-256 under ERASURE_KEY. @param {Buffer} key */
 const emailHmac = (key) => (/** @type {string} */ email) =>

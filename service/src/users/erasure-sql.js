@@ -87,7 +87,7 @@ export const HOLD_WRITERS = 'LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE';
 /**
  * The tombstones, each at its erasure's time (now without one), a later one kept; all of this
  * erasure's under the next generation (taken under HOLD_WRITERS: generations commit in order).
- * @param {{ hmacs: readonly Buffer[], tags: readonly number[], changes: readonly (string | null)[] }} t
+ * @param {{ hmacs: Buffer[], tags: number[], changes: (string | null)[] }} t
  */
 export const recordTombstones = ({ hmacs, tags, changes }) =>
   `INSERT INTO erasures (email_hmac, email_tag, erased_at, generation)
