@@ -41,8 +41,11 @@ export class ErasureGuard {
     this.#tag = key && emailTags(key);
   }
 
-  /** What a write of these rows asserts: a query that fails, or gives no row. */
-  assertion(/** @type {readonly UserRow[]} */ rows) {
+  /**
+   * What a write of these rows asserts: a query that fails, or gives no row (bound: a chunk writer
+   * is given it alone). @param {readonly UserRow[]} rows @returns {string}
+   */
+  assertion = (rows) => {
     const newer = newerTombstone(this.#known.generation);
     const named = this.#candidates(rows);
     if (named.length === 0) return newer;
@@ -52,7 +55,7 @@ export class ErasureGuard {
       changedArray(named.map((row) => row[ORDER_COLUMN.field])),
     );
     return `${newer} UNION ALL ${stale}`;
-  }
+  };
 
   /** A write's source with its assertion. @param {string} source @param {readonly UserRow[]} rows */
   guard = (source, rows) => guarded(source, this.assertion(rows));
