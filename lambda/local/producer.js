@@ -8,21 +8,30 @@ export const MAX_MESSAGE_BYTES = 262_144;
 const MAX_BATCH_ENTRIES = 10;
 
 /** @typedef {'merge-duplicates' | 'ignore-duplicates'} Resolution */
+/**
+ * The `operation` attribute's value: none (or upsert) stores users, `erase` erases them.
+ * @typedef {'upsert' | 'erase'} Operation
+ */
+/** @typedef {{ resolution?: Resolution, operation?: Operation }} Attributes */
 
 /** What a `traceparent` attribute takes of a message: its name, data type and 55-character value. */
 const TRACEPARENT_BYTES = Buffer.byteLength('traceparentString') + 55;
 
 /**
- * The attributes that carry a resolution, and the bytes they and a `traceparent` take of the body's
- * room (SQS counts them in its limit). @param {Resolution | undefined} resolution @param {boolean} [traced]
+ * The message attributes that carry a resolution and an operation, and the bytes they and a
+ * `traceparent` take of the body's room (SQS counts them in its limit).
+ * @param {Attributes} asked @param {boolean} [traced]
  */
-function attributesOf(resolution, traced = false) {
-  const traceBytes = traced ? TRACEPARENT_BYTES : 0;
-  if (!resolution) return { attributes: undefined, bytes: traceBytes };
-  return {
-    attributes: { resolution: { DataType: 'String', StringValue: resolution } },
-    bytes: Buffer.byteLength(`resolutionString${resolution}`) + traceBytes,
-  };
+function attributesOf(asked, traced = false) {
+  /** @type {Record<string, import('@aws-sdk/client-sqs').MessageAttributeValue>} */
+  const attributes = {};
+  let bytes = traced ? TRACEPARENT_BYTES : 0;
+  for (const [name, value] of Object.entries(asked)) {
+    if (value === undefined) continue;
+    attributes[name] = { DataType: 'String', StringValue: value };
+    bytes += Buffer.byteLength(`${name}String${value}`);
+  }
+  return { attributes: Object.keys(attributes).length > 0 ? attributes : undefined, bytes };
 }
 
 /** @typedef {{ body: string, users: number, group?: string }} PackedMessage */
@@ -54,22 +63,29 @@ export function changeStamper(nowMs = () => performance.timeOrigin + performance
 
 /**
  * A user's message group on a FIFO queue: a bucket of a hash of its lower-cased email, so a user's
- * changes keep one group and their order. @param {unknown} user @param {number} groups
+ * changes, and its erasure (an email alone too), keep one group and their order.
+ * @param {unknown} user @param {number} groups
  */
 export function messageGroupOf(user, groups) {
-  const email = /** @type {{ email?: unknown }} */ (user)?.email;
+  const email = typeof user === 'string' ? user : /** @type {{ email?: unknown }} */ (user)?.email;
   const key = typeof email === 'string' ? email.toLowerCase() : JSON.stringify(email ?? null);
   return `users-${createHash('sha256').update(key).digest().readUInt32BE(0) % groups}`;
 }
 
 /**
- * Packs users into bodies of up to `perMessage`, closed early at SQS's size limit (less the
- * attributes'). With `groups` (FIFO), a message holds one group's users, in their order.
- * @param {AsyncIterable<object> | Iterable<object>} users @param {number} perMessage
- * @param {{ resolution?: Resolution, traced?: boolean, groups?: number }} [options] @returns {AsyncGenerator<PackedMessage>}
+ * Packs users (or erasures: emails, `{email, changedAt}` objects) into bodies of up to
+ * `perMessage`, closed early at SQS's size limit (less the attributes'). With `groups` (FIFO), a
+ * message holds one group's users, in their order.
+ * @param {AsyncIterable<unknown> | Iterable<unknown>} users @param {number} perMessage
+ * @param {Attributes & { traced?: boolean, groups?: number }} [options]
+ * @returns {AsyncGenerator<PackedMessage>}
  */
-export async function* packMessages(users, perMessage, { resolution, traced, groups } = {}) {
-  const limit = MAX_MESSAGE_BYTES - attributesOf(resolution, traced).bytes;
+export async function* packMessages(
+  users,
+  perMessage,
+  { resolution, operation, traced, groups } = {},
+) {
+  const limit = MAX_MESSAGE_BYTES - attributesOf({ resolution, operation }, traced).bytes;
   /** @type {Map<string | undefined, { parts: string[], bytes: number }>} the message being filled, per group */
   const open = new Map();
   /** @param {{ parts: string[] }} m @param {string | undefined} group @returns {PackedMessage} */
@@ -102,13 +118,14 @@ export async function* packMessages(users, perMessage, { resolution, traced, gro
 
 /**
  * Sends messages by SendMessageBatch, `concurrency` calls in flight, failed entries retried with
- * backoff up to `maxAttempts`; a resolution goes with each as its `resolution` attribute. To a FIFO
+ * backoff up to `maxAttempts`; a resolution goes with each as its `resolution` attribute, an
+ * operation (`erase`: its body names users to erase) as its `operation` attribute. To a FIFO
  * queue each goes with its group and a deduplication id of this run's and its number (the same on a
  * retry, so a lost answer enqueues nothing twice, unlike a body hash would for a user changed back);
  * a group's messages are enqueued in order, one at a time. With a tracer, each call is a PRODUCER
  * span every message carries as `traceparent` (pack them with `traced`).
  * @param {{ sqs: import('@aws-sdk/client-sqs').SQSClient, queueUrl: string, messages: AsyncIterable<PackedMessage>,
- *   resolution?: Resolution, tracer?: import('@opentelemetry/api').Tracer,
+ *   resolution?: Resolution, operation?: Operation, tracer?: import('@opentelemetry/api').Tracer,
  *   concurrency?: number, maxAttempts?: number, onSent?: (users: number, messages: number) => void }} options
  */
 export async function sendMessages({
@@ -116,12 +133,16 @@ export async function sendMessages({
   queueUrl,
   messages,
   resolution,
+  operation,
   tracer,
   concurrency = 8,
   maxAttempts = 8,
   onSent = () => {},
 }) {
-  const { attributes, bytes: attributeBytes } = attributesOf(resolution, tracer !== undefined);
+  const { attributes, bytes: attributeBytes } = attributesOf(
+    { resolution, operation },
+    tracer !== undefined,
+  );
   const queue = queueUrl.split('/').at(-1) ?? queueUrl;
   const totals = { messages: 0, users: 0, retries: 0 };
   /** @type {Set<Promise<void>>} */

@@ -1,50 +1,27 @@
 import { createHash } from 'node:crypto';
+import { chunksOf, runsOf } from './chunks.js';
 import { createFailureLedger, poison } from './failure-ledger.js';
 import { unpackRecords } from './records.js';
+import { PATHS } from './service-client.js';
 
 /** @typedef {import('./records.js').Item} Item */
 /** @typedef {import('./config.js').FeederConfig} FeederConfig */
 /** @typedef {import('./failure-ledger.js').Failure} Failure */
 /**
+ * stored: users taken; erasures: erasures taken, of which erased and absent (not replayed).
  * @typedef {{ posts: number, retries: number, inserted: number, updated: number, stale: number,
- *   stored: number, quarantined: number, replayed: number }} FeedStats
+ *   stored: number, quarantined: number, replayed: number, erasures: number, erased: number,
+ *   absent: number }} FeedStats
  */
 /**
- * deadline: epoch ms after which no request starts; credentialsRefused: on a 401 or 403.
+ * deadline: epoch ms after which no request starts; credentialsRefused: on a 401 or 403, with
+ * the operation refused.
  * @typedef {{ config: FeederConfig, deadline: number,
- *   postUsers: typeof import('./service-client.js').postUsers,
+ *   postBatch: typeof import('./service-client.js').postBatch,
  *   traceparent?: () => string | undefined, rereadToken?: () => Promise<FeederConfig>,
- *   credentialsRefused?: (status: number) => void }} FeedOptions
+ *   credentialsRefused?: (status: number, operation: import('./records.js').Operation) => void
+ *   }} FeedOptions
  */
-
-/** A POST has one Prefer. @param {Item} a @param {Item} b */
-const samePrefer = (a, b) => a.resolution === b.resolution && a.invalid === b.invalid;
-
-/** Each of one Prefer. @param {Item[]} items @param {number} size */
-function chunksOf(items, size) {
-  /** @type {Item[][]} */
-  const chunks = [];
-  /** @type {Item[]} */
-  const kinds = [];
-  for (const item of items) if (!kinds.some((k) => samePrefer(k, item))) kinds.push(item);
-  for (const kind of kinds) {
-    const same = items.filter((item) => samePrefer(item, kind));
-    for (let i = 0; i < same.length; i += size) chunks.push(same.slice(i, i + size));
-  }
-  return chunks;
-}
-
-/** FIFO: no message overtakes its group's. @param {Item[]} items @param {number} size */
-function chunksInOrder(items, size) {
-  /** @type {Item[][]} */
-  const chunks = [];
-  for (const item of items) {
-    const last = chunks.at(-1);
-    if (last && last.length < size && samePrefer(last[0], item)) last.push(item);
-    else chunks.push([item]);
-  }
-  return chunks;
-}
 
 /**
  * `newerToken(used)`: the token read again (once an invocation, shared) differs from `used`.
@@ -89,7 +66,8 @@ function placesInMessages(items) {
  * @param {Item[]} chunk @param {Map<Item, number>} places
  */
 export function chunkKey(chunk, places) {
-  const hash = createHash('sha256').update(chunk[0].resolution);
+  const { operation, resolution } = chunk[0];
+  const hash = createHash('sha256').update(operation === 'erase' ? operation : resolution);
   for (const item of chunk) hash.update(`\n${item.messageId}:${places.get(item)}`);
   return `sqs-${hash.digest('base64url')}`;
 }
@@ -109,11 +87,12 @@ async function feedChunk(feed, chunk) {
     pending = pending.filter((item) => !ledger.hasFailed(item.messageId));
     if (pending.length === 0) return;
     const used = tokens.current();
-    const { resolution, invalid } = pending[0];
-    const outcome = await feed.postUsers(
+    const { operation, resolution, invalid } = pending[0];
+    const outcome = await feed.postBatch(
       used,
       pending.map((item) => item.user),
       {
+        path: PATHS[operation],
         deadline: feed.deadline,
         resolution,
         quarantine: invalid === 'quarantine',
@@ -137,7 +116,7 @@ async function feedChunk(feed, chunk) {
 async function settled(feed, pending, outcome, used) {
   switch (outcome.kind) {
     case 'stored':
-      countStored(feed.stats, pending.length, outcome);
+      countStored(feed.stats, pending, outcome);
       return false;
     case 'invalid':
       return failInvalid(feed, pending, outcome.errors);
@@ -148,7 +127,7 @@ async function settled(feed, pending, outcome, used) {
       // A refused token is the deployment's fault, not the message's: unavailable, never poison.
       if (outcome.status === 401 && (await feed.tokens.newerToken(used))) return true;
       if (outcome.status === 401 || outcome.status === 403) {
-        feed.credentialsRefused?.(outcome.status);
+        feed.credentialsRefused?.(outcome.status, pending[0].operation);
         failAll(feed, pending, { kind: 'unavailable', reason: outcome.reason });
         return false;
       }
@@ -161,10 +140,19 @@ async function settled(feed, pending, outcome, used) {
 }
 
 /**
- * @param {FeedStats} stats @param {number} sent
+ * @param {FeedStats} stats @param {Item[]} pending
  * @param {Extract<PostOutcome, { kind: 'stored' }>} outcome
  */
-function countStored(stats, sent, outcome) {
+function countStored(stats, pending, outcome) {
+  const sent = pending.length;
+  if (pending[0].operation === 'erase') {
+    stats.erasures += sent;
+    // An earlier delivery's erasure: counted by the invocation that made it.
+    if (outcome.replayed) return;
+    stats.erased += outcome.erased ?? 0;
+    stats.absent += outcome.absent ?? 0;
+    return;
+  }
   // The users set aside are the service's to keep (npm run quarantine): the message is done.
   stats.stored += sent - outcome.quarantined;
   // An earlier delivery's write: counted by the invocation that made it.
@@ -264,8 +252,10 @@ async function feedInGroupOrder(chunks, concurrency, feedChunk) {
 }
 
 /**
- * Which messages were not stored whole. A 400 fails the messages it names, a 413 halves, another
- * refusal that is no outage bisects by message.
+ * Which messages were not stored (or erased) whole. A 400 fails the messages it names, a 413
+ * halves, another refusal that is no outage bisects by message. Each run of one operation is
+ * applied whole before the next starts, so an erasure never overtakes an earlier write, nor a write
+ * an earlier erasure; a failed message holds its group's later ones in the ledger, runs included.
  * @param {import('./records.js').SqsRecordLike[]} records @param {FeedOptions} options
  */
 export async function feedRecords(records, options) {
@@ -285,6 +275,9 @@ export async function feedRecords(records, options) {
     stored: 0,
     quarantined: 0,
     replayed: 0,
+    erasures: 0,
+    erased: 0,
+    absent: 0,
   };
   const ledger = createFailureLedger(records);
   for (const [messageId, failure] of poisoned) ledger.fail(messageId, failure);
@@ -296,9 +289,11 @@ export async function feedRecords(records, options) {
     stats,
     places: placesInMessages(items),
   };
-  const chunks = ledger.fifo
-    ? chunksInOrder(items, config.postChunkItems)
-    : chunksOf(items, config.postChunkItems);
-  await feedInGroupOrder(chunks, config.postConcurrency, (chunk) => feedChunk(feed, chunk));
-  return { items, failed: ledger.failures(), stats };
+  let erasures = 0;
+  for (const run of runsOf(items)) {
+    if (run[0].operation === 'erase') erasures += run.length;
+    const chunks = chunksOf(run, config.postChunkItems, ledger.fifo);
+    await feedInGroupOrder(chunks, config.postConcurrency, (chunk) => feedChunk(feed, chunk));
+  }
+  return { users: items.length - erasures, erasures, failed: ledger.failures(), stats };
 }

@@ -2,7 +2,7 @@ import { toBatchItemFailures } from './batch-response.js';
 import { ServiceUnavailableError } from './errors.js';
 import { feedRecords } from './feed-records.js';
 import { createReports } from './observability.js';
-import { postUsers as postUsersOverHttp } from './service-client.js';
+import { postBatch as postBatchOverHttp } from './service-client.js';
 import { NO_TRACING } from './tracing.js';
 
 /** @typedef {import('./config.js').FeederConfig} FeederConfig */
@@ -22,7 +22,7 @@ import { NO_TRACING } from './tracing.js';
  *   logger: import('./observability.js').FeederLogger,
  *   metrics: import('./observability.js').FeederMetrics,
  *   tracing?: import('./tracing.js').FeederTracing,
- *   postUsers?: typeof postUsersOverHttp }} FeederParts
+ *   postBatch?: typeof postBatchOverHttp }} FeederParts
  */
 
 /**
@@ -35,7 +35,7 @@ export function createFeeder({
   logger,
   metrics,
   tracing = NO_TRACING,
-  postUsers = postUsersOverHttp,
+  postBatch = postBatchOverHttp,
 }) {
   const reports = createReports({ logger, metrics });
   const refusals = refusalsSaidOnce(reports);
@@ -57,20 +57,22 @@ export function createFeeder({
         feedRecords(records, {
           config: invocationConfig,
           deadline,
-          postUsers,
+          postBatch,
           traceparent: tracing.currentTraceparent,
           rereadToken,
-          credentialsRefused: (status) => refusals.refused(status, invocationConfig),
+          credentialsRefused: (status, operation) =>
+            refusals.refused(status, invocationConfig, operation),
         }),
       );
     } catch (err) {
       tracing.endInvocationSpan(span, {}, err);
       throw err;
     }
-    const { items, failed, stats } = fed;
-    if (stats.stored > 0) refusals.letIn();
+    const { failed, stats } = fed;
+    refusals.letIn(stats);
     tracing.endInvocationSpan(span, {
-      users: items.length,
+      users: fed.users,
+      erasures: fed.erasures,
       users_stored: stats.stored,
       posts: stats.posts,
       retries: stats.retries,
@@ -84,22 +86,38 @@ export function createFeeder({
   };
 }
 
-/** @param {ReturnType<typeof createReports>} reports */
+/**
+ * A refused token, and a token that may write but not erase (a 403 at /erasures), each said once
+ * until the service takes what it refused.
+ * @param {ReturnType<typeof createReports>} reports
+ */
 function refusalsSaidOnce(reports) {
   let said = false;
+  let eraseSaid = false;
   return {
-    /** @param {number} status @param {FeederConfig} used */
-    refused(status, used) {
+    /**
+     * @param {number} status @param {FeederConfig} used
+     * @param {import('./records.js').Operation} operation
+     */
+    refused(status, used, operation) {
+      const tokenSent = Boolean(used.ingestToken);
+      if (operation === 'erase' && status === 403 && tokenSent) {
+        if (!eraseSaid) reports.reportErasureForbidden();
+        eraseSaid = true;
+        return;
+      }
       if (said) return;
       said = true;
       reports.reportCredentialsRefused({
         status,
-        tokenSent: Boolean(used.ingestToken),
+        tokenSent,
         fromSecret: Boolean(used.ingestTokenSecretArn),
       });
     },
-    letIn() {
-      said = false;
+    /** @param {import('./feed-records.js').FeedStats} stats */
+    letIn({ stored, erasures }) {
+      if (stored > 0 || erasures > 0) said = false;
+      if (erasures > 0) eraseSaid = false;
     },
   };
 }
@@ -110,18 +128,22 @@ function refusalsSaidOnce(reports) {
  * @param {{ requestId: string | undefined, durationMs: number,
  *   reports: ReturnType<typeof createReports> }} invocation
  */
-function answer(records, { items, failed, stats }, { requestId, durationMs, reports }) {
+function answer(records, fed, { requestId, durationMs, reports }) {
+  const { failed, stats } = fed;
   const failures = [...failed.values()];
   reports.reportInvocation({
     requestId,
     records: records.length,
-    users: items.length,
+    users: fed.users,
     usersStored: stats.stored,
     inserted: stats.inserted,
     updated: stats.updated,
     stale: stats.stale,
     quarantined: stats.quarantined,
     usersReplayed: stats.replayed,
+    erasures: fed.erasures,
+    erased: stats.erased,
+    absent: stats.absent,
     posts: stats.posts,
     retries: stats.retries,
     failedMessages: failed.size,

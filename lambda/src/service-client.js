@@ -3,8 +3,9 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
 /**
  * After retries. refused: retrying cannot fix it (a 4xx, the service's own 500); unavailable: 429,
  * 409, 5xx or the network until the time ran out; replayed: an earlier delivery's write's answer.
+ * erased and absent: the answer of POST /erasures.
  * @typedef {{ kind: 'stored', inserted: number, updated: number, stale: number,
- *   quarantined: number, replayed?: true } | { kind: 'invalid',
+ *   quarantined: number, erased?: number, absent?: number, replayed?: true } | { kind: 'invalid',
  *   errors: ItemError[] } | { kind: 'tooLarge' } | { kind: 'refused', status: number,
  *   reason: string } | { kind: 'unavailable', reason: string }} PostOutcome
  */
@@ -19,6 +20,15 @@ import { backoffMs, parseRetryAfter, sleep } from './retry.js';
  * @typedef {Answers[500]['content']['application/json']} InternalError
  */
 
+/**
+ * POST /erasures' 200, its fields checked as the rest are.
+ * @typedef {{ received: number, erased: number, absent: number }} ErasureResult
+ */
+
+/** Where each operation is posted. */
+export const PATHS = Object.freeze({ upsert: '/users', erase: '/erasures' });
+/** @typedef {typeof PATHS[keyof typeof PATHS]} BatchPath */
+
 /** Any other 5xx (outcome_unknown, a proxy's 502) may have written. */
 const NOTHING_WRITTEN = new Set([
   'database_unavailable',
@@ -30,10 +40,14 @@ const NOTHING_WRITTEN = new Set([
 const PREFER = { ignore: 'resolution=ignore-duplicates', merge: 'resolution=merge-duplicates' };
 const QUARANTINE = ', invalid=quarantine';
 
+/** @param {import('./records.js').Resolution} resolution @param {boolean} quarantine */
+const preferOf = (resolution, quarantine) =>
+  quarantine ? PREFER[resolution] + QUARANTINE : PREFER[resolution];
+
 /**
- * @typedef {{ users: unknown[], resolution: import('./records.js').Resolution,
- *   quarantine: boolean, timeoutMs: number, traceparent: string | undefined,
- *   idempotencyKey: string | undefined }} Attempt
+ * prefer: POST /users' only.
+ * @typedef {{ path: BatchPath, items: unknown[], prefer: string | undefined, timeoutMs: number,
+ *   traceparent: string | undefined, idempotencyKey: string | undefined }} Attempt
  */
 /**
  * lost: the attempt may have written, its answer unknown; throttled: a 429.
@@ -46,19 +60,19 @@ const QUARANTINE = ', invalid=quarantine';
  * @returns {Promise<AttemptOutcome>}
  */
 async function postOnce(config, attempt) {
-  const { users, resolution, quarantine, traceparent, idempotencyKey } = attempt;
+  const { path, items, prefer, traceparent, idempotencyKey } = attempt;
   let res;
   try {
-    res = await fetch(`${config.serviceUrl}/users`, {
+    res = await fetch(`${config.serviceUrl}${path}`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
-        prefer: quarantine ? PREFER[resolution] + QUARANTINE : PREFER[resolution],
+        ...(prefer ? { prefer } : {}),
         ...(config.ingestToken ? { authorization: `Bearer ${config.ingestToken}` } : {}),
         ...(traceparent ? { traceparent } : {}),
         ...(idempotencyKey ? { 'idempotency-key': `"${idempotencyKey}"` } : {}),
       },
-      body: JSON.stringify(users),
+      body: JSON.stringify(items),
       signal: AbortSignal.timeout(attempt.timeoutMs),
     });
   } catch (/** @type {any} */ err) {
@@ -76,16 +90,7 @@ async function postOnce(config, attempt) {
  */
 function outcomeOf(res, body) {
   if (res.status === 200 || res.status === 201) {
-    /** @type {Partial<BatchResult> | undefined} */
-    const result = body;
-    /** @type {Extract<PostOutcome, { kind: 'stored' }>} */
-    const counts = {
-      kind: 'stored',
-      inserted: result?.inserted ?? 0,
-      updated: result?.updated ?? 0,
-      stale: result?.stale ?? 0,
-      quarantined: result?.quarantined ?? 0,
-    };
+    const counts = storedOf(body);
     return res.headers.get('idempotent-replayed') === 'true'
       ? { ...counts, replayed: true }
       : counts;
@@ -127,6 +132,22 @@ function outcomeOf(res, body) {
   };
 }
 
+/**
+ * @param {Partial<BatchResult & ErasureResult> | undefined} result
+ * @returns {Extract<PostOutcome, { kind: 'stored' }>}
+ */
+function storedOf(result) {
+  const counts = {
+    kind: /** @type {const} */ ('stored'),
+    inserted: result?.inserted ?? 0,
+    updated: result?.updated ?? 0,
+    stale: result?.stale ?? 0,
+    quarantined: result?.quarantined ?? 0,
+  };
+  if (typeof result?.erased !== 'number' && typeof result?.absent !== 'number') return counts;
+  return { ...counts, erased: result?.erased ?? 0, absent: result?.absent ?? 0 };
+}
+
 /** @param {string} text */
 function safeJson(text) {
   try {
@@ -137,18 +158,21 @@ function safeJson(text) {
 }
 
 /**
- * Each attempt with the same `idempotencyKey`: a replay after an attempt of ours was lost is that
- * attempt's answer, so not `replayed`. A 429 (this client over its rate) waits its Retry-After.
- * @param {import('./config.js').FeederConfig} config @param {unknown[]} users
- * @param {{ deadline: number, resolution?: import('./records.js').Resolution, quarantine?: boolean,
- *   onAttempt?: (retry: boolean) => void, traceparent?: () => string | undefined,
- *   idempotencyKey?: string }} options
+ * Users to POST /users (with a Prefer of `resolution` and `quarantine`), or erasures to POST
+ * /erasures. Each attempt with the same `idempotencyKey`: a replay after an attempt of ours was
+ * lost is that attempt's answer, so not `replayed`. A 429 (this client over its rate) waits its
+ * Retry-After.
+ * @param {import('./config.js').FeederConfig} config @param {unknown[]} items
+ * @param {{ path?: BatchPath, deadline: number, resolution?: import('./records.js').Resolution,
+ *   quarantine?: boolean, onAttempt?: (retry: boolean) => void,
+ *   traceparent?: () => string | undefined, idempotencyKey?: string }} options
  * @returns {Promise<PostOutcome>}
  */
-export async function postUsers(
+export async function postBatch(
   config,
-  users,
+  items,
   {
+    path = PATHS.upsert,
     deadline,
     resolution = 'ignore',
     quarantine = false,
@@ -157,15 +181,16 @@ export async function postUsers(
     idempotencyKey,
   },
 ) {
+  const prefer = path === PATHS.upsert ? preferOf(resolution, quarantine) : undefined;
   let lostOne = false;
   for (let attempt = 0, sent = 0; ; sent++) {
     const left = deadline - Date.now();
     if (left <= 0) return { kind: 'unavailable', reason: 'no time left in the invocation' };
     onAttempt(sent > 0);
     const { lost, ...outcome } = await postOnce(config, {
-      users,
-      resolution,
-      quarantine,
+      path,
+      items,
+      prefer,
       timeoutMs: Math.min(config.requestTimeoutMs, left),
       traceparent: traceparent(),
       idempotencyKey,

@@ -8,6 +8,7 @@ import { deleteUsers, postErasures } from './http/erasures.js';
 import { requireEraseRight } from './http/require-erase.js';
 import { readIdempotencyKey } from './http/idempotency-key.js';
 import { readJsonBody } from './http/json-body.js';
+import { readNdjsonBody } from './http/ndjson-body.js';
 import { loopbackOnly } from './http/loopback-only.js';
 import { postUsers } from './http/post-users.js';
 import { STREAM_TYPES, postUsersStream } from './http/post-users-stream.js';
@@ -108,10 +109,13 @@ export function createApp(deps) {
  */
 function routeErasures(app, parts, { writing, authenticated, rateLimit, admission }) {
   const { config, db, metrics, auth } = parts;
-  const { erasures, policy } = writing;
-  const erasing = { db, erasures, policy, metrics, maxBatchItems: config.maxBatchItems };
+  const { erasures, keys, policy } = writing;
+  const erasing = { db, erasures, keys, policy, metrics, maxBatchItems: config.maxBatchItems };
   // Erasing is a right of its own, refused (403) before anything else is read.
   const mayErase = requireEraseRight(auth);
+  const jsonBody = readJsonBody(config);
+  const ndjsonBody = readNdjsonBody(config);
+  const ndjson = { 'application/x-ndjson': ndjsonBody, 'application/jsonl': ndjsonBody };
   app.delete(
     '/users',
     authenticated,
@@ -124,9 +128,17 @@ function routeErasures(app, parts, { writing, authenticated, rateLimit, admissio
     '/erasures',
     authenticated,
     mayErase,
+    readIdempotencyKey(),
+    // An erasure's key is never a write's: its fingerprint begins with its route.
+    (_req, res, next) => {
+      res.locals.idempotency?.hash.update('POST /erasures\n');
+      next();
+    },
     ...rateLimit,
     admitRequest({ ...admission, maxBodyBytes: config.maxBodyBytes }),
-    readJsonBody(config),
+    // An array, or NDJSON: either way the erasures as an array.
+    byContentType(ndjson),
+    (req, res, next) => (Array.isArray(req.body) ? next() : jsonBody(req, res, next)),
     postErasures(erasing),
   );
 }
@@ -199,7 +211,7 @@ function createWriting({ config, db, logger, metrics, tracing }) {
         )
     : write;
   const importUsers = createStreamImport({ db, policy, keys, erasures });
-  return { writeUsers, importUsers, quarantineBound, quarantinePurge, erasures, policy };
+  return { writeUsers, importUsers, quarantineBound, quarantinePurge, erasures, keys, policy };
 }
 
 /**

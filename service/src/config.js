@@ -426,8 +426,11 @@ export function loadConfig(env = process.env) {
 
 /** @typedef {ReturnType<typeof loadEnv<typeof SERVICE_VARIABLES>>} ServiceValues */
 
-/** @param {ServiceValues} v @returns {{ variable: string, problem: string }[]} */
-function erasureRules(v) {
+/**
+ * @param {Pick<ServiceValues, 'ERASURE_KEY' | 'ERASURE_KEY_FILE'>} v
+ * @returns {{ variable: string, problem: string }[]}
+ */
+export function erasureRules(v) {
   if (v.ERASURE_KEY !== undefined && v.ERASURE_KEY_FILE !== undefined)
     return [{ variable: 'ERASURE_KEY_FILE', problem: 'and ERASURE_KEY are both set: give one' }];
   if (v.ERASURE_KEY !== undefined && v.ERASURE_KEY.length < ERASURE_KEY_MIN_LENGTH)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +14,7 @@ import { waitUntil } from '../support/wait.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const START = path.join(root, 'scripts', 'start.js');
+const ERASE = path.join(root, 'scripts', 'erase.js');
 const REFUSE_TO_START = path.join(root, 'test', 'support', 'refuse-to-start.js');
 const NO_HANG_MS = 20_000;
 /** @param {string} s */
@@ -132,6 +133,8 @@ function runStart(env, args = [], nodeOptions = []) {
     'INGEST_TOKEN',
     'EMBEDDED_PG_PORT',
     'EMBEDDED_PG_DIR',
+    'ERASURE_KEY',
+    'ERASURE_KEY_FILE',
   ])
     delete base[name];
   return runNode([...nodeOptions, START, ...args], {
@@ -308,3 +311,112 @@ describe('npm start: each start-up failure is one line naming the cause and the 
     assert.match(first.err(), /stopping the embedded PostgreSQL/);
   });
 });
+
+describe('npm start on the embedded PostgreSQL keeps an erasure key beside its data', () => {
+  /**
+   * npm start on `env` until it listens: its run and its service's address.
+   * @param {Record<string, string>} env
+   */
+  async function started(env) {
+    const run = runStart(env);
+    await waitUntil(
+      () => run.out().includes('"listening"') || run.child.exitCode !== null,
+      'npm start to listen',
+      60_000,
+    );
+    const listening = run
+      .out()
+      .split('\n')
+      .find((l) => l.includes('"listening"'));
+    assert.ok(listening, run.err());
+    return { run, url: `http://127.0.0.1:${JSON.parse(listening).port}` };
+  }
+  /** @param {ReturnType<typeof runStart>} run */
+  async function stop(run) {
+    run.child.kill('SIGTERM');
+    assert.equal(await run.exited, 0, run.err());
+  }
+  /** @param {string} url @param {string} path @param {unknown} body */
+  const post = async (url, path, body) => {
+    const res = await fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+
+  test('made once (0600, never printed) and passed to the service; the same at the next start; npm run erase finds it; none made when a key is given', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-start-key-'));
+    // As root, PostgreSQL runs as the postgres user, which must be able to enter the folder.
+    await chmod(dir, 0o755);
+    const env = { EMBEDDED_PG_DIR: path.join(dir, 'pg'), PORT: '0', LOG_LEVEL: 'info' };
+    const keyFile = path.join(dir, 'erasure.key');
+    const user = { email: 'kept-key@example.com', name: 'Kept' };
+    try {
+      const first = await started(env);
+      let key;
+      try {
+        assert.ok(
+          first.run.err().split('\n').includes(`sluice: erasure key kept in ${keyFile}`),
+          first.run.err(),
+        );
+        assert.equal((await stat(keyFile)).mode & 0o777, 0o600);
+        key = await readFile(keyFile, 'utf8');
+        assert.match(key, /^[0-9a-f]{64}$/);
+        assert.ok(!(first.run.out() + first.run.err()).includes(key), 'the key was printed');
+
+        assert.equal((await post(first.url, '/users', [user])).status, 201);
+        const erased = await post(first.url, '/erasures', [{ email: user.email }]);
+        assert.deepEqual(erased, { status: 200, body: { received: 1, erased: 1, absent: 0 } });
+
+        // npm run erase on the same data, no database nor key configured: npm start's own.
+        const other = { email: 'kept-key-2@example.com', name: 'Other' };
+        assert.equal((await post(first.url, '/users', [other])).status, 201);
+        const cli = runNode([ERASE, other.email], {
+          cwd: root,
+          env: { ...withoutDatabase(), EMBEDDED_PG_DIR: env.EMBEDDED_PG_DIR },
+        });
+        assert.equal(await cli.exited, 0, cli.err());
+        assert.equal(cli.out(), 'received 1, erased 1, absent 0\n');
+        const replay = await post(first.url, '/users', [other]);
+        assert.equal(replay.body.inserted, 0, 'its tombstone is keyed as the service keys');
+      } finally {
+        await stop(first.run);
+      }
+
+      const second = await started(env);
+      try {
+        assert.doesNotMatch(second.run.err(), /erasure key kept/);
+        assert.equal(await readFile(keyFile, 'utf8'), key);
+        // The tombstone made under the first start's key still holds.
+        const replay = await post(second.url, '/users', [user]);
+        assert.deepEqual([replay.status, replay.body.inserted], [200, 0]);
+      } finally {
+        await stop(second.run);
+      }
+
+      await rm(keyFile);
+      const given = await started({ ...env, ERASURE_KEY: 'a key of its own, 32 characters long' });
+      try {
+        assert.doesNotMatch(given.run.err(), /erasure key kept/);
+        const erased = await post(given.url, '/erasures', [{ email: 'someone@example.com' }]);
+        assert.equal(erased.status, 200);
+        assert.deepEqual(await readdir(dir), ['pg'], 'no key file made');
+      } finally {
+        await stop(given.run);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** The test's environment without a database or an erasure key configured. */
+function withoutDatabase() {
+  return Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([k]) => k !== 'DATABASE_URL' && !k.startsWith('PG') && !k.startsWith('ERASURE_KEY'),
+    ),
+  );
+}

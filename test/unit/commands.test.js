@@ -17,6 +17,7 @@ import {
   RUNNER_VARIABLES,
   SQS_VARIABLES,
 } from '../../lambda/local/sqs-config.js';
+import { ERASURE_KEY_VARIABLES } from '../../scripts/command-erasure-key.js';
 import { EMBEDDED_DIR_VARIABLES } from '../../scripts/embedded-database.js';
 import { START_AND_SERVICE_VARIABLES } from '../../scripts/start-config.js';
 import { SERVICE_VARIABLES } from '../../service/src/config.js';
@@ -136,6 +137,7 @@ describe('every command answers --help and refuses an unknown option', () => {
     [SERVICE, { ...DATABASE_VARIABLES, ...SERVICE_VARIABLES, ...TRACING_VARIABLES }],
     ['migrate', { ...MIGRATION_VARIABLES, ...DATABASE_VARIABLES }],
     ['quarantine', { ...DATABASE_VARIABLES, ...EMBEDDED_DIR_VARIABLES }],
+    ['erase', { ...DATABASE_VARIABLES, ...EMBEDDED_DIR_VARIABLES, ...ERASURE_KEY_VARIABLES }],
     [
       'feeder',
       { ...SQS_VARIABLES, ...RUNNER_VARIABLES, ...FEEDER_VARIABLES, ...TRACING_VARIABLES },

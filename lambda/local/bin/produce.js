@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run produce`: users into the queue, many per message.
+// `npm run produce`: users (or erasures) into the queue, many per message.
 import { createReadStream } from 'node:fs';
 import readline from 'node:readline';
 import { Command, InvalidArgumentError, Option } from 'commander';
@@ -18,7 +18,7 @@ const positive = (/** @type {string} */ value) => {
 // hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
 const program = new Command('npm run produce --')
   .description(
-    'Generates users (or reads them from an NDJSON file, one user a line) and sends them to QUEUE_URL, many per message, with SendMessageBatch; a progress bar on stderr, then a final count as one JSON line. Give --count, --file or both (the first N users of the file). To a FIFO queue (QUEUE_URL ends in .fifo) each message also gets a message group and a deduplication id of its own.',
+    "Generates users (or reads them from an NDJSON file, one user a line) and sends them to QUEUE_URL, many per message, with SendMessageBatch; a progress bar on stderr, then a final count as one JSON line. Give --count, --file or both (the first N users of the file). With --erase or --erase-file it sends erasures instead: messages with the attribute operation=erase, whose users the feeder erases (POST /erasures). To a FIFO queue (QUEUE_URL ends in .fifo) each message also gets a message group and a deduplication id of its own; a user's erasure takes the group of its changes, so it comes after them.",
   )
   .helpOption('-h, --help', 'print this usage and exit')
   .showHelpAfterError()
@@ -43,6 +43,18 @@ const program = new Command('npm run produce --')
       "the messages' resolution attribute: what the service does with an email already stored (default: none, the feeder's CONFLICT_RESOLUTION)",
     ).choices(['merge-duplicates', 'ignore-duplicates']),
   )
+  .addOption(
+    new Option(
+      '--erase <email...>',
+      'erase these users instead of sending users: messages with the operation attribute erase, each body an array of emails',
+    ).conflicts(['count', 'file', 'resolution']),
+  )
+  .addOption(
+    new Option(
+      '--erase-file <file>',
+      'erase the users this file names, one a line: an email, or a JSON object {"email", "changedAt"} (when the erasure happened at the source); after the emails of --erase',
+    ).conflicts(['count', 'file', 'resolution']),
+  )
   .addHelpText(
     'after',
     environmentSection([
@@ -55,20 +67,27 @@ const args = program.opts();
 const count = /** @type {number | undefined} */ (args.count);
 const perMessage = /** @type {number} */ (args.perMessage);
 const concurrency = /** @type {number} */ (args.concurrency);
-if (!count && !args.file)
-  program.error('error: say how many users to generate (--count) or which file to send (--file)');
+const erasing = Boolean(args.erase || args.eraseFile);
+const noun = erasing ? 'erasures' : 'users';
+if (!count && !args.file && !erasing)
+  program.error(
+    'error: say how many users to generate (--count), which file to send (--file), ' +
+      'or whom to erase (--erase, --erase-file)',
+  );
 
 // A file that cannot be read is one line naming it and why, before the queue is touched.
-if (args.file) {
+/** @type {string | undefined} */
+const file = args.file ?? args.eraseFile;
+if (file) {
   const { access } = await import('node:fs/promises');
   const { statSync } = await import('node:fs');
-  const problem = await access(args.file).then(
-    () => (statSync(args.file).isFile() ? undefined : 'not a regular file'),
+  const problem = await access(file).then(
+    () => (statSync(file).isFile() ? undefined : 'not a regular file'),
     (/** @type {NodeJS.ErrnoException} */ err) =>
       ({ ENOENT: 'no such file', EACCES: 'permission denied' })[err.code ?? ''] ?? err.message,
   );
   if (problem) {
-    console.error(`produce: cannot read ${args.file}: ${problem}`);
+    console.error(`produce: cannot read ${file}: ${problem}`);
     process.exit(1);
   }
 }
@@ -90,14 +109,38 @@ try {
 }
 
 const runId = Date.now().toString(36);
-/** The users to send, each stamped with its changedAt when asked. @returns {AsyncGenerator<object>} */
-async function* users() {
+/**
+ * The users (or erasures) to send, each stamped with its changedAt when asked: an email alone
+ * becomes `{email, changedAt}`. @returns {AsyncGenerator<unknown>}
+ */
+async function* items() {
+  const source = erasing ? erasures() : unstamped();
   if (!args.stampChangedAt) {
-    yield* unstamped();
+    yield* source;
     return;
   }
   const stamp = changeStamper();
-  for await (const user of unstamped()) yield stamp(user);
+  for await (const item of source) yield stamp(typeof item === 'string' ? { email: item } : item);
+}
+/** Each email of --erase, then each line of --erase-file. @returns {AsyncGenerator<unknown>} */
+async function* erasures() {
+  yield* args.erase ?? [];
+  if (!args.eraseFile) return;
+  let line = 0;
+  for await (const text of readline.createInterface({ input: createReadStream(args.eraseFile) })) {
+    line++;
+    const entry = text.trim();
+    if (!entry) continue;
+    if (!entry.startsWith('{')) {
+      yield entry;
+      continue;
+    }
+    try {
+      yield JSON.parse(entry);
+    } catch {
+      throw new Error(`${args.eraseFile}:${line} is not JSON`);
+    }
+  }
 }
 /** @returns {AsyncGenerator<object>} */
 async function* unstamped() {
@@ -123,12 +166,14 @@ async function* unstamped() {
 const started = Date.now();
 let sentUsers = 0;
 const rate = () => Math.round(sentUsers / Math.max(0.001, (Date.now() - started) / 1000));
+// Known ahead: the users asked for, or the emails given with no file.
+const total = count ?? (args.eraseFile ? undefined : args.erase?.length);
 const bar = new SingleBar(
   {
     stream: process.stderr,
-    format: count
-      ? '[{bar}] {percentage}% {value}/{total} users, {rate}/s'
-      : '{value} users, {rate}/s',
+    format: total
+      ? `[{bar}] {percentage}% {value}/{total} ${noun}, {rate}/s`
+      : `{value} ${noun}, {rate}/s`,
     barsize: 30,
     noTTYOutput: true,
     // Leave the terminal's line wrapping alone, so a Ctrl-C mid-run cannot leave it switched off.
@@ -136,7 +181,7 @@ const bar = new SingleBar(
   },
   Presets.legacy,
 );
-bar.start(count ?? 0, 0, { rate: 0 });
+bar.start(total ?? 0, 0, { rate: 0 });
 
 const sqs = new SQSClient({
   endpoint: config.endpoint,
@@ -148,12 +193,14 @@ try {
     sqs,
     queueUrl: config.queueUrl,
     // A FIFO queue's messages each hold users of one message group (lambda/local/producer.js).
-    messages: packMessages(users(), perMessage, {
+    messages: packMessages(items(), perMessage, {
       resolution: args.resolution,
+      operation: erasing ? 'erase' : undefined,
       traced: stopTracing !== undefined,
       groups: config.queueUrl.endsWith('.fifo') ? args.messageGroups : undefined,
     }),
     resolution: args.resolution,
+    operation: erasing ? 'erase' : undefined,
     tracer: stopTracing
       ? (await import('@opentelemetry/api')).trace.getTracer('sluice-producer')
       : undefined,
@@ -169,7 +216,7 @@ try {
   console.log(
     JSON.stringify({
       msg: 'produced',
-      users: totals.users,
+      ...(erasing ? { operation: 'erase', erasures: totals.users } : { users: totals.users }),
       messages: totals.messages,
       retries: totals.retries,
       seconds: Number(seconds.toFixed(2)),
@@ -177,7 +224,7 @@ try {
   );
 } catch (err) {
   bar.stop();
-  console.error(`produce failed after ${sentUsers} users: ${/** @type {Error} */ (err).message}`);
+  console.error(`produce failed after ${sentUsers} ${noun}: ${/** @type {Error} */ (err).message}`);
   process.exitCode = 1;
 } finally {
   sqs.destroy();

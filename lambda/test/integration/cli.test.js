@@ -232,6 +232,14 @@ describe('the producer and feeder commands', () => {
     const noCount = run('produce.js', [], { QUEUE_URL: 'http://127.0.0.1:1/q' });
     assert.equal(await noCount.exited, 2);
     assert.match(noCount.err(), /--count/);
+    const eraseAndCount = run('produce.js', ['--erase', 'a@x.io', '--count', '3'], {
+      QUEUE_URL: 'http://127.0.0.1:1/q',
+    });
+    assert.equal(await eraseAndCount.exited, 2);
+    assert.match(
+      eraseAndCount.err(),
+      /'--erase <email\.\.\.>' cannot be used with option '--count/,
+    );
     const noService = run('feeder.js', [], { QUEUE_URL: 'http://127.0.0.1:1/q', SERVICE_URL: '' });
     assert.equal(await noService.exited, 1);
     assert.match(noService.err(), /SERVICE_URL is required/);

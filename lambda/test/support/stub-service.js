@@ -1,15 +1,18 @@
 import http from 'node:http';
 
 /**
- * A stand-in for POST /users that answers from a script, for the handler's unit tests.
- * `respond` gets the parsed users of each request and returns [status, body, headers?].
- * @param {(users: any[], n: number) => [number, unknown, Record<string, string>?]} respond
+ * A stand-in for POST /users and POST /erasures that answers from a script, for the handler's
+ * tests. `respond` gets the parsed items of each request, its number and its path, and returns
+ * [status, body, headers?].
+ * @param {(items: any[], n: number, path: string) => [number, unknown, Record<string, string>?]} respond
  */
 export async function startStubService(respond) {
   /** @type {any[][]} */
   const requests = [];
   /** @type {import('node:http').IncomingHttpHeaders[]} */
   const requestHeaders = [];
+  /** @type {string[]} */
+  const paths = [];
   const server = http.createServer((req, res) => {
     let data = '';
     req.on('data', (c) => (data += c));
@@ -17,7 +20,8 @@ export async function startStubService(respond) {
       const users = JSON.parse(data);
       requests.push(users);
       requestHeaders.push(req.headers);
-      const [status, body, headers = {}] = respond(users, requests.length);
+      paths.push(String(req.url));
+      const [status, body, headers = {}] = respond(users, requests.length, String(req.url));
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(body));
     });
@@ -29,6 +33,8 @@ export async function startStubService(respond) {
     requests,
     /** each request's headers, in the order of `requests` */
     headers: requestHeaders,
+    /** each request's path, in the order of `requests` */
+    paths,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

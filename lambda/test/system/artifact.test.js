@@ -103,6 +103,7 @@ describe('the feeder artifact (sam build)', () => {
         .sort(),
       [
         'batch-response.js',
+        'chunks.js',
         'config.js',
         'errors.js',
         'failure-ledger.js',

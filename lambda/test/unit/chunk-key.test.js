@@ -29,7 +29,7 @@ async function keysOf(
   await feedRecords(batch, {
     config,
     deadline: Date.now() + 10_000,
-    postUsers: async (_config, users, { idempotencyKey }) => {
+    postBatch: async (_config, users, { idempotencyKey }) => {
       posts.push({ key: idempotencyKey, users });
       return answer(users);
     },

@@ -53,7 +53,7 @@ function parts(answer) {
         endInvocationSpan: () => void spans.ended++,
         currentTraceparent: () => '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
       },
-      postUsers: async (used, users, options) => {
+      postBatch: async (used, users, options) => {
         posts.push({ token: used.ingestToken, users, traceparent: options.traceparent?.() });
         options.onAttempt?.(false);
         return answer(used.ingestToken);

@@ -165,6 +165,41 @@ describe('handler (unit, scripted service)', () => {
     );
   });
 
+  test('a client that may write but not erase (403 at /erasures): the erase messages return, the upserts are stored; said once, what to grant', async () => {
+    const run = await withService(
+      (items, _n, path) => (path === '/erasures' ? [403, { error: 'forbidden' }] : stored(items)),
+      { INGEST_TOKEN: 'feeder-token-xyz' },
+    );
+    const erase = (/** @type {string} */ email) => ({
+      ...makeRecord(JSON.stringify(email)),
+      messageAttributes: { operation: { stringValue: 'erase', dataType: 'String' } },
+    });
+    for (let i = 0; i < 2; i++) {
+      const upsert = makeRecord(user(`w${i}`));
+      const erasures = [erase(`e${i}@example.com`), erase(`f${i}@example.com`)];
+      const result = await run({ Records: [upsert, ...erasures] }, lambdaContext(5_000));
+      assert.deepEqual(failures(result), erasures.map((r) => r.messageId).sort());
+    }
+    assert.deepEqual(/** @type {any} */ (stub).paths, [
+      '/users',
+      '/erasures',
+      '/users',
+      '/erasures',
+    ]);
+    const said = output.logs.filter((l) => l.level === 'ERROR');
+    assert.equal(said.length, 1, 'once, not once an invocation');
+    assert.match(
+      said[0].message,
+      /^the service refused the feeder's erasures \(HTTP 403\): its client may not erase\. Give it the right to erase \("erase": true beside its token in INGEST_TOKENS/,
+    );
+    const warned = output.logs.find((l) => l.message === 'messages not stored');
+    assert.ok(
+      warned.failures.every((/** @type {any} */ f) => f.kind === 'unavailable'),
+      'not poison: the dead-letter queue is not where a missing right belongs',
+    );
+    assert.ok(!JSON.stringify(output.logs).includes('feeder-token-xyz'));
+  });
+
   test('a 401 after a rotation: the token is read again, once, and the batch is stored with the new one', async (t) => {
     const secrets = await startSecretsManagerStub({
       token: JSON.stringify({ feeder: 'old-token' }),
@@ -313,6 +348,8 @@ describe('handler (unit, scripted service)', () => {
         usersUpdated: 'Count',
         usersStale: 'Count',
         usersQuarantined: 'Count',
+        usersErased: 'Count',
+        erasuresAbsent: 'Count',
         messagesFailed: 'Count',
         poisonMessages: 'Count',
         heldMessages: 'Count',

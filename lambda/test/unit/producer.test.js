@@ -108,6 +108,38 @@ describe('packMessages (unit)', () => {
       );
   });
 
+  test("erasures: emails and objects packed as given; the operation attribute's bytes come out of the room", async () => {
+    const erasures = [
+      'a@example.com',
+      { email: 'b@example.com', changedAt: '2024-05-01T10:00:00Z' },
+    ];
+    assert.deepEqual(
+      (await collect(packMessages(erasures, 100, { operation: 'erase' }))).map((m) =>
+        JSON.parse(m.body),
+      ),
+      [erasures],
+    );
+    // Two emails 10 bytes under the limit together: one message, two once the attribute goes too.
+    const email = (/** @type {string} */ c) =>
+      `${c.repeat(MAX_MESSAGE_BYTES / 2 - 20)}@example.com`;
+    const big = [email('a'), email('b')];
+    big[1] = big[1].slice(Buffer.byteLength(JSON.stringify(big)) - MAX_MESSAGE_BYTES + 10);
+    assert.equal(Buffer.byteLength(JSON.stringify(big)), MAX_MESSAGE_BYTES - 10);
+    assert.deepEqual(
+      (await collect(packMessages(big, 100))).map((m) => m.users),
+      [2],
+    );
+    const packed = await collect(packMessages(big, 100, { operation: 'erase' }));
+    assert.deepEqual(
+      packed.map((m) => m.users),
+      [1, 1],
+    );
+    for (const m of packed)
+      assert.ok(
+        Buffer.byteLength(m.body) + Buffer.byteLength('operationStringerase') <= MAX_MESSAGE_BYTES,
+      );
+  });
+
   test('a user that cannot fit in any message stops the run with its size', async () => {
     await assert.rejects(
       collect(packMessages([userOfSize(0, MAX_MESSAGE_BYTES)], 10)),
@@ -173,6 +205,12 @@ describe('packMessages with message groups (unit, for a FIFO queue)', () => {
       /^users-\d+$/,
       'a user without an email (the service will refuse it) still has a group',
     );
+  });
+
+  test("an erasure, an email alone or an object, takes the group of the user's changes", () => {
+    const group = messageGroupOf({ email: 'ada@example.com', name: 'A' }, 32);
+    assert.equal(messageGroupOf('Ada@Example.com', 32), group);
+    assert.equal(messageGroupOf({ email: 'ada@example.com' }, 32), group);
   });
 
   test("any users, any perMessage and groups: a message holds one group only, and each user's changes keep their order", async () => {
@@ -322,6 +360,17 @@ describe('sendMessages (unit, SQS stand-in, mocked timers)', () => {
         ) <= MAX_MESSAGE_BYTES,
       );
     }
+  });
+
+  test('with the operation erase, each message carries it as its operation attribute', async () => {
+    const { sqs, calls } = fakeSqs();
+    await withTimersRun(
+      sendMessages({ sqs, queueUrl: 'q', messages: messages(3), operation: 'erase' }),
+    );
+    assert.deepEqual(
+      calls.flat().map((e) => /** @type {any} */ (e).MessageAttributes),
+      Array(3).fill({ operation: { DataType: 'String', StringValue: 'erase' } }),
+    );
   });
 
   test('entries SQS refuses are sent again, alone, until they pass', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import { loadFeederConfig } from '../../src/config.js';
-import { postUsers } from '../../src/service-client.js';
+import { postBatch } from '../../src/service-client.js';
 
 const START = 1_700_000_000_000;
 const config = loadFeederConfig({
@@ -47,13 +47,13 @@ function scriptService(script) {
 }
 
 /**
- * Runs postUsers to the end on the mocked clock: whenever it waits on a timer, time jumps to it.
+ * Runs postBatch to the end on the mocked clock: whenever it waits on a timer, time jumps to it.
  * @param {{ deadline: number }} budget
  */
 async function post(budget) {
   /** @type {boolean[]} */
   const attempts = [];
-  const outcome = postUsers(config, USERS, {
+  const outcome = postBatch(config, USERS, {
     ...budget,
     onAttempt: (retry) => attempts.push(retry),
   });
@@ -66,7 +66,7 @@ async function post(budget) {
   return { outcome: await outcome, attempts, endedAt: Date.now() };
 }
 
-describe('postUsers (unit, scripted service, mocked clock)', () => {
+describe('postBatch (unit, scripted service, mocked clock)', () => {
   beforeEach(() => {
     mock.timers.enable({ apis: ['setTimeout', 'Date'], now: START });
     // Backoff draws half of each step: the waits are then exact.
@@ -113,7 +113,7 @@ describe('postUsers (unit, scripted service, mocked clock)', () => {
     const calls = scriptService([
       answer(200, { received: 2, inserted: 0, updated: 2, duplicates: 2 }),
     ]);
-    const outcome = postUsers(config, USERS, { deadline: START + 10_000, resolution: 'merge' });
+    const outcome = postBatch(config, USERS, { deadline: START + 10_000, resolution: 'merge' });
     assert.deepEqual(await outcome, {
       kind: 'stored',
       inserted: 0,
@@ -125,6 +125,46 @@ describe('postUsers (unit, scripted service, mocked clock)', () => {
       /** @type {Record<string, string>} */ (calls[0].init.headers).prefer,
       'resolution=merge-duplicates',
     );
+  });
+
+  test('erasures go to POST /erasures as sent, with the token and key but no Prefer; its counts are read', async () => {
+    const calls = scriptService([answer(200, { received: 2, erased: 1, absent: 1 })]);
+    const erasures = [{ email: 'a@x.io' }, { email: 'b@x.io', changedAt: '2024-01-01T00:00:00Z' }];
+    const outcome = await postBatch(config, erasures, {
+      path: '/erasures',
+      deadline: START + 10_000,
+      resolution: 'merge',
+      quarantine: true,
+      idempotencyKey: 'sqs-erase',
+    });
+    assert.deepEqual(outcome, {
+      kind: 'stored',
+      inserted: 0,
+      updated: 0,
+      stale: 0,
+      quarantined: 0,
+      erased: 1,
+      absent: 1,
+    });
+    assert.equal(calls[0].url, 'http://sluice.test/erasures');
+    assert.deepEqual(calls[0].init.headers, {
+      'content-type': 'application/json',
+      authorization: 'Bearer tok-123',
+      'idempotency-key': '"sqs-erase"',
+    });
+    assert.deepEqual(JSON.parse(String(calls[0].init.body)), erasures);
+  });
+
+  test('a 403 at /erasures (a client that may not erase) is refused at once, not retried', async () => {
+    const calls = scriptService([
+      answer(403, { error: 'forbidden', message: 'no right to erase' }),
+    ]);
+    const outcome = await postBatch(config, [{ email: 'a@x.io' }], {
+      path: '/erasures',
+      deadline: START + 10_000,
+    });
+    assert.deepEqual(outcome, { kind: 'refused', status: 403, reason: 'HTTP 403 forbidden' });
+    assert.equal(calls.length, 1);
   });
 
   test("503, 429, a 500 that is not the service's own, a 502 and a refused connection are retried with exponential backoff until stored", async () => {
@@ -266,7 +306,7 @@ describe('postUsers (unit, scripted service, mocked clock)', () => {
   }
 });
 
-describe('postUsers with an Idempotency-Key (unit, scripted service, mocked clock)', () => {
+describe('postBatch with an Idempotency-Key (unit, scripted service, mocked clock)', () => {
   beforeEach(() => {
     mock.timers.enable({ apis: ['setTimeout', 'Date'], now: START });
     mock.method(Math, 'random', () => 0.5);
@@ -282,7 +322,7 @@ describe('postUsers with an Idempotency-Key (unit, scripted service, mocked cloc
   );
   /** @param {{ deadline: number }} budget */
   const keyedPost = async (budget) => {
-    const outcome = postUsers(config, USERS, { ...budget, idempotencyKey: 'sqs-abc' });
+    const outcome = postBatch(config, USERS, { ...budget, idempotencyKey: 'sqs-abc' });
     let done = false;
     outcome.finally(() => (done = true)).catch(() => {});
     while (!done) {

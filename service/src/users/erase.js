@@ -1,4 +1,6 @@
+import { timeoutOf } from '../db/database.js';
 import { lastResult } from '../db/transaction-settings.js';
+import { claimed, completeKeys, keyInFlight, scopedKey } from './idempotency-keys.js';
 import { CREATED_AT, KEY_COLUMN, READ_FIELDS, UPDATED_AT, USER_COLUMNS } from '../user-columns.js';
 import {
   DELETE_OLD_ANSWERS,
@@ -17,7 +19,8 @@ import { tried } from './user-writer.js';
 // again once when that may help (an erasure done twice erases nothing more).
 
 /** @import { ErasureGuard } from './erasure-guard.js' */
-/** @import { Database, Lending, TimeLimits, WritePolicy } from './write-types.js' */
+/** @import { Database, IdempotencyKey, KeyStore, KeyTaken, Lending, TimeLimits } from './write-types.js' */
+/** @import { WritePolicy } from './write-types.js' */
 
 /** One email to erase (lower-cased, valid) and when it was erased at its source, if said. */
 /** @typedef {{ email: string, changedAt: string | null }} Erasure */
@@ -36,51 +39,75 @@ function columnOf(field) {
 const TIMES = new Set([CREATED_AT.column, UPDATED_AT.column]);
 
 /**
- * `policy`: how a failure is answered (without one, as it came).
- * @param {{ db: Database, erasures: ErasureGuard, policy?: WritePolicy }} deps
- * @param {{ items: Erasure[], limits?: TimeLimits }} request
- * @returns {Promise<Erased>}
+/**
+ * With an Idempotency-Key (`key`, its store `keys`): claimed in BEGIN's round trip, the counts
+ * stored under it in COMMIT's; a key taken erases nothing, and says what it holds. `policy`: how
+ * a failure is answered (without one, as it came).
+ * @param {{ db: Database, erasures: ErasureGuard, keys?: KeyStore, policy?: WritePolicy }} deps
+ * @param {{ items: Erasure[], key?: IdempotencyKey, limits?: TimeLimits }} request
+ * @returns {Promise<Erased | KeyTaken>}
  */
-export async function eraseUsers({ db, erasures, policy }, { items, limits }) {
-  const hmacs = erasures.hmacsOf(items.map((item) => item.email));
+export async function eraseUsers({ db, erasures, keys, policy }, { items, key, limits }) {
+  const tombstones = {
+    ...erasures.tombstonesOf(items.map((item) => item.email)),
+    changes: items.map((item) => item.changedAt),
+  };
   const emails = [...new Set(items.map((item) => item.email))];
-  const erase = () => eraseAll(db, { items, hmacs, emails, limits });
-  return policy ? tried({ policy }, 'batch', erase) : erase();
+  const erasure = { items, tombstones, emails };
+  const attempt = () => eraseOnce(db, { erasure, key, keys, limits });
+  return policy ? tried({ policy }, 'batch', attempt) : attempt();
 }
 
 /**
- * The erasure's one transaction.
+ * The erasure's one transaction, its key claimed first when it has one.
  * @param {Database} db
- * @param {{ items: Erasure[], hmacs: Buffer[], emails: string[], limits?: TimeLimits }} erasure
+ * @param {{ erasure: Parameters<typeof eraseEveryCopy>[1], key?: IdempotencyKey,
+ *   keys?: KeyStore, limits?: TimeLimits }} how
+ * @returns {Promise<Erased | KeyTaken>}
+ */
+async function eraseOnce(db, { erasure, key, keys, limits }) {
+  const claim = key && keys ? keys.claim([key]) : undefined;
+  let begun = false;
+  try {
+    return await db.transaction(
+      async (client, answers) => {
+        begun = true;
+        if (key && claim) {
+          const found = (await claimed(client, answers, [key])).get(scopedKey(key));
+          if (found !== 'claimed') return { taken: found ?? null };
+        }
+        await client.query(HOLD_WRITERS);
+        const erased = await eraseEveryCopy(client, erasure);
+        const { users, ...counts } = erased;
+        if (key) client.withCommit(completeKeys([{ key, written: /** @type {any} */ (counts) }]));
+        return erased;
+      },
+      { limits, then: claim },
+    );
+  } catch (err) {
+    throw key && !begun && timeoutOf(err) === 'lock_timeout' ? keyInFlight(err) : err;
+  }
+}
+
+/**
+ * @param {Lending} client
+ * @param {{ items: Erasure[], emails: string[],
+ *   tombstones: Parameters<typeof recordTombstones>[0] }} erasure
  * @returns {Promise<Erased>}
  */
-function eraseAll(db, { items, hmacs, emails, limits }) {
-  return db.transaction(
-    async (client) => {
-      await client.query(
-        recordTombstones(
-          hmacs,
-          items.map((item) => item.changedAt),
-        ),
-      );
-      const deleted = await client.query({
-        ...deleteUsers(SHOWN),
-        ...RETURNED_AS_TEXT,
-        values: [emails],
-      });
-      await client.query({ text: DELETE_QUARANTINED, values: [emails] });
-      await client.query({ text: DELETE_OLD_ANSWERS, values: [emails] });
-      await scrubOutcomes(client, emails);
-      const users = lastResult(deleted).rows.map(userOf);
-      return {
-        received: items.length,
-        erased: users.length,
-        absent: emails.length - users.length,
-        users,
-      };
-    },
-    { limits, then: HOLD_WRITERS },
-  );
+async function eraseEveryCopy(client, { items, tombstones, emails }) {
+  await client.query(recordTombstones(tombstones));
+  const deleted = await client.query({
+    ...deleteUsers(SHOWN),
+    ...RETURNED_AS_TEXT,
+    values: [emails],
+  });
+  await client.query({ text: DELETE_QUARANTINED, values: [emails] });
+  await client.query({ text: DELETE_OLD_ANSWERS, values: [emails] });
+  await scrubOutcomes(client, emails);
+  const users = lastResult(deleted).rows.map(userOf);
+  const absent = emails.length - users.length;
+  return { received: items.length, erased: users.length, absent, users };
 }
 
 /** @param {(string | null)[]} row */

@@ -11,15 +11,25 @@ import { COLUMNS } from './user-sql.js';
 export const ERASED_EMAIL_WRITTEN = 'SL001';
 const FAIL = 'sluice_erased_email_written()';
 
-/** Fails when any tombstone exists: a process that has seen none writes no hashes. */
-export const ANY_TOMBSTONE = `SELECT FROM erasures WHERE ${FAIL}`;
-/** Whether any tombstone exists. @type {Statement<boolean>} */
-export const ANY_ERASURE = {
-  text: 'SELECT EXISTS (SELECT FROM erasures) AS found',
-  decode: (answer) => lastResult(answer).rows[0].found,
-};
-/** ANY_TOMBSTONE as a statement of its own. */
-export const ASSERT_NO_TOMBSTONE = `SELECT WHERE NOT EXISTS (${ANY_TOMBSTONE})`;
+/** Fails when a tombstone exists that a process has not read (`generation`: the last it read). */
+export const newerTombstone = (/** @type {number} */ generation) =>
+  `SELECT FROM erasures WHERE generation > ${Math.trunc(generation)} AND ${FAIL}`;
+
+/**
+ * The tombstones after `generation`: the last generation among them (`generation` when none), and
+ * their tags. @param {number} generation
+ * @returns {Statement<{ generation: number, tags: number[] }>}
+ */
+export const tombstonesSince = (generation) => ({
+  text: `SELECT email_tag, generation::float8 AS generation FROM erasures
+    WHERE generation > ${Math.trunc(generation)}`,
+  decode: (answer) => {
+    const rows = lastResult(answer).rows;
+    let last = generation;
+    for (const row of rows) if (row.generation > last) last = row.generation;
+    return { generation: last, tags: rows.map((row) => row.email_tag) };
+  },
+});
 
 /**
  * A staged import's rows an erasure keeps out, deleted from users once written (no stored row is
@@ -75,15 +85,18 @@ export const staleRows = (hmacs, changes) => ({
 export const HOLD_WRITERS = 'LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE';
 
 /**
- * The tombstones, each at its erasure's time (now without one), a later one kept.
- * @param {readonly Buffer[]} hmacs @param {readonly (string | null)[]} changes
+ * The tombstones, each at its erasure's time (now without one), a later one kept; all of this
+ * erasure's under the next generation (taken under HOLD_WRITERS: generations commit in order).
+ * @param {{ hmacs: Buffer[], tags: number[], changes: (string | null)[] }} t
  */
-export const recordTombstones = (hmacs, changes) =>
-  `INSERT INTO erasures (email_hmac, erased_at)
-  SELECT h, max(COALESCE(c, now())) FROM unnest(${hmacArray(hmacs)}, ${changedArray(changes)})
-    AS s (h, c) GROUP BY h
+export const recordTombstones = ({ hmacs, tags, changes }) =>
+  `INSERT INTO erasures (email_hmac, email_tag, erased_at, generation)
+  SELECT h, t, max(COALESCE(c, now())), (SELECT nextval('erasures_generation'))
+  FROM unnest(${hmacArray(hmacs)}, '{${tags.join(',')}}'::integer[], ${changedArray(changes)})
+    AS s (h, t, c) GROUP BY h, t
   ON CONFLICT (email_hmac) DO UPDATE
-    SET erased_at = GREATEST(erasures.erased_at, EXCLUDED.erased_at)`;
+    SET erased_at = GREATEST(erasures.erased_at, EXCLUDED.erased_at),
+      generation = EXCLUDED.generation`;
 
 /** The rows of the emails (`$1`), deleted, giving `columns`. @param {readonly string[]} columns */
 export const deleteUsers = (columns) => ({

@@ -6,7 +6,7 @@ import { longQuery, startCopy } from './copy-from.js';
 import { QUARANTINE_KEEP_CHARS, keepQuarantinedSoFar } from './quarantine.js';
 import { runStatement } from '../db/statement.js';
 import { createErasureGuard, isErasedWrite } from './erasure-guard.js';
-import { ASSERT_NO_TOMBSTONE, LEAVE_OUT_STAGED } from './erasure-sql.js';
+import { LEAVE_OUT_STAGED } from './erasure-sql.js';
 import {
   COPY_STREAM_STAGING,
   COPY_STREAM_STAGING_HASHED,
@@ -51,9 +51,9 @@ export function createStreamImport({ db, policy, keys, erasures = createErasureG
     /** @type {Part} */
     const part = { rows: [], received: 0, withRows: false, key: key && keyOf(key), quarantine };
     try {
-      await erasures.lookForTombstones(db);
-      const lineOf = erasures.hashedLine();
-      const rows = streamRows(source.texts, { format, resolution, lineOf }, key?.hash);
+      const { lineOf, assertion } = await erasures.forStream(db);
+      const how = { format, resolution, lineOf, assertion };
+      const rows = streamRows(source.texts, how, key?.hash);
       const [outcome] = await writeUnit(
         { db, keys },
         { parts: [part], rows, limits: STREAM_LIMITS },
@@ -63,12 +63,13 @@ export function createStreamImport({ db, policy, keys, erasures = createErasureG
       return { taken: outcome.taken, fingerprint: /** @type {StreamKey} */ (key).hash.digest() };
     } catch (err) {
       if (err instanceof ApiError || source.failedWith(err)) throw err;
-      if (isErasedWrite(err)) {
-        erasures.noteTombstones();
-        // Without the key no line can be hashed: sent again, it would fail the same way.
-        const code = erasures.hmacOf ? 'erasure_during_import' : 'erasure_key_missing';
-        throw new ApiError(code, undefined, { cause: err });
-      }
+      // Without the key no tombstone is read: sent again, it would fail the same way.
+      if (isErasedWrite(err))
+        throw new ApiError(
+          erasures.keyed ? 'erasure_during_import' : 'erasure_key_missing',
+          undefined,
+          { cause: err },
+        );
       const decision = await policy.afterFailure('stream', err);
       throw 'err' in decision ? decision.err : err;
     }
@@ -88,12 +89,14 @@ async function* hashed(texts, hash) {
 
 /**
  * Its import by mode (merge mode's staging table in BEGIN's round trip), then what an erasure keeps
- * out, then the fingerprint. `lineOf`: each line with its email's hash, else none is hashed.
+ * out, what it asserts against erasures, then the fingerprint. `lineOf`: each line with its
+ * email's hash where a tombstone may name it; without, none is.
  * @param {AsyncIterable<string>} texts
- * @param {{ format: StreamFormat, resolution: Resolution, lineOf?: LineOf }} how
+ * @param {{ format: StreamFormat, resolution: Resolution, lineOf?: LineOf,
+ *   assertion: string }} how
  * @param {Hash} [hash] @returns {RowsStep}
  */
-function streamRows(texts, { format, resolution, lineOf }, hash) {
+function streamRows(texts, { format, resolution, lineOf, assertion }, hash) {
   const merge = resolution === 'merge';
   return {
     oneStatement: false,
@@ -103,7 +106,7 @@ function streamRows(texts, { format, resolution, lineOf }, hash) {
       const counts = merge
         ? await importMerging(client, body)
         : await importIgnoring(client, body, quarantine);
-      if (!lineOf) await client.query(ASSERT_NO_TOMBSTONE);
+      await client.query(assertion);
       if (key && hash) key.fingerprint = hash.digest();
       return [counts];
     },

@@ -20,7 +20,7 @@ export async function withoutErased({ db, erasures }, request, write) {
       return countKeptOut(request.parts, going.parts, await write(going));
     } catch (err) {
       if (!isErasedWrite(err) || round === ROUNDS) throw err;
-      const stale = await db.withClient((client) => erasures.staleOf(client, going.rows));
+      const stale = await erasures.staleOf(db, going.rows);
       going = leftOut(going, stale);
     }
   }

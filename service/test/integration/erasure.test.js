@@ -155,6 +155,33 @@ for (const { label, env } of WRITE_VARIANTS) {
       assert.deepEqual(await stored([a.email, c.email]), [{ email: c.email }]);
     });
 
+    test('POST /erasures: NDJSON as an array; a key replays its counts, erasing nothing again', async () => {
+      const [a, b] = makeUsers(2);
+      await post([a, b]);
+      /** @param {string} body @param {Record<string, string>} headers */
+      const send = (body, headers) =>
+        fetch(`${ctx.app.baseUrl}/erasures`, { method: 'POST', headers, body });
+      const ndjson = `{"email":"${a.email}"}\n\n{"email":"${b.email.toUpperCase()}"}\n`;
+      const key = `"ndjson-${a.email.split('-')[1]}"`;
+      const headers = { 'content-type': 'application/x-ndjson', 'idempotency-key': key };
+      const first = await send(ndjson, headers);
+      assert.equal(first.status, 200);
+      assert.deepEqual(await first.json(), { received: 2, erased: 2, absent: 0 });
+      const again = await send(ndjson, headers);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+      assert.deepEqual(await again.json(), { received: 2, erased: 2, absent: 0 });
+      const other = await send(`{"email":"${a.email}"}`, headers);
+      assert.equal(other.status, 422);
+      const bad = await send(`{"email":"${a.email}"}\nnot json`, {
+        'content-type': 'application/x-ndjson',
+      });
+      assert.equal(bad.status, 400);
+      assert.match((await bad.json()).message, /line 2/);
+      assert.deepEqual(await stored([a.email, b.email]), []);
+      const erasedLines = ctx.app.logs.filter((l) => l.msg === 'erasure');
+      assert.equal(erasedLines.at(-1).erased, 2, 'the replay erased nothing and logged nothing');
+    });
+
     test('a streamed import leaves out the erased emails, in both modes', async () => {
       const [a, b] = makeUsers(2);
       assert.equal(
