@@ -393,8 +393,9 @@ export const API_ERRORS = /** @type {const} */ ({
     scope: 'users',
     message: 'an erasure was made while this import ran; nothing was written: send it again',
     when:
-      'A streamed import that began before its process knew of any erasure, and met one at its ' +
-      'end: it is refused whole, and the same import sent again leaves the erased emails out.',
+      'A streamed import during whose body an erasure was made (it reads the erasures made ' +
+      'before it starts, and finds a later one at its end): it is refused whole, and the same ' +
+      'import sent again leaves the erased emails out.',
     headers: { 'Retry-After': '1' },
   },
   erasure_key_missing: {

@@ -37,7 +37,7 @@ export const DELETE_USERS_ERRORS = /** @type {readonly ApiErrorCode[]} */ ([
   'unsupported_preference',
 ]);
 
-/** POST /erasures: the right to erase, then a JSON body read as POST /users reads one. */
+/** POST /erasures: the right to erase, its key, then a body read as a JSON write's. */
 export const POST_ERASURES_ERRORS = /** @type {readonly ApiErrorCode[]} */ ([
   ...codesIn(['any']),
   'forbidden',
@@ -56,6 +56,9 @@ export const POST_ERASURES_ERRORS = /** @type {readonly ApiErrorCode[]} */ ([
   'unsupported_encoding',
   'unsupported_transfer_encoding',
   'overloaded',
+  'malformed_idempotency_key',
+  'idempotency_key_in_flight',
+  'idempotency_key_reused',
 ]);
 
 const WHO_MAY =
@@ -66,7 +69,7 @@ const EVERY_COPY =
   'Each email is erased everywhere sluice keeps it, in one transaction, all or nothing: its ' +
   'row, the items set aside (`Prefer: invalid=quarantine`) holding it, and its rows in ' +
   'the answers stored under an `Idempotency-Key` (a replay then says `Users-Erased`). A ' +
-  'tombstone of the email is kept (its keyed hash, HMAC-SHA-256 under ERASURE_KEY, and when ' +
+  'tombstone of the email is kept (keyed hashes of it under ERASURE_KEY, and when ' +
   'it was erased), so that no replay of an older write brings it back: a later write of the ' +
   `email is stored only when its \`${ORDER}\` is newer than the erasure, else counted ` +
   '`stale`. An email not stored is tombstoned too. ';
@@ -178,35 +181,26 @@ export function postErasuresOperation({ maxBatchItems, maxBodyBytes }) {
     tags: ['erasure'],
     summary: 'Erase many users at once, each at the time it was erased at its source',
     description:
-      `A JSON array of 1 to ${maxBatchItems} erasures (MAX_BATCH_ITEMS), at most ` +
-      `${maxBodyBytes} bytes decoded (MAX_BODY_BYTES; gzip, deflate, br or zstd ` +
-      `\`Content-Encoding\` accepted). ${EVERY_COPY}Each tombstone is at the item's ` +
-      `\`${ORDER}\` (when the erasure happened at its source), or at the time of the ` +
-      'request; an email erased again keeps the later time. The `Idempotency-Key` ' +
-      'header is not read: an erasure sent again erases nothing more, its emails ' +
-      'answered `absent`. ' +
+      `A JSON array, or NDJSON (an erasure a line), of 1 to ${maxBatchItems} erasures ` +
+      `(MAX_BATCH_ITEMS), at most ${maxBodyBytes} bytes decoded (MAX_BODY_BYTES; gzip, ` +
+      `deflate, br or zstd \`Content-Encoding\` accepted). ${EVERY_COPY}Each tombstone is ` +
+      `at the item's \`${ORDER}\` (when the erasure happened at its source), or at the ` +
+      'time of the request; an email erased again keeps the later time. An erasure sent ' +
+      'again erases nothing more, its emails answered `absent`; with the same ' +
+      '`Idempotency-Key`, it gets the first answer again. ' +
       WHO_MAY,
     security: [{ bearer: [] }, {}],
-    requestBody: {
-      required: true,
-      content: json(
-        {
-          type: 'array',
-          minItems: 1,
-          maxItems: maxBatchItems,
-          items: { $ref: '#/components/schemas/Erasure' },
-        },
-        {
-          two: [
-            { [KEY]: 'ada@example.com' },
-            { [KEY]: 'grace@example.com', [ORDER]: '2026-06-01T09:30:00Z' },
-          ],
-        },
-      ),
-    },
+    parameters: [ERASURE_KEY_HEADER],
+    requestBody: { required: true, content: erasuresBodies(maxBatchItems) },
     responses: {
       200: {
-        description: 'Erased; the counts.',
+        description: 'Erased; the counts (on a replay under an `Idempotency-Key`, the first).',
+        headers: {
+          'Idempotent-Replayed': {
+            description: "On a replay only: the first erasure's counts; nothing was erased now.",
+            schema: { type: 'string', const: 'true' },
+          },
+        },
         content: json(
           { $ref: '#/components/schemas/ErasureResult' },
           {
@@ -219,6 +213,49 @@ export function postErasuresOperation({ maxBatchItems, maxBodyBytes }) {
       },
       ...errorResponsesOf(POST_ERASURES_ERRORS),
     },
+  };
+}
+
+const ERASURE_KEY_HEADER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    "As on `POST /users`: a retry under the key gets the first erasure's counts again " +
+    '(`Idempotent-Replayed: true`) and erases nothing; another body under it is 422 ' +
+    '`idempotency_key_reused`, the first still in flight 409 ' +
+    "`idempotency_key_in_flight`. An erasure's key is never a write's.",
+  schema: { type: 'string', maxLength: 257 },
+  example: '"erasure-2026-12-03-0001"',
+};
+
+/**
+ * POST /erasures's bodies: a JSON array, or NDJSON (OpenAPI 3.1 can name its media types, not type
+ * their lines). @param {number} maxBatchItems
+ */
+function erasuresBodies(maxBatchItems) {
+  const array = {
+    type: 'array',
+    minItems: 1,
+    maxItems: maxBatchItems,
+    items: { $ref: '#/components/schemas/Erasure' },
+  };
+  const two = [
+    { [KEY]: 'ada@example.com' },
+    { [KEY]: 'grace@example.com', [ORDER]: '2026-06-01T09:30:00Z' },
+  ];
+  const ndjson = {
+    schema: { type: 'string', description: 'One Erasure object (the Erasure schema) a line.' },
+    examples: {
+      two: {
+        value: two.map((item) => `${JSON.stringify(item)}\n`).join(''),
+      },
+    },
+  };
+  return {
+    ...json(array, { two }),
+    'application/x-ndjson': ndjson,
+    'application/jsonl': ndjson,
   };
 }
 

@@ -92,7 +92,7 @@ describe('the examples of docs/api.md against the real service, answers checked 
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         ...headers,
       },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined || typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = await res.text();
     const answer = { status: res.status, headers: res.headers, body: text && JSON.parse(text) };
@@ -138,6 +138,15 @@ describe('the examples of docs/api.md against the real service, answers checked 
       bulk.responses[200].content['application/json'].examples.counts.value,
     );
     assert.equal(await ctx.db.countUsers(), 1, 'only new is left');
+    const ndjson = {
+      body: bulk.requestBody.content['application/x-ndjson'].examples.two.value,
+      headers: { 'content-type': 'application/x-ndjson', 'idempotency-key': '"openapi-erasures"' },
+    };
+    const lines = await send('POST', '/erasures', ndjson);
+    assert.deepEqual(lines.body, { received: 2, erased: 0, absent: 2 });
+    const replayed = await send('POST', '/erasures', ndjson);
+    assert.deepEqual(replayed.body, lines.body);
+    assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
 
     const unfiltered = await send('DELETE', '/users');
     assert.equal(unfiltered.body.error, 'missing_filter');
