@@ -72,9 +72,9 @@ export class Lending {
     return this.#send(statement, true);
   }
 
-  /** Statements (ending `; `) that commit with COMMIT or fail it. @param {string} sql */
+  /** Statements (ending `; `) that commit with COMMIT or fail it, after any given before. @param {string} sql */
   withCommit(sql) {
-    this.#withCommit = sql;
+    this.#withCommit += sql;
   }
 
   commit() {

@@ -54,8 +54,8 @@ const unnestWriter = {
 };
 
 /**
- * COPY into users when every email must be new, its assertion after it (the COPY holds the lock an
- * erasure waits for), else via the staging table. @type {ChunkWriter}
+ * COPY into users when every email must be new, its assertion in COMMIT's round trip (the COPY
+ * holds the lock an erasure waits for), else via the staging table. @type {ChunkWriter}
  */
 const copyWriter = {
   needsTransaction: true,
@@ -63,7 +63,7 @@ const copyWriter = {
   async write(client, rows, { onConflict, assertion }) {
     if (onConflict === 'fail') {
       const inserted = await copyInto(client, 'users', rows);
-      await client.query(`SELECT WHERE NOT EXISTS (${assertion(rows)})`);
+      client.withCommit(`SELECT WHERE NOT EXISTS (${assertion(rows)}); `);
       return { inserted, updated: 0 };
     }
     await copyInto(client, STAGING_TABLE, rows);

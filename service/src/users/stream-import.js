@@ -89,7 +89,7 @@ async function* hashed(texts, hash) {
 
 /**
  * Its import by mode (merge mode's staging table in BEGIN's round trip), then what an erasure keeps
- * out, what it asserts against erasures, then the fingerprint. `lineOf`: each line with its
+ * out, what it asserts against erasures (in COMMIT's round trip), then the fingerprint. `lineOf`: each line with its
  * email's hash where a tombstone may name it; without, none is.
  * @param {AsyncIterable<string>} texts
  * @param {{ format: StreamFormat, resolution: Resolution, lineOf?: LineOf,
@@ -106,7 +106,7 @@ function streamRows(texts, { format, resolution, lineOf, assertion }, hash) {
       const counts = merge
         ? await importMerging(client, body)
         : await importIgnoring(client, body, quarantine);
-      await client.query(assertion);
+      client.withCommit(`${assertion}; `);
       if (key && hash) key.fingerprint = hash.digest();
       return [counts];
     },
