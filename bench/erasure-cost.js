@@ -110,7 +110,10 @@ async function run({ server, pgPid }, { users, concurrency }) {
   return { usPerUser: ((service + db) * 1e6) / sent, usersPerSec: sent / Number(opts.seconds) };
 }
 
-/** Erases `n` stored users in one request, timed. @param {Awaited<ReturnType<typeof startSide>>} side */
+/**
+ * Erases `n` stored users in one request, timed.
+ * @param {Awaited<ReturnType<typeof startSide>>} side
+ */
 async function timedErasure({ server }) {
   const users = usersBody(Number(opts.erase));
   for (let i = 0; i < users.length; i += 1000)

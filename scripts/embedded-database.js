@@ -12,7 +12,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** What a command that falls back to npm start's database reads, for its --help. */
 export const EMBEDDED_DIR_VARIABLES = { EMBEDDED_PG_DIR: START_VARIABLES.EMBEDDED_PG_DIR };
 
-/** EMBEDDED_PG_DIR, absolute (a relative one is in the repository). @param {NodeJS.ProcessEnv} env */
+/**
+ * EMBEDDED_PG_DIR, absolute (a relative one is in the repository).
+ * @param {NodeJS.ProcessEnv} env
+ */
 export const embeddedDataDir = (env) =>
   path.resolve(root, loadEnv(EMBEDDED_DIR_VARIABLES, env).EMBEDDED_PG_DIR);
 

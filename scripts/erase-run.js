@@ -216,7 +216,10 @@ function totalsLine({ received, erased, absent }, dryRun) {
 function failureText(err) {
   const { timeout, inDoubt } = classifyFailure(err);
   if (inDoubt)
-    return 'the connection was lost as a batch was committed: it may be erased (running the command again is safe)';
+    return (
+      'the connection was lost as a batch was committed: it may be erased ' +
+      '(running the command again is safe)'
+    );
   if (timeout === 'lock_timeout')
     return 'writers kept the users table locked (lock_timeout): run the command again later';
   /** @type {string[]} */

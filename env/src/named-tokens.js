@@ -80,7 +80,8 @@ const refuse = (problem) => {
 };
 
 /**
- * A JSON object of client name → token (or → { token, erase, ...limits }): a problem is a TypeError that
+ * A JSON object of client name → token (or → { token, erase, ...limits }): a problem is a
+ * TypeError that
  * quotes names only; one token for two clients is refused (the log could not tell them apart).
  * @param {string} text @returns {NamedToken[]}
  */

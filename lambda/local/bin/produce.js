@@ -18,7 +18,13 @@ const positive = (/** @type {string} */ value) => {
 // hold): -h prints the usage and exits 0; anything else is one line, the usage, exit 2.
 const program = new Command('npm run produce --')
   .description(
-    "Generates users (or reads them from an NDJSON file, one user a line) and sends them to QUEUE_URL, many per message, with SendMessageBatch; a progress bar on stderr, then a final count as one JSON line. Give --count, --file or both (the first N users of the file). With --erase or --erase-file it sends erasures instead: messages with the attribute operation=erase, whose users the feeder erases (POST /erasures). To a FIFO queue (QUEUE_URL ends in .fifo) each message also gets a message group and a deduplication id of its own; a user's erasure takes the group of its changes, so it comes after them.",
+    'Generates users (or reads them from an NDJSON file, one user a line) and sends them to ' +
+      'QUEUE_URL, many per message, with SendMessageBatch; a progress bar on stderr, then a final ' +
+      'count as one JSON line. Give --count, --file or both (the first N users of the file). ' +
+      'With --erase or --erase-file it sends erasures instead: messages with the attribute ' +
+      'operation=erase, whose users the feeder erases (POST /erasures). To a FIFO queue ' +
+      '(QUEUE_URL ends in .fifo) each message also gets a message group and a deduplication id ' +
+      "of its own; a user's erasure takes the group of its changes, so it comes after them.",
   )
   .helpOption('-h, --help', 'print this usage and exit')
   .showHelpAfterError()
@@ -46,13 +52,16 @@ const program = new Command('npm run produce --')
   .addOption(
     new Option(
       '--erase <email...>',
-      'erase these users instead of sending users: messages with the operation attribute erase, each body an array of emails',
+      'erase these users instead of sending users: messages with the operation attribute ' +
+        'erase, each body an array of emails',
     ).conflicts(['count', 'file', 'resolution']),
   )
   .addOption(
     new Option(
       '--erase-file <file>',
-      'erase the users this file names, one a line: an email, or a JSON object {"email", "changedAt"} (when the erasure happened at the source); after the emails of --erase',
+      'erase the users this file names, one a line: an email, or a JSON object ' +
+        '{"email", "changedAt"} (when the erasure happened at the source); after the emails ' +
+        'of --erase',
     ).conflicts(['count', 'file', 'resolution']),
   )
   .addHelpText(

@@ -1,10 +1,11 @@
 import http from 'node:http';
 
+/** @typedef {(items: any[], n: number, path: string) => [number, unknown, Record<string, string>?]} Respond */
 /**
  * A stand-in for POST /users and POST /erasures that answers from a script, for the handler's
  * tests. `respond` gets the parsed items of each request, its number and its path, and returns
  * [status, body, headers?].
- * @param {(items: any[], n: number, path: string) => [number, unknown, Record<string, string>?]} respond
+ * @param {Respond} respond
  */
 export async function startStubService(respond) {
   /** @type {any[][]} */

@@ -72,7 +72,10 @@ export class Lending {
     return this.#send(statement, true);
   }
 
-  /** Statements (ending `; `) that commit with COMMIT or fail it, after any given before. @param {string} sql */
+  /**
+   * Statements (ending `; `) that commit with COMMIT or fail it, after any given before.
+   * @param {string} sql
+   */
   withCommit(sql) {
     this.#withCommit += sql;
   }

@@ -4,6 +4,7 @@ import { eraseUsers } from '../users/erase.js';
 import { storedOutcomeOf } from '../users/idempotency-keys.js';
 import { emailsOfFilter } from './email-filter.js';
 import { ONE_CLIENT } from './fair-share.js';
+import { pick } from './representation.js';
 import { READ_COLUMNS } from './write-query.js';
 
 // The two ways to erase: PostgREST's `DELETE /users?email=…` (answered as PostgREST answers: 204,
@@ -91,14 +92,6 @@ function replay(res, { taken }, fingerprint) {
   const { received, erased, absent } = /** @type {any} */ (stored.written);
   res.setHeader('Idempotent-Replayed', 'true');
   res.status(200).json({ received, erased, absent });
-}
-
-/** @param {Record<string, unknown>} user @param {readonly string[]} select */
-function pick(user, select) {
-  /** @type {Record<string, unknown>} */
-  const shown = {};
-  for (const column of select) if (column in user) shown[column] = user[column];
-  return shown;
 }
 
 /** @param {number} n @param {number} max */

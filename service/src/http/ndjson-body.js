@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { ApiError } from '../errors.js';
 import { checkCodings } from './json-body.js';
 import { readBody } from './read-body.js';
+import { createNdjsonParser } from '../users/stream-parse.js';
 
 // A small NDJSON body (an object a line, as POST /erasures takes it), read whole within
 // MAX_BODY_BYTES like a JSON array, into an array: a line that is not JSON is named.
@@ -33,19 +34,25 @@ export function readNdjsonBody({ maxBodyBytes }) {
   };
 }
 
-/** @param {Buffer} buffer @returns {unknown[]} */
+/**
+ * The lines as the streamed import parses them (a byte-order mark, CRLF, blank lines); a key given
+ * twice in one object is refused. @param {Buffer} buffer @returns {unknown[]}
+ */
 function parseLines(buffer) {
   if (!isUtf8(buffer)) throw new ApiError('invalid_utf8');
+  /** @type {unknown[]} */
   const items = [];
-  const lines = buffer.toString('utf8').split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i].trim();
-    if (line === '') continue;
-    try {
-      items.push(JSON.parse(line));
-    } catch {
-      throw new ApiError('malformed_json', `line ${i + 1} is not valid JSON`);
-    }
-  }
+  /** @type {import('../users/stream-types.js').OnRecord} */
+  const onRecord = (item, line, duplicates) => {
+    if (duplicates.length > 0)
+      throw new ApiError(
+        'duplicate_key',
+        `line ${line} gives ${JSON.stringify(duplicates[0])} more than once; send each key once`,
+      );
+    items.push(item);
+  };
+  const parser = createNdjsonParser();
+  parser.feed(buffer.toString('utf8'), onRecord);
+  parser.end(onRecord);
   return items;
 }

@@ -57,7 +57,7 @@ const isEveryColumn = (select) =>
  * @param {string} [outcome]
  * @returns {Record<string, unknown>}
  */
-function pick(u, select, outcome) {
+export function pick(u, select, outcome) {
   /** @type {Record<string, unknown>} */
   const row = {};
   for (const c of select) row[c] = c === OUTCOME ? outcome : (u[c] ?? null);

@@ -11,7 +11,10 @@ declare module 'http' {
     clientName?: string;
     /** Its scope, the credential's kind and name (`token:feeder`, `jwt:billing`): whose Idempotency-Keys these are (http/authenticate.js). */
     clientScope?: string;
-    /** Whether its credentials grant erasing users (http/authenticate.js); unset without credentials configured. */
+    /**
+     * Whether its credentials grant erasing users (http/authenticate.js); unset without
+     * credentials configured.
+     */
     mayErase?: boolean;
     /** Its client as admission and the rate limit see it: weight, cap, token bucket (http/client-directory.js). */
     ingestClient?: import('./client-directory.js').Client;

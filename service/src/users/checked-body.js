@@ -11,6 +11,7 @@ import { csvLine } from './user-sql.js';
 
 /** @import { ItemError, OnRecord, OnUnreadable, Quarantine } from './stream-types.js' */
 /** @import { QuarantinedItem, StreamFormat } from './stream-types.js' */
+/** @typedef {(row: import('./sql-types.js').UserRow) => string} LineOf */
 
 const TWICE = 'is given more than once in this object; send each field once';
 
@@ -30,7 +31,7 @@ export class CheckedBody {
   /**
    * `lineOf`: a row's CSV line (its email's hash after it, when the import hashes them).
    * @param {AsyncIterable<string>} texts @param {StreamFormat} format
-   * @param {Quarantine} [quarantine] @param {(row: import('./sql-types.js').UserRow) => string} [lineOf]
+   * @param {Quarantine} [quarantine] @param {LineOf} [lineOf]
    */
   constructor(texts, format, quarantine, lineOf = csvLine) {
     this.#lineOf = lineOf;

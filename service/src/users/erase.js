@@ -19,26 +19,26 @@ import { tried } from './user-writer.js';
 // again once when that may help (an erasure done twice erases nothing more).
 
 /** @import { ErasureGuard } from './erasure-guard.js' */
-/** @import { Database, IdempotencyKey, KeyStore, KeyTaken, Lending, TimeLimits } from './write-types.js' */
+/** @import { Database, IdempotencyKey, KeyStore, KeyTaken } from './write-types.js' */
+/** @import { Lending, TimeLimits } from './write-types.js' */
 /** @import { WritePolicy } from './write-types.js' */
 
 /** One email to erase (lower-cased, valid) and when it was erased at its source, if said. */
 /** @typedef {{ email: string, changedAt: string | null }} Erasure */
-/** @typedef {{ received: number, erased: number, absent: number, users: Record<string, string | null>[] }} Erased */
+/**
+ * @typedef {{ received: number, erased: number, absent: number,
+ *   users: Record<string, string | null>[] }} Erased
+ */
 
-/** The columns a representation of an erased user shows: every one a write shows. */
-const SHOWN = READ_FIELDS.map((field) => columnOf(field));
-
-/** @param {string} field */
-function columnOf(field) {
-  if (field === CREATED_AT.field) return CREATED_AT.column;
-  if (field === UPDATED_AT.field) return UPDATED_AT.column;
-  return /** @type {string} */ (USER_COLUMNS.find((c) => c.field === field)?.column);
-}
+/** The columns a representation of an erased user shows, in READ_FIELDS' order: a write's. */
+const SHOWN = [
+  ...USER_COLUMNS.filter((c) => c.shown === true).map((c) => c.column),
+  CREATED_AT.column,
+  UPDATED_AT.column,
+];
 /** @type {ReadonlySet<string>} */
 const TIMES = new Set([CREATED_AT.column, UPDATED_AT.column]);
 
-/**
 /**
  * With an Idempotency-Key (`key`, its store `keys`): claimed in BEGIN's round trip, the counts
  * stored under it in COMMIT's; a key taken erases nothing, and says what it holds. `policy`: how

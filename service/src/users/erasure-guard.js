@@ -62,7 +62,10 @@ export class ErasureGuard {
     return this.#hmac !== undefined;
   }
 
-  /** A write's source with its assertion. @param {string} source @param {readonly UserRow[]} rows */
+  /**
+   * A write's source with its assertion.
+   * @param {string} source @param {readonly UserRow[]} rows
+   */
   guard = (source, rows) => guarded(source, this.assertion(rows));
 
   /**

@@ -14,7 +14,10 @@ const UNKNOWN = `is not a field of an erasure (allowed: ${FIELDS.join(', ')})`;
 // A user's rules need a name: any valid one, for the fields an erasure has.
 const ANY_NAME = { name: 'erased' };
 
-/** @param {unknown} item @param {number} index @returns {Erasure | import('../errors.js').ItemError[]} */
+/**
+ * @param {unknown} item @param {number} index
+ * @returns {Erasure | import('../errors.js').ItemError[]}
+ */
 function checkErasure(item, index) {
   if (item === null || typeof item !== 'object' || Array.isArray(item))
     return [{ index, field: null, message: NOT_AN_ERASURE }];

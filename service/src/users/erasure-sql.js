@@ -106,7 +106,8 @@ export const deleteUsers = (columns) => ({
 
 /** Items set aside that name one of the emails (as sent, in any case). */
 export const DELETE_QUARANTINED = `DELETE FROM quarantined_items q
-  WHERE EXISTS (SELECT FROM unnest($1::text[]) AS e (email) WHERE strpos(lower(q.item), e.email) > 0)`;
+  WHERE EXISTS (SELECT FROM unnest($1::text[]) AS e (email)
+    WHERE strpos(lower(q.item), e.email) > 0)`;
 
 /** Stored outcomes whose representation names one of the emails. */
 export const KEYS_NAMING = `SELECT client, key, outcome FROM idempotency_keys
@@ -116,7 +117,8 @@ export const KEYS_NAMING = `SELECT client, key, outcome FROM idempotency_keys
 /** Answers stored whole before outcomes were, naming one of the emails: deleted, not rewritten. */
 export const DELETE_OLD_ANSWERS = `DELETE FROM idempotency_keys k
   WHERE k.body IS NOT NULL
-    AND EXISTS (SELECT FROM unnest($1::text[]) AS e (email) WHERE strpos(lower(k.body), e.email) > 0)`;
+    AND EXISTS (SELECT FROM unnest($1::text[]) AS e (email)
+      WHERE strpos(lower(k.body), e.email) > 0)`;
 
 /** Each key's outcome, rewritten. */
 export const REWRITE_OUTCOMES = `UPDATE idempotency_keys AS k SET outcome = v.o::json

@@ -21,7 +21,10 @@ export class KnownTombstones {
     return false;
   }
 
-  /** Tombstones read since, and the generation read up to. @param {number} generation @param {readonly number[]} tags */
+  /**
+   * Tombstones read since, and the generation read up to.
+   * @param {number} generation @param {readonly number[]} tags
+   */
   absorb(generation, tags) {
     if (generation > this.generation) this.generation = generation;
     if (tags.length === 0) return;

@@ -89,8 +89,8 @@ async function* hashed(texts, hash) {
 
 /**
  * Its import by mode (merge mode's staging table in BEGIN's round trip), then what an erasure keeps
- * out, what it asserts against erasures (in COMMIT's round trip), then the fingerprint. `lineOf`: each line with its
- * email's hash where a tombstone may name it; without, none is.
+ * out, what it asserts against erasures (in COMMIT's round trip), then the fingerprint. `lineOf`:
+ * each line with its email's hash where a tombstone may name it; without, none is.
  * @param {AsyncIterable<string>} texts
  * @param {{ format: StreamFormat, resolution: Resolution, lineOf?: LineOf,
  *   assertion: string }} how
